@@ -1,0 +1,54 @@
+# disaggsim: set-up, build, the main job and the tests.
+# `make quickstart` and `make test` each do all set-up on a fresh Debian bookworm machine
+# (apt packages, the Python venv, the C++ build against Debian's ns-3.37).
+
+SHELL := /bin/bash
+VENV := .venv
+BUILD := build
+APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja-build g++ \
+	pkg-config tcpdump blktrace memcached iproute2 kmod util-linux e2fsprogs procps psmisc
+JOBS ?= 2
+
+.PHONY: all deps venv build quickstart test lint clean
+
+all: build
+
+# System packages (Debian's ns-3 3.37 and the trace tools). Skips apt when all are present.
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(VENV)/.stamp: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev,collect]'
+	touch $@
+
+venv: $(VENV)/.stamp
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: convert the bundled real traces, run the quickstart campaign, print the
+# summary table and write the plots (results/quickstart/).
+quickstart: deps venv build
+	$(VENV)/bin/disaggsim run configs/quickstart.toml
+
+lint: venv
+	$(VENV)/bin/ruff check disaggsim traces sim analysis bench tests
+	$(VENV)/bin/mypy
+
+# The tests: C++ ns-3 test suites (ctest), Python tests (pytest), the notebooks (nbmake).
+test: deps venv build lint
+	ctest --test-dir $(BUILD) --output-on-failure
+	$(VENV)/bin/jupytext --to ipynb notebooks/*.py
+	$(VENV)/bin/pytest -q --nbmake notebooks/*.ipynb tests
+
+clean:
+	rm -rf $(BUILD) results

@@ -1,0 +1,116 @@
+"""The pipeline's table schemas, defined once (STYLE.md "One flow through the code").
+
+Every reader and writer of these tables imports its schema from here:
+
+    traces/   raw traces                  -> FLOW_TABLE      (per-blade flows)
+    sim/      FLOW_TABLE + placement      -> SIM_FLOWS       (per-host flows, the ns-3 input)
+    sim/      ns-3 run                    -> FCT_RECORDS     (one row per flow)
+    analysis/ FCT_RECORDS                 -> FCT export      (``<bytes> <mean_fct_us>``)
+
+Blade ids (paper §4.1: "splitting each node into one compute, one memory, and one disk
+blade"): ``blade = 3 * node + type`` with type 0 = compute, 1 = memory, 2 = disk.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+import pyarrow as pa
+
+
+class BladeType(IntEnum):
+    """Blade type of a disaggregated node (paper §4.1)."""
+
+    COMPUTE = 0
+    MEMORY = 1
+    DISK = 2
+
+
+BLADES_PER_NODE: Final = 3
+
+
+def blade_id(node: int, blade_type: BladeType) -> int:
+    """Return the blade id of ``blade_type`` on ``node`` (``3 * node + type``)."""
+    return BLADES_PER_NODE * node + int(blade_type)
+
+
+def blade_node(blade: int) -> int:
+    """Return the node a blade id belongs to."""
+    return blade // BLADES_PER_NODE
+
+
+def blade_type(blade: int) -> BladeType:
+    """Return the type of a blade id."""
+    return BladeType(blade % BLADES_PER_NODE)
+
+
+def blade_name(blade: int) -> str:
+    """Human-readable blade name, e.g. ``n2.memory``."""
+    return f"n{blade_node(blade)}.{blade_type(blade).name.lower()}"
+
+
+#: Flow kinds. Reads flow blade -> compute, writes compute -> blade (paper §4.1).
+FLOW_KINDS: Final = ("mem_read", "mem_write", "disk_read", "disk_write", "net")
+
+#: Per-blade flow table written by ``disaggsim convert`` (Parquet and CSV).
+#:
+#: - flow_id: 0..N-1, in (start_ns, source order) order
+#: - start_ns: ns since the start of the trace (the earliest record of all inputs)
+#: - src, dst: blade ids (see module docstring)
+#: - size_bytes: bytes carried by the flow (> 0)
+#: - kind: one of FLOW_KINDS
+#: - node: the node whose trace the record came from
+#: - source_file: the input file (path as given) the record came from
+#: - source_record: line number (text inputs, 1-based) or record index (binary inputs, 0-based)
+FLOW_TABLE: Final = pa.schema(
+    [
+        pa.field("flow_id", pa.int64(), nullable=False),
+        pa.field("start_ns", pa.int64(), nullable=False),
+        pa.field("src", pa.int32(), nullable=False),
+        pa.field("dst", pa.int32(), nullable=False),
+        pa.field("size_bytes", pa.int64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("node", pa.int32(), nullable=False),
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("source_record", pa.int64(), nullable=False),
+    ]
+)
+
+#: Per-host flows, the ns-3 program's input (CSV with this header, in this column order).
+#: Hosts are numbered rack-major: host = rack * hosts_per_rack + index_in_rack.
+SIM_FLOWS: Final = pa.schema(
+    [
+        pa.field("flow_id", pa.int64(), nullable=False),
+        pa.field("start_ns", pa.int64(), nullable=False),
+        pa.field("src_host", pa.int32(), nullable=False),
+        pa.field("dst_host", pa.int32(), nullable=False),
+        pa.field("size_bytes", pa.int64(), nullable=False),
+    ]
+)
+
+#: One record per flow, written by the ns-3 program (CSV with this header and order).
+#:
+#: - finish_ns: time the receiver got the flow's last byte; -1 if unfinished
+#: - fct_ns: finish_ns - start_ns; -1 if unfinished
+#: - ideal_fct_ns: the flow's FCT alone in the network on its path (propagation +
+#:   switching + serialization with the model's pipelining; see topologies/doc/clos.md)
+#: - slowdown: fct_ns / ideal_fct_ns; NaN if unfinished (paper §4.3, after pFabric [27])
+#: - finished: 1 if every byte arrived before the simulation ended, else 0
+FCT_RECORDS: Final = pa.schema(
+    [
+        pa.field("flow_id", pa.int64(), nullable=False),
+        pa.field("src_host", pa.int32(), nullable=False),
+        pa.field("dst_host", pa.int32(), nullable=False),
+        pa.field("size_bytes", pa.int64(), nullable=False),
+        pa.field("start_ns", pa.int64(), nullable=False),
+        pa.field("finish_ns", pa.int64(), nullable=False),
+        pa.field("fct_ns", pa.int64(), nullable=False),
+        pa.field("ideal_fct_ns", pa.int64(), nullable=False),
+        pa.field("slowdown", pa.float64(), nullable=True),
+        pa.field("finished", pa.int8(), nullable=False),
+    ]
+)
+
+#: Columns a campaign adds to FCT_RECORDS when it collects runs into one table.
+CAMPAIGN_KEYS: Final = ("protocol", "rate_gbps", "scope", "workload", "seed")
