@@ -1,0 +1,14 @@
+"""Trace converters: raw traces of a server cluster -> the per-blade flow table (paper §4.1).
+
+Modules (each a plain function library; I/O only in the readers and writers):
+
+- ``pcap``: tcpdump captures -> packet table -> network messages
+- ``blktrace``: binary blktrace / blkparse text -> block requests
+- ``paging``: rmem paging traces (the original artifact's format) -> page accesses
+- ``attribution``: which compute blade caused each memory/disk access
+- ``blades``: accesses -> flows between compute, memory and disk blades
+- ``convert``: a sample directory -> ``disaggsim.schemas.FLOW_TABLE`` (``disaggsim convert``)
+- ``placement``: blades -> simulated hosts (rack- or datacenter-scale) -> ``SIM_FLOWS``
+- ``yaps``: YAPS (pHost simulator) flow files <-> ``SIM_FLOWS``
+- ``collect*``: the trace collector (``disaggsim collect``)
+"""

@@ -1,0 +1,66 @@
+"""Blade placement on hosts (paper §2.2 scope, §4.2: 9 racks x 16 hosts)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from disaggsim.traces.placement import place
+
+from disaggsim.schemas import SIM_FLOWS, blade_node
+
+
+def flows(n_nodes: int) -> pd.DataFrame:
+    # Every node's compute blade talks to every memory and disk blade.
+    rows = []
+    for a in range(n_nodes):
+        for b in range(n_nodes):
+            for t in (1, 2):
+                rows.append((len(rows), len(rows) * 10, 3 * a, 3 * b + t, 4096 * (t + 1)))
+    return pd.DataFrame(rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes"])
+
+
+def test_datacenter_scope_distinct_hosts_anywhere() -> None:
+    ft = flows(5)
+    sim, b2h = place(ft, 9, 16, "datacenter", seed=1)
+    assert list(sim.columns) == SIM_FLOWS.names
+    assert sorted(b2h) == list(range(15))
+    assert len(set(b2h.values())) == 15 and all(0 <= h < 144 for h in b2h.values())
+    assert sim["src_host"].tolist() == [b2h[b] for b in ft["src"]]
+    assert sim["dst_host"].tolist() == [b2h[b] for b in ft["dst"]]
+    assert sim[["flow_id", "start_ns", "size_bytes"]].equals(
+        ft[["flow_id", "start_ns", "size_bytes"]]
+    )
+    # 15 blades on 144 hosts in 9 racks: a node's blades are (almost surely) spread out;
+    # with this seed at least one node spans several racks.
+    racks_of_node = {n: {b2h[3 * n + t] // 16 for t in range(3)} for n in range(5)}
+    assert any(len(r) > 1 for r in racks_of_node.values())
+
+
+def test_rack_scope_keeps_a_node_in_one_rack() -> None:
+    for seed in range(20):
+        _, b2h = place(flows(6), 9, 16, "rack", seed=seed)
+        assert len(set(b2h.values())) == 18
+        for n in range(6):
+            assert len({b2h[3 * n + t] // 16 for t in range(3)}) == 1
+
+
+def test_same_seed_same_map_and_rack_packing() -> None:
+    ft = flows(4)
+    assert place(ft, 9, 16, "datacenter", 7)[1] == place(ft, 9, 16, "datacenter", 7)[1]
+    assert place(ft, 9, 16, "datacenter", 7)[1] != place(ft, 9, 16, "datacenter", 8)[1]
+    # 2 racks of 3 hosts hold exactly 2 nodes of 3 blades: each rack gets one node.
+    _, b2h = place(flows(2), 2, 3, "rack", seed=3)
+    assert sorted(b2h.values()) == list(range(6))
+    assert {b2h[b] // 3 for b in range(3)} != {b2h[b] // 3 for b in range(3, 6)}
+    assert all(blade_node(b) in (0, 1) for b in b2h)
+
+
+def test_errors() -> None:
+    with pytest.raises(ValueError, match="15 blades do not fit on 12 hosts"):
+        place(flows(5), 3, 4, "datacenter", 0)
+    with pytest.raises(ValueError, match="a rack has 2 hosts"):
+        place(flows(1), 4, 2, "rack", 0)
+    with pytest.raises(ValueError, match="no rack has 3 free hosts"):
+        place(flows(4), 3, 4, "rack", 0)  # 12 blades, 12 hosts, but 1 node per rack
+    with pytest.raises(ValueError, match="scope"):
+        place(flows(1), 9, 16, "pod", 0)  # type: ignore[arg-type]

@@ -1,0 +1,541 @@
+"""A traced cluster -> the per-blade flow table (paper §4.1), ``disaggsim convert``.
+
+Input: a sample directory (layout below, written by ``disaggsim collect``) or the same
+description built in code (:class:`SampleInputs`)::
+
+    <sample>/meta.json  {"sample": str,
+                         "nodes": [{"node": 0, "ip": "10.77.0.1", "pcap": "node0.pcap",
+                                    "disk_blktrace": "node0.disk", "swap_blktrace": "node0.swap",
+                                    "paging": "node0.rmem"}, ...],
+                         "trace_clock_offset_ns": int,  # CLOCK_REALTIME - blktrace clock
+                         "page_bytes": 4096, "swap_bytes": int, "disk_bytes": int}
+
+Every per-node input is optional; a referenced file that does not exist is an error.
+Clocks: pcap timestamps are CLOCK_REALTIME; blktrace times are the trace clock, moved to
+realtime by adding ``trace_clock_offset_ns`` (a node entry may override it); the paging
+trace is converted with its meta start time (``paging.read_rmem``). ``start_ns`` in the
+output counts from the earliest record of all inputs.
+
+Steps: network messages (``pcap.network_messages``; a message A -> B is taken from A's
+capture, or from B's if A has none, so no message is counted twice) -> attribution of
+memory and disk accesses to requesters (``attribution.attribute``) -> blade mapping
+(``blades.memory_flows`` / ``blades.disk_flows``) -> net flows (compute blade of A ->
+compute blade of B) -> one table in ``disaggsim.schemas.FLOW_TABLE``.
+Memory accesses come from the paging trace if the node has one, else from the swap
+device's blktrace (the same swap-ins/outs seen at the block layer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from disaggsim.traces._atomic import atomic_path
+from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
+from disaggsim.traces.blades import (
+    DEFAULT_DISK_PARTITION,
+    DEFAULT_MEMORY_PARTITION,
+    Partition,
+    disk_flows,
+    memory_flows,
+)
+from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrace
+from disaggsim.traces.errors import TraceFormatError
+from disaggsim.traces.paging import PAGE_BYTES, read_rmem
+from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
+
+from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
+
+META_FILE: Final = "meta.json"
+
+
+@dataclass(frozen=True)
+class NodeInputs:
+    """One traced node: its IPv4 address and its (optional) trace files.
+
+    ``disk_blktrace``/``swap_blktrace`` are blktrace prefixes (``NAME`` of
+    ``NAME.blktrace.<cpu>``); ``trace_clock_offset_ns`` overrides the sample's.
+    """
+
+    node: int
+    ip: str | None = None
+    pcap: Path | None = None
+    disk_blktrace: Path | None = None
+    swap_blktrace: Path | None = None
+    paging: Path | None = None
+    trace_clock_offset_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class SampleInputs:
+    """A traced cluster: its nodes and the facts needed to put the traces on one clock."""
+
+    nodes: tuple[NodeInputs, ...]
+    trace_clock_offset_ns: int = 0
+    page_bytes: int = PAGE_BYTES
+    swap_bytes: int | None = None
+    disk_bytes: int | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """Knobs of the conversion; every default is the documented one of its module.
+
+    Attributes:
+        idle_gap_ns: message split gap (``pcap.DEFAULT_IDLE_GAP_NS``; None = per connection).
+        tolerance_ns: attribution window slack (``attribution.DEFAULT_TOLERANCE_NS``).
+        attribute_memory, attribute_disk: run attribution on that resource.
+        memory_partition, disk_partition: address-space partitions (``blades``).
+        use_device_sizes: partition the whole swap/disk (meta ``swap_bytes``/``disk_bytes``)
+            instead of the observed address range.
+        memory_merge: ``"contiguous"`` or ``"batch"`` (``blades.memory_flows``).
+        blk_actions: blkparse action letters kept from blktraces (default issue, ``"D"``).
+        kinds: which flow kinds to emit (subset of ``disaggsim.schemas.FLOW_KINDS``).
+    """
+
+    idle_gap_ns: int | None = DEFAULT_IDLE_GAP_NS
+    tolerance_ns: int = DEFAULT_TOLERANCE_NS
+    attribute_memory: bool = True
+    attribute_disk: bool = True
+    memory_partition: Partition = DEFAULT_MEMORY_PARTITION
+    disk_partition: Partition = DEFAULT_DISK_PARTITION
+    use_device_sizes: bool = False
+    memory_merge: Literal["contiguous", "batch"] = "contiguous"
+    blk_actions: str = "D"
+    kinds: tuple[str, ...] = FLOW_KINDS
+
+
+@dataclass
+class ConvertReport:
+    """Counts from one conversion (printed by the CLI)."""
+
+    records: dict[str, int] = field(default_factory=dict)
+    flows: dict[str, int] = field(default_factory=dict)
+    t0_realtime_ns: int = 0
+    attribution: AttributionReport | None = None
+
+    def __str__(self) -> str:
+        lines = [f"t0 (CLOCK_REALTIME ns): {self.t0_realtime_ns}"]
+        lines += [f"records {k}: {v}" for k, v in self.records.items()]
+        lines += [f"flows {k}: {v}" for k, v in self.flows.items()]
+        if self.attribution is not None:
+            lines.append(str(self.attribution))
+        return "\n".join(lines)
+
+
+def _meta_error(path: Path, field_name: str, expected: str, got: object) -> TraceFormatError:
+    return TraceFormatError(path, None, field_name, expected, got)
+
+
+def load_sample(sample_dir: str | Path) -> SampleInputs:
+    """Read ``<sample_dir>/meta.json`` into :class:`SampleInputs` (paths joined to the dir).
+
+    Raises:
+        FileNotFoundError: no meta.json, or a referenced trace file is missing (named).
+        TraceFormatError: a field of meta.json has the wrong type (names the field).
+    """
+    base = Path(sample_dir)
+    meta_path = base / META_FILE
+    try:
+        meta: Any = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(meta_path, exc.lineno, None, "valid JSON", exc.msg) from exc
+    if not isinstance(meta, dict) or not isinstance(meta.get("nodes"), list) or not meta["nodes"]:
+        raise _meta_error(
+            meta_path,
+            "nodes",
+            "a non-empty list of node objects",
+            meta.get("nodes") if isinstance(meta, dict) else meta,
+        )
+
+    def opt_int(obj: dict[str, Any], key: str, where: str) -> int | None:
+        v = obj.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise _meta_error(meta_path, f"{where}{key}", "an integer", v)
+        return v
+
+    nodes = []
+    seen: set[int] = set()
+    for i, entry in enumerate(meta["nodes"]):
+        where = f"nodes[{i}]."
+        if not isinstance(entry, dict):
+            raise _meta_error(meta_path, f"nodes[{i}]", "an object", entry)
+        node = entry.get("node")
+        if not isinstance(node, int) or isinstance(node, bool) or node < 0 or node in seen:
+            raise _meta_error(meta_path, f"{where}node", "a distinct non-negative integer", node)
+        seen.add(node)
+        files: dict[str, Path | None] = {}
+        for key in ("pcap", "disk_blktrace", "swap_blktrace", "paging"):
+            v = entry.get(key)
+            if v is None:
+                files[key] = None
+                continue
+            if not isinstance(v, str) or not v:
+                raise _meta_error(meta_path, f"{where}{key}", "a file name (string)", v)
+            files[key] = base / v
+        ip = entry.get("ip")
+        if ip is not None:
+            try:
+                ip_to_int(ip)
+            except (ValueError, AttributeError) as exc:
+                raise _meta_error(
+                    meta_path, f"{where}ip", "a dotted-quad IPv4 address", ip
+                ) from exc
+        nodes.append(
+            NodeInputs(
+                node=node,
+                ip=ip,
+                pcap=files["pcap"],
+                disk_blktrace=files["disk_blktrace"],
+                swap_blktrace=files["swap_blktrace"],
+                paging=files["paging"],
+                trace_clock_offset_ns=opt_int(entry, "trace_clock_offset_ns", where),
+            )
+        )
+    sample = SampleInputs(
+        nodes=tuple(nodes),
+        trace_clock_offset_ns=opt_int(meta, "trace_clock_offset_ns", "") or 0,
+        page_bytes=opt_int(meta, "page_bytes", "") or PAGE_BYTES,
+        swap_bytes=opt_int(meta, "swap_bytes", ""),
+        disk_bytes=opt_int(meta, "disk_bytes", ""),
+        name=str(meta.get("sample", base.name)),
+    )
+    check_inputs(sample)
+    return sample
+
+
+def check_inputs(sample: SampleInputs) -> None:
+    """Raise FileNotFoundError naming the first referenced trace file that is missing."""
+    for n in sample.nodes:
+        for key in ("pcap", "paging"):
+            p = getattr(n, key)
+            if p is not None and not Path(p).is_file():
+                raise FileNotFoundError(f"node {n.node}: {key} file {p} not found")
+        for key in ("disk_blktrace", "swap_blktrace"):
+            p = getattr(n, key)
+            if p is not None:
+                try:
+                    blktrace_files(p)
+                except FileNotFoundError as exc:
+                    raise FileNotFoundError(f"node {n.node}: {key} {exc}") from exc
+
+
+def convert(
+    source: str | Path | SampleInputs,
+    options: ConvertOptions | None = None,
+    report: ConvertReport | None = None,
+) -> pd.DataFrame:
+    """Convert a traced cluster to the flow table (``FLOW_TABLE`` columns and dtypes).
+
+    Args:
+        source: a sample directory (with meta.json) or a :class:`SampleInputs`.
+        options: conversion knobs (defaults documented in :class:`ConvertOptions`).
+        report: if given, filled with record/flow counts and the attribution report.
+
+    Returns:
+        DataFrame with columns flow_id, start_ns, src, dst, size_bytes, kind, node,
+        source_file, source_record; flow_id 0..N-1 in (start_ns, node, kind, source_record)
+        order; start_ns in ns since the earliest record of all inputs.
+
+    Raises:
+        FileNotFoundError, TraceFormatError: from the inputs (named file, line, field).
+        ValueError: inconsistent inputs (e.g. a node with a pcap but no IP).
+    """
+    opts = options or ConvertOptions()
+    rep = report if report is not None else ConvertReport()
+    sample = source if isinstance(source, SampleInputs) else load_sample(source)
+    if isinstance(source, SampleInputs):
+        check_inputs(sample)
+    bad_kinds = set(opts.kinds) - set(FLOW_KINDS)
+    if bad_kinds:
+        raise ValueError(
+            f"unknown flow kinds {sorted(bad_kinds)}; expected a subset of {FLOW_KINDS}"
+        )
+    n_nodes = max(n.node for n in sample.nodes) + 1
+    node_of_ip: dict[int, int] = {}
+    for n in sample.nodes:
+        if n.ip is not None:
+            node_of_ip[ip_to_int(n.ip)] = n.node
+        elif n.pcap is not None:
+            raise ValueError(f"node {n.node} has a pcap but no ip")
+    earliest: list[int] = []
+
+    # Network messages, each counted once (sender's capture preferred).
+    has_pcap = {n.node for n in sample.nodes if n.pcap is not None}
+    msg_frames = []
+    for n in sample.nodes:
+        if n.pcap is None:
+            continue
+        packets = read_pcap(n.pcap)
+        rep.records[f"n{n.node}.pcap_packets"] = len(packets)
+        if len(packets):
+            earliest.append(int(packets.ts_ns.min()))
+        msgs = network_messages(packets, node_of_ip, opts.idle_gap_ns)
+        own = (msgs["src_node"] == n.node) | (
+            (msgs["dst_node"] == n.node) & ~msgs["src_node"].isin(has_pcap)
+        )
+        msgs = msgs[own].copy()
+        msgs["capture_node"] = n.node
+        msgs["source_file"] = str(n.pcap)
+        msg_frames.append(msgs)
+    messages = (
+        pd.concat(msg_frames, ignore_index=True)
+        if msg_frames
+        else pd.DataFrame(
+            columns=[
+                "start_ns",
+                "end_ns",
+                "src_node",
+                "dst_node",
+                "size_bytes",
+                "capture_node",
+                "source_file",
+                "source_record",
+            ]
+        )
+    )
+    rep.records["net_messages"] = len(messages)
+
+    # Memory and disk accesses on the realtime clock.
+    mem_frames, disk_frames = [], []
+    for n in sample.nodes:
+        offset = (
+            n.trace_clock_offset_ns
+            if n.trace_clock_offset_ns is not None
+            else sample.trace_clock_offset_ns
+        )
+        if n.paging is not None:
+            pg = read_rmem(n.paging, page_bytes=sample.page_bytes)
+            if len(pg) and (pg["realtime_ns"] < 0).any():
+                raise ValueError(
+                    f"{n.paging}: relative timestamps and no meta file {n.paging}.meta"
+                )
+            mem_frames.append(
+                pd.DataFrame(
+                    {
+                        "node": n.node,
+                        "time_ns": pg["realtime_ns"],
+                        "op": pg["op"],
+                        "page": pg["page"],
+                        "npages": pg["npages"],
+                        "batch_id": pg["batch_id"],
+                        "size_bytes": pg["size_bytes"],
+                        "source_file": str(n.paging),
+                        "source_record": pg["source_record"],
+                    }
+                )
+            )
+            rep.records[f"n{n.node}.paging"] = len(pg)
+        elif n.swap_blktrace is not None:
+            sw = read_blktrace(n.swap_blktrace, actions=opts.blk_actions)
+            addr = sw["sector"] * SECTOR_BYTES
+            misaligned = (addr % sample.page_bytes != 0) | (
+                sw["size_bytes"] % sample.page_bytes != 0
+            )
+            if misaligned.any():
+                row = sw[misaligned].iloc[0]
+                raise TraceFormatError(
+                    row["source_file"],
+                    f"record {row['source_record']}",
+                    "sector/bytes",
+                    f"page-aligned swap I/O ({sample.page_bytes} B)",
+                    (int(row["sector"]), int(row["size_bytes"])),
+                )
+            mem_frames.append(
+                pd.DataFrame(
+                    {
+                        "node": n.node,
+                        "time_ns": sw["time_ns"] + offset,
+                        "op": sw["op"],
+                        "page": addr // sample.page_bytes,
+                        "npages": sw["size_bytes"] // sample.page_bytes,
+                        "batch_id": np.arange(len(sw), dtype=np.int64),
+                        "size_bytes": sw["size_bytes"],
+                        "source_file": sw["source_file"],
+                        "source_record": sw["source_record"],
+                    }
+                )
+            )
+            rep.records[f"n{n.node}.swap_blktrace"] = len(sw)
+        if n.disk_blktrace is not None:
+            dk = read_blktrace(n.disk_blktrace, actions=opts.blk_actions)
+            disk_frames.append(
+                pd.DataFrame(
+                    {
+                        "node": n.node,
+                        "time_ns": dk["time_ns"] + offset,
+                        "op": dk["op"],
+                        "sector": dk["sector"],
+                        "size_bytes": dk["size_bytes"],
+                        "source_file": dk["source_file"],
+                        "source_record": dk["source_record"],
+                    }
+                )
+            )
+            rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
+    mem = pd.concat(mem_frames, ignore_index=True) if mem_frames else None
+    disk = pd.concat(disk_frames, ignore_index=True) if disk_frames else None
+    for frame in (mem, disk):
+        if frame is not None and len(frame):
+            earliest.append(int(frame["time_ns"].min()))
+    if not earliest:
+        raise ValueError(f"sample {sample.name!r}: no records in any input")
+    t0 = min(earliest)
+    rep.t0_realtime_ns = t0
+
+    # Attribution (paper §4.1): one pool of message bytes shared by memory and disk.
+    parts = []
+    if mem is not None and opts.attribute_memory:
+        parts.append(mem.assign(resource="mem", _row=np.arange(len(mem))))
+    if disk is not None and opts.attribute_disk:
+        parts.append(disk.assign(resource="disk", _row=np.arange(len(disk))))
+    if parts and len(messages):
+        both = pd.concat(
+            [p[["node", "time_ns", "op", "size_bytes", "resource", "_row"]] for p in parts],
+            ignore_index=True,
+        )
+        attributed, attr_report = attribute(both, messages, opts.tolerance_ns)
+        rep.attribution = attr_report
+        for res, frame in (("mem", mem), ("disk", disk)):
+            if frame is None:
+                continue
+            sel = attributed[attributed["resource"] == res].sort_values("_row")
+            if len(sel):
+                frame["requester_node"] = sel["requester_node"].to_numpy()
+
+    flows = []
+    mem_kinds = {"mem_read", "mem_write"} & set(opts.kinds)
+    disk_kinds = {"disk_read", "disk_write"} & set(opts.kinds)
+    if mem is not None and mem_kinds:
+        part = opts.memory_partition
+        if opts.use_device_sizes:
+            if sample.swap_bytes is None:
+                raise ValueError("use_device_sizes needs swap_bytes in meta.json")
+            part = dataclasses.replace(part, space_bytes=sample.swap_bytes)
+        f = memory_flows(
+            mem, n_nodes, page_bytes=sample.page_bytes, partition=part, merge=opts.memory_merge
+        )
+        flows.append(f[f["kind"].isin(mem_kinds)])
+    if disk is not None and disk_kinds:
+        part = opts.disk_partition
+        if opts.use_device_sizes:
+            if sample.disk_bytes is None:
+                raise ValueError("use_device_sizes needs disk_bytes in meta.json")
+            part = dataclasses.replace(part, space_bytes=sample.disk_bytes)
+        f = disk_flows(disk, n_nodes, partition=part)
+        flows.append(f[f["kind"].isin(disk_kinds)])
+    if "net" in opts.kinds and len(messages):
+        flows.append(
+            pd.DataFrame(
+                {
+                    "start_ns": messages["start_ns"].to_numpy(dtype=np.int64),
+                    "src": (
+                        messages["src_node"].to_numpy() * BLADES_PER_NODE + int(BladeType.COMPUTE)
+                    ).astype(np.int32),
+                    "dst": (
+                        messages["dst_node"].to_numpy() * BLADES_PER_NODE + int(BladeType.COMPUTE)
+                    ).astype(np.int32),
+                    "size_bytes": messages["size_bytes"].to_numpy(dtype=np.int64),
+                    "kind": "net",
+                    "node": messages["capture_node"].to_numpy(dtype=np.int32),
+                    "source_file": messages["source_file"].to_numpy(),
+                    "source_record": messages["source_record"].to_numpy(dtype=np.int64),
+                }
+            )
+        )
+    table = pd.concat(flows, ignore_index=True) if flows else _empty_table()
+    table["start_ns"] = table["start_ns"].astype(np.int64) - t0
+    kind_rank = table["kind"].map({k: i for i, k in enumerate(FLOW_KINDS)})
+    order = np.lexsort(
+        (
+            table["source_record"].to_numpy(),
+            kind_rank.to_numpy(),
+            table["node"].to_numpy(),
+            table["start_ns"].to_numpy(),
+        )
+    )
+    table = table.iloc[order].reset_index(drop=True)
+    table.insert(0, "flow_id", np.arange(len(table), dtype=np.int64))
+    for k in FLOW_KINDS:
+        rep.flows[k] = int((table["kind"] == k).sum())
+    return _to_schema(table)
+
+
+def _empty_table() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            f.name: pd.Series(
+                dtype=object if pa.types.is_string(f.type) else f.type.to_pandas_dtype()
+            )
+            for f in FLOW_TABLE
+            if f.name != "flow_id"
+        }
+    )
+
+
+def _to_schema(table: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame()
+    for f in FLOW_TABLE:
+        col = table[f.name]
+        out[f.name] = col.astype(object if pa.types.is_string(f.type) else f.type.to_pandas_dtype())
+    return out
+
+
+def write_flow_table(df: pd.DataFrame, out_prefix: str | Path) -> tuple[Path, Path]:
+    """Write ``OUT_PREFIX.parquet`` and ``OUT_PREFIX.csv`` (``FLOW_TABLE``), atomically.
+
+    The table is checked against ``FLOW_TABLE`` first (column names, order, types, no
+    nulls, size_bytes > 0, flow_id = 0..N-1); both files are written to temporary files
+    and moved into place only when both are complete, so on any error neither exists
+    (or the old ones stay). Returns the two paths.
+
+    Raises:
+        ValueError: the table does not match the schema.
+    """
+    if list(df.columns) != FLOW_TABLE.names:
+        raise ValueError(f"flow table columns {list(df.columns)} != FLOW_TABLE {FLOW_TABLE.names}")
+    try:
+        table = pa.Table.from_pandas(df, schema=FLOW_TABLE, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ValueError(f"flow table does not match FLOW_TABLE: {exc}") from exc
+    for f in FLOW_TABLE:
+        if table.column(f.name).null_count:
+            raise ValueError(f"flow table column {f.name!r} has nulls")
+    if len(df) and (
+        (df["size_bytes"] <= 0).any()
+        or not np.array_equal(df["flow_id"].to_numpy(), np.arange(len(df)))
+    ):
+        raise ValueError("flow table needs size_bytes > 0 and flow_id = 0..N-1")
+    bad = set(df["kind"].unique()) - set(FLOW_KINDS)
+    if bad:
+        raise ValueError(f"flow table has unknown kinds {sorted(bad)}")
+    prefix = Path(out_prefix)
+    parquet = prefix.with_name(prefix.name + ".parquet")
+    csv = prefix.with_name(prefix.name + ".csv")
+    with atomic_path(parquet) as tmp_parquet, atomic_path(csv) as tmp_csv:
+        pq.write_table(table, tmp_parquet)
+        df.to_csv(tmp_csv, index=False)
+    return parquet, csv
+
+
+def read_flow_table(path: str | Path) -> pd.DataFrame:
+    """Read a flow table written by :func:`write_flow_table` (.parquet or .csv)."""
+    p = Path(path)
+    if p.suffix == ".parquet":
+        return _to_schema(pq.read_table(p, schema=FLOW_TABLE).to_pandas())
+    df = pd.read_csv(p, dtype={"kind": object, "source_file": object}, keep_default_na=False)
+    if list(df.columns) != FLOW_TABLE.names:
+        raise TraceFormatError(
+            p, 1, None, f"the header {','.join(FLOW_TABLE.names)}", ",".join(df.columns)
+        )
+    return _to_schema(df)
