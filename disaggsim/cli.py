@@ -1,0 +1,175 @@
+"""The ``disaggsim`` command line: each subcommand parses, calls one library function, prints.
+
+The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
+
+    collect     -> disaggsim.traces.collect.collect
+    convert     -> disaggsim.traces.convert.convert (+ placement.place, yaps export)
+    gen         -> disaggsim.traces.workloads.generate
+    run         -> disaggsim.sim.campaign.run_campaign
+    report      -> disaggsim.analysis.stats.summarize + disaggsim.analysis.plots
+    export-fct  -> disaggsim.analysis.export.export_fct
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class CliError(Exception):
+    """A user error reported as one line on stderr with exit code 2."""
+
+
+def _cmd_collect(args: argparse.Namespace) -> None:
+    from disaggsim.traces import collect
+
+    config = collect.PRESETS[args.preset] if args.preset else collect.load_config(Path(args.config))
+    command = "disaggsim collect " + (
+        f"--preset {args.preset}" if args.preset else f"--config {args.config}"
+    ) + f" --out {args.out}"
+    out = collect.collect(config, Path(args.out), command=command)
+    print(f"traces written to {out}")
+
+
+def _cmd_convert(args: argparse.Namespace) -> None:
+    from disaggsim.traces import convert, placement, yaps
+
+    flows = convert.convert(Path(args.sample))
+    convert.write_flow_table(flows, Path(args.out))
+    print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
+    if args.yaps_out:
+        sim_flows, _ = placement.place(
+            flows, args.racks, args.hosts_per_rack, args.scope, args.seed
+        )
+        yaps.write_yaps(sim_flows, Path(args.yaps_out))
+        print(f"YAPS flow file ({args.scope}-scale placement) -> {args.yaps_out}")
+
+
+def _cmd_gen(args: argparse.Namespace) -> None:
+    from disaggsim.traces import workloads
+
+    flows = workloads.generate(
+        cdf=args.cdf,
+        load=args.load,
+        hosts=args.racks * args.hosts_per_rack,
+        n_flows=args.flows,
+        rate_gbps=args.rate_gbps,
+        matrix=args.matrix,
+        seed=args.seed,
+    )
+    workloads.write_flows(flows, Path(args.out))
+    print(f"{len(flows)} flows -> {args.out}")
+
+
+def _cmd_run(args: argparse.Namespace) -> None:
+    from disaggsim.analysis import stats
+    from disaggsim.sim import campaign
+
+    result = campaign.run_campaign(Path(args.config), jobs=args.jobs, progress=not args.quiet)
+    print(stats.format_summary(result.summary))
+    print(f"results: {result.out_dir}")
+
+
+def _cmd_report(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from disaggsim.analysis import plots, stats
+
+    out_dir = Path(args.campaign_dir)
+    fct = pd.read_parquet(out_dir / "fct.parquet")
+    print(stats.format_summary(stats.summarize(fct)))
+    written = plots.plot_fct_cdf(fct, out_dir / "fct_cdf")
+    print("plots: " + ", ".join(str(p) for p in written))
+
+
+def _cmd_export_fct(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from disaggsim.analysis import export
+
+    source = Path(args.fct)
+    fct = pd.read_parquet(source / "fct.parquet" if source.is_dir() else source)
+    n = export.export_fct(
+        fct,
+        Path(args.out),
+        protocol=args.protocol,
+        rate_gbps=args.rate_gbps,
+        scope=args.scope,
+    )
+    print(f"{n} flow sizes -> {args.out}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``disaggsim`` argument parser (one subparser per pipeline step)."""
+    p = argparse.ArgumentParser(
+        prog="disaggsim",
+        description="Network requirements of disaggregated datacenters, simulated on ns-3.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("collect", help="record real traces on an emulated 3-node cluster (root)")
+    src = c.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--preset", help="built-in collection: memcached-ycsb, dask-sort, dask-sort-large, smoke"
+    )
+    src.add_argument("--config", help="collector config (TOML or JSON, CollectConfig)")
+    c.add_argument("--out", required=True, help="output sample directory (must not exist)")
+    c.set_defaults(func=_cmd_collect)
+
+    c = sub.add_parser("convert", help="convert a trace sample directory to a per-blade flow table")
+    c.add_argument("sample", help="sample directory (with meta.json)")
+    c.add_argument("--out", required=True, help="output prefix: writes PREFIX.parquet and .csv")
+    c.add_argument("--yaps-out", help="also write a YAPS flow file after placement")
+    c.add_argument("--scope", choices=["datacenter", "rack"], default="datacenter")
+    c.add_argument("--racks", type=int, default=9)
+    c.add_argument("--hosts-per-rack", type=int, default=16)
+    c.add_argument("--seed", type=int, default=1)
+    c.set_defaults(func=_cmd_convert)
+
+    c = sub.add_parser("gen", help="generate a synthetic workload (Poisson, empirical CDF)")
+    c.add_argument("--cdf", default="websearch", help="CDF name (websearch, datamining, ddc) or file")
+    c.add_argument("--load", type=float, default=0.6, help="offered load, fraction of access rate")
+    c.add_argument("--flows", type=int, default=10000)
+    c.add_argument("--rate-gbps", type=float, default=40.0)
+    c.add_argument("--matrix", choices=["all_to_all", "permutation"], default="all_to_all")
+    c.add_argument("--racks", type=int, default=9)
+    c.add_argument("--hosts-per-rack", type=int, default=16)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--out", required=True, help="output file: .csv, .parquet or .yaps")
+    c.set_defaults(func=_cmd_gen)
+
+    c = sub.add_parser("run", help="run a campaign from a config file (resumes finished runs)")
+    c.add_argument("config", help="campaign config (TOML)")
+    c.add_argument("--jobs", type=int, default=None, help="parallel ns-3 processes")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=_cmd_run)
+
+    c = sub.add_parser("report", help="summary table and FCT CDF plots of a campaign")
+    c.add_argument("campaign_dir")
+    c.set_defaults(func=_cmd_report)
+
+    c = sub.add_parser("export-fct", help="write the FCT-by-size table the swap device replays")
+    c.add_argument("fct", help="campaign directory or fct.parquet")
+    c.add_argument("--out", required=True, help="output text file (<bytes> <mean_fct_us>)")
+    c.add_argument("--protocol", default="pfabric")
+    c.add_argument("--rate-gbps", type=float, default=None)
+    c.add_argument("--scope", choices=["datacenter", "rack"], default=None)
+    c.set_defaults(func=_cmd_export_fct)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``disaggsim`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (CliError, FileNotFoundError, ValueError) as exc:
+        print(f"disaggsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,584 @@
+"""``disaggsim collect``: record real network, disk and paging traces on an emulated cluster.
+
+The method is Gao et al., OSDI'16 §3.1-3.2 ("Network Requirements for Resource
+Disaggregation"): run real applications on a few nodes, limit each node's memory to a
+fraction (default 25 %) of its working set so the rest is paged to swap (the stand-in for
+remote memory), and record per node the network packets, the disk's block I/O and the
+paging (swap) I/O. Here the nodes are emulated on one machine:
+
+- a network namespace per node (``10.77.0.N+1/24``) bridged in a switch namespace; a
+  ``tcpdump`` per node on the switch side of its veth (both directions of the node);
+- a memcg v1 group per node (``memory.limit_in_bytes`` = fraction x working set, measured by
+  an untraced calibration run without a limit as the group's peak
+  ``memory.max_usage_in_bytes``, i.e. anonymous memory plus page cache charged to it);
+- a loop-device ext4 data disk per node and one loop-device swap area for all nodes, traced
+  with the ftrace ``blk`` tracer (:mod:`disaggsim.traces.collect_blk`); swap requests are
+  attributed to nodes by the pids tracked in their cgroups
+  (:mod:`disaggsim.traces.collect_paging`).
+
+Output layout (what ``disaggsim convert`` reads)::
+
+    <out_dir>/README.md  meta.json
+    nodeN.pcap  nodeN.disk.blktrace.<cpu>  nodeN.swap.blktrace.<cpu>  nodeN.rmem  nodeN.rmem.meta
+    unattributed.swap.blktrace.<cpu>  unattributed.rmem  unattributed.rmem.meta
+    logs/  (the applications' output)
+
+Times: blktrace records carry CLOCK_MONOTONIC ns (``trace_clock=mono``); add
+``meta["trace_clock_offset_ns"]`` (CLOCK_REALTIME - CLOCK_MONOTONIC at the start) to get unix
+ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time zero; the rmem
+timestamps are µs since it (``nodeN.rmem.meta``: ``{"start_time_us": ...}``).
+
+Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM.
+
+Usage: ``python -m disaggsim.traces.collect --preset memcached-ycsb --out DIR`` (root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from tqdm import tqdm
+
+from disaggsim.traces.collect_apps import (
+    AppConfig,
+    Cluster,
+    DaskSortConfig,
+    MemcachedYcsbConfig,
+    make_app,
+)
+from disaggsim.traces.collect_blk import (
+    BlkTraceSplitter,
+    arm_blk_tracer,
+    kernel_dev,
+    parse_keep_actions,
+    read_blktrace,
+)
+from disaggsim.traces.collect_env import (
+    SWITCH_NS,
+    disable_zswap,
+    ensure_tracefs,
+    ext4_disk,
+    loop_device,
+    make_cluster_network,
+    memcg_group,
+    memcg_read_int,
+    memcg_reset,
+    memcg_stat,
+    memcg_tasks,
+    node_ip,
+    ns_exec,
+    swap_area,
+)
+from disaggsim.traces.collect_paging import PAGE_BYTES, write_node_paging
+
+GIB: Final = 1 << 30
+
+
+class CollectConfig(BaseModel):
+    """What to run and record (``disaggsim collect``). Sizes in bytes, times in seconds.
+
+    - ``sample``: the sample's name (meta.json ``sample``).
+    - ``apps``: applications run together on the cluster (``memcached-ycsb``, ``dask-sort``).
+    - ``duration_s``: traced phase; memcached-ycsb runs this long, dask-sort runs to the end
+      of the job (then ``duration_s`` only bounds its timeout).
+    - ``memory_limit_fraction``: memcg limit / working set (paper §3.1-3.2: 0.25).
+    - ``working_set_bytes``: per-node working sets; ``None`` measures them in an untraced
+      calibration run without a limit lasting ``calibration_duration_s``.
+    - ``memory_limit_floor_bytes``: the limit is never set below this: a group's kernel
+      memory (page tables, slab; charged to memcg v1, never swapped) and an interpreter's
+      startup need a few MiB, and a tiny limit makes the memcg OOM killer end the process
+      instead of paging (observed for a 25 % limit on a ~15 MiB Python YCSB client).
+    - ``memory_swappiness``: the groups' ``memory.swappiness`` (100: reclaim anonymous memory
+      as readily as page cache).
+    - ``pcap_snaplen_bytes``: bytes kept per packet (sizes come from the IP total length).
+    - ``blk_act_mask``: ``/sys/block/DEV/trace/act_mask`` (categories; 0xffff = all).
+    - ``blk_keep_actions``: blkparse action letters written to the blktrace files (e.g.
+      ``"QDC"``: queue, issue, complete), or ``"all"``; attribution and the rmem batches
+      always use every record.
+    - ``blk_buffer_kb``: ftrace ring buffer per CPU.
+    - ``work_dir``: where the loop devices' backing files go (default: a temp dir in /var/tmp).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    sample: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
+    n_nodes: Annotated[int, Field(ge=2, le=16)] = 3
+    apps: Annotated[list[AppConfig], Field(min_length=1)]
+    duration_s: Annotated[float, Field(gt=0)] = 30.0
+    memory_limit_fraction: Annotated[float, Field(gt=0, le=1)] = 0.25
+    working_set_bytes: list[int] | None = None
+    calibration_duration_s: Annotated[float, Field(gt=0)] = 10.0
+    memory_limit_floor_bytes: Annotated[int, Field(ge=0)] = 24 << 20
+    memory_swappiness: Annotated[int, Field(ge=0, le=100)] = 100
+    disk_bytes: Annotated[int, Field(ge=64 << 20)] = 2 * GIB
+    swap_bytes: Annotated[int, Field(ge=64 << 20)] = 4 * GIB
+    pcap_snaplen_bytes: Annotated[int, Field(ge=64, le=65535)] = 96
+    blk_act_mask: str = "0xffff"
+    blk_keep_actions: str = "all"
+    blk_buffer_kb: Annotated[int, Field(ge=1024)] = 32768
+    work_dir: Path | None = None
+    seed: int = 1
+
+    @field_validator("blk_keep_actions")
+    @classmethod
+    def _known_actions(cls, v: str) -> str:
+        parse_keep_actions(v)
+        return v
+
+
+#: Ready-made configurations; the bundled samples under traces/samples/ were made with them.
+PRESETS: Final[dict[str, CollectConfig]] = {
+    "memcached-ycsb": CollectConfig(
+        sample="memcached-ycsb",
+        apps=[MemcachedYcsbConfig(recordcount=100_000, workload="a", target_ops_per_s=100)],
+        duration_s=10, calibration_duration_s=10, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+    ),
+    "dask-sort": CollectConfig(
+        sample="dask-sort",
+        apps=[DaskSortConfig(files_per_node=2, records_per_file=50_000, reducers_per_node=2)],
+        duration_s=60, calibration_duration_s=60, pcap_snaplen_bytes=64,
+        # Paper Fig. 5 varies local memory 10-100 %; at 25 % the Python workers' runtime alone
+        # thrashes (~40 MB/s of swap records: 85 MB of traces for a 6 s sort), too large to
+        # bundle, so the bundled sample uses 50 % and keeps only Q/D/C block records.
+        memory_limit_fraction=0.5, blk_keep_actions="QDC",
+    ),
+    "dask-sort-large": CollectConfig(
+        sample="dask-sort-large",
+        apps=[DaskSortConfig(files_per_node=4, records_per_file=100_000, reducers_per_node=2)],
+        duration_s=90, calibration_duration_s=90,
+    ),
+    "smoke": CollectConfig(
+        sample="smoke",
+        apps=[MemcachedYcsbConfig(recordcount=20_000, workload="a", target_ops_per_s=200,
+                                  memcached_cache_mb=256)],
+        duration_s=6, calibration_duration_s=3, disk_bytes=256 << 20, swap_bytes=512 << 20,
+    ),
+}
+
+REQUIRED_TOOLS: Final = ("ip", "tcpdump", "losetup", "mkswap", "swapon", "swapoff",
+                         "mkfs.ext4", "mount", "umount", "sysctl")
+
+
+class CollectInterrupted(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM so that the ExitStack unwinds."""
+
+
+@contextlib.contextmanager
+def _terminate_on_signals() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        raise CollectInterrupted(f"signal {signal.Signals(signum).name}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def clock_offset_ns() -> int:
+    """CLOCK_REALTIME - CLOCK_MONOTONIC in ns, from the tightest of 20 bracketed readings."""
+    best: tuple[int, int] | None = None
+    for _ in range(20):
+        m1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        r = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        m2 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if best is None or m2 - m1 < best[0]:
+            best = (m2 - m1, r - (m1 + m2) // 2)
+    assert best is not None
+    return best[1]
+
+
+def _dev_numbers(dev: str) -> tuple[int, int]:
+    major, minor = Path(f"/sys/block/{dev}/dev").read_text().strip().split(":")
+    return int(major), int(minor)
+
+
+class PidTracker:
+    """Polls the node cgroups' ``tasks`` every ``period_s`` and remembers tid -> node."""
+
+    def __init__(self, memcgs: list[Path], period_s: float = 0.05) -> None:
+        self.memcgs = memcgs
+        self.pid_node: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._period_s = period_s
+        self.poll()
+        self._thread = threading.Thread(target=self._run, name="pid-tracker", daemon=True)
+        self._thread.start()
+
+    def poll(self) -> None:
+        """Record the tasks now in each group."""
+        for node, cg in enumerate(self.memcgs):
+            for tid in memcg_tasks(cg):
+                self.pid_node[tid] = node
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period_s):
+            self.poll()
+
+    def stop(self) -> None:
+        """Stop polling (after a last poll)."""
+        self._stop.set()
+        self._thread.join()
+        self.poll()
+
+
+class Tcpdump:
+    """``tcpdump`` on the switch side of node veths, writing nanosecond pcaps."""
+
+    def __init__(self, stack: contextlib.ExitStack, iface: str, pcap: Path, snaplen: int,
+                 log: Path) -> None:
+        self.log = log
+        self._logf = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
+                                  "-Z", "root", "--time-stamp-precision=nano", "-w", str(pcap)],
+            stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
+        stack.callback(self._kill)
+        deadline = time.monotonic() + 10
+        while "listening on" not in log.read_text(errors="replace"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"tcpdump on {iface} did not start: {log.read_text()}")
+            time.sleep(0.05)
+
+    def _kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._logf.close()
+
+    def stop(self) -> dict[str, int]:
+        """SIGINT tcpdump (it flushes the pcap) and return its packet counters."""
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(10)
+        self._logf.close()
+        text = self.log.read_text(errors="replace")
+        counts = {}
+        for key in ("captured", "received by filter", "dropped by kernel"):
+            m = re.search(rf"(\d+) packets? {key}", text)
+            counts[key.replace(" ", "_")] = int(m.group(1)) if m else -1
+        return counts
+
+
+def _check_host() -> None:
+    if os.geteuid() != 0:
+        raise PermissionError("disaggsim collect needs root (namespaces, cgroups, swap, ftrace)")
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if missing:
+        raise RuntimeError(f"missing tools: {' '.join(missing)} (apt-get install iproute2 "
+                           "tcpdump util-linux e2fsprogs procps)")
+
+
+def _run_apps(
+    apps: list[Any], stack: contextlib.ExitStack, duration_s: float, label: str
+) -> dict[str, object]:
+    results: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def worker(app: Any) -> None:
+        try:
+            results[app.describe()["app"]] = app.run(stack, duration_s)
+        except BaseException as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(a,), daemon=True) for a in apps]
+    for t in threads:
+        t.start()
+    t0 = time.monotonic()
+    with tqdm(total=round(duration_s), desc=label, unit="s", leave=False) as bar:
+        while any(t.is_alive() for t in threads):
+            time.sleep(0.5)
+            bar.n = min(round(duration_s), int(time.monotonic() - t0))
+            bar.refresh()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def _machine() -> str:
+    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    return (f"{platform.node()}: Linux {platform.release()}, {os.cpu_count()} CPUs, "
+            f"{mem_kb / 2**20:.0f} GiB RAM, {platform.python_implementation()} "
+            f"{platform.python_version()}")
+
+
+def _write_readme(out: Path, meta: dict[str, Any]) -> None:
+    lines = [f"# Sample `{meta['sample']}`", "",
+             "Real traces recorded by `disaggsim collect` (traces/collect.py) on an emulated "
+             f"{len(meta['nodes'])}-node cluster (network namespaces + memcg v1 + swap), "
+             "Gao et al., OSDI'16 §3.", ""]
+    for app in meta["apps"]:
+        lines += [f"- Application: {app['application']}", f"- Dataset: {app['dataset']}",
+                  f"- Placement (node indices): `{json.dumps(app['placement'])}`",
+                  f"- Results: `{json.dumps(app.get('results', {}))}`"]
+    lines += ["", "| node | ip | working set (bytes) | memcg limit (bytes) | swap-outs | "
+              "swap-ins | packets |", "|---|---|---|---|---|---|---|"]
+    for n in meta["nodes"]:
+        lines.append(f"| {n['node']} | {n['ip']} | {n['working_set_bytes']} | "
+                     f"{n['memory_limit_bytes']} | {n['swap_out_requests']} | "
+                     f"{n['swap_in_requests']} | {n['pcap_packets']} |")
+    lines += ["",
+              f"- Memory limit: {meta['memory_limit_fraction']:.0%} of each node's working set "
+              f"(working set = peak `memory.max_usage_in_bytes` of the node's memcg in an "
+              "untraced calibration run without a limit"
+              f"{'; here given in the config' if meta['working_set_given'] else ''}).",
+              f"- Traced duration: {meta['duration_s']:.1f} s; swap area {meta['swap_bytes']} B; "
+              f"data disk {meta['disk_bytes']} B per node; pcap snaplen "
+              f"{meta['pcap_snaplen_bytes']} B.",
+              f"- Block records kept (blkparse letters): {meta['blk_keep_actions']}; "
+              "the rmem batches were built from all records.",
+              f"- Swap request attribution: `{json.dumps(meta['swap_attribution'])}` "
+              "(pid = by the submitting task's cgroup; slot = by the swap slot's owner).",
+              f"- Command: `{meta['command']}`",
+              f"- Machine: {meta['machine']}",
+              f"- Date: {meta['date']}", "",
+              "Files: see traces/collect.py's docstring for the layout and clocks; "
+              "`blkparse -i node0.disk` and `tcpdump -r node0.pcap` read them.", ""]
+    (out / "README.md").write_text("\n".join(lines))
+
+
+def collect(config: CollectConfig, out_dir: Path, command: str | None = None) -> Path:
+    """Run ``config`` on an emulated cluster and write its traces to ``out_dir``.
+
+    ``out_dir`` must not exist or be empty; the traces are assembled in a sibling temp dir
+    and renamed into place at the end, so a failed run leaves no partial output.
+    ``command`` is recorded in the README (default: this process's argv).
+
+    Returns ``out_dir``. Takes about calibration + load + ``duration_s`` + ~20 s of setup.
+
+    Raises:
+        PermissionError: not root.
+        RuntimeError: a missing tool, no cgroup v1 memory controller, an active swap area,
+            a leftover namespace/cgroup of another collection, or an application failure.
+        FileExistsError: ``out_dir`` is not empty.
+        CollectInterrupted / KeyboardInterrupt: SIGTERM / SIGINT (after cleaning up).
+    """
+    _check_host()
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise FileExistsError(f"{out_dir}: not empty")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    n = config.n_nodes
+    if config.working_set_bytes is not None and len(config.working_set_bytes) != n:
+        raise ValueError(f"working_set_bytes: expected {n} values, got "
+                         f"{len(config.working_set_bytes)}")
+    n_cpus = os.cpu_count() or 1
+    command = command or " ".join(shlex.quote(a) for a in sys.argv)
+    steps = tqdm(total=8, desc=f"collect {config.sample}", unit="step")
+    with _terminate_on_signals(), contextlib.ExitStack() as stack:
+        stack.callback(steps.close)
+        partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+        stack.callback(shutil.rmtree, partial, True)
+        work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
+                                     dir=config.work_dir or "/var/tmp"))
+        stack.callback(shutil.rmtree, work, True)
+        partial.chmod(0o755)  # mkdtemp makes it 0700
+        (partial / "logs").mkdir()
+        (partial / ".raw").mkdir()
+
+        steps.set_postfix_str("system")
+        tracefs = ensure_tracefs(stack)
+        disable_zswap(stack)
+        make_cluster_network(stack, n)
+        swap_dev = loop_device(stack, work / "swap.img", config.swap_bytes)
+        swap_area(stack, swap_dev)
+        disk_devs, data_dirs, memcgs = [], [], []
+        for i in range(n):
+            dev = loop_device(stack, work / f"node{i}.disk.img", config.disk_bytes)
+            ext4_disk(stack, dev, work / f"mnt{i}")
+            disk_devs.append(dev)
+            data_dirs.append(work / f"mnt{i}")
+            memcgs.append(memcg_group(stack, f"disaggsim-node{i}"))
+            (memcgs[i] / "memory.swappiness").write_text(str(config.memory_swappiness))
+        steps.update()
+
+        cluster = Cluster(n, memcgs, data_dirs, partial / "logs", config.seed)
+        apps = [make_app(a, cluster) for a in config.apps]
+        steps.set_postfix_str("data")
+        for app in apps:
+            app.prepare_data()
+        steps.update()
+
+        # Working set: an untraced run without a limit (paper §3.1: limit = 25 % of it).
+        if config.working_set_bytes is None:
+            steps.set_postfix_str("calibration")
+            for cg in memcgs:
+                memcg_reset(cg)
+            with contextlib.ExitStack() as run_stack:
+                for app in apps:
+                    app.start(run_stack)
+                _run_apps(apps, run_stack, config.calibration_duration_s, "calibration")
+                working_set = [memcg_read_int(cg, "memory.max_usage_in_bytes") for cg in memcgs]
+            for f in (partial / "logs").iterdir():
+                f.rename(f.with_name("calibration-" + f.name))
+        else:
+            working_set = list(config.working_set_bytes)
+        steps.update()
+        limits = []
+        for cg, ws in zip(memcgs, working_set, strict=True):
+            memcg_reset(cg)
+            limit = max(config.memory_limit_floor_bytes,
+                        int(ws * config.memory_limit_fraction) // PAGE_BYTES * PAGE_BYTES)
+            (cg / "memory.limit_in_bytes").write_text(str(limit))
+            limits.append(limit)
+
+        with contextlib.ExitStack() as run_stack:
+            steps.set_postfix_str("start+load")
+            for app in apps:
+                app.start(run_stack)
+            steps.update()
+            tracker = PidTracker(memcgs)
+            run_stack.callback(tracker.stop)
+
+            steps.set_postfix_str("tracing")
+            offset_ns = clock_offset_ns()
+            t0_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            dumps = [Tcpdump(run_stack, f"veth{i}", partial / f"node{i}.pcap",
+                             config.pcap_snaplen_bytes, partial / "logs" / f"tcpdump-node{i}.log")
+                     for i in range(n)]
+            devices = {kernel_dev(*_dev_numbers(d)): partial / f"node{i}.disk"
+                       for i, d in enumerate(disk_devs)}
+            swap_kdev = kernel_dev(*_dev_numbers(swap_dev))
+            devices[swap_kdev] = partial / ".raw" / "swap"
+            restore_tracer = arm_blk_tracer(tracefs, [*disk_devs, swap_dev],
+                                            config.blk_buffer_kb, config.blk_act_mask)
+            run_stack.callback(restore_tracer)
+            keep = parse_keep_actions(config.blk_keep_actions)
+            splitter = BlkTraceSplitter(tracefs / "trace_pipe", devices, n_cpus,
+                                        keep={dev: keep for dev in devices if dev != swap_kdev})
+            run_stack.callback(splitter.stop)
+            steps.update()
+
+            steps.set_postfix_str("run")
+            run_t0 = time.monotonic()
+            results = _run_apps(apps, run_stack, config.duration_s, "traced run")
+            duration_s = time.monotonic() - run_t0
+            steps.update()
+
+            steps.set_postfix_str("stop tracing")
+            (tracefs / "tracing_on").write_text("0")
+            splitter.stop()
+            tracker.stop()
+            pcap_counts = [d.stop() for d in dumps]
+            memstats = [memcg_stat(cg) for cg in memcgs]
+            max_usage = [memcg_read_int(cg, "memory.max_usage_in_bytes") for cg in memcgs]
+            failcnt = [memcg_read_int(cg, "memory.failcnt") for cg in memcgs]
+        # run_stack closed: applications stopped, tracer restored.
+
+        steps.set_postfix_str("outputs")
+        start_realtime_ns = t0_ns + offset_ns
+        swap_records = read_blktrace(partial / ".raw" / "swap")
+        summary = write_node_paging(swap_records, tracker.pid_node, n, n_cpus, partial, t0_ns,
+                                    start_realtime_ns // 1000,
+                                    parse_keep_actions(config.blk_keep_actions))
+        shutil.rmtree(partial / ".raw")
+        app_meta = []
+        for app in apps:
+            d = app.describe()
+            d["results"] = results.get(str(d["app"]), {})
+            app_meta.append(d)
+        nodes = []
+        for i in range(n):
+            nodes.append({
+                "node": i, "ip": node_ip(i), "pcap": f"node{i}.pcap",
+                "disk_blktrace": f"node{i}.disk", "swap_blktrace": f"node{i}.swap",
+                "paging": f"node{i}.rmem", "disk_device": disk_devs[i],
+                "working_set_bytes": working_set[i], "memory_limit_bytes": limits[i],
+                "memory_limit_floor_applied": limits[i] == config.memory_limit_floor_bytes,
+                "max_usage_bytes": max_usage[i], "memcg_failcnt": failcnt[i],
+                "memcg_swap_bytes_at_end": memstats[i].get("swap", -1),
+                "memcg_pgmajfault": memstats[i].get("pgmajfault", -1),
+                "swap_out_requests": summary.swap_outs.get(i, 0),
+                "swap_in_requests": summary.swap_ins.get(i, 0),
+                "pcap_packets": pcap_counts[i]["captured"],
+                "pcap_dropped_by_kernel": pcap_counts[i]["dropped_by_kernel"],
+                "pids": sorted(p for p, nd in tracker.pid_node.items() if nd == i),
+            })
+        meta: dict[str, Any] = {
+            "sample": config.sample, "nodes": nodes,
+            "trace_clock": "mono", "trace_clock_offset_ns": offset_ns,
+            "start_monotonic_ns": t0_ns, "start_realtime_ns": start_realtime_ns,
+            "page_bytes": PAGE_BYTES, "swap_bytes": config.swap_bytes,
+            "swap_device": swap_dev, "disk_bytes": config.disk_bytes,
+            "memory_limit_fraction": config.memory_limit_fraction,
+            "working_set_given": config.working_set_bytes is not None,
+            "apps": app_meta, "duration_s": round(duration_s, 3),
+            "n_cpus": n_cpus, "pcap_snaplen_bytes": config.pcap_snaplen_bytes,
+            "pcap_capture_point": "switch side of each node's veth (both directions)",
+            "swap_attribution": {
+                "by_method": summary.by_method,
+                "unattributed_swap_ins": summary.swap_ins.get(-1, 0),
+                "unattributed_swap_outs": summary.swap_outs.get(-1, 0),
+                "unattributed_files": ["unattributed.swap", "unattributed.rmem"],
+            },
+            "blk_records_other_devices": splitter.n_foreign,
+            "blk_keep_actions": config.blk_keep_actions,
+            "config": json.loads(config.model_dump_json()),
+            "command": command, "machine": _machine(),
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+        (partial / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        _write_readme(partial, meta)
+        steps.update()
+        if out_dir.exists():
+            out_dir.rmdir()
+        os.replace(partial, out_dir)
+    return out_dir
+
+
+def load_config(path: Path) -> CollectConfig:
+    """Read a CollectConfig from a TOML or JSON file.
+
+    Raises:
+        ValueError: unparsable file or a field that does not validate (names file + field).
+    """
+    text = Path(path).read_text()
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    try:
+        return CollectConfig.model_validate(data)
+    except Exception as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``."""
+    ap = argparse.ArgumentParser(prog="disaggsim collect", description=__doc__.split("\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--preset", choices=sorted(PRESETS))
+    src.add_argument("--config", type=Path, help="TOML/JSON CollectConfig")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    config = PRESETS[args.preset] if args.preset else load_config(args.config)
+    argv_used = sys.argv[1:] if argv is None else argv
+    out = collect(config, args.out,
+                  command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
