@@ -1,0 +1,507 @@
+"""Campaigns: expand a config's grid into ns-3 runs, run the missing ones, collect the FCTs.
+
+Layout of ``campaign.out_dir``::
+
+    campaign.toml          copy of the config (.yaml if it was YAML) behind the tables
+    workloads/<key>/       cached flow table of each workload (see sim/workloads.py)
+    runs/<key16>/          one finished run: run_one's files + done.json (the marker)
+    runs/failed/<key16>/   the files of the last failed attempt of a run (for debugging)
+    fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT)
+    summary.csv            disaggsim.analysis.stats.summarize of fct.parquet
+    runs.csv               one row per run: key, CAMPAIGN_KEYS, flows, unfinished, wall_s
+    slurm/                 executor = "slurm": array script and per-task specs
+
+``<key16>`` is the first 16 hex digits of :func:`run_key`, the SHA-256 of everything the
+run's result depends on. A run is done iff ``runs/<key16>/done.json`` exists: a run is
+built in ``runs/.tmp-*`` and renamed into place only after ``done.json`` is written
+(``os.replace``), so an interrupted run never looks finished and is redone from scratch;
+re-running a campaign skips every done run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from disaggsim.sim.config import CampaignConfig, load_config
+from disaggsim.sim.hashing import binary_identity, sha256_json
+from disaggsim.sim.runner import (
+    CAMPAIGN_FCT,
+    RunError,
+    RunResult,
+    RunSpec,
+    find_binary,
+    run_one,
+)
+from disaggsim.sim.workloads import LoadedWorkload, load_workload
+
+#: Bumped when a run directory's content changes meaning (invalidates every run).
+RUN_FORMAT = 1
+#: Hex digits of the run key used as the directory name.
+KEY_DIGITS = 16
+
+
+class CampaignError(RuntimeError):
+    """Some runs of a campaign failed, or the campaign cannot start."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One grid point: its key (full SHA-256 hex) and spec."""
+
+    key: str
+    spec: RunSpec
+
+    @property
+    def dir_name(self) -> str:
+        """The run directory's name under ``runs/``."""
+        return self.key[:KEY_DIGITS]
+
+
+@dataclass
+class CampaignResult:
+    """What :func:`run_campaign` did.
+
+    Attributes:
+        out_dir: the campaign directory.
+        runs: one dict per grid point (key, CAMPAIGN_KEYS, status, flows, unfinished,
+            wall_s); status is "ran", "skipped" (already done) or "pending" (slurm).
+        fct_path, summary_path: collected tables (None until every run is done).
+        summary: ``disaggsim.analysis.stats.summarize`` of the collected table (the
+            content of summary.csv; None until collected).
+        slurm_script: the array script written by the slurm executor, else None.
+    """
+
+    out_dir: Path
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    fct_path: Path | None = None
+    summary_path: Path | None = None
+    summary: pd.DataFrame | None = None
+    slurm_script: Path | None = None
+
+    @property
+    def ran(self) -> int:
+        """Runs simulated by this call."""
+        return sum(r["status"] == "ran" for r in self.runs)
+
+    @property
+    def skipped(self) -> int:
+        """Runs found done and reused."""
+        return sum(r["status"] == "skipped" for r in self.runs)
+
+    @property
+    def pending(self) -> int:
+        """Runs left to a cluster scheduler (slurm executor)."""
+        return sum(r["status"] == "pending" for r in self.runs)
+
+    def fct(self) -> pd.DataFrame:
+        """The collected FCT table (CAMPAIGN_FCT). Raises CampaignError if not collected."""
+        if self.fct_path is None:
+            raise CampaignError(f"{self.out_dir}: runs are pending; nothing collected yet")
+        return pd.read_parquet(self.fct_path)
+
+
+def run_key(spec: RunSpec, binary_id: dict[str, str]) -> str:
+    """SHA-256 (hex) of a run's canonical inputs.
+
+    Included: the flow table's content hash, the workload name, the topology, protocol,
+    ns-3 attributes, rate, scope, seed, stop time, the ns-3 program's identity
+    (:func:`disaggsim.sim.hashing.binary_identity`) and :data:`RUN_FORMAT`. Not included:
+    file paths and the wall-clock timeout, which do not change the result.
+    """
+    return sha256_json(
+        {
+            "format": RUN_FORMAT,
+            "flows_sha256": spec.flows_sha256,
+            "workload": spec.workload,
+            "topology": spec.topology,
+            "protocol": spec.protocol,
+            "attributes": spec.attributes,
+            "rate_gbps": float(spec.rate_gbps),
+            "scope": spec.scope,
+            "seed": int(spec.seed),
+            "stop_time_ns": spec.stop_time_ns,
+            "binary": binary_id,
+        }
+    )
+
+
+def expand_grid(
+    config: CampaignConfig,
+    workloads: list[LoadedWorkload],
+    binary: Path,
+    binary_id: dict[str, str] | None = None,
+) -> list[PlannedRun]:
+    """All runs of a campaign: workload x protocol x rate_gbps x scope x seed, in that
+    nesting order (the last axis varies fastest). Workloads whose hosts are fixed by the
+    input (YAPS files) run with scope "datacenter" only: placement does not apply to them.
+
+    Args:
+        config: the validated config.
+        workloads: the converted workloads, in config order.
+        binary: the ns-3 program (its path goes into each spec).
+        binary_id: its identity; computed from ``binary`` if None.
+    """
+    if binary_id is None:
+        binary_id = binary_identity(binary)
+    topology = config.topology.model_dump()
+    planned = []
+    for workload in workloads:
+        for protocol in config.grid.protocols:
+            attributes = config.attributes_for(protocol)
+            for rate in config.grid.rates_gbps:
+                for scope in config.grid.scopes:
+                    if workload.hosts_given and scope != "datacenter":
+                        continue  # hosts fixed by the input: placement scope does not apply
+                    for seed in config.grid.seeds:
+                        spec = RunSpec(
+                            workload=workload.name,
+                            flows_path=str(workload.flows_path or ""),
+                            flows_sha256=workload.content_sha256,
+                            protocol=protocol,
+                            rate_gbps=float(rate),
+                            scope=scope,
+                            seed=int(seed),
+                            topology=topology,
+                            attributes=attributes,
+                            stop_time_ns=config.limits.stop_time_ns,
+                            timeout_s=config.limits.run_timeout_s,
+                            binary=str(binary),
+                            generator=workload.generator,
+                            hosts_given=workload.hosts_given,
+                        )
+                        planned.append(PlannedRun(run_key(spec, binary_id), spec))
+    return planned
+
+
+def is_done(run_dir: Path) -> bool:
+    """True iff ``run_dir`` holds a finished run (its ``done.json`` marker exists)."""
+    return (run_dir / "done.json").is_file()
+
+
+def execute_run(planned: PlannedRun, runs_dir: Path) -> dict[str, Any]:
+    """Run one planned run unless it is done; install it atomically.
+
+    The run is built in a fresh ``runs/.tmp-*`` directory; ``done.json`` is written last
+    and the directory renamed to ``runs/<key16>`` with ``os.replace``. A directory there
+    without ``done.json`` (left by an interrupted older layout or by hand) is removed first.
+
+    Returns:
+        The run's ``done.json`` content plus ``status``: "ran" or "skipped".
+
+    Raises:
+        RunError, BinaryNotFoundError: from :func:`run_one`; the attempt's files are kept
+        in ``runs/failed/<key16>/``.
+    """
+    final = runs_dir / planned.dir_name
+    if is_done(final):
+        return {**json.loads((final / "done.json").read_text()), "status": "skipped"}
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{planned.dir_name}-", dir=runs_dir))
+    try:
+        result = run_one(planned.spec, tmp)
+    except BaseException as exc:
+        failed = runs_dir / "failed" / planned.dir_name
+        shutil.rmtree(failed, ignore_errors=True)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, failed)
+        if isinstance(exc, RunError):  # name the kept files, not the temp dir
+            raise RunError(str(exc).replace(str(tmp), str(failed))) from None
+        raise
+    done = _done_record(planned, result)
+    _write_text_atomic(tmp / "done.json", json.dumps(done, indent=2, sort_keys=True) + "\n")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    shutil.rmtree(runs_dir / "failed" / planned.dir_name, ignore_errors=True)
+    return {**done, "status": "ran"}
+
+
+def run_campaign(
+    config_path: str | Path, jobs: int | None = None, progress: bool = True
+) -> CampaignResult:
+    """Run a campaign: convert workloads (cached), run every missing grid point, collect.
+
+    Args:
+        config_path: the campaign config (TOML preferred; see ``configs/README.md``).
+        jobs: parallel ns-3 processes; default ``campaign.jobs``.
+        progress: show a tqdm progress bar on stderr.
+
+    Returns:
+        :class:`CampaignResult`; with the local executor ``fct_path`` and ``summary_path``
+        are set. With ``executor = "slurm"`` pending runs are written as an array job
+        (``slurm_script``) and the tables are collected by a later call once all are done.
+
+    Raises:
+        ConfigError: invalid config. BinaryNotFoundError: ns-3 program not built.
+        WorkloadError: a workload cannot be converted. CampaignError: another campaign
+        holds the output directory's lock, or runs failed (all failures listed; the
+        finished runs stay done and are skipped next time).
+    """
+    config = load_config(config_path)
+    jobs = config.campaign.jobs if jobs is None else jobs
+    if jobs < 1:
+        raise CampaignError(f"jobs must be >= 1, got {jobs}")
+    out_dir = config.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with _campaign_lock(out_dir):
+        runs_dir = out_dir / "runs"
+        _remove_stale_tmp(runs_dir)
+        _remove_stale_tmp(out_dir / "workloads")
+        binary = find_binary()
+        loaded = [
+            load_workload(w, out_dir / "workloads") for w in config.resolved_workloads()
+        ]
+        planned = expand_grid(config, loaded, binary)
+        config_copy = out_dir / f"campaign{Path(config_path).suffix.lower()}"
+        _write_text_atomic(config_copy, Path(config_path).read_text())
+        result = CampaignResult(out_dir=out_dir)
+        if config.campaign.executor == "slurm":
+            _slurm(config, planned, runs_dir, result)
+            if result.pending:
+                return result
+        else:
+            result.runs = _run_local(planned, runs_dir, jobs, progress)
+        _collect(planned, runs_dir, result)
+    return result
+
+
+def _run_local(
+    planned: list[PlannedRun], runs_dir: Path, jobs: int, progress: bool
+) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    records: dict[int, dict[str, Any]] = {}
+    todo = []
+    for index, run in enumerate(planned):
+        if is_done(runs_dir / run.dir_name):
+            records[index] = execute_run(run, runs_dir)
+        else:
+            todo.append(index)
+    failures: list[str] = []
+    bar = tqdm(
+        total=len(planned), initial=len(records), disable=not progress, unit="run",
+        desc="runs", file=sys.stderr,
+    )
+    with bar:
+        if jobs == 1:
+            for index in todo:
+                _gather(index, planned, runs_dir, records, failures, None)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(execute_run, planned[i], runs_dir): i for i in todo}
+                try:
+                    for future in as_completed(futures):
+                        _gather(futures[future], planned, runs_dir, records, failures, future)
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+    if failures:
+        raise CampaignError(
+            f"{len(failures)} of {len(planned)} runs failed (finished runs are kept and "
+            f"will be skipped on re-run):\n" + "\n\n".join(failures)
+        )
+    return [_row(planned[i], records[i]) for i in range(len(planned))]
+
+
+def _gather(
+    index: int,
+    planned: list[PlannedRun],
+    runs_dir: Path,
+    records: dict[int, dict[str, Any]],
+    failures: list[str],
+    future: Future[dict[str, Any]] | None,
+) -> None:
+    run = planned[index]
+    try:
+        records[index] = future.result() if future is not None else execute_run(run, runs_dir)
+    except Exception as exc:  # reported with the run's identity below
+        spec = run.spec
+        what = (
+            f"{spec.workload} {spec.protocol} {spec.rate_gbps:g}Gbps {spec.scope} "
+            f"seed={spec.seed}"
+        )
+        detail = str(exc) or traceback.format_exception_only(exc)[-1].strip()
+        failures.append(f"{what}: {type(exc).__name__}: {detail}")
+
+
+def _row(run: PlannedRun, record: dict[str, Any]) -> dict[str, Any]:
+    spec = run.spec
+    return {
+        "key": run.dir_name,
+        "workload": spec.workload,
+        "protocol": spec.protocol,
+        "rate_gbps": spec.rate_gbps,
+        "scope": spec.scope,
+        "seed": spec.seed,
+        "status": record.get("status", "pending"),
+        "flows": record.get("flows"),
+        "unfinished": record.get("unfinished"),
+        "wall_s": record.get("wall_s"),
+        "events": record.get("stats", {}).get("events"),
+    }
+
+
+def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) -> None:
+    from disaggsim.analysis.stats import summarize
+
+    tables = [pq.read_table(runs_dir / run.dir_name / "fct.parquet") for run in planned]
+    table = pa.concat_tables(tables).cast(CAMPAIGN_FCT)
+    out_dir = result.out_dir
+    fct_path = out_dir / "fct.parquet"
+    _write_atomic(fct_path, lambda tmp: pq.write_table(table, tmp))
+    summary = summarize(table.to_pandas())
+    summary_path = out_dir / "summary.csv"
+    _write_atomic(summary_path, lambda tmp: summary.to_csv(tmp, index=False))
+    runs = pd.DataFrame(result.runs)
+    _write_atomic(out_dir / "runs.csv", lambda tmp: runs.to_csv(tmp, index=False))
+    result.fct_path, result.summary_path, result.summary = fct_path, summary_path, summary
+
+
+def _slurm(
+    config: CampaignConfig, planned: list[PlannedRun], runs_dir: Path, result: CampaignResult
+) -> None:
+    """Write a Slurm array job for the runs that are not done (one task per run)."""
+    pending = [run for run in planned if not is_done(runs_dir / run.dir_name)]
+    result.runs = [
+        _row(run, execute_run(run, runs_dir) if is_done(runs_dir / run.dir_name) else {})
+        for run in planned
+    ]
+    if not pending:
+        return
+    slurm_dir = result.out_dir / "slurm"
+    specs_dir = slurm_dir / "specs"
+    shutil.rmtree(specs_dir, ignore_errors=True)
+    specs_dir.mkdir(parents=True)
+    (slurm_dir / "logs").mkdir(exist_ok=True)
+    for index, run in enumerate(pending):
+        task = {"key": run.key, "runs_dir": str(runs_dir), "spec": run.spec.to_json()}
+        (specs_dir / f"{index}.json").write_text(json.dumps(task, indent=2) + "\n")
+    script = slurm_dir / "array.sbatch"
+    body = "\n".join(
+        [
+            "#!/bin/bash",
+            f"#SBATCH --job-name={config.campaign.name}",
+            f"#SBATCH --array=0-{len(pending) - 1}",
+            "#SBATCH --ntasks=1",
+            "#SBATCH --cpus-per-task=1",
+            f"#SBATCH --time={int(config.limits.run_timeout_s // 60) + 5}",
+            f"#SBATCH --output={slurm_dir}/logs/%A_%a.out",
+            f"exec {shlex.quote(sys.executable)} -m disaggsim.sim.campaign run-task "
+            f'{shlex.quote(str(specs_dir))}/"$SLURM_ARRAY_TASK_ID".json',
+            "",
+        ]
+    )
+    _write_text_atomic(script, body)
+    script.chmod(0o755)
+    result.slurm_script = script
+
+
+def run_task(task_path: Path) -> dict[str, Any]:
+    """Execute one task file written by the slurm executor (``run-task`` entry point)."""
+    task = json.loads(task_path.read_text())
+    planned = PlannedRun(task["key"], RunSpec.from_json(task["spec"]))
+    return execute_run(planned, Path(task["runs_dir"]))
+
+
+def _done_record(planned: PlannedRun, result: RunResult) -> dict[str, Any]:
+    return {
+        "key": planned.key,
+        "spec": planned.spec.to_json(),
+        "flows": result.flows,
+        "unfinished": result.unfinished,
+        "wall_s": result.wall_s,
+        "stats": result.stats,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+@contextmanager
+def _campaign_lock(out_dir: Path) -> Iterator[None]:
+    lock_path = out_dir / ".campaign.lock"
+    with open(lock_path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CampaignError(
+                f"{out_dir}: another campaign is running in this directory ({lock_path})"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _remove_stale_tmp(directory: Path) -> None:
+    """Remove ``.tmp-*`` directories left by interrupted runs (we hold the lock)."""
+    if directory.is_dir():
+        for path in directory.glob(".tmp-*"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Call ``write(tmp_path)`` then rename the temp file over ``path``."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp_name))
+        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    _write_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m disaggsim.sim.campaign CONFIG`` or ``... run-task TASK.json``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "run-task":
+        record = run_task(Path(args[1]))
+        print(json.dumps({k: record[k] for k in ("key", "flows", "unfinished", "status")}))
+        return 0
+    if len(args) == 1:
+        result = run_campaign(args[0])
+        print(f"{result.ran} ran, {result.skipped} skipped, {result.pending} pending")
+        return 0
+    print("usage: python -m disaggsim.sim.campaign CONFIG | run-task TASK.json",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = [
+    "CampaignError",
+    "CampaignResult",
+    "PlannedRun",
+    "execute_run",
+    "expand_grid",
+    "is_done",
+    "run_campaign",
+    "run_key",
+]

@@ -1,0 +1,471 @@
+"""Campaign configuration: one TOML file describes a whole simulation campaign.
+
+A campaign is the cross product ``workload x protocol x rate_gbps x scope x seed`` of ns-3
+runs on one topology (Gao et al., OSDI'16 §4.2 "Simulation Setup"). The file format, every
+key, its unit, default and source are documented in ``configs/README.md``; this module is
+the validating loader.
+
+TOML is the preferred format. YAML is accepted (``.yaml``/``.yml``, read with
+``yaml.safe_load``) but YAML 1.1 reads ``1e6`` as the *string* ``"1e6"``; write ``1000000``
+or ``1.0e+6`` there.
+
+Every table is validated by pydantic v2 with ``extra="forbid"``: an unknown key or a wrong
+type raises :class:`ConfigError` whose message names the file, the (best-effort) line and the
+key path, e.g. ``configs/x.toml:14: grid.rates_gbps[1]: Input should be greater than 0``.
+
+Relative paths (``campaign.out_dir``, ``workloads[].path``) are resolved against the
+directory of the config file, so a campaign runs the same from any working directory.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+#: Scopes of disaggregation (paper §2.3, §4.2): "rack" keeps every flow's endpoints in one
+#: rack, "datacenter" places blades anywhere.
+SCOPES = ("datacenter", "rack")
+
+#: ns-3 attribute path, as accepted by ``--ns3::Class::Attribute=value`` on the command line.
+_ATTRIBUTE_RE = re.compile(r"^ns3::[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_PROTOCOL_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+AttributeValue = str | bool | int | float
+
+
+class ConfigError(ValueError):
+    """A campaign config that cannot be read or does not validate (message names file+key)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CampaignSection(_Strict):
+    """``[campaign]``: name, output directory and how runs are executed."""
+
+    name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
+    #: Output directory (runs, caches, collected tables); relative to the config file.
+    out_dir: Path
+    #: Parallel processes of the local executor (each runs one ns-3 process).
+    jobs: Annotated[int, Field(ge=1)] = 2
+    #: "local": a process pool on this machine. "slurm": write a Slurm array script that
+    #: runs each pending run on a cluster; re-running the campaign then collects them.
+    executor: Literal["local", "slurm"] = "local"
+
+
+class _WorkloadBase(_Strict):
+    #: Workload name used in CAMPAIGN_KEYS ("workload" column); default: the path's stem.
+    name: Annotated[str | None, Field(pattern=_NAME_RE.pattern)] = None
+    #: Keep only flows with start_ns < window_ns (after conversion). None: keep all.
+    window_ns: Annotated[int | None, Field(gt=0)] = None
+    #: Keep only the first max_flows flows in flow_id order (after window_ns). None: all.
+    max_flows: Annotated[int | None, Field(gt=0)] = None
+
+
+class TraceSampleWorkload(_WorkloadBase):
+    """A trace sample directory (``traces/samples/<name>/`` with ``meta.json``), converted
+    to a flow table by ``disaggsim.traces.convert.convert``. ``path`` may be a glob
+    (``../traces/samples/*``): it expands to every matching directory holding ``meta.json``,
+    one workload each, named after the directory (``name`` must then be unset)."""
+
+    kind: Literal["trace_sample"]
+    path: str
+    #: Converter options for this workload, merged over the top-level ``[convert]`` table.
+    convert: dict[str, Any] = Field(default_factory=dict)
+
+
+class FlowTableWorkload(_WorkloadBase):
+    """A flow table already converted (``disaggsim convert`` output): ``.parquet`` or ``.csv``
+    with the columns of ``disaggsim.schemas.FLOW_TABLE``."""
+
+    kind: Literal["flow_table"]
+    path: str
+
+
+class YapsWorkload(_WorkloadBase):
+    """A YAPS flow file, imported by ``disaggsim.traces.yaps``."""
+
+    kind: Literal["yaps"]
+    path: str
+
+
+class SyntheticWorkload(_Strict):
+    """A standard synthetic datacenter workload generated per run by
+    ``disaggsim.traces.workloads.generate``: Poisson arrivals at an offered ``load``,
+    flow sizes from an empirical CDF (pFabric SIGCOMM'13 §5.1; pHost CoNEXT'15 §4; the
+    "prior work" setup of OSDI'16 §4.2). Hosts are drawn directly (no blade placement): the
+    run's rate_gbps sets the arrival rate, its scope confines destinations to the source's
+    rack, its seed seeds the generator. Every flow has kind "net"."""
+
+    kind: Literal["synthetic"]
+    name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
+    #: Shipped CDF name ("websearch", "datamining") or a YAPS-format CDF file (a path
+    #: relative to the config file).
+    cdf: str
+    #: Offered load: fraction of access-link capacity summed over all hosts, in (0, 1].
+    load: Annotated[float, Field(gt=0, le=1)]
+    n_flows: Annotated[int, Field(ge=1)]
+    matrix: Literal["all_to_all", "permutation"] = "all_to_all"
+    #: Header bytes per 1460 B packet counted in the load (40 matches YAPS).
+    header_bytes: Annotated[int, Field(ge=0)] = 0
+
+
+Workload = Annotated[
+    TraceSampleWorkload | FlowTableWorkload | YapsWorkload | SyntheticWorkload,
+    Field(discriminator="kind"),
+]
+WORKLOAD_KINDS = ("trace_sample", "flow_table", "yaps", "synthetic")
+
+
+class TopologySection(_Strict):
+    """``[topology]``: the Clos fabric of paper §4.2 with Table 4's delays.
+
+    Defaults: 9 racks, 36 KB per-port buffers, full bisection (paper §4.2, after pFabric
+    [27] whose fabric has 9 racks x 16 hosts and 4 spines, spine links 4x the access rate);
+    240 ns switching, 4 m intra-rack and 40 m inter-rack cables at 5 ns/m (Table 4, §3.3).
+    """
+
+    racks: Annotated[int, Field(ge=1)] = 9
+    hosts_per_rack: Annotated[int, Field(ge=1)] = 16
+    spines: Annotated[int, Field(ge=1)] = 4
+    buffer_bytes: Annotated[int, Field(gt=0)] = 36864
+    switch_delay_ns: Annotated[int, Field(ge=0)] = 240
+    spine_rate_factor: Annotated[float, Field(gt=0)] = 4.0
+    intra_rack_cable_m: Annotated[float, Field(ge=0)] = 4.0
+    inter_rack_cable_m: Annotated[float, Field(ge=0)] = 40.0
+    prop_ns_per_m: Annotated[float, Field(ge=0)] = 5.0
+    mss_bytes: Annotated[int, Field(gt=0, le=9000)] = 1460
+
+
+class GridSection(_Strict):
+    """``[grid]``: the axes of the campaign; every combination is one ns-3 run."""
+
+    protocols: Annotated[list[str], Field(min_length=1)]
+    rates_gbps: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)] = [
+        40.0,
+        100.0,
+    ]
+    scopes: Annotated[list[Literal["datacenter", "rack"]], Field(min_length=1)] = [
+        "datacenter",
+        "rack",
+    ]
+    seeds: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)] = [1]
+
+    @field_validator("protocols")
+    @classmethod
+    def _protocol_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _PROTOCOL_RE.match(name):
+                raise ValueError(
+                    f"protocol {name!r}: expected a lower-case name such as 'tcp', 'dctcp', "
+                    "'pfabric', 'phost', 'fastpass'"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _no_duplicates(self) -> GridSection:
+        for key in ("protocols", "rates_gbps", "scopes", "seeds"):
+            values = getattr(self, key)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{key}: duplicate values in {values}")
+        return self
+
+
+def _check_attributes(value: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+    for path in value:
+        if not _ATTRIBUTE_RE.match(path):
+            raise ValueError(
+                f"attribute {path!r}: expected an ns-3 attribute path 'ns3::Class::Attribute'"
+            )
+    return value
+
+
+class ProtocolSection(_Strict):
+    """``[protocols.<name>]``: ns-3 attribute overrides for one protocol's runs."""
+
+    #: ``"ns3::Class::Attribute" = value``; passed as ``--ns3::Class::Attribute=value``.
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+
+    _attrs = field_validator("attributes")(_check_attributes)
+
+
+class LimitsSection(_Strict):
+    """``[limits]``: simulated-time cap and wall-clock timeout of each run."""
+
+    #: Simulated time at which ns-3 stops (flows not done by then are "unfinished").
+    #: None: the ns-3 program's default, the last flow's start + its ``--drainNs`` (1 s).
+    stop_time_ns: Annotated[int | None, Field(gt=0)] = None
+    #: Wall-clock limit of one ns-3 process; the run fails when it is exceeded.
+    run_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+
+
+class CampaignConfig(_Strict):
+    """A validated campaign config (see ``configs/README.md`` for every key)."""
+
+    campaign: CampaignSection
+    workloads: Annotated[list[Workload], Field(min_length=1)]
+    convert: dict[str, Any] = Field(default_factory=dict)
+    topology: TopologySection = TopologySection()
+    grid: GridSection
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    protocols: dict[str, ProtocolSection] = Field(default_factory=dict)
+    limits: LimitsSection = LimitsSection()
+    #: Directory of the config file; relative paths are resolved against it (not a key).
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    _attrs = field_validator("attributes")(_check_attributes)
+
+    @property
+    def out_dir(self) -> Path:
+        """``campaign.out_dir`` resolved against the config file's directory."""
+        return (self.base_dir / self.campaign.out_dir).resolve()
+
+    def attributes_for(self, protocol: str) -> dict[str, str]:
+        """ns-3 attribute overrides of ``protocol``'s runs: ``[attributes]`` updated by
+        ``[protocols.<protocol>.attributes]``, values rendered as ns-3 strings, sorted."""
+        merged: dict[str, AttributeValue] = dict(self.attributes)
+        if protocol in self.protocols:
+            merged.update(self.protocols[protocol].attributes)
+        return {k: attribute_string(merged[k]) for k in sorted(merged)}
+
+    def resolved_workloads(self) -> list[ResolvedWorkload]:
+        """Workloads with globs expanded, paths made absolute and names assigned.
+
+        Raises:
+            ConfigError: a path or glob matches nothing, or two workloads share a name.
+        """
+        out: list[ResolvedWorkload] = []
+        for index, workload in enumerate(self.workloads):
+            key = f"workloads[{index}]"
+            if isinstance(workload, SyntheticWorkload):
+                cdf = workload.cdf
+                is_file = "/" in cdf or cdf.endswith(".txt")
+                cdf_path = (self.base_dir / cdf).resolve() if is_file else None
+                if cdf_path is not None and not cdf_path.is_file():
+                    raise ConfigError(f"{key}.cdf: {cdf_path} does not exist")
+                out.append(ResolvedWorkload(workload.name, cdf_path, workload, {}))
+                continue
+            raw = self.base_dir / workload.path
+            if isinstance(workload, TraceSampleWorkload) and globmod.has_magic(workload.path):
+                if workload.name is not None:
+                    raise ConfigError(f"{key}.name: must be unset when path is a glob")
+                matches = sorted(
+                    Path(p).resolve()
+                    for p in globmod.glob(str(raw))
+                    if (Path(p) / "meta.json").is_file()
+                )
+                if not matches:
+                    raise ConfigError(
+                        f"{key}.path: glob {workload.path!r} matches no directory with "
+                        f"meta.json (looked in {raw.parent.resolve()})"
+                    )
+                for match in matches:
+                    out.append(ResolvedWorkload(match.name, match, workload, self.convert))
+                continue
+            path = raw.resolve()
+            if not path.exists():
+                raise ConfigError(f"{key}.path: {path} does not exist")
+            if isinstance(workload, TraceSampleWorkload) and not (path / "meta.json").is_file():
+                raise ConfigError(f"{key}.path: {path} is not a trace sample (no meta.json)")
+            name = workload.name or (path.name if path.is_dir() else path.stem)
+            out.append(ResolvedWorkload(name, path, workload, self.convert))
+        names = [w.name for w in out]
+        for name in names:
+            if names.count(name) > 1:
+                raise ConfigError(
+                    f"workloads: two workloads are named {name!r}; set distinct 'name' keys"
+                )
+        return out
+
+
+class ResolvedWorkload:
+    """One concrete workload: a unique ``name``, an absolute ``path`` (for ``synthetic``:
+    the CDF file, or None for a shipped CDF name) and its spec."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path | None,
+        spec: TraceSampleWorkload | FlowTableWorkload | YapsWorkload | SyntheticWorkload,
+        convert_defaults: dict[str, Any],
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.spec = spec
+        self.convert_options: dict[str, Any] = {}
+        if isinstance(spec, TraceSampleWorkload):
+            self.convert_options = {**convert_defaults, **spec.convert}
+
+    @property
+    def kind(self) -> str:
+        """The workload kind: one of WORKLOAD_KINDS."""
+        return self.spec.kind
+
+    def __repr__(self) -> str:
+        return f"ResolvedWorkload({self.name!r}, {str(self.path)!r}, kind={self.kind!r})"
+
+
+def attribute_string(value: AttributeValue) -> str:
+    """Render an attribute value the way ns-3's command line parses it.
+
+    Booleans become ``true``/``false`` (ns-3 ``BooleanValue``); numbers use ``repr``
+    (exact round trip); strings pass unchanged (e.g. ``"+5ms"`` for a ``TimeValue``).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def load_config(path: str | Path) -> CampaignConfig:
+    """Read and validate a campaign config (TOML, or YAML by extension).
+
+    Args:
+        path: ``.toml`` (preferred), ``.yaml`` or ``.yml`` file.
+
+    Returns:
+        The validated :class:`CampaignConfig`, with ``base_dir`` = the file's directory.
+
+    Raises:
+        ConfigError: unreadable file, syntax error, unknown key, wrong type or value; the
+            message starts with ``<file>[:<line>]: <key path>: ``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    data = _parse(path, text)
+    if "base_dir" in data:
+        raise ConfigError(f"{path}: base_dir: not a config key (set by the loader)")
+    try:
+        config = CampaignConfig.model_validate({**data, "base_dir": path.parent.resolve()})
+    except ValidationError as exc:
+        errors = exc.errors()
+        lines = []
+        for error in errors:
+            loc = _clean_loc(error["loc"])
+            line = _find_line(text, loc, yaml=_is_yaml(path))
+            where = f"{path}:{line}" if line else str(path)
+            lines.append(f"{where}: {_format_loc(loc)}: {error['msg']}")
+        raise ConfigError("\n".join(lines)) from None
+    unknown = sorted(set(config.protocols) - set(config.grid.protocols))
+    if unknown:
+        line = _find_line(text, ("protocols", unknown[0], "attributes"), yaml=_is_yaml(path))
+        raise ConfigError(
+            f"{path}{f':{line}' if line else ''}: protocols.{unknown[0]}: not in "
+            f"grid.protocols {config.grid.protocols} (remove the section or add the "
+            "protocol to the grid)"
+        )
+    return config
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix.lower() in (".yaml", ".yml")
+
+
+def _parse(path: Path, text: str) -> dict[str, Any]:
+    if _is_yaml(path):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+            raise ConfigError(f"{where}: YAML syntax error: {exc}") from None
+    elif path.suffix.lower() == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            line = re.search(r"at line (\d+)", str(exc))
+            where = f"{path}:{line.group(1)}" if line else str(path)
+            raise ConfigError(f"{where}: TOML syntax error: {exc}") from None
+    else:
+        raise ConfigError(f"{path}: expected a .toml, .yaml or .yml file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a table of sections at the top level")
+    return data
+
+
+def _clean_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """Drop pydantic's discriminator tags (``workloads[0].trace_sample.path``)."""
+    out: list[int | str] = []
+    for i, part in enumerate(loc):
+        if (
+            i >= 2
+            and part in WORKLOAD_KINDS
+            and loc[0] == "workloads"
+            and isinstance(loc[i - 1], int)
+        ):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text or "(top level)"
+
+
+def _find_line(text: str, loc: tuple[int | str, ...], yaml: bool) -> int | None:
+    """Best-effort 1-based line of the key at ``loc`` (None if not found).
+
+    Finds the section header of ``loc[0]`` (the i-th ``[[workloads]]`` for list entries),
+    then the first line after it that assigns the last key name of ``loc``.
+    """
+    lines = text.splitlines()
+    keys = [p for p in loc if isinstance(p, str)]
+    if not keys:
+        return None
+    start = 0
+    if not yaml:
+        section = keys[0]
+        index = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+        headers = [
+            i
+            for i, line in enumerate(lines)
+            if re.match(rf"^\s*\[\[?\s*{re.escape(section)}[\].]", line)
+        ]
+        if index is not None and index < len(headers):
+            start = headers[index]
+        elif headers:
+            start = headers[0]
+            # Nested tables such as [protocols.dctcp.attributes]: prefer the deepest header.
+            dotted = ".".join(keys[:-1])
+            for i, line in enumerate(lines):
+                if re.match(rf"^\s*\[\s*{re.escape(dotted)}\s*\]", line):
+                    start = i
+        if len(keys) == 1:
+            return start + 1 if headers else None
+        whole = re.compile(rf"^\s*\[\s*{re.escape('.'.join(keys))}\s*\]")
+        for i, line in enumerate(lines):
+            if whole.match(line):
+                return i + 1
+    name = re.escape(keys[-1])
+    sep = ":" if yaml else "="
+    pattern = re.compile(rf"^\s*(-\s*)?(\"{name}\"|'{name}'|{name})\s*{sep}")
+    for i in range(start, len(lines)):
+        if pattern.match(lines[i]):
+            return i + 1
+    return None

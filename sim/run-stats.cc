@@ -1,0 +1,146 @@
+/*
+ * disaggsim: the STATS.json of one run.
+ */
+#include "run-stats.h"
+
+#include <cstdio>
+#include <sstream>
+#include <sys/resource.h>
+
+namespace disaggsim
+{
+
+void
+CollectFabricStats(ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats)
+{
+    for (uint32_t h = 0; h < topology->GetNHosts(); ++h)
+    {
+        ns3::Ptr<ns3::FabricNetDevice> device = topology->GetHostDevice(h);
+        stats.dataPacketsDelivered += device->GetRxDataPackets();
+        stats.packetsDelivered += device->GetRxPackets();
+        stats.packetsDropped += device->GetQueue()->GetDroppedPackets();
+        stats.ceMarks += device->GetQueue()->GetMarkedPackets();
+    }
+    for (const auto& port : topology->GetSwitchPorts())
+    {
+        stats.packetsDropped += port->GetQueue()->GetDroppedPackets();
+        stats.ceMarks += port->GetQueue()->GetMarkedPackets();
+    }
+}
+
+long
+PeakRssKb()
+{
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss; // KiB on Linux
+}
+
+std::vector<std::pair<std::string, std::string>>
+ResolvedAttributes(const std::vector<ns3::TypeId>& types)
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const ns3::TypeId& tid : types)
+    {
+        for (std::size_t i = 0; i < tid.GetAttributeN(); ++i)
+        {
+            ns3::TypeId::AttributeInformation info = tid.GetAttribute(i);
+            std::string type = info.checker->GetValueTypeName();
+            if (type == "ns3::PointerValue" || type == "ns3::CallbackValue" ||
+                type == "ns3::ObjectPtrContainerValue")
+            {
+                continue;
+            }
+            out.emplace_back(tid.GetName() + "::" + info.name,
+                             info.initialValue->SerializeToString(info.checker));
+        }
+    }
+    return out;
+}
+
+namespace
+{
+
+std::string
+Quote(const std::string& text)
+{
+    std::string out = "\"";
+    for (char c : text)
+    {
+        switch (c)
+        {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20)
+            {
+                char buf[8];
+                std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+                out += buf;
+            }
+            else
+            {
+                out += c;
+            }
+        }
+    }
+    return out + "\"";
+}
+
+void
+WriteObject(std::ostringstream& os,
+            const char* name,
+            const std::vector<std::pair<std::string, std::string>>& entries,
+            const char* indent)
+{
+    os << indent << Quote(name) << ": {";
+    for (std::size_t i = 0; i < entries.size(); ++i)
+    {
+        os << (i ? ",\n" : "\n") << indent << "  " << Quote(entries[i].first) << ": "
+           << Quote(entries[i].second);
+    }
+    os << "\n" << indent << "}";
+}
+
+} // namespace
+
+std::string
+StatsJson(const RunStats& stats,
+          const std::vector<std::pair<std::string, std::string>>& transportStats,
+          const std::vector<std::pair<std::string, std::string>>& options,
+          const std::vector<std::pair<std::string, std::string>>& derived,
+          const std::vector<std::pair<std::string, std::string>>& attributes)
+{
+    std::ostringstream os;
+    char wall[32];
+    std::snprintf(wall, sizeof(wall), "%.6f", stats.wallSeconds);
+    os << "{\n"
+       << "  \"wall_s\": " << wall << ",\n"
+       << "  \"sim_time_ns\": " << stats.simTimeNs << ",\n"
+       << "  \"events\": " << stats.events << ",\n"
+       << "  \"data_packets_delivered\": " << stats.dataPacketsDelivered << ",\n"
+       << "  \"packets_delivered\": " << stats.packetsDelivered << ",\n"
+       << "  \"packets_dropped\": " << stats.packetsDropped << ",\n"
+       << "  \"ce_marks\": " << stats.ceMarks << ",\n"
+       << "  \"flows\": " << stats.flows << ",\n"
+       << "  \"flows_finished\": " << stats.flowsFinished << ",\n"
+       << "  \"peak_rss_kb\": " << stats.peakRssKb << ",\n";
+    WriteObject(os, "transport", transportStats, "  ");
+    os << ",\n  \"config\": {\n";
+    WriteObject(os, "options", options, "    ");
+    os << ",\n";
+    WriteObject(os, "derived", derived, "    ");
+    os << ",\n";
+    WriteObject(os, "attributes", attributes, "    ");
+    os << "\n  }\n}\n";
+    return os.str();
+}
+
+} // namespace disaggsim

@@ -1,0 +1,415 @@
+"""One ns-3 run: flow table + run parameters -> ``disaggsim-ns3`` -> FCT records.
+
+:func:`run_one` places the workload's blades on hosts (``disaggsim.traces.placement``),
+writes the SIM_FLOWS CSV, runs the ns-3 program (``sim/disaggsim-ns3``, built by
+``make build``) and turns its FCT_RECORDS CSV into ``fct.parquet`` with the flow kind and
+the campaign keys added (schema :data:`CAMPAIGN_FCT`).
+
+Files written in the run directory:
+
+==================  ===========================================================
+``flows.csv``       SIM_FLOWS: the ns-3 input (header, columns in schema order)
+``placement.csv``   ``blade,host``: where each blade was put (not for synthetic)
+``command.txt``     the exact command line, run in this directory (re-run it to debug)
+``fct.csv``         FCT_RECORDS as written by ns-3
+``stats.json``      run statistics from ns-3 (wall_s, events, peak_rss_kb, ...)
+``stderr.log``      ns-3's standard error (and ``stdout.log``)
+``fct.parquet``     CAMPAIGN_FCT: FCT_RECORDS + kind + CAMPAIGN_KEYS
+==================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from disaggsim.schemas import CAMPAIGN_KEYS, FCT_RECORDS, FLOW_TABLE, SIM_FLOWS
+
+#: Environment variable that overrides the ns-3 program's location.
+BINARY_ENV = "DISAGGSIM_NS3"
+
+#: Types of the columns a campaign adds to FCT_RECORDS (names from schemas.CAMPAIGN_KEYS).
+_CAMPAIGN_KEY_TYPES: dict[str, pa.DataType] = {
+    "protocol": pa.string(),
+    "rate_gbps": pa.float64(),
+    "scope": pa.string(),
+    "workload": pa.string(),
+    "seed": pa.int64(),
+}
+assert tuple(_CAMPAIGN_KEY_TYPES) == CAMPAIGN_KEYS
+
+#: A campaign's FCT table: FCT_RECORDS, the flow's kind (FLOW_TABLE "kind") and the run's
+#: CAMPAIGN_KEYS. Written per run (``runs/<key>/fct.parquet``) and collected
+#: (``<out_dir>/fct.parquet``).
+CAMPAIGN_FCT: pa.Schema = pa.schema(
+    list(FCT_RECORDS)
+    + [FLOW_TABLE.field("kind")]
+    + [pa.field(name, typ, nullable=False) for name, typ in _CAMPAIGN_KEY_TYPES.items()]
+)
+
+
+class BinaryNotFoundError(FileNotFoundError):
+    """The ns-3 program is not built (or ``$DISAGGSIM_NS3`` points nowhere)."""
+
+
+class RunError(RuntimeError):
+    """An ns-3 run failed: non-zero exit, timeout, or output not in FCT_RECORDS form."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one ns-3 run depends on (plain data: picklable, JSON-able).
+
+    Attributes:
+        workload: workload name (CAMPAIGN_KEYS).
+        flows_path: the workload's flow table (Parquet, FLOW_TABLE schema).
+        flows_sha256: content hash of that table (part of the run key).
+        protocol: transport, e.g. "tcp", "dctcp" (ns-3 ``--protocol``).
+        rate_gbps: access link rate in Gb/s (``--accessRateGbps``; paper §4.2: 40, 100).
+        scope: "datacenter" or "rack" (placement scope, paper §4.2).
+        seed: seed of placement and of ns-3's RNG run number.
+        topology: ``TopologySection`` fields (racks, hosts_per_rack, ... mss_bytes).
+        attributes: ns-3 attribute overrides ``{"ns3::Class::Attr": "value"}``.
+        stop_time_ns: simulated-time cap (None: the program's default).
+        timeout_s: wall-clock limit of the ns-3 process.
+        binary: path of the ns-3 program.
+        generator: synthetic workloads: ``disaggsim.traces.workloads.generate`` keyword
+            arguments (cdf, load, n_flows, matrix, header_bytes); then ``flows_path`` is
+            empty and the flows are generated here for the run's rate, scope and seed.
+        hosts_given: ``flows_path`` is SIM_FLOWS (YAPS workloads): simulated as is.
+    """
+
+    workload: str
+    flows_path: str
+    flows_sha256: str
+    protocol: str
+    rate_gbps: float
+    scope: str
+    seed: int
+    topology: dict[str, Any]
+    attributes: dict[str, str] = field(default_factory=dict)
+    stop_time_ns: int | None = None
+    timeout_s: float = 3600.0
+    binary: str = ""
+    generator: dict[str, Any] | None = None
+    hosts_given: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as a JSON-able dict (inverse: :meth:`from_json`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
+        """Rebuild a spec written by :meth:`to_json`."""
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one finished run.
+
+    Attributes:
+        run_dir: where its files are.
+        flows: flows simulated; unfinished: flows not done at the end (finished == 0).
+        wall_s: wall time of the ns-3 process (measured here, s).
+        stats: the ns-3 program's ``stats.json`` (events, peak_rss_kb, ...).
+    """
+
+    run_dir: Path
+    flows: int
+    unfinished: int
+    wall_s: float
+    stats: dict[str, Any]
+
+
+def find_binary() -> Path:
+    """Locate the ns-3 program: ``$DISAGGSIM_NS3`` or ``<repo>/build/sim/disaggsim-ns3``.
+
+    Raises:
+        BinaryNotFoundError: neither exists or is executable ("run `make build`").
+    """
+    env = os.environ.get(BINARY_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise BinaryNotFoundError(
+                f"${BINARY_ENV}={env}: not an executable file (unset it to use the build, "
+                "or run `make build`)"
+            )
+        return path.resolve()
+    path = repo_root() / "build" / "sim" / "disaggsim-ns3"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise BinaryNotFoundError(
+            f"ns-3 program not found at {path}: run `make build` (or set ${BINARY_ENV})"
+        )
+    return path
+
+
+def repo_root() -> Path:
+    """The checkout's root directory (parent of the ``disaggsim`` package)."""
+    import disaggsim
+
+    return Path(disaggsim.__file__).resolve().parent.parent
+
+
+def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path) -> list[str]:
+    """The ``disaggsim-ns3`` command line of a run (flags as in sim/README.md)."""
+    topo = spec.topology
+    cmd = [
+        spec.binary,
+        f"--flows={flows_csv}",
+        f"--out={fct_csv}",
+        f"--stats={stats_json}",
+        f"--protocol={spec.protocol}",
+        f"--racks={topo['racks']}",
+        f"--hostsPerRack={topo['hosts_per_rack']}",
+        f"--spines={topo['spines']}",
+        f"--accessRateGbps={_num(spec.rate_gbps)}",
+        f"--spineRateFactor={_num(topo['spine_rate_factor'])}",
+        f"--bufferBytes={topo['buffer_bytes']}",
+        f"--switchDelayNs={topo['switch_delay_ns']}",
+        f"--intraRackCableM={_num(topo['intra_rack_cable_m'])}",
+        f"--interRackCableM={_num(topo['inter_rack_cable_m'])}",
+        f"--propNsPerM={_num(topo['prop_ns_per_m'])}",
+        f"--mssBytes={topo['mss_bytes']}",
+        f"--seed={spec.seed}",
+    ]
+    if spec.stop_time_ns is not None:
+        cmd.append(f"--stopTimeNs={spec.stop_time_ns}")
+    cmd += [f"--{path}={value}" for path, value in sorted(spec.attributes.items())]
+    return cmd
+
+
+def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
+    """Place, simulate and collect one run into ``run_dir`` (created if missing).
+
+    Args:
+        run_spec: the run's parameters; ``binary`` empty means :func:`find_binary`.
+        run_dir: directory for the run's files (see module docstring).
+
+    Returns:
+        :class:`RunResult`; ``run_dir/fct.parquet`` holds one CAMPAIGN_FCT row per flow.
+
+    Raises:
+        BinaryNotFoundError: the ns-3 program is missing.
+        RunError: ns-3 exited non-zero or timed out (message has its stderr tail and the
+            command), or its FCT CSV is malformed or lacks flows.
+    """
+    spec = run_spec
+    if not spec.binary:
+        spec = RunSpec(**{**asdict(spec), "binary": str(find_binary())})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sim_flows, flow_table = _sim_flows(spec, run_dir)
+    flows_csv = run_dir / "flows.csv"
+    sim_flows = sim_flows[SIM_FLOWS.names]
+    sim_flows.to_csv(flows_csv, index=False)
+
+    fct_csv, stats_json = run_dir / "fct.csv", run_dir / "stats.json"
+    # file names relative to the run directory (the working directory of ns-3), so
+    # command.txt still works after the directory is renamed into place
+    cmd = ns3_command(spec, Path(flows_csv.name), Path(fct_csv.name), Path(stats_json.name))
+    (run_dir / "command.txt").write_text(shlex.join(cmd) + "\n")
+    started = time.monotonic()
+    with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
+        try:
+            proc = subprocess.run(
+                cmd, stdout=out, stderr=err, timeout=spec.timeout_s, check=False, cwd=run_dir
+            )
+        except subprocess.TimeoutExpired:
+            raise RunError(
+                f"{run_dir}: ns-3 exceeded the run timeout of {spec.timeout_s:g} s "
+                f"(limits.run_timeout_s); command: {shlex.join(cmd)}"
+            ) from None
+    wall_s = time.monotonic() - started
+    if proc.returncode != 0:
+        tail = _tail(run_dir / "stderr.log")
+        raise RunError(
+            f"{run_dir}: ns-3 exited with code {proc.returncode}"
+            f"{' (bad input)' if proc.returncode == 2 else ''}:\n{tail}\n"
+            f"command: {shlex.join(cmd)}"
+        )
+    records = read_fct_csv(fct_csv)
+    _check_flows(records, sim_flows, fct_csv)
+    fct = _with_campaign_columns(records, flow_table, spec)
+    pq.write_table(pa.Table.from_pandas(fct, schema=CAMPAIGN_FCT, preserve_index=False),
+                   run_dir / "fct.parquet")
+    stats: dict[str, Any] = {}
+    if stats_json.is_file():
+        try:
+            stats = json.loads(stats_json.read_text())
+        except json.JSONDecodeError as exc:
+            raise RunError(f"{stats_json}: not JSON: {exc}") from None
+    return RunResult(
+        run_dir=run_dir,
+        flows=len(fct),
+        unfinished=int((fct["finished"] == 0).sum()),
+        wall_s=wall_s,
+        stats=stats,
+    )
+
+
+def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's SIM_FLOWS and a flow_id -> kind table: blades placed on hosts
+    (``disaggsim.traces.placement.place``, writing ``placement.csv``), a synthetic
+    workload generated for this run's rate, scope and seed, or host-level flows as given
+    (YAPS; kind "net")."""
+    topo = spec.topology
+    if spec.generator is not None:
+        from disaggsim.traces.workloads import generate
+
+        flows = generate(
+            **spec.generator,
+            hosts=topo["racks"] * topo["hosts_per_rack"],
+            rate_gbps=spec.rate_gbps,
+            seed=spec.seed,
+            hosts_per_rack=topo["hosts_per_rack"],
+            scope=spec.scope,  # type: ignore[arg-type]
+        )
+        return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
+    if spec.hosts_given:
+        flows = pq.read_table(spec.flows_path).to_pandas()
+        n_hosts = topo["racks"] * topo["hosts_per_rack"]
+        beyond = flows[(flows["src_host"] >= n_hosts) | (flows["dst_host"] >= n_hosts)]
+        if len(beyond):
+            raise RunError(
+                f"{spec.workload}: flow {int(beyond['flow_id'].iloc[0])} uses host "
+                f"{int(beyond[['src_host', 'dst_host']].max(axis=1).iloc[0])} but the "
+                f"topology has {n_hosts} hosts (racks x hosts_per_rack)"
+            )
+        return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
+    from disaggsim.traces.placement import place
+
+    flow_table = pq.read_table(spec.flows_path).to_pandas()
+    sim_flows, blade_to_host = place(
+        flow_table, topo["racks"], topo["hosts_per_rack"], spec.scope, spec.seed
+    )
+    _write_placement(blade_to_host, run_dir / "placement.csv")
+    return sim_flows, flow_table
+
+
+def read_fct_csv(path: Path) -> pd.DataFrame:
+    """Read an FCT_RECORDS CSV written by the ns-3 program.
+
+    Returns:
+        DataFrame with FCT_RECORDS columns and dtypes (slowdown NaN where unfinished).
+
+    Raises:
+        RunError: missing file, wrong header, or a value of the wrong type
+            (``<file>:<line>: <column>: ...``).
+    """
+    if not path.is_file():
+        raise RunError(f"{path}: ns-3 wrote no FCT file")
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise RunError(f"{path}: cannot parse CSV: {exc}") from None
+    if list(raw.columns) != FCT_RECORDS.names:
+        raise RunError(
+            f"{path}:1: header: expected {','.join(FCT_RECORDS.names)}, "
+            f"got {','.join(map(str, raw.columns))}"
+        )
+    out: dict[str, pd.Series] = {}
+    for fld in FCT_RECORDS:
+        column = raw[fld.name]
+        parsed = pd.to_numeric(column.replace({"nan": "NaN", "": "NaN"}), errors="coerce")
+        if pa.types.is_integer(fld.type):
+            bad = parsed.isna() | (parsed != parsed.round())
+        else:
+            bad = parsed.isna() & ~column.str.lower().isin(["nan", "", "-nan"])
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise RunError(
+                f"{path}:{row + 2}: {fld.name}: expected "
+                f"{'an integer' if pa.types.is_integer(fld.type) else 'a number'}, "
+                f"got {column.iloc[row]!r}"
+            )
+        out[fld.name] = parsed.astype(fld.type.to_pandas_dtype())
+    frame = pd.DataFrame(out, columns=FCT_RECORDS.names)
+    frame.loc[frame["finished"] == 0, "slowdown"] = float("nan")
+    return frame
+
+
+def _check_flows(records: pd.DataFrame, sim_flows: pd.DataFrame, path: Path) -> None:
+    got, want = set(records["flow_id"]), set(sim_flows["flow_id"])
+    if len(records) != len(got):
+        raise RunError(f"{path}: duplicate flow_id rows")
+    if got != want:
+        missing, extra = sorted(want - got), sorted(got - want)
+        raise RunError(
+            f"{path}: FCT records do not match the input flows: "
+            f"{len(missing)} missing (e.g. {missing[:5]}), {len(extra)} unknown "
+            f"(e.g. {extra[:5]})"
+        )
+
+
+def _with_campaign_columns(
+    records: pd.DataFrame, flow_table: pd.DataFrame, spec: RunSpec
+) -> pd.DataFrame:
+    kinds = flow_table.set_index("flow_id")["kind"]
+    fct = records.copy()
+    fct["kind"] = fct["flow_id"].map(kinds).astype(object)
+    fct["protocol"] = spec.protocol
+    fct["rate_gbps"] = float(spec.rate_gbps)
+    fct["scope"] = spec.scope
+    fct["workload"] = spec.workload
+    fct["seed"] = int(spec.seed)
+    return fct[CAMPAIGN_FCT.names].sort_values("flow_id", kind="stable").reset_index(drop=True)
+
+
+def _write_placement(blade_to_host: Any, path: Path) -> None:
+    if isinstance(blade_to_host, pd.Series):
+        mapping = blade_to_host.to_dict()
+    elif isinstance(blade_to_host, pd.DataFrame):
+        blade_to_host.to_csv(path, index=False)
+        return
+    else:
+        mapping = dict(blade_to_host)
+    pd.DataFrame({"blade": list(mapping), "host": list(mapping.values())}).to_csv(
+        path, index=False
+    )
+
+
+def _num(value: float | int) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _tail(path: Path, head: int = 3, tail: int = 10) -> str:
+    """The first and last lines of a log (ns-3 prints a bad option first, then its help)."""
+    try:
+        lines = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return "(no stderr)"
+    if not lines:
+        return "(empty stderr)"
+    if len(lines) <= head + tail:
+        return "\n".join(lines)
+    skipped = len(lines) - head - tail
+    return "\n".join([*lines[:head], f"... ({skipped} lines) ...", *lines[-tail:]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m disaggsim.sim.runner SPEC.json RUN_DIR``: run one spec (debugging)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m disaggsim.sim.runner SPEC.json RUN_DIR", file=sys.stderr)
+        return 2
+    spec = RunSpec.from_json(json.loads(Path(args[0]).read_text()))
+    result = run_one(spec, Path(args[1]))
+    print(f"{result.flows} flows, {result.unfinished} unfinished, {result.wall_s:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+/*
+ * disaggsim: point-to-point cable between two fabric ports.
+ */
+#ifndef DISAGGSIM_FABRIC_CHANNEL_H
+#define DISAGGSIM_FABRIC_CHANNEL_H
+
+#include "fabric-header.h"
+
+#include "ns3/channel.h"
+#include "ns3/nstime.h"
+#include "ns3/packet.h"
+
+namespace ns3
+{
+
+class FabricNetDevice;
+
+/**
+ * \brief A full-duplex cable between two FabricNetDevices with a propagation delay
+ * (cable length × ns per metre; 5 ns/m, Gao et al. OSDI'16 §3.3).
+ *
+ * Delivery time of a frame whose transmission starts at t0 and lasts txTime:
+ * - to a cut-through switch port: t0 + Delay + the switch's switching delay (the head has
+ *   arrived and the forwarding decision is made; FabricSwitch then enforces the no-underrun
+ *   rule on the egress);
+ * - to a host port: t0 + txTime + Delay (the tail has arrived).
+ * See topologies/doc/clos.md "Timing".
+ */
+class FabricChannel : public Channel
+{
+  public:
+    static TypeId GetTypeId();
+    FabricChannel();
+    ~FabricChannel() override;
+
+    /// Connect \p device to this channel (at most two devices).
+    void Attach(Ptr<FabricNetDevice> device);
+
+    /**
+     * Put a frame on the wire from \p sender: schedules its reception at the peer (see class
+     * doc).  \p start is when the first bit leaves (>= now), \p txTime its serialization time.
+     */
+    void Transmit(Ptr<FabricNetDevice> sender,
+                  Ptr<Packet> packet,
+                  const FabricHeader& header,
+                  Time start,
+                  Time txTime);
+
+    Time GetDelay() const
+    {
+        return m_delay;
+    }
+
+    std::size_t GetNDevices() const override;
+    Ptr<NetDevice> GetDevice(std::size_t i) const override;
+
+  private:
+    Time m_delay;
+    Ptr<FabricNetDevice> m_devices[2];
+    std::size_t m_nDevices{0};
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_FABRIC_CHANNEL_H

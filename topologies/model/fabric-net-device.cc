@@ -1,0 +1,447 @@
+/*
+ * disaggsim: a port of a fabric node (host NIC or switch port).
+ */
+#include "fabric-net-device.h"
+
+#include "fabric-channel.h"
+
+#include "ns3/ipv4-header.h"
+#include "ns3/ipv4-l3-protocol.h"
+#include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/pointer.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("FabricNetDevice");
+NS_OBJECT_ENSURE_REGISTERED(FabricNetDevice);
+
+namespace
+{
+constexpr uint16_t kIpv4Protocol = 0x0800;
+constexpr uint8_t kTcpProtocol = 6;
+constexpr uint8_t kUdpProtocol = 17;
+constexpr uint32_t kUdpHeaderBytes = 8;
+} // namespace
+
+TypeId
+FabricNetDevice::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::FabricNetDevice")
+            .SetParent<NetDevice>()
+            .SetGroupName("Disaggsim")
+            .AddConstructor<FabricNetDevice>()
+            .AddAttribute(
+                "DataRate",
+                "Line rate of the port",
+                DataRateValue(DataRate("40Gbps")),
+                MakeDataRateAccessor(&FabricNetDevice::SetDataRate, &FabricNetDevice::GetDataRate),
+                MakeDataRateChecker())
+            .AddAttribute("Mtu",
+                          "Largest IP packet in bytes (Ethernet's 1500 B)",
+                          UintegerValue(1500),
+                          MakeUintegerAccessor(&FabricNetDevice::SetMtu, &FabricNetDevice::GetMtu),
+                          MakeUintegerChecker<uint16_t>())
+            .AddAttribute("TxQueue",
+                          "The egress queue",
+                          PointerValue(),
+                          MakePointerAccessor(&FabricNetDevice::m_queue),
+                          MakePointerChecker<FabricQueue>())
+            .AddTraceSource("Tx",
+                            "A frame started transmission",
+                            MakeTraceSourceAccessor(&FabricNetDevice::m_txTrace),
+                            "ns3::FabricNetDevice::FrameTracedCallback")
+            .AddTraceSource("Rx",
+                            "A frame was received",
+                            MakeTraceSourceAccessor(&FabricNetDevice::m_rxTrace),
+                            "ns3::FabricNetDevice::FrameTracedCallback");
+    return tid;
+}
+
+FabricNetDevice::FabricNetDevice()
+    : m_address(Mac48Address::Allocate())
+{
+}
+
+FabricNetDevice::~FabricNetDevice() = default;
+
+void
+FabricNetDevice::DoDispose()
+{
+    m_node = nullptr;
+    m_channel = nullptr;
+    m_queue = nullptr;
+    m_rxCallback.Nullify();
+    m_promiscCallback.Nullify();
+    m_fabricRxCallback.Nullify();
+    NetDevice::DoDispose();
+}
+
+Time
+FabricNetDevice::TxTimeFor(uint64_t wireBytes, uint64_t bitRate)
+{
+    NS_ABORT_MSG_IF(bitRate == 0, "FabricNetDevice: DataRate is zero");
+    const uint64_t psPerSecond = 1000000000000ULL;
+    uint64_t bits = wireBytes * 8;
+    // bits * 1e12 overflows 64 bits above ~2.3 MB frames; frames are <= 64 KB.
+    uint64_t ps = (bits * psPerSecond + bitRate - 1) / bitRate;
+    return PicoSeconds(static_cast<int64_t>(ps));
+}
+
+void
+FabricNetDevice::Attach(Ptr<FabricChannel> channel)
+{
+    m_channel = channel;
+    channel->Attach(this);
+}
+
+void
+FabricNetDevice::SetQueue(Ptr<FabricQueue> queue)
+{
+    m_queue = queue;
+}
+
+Ptr<FabricQueue>
+FabricNetDevice::GetQueue() const
+{
+    return m_queue;
+}
+
+DataRate
+FabricNetDevice::GetDataRate() const
+{
+    return m_dataRate;
+}
+
+void
+FabricNetDevice::SetDataRate(DataRate rate)
+{
+    m_dataRate = rate;
+    m_bitRate = rate.GetBitRate();
+}
+
+void
+FabricNetDevice::SetCutThrough(Time switchingDelay)
+{
+    m_cutThrough = true;
+    m_cutThroughDelay = switchingDelay;
+}
+
+void
+FabricNetDevice::SetFabricReceiveCallback(FabricReceiveCallback callback)
+{
+    m_fabricRxCallback = callback;
+}
+
+bool
+FabricNetDevice::SendFabric(Ptr<Packet> packet, const FabricHeader& header)
+{
+    return EnqueueFrame(packet, header, Time(0));
+}
+
+bool
+FabricNetDevice::EnqueueFrame(Ptr<Packet> packet, const FabricHeader& header, Time notBefore)
+{
+    NS_ASSERT_MSG(m_queue, "FabricNetDevice: no egress queue");
+    if (!m_queue->Enqueue(FabricQueueItem{packet, header, notBefore}))
+    {
+        return false;
+    }
+    if (!m_txCompletePending)
+    {
+        Time now = Simulator::Now();
+        if (now >= m_busyUntil)
+        {
+            StartTransmission();
+        }
+        else
+        {
+            m_txCompletePending = true;
+            Simulator::Schedule(m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
+        }
+    }
+    return true;
+}
+
+void
+FabricNetDevice::StartTransmission()
+{
+    FabricQueueItem item;
+    if (!m_queue->Dequeue(item))
+    {
+        return;
+    }
+    Time now = Simulator::Now();
+    Time start = item.notBefore > now ? item.notBefore : now;
+    Time txTime = TxTime(item.GetWireBytes());
+    m_busyUntil = start + txTime;
+    ++m_txPackets;
+    if (!m_txTrace.IsEmpty())
+    {
+        m_txTrace(item.packet, item.header);
+    }
+    m_channel->Transmit(this, item.packet, item.header, start, txTime);
+    // Only a port with frames waiting needs a completion event; an idle port is restarted
+    // by the next EnqueueFrame (one event saved per frame on uncongested ports).
+    if (!m_queue->IsEmpty())
+    {
+        m_txCompletePending = true;
+        Simulator::Schedule(m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
+    }
+}
+
+void
+FabricNetDevice::TransmitComplete()
+{
+    m_txCompletePending = false;
+    if (!m_queue->IsEmpty())
+    {
+        StartTransmission();
+    }
+}
+
+void
+FabricNetDevice::Receive(Ptr<Packet> packet, FabricHeader header, Time txTime)
+{
+    ++m_rxPackets;
+    if (header.payloadBytes != 0)
+    {
+        ++m_rxDataPackets;
+    }
+    if (!m_rxTrace.IsEmpty())
+    {
+        m_rxTrace(packet, header);
+    }
+    if (!m_fabricRxCallback.IsNull())
+    {
+        m_fabricRxCallback(this, packet, header, txTime);
+        return;
+    }
+    if (m_rxCallback.IsNull())
+    {
+        NS_LOG_WARN("FabricNetDevice: frame dropped, no protocol handler on this host");
+        return;
+    }
+    if (header.ecn == FabricEcn::CE && header.protocol == kIpv4Protocol)
+    {
+        // RFC 6040 §4.2: an outer CE on an ECN-capable inner header becomes inner CE.
+        packet = packet->Copy();
+        Ipv4Header ipv4;
+        packet->RemoveHeader(ipv4);
+        if (ipv4.GetEcn() != Ipv4Header::ECN_NotECT)
+        {
+            ipv4.SetEcn(Ipv4Header::ECN_CE);
+        }
+        packet->AddHeader(ipv4);
+    }
+    if (!m_promiscCallback.IsNull())
+    {
+        m_promiscCallback(this, packet, header.protocol, GetBroadcast(), m_address, PACKET_HOST);
+    }
+    m_rxCallback(this, packet, header.protocol, GetBroadcast());
+}
+
+bool
+FabricNetDevice::BuildIpv4Header(Ptr<const Packet> packet, FabricHeader& header) const
+{
+    // Read the IPv4 header and the first 14 bytes of a TCP/UDP header straight from the
+    // packet buffer: cheaper than deserializing header objects on every packet.
+    uint8_t buf[60 + 14];
+    uint32_t n = packet->CopyData(buf, sizeof(buf));
+    if (n < 20 || (buf[0] >> 4) != 4)
+    {
+        return false;
+    }
+    uint32_t ihlBytes = (buf[0] & 0x0F) * 4u;
+    uint32_t totalLength = (uint32_t(buf[2]) << 8) | buf[3];
+    uint8_t protocol = buf[9];
+    uint32_t src =
+        (uint32_t(buf[12]) << 24) | (uint32_t(buf[13]) << 16) | (uint32_t(buf[14]) << 8) | buf[15];
+    uint32_t dst =
+        (uint32_t(buf[16]) << 24) | (uint32_t(buf[17]) << 16) | (uint32_t(buf[18]) << 8) | buf[19];
+    uint16_t srcPort = 0;
+    uint16_t dstPort = 0;
+    uint32_t l4HeaderBytes = 0;
+    if ((protocol == kTcpProtocol || protocol == kUdpProtocol) && n >= ihlBytes + 14)
+    {
+        const uint8_t* l4 = buf + ihlBytes;
+        srcPort = static_cast<uint16_t>((l4[0] << 8) | l4[1]);
+        dstPort = static_cast<uint16_t>((l4[2] << 8) | l4[3]);
+        l4HeaderBytes = protocol == kTcpProtocol ? (l4[12] >> 4) * 4u : kUdpHeaderBytes;
+    }
+    header.srcHost = static_cast<uint16_t>(src - kFabricFirstHostIpv4);
+    header.dstHost = static_cast<uint16_t>(dst - kFabricFirstHostIpv4);
+    header.protocol = kIpv4Protocol;
+    header.ecn = static_cast<FabricEcn>(buf[1] & 0x03);
+    header.flowHash = FabricFlowHash(src, dst, protocol, srcPort, dstPort);
+    header.rank = 0;
+    uint32_t headerBytes = ihlBytes + l4HeaderBytes;
+    header.payloadBytes = totalLength > headerBytes ? totalLength - headerBytes : 0;
+    return true;
+}
+
+bool
+FabricNetDevice::Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber)
+{
+    if (protocolNumber != kIpv4Protocol)
+    {
+        NS_LOG_WARN("FabricNetDevice: only IPv4 goes through Send(); use SendFabric()");
+        return false;
+    }
+    FabricHeader header;
+    if (!BuildIpv4Header(packet, header))
+    {
+        NS_LOG_WARN("FabricNetDevice: malformed IPv4 packet dropped");
+        return false;
+    }
+    return EnqueueFrame(packet, header, Time(0));
+}
+
+bool
+FabricNetDevice::SendFrom(Ptr<Packet> packet,
+                          const Address& source,
+                          const Address& dest,
+                          uint16_t protocolNumber)
+{
+    return Send(packet, dest, protocolNumber);
+}
+
+void
+FabricNetDevice::SetIfIndex(const uint32_t index)
+{
+    m_ifIndex = index;
+}
+
+uint32_t
+FabricNetDevice::GetIfIndex() const
+{
+    return m_ifIndex;
+}
+
+Ptr<Channel>
+FabricNetDevice::GetChannel() const
+{
+    return m_channel;
+}
+
+void
+FabricNetDevice::SetAddress(Address address)
+{
+    m_address = Mac48Address::ConvertFrom(address);
+}
+
+Address
+FabricNetDevice::GetAddress() const
+{
+    return m_address;
+}
+
+bool
+FabricNetDevice::SetMtu(const uint16_t mtu)
+{
+    m_mtu = mtu;
+    return true;
+}
+
+uint16_t
+FabricNetDevice::GetMtu() const
+{
+    return m_mtu;
+}
+
+bool
+FabricNetDevice::IsLinkUp() const
+{
+    return true;
+}
+
+void
+FabricNetDevice::AddLinkChangeCallback(Callback<void> callback)
+{
+}
+
+bool
+FabricNetDevice::IsBroadcast() const
+{
+    return true;
+}
+
+Address
+FabricNetDevice::GetBroadcast() const
+{
+    return Mac48Address::GetBroadcast();
+}
+
+bool
+FabricNetDevice::IsMulticast() const
+{
+    return false;
+}
+
+Address
+FabricNetDevice::GetMulticast(Ipv4Address multicastGroup) const
+{
+    return Mac48Address::GetMulticast(multicastGroup);
+}
+
+Address
+FabricNetDevice::GetMulticast(Ipv6Address addr) const
+{
+    return Mac48Address::GetMulticast(addr);
+}
+
+bool
+FabricNetDevice::IsBridge() const
+{
+    return false;
+}
+
+bool
+FabricNetDevice::IsPointToPoint() const
+{
+    return false;
+}
+
+Ptr<Node>
+FabricNetDevice::GetNode() const
+{
+    return m_node;
+}
+
+void
+FabricNetDevice::SetNode(Ptr<Node> node)
+{
+    m_node = node;
+    m_nodeId = node->GetId();
+}
+
+bool
+FabricNetDevice::NeedsArp() const
+{
+    return false;
+}
+
+void
+FabricNetDevice::SetReceiveCallback(NetDevice::ReceiveCallback cb)
+{
+    m_rxCallback = cb;
+}
+
+void
+FabricNetDevice::SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb)
+{
+    m_promiscCallback = cb;
+}
+
+bool
+FabricNetDevice::SupportsSendFrom() const
+{
+    return false;
+}
+
+} // namespace ns3

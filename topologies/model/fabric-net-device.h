@@ -1,0 +1,175 @@
+/*
+ * disaggsim: a port of a fabric node (host NIC or switch port).
+ */
+#ifndef DISAGGSIM_FABRIC_NET_DEVICE_H
+#define DISAGGSIM_FABRIC_NET_DEVICE_H
+
+#include "fabric-header.h"
+#include "fabric-queue.h"
+
+#include "ns3/data-rate.h"
+#include "ns3/mac48-address.h"
+#include "ns3/net-device.h"
+#include "ns3/traced-callback.h"
+
+namespace ns3
+{
+
+class FabricChannel;
+class Node;
+
+/**
+ * \brief A fabric port: an egress FabricQueue, a serializer at DataRate, and a FabricChannel.
+ *
+ * Transmission of a frame of b wire bytes (packet + kFabricHeaderBytes = 18) takes
+ * TxTime(b) = ceil(b * 8 / rate) picoseconds; it starts at max(now, end of the previous
+ * transmission, item.notBefore) and the port is busy until it ends.  A host port accepts IPv4
+ * packets from the node's Ipv4 stack (NeedsArp() == false) and builds the FabricHeader from the
+ * IPv4/TCP/UDP headers: the destination host from the IPv4 address (FabricHostFromIpv4Address), ecn
+ * from the TOS ECN bits, flowHash from the 5-tuple.  On reception at a host a CE frame carrying
+ * IPv4 has CE set in its IPv4 header (RFC 6040 §4.2 decapsulation) before the packet goes up the
+ * normal ns-3 protocol handlers.  Non-IP transports use SendFabric() and a fabric receive
+ * callback instead; switch ports hand frames to FabricSwitch through that callback.
+ */
+class FabricNetDevice : public NetDevice
+{
+  public:
+    static TypeId GetTypeId();
+    FabricNetDevice();
+    ~FabricNetDevice() override;
+
+    /// Callback for frames received through the fast path: (device, packet, header, txTime
+    /// of the frame on the incoming link).
+    typedef Callback<void, Ptr<FabricNetDevice>, Ptr<Packet>, const FabricHeader&, Time>
+        FabricReceiveCallback;
+
+    /// Signature of the Tx and Rx trace sources.
+    typedef void (*FrameTracedCallback)(Ptr<const Packet> packet, const FabricHeader& header);
+
+    /// \returns the serialization time of \p wireBytes at \p bitRate: ceil(bits * 1e12 /
+    /// rate) ps.  Shared with ClosTopology::IdealFct so that both use the same rounding.
+    static Time TxTimeFor(uint64_t wireBytes, uint64_t bitRate);
+
+    void Attach(Ptr<FabricChannel> channel);
+    void SetQueue(Ptr<FabricQueue> queue);
+    Ptr<FabricQueue> GetQueue() const;
+    DataRate GetDataRate() const;
+    void SetDataRate(DataRate rate);
+
+    /// \returns the serialization time of a frame of \p wireBytes on this port.
+    Time TxTime(uint64_t wireBytes) const
+    {
+        return TxTimeFor(wireBytes, m_bitRate);
+    }
+
+    /// Make this a cut-through switch port: frames are delivered here \p switchingDelay after
+    /// their head arrives.
+    void SetCutThrough(Time switchingDelay);
+
+    /// \returns the id of the node this port belongs to (cached for the channel's events).
+    uint32_t GetNodeId() const
+    {
+        return m_nodeId;
+    }
+
+    bool IsCutThrough() const
+    {
+        return m_cutThrough;
+    }
+
+    Time GetCutThroughDelay() const
+    {
+        return m_cutThroughDelay;
+    }
+
+    /// Deliver received frames to \p callback instead of the node's protocol handlers.
+    void SetFabricReceiveCallback(FabricReceiveCallback callback);
+
+    /// Send a frame whose fabric header the caller built (non-IP transports).
+    bool SendFabric(Ptr<Packet> packet, const FabricHeader& header);
+
+    /// Queue a frame for transmission that may not start before \p notBefore (switches).
+    bool EnqueueFrame(Ptr<Packet> packet, const FabricHeader& header, Time notBefore);
+
+    /// Called by the channel when a frame arrives (see FabricChannel for the timing).
+    void Receive(Ptr<Packet> packet, FabricHeader header, Time txTime);
+
+    uint64_t GetTxPackets() const
+    {
+        return m_txPackets;
+    }
+
+    uint64_t GetRxPackets() const
+    {
+        return m_rxPackets;
+    }
+
+    /// \returns received frames whose header says they carry transport payload.
+    uint64_t GetRxDataPackets() const
+    {
+        return m_rxDataPackets;
+    }
+
+    // NetDevice
+    void SetIfIndex(const uint32_t index) override;
+    uint32_t GetIfIndex() const override;
+    Ptr<Channel> GetChannel() const override;
+    void SetAddress(Address address) override;
+    Address GetAddress() const override;
+    bool SetMtu(const uint16_t mtu) override;
+    uint16_t GetMtu() const override;
+    bool IsLinkUp() const override;
+    void AddLinkChangeCallback(Callback<void> callback) override;
+    bool IsBroadcast() const override;
+    Address GetBroadcast() const override;
+    bool IsMulticast() const override;
+    Address GetMulticast(Ipv4Address multicastGroup) const override;
+    Address GetMulticast(Ipv6Address addr) const override;
+    bool IsBridge() const override;
+    bool IsPointToPoint() const override;
+    bool Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber) override;
+    bool SendFrom(Ptr<Packet> packet,
+                  const Address& source,
+                  const Address& dest,
+                  uint16_t protocolNumber) override;
+    Ptr<Node> GetNode() const override;
+    void SetNode(Ptr<Node> node) override;
+    bool NeedsArp() const override;
+    void SetReceiveCallback(NetDevice::ReceiveCallback cb) override;
+    void SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb) override;
+    bool SupportsSendFrom() const override;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    bool BuildIpv4Header(Ptr<const Packet> packet, FabricHeader& header) const;
+    void StartTransmission();
+    void TransmitComplete();
+
+    Ptr<Node> m_node;
+    Ptr<FabricChannel> m_channel;
+    Ptr<FabricQueue> m_queue;
+    DataRate m_dataRate;
+    uint64_t m_bitRate{0};
+    uint16_t m_mtu{1500};
+    uint32_t m_ifIndex{0};
+    uint32_t m_nodeId{0};
+    Mac48Address m_address;
+    Time m_busyUntil;                //!< end of the current transmission
+    bool m_txCompletePending{false}; //!< a TransmitComplete event is scheduled
+    bool m_cutThrough{false};
+    Time m_cutThroughDelay;
+    NetDevice::ReceiveCallback m_rxCallback;
+    NetDevice::PromiscReceiveCallback m_promiscCallback;
+    FabricReceiveCallback m_fabricRxCallback;
+    uint64_t m_txPackets{0};
+    uint64_t m_rxPackets{0};
+    uint64_t m_rxDataPackets{0};
+    TracedCallback<Ptr<const Packet>, const FabricHeader&> m_txTrace;
+    TracedCallback<Ptr<const Packet>, const FabricHeader&> m_rxTrace;
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_FABRIC_NET_DEVICE_H

@@ -1,0 +1,146 @@
+/*
+ * disaggsim: egress queue of a fabric port (base class).
+ */
+#ifndef DISAGGSIM_FABRIC_QUEUE_H
+#define DISAGGSIM_FABRIC_QUEUE_H
+
+#include "fabric-header.h"
+
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/packet.h"
+#include "ns3/traced-callback.h"
+#include "ns3/traced-value.h"
+
+namespace ns3
+{
+
+/**
+ * \brief One frame waiting at an egress port: the packet, its out-of-band fabric header, and
+ * the earliest time its transmission may start (cut-through: see FabricNetDevice).
+ */
+struct FabricQueueItem
+{
+    Ptr<Packet> packet;
+    FabricHeader header;
+    Time notBefore;
+
+    /// \returns the frame's wire bytes: packet bytes + kFabricHeaderBytes.
+    uint32_t GetWireBytes() const
+    {
+        return packet->GetSize() + kFabricHeaderBytes;
+    }
+};
+
+/**
+ * \brief Egress queue of a FabricNetDevice: the seam where transports plug in their port
+ * disciplines (DropTailEcnQueue for TCP/DCTCP; a priority queue for pFabric).
+ *
+ * The base class does the byte accounting, the MaxBytes limit check helper, the statistics
+ * (peak and time-averaged occupancy, drops, CE marks) and the trace sources; subclasses
+ * implement DoEnqueue/DoDequeue.  Occupancy counts wire bytes (packet + 18 B frame header).
+ * MaxBytes = 0 means unlimited (host NICs by default).
+ */
+class FabricQueue : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    FabricQueue();
+    ~FabricQueue() override;
+
+    /**
+     * Offer a frame to the queue.  \returns false if it was dropped (the Drop trace fired).
+     * May set CE in item.header (the Mark trace fires).
+     */
+    bool Enqueue(FabricQueueItem&& item);
+
+    /// Remove the next frame to transmit into \p item.  \returns false if the queue is empty.
+    bool Dequeue(FabricQueueItem& item);
+
+    bool IsEmpty() const
+    {
+        return m_nPackets == 0;
+    }
+
+    uint32_t GetNBytes() const
+    {
+        return m_nBytes;
+    }
+
+    uint32_t GetNPackets() const
+    {
+        return m_nPackets;
+    }
+
+    uint32_t GetMaxBytes() const
+    {
+        return m_maxBytes;
+    }
+
+    void SetMaxBytes(uint32_t maxBytes)
+    {
+        m_maxBytes = maxBytes;
+    }
+
+    /// \returns the largest occupancy in bytes seen since the last ResetStatistics().
+    uint32_t GetPeakBytes() const
+    {
+        return m_peakBytes;
+    }
+
+    /// \returns the time-averaged occupancy in bytes since the last ResetStatistics().
+    double GetMeanBytes() const;
+
+    uint64_t GetDroppedPackets() const
+    {
+        return m_droppedPackets;
+    }
+
+    uint64_t GetMarkedPackets() const
+    {
+        return m_markedPackets;
+    }
+
+    uint64_t GetEnqueuedPackets() const
+    {
+        return m_enqueuedPackets;
+    }
+
+    /// Restart peak/mean/drop/mark statistics at the current simulation time.
+    void ResetStatistics();
+
+    /// Signature of the Enqueue/Dequeue/Drop trace sources: the frame and the occupancy in
+    /// bytes before the operation.
+    typedef void (*ItemTracedCallback)(const FabricQueueItem& item, uint32_t bytesBefore);
+
+  protected:
+    /// Subclass hook: store \p item, or return false to have it dropped.
+    virtual bool DoEnqueue(FabricQueueItem&& item) = 0;
+    /// Subclass hook: remove the next frame (the queue is not empty).
+    virtual FabricQueueItem DoDequeue() = 0;
+    /// Subclass hook: called after an accepted frame was stored, to report a CE mark.
+    void NotifyMarked(const FabricQueueItem& item, uint32_t bytesBefore);
+
+  private:
+    void AccumulateOccupancy();
+
+    uint32_t m_maxBytes{0};
+    uint32_t m_nBytes{0};
+    uint32_t m_nPackets{0};
+    uint32_t m_peakBytes{0};
+    double m_byteSteps{0};
+    Time m_statsStart;
+    Time m_lastChange;
+    uint64_t m_droppedPackets{0};
+    uint64_t m_markedPackets{0};
+    uint64_t m_enqueuedPackets{0};
+    TracedValue<uint32_t> m_bytesInQueue;
+    TracedCallback<const FabricQueueItem&, uint32_t> m_enqueueTrace;
+    TracedCallback<const FabricQueueItem&, uint32_t> m_dequeueTrace;
+    TracedCallback<const FabricQueueItem&, uint32_t> m_dropTrace;
+    TracedCallback<const FabricQueueItem&, uint32_t> m_markTrace;
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_FABRIC_QUEUE_H

@@ -1,0 +1,80 @@
+/*
+ * disaggsim: a cut-through fabric switch (ToR or spine) with precomputed port tables.
+ */
+#ifndef DISAGGSIM_FABRIC_SWITCH_H
+#define DISAGGSIM_FABRIC_SWITCH_H
+
+#include "fabric-net-device.h"
+
+#include "ns3/object.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief An L2 fabric switch: no IP, no routing protocol, no queue discs.
+ *
+ * Forwarding is a table lookup: dst host -> ECMP group (a list of egress ports).  A group of
+ * one port is a direct route (ToR to its own hosts, spine to the destination rack); a
+ * larger group is spread per flow by FabricHeader::flowHash modulo the group size (per-flow
+ * ECMP; ToR uplinks to the spines).  Frames are forwarded the moment they are delivered
+ * (cut-through: head arrival + switching delay); the egress transmission may not start
+ * before tail_in + switching delay - tx_time_out, so a faster egress never underruns.
+ * See topologies/doc/clos.md "Timing".
+ */
+class FabricSwitch : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    FabricSwitch();
+    ~FabricSwitch() override;
+
+    /// Add an egress/ingress port; \returns its port index.  The port becomes cut-through
+    /// with this switch's SwitchingDelay and hands received frames to Forward().
+    uint32_t AddPort(Ptr<FabricNetDevice> port);
+
+    Ptr<FabricNetDevice> GetPort(uint32_t index) const;
+
+    uint32_t GetNPorts() const
+    {
+        return static_cast<uint32_t>(m_ports.size());
+    }
+
+    /// Define the egress ports towards \p dstHost (hosts 0..n-1 must all be set).
+    void SetRoute(uint32_t dstHost, const std::vector<uint32_t>& ports);
+
+    /// \returns the ECMP group (egress port indices) towards \p dstHost.
+    const std::vector<uint32_t>& GetRoute(uint32_t dstHost) const;
+
+    /// \returns the egress port index a frame with \p header takes.
+    uint32_t SelectPort(const FabricHeader& header) const;
+
+    Time GetSwitchingDelay() const
+    {
+        return m_switchingDelay;
+    }
+
+    uint64_t GetForwardedPackets() const
+    {
+        return m_forwarded;
+    }
+
+  private:
+    void Forward(Ptr<FabricNetDevice> inPort,
+                 Ptr<Packet> packet,
+                 const FabricHeader& header,
+                 Time txTimeIn);
+
+    Time m_switchingDelay;
+    uint32_t m_ecmpSalt{0};
+    std::vector<Ptr<FabricNetDevice>> m_ports;
+    std::vector<uint32_t> m_groupOfHost;         // dst host -> index into m_groups
+    std::vector<std::vector<uint32_t>> m_groups; // distinct ECMP groups
+    uint64_t m_forwarded{0};
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_FABRIC_SWITCH_H

@@ -1,0 +1,122 @@
+/*
+ * disaggsim: the plug-in interface between the driver and a transport (TCP, DCTCP, pFabric,
+ * ...), and the name -> transport registry.
+ */
+#ifndef DISAGGSIM_FLOW_TRANSPORT_H
+#define DISAGGSIM_FLOW_TRANSPORT_H
+
+#include "clos-topology.h"
+
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief One flow of the SIM_FLOWS table (disaggsim/schemas.py): sizeBytes from srcHost to
+ * dstHost, starting at startNs of trace time.
+ */
+struct FlowSpec
+{
+    uint64_t flowId{0};
+    int64_t startNs{0};
+    uint32_t srcHost{0};
+    uint32_t dstHost{0};
+    uint64_t sizeBytes{0};
+};
+
+/**
+ * \brief A transport that carries flows across a ClosTopology.  The driver calls, in order:
+ * ConfigureFabric (before Build: choose port queues through ClosTopology::SetSwitchQueue /
+ * SetHostQueue), Install (after Build: host stacks), AddFlow for every flow, then runs the
+ * simulator.  Completions are reported through the "FlowFinished" trace source with the
+ * flow id and the simulation time the receiver got the last byte.  Trace time t is
+ * simulation time GetTraceOrigin() + t (a transport may need a warm-up, e.g. to open
+ * connections before the first flow).
+ */
+class FlowTransport : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    FlowTransport();
+    ~FlowTransport() override;
+
+    virtual void ConfigureFabric(Ptr<ClosTopology> topology) = 0;
+    virtual void Install(Ptr<ClosTopology> topology) = 0;
+    virtual void AddFlow(const FlowSpec& flow) = 0;
+
+    /// \returns the bytes each data packet carries above the 18 B frame header (e.g. 40 B of
+    /// IPv4 + TCP headers); used for the ideal FCT.
+    virtual uint32_t GetPerPacketHeaderBytes() const = 0;
+    /// \returns the largest payload of a data packet in bytes; used for the ideal FCT.
+    virtual uint32_t GetMssBytes() const = 0;
+    /// \returns the simulation time of trace time 0.
+    virtual Time GetTraceOrigin() const;
+    /// \returns the TypeIds whose attribute values define this transport (for the resolved
+    /// configuration in STATS.json).
+    virtual std::vector<TypeId> GetConfigTypeIds() const;
+    /// \returns extra resolved parameters (name, value) computed at ConfigureFabric (e.g. the
+    /// DCTCP marking threshold derived from the topology).
+    virtual std::vector<std::pair<std::string, std::string>> GetDerivedConfig() const;
+    /// \returns the transport's own counters after a run (name, value), for STATS.json.
+    virtual std::vector<std::pair<std::string, std::string>> GetStatistics() const;
+
+    /// Signature of the FlowFinished trace source.
+    typedef void (*FlowFinishedCallback)(uint64_t flowId, Time finish);
+
+  protected:
+    /// Fire FlowFinished for \p flowId at the current simulation time.
+    void NotifyFlowFinished(uint64_t flowId);
+
+  private:
+    TracedCallback<uint64_t, Time> m_flowFinished;
+};
+
+/**
+ * \brief Protocol name -> transport.  A transport library registers itself with a static
+ * FlowTransportRegistrar, so the driver needs no change for a new transport (its library only
+ * has to be linked, which transports/CMakeLists.txt does for every subdirectory).
+ */
+class FlowTransportRegistry
+{
+  public:
+    struct Entry
+    {
+        std::string name;
+        std::string description;
+        /// Config::SetDefault calls for the transport's defaults; run before the command line
+        /// is parsed so that --ns3::Class::Attribute=value overrides them.
+        std::function<void()> setDefaults;
+        std::function<Ptr<FlowTransport>()> create;
+        /// Attribute that the driver's --mssBytes shorthand sets (e.g.
+        /// "ns3::TcpSocket::SegmentSize"); empty if the transport has none.
+        std::string mssAttribute;
+    };
+
+    static void Register(const Entry& entry);
+    /// \returns the entry for \p name, or nullptr.
+    static const Entry* Find(const std::string& name);
+    static std::vector<std::string> GetNames();
+
+  private:
+    static std::vector<Entry>& Entries();
+};
+
+/// Registers an entry at static-initialization time.
+struct FlowTransportRegistrar
+{
+    explicit FlowTransportRegistrar(const FlowTransportRegistry::Entry& entry)
+    {
+        FlowTransportRegistry::Register(entry);
+    }
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_FLOW_TRANSPORT_H
