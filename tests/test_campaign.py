@@ -1,0 +1,173 @@
+"""Campaign planning: grid expansion, run keys, done markers (no ns-3 needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from disaggsim.sim.campaign import (
+    KEY_DIGITS,
+    PlannedRun,
+    execute_run,
+    expand_grid,
+    is_done,
+    run_key,
+)
+from disaggsim.sim.config import load_config
+from disaggsim.sim.hashing import sha256_frame
+from disaggsim.sim.runner import RunSpec, ns3_command
+from disaggsim.sim.workloads import LoadedWorkload
+
+TOPOLOGY = {
+    "racks": 9, "hosts_per_rack": 16, "spines": 4, "buffer_bytes": 36864,
+    "switch_delay_ns": 240, "spine_rate_factor": 4.0, "intra_rack_cable_m": 4.0,
+    "inter_rack_cable_m": 40.0, "prop_ns_per_m": 5.0, "mss_bytes": 1460,
+}
+BINARY_ID = {"disaggsim-ns3": "ab" * 32}
+
+
+def _spec(**changes) -> RunSpec:
+    spec = RunSpec(
+        workload="w", flows_path="/x/flows.parquet", flows_sha256="f" * 64, protocol="tcp",
+        rate_gbps=40.0, scope="rack", seed=1, topology=dict(TOPOLOGY), attributes={},
+        stop_time_ns=None, timeout_s=60.0, binary="/bin/ns3",
+    )
+    return replace(spec, **changes)
+
+
+def test_run_key_is_sha256_of_canonical_inputs():
+    # Independent oracle: the canonical JSON written out by hand (sorted keys, no spaces).
+    canonical = (
+        '{"attributes":{},"binary":{"disaggsim-ns3":"' + "ab" * 32 + '"},'
+        '"flows_sha256":"' + "f" * 64 + '","format":1,"protocol":"tcp","rate_gbps":40.0,'
+        '"scope":"rack","seed":1,"stop_time_ns":null,"topology":{"buffer_bytes":36864,'
+        '"hosts_per_rack":16,"inter_rack_cable_m":40.0,"intra_rack_cable_m":4.0,'
+        '"mss_bytes":1460,"prop_ns_per_m":5.0,"racks":9,"spine_rate_factor":4.0,'
+        '"spines":4,"switch_delay_ns":240},"workload":"w"}'
+    )
+    assert run_key(_spec(), BINARY_ID) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"flows_sha256": "e" * 64},
+        {"workload": "v"},
+        {"protocol": "dctcp"},
+        {"rate_gbps": 100.0},
+        {"scope": "datacenter"},
+        {"seed": 2},
+        {"stop_time_ns": 10**9},
+        {"attributes": {"ns3::TcpSocketBase::MinRto": "+5ms"}},
+        {"topology": {**TOPOLOGY, "buffer_bytes": 36865}},
+        {"topology": {**TOPOLOGY, "switch_delay_ns": 241}},
+    ],
+)
+def test_run_key_sensitive_to_each_input(change):
+    assert run_key(_spec(**change), BINARY_ID) != run_key(_spec(), BINARY_ID)
+
+
+def test_run_key_ignores_paths_and_timeout_but_not_binary():
+    base = run_key(_spec(), BINARY_ID)
+    assert run_key(_spec(flows_path="/elsewhere.parquet", binary="/b", timeout_s=1), BINARY_ID) \
+        == base
+    assert run_key(_spec(), {"disaggsim-ns3": "cd" * 32}) != base
+    assert run_key(_spec(), {**BINARY_ID, "libdisaggsim-transports.so": "00"}) != base
+
+
+def test_sha256_frame_content_only():
+    a = pd.DataFrame({"flow_id": [0, 1], "size_bytes": [4096, 8192]})
+    b = a.set_axis([7, 9])  # another index, same content
+    assert sha256_frame(a) == sha256_frame(b)
+    assert sha256_frame(a) != sha256_frame(a.assign(size_bytes=[4096, 8193]))
+    assert sha256_frame(a) != sha256_frame(a.astype({"size_bytes": "int32"}))
+    assert sha256_frame(a) != sha256_frame(a.iloc[::-1].reset_index(drop=True))
+
+
+def _config(tmp_path: Path, grid: str):
+    (tmp_path / "a.csv").write_text("x\n")
+    (tmp_path / "b.csv").write_text("x\n")
+    path = tmp_path / "c.toml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            [campaign]
+            name = "g"
+            out_dir = "out"
+            [[workloads]]
+            kind = "flow_table"
+            path = "a.csv"
+            [[workloads]]
+            kind = "flow_table"
+            path = "b.csv"
+            [protocols.dctcp.attributes]
+            "ns3::TcpSocketBase::MinRto" = "+5ms"
+            """
+        )
+        + grid
+    )
+    return load_config(path)
+
+
+def _loaded(names):
+    return [LoadedWorkload(n, Path(f"/c/{n}.parquet"), n * 64, 10) for n in names]
+
+
+def test_grid_expansion_counts_and_order(tmp_path):
+    config = _config(
+        tmp_path,
+        '[grid]\nprotocols = ["tcp", "dctcp", "pfabric"]\nrates_gbps = [40, 100]\n'
+        'scopes = ["datacenter", "rack"]\nseeds = [1, 2, 3]\n',
+    )
+    planned = expand_grid(config, _loaded(["a", "b"]), Path("/bin/ns3"), BINARY_ID)
+    assert len(planned) == 2 * 3 * 2 * 2 * 3  # workloads x protocols x rates x scopes x seeds
+    combos = {(p.spec.workload, p.spec.protocol, p.spec.rate_gbps, p.spec.scope, p.spec.seed)
+              for p in planned}
+    assert len(combos) == 72
+    assert len({p.key for p in planned}) == 72
+    first, last = planned[0].spec, planned[-1].spec
+    assert (first.workload, first.protocol, first.rate_gbps, first.scope, first.seed) == (
+        "a", "tcp", 40.0, "datacenter", 1)
+    assert (last.workload, last.protocol, last.rate_gbps, last.scope, last.seed) == (
+        "b", "pfabric", 100.0, "rack", 3)
+    dctcp = [p for p in planned if p.spec.protocol == "dctcp"]
+    assert all(p.spec.attributes == {"ns3::TcpSocketBase::MinRto": "+5ms"} for p in dctcp)
+    assert all(p.spec.attributes == {} for p in planned if p.spec.protocol != "dctcp")
+    assert all(len(p.dir_name) == KEY_DIGITS for p in planned)
+
+    small = _config(tmp_path, '[grid]\nprotocols = ["tcp", "dctcp"]\n')
+    # defaults: rates [40, 100], scopes [datacenter, rack], seeds [1]
+    assert len(expand_grid(small, _loaded(["a", "b"]), Path("/b"), BINARY_ID)) == 2 * 2 * 2 * 2
+
+
+def test_ns3_command_flags():
+    cmd = ns3_command(
+        _spec(stop_time_ns=5000, attributes={"ns3::TcpSocketBase::MinRto": "+5ms"}),
+        Path("f.csv"), Path("o.csv"), Path("s.json"),
+    )
+    assert cmd == [
+        "/bin/ns3", "--flows=f.csv", "--out=o.csv", "--stats=s.json", "--protocol=tcp",
+        "--racks=9", "--hostsPerRack=16", "--spines=4", "--accessRateGbps=40",
+        "--spineRateFactor=4", "--bufferBytes=36864", "--switchDelayNs=240",
+        "--intraRackCableM=4", "--interRackCableM=40", "--propNsPerM=5", "--mssBytes=1460",
+        "--seed=1", "--stopTimeNs=5000", "--ns3::TcpSocketBase::MinRto=+5ms",
+    ]
+
+
+def test_done_marker_means_skip(tmp_path):
+    runs = tmp_path / "runs"
+    # the spec's binary does not exist: a skipped run must not try to run it
+    planned = PlannedRun("1234567890abcdef" + "0" * 48, _spec(binary="/nonexistent/ns3"))
+    final = runs / planned.dir_name
+    final.mkdir(parents=True)
+    assert not is_done(final)
+    (final / "done.json").write_text(json.dumps({"key": planned.key, "flows": 3}))
+    assert is_done(final)
+    record = execute_run(planned, runs)
+    assert (record["status"], record["flows"]) == ("skipped", 3)

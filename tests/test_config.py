@@ -1,0 +1,194 @@
+"""Campaign config validation: errors name file, line and key path; defaults; globs."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from disaggsim.sim.config import ConfigError, attribute_string, load_config
+
+REPO = Path(__file__).resolve().parent.parent
+
+BASE = """\
+[campaign]
+name = "t"
+out_dir = "out"
+
+[[workloads]]
+kind = "flow_table"
+path = "flows.csv"
+
+[grid]
+protocols = ["tcp", "dctcp"]
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    (tmp_path / "flows.csv").write_text("flow_id\n")
+    return path
+
+
+def test_defaults_are_the_papers(tmp_path):
+    config = load_config(_write(tmp_path, BASE))
+    topo = config.topology
+    # OSDI'16 §4.2 (9 racks, 36 KB buffers) and Table 4 (0.24 us switching, 4 m / 40 m
+    # cables at 5 ns/m); pFabric's fabric: 16 hosts per rack, 4 spines
+    assert (topo.racks, topo.hosts_per_rack, topo.spines) == (9, 16, 4)
+    assert (topo.buffer_bytes, topo.switch_delay_ns, topo.mss_bytes) == (36864, 240, 1460)
+    assert (topo.intra_rack_cable_m, topo.inter_rack_cable_m, topo.prop_ns_per_m) == (
+        4.0, 40.0, 5.0
+    )
+    assert config.grid.rates_gbps == [40.0, 100.0]
+    assert config.grid.scopes == ["datacenter", "rack"]
+    assert config.grid.seeds == [1]
+    assert config.campaign.jobs == 2 and config.campaign.executor == "local"
+    assert config.out_dir == (tmp_path / "out").resolve()
+
+
+def test_unknown_key_names_file_line_and_key(tmp_path):
+    path = _write(tmp_path, BASE + 'rates_gbsp = [40]\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}:11: grid.rates_gbsp: Extra inputs are not permitted"
+
+
+def test_unknown_key_in_workload_list(tmp_path):
+    text = BASE.replace('path = "flows.csv"', 'path = "flows.csv"\nwindow = 5')
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError, match=rf"^{path}:8: workloads\[0\]\.window: Extra inputs"):
+        load_config(path)
+
+
+def test_wrong_type_names_key(tmp_path):
+    path = _write(tmp_path, BASE + 'rates_gbps = [40, "fast"]\n')
+    with pytest.raises(ConfigError, match=rf"^{path}:11: grid\.rates_gbps\[1\]: Input should be a"):
+        load_config(path)
+    path = _write(tmp_path, BASE.replace('out_dir = "out"', 'out_dir = "out"\njobs = 0'))
+    with pytest.raises(ConfigError, match=rf"^{path}:4: campaign\.jobs: Input should be greater"):
+        load_config(path)
+
+
+def test_bad_workload_kind_and_scope(tmp_path):
+    path = _write(tmp_path, BASE.replace('"flow_table"', '"pcap"'))
+    with pytest.raises(ConfigError, match=r"workloads\[0\]: Input tag 'pcap' found using 'kind'"):
+        load_config(path)
+    path = _write(tmp_path, BASE + 'scopes = ["pod"]\n')
+    with pytest.raises(ConfigError, match=r"grid\.scopes\[0\]: Input should be 'datacenter'"):
+        load_config(path)
+
+
+def test_attributes(tmp_path):
+    text = BASE + textwrap.dedent(
+        """
+        [attributes]
+        "ns3::TcpSocket::SegmentSize" = 1460
+
+        [protocols.dctcp.attributes]
+        "ns3::TcpSocketBase::MinRto" = "+5ms"
+        "ns3::TcpSocket::SegmentSize" = 1448
+        "ns3::TcpDctcp::UseEct0" = true
+        """
+    )
+    config = load_config(_write(tmp_path, text))
+    assert config.attributes_for("tcp") == {"ns3::TcpSocket::SegmentSize": "1460"}
+    assert config.attributes_for("dctcp") == {
+        "ns3::TcpDctcp::UseEct0": "true",
+        "ns3::TcpSocket::SegmentSize": "1448",
+        "ns3::TcpSocketBase::MinRto": "+5ms",
+    }
+    assert attribute_string(0.5) == "0.5" and attribute_string(False) == "false"
+
+    bad = _write(tmp_path, BASE + '\n[protocols.dctcp.attributes]\n"MinRto" = "5ms"\n')
+    with pytest.raises(ConfigError, match=rf"^{bad}:12: protocols\.dctcp\.attributes: .*'MinRto'"):
+        load_config(bad)
+    typo = _write(tmp_path, BASE + '\n[protocols.dctpc.attributes]\n"ns3::A::B" = 1\n')
+    with pytest.raises(ConfigError, match=rf"^{typo}:12: protocols\.dctpc: not in grid\.protocols"):
+        load_config(typo)
+
+
+def test_syntax_error_and_missing_file(tmp_path):
+    path = _write(tmp_path, BASE + "seeds = [1 2]\n")
+    with pytest.raises(ConfigError, match=rf"^{path}:11: TOML syntax error: "):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_yaml_accepted_and_its_1e6_pitfall(tmp_path):
+    text = textwrap.dedent(
+        """\
+        campaign: {name: t, out_dir: out}
+        workloads:
+          - kind: flow_table
+            path: flows.csv
+        grid:
+          protocols: [tcp]
+        limits:
+          stop_time_ns: 2000000
+        """
+    )
+    config = load_config(_write(tmp_path, text, "c.yaml"))
+    assert config.limits.stop_time_ns == 2_000_000
+    # YAML 1.1 reads 1e6 as a string: the error names the key
+    path = _write(tmp_path, text.replace("2000000", "1e6"), "d.yaml")
+    with pytest.raises(ConfigError, match=rf"^{path}:8: limits\.stop_time_ns: Input should be"):
+        load_config(path)
+
+
+def test_workload_paths_globs_and_names(tmp_path):
+    for name in ("alpha", "beta"):
+        (tmp_path / "samples" / name).mkdir(parents=True)
+        (tmp_path / "samples" / name / "meta.json").write_text("{}")
+    (tmp_path / "samples" / "no-meta").mkdir()
+    text = BASE.replace(
+        '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
+        '[[workloads]]\nkind = "trace_sample"\npath = "samples/*"\n'
+        'convert = { window = 3 }\n\n'
+        '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
+    ) + '\n[convert]\nwindow = 1\nlocal = true\n'
+    config = load_config(_write(tmp_path, text))
+    workloads = config.resolved_workloads()
+    assert [w.name for w in workloads] == ["alpha", "beta", "flows"]
+    assert workloads[0].path == (tmp_path / "samples" / "alpha").resolve()
+    assert workloads[0].convert_options == {"window": 3, "local": True}
+    assert workloads[2].convert_options == {}
+
+    dup = _write(tmp_path, BASE + '\n[[workloads]]\nkind = "flow_table"\npath = "flows.csv"\n')
+    # TOML: a [[workloads]] after [grid] is still the top-level array
+    with pytest.raises(ConfigError, match="two workloads are named 'flows'"):
+        load_config(dup).resolved_workloads()
+    missing = _write(tmp_path, BASE.replace("flows.csv", "nope.csv"))
+    with pytest.raises(ConfigError, match=r"workloads\[0\]\.path: .*nope\.csv does not exist"):
+        load_config(missing).resolved_workloads()
+
+
+def test_bundled_configs_validate():
+    for path in sorted((REPO / "configs").glob("*.toml")):
+        config = load_config(path)
+        assert config.grid.protocols
+
+
+def test_synthetic_workload(tmp_path):
+    text = BASE.replace(
+        '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
+        '[[workloads]]\nkind = "synthetic"\nname = "ws"\ncdf = "websearch"\nload = 0.5\n'
+        'n_flows = 100\n\n[[workloads]]\nkind = "synthetic"\nname = "own"\n'
+        'cdf = "cdfs/mine.txt"\nload = 0.5\nn_flows = 100\n',
+    )
+    path = _write(tmp_path, text)
+    config = load_config(path)
+    with pytest.raises(ConfigError, match=r"workloads\[1\]\.cdf: .*cdfs/mine\.txt does not exist"):
+        config.resolved_workloads()
+    (tmp_path / "cdfs").mkdir()
+    (tmp_path / "cdfs" / "mine.txt").write_text("1 1 1.0\n")
+    resolved = config.resolved_workloads()
+    assert [(w.name, w.kind) for w in resolved] == [("ws", "synthetic"), ("own", "synthetic")]
+    assert resolved[0].path is None
+    assert resolved[1].path == (tmp_path / "cdfs" / "mine.txt").resolve()
+    bad = _write(tmp_path, text.replace("load = 0.5", "load = 1.5", 1))
+    with pytest.raises(ConfigError, match=rf"^{bad}:9: workloads\[0\]\.load: Input should be less"):
+        load_config(bad)
