@@ -64,24 +64,22 @@ def _cmd_gen(args: argparse.Namespace) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> None:
-    from disaggsim.analysis import stats
+    from disaggsim.analysis import report
     from disaggsim.sim import campaign
 
     result = campaign.run_campaign(Path(args.config), jobs=args.jobs, progress=not args.quiet)
-    print(stats.format_summary(result.summary))
+    rep = report.report(result.out_dir)
+    print(rep.text)
     print(f"results: {result.out_dir}")
+    print("plots: " + ", ".join(str(p) for p in rep.plots))
 
 
 def _cmd_report(args: argparse.Namespace) -> None:
-    import pandas as pd
+    from disaggsim.analysis import report
 
-    from disaggsim.analysis import plots, stats
-
-    out_dir = Path(args.campaign_dir)
-    fct = pd.read_parquet(out_dir / "fct.parquet")
-    print(stats.format_summary(stats.summarize(fct)))
-    written = plots.plot_fct_cdf(fct, out_dir / "fct_cdf")
-    print("plots: " + ", ".join(str(p) for p in written))
+    rep = report.report(Path(args.campaign_dir))
+    print(rep.text)
+    print("plots: " + ", ".join(str(p) for p in rep.plots))
 
 
 def _cmd_export_fct(args: argparse.Namespace) -> None:
@@ -91,14 +89,21 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
 
     source = Path(args.fct)
     fct = pd.read_parquet(source / "fct.parquet" if source.is_dir() else source)
-    n = export.export_fct(
+    summary = export.export_fct(
         fct,
         Path(args.out),
         protocol=args.protocol,
         rate_gbps=args.rate_gbps,
         scope=args.scope,
+        workload=args.workload,
+        seed=args.seed,
+        kinds=None if args.all_kinds else export.MEMORY_KINDS,
+        unfinished="drop" if args.drop_unfinished else "error",
     )
-    print(f"{n} flow sizes -> {args.out}")
+    print(
+        f"{summary.sizes} flow sizes from {summary.flows} flows -> {summary.path}"
+        + (f" ({summary.unfinished} unfinished flows dropped)" if summary.unfinished else "")
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_convert)
 
     c = sub.add_parser("gen", help="generate a synthetic workload (Poisson, empirical CDF)")
-    c.add_argument("--cdf", default="websearch", help="CDF name (websearch, datamining, ddc) or file")
+    c.add_argument(
+        "--cdf", default="websearch", help="CDF name (websearch, datamining, ddc) or file"
+    )
     c.add_argument("--load", type=float, default=0.6, help="offered load, fraction of access rate")
     c.add_argument("--flows", type=int, default=10000)
     c.add_argument("--rate-gbps", type=float, default=40.0)
@@ -140,22 +147,35 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", required=True, help="output file: .csv, .parquet or .yaps")
     c.set_defaults(func=_cmd_gen)
 
-    c = sub.add_parser("run", help="run a campaign from a config file (resumes finished runs)")
-    c.add_argument("config", help="campaign config (TOML)")
+    c = sub.add_parser(
+        "run",
+        help="run a campaign: convert workloads, simulate missing grid points, collect FCTs",
+    )
+    c.add_argument("config", help="campaign config (TOML; keys in configs/README.md)")
     c.add_argument("--jobs", type=int, default=None, help="parallel ns-3 processes")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_run)
 
-    c = sub.add_parser("report", help="summary table and FCT CDF plots of a campaign")
+    c = sub.add_parser("report", help="summary table and plots of a campaign directory")
     c.add_argument("campaign_dir")
     c.set_defaults(func=_cmd_report)
 
-    c = sub.add_parser("export-fct", help="write the FCT-by-size table the swap device replays")
+    c = sub.add_parser(
+        "export-fct", help="write <bytes> <mean_fct_us> per flow size for the swap device"
+    )
     c.add_argument("fct", help="campaign directory or fct.parquet")
-    c.add_argument("--out", required=True, help="output text file (<bytes> <mean_fct_us>)")
+    c.add_argument("--out", required=True, help="output text file (the artifact's fcts_*.txt)")
     c.add_argument("--protocol", default="pfabric")
     c.add_argument("--rate-gbps", type=float, default=None)
     c.add_argument("--scope", choices=["datacenter", "rack"], default=None)
+    c.add_argument("--workload", default=None, help="workload name (needed if several)")
+    c.add_argument("--seed", type=int, default=None)
+    c.add_argument(
+        "--all-kinds", action="store_true", help="all flows, not only memory flows (paper 4.4)"
+    )
+    c.add_argument(
+        "--drop-unfinished", action="store_true", help="drop unfinished flows instead of failing"
+    )
     c.set_defaults(func=_cmd_export_fct)
     return p
 
