@@ -27,7 +27,7 @@
 
 using namespace ns3;
 
-NS_LOG_COMPONENT_DEFINE("DisaggsimNs3");
+NS_LOG_COMPONENT_DEFINE ("DisaggsimNs3");
 
 namespace
 {
@@ -40,58 +40,58 @@ struct FinishRecorder
     std::vector<bool> finished;
     uint64_t nFinished{0};
 
-    void OnFinished(uint64_t flowId, Time at)
+    void OnFinished (uint64_t flowId, Time at)
     {
-        std::size_t i = indexOfFlow.at(flowId);
+        std::size_t i = indexOfFlow.at (flowId);
         if (finished[i])
         {
             return;
         }
         finished[i] = true;
         finish[i] = at;
-        if (++nFinished == finished.size())
+        if (++nFinished == finished.size ())
         {
-            Simulator::Stop();
+            Simulator::Stop ();
         }
     }
 };
 
 /// \returns the value of --name=VALUE in argv, or \p fallback.
 std::string
-PreScan(int argc, char** argv, const std::string& name, const std::string& fallback)
+PreScan (int argc, char** argv, const std::string& name, const std::string& fallback)
 {
     const std::string prefix = "--" + name + "=";
     for (int i = 1; i < argc; ++i)
     {
-        if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0)
+        if (std::strncmp (argv[i], prefix.c_str (), prefix.size ()) == 0)
         {
-            return argv[i] + prefix.size();
+            return argv[i] + prefix.size ();
         }
     }
     return fallback;
 }
 
 int
-Run(int argc, char** argv)
+Run (int argc, char** argv)
 {
-    const auto wallStart = std::chrono::steady_clock::now();
-    Time::SetResolution(Time::PS);
-    GlobalValue::Bind("SchedulerType", StringValue("ns3::HeapScheduler"));
-    GlobalValue::Bind("ChecksumEnabled", BooleanValue(false));
+    const auto wallStart = std::chrono::steady_clock::now ();
+    Time::SetResolution (Time::PS);
+    GlobalValue::Bind ("SchedulerType", StringValue ("ns3::HeapScheduler"));
+    GlobalValue::Bind ("ChecksumEnabled", BooleanValue (false));
 
-    const std::string protocol = PreScan(argc, argv, "protocol", "tcp");
-    const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find(protocol);
+    const std::string protocol = PreScan (argc, argv, "protocol", "tcp");
+    const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find (protocol);
     if (entry == nullptr)
     {
         std::cerr << "disaggsim-ns3: --protocol: expected one of";
-        for (const std::string& name : FlowTransportRegistry::GetNames())
+        for (const std::string& name : FlowTransportRegistry::GetNames ())
         {
             std::cerr << " " << name;
         }
         std::cerr << ", got '" << protocol << "'\n";
         return 2;
     }
-    entry->setDefaults();
+    entry->setDefaults ();
 
     std::string flowsPath;
     std::string outPath;
@@ -104,38 +104,35 @@ Run(int argc, char** argv)
     uint32_t seed = 1;
     int64_t stopTimeNs = -1;
     int64_t drainNs = 1000000000;
-    CommandLine cmd(__FILE__);
-    cmd.Usage("Simulate SIM_FLOWS over a Clos fabric; write FCT_RECORDS and STATS.json.");
-    cmd.AddValue("flows", "SIM_FLOWS CSV to read", flowsPath);
-    cmd.AddValue("out", "FCT_RECORDS CSV to write", outPath);
-    cmd.AddValue("stats", "STATS.json to write", statsPath);
-    cmd.AddValue("protocol", "transport name (registered transports)", protocolArg);
-    cmd.AddValue("racks", "ns3::ClosTopology::Racks");
-    cmd.AddValue("hostsPerRack", "ns3::ClosTopology::HostsPerRack");
-    cmd.AddValue("spines", "ns3::ClosTopology::Spines");
-    cmd.AddValue("spineRateFactor", "ns3::ClosTopology::SpineRateFactor");
-    cmd.AddValue("bufferBytes", "ns3::ClosTopology::BufferBytes");
-    cmd.AddValue("intraRackCableM", "ns3::ClosTopology::IntraRackCableM");
-    cmd.AddValue("interRackCableM", "ns3::ClosTopology::InterRackCableM");
-    cmd.AddValue("accessRateGbps",
-                 "host-ToR rate in Gbps (ns3::ClosTopology::AccessRate)",
-                 accessRateGbps);
-    cmd.AddValue("switchDelayNs",
-                 "switching delay in ns (ns3::ClosTopology::SwitchingDelay)",
-                 switchDelayNs);
-    cmd.AddValue("propNsPerM",
-                 "propagation ns per m (ns3::ClosTopology::PropagationPerM)",
-                 propNsPerM);
-    cmd.AddValue("mssBytes",
-                 "data payload per packet (the transport's MSS attribute; 0 = its "
-                 "default)",
-                 mssBytes);
-    cmd.AddValue("seed", "ns-3 RNG seed and ECMP hash salt", seed);
-    cmd.AddValue("stopTimeNs", "trace time to stop at; -1 = last start + drainNs", stopTimeNs);
-    cmd.AddValue("drainNs", "simulated time after the last start (when stopTimeNs = -1)", drainNs);
-    cmd.Parse(argc, argv);
+    CommandLine cmd (__FILE__);
+    cmd.Usage ("Simulate SIM_FLOWS over a Clos fabric; write FCT_RECORDS and STATS.json.");
+    cmd.AddValue ("flows", "SIM_FLOWS CSV to read", flowsPath);
+    cmd.AddValue ("out", "FCT_RECORDS CSV to write", outPath);
+    cmd.AddValue ("stats", "STATS.json to write", statsPath);
+    cmd.AddValue ("protocol", "transport name (registered transports)", protocolArg);
+    cmd.AddValue ("racks", "ns3::ClosTopology::Racks");
+    cmd.AddValue ("hostsPerRack", "ns3::ClosTopology::HostsPerRack");
+    cmd.AddValue ("spines", "ns3::ClosTopology::Spines");
+    cmd.AddValue ("spineRateFactor", "ns3::ClosTopology::SpineRateFactor");
+    cmd.AddValue ("bufferBytes", "ns3::ClosTopology::BufferBytes");
+    cmd.AddValue ("intraRackCableM", "ns3::ClosTopology::IntraRackCableM");
+    cmd.AddValue ("interRackCableM", "ns3::ClosTopology::InterRackCableM");
+    cmd.AddValue ("accessRateGbps", "host-ToR rate in Gbps (ns3::ClosTopology::AccessRate)",
+                  accessRateGbps);
+    cmd.AddValue ("switchDelayNs", "switching delay in ns (ns3::ClosTopology::SwitchingDelay)",
+                  switchDelayNs);
+    cmd.AddValue ("propNsPerM", "propagation ns per m (ns3::ClosTopology::PropagationPerM)",
+                  propNsPerM);
+    cmd.AddValue ("mssBytes",
+                  "data payload per packet (the transport's MSS attribute; 0 = its "
+                  "default)",
+                  mssBytes);
+    cmd.AddValue ("seed", "ns-3 RNG seed and ECMP hash salt", seed);
+    cmd.AddValue ("stopTimeNs", "trace time to stop at; -1 = last start + drainNs", stopTimeNs);
+    cmd.AddValue ("drainNs", "simulated time after the last start (when stopTimeNs = -1)", drainNs);
+    cmd.Parse (argc, argv);
 
-    if (flowsPath.empty() || outPath.empty() || statsPath.empty())
+    if (flowsPath.empty () || outPath.empty () || statsPath.empty ())
     {
         std::cerr << "disaggsim-ns3: --flows, --out and --stats are required\n";
         return 2;
@@ -146,137 +143,136 @@ Run(int argc, char** argv)
                      "--propNsPerM, --drainNs must be >= 0\n";
         return 2;
     }
-    Config::SetDefault(
+    Config::SetDefault (
         "ns3::ClosTopology::AccessRate",
-        DataRateValue(DataRate(static_cast<uint64_t>(std::llround(accessRateGbps * 1e9)))));
-    Config::SetDefault("ns3::ClosTopology::SwitchingDelay",
-                       TimeValue(PicoSeconds(std::llround(switchDelayNs * 1000))));
-    Config::SetDefault("ns3::ClosTopology::PropagationPerM",
-                       TimeValue(PicoSeconds(std::llround(propNsPerM * 1000))));
-    Config::SetDefault("ns3::ClosTopology::EcmpSalt", UintegerValue(seed));
+        DataRateValue (DataRate (static_cast<uint64_t> (std::llround (accessRateGbps * 1e9)))));
+    Config::SetDefault ("ns3::ClosTopology::SwitchingDelay",
+                        TimeValue (PicoSeconds (std::llround (switchDelayNs * 1000))));
+    Config::SetDefault ("ns3::ClosTopology::PropagationPerM",
+                        TimeValue (PicoSeconds (std::llround (propNsPerM * 1000))));
+    Config::SetDefault ("ns3::ClosTopology::EcmpSalt", UintegerValue (seed));
     if (mssBytes != 0)
     {
-        if (entry->mssAttribute.empty())
+        if (entry->mssAttribute.empty ())
         {
             std::cerr << "disaggsim-ns3: --mssBytes: transport '" << protocol
                       << "' has no MSS attribute\n";
             return 2;
         }
-        Config::SetDefault(entry->mssAttribute, UintegerValue(mssBytes));
+        Config::SetDefault (entry->mssAttribute, UintegerValue (mssBytes));
     }
-    RngSeedManager::SetSeed(seed);
+    RngSeedManager::SetSeed (seed);
 
     // Topology, transport.
-    Ptr<FlowTransport> transport = entry->create();
-    Ptr<ClosTopology> topology = ClosHelper().Install(transport);
+    Ptr<FlowTransport> transport = entry->create ();
+    Ptr<ClosTopology> topology = ClosHelper ().Install (transport);
 
     // Flows.
     std::vector<FlowSpec> flows;
     try
     {
-        flows = disaggsim::ReadSimFlowsCsv(flowsPath, topology->GetNHosts());
+        flows = disaggsim::ReadSimFlowsCsv (flowsPath, topology->GetNHosts ());
     }
     catch (const disaggsim::InputError& error)
     {
-        std::cerr << "disaggsim-ns3: " << error.what() << "\n";
+        std::cerr << "disaggsim-ns3: " << error.what () << "\n";
         return 2;
     }
-    const Time origin = transport->GetTraceOrigin();
+    const Time origin = transport->GetTraceOrigin ();
     FinishRecorder recorder;
-    recorder.finish.resize(flows.size());
-    recorder.finished.resize(flows.size(), false);
+    recorder.finish.resize (flows.size ());
+    recorder.finished.resize (flows.size (), false);
     int64_t lastStartNs = 0;
-    for (std::size_t i = 0; i < flows.size(); ++i)
+    for (std::size_t i = 0; i < flows.size (); ++i)
     {
         recorder.indexOfFlow[flows[i].flowId] = i;
-        lastStartNs = std::max(lastStartNs, flows[i].startNs);
-        transport->AddFlow(flows[i]);
+        lastStartNs = std::max (lastStartNs, flows[i].startNs);
+        transport->AddFlow (flows[i]);
     }
-    transport->TraceConnectWithoutContext("FlowFinished",
-                                          MakeCallback(&FinishRecorder::OnFinished, &recorder));
+    transport->TraceConnectWithoutContext ("FlowFinished",
+                                           MakeCallback (&FinishRecorder::OnFinished, &recorder));
     if (stopTimeNs < 0)
     {
         stopTimeNs = lastStartNs + drainNs;
     }
-    Simulator::Stop(origin + NanoSeconds(stopTimeNs) - Simulator::Now());
-    if (!flows.empty())
+    Simulator::Stop (origin + NanoSeconds (stopTimeNs) - Simulator::Now ());
+    if (!flows.empty ())
     {
-        Simulator::Run();
+        Simulator::Run ();
     }
 
     // FCT records.
-    const uint32_t headerBytes = transport->GetPerPacketHeaderBytes();
-    const uint32_t mss = transport->GetMssBytes();
-    std::vector<disaggsim::FctRecord> records(flows.size());
-    for (std::size_t i = 0; i < flows.size(); ++i)
+    const uint32_t headerBytes = transport->GetPerPacketHeaderBytes ();
+    const uint32_t mss = transport->GetMssBytes ();
+    std::vector<disaggsim::FctRecord> records (flows.size ());
+    for (std::size_t i = 0; i < flows.size (); ++i)
     {
         disaggsim::FctRecord& r = records[i];
         r.flow = flows[i];
         Time ideal =
-            topology->IdealFct(r.flow.srcHost, r.flow.dstHost, r.flow.sizeBytes, headerBytes, mss);
-        r.idealFctNs = (ideal.GetPicoSeconds() + 500) / 1000;
+            topology->IdealFct (r.flow.srcHost, r.flow.dstHost, r.flow.sizeBytes, headerBytes, mss);
+        r.idealFctNs = (ideal.GetPicoSeconds () + 500) / 1000;
         if (recorder.finished[i])
         {
-            int64_t finishPs = (recorder.finish[i] - origin).GetPicoSeconds();
+            int64_t finishPs = (recorder.finish[i] - origin).GetPicoSeconds ();
             r.finished = true;
             r.finishNs = (finishPs + 500) / 1000;
             r.fctNs = r.finishNs - r.flow.startNs;
-            r.slowdown = static_cast<double>(finishPs - r.flow.startNs * 1000) /
-                         static_cast<double>(ideal.GetPicoSeconds());
+            r.slowdown = static_cast<double> (finishPs - r.flow.startNs * 1000) /
+                         static_cast<double> (ideal.GetPicoSeconds ());
         }
     }
 
     disaggsim::RunStats stats;
-    stats.simTimeNs = (Simulator::Now().GetPicoSeconds() + 500) / 1000;
-    stats.events = Simulator::GetEventCount();
-    stats.flows = flows.size();
+    stats.simTimeNs = (Simulator::Now ().GetPicoSeconds () + 500) / 1000;
+    stats.events = Simulator::GetEventCount ();
+    stats.flows = flows.size ();
     stats.flowsFinished = recorder.nFinished;
-    disaggsim::CollectFabricStats(topology, stats);
+    disaggsim::CollectFabricStats (topology, stats);
 
     std::vector<std::pair<std::string, std::string>> options = {
         {"protocol", protocol},
         {"flows", flowsPath},
         {"out", outPath},
         {"stats", statsPath},
-        {"seed", std::to_string(seed)},
-        {"stop_time_ns", std::to_string(stopTimeNs)},
-        {"trace_origin_ns", std::to_string(origin.GetNanoSeconds())},
+        {"seed", std::to_string (seed)},
+        {"stop_time_ns", std::to_string (stopTimeNs)},
+        {"trace_origin_ns", std::to_string (origin.GetNanoSeconds ())},
         {"time_resolution", "ps"},
         {"scheduler", "ns3::HeapScheduler"},
         {"checksums", "off"},
     };
-    std::vector<TypeId> types = {ClosTopology::GetTypeId()};
-    for (const TypeId& tid : transport->GetConfigTypeIds())
+    std::vector<TypeId> types = {ClosTopology::GetTypeId ()};
+    for (const TypeId& tid : transport->GetConfigTypeIds ())
     {
-        types.push_back(tid);
+        types.push_back (tid);
     }
-    const auto attributes = disaggsim::ResolvedAttributes(types);
-    const auto transportStats = transport->GetStatistics();
-    const auto derived = transport->GetDerivedConfig();
+    const auto attributes = disaggsim::ResolvedAttributes (types);
+    const auto transportStats = transport->GetStatistics ();
+    const auto derived = transport->GetDerivedConfig ();
 
-    stats.peakRssKb = disaggsim::PeakRssKb();
+    stats.peakRssKb = disaggsim::PeakRssKb ();
     stats.wallSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
-    disaggsim::WriteFctCsv(outPath, records);
-    disaggsim::WriteFileAtomically(
-        statsPath,
-        disaggsim::StatsJson(stats, transportStats, options, derived, attributes));
-    Simulator::Destroy();
+        std::chrono::duration<double> (std::chrono::steady_clock::now () - wallStart).count ();
+    disaggsim::WriteFctCsv (outPath, records);
+    disaggsim::WriteFileAtomically (
+        statsPath, disaggsim::StatsJson (stats, transportStats, options, derived, attributes));
+    Simulator::Destroy ();
     return 0;
 }
 
 } // namespace
 
 int
-main(int argc, char** argv)
+main (int argc, char** argv)
 {
     try
     {
-        return Run(argc, argv);
+        return Run (argc, argv);
     }
     catch (const std::exception& error)
     {
-        std::cerr << "disaggsim-ns3: " << error.what() << "\n";
+        std::cerr << "disaggsim-ns3: " << error.what () << "\n";
         return 1;
     }
 }

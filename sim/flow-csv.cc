@@ -24,33 +24,28 @@ namespace
 {
 
 std::string
-Where(const std::string& path, uint64_t line, const char* field)
+Where (const std::string& path, uint64_t line, const char* field)
 {
     std::ostringstream os;
     os << path << ":" << line << ": field '" << field << "': ";
-    return os.str();
+    return os.str ();
 }
 
 int64_t
-ParseInt(const std::string& text,
-         const std::string& path,
-         uint64_t line,
-         const char* field,
-         int64_t min,
-         int64_t max,
-         const char* expected)
+ParseInt (const std::string& text, const std::string& path, uint64_t line, const char* field,
+          int64_t min, int64_t max, const char* expected)
 {
-    if (text.empty())
+    if (text.empty ())
     {
-        throw InputError(Where(path, line, field) + "expected " + expected + ", got ''");
+        throw InputError (Where (path, line, field) + "expected " + expected + ", got ''");
     }
     errno = 0;
     char* end = nullptr;
-    long long value = std::strtoll(text.c_str(), &end, 10);
+    long long value = std::strtoll (text.c_str (), &end, 10);
     if (errno != 0 || *end != '\0' || value < min || value > max)
     {
-        throw InputError(Where(path, line, field) + "expected " + expected + ", got '" + text +
-                         "'");
+        throw InputError (Where (path, line, field) + "expected " + expected + ", got '" + text +
+                          "'");
     }
     return value;
 }
@@ -58,123 +53,117 @@ ParseInt(const std::string& text,
 } // namespace
 
 std::vector<ns3::FlowSpec>
-ReadSimFlowsCsv(const std::string& path, uint32_t nHosts)
+ReadSimFlowsCsv (const std::string& path, uint32_t nHosts)
 {
-    std::ifstream in(path);
+    std::ifstream in (path);
     if (!in)
     {
-        throw InputError(path + ": cannot open: " + std::strerror(errno));
+        throw InputError (path + ": cannot open: " + std::strerror (errno));
     }
     std::string text;
     uint64_t line = 1;
-    if (!std::getline(in, text))
+    if (!std::getline (in, text))
     {
-        throw InputError(path + ":1: expected header '" + kSimFlowsHeader + "', got an empty file");
+        throw InputError (path + ":1: expected header '" + kSimFlowsHeader +
+                          "', got an empty file");
     }
-    if (!text.empty() && text.back() == '\r')
+    if (!text.empty () && text.back () == '\r')
     {
-        text.pop_back();
+        text.pop_back ();
     }
     if (text != kSimFlowsHeader)
     {
-        throw InputError(path + ":1: expected header '" + kSimFlowsHeader + "', got '" + text +
-                         "'");
+        throw InputError (path + ":1: expected header '" + kSimFlowsHeader + "', got '" + text +
+                          "'");
     }
-    static const char* const fields[] = {"flow_id",
-                                         "start_ns",
-                                         "src_host",
-                                         "dst_host",
+    static const char* const fields[] = {"flow_id", "start_ns", "src_host", "dst_host",
                                          "size_bytes"};
-    const std::string hostRange = "an integer host in [0, " + std::to_string(nHosts) + ")";
+    const std::string hostRange = "an integer host in [0, " + std::to_string (nHosts) + ")";
     std::vector<ns3::FlowSpec> flows;
     std::unordered_set<uint64_t> ids;
-    while (std::getline(in, text))
+    while (std::getline (in, text))
     {
         ++line;
-        if (!text.empty() && text.back() == '\r')
+        if (!text.empty () && text.back () == '\r')
         {
-            text.pop_back();
+            text.pop_back ();
         }
         std::vector<std::string> cells;
         std::string cell;
-        std::istringstream row(text);
-        while (std::getline(row, cell, ','))
+        std::istringstream row (text);
+        while (std::getline (row, cell, ','))
         {
-            cells.push_back(cell);
+            cells.push_back (cell);
         }
-        if (!text.empty() && text.back() == ',')
+        if (!text.empty () && text.back () == ',')
         {
-            cells.emplace_back();
+            cells.emplace_back ();
         }
-        if (cells.size() != 5)
+        if (cells.size () != 5)
         {
             std::ostringstream os;
             os << path << ":" << line << ": expected 5 fields (" << kSimFlowsHeader << "), got "
-               << cells.size();
-            throw InputError(os.str());
+               << cells.size ();
+            throw InputError (os.str ());
         }
         ns3::FlowSpec flow;
         flow.flowId =
-            ParseInt(cells[0], path, line, fields[0], 0, INT64_MAX, "a non-negative integer");
-        flow.startNs = ParseInt(cells[1],
-                                path,
-                                line,
-                                fields[1],
-                                0,
-                                INT64_MAX / 2,
-                                "a non-negative integer (ns)");
-        flow.srcHost = static_cast<uint32_t>(
-            ParseInt(cells[2], path, line, fields[2], 0, int64_t(nHosts) - 1, hostRange.c_str()));
-        flow.dstHost = static_cast<uint32_t>(
-            ParseInt(cells[3], path, line, fields[3], 0, int64_t(nHosts) - 1, hostRange.c_str()));
+            ParseInt (cells[0], path, line, fields[0], 0, INT64_MAX, "a non-negative integer");
+        flow.startNs = ParseInt (cells[1], path, line, fields[1], 0, INT64_MAX / 2,
+                                 "a non-negative integer (ns)");
+        flow.srcHost = static_cast<uint32_t> (ParseInt (cells[2], path, line, fields[2], 0,
+                                                        int64_t (nHosts) - 1, hostRange.c_str ()));
+        flow.dstHost = static_cast<uint32_t> (ParseInt (cells[3], path, line, fields[3], 0,
+                                                        int64_t (nHosts) - 1, hostRange.c_str ()));
         flow.sizeBytes =
-            ParseInt(cells[4], path, line, fields[4], 1, INT64_MAX, "a positive integer (bytes)");
+            ParseInt (cells[4], path, line, fields[4], 1, INT64_MAX, "a positive integer (bytes)");
         if (flow.srcHost == flow.dstHost)
         {
-            throw InputError(Where(path, line, fields[3]) + "expected a host other than src_host " +
-                             std::to_string(flow.srcHost) + ", got '" + cells[3] + "'");
+            throw InputError (Where (path, line, fields[3]) +
+                              "expected a host other than src_host " +
+                              std::to_string (flow.srcHost) + ", got '" + cells[3] + "'");
         }
-        if (!ids.insert(flow.flowId).second)
+        if (!ids.insert (flow.flowId).second)
         {
-            throw InputError(Where(path, line, fields[0]) + "expected a unique flow id, got '" +
-                             cells[0] + "' again");
+            throw InputError (Where (path, line, fields[0]) + "expected a unique flow id, got '" +
+                              cells[0] + "' again");
         }
-        flows.push_back(flow);
+        flows.push_back (flow);
     }
     return flows;
 }
 
 void
-WriteFileAtomically(const std::string& path, const std::string& text)
+WriteFileAtomically (const std::string& path, const std::string& text)
 {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const std::string tmp = path + ".tmp." + std::to_string (::getpid ());
     {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        std::ofstream out (tmp, std::ios::binary | std::ios::trunc);
         if (!out)
         {
-            throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
+            throw std::runtime_error (tmp + ": cannot create: " + std::strerror (errno));
         }
         out << text;
-        out.flush();
+        out.flush ();
         if (!out)
         {
-            std::remove(tmp.c_str());
-            throw std::runtime_error(tmp + ": write failed");
+            std::remove (tmp.c_str ());
+            throw std::runtime_error (tmp + ": write failed");
         }
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    if (std::rename (tmp.c_str (), path.c_str ()) != 0)
     {
-        std::string reason = std::strerror(errno);
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot rename from " + tmp + ": " + reason);
+        std::string reason = std::strerror (errno);
+        std::remove (tmp.c_str ());
+        throw std::runtime_error (path + ": cannot rename from " + tmp + ": " + reason);
     }
 }
 
 void
-WriteFctCsv(const std::string& path, const std::vector<FctRecord>& records)
+WriteFctCsv (const std::string& path, const std::vector<FctRecord>& records)
 {
     std::string text;
-    text.reserve(records.size() * 64 + 128);
+    text.reserve (records.size () * 64 + 128);
     text += kFctRecordsHeader;
     text += '\n';
     char buf[256];
@@ -183,29 +172,20 @@ WriteFctCsv(const std::string& path, const std::vector<FctRecord>& records)
         char slowdown[32];
         if (r.finished)
         {
-            std::snprintf(slowdown, sizeof(slowdown), "%.9f", r.slowdown);
+            std::snprintf (slowdown, sizeof (slowdown), "%.9f", r.slowdown);
         }
         else
         {
-            std::snprintf(slowdown, sizeof(slowdown), "nan");
+            std::snprintf (slowdown, sizeof (slowdown), "nan");
         }
-        std::snprintf(buf,
-                      sizeof(buf),
-                      "%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-                      ",%s,%d\n",
-                      r.flow.flowId,
-                      r.flow.srcHost,
-                      r.flow.dstHost,
-                      r.flow.sizeBytes,
-                      r.flow.startNs,
-                      r.finishNs,
-                      r.fctNs,
-                      r.idealFctNs,
-                      slowdown,
-                      r.finished ? 1 : 0);
+        std::snprintf (
+            buf, sizeof (buf),
+            "%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%d\n",
+            r.flow.flowId, r.flow.srcHost, r.flow.dstHost, r.flow.sizeBytes, r.flow.startNs,
+            r.finishNs, r.fctNs, r.idealFctNs, slowdown, r.finished ? 1 : 0);
         text += buf;
     }
-    WriteFileAtomically(path, text);
+    WriteFileAtomically (path, text);
 }
 
 } // namespace disaggsim

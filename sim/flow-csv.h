@@ -33,7 +33,7 @@ extern const char* const kFctRecordsHeader;
  * \throws InputError "PATH:LINE: field 'NAME': expected ..., got '...'" on the first bad line,
  * or "PATH: cannot open" if the file is unreadable.
  */
-std::vector<ns3::FlowSpec> ReadSimFlowsCsv(const std::string& path, uint32_t nHosts);
+std::vector<ns3::FlowSpec> ReadSimFlowsCsv (const std::string& path, uint32_t nHosts);
 
 /// One FCT_RECORDS row.  finishNs = fctNs = -1 and slowdown = NaN when unfinished.
 struct FctRecord
@@ -42,7 +42,7 @@ struct FctRecord
     int64_t finishNs{-1};
     int64_t fctNs{-1};
     int64_t idealFctNs{0};
-    double slowdown{std::nan("")};
+    double slowdown{std::nan ("")};
     bool finished{false};
 };
 
@@ -51,10 +51,10 @@ struct FctRecord
  * temporary file in the same directory, which is renamed over \p path once complete.
  * \throws std::runtime_error if the file cannot be written.
  */
-void WriteFctCsv(const std::string& path, const std::vector<FctRecord>& records);
+void WriteFctCsv (const std::string& path, const std::vector<FctRecord>& records);
 
 /// Write \p text to \p path atomically (temporary file + rename).
-void WriteFileAtomically(const std::string& path, const std::string& text);
+void WriteFileAtomically (const std::string& path, const std::string& text);
 
 } // namespace disaggsim
 

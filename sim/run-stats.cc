@@ -11,48 +11,48 @@ namespace disaggsim
 {
 
 void
-CollectFabricStats(ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats)
+CollectFabricStats (ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats)
 {
-    for (uint32_t h = 0; h < topology->GetNHosts(); ++h)
+    for (uint32_t h = 0; h < topology->GetNHosts (); ++h)
     {
-        ns3::Ptr<ns3::FabricNetDevice> device = topology->GetHostDevice(h);
-        stats.dataPacketsDelivered += device->GetRxDataPackets();
-        stats.packetsDelivered += device->GetRxPackets();
-        stats.packetsDropped += device->GetQueue()->GetDroppedPackets();
-        stats.ceMarks += device->GetQueue()->GetMarkedPackets();
+        ns3::Ptr<ns3::FabricNetDevice> device = topology->GetHostDevice (h);
+        stats.dataPacketsDelivered += device->GetRxDataPackets ();
+        stats.packetsDelivered += device->GetRxPackets ();
+        stats.packetsDropped += device->GetQueue ()->GetDroppedPackets ();
+        stats.ceMarks += device->GetQueue ()->GetMarkedPackets ();
     }
-    for (const auto& port : topology->GetSwitchPorts())
+    for (const auto& port : topology->GetSwitchPorts ())
     {
-        stats.packetsDropped += port->GetQueue()->GetDroppedPackets();
-        stats.ceMarks += port->GetQueue()->GetMarkedPackets();
+        stats.packetsDropped += port->GetQueue ()->GetDroppedPackets ();
+        stats.ceMarks += port->GetQueue ()->GetMarkedPackets ();
     }
 }
 
 long
-PeakRssKb()
+PeakRssKb ()
 {
     struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
+    getrusage (RUSAGE_SELF, &usage);
     return usage.ru_maxrss; // KiB on Linux
 }
 
 std::vector<std::pair<std::string, std::string>>
-ResolvedAttributes(const std::vector<ns3::TypeId>& types)
+ResolvedAttributes (const std::vector<ns3::TypeId>& types)
 {
     std::vector<std::pair<std::string, std::string>> out;
     for (const ns3::TypeId& tid : types)
     {
-        for (std::size_t i = 0; i < tid.GetAttributeN(); ++i)
+        for (std::size_t i = 0; i < tid.GetAttributeN (); ++i)
         {
-            ns3::TypeId::AttributeInformation info = tid.GetAttribute(i);
-            std::string type = info.checker->GetValueTypeName();
+            ns3::TypeId::AttributeInformation info = tid.GetAttribute (i);
+            std::string type = info.checker->GetValueTypeName ();
             if (type == "ns3::PointerValue" || type == "ns3::CallbackValue" ||
                 type == "ns3::ObjectPtrContainerValue")
             {
                 continue;
             }
-            out.emplace_back(tid.GetName() + "::" + info.name,
-                             info.initialValue->SerializeToString(info.checker));
+            out.emplace_back (tid.GetName () + "::" + info.name,
+                              info.initialValue->SerializeToString (info.checker));
         }
     }
     return out;
@@ -62,49 +62,47 @@ namespace
 {
 
 std::string
-Quote(const std::string& text)
+Quote (const std::string& text)
 {
     std::string out = "\"";
     for (char c : text)
     {
         switch (c)
         {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20)
-            {
-                char buf[8];
-                std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-                out += buf;
-            }
-            else
-            {
-                out += c;
-            }
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            default:
+                if (static_cast<unsigned char> (c) < 0x20)
+                {
+                    char buf[8];
+                    std::snprintf (buf, sizeof (buf), "\\u%04x", c);
+                    out += buf;
+                }
+                else
+                {
+                    out += c;
+                }
         }
     }
     return out + "\"";
 }
 
 void
-WriteObject(std::ostringstream& os,
-            const char* name,
-            const std::vector<std::pair<std::string, std::string>>& entries,
-            const char* indent)
+WriteObject (std::ostringstream& os, const char* name,
+             const std::vector<std::pair<std::string, std::string>>& entries, const char* indent)
 {
-    os << indent << Quote(name) << ": {";
-    for (std::size_t i = 0; i < entries.size(); ++i)
+    os << indent << Quote (name) << ": {";
+    for (std::size_t i = 0; i < entries.size (); ++i)
     {
-        os << (i ? ",\n" : "\n") << indent << "  " << Quote(entries[i].first) << ": "
-           << Quote(entries[i].second);
+        os << (i ? ",\n" : "\n") << indent << "  " << Quote (entries[i].first) << ": "
+           << Quote (entries[i].second);
     }
     os << "\n" << indent << "}";
 }
@@ -112,15 +110,15 @@ WriteObject(std::ostringstream& os,
 } // namespace
 
 std::string
-StatsJson(const RunStats& stats,
-          const std::vector<std::pair<std::string, std::string>>& transportStats,
-          const std::vector<std::pair<std::string, std::string>>& options,
-          const std::vector<std::pair<std::string, std::string>>& derived,
-          const std::vector<std::pair<std::string, std::string>>& attributes)
+StatsJson (const RunStats& stats,
+           const std::vector<std::pair<std::string, std::string>>& transportStats,
+           const std::vector<std::pair<std::string, std::string>>& options,
+           const std::vector<std::pair<std::string, std::string>>& derived,
+           const std::vector<std::pair<std::string, std::string>>& attributes)
 {
     std::ostringstream os;
     char wall[32];
-    std::snprintf(wall, sizeof(wall), "%.6f", stats.wallSeconds);
+    std::snprintf (wall, sizeof (wall), "%.6f", stats.wallSeconds);
     os << "{\n"
        << "  \"wall_s\": " << wall << ",\n"
        << "  \"sim_time_ns\": " << stats.simTimeNs << ",\n"
@@ -132,15 +130,15 @@ StatsJson(const RunStats& stats,
        << "  \"flows\": " << stats.flows << ",\n"
        << "  \"flows_finished\": " << stats.flowsFinished << ",\n"
        << "  \"peak_rss_kb\": " << stats.peakRssKb << ",\n";
-    WriteObject(os, "transport", transportStats, "  ");
+    WriteObject (os, "transport", transportStats, "  ");
     os << ",\n  \"config\": {\n";
-    WriteObject(os, "options", options, "    ");
+    WriteObject (os, "options", options, "    ");
     os << ",\n";
-    WriteObject(os, "derived", derived, "    ");
+    WriteObject (os, "derived", derived, "    ");
     os << ",\n";
-    WriteObject(os, "attributes", attributes, "    ");
+    WriteObject (os, "attributes", attributes, "    ");
     os << "\n  }\n}\n";
-    return os.str();
+    return os.str ();
 }
 
 } // namespace disaggsim

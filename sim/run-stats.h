@@ -32,14 +32,14 @@ struct RunStats
 /// Sum the fabric counters: frames (all, and with payload) received by hosts, drops and CE
 /// marks over
 /// every queue (switch ports and host NICs).
-void CollectFabricStats(ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats);
+void CollectFabricStats (ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats);
 
 /// \returns the process's peak resident set size in KiB (getrusage ru_maxrss).
-long PeakRssKb();
+long PeakRssKb ();
 
 /// \returns every attribute (path "ns3::Type::Name" -> current default, serialized) of
 /// \p types, skipping pointer and callback attributes.
-std::vector<std::pair<std::string, std::string>> ResolvedAttributes(
+std::vector<std::pair<std::string, std::string>> ResolvedAttributes (
     const std::vector<ns3::TypeId>& types);
 
 /**
@@ -48,11 +48,11 @@ std::vector<std::pair<std::string, std::string>> ResolvedAttributes(
  * peak_rss_kb), "transport" (the transport's own counters), and "config" with the driver options,
  * "derived" values and "attributes".
  */
-std::string StatsJson(const RunStats& stats,
-                      const std::vector<std::pair<std::string, std::string>>& transportStats,
-                      const std::vector<std::pair<std::string, std::string>>& options,
-                      const std::vector<std::pair<std::string, std::string>>& derived,
-                      const std::vector<std::pair<std::string, std::string>>& attributes);
+std::string StatsJson (const RunStats& stats,
+                       const std::vector<std::pair<std::string, std::string>>& transportStats,
+                       const std::vector<std::pair<std::string, std::string>>& options,
+                       const std::vector<std::pair<std::string, std::string>>& derived,
+                       const std::vector<std::pair<std::string, std::string>>& attributes);
 
 } // namespace disaggsim
 

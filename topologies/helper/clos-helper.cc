@@ -6,24 +6,24 @@
 namespace ns3
 {
 
-ClosHelper::ClosHelper()
+ClosHelper::ClosHelper ()
 {
-    m_topologyFactory.SetTypeId(ClosTopology::GetTypeId());
+    m_topologyFactory.SetTypeId (ClosTopology::GetTypeId ());
 }
 
 void
-ClosHelper::SetTopologyAttribute(const std::string& name, const AttributeValue& value)
+ClosHelper::SetTopologyAttribute (const std::string& name, const AttributeValue& value)
 {
-    m_topologyFactory.Set(name, value);
+    m_topologyFactory.Set (name, value);
 }
 
 Ptr<ClosTopology>
-ClosHelper::Install(Ptr<FlowTransport> transport) const
+ClosHelper::Install (Ptr<FlowTransport> transport) const
 {
-    Ptr<ClosTopology> topology = m_topologyFactory.Create<ClosTopology>();
-    transport->ConfigureFabric(topology);
-    topology->Build();
-    transport->Install(topology);
+    Ptr<ClosTopology> topology = m_topologyFactory.Create<ClosTopology> ();
+    transport->ConfigureFabric (topology);
+    topology->Build ();
+    transport->Install (topology);
     return topology;
 }
 

@@ -27,17 +27,17 @@ namespace ns3
 class ClosHelper
 {
   public:
-    ClosHelper();
+    ClosHelper ();
 
     /// Set an attribute of the ns3::ClosTopology to be created.
-    void SetTopologyAttribute(const std::string& name, const AttributeValue& value);
+    void SetTopologyAttribute (const std::string& name, const AttributeValue& value);
 
     /**
      * Create the topology, let \p transport choose its port queues
      * (FlowTransport::ConfigureFabric), build it, and install the transport's host side
      * (FlowTransport::Install).  \returns the built topology.
      */
-    Ptr<ClosTopology> Install(Ptr<FlowTransport> transport) const;
+    Ptr<ClosTopology> Install (Ptr<FlowTransport> transport) const;
 
   private:
     ObjectFactory m_topologyFactory;

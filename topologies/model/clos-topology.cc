@@ -16,213 +16,202 @@
 namespace ns3
 {
 
-NS_LOG_COMPONENT_DEFINE("ClosTopology");
-NS_OBJECT_ENSURE_REGISTERED(ClosTopology);
+NS_LOG_COMPONENT_DEFINE ("ClosTopology");
+NS_OBJECT_ENSURE_REGISTERED (ClosTopology);
 
 TypeId
-ClosTopology::GetTypeId()
+ClosTopology::GetTypeId ()
 {
     static TypeId tid =
-        TypeId("ns3::ClosTopology")
-            .SetParent<Object>()
-            .SetGroupName("Disaggsim")
-            .AddConstructor<ClosTopology>()
-            .AddAttribute("Racks",
-                          "Number of racks (9, Gao et al. OSDI'16 §4.2)",
-                          UintegerValue(9),
-                          MakeUintegerAccessor(&ClosTopology::m_racks),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("HostsPerRack",
-                          "Hosts per rack (16: the 144-host topology of pFabric SIGCOMM'13 "
-                          "§5 that the paper reuses)",
-                          UintegerValue(16),
-                          MakeUintegerAccessor(&ClosTopology::m_hostsPerRack),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("Spines",
-                          "Number of spine switches (4, pFabric SIGCOMM'13 §5)",
-                          UintegerValue(4),
-                          MakeUintegerAccessor(&ClosTopology::m_spines),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("AccessRate",
-                          "Host-ToR link rate (40 or 100 Gbps, Gao et al. OSDI'16 §4.2)",
-                          DataRateValue(DataRate("40Gbps")),
-                          MakeDataRateAccessor(&ClosTopology::m_accessRate),
-                          MakeDataRateChecker())
-            .AddAttribute("SpineRateFactor",
-                          "ToR-spine rate / access rate (4: full bisection with 16 hosts and 4 "
-                          "spines, pFabric SIGCOMM'13 §5)",
-                          UintegerValue(4),
-                          MakeUintegerAccessor(&ClosTopology::m_spineRateFactor),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("BufferBytes",
-                          "Buffer per switch port in wire bytes (36 KB, Gao et al. OSDI'16 "
-                          "§4.2)",
-                          UintegerValue(36864),
-                          MakeUintegerAccessor(&ClosTopology::m_bufferBytes),
-                          MakeUintegerChecker<uint32_t>())
-            .AddAttribute("HostBufferBytes",
-                          "Host NIC queue limit in wire bytes (0 = unlimited)",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&ClosTopology::m_hostBufferBytes),
-                          MakeUintegerChecker<uint32_t>())
-            .AddAttribute("SwitchingDelay",
-                          "Cut-through switching delay (0.24 us, Gao et al. OSDI'16 Table 4)",
-                          TimeValue(NanoSeconds(240)),
-                          MakeTimeAccessor(&ClosTopology::m_switchingDelay),
-                          MakeTimeChecker())
-            .AddAttribute("IntraRackCableM",
-                          "Host-ToR cable length in m (4 m, Gao et al. OSDI'16 §3.3)",
-                          DoubleValue(4),
-                          MakeDoubleAccessor(&ClosTopology::m_intraRackCableM),
-                          MakeDoubleChecker<double>(0))
-            .AddAttribute("InterRackCableM",
-                          "ToR-spine cable length in m (40 m, Gao et al. OSDI'16 §3.3)",
-                          DoubleValue(40),
-                          MakeDoubleAccessor(&ClosTopology::m_interRackCableM),
-                          MakeDoubleChecker<double>(0))
-            .AddAttribute("PropagationPerM",
-                          "Propagation delay per metre of cable (5 ns/m, Gao et al. OSDI'16 "
-                          "§3.3)",
-                          TimeValue(NanoSeconds(5)),
-                          MakeTimeAccessor(&ClosTopology::m_propagationPerM),
-                          MakeTimeChecker())
-            .AddAttribute("EcmpSalt",
-                          "Salt of the ToRs' per-flow ECMP hash (the driver sets the run seed)",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&ClosTopology::m_ecmpSalt),
-                          MakeUintegerChecker<uint32_t>());
+        TypeId ("ns3::ClosTopology")
+            .SetParent<Object> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<ClosTopology> ()
+            .AddAttribute ("Racks", "Number of racks (9, Gao et al. OSDI'16 §4.2)",
+                           UintegerValue (9), MakeUintegerAccessor (&ClosTopology::m_racks),
+                           MakeUintegerChecker<uint32_t> (1))
+            .AddAttribute ("HostsPerRack",
+                           "Hosts per rack (16: the 144-host topology of pFabric SIGCOMM'13 "
+                           "§5 that the paper reuses)",
+                           UintegerValue (16), MakeUintegerAccessor (&ClosTopology::m_hostsPerRack),
+                           MakeUintegerChecker<uint32_t> (1))
+            .AddAttribute ("Spines", "Number of spine switches (4, pFabric SIGCOMM'13 §5)",
+                           UintegerValue (4), MakeUintegerAccessor (&ClosTopology::m_spines),
+                           MakeUintegerChecker<uint32_t> (1))
+            .AddAttribute (
+                "AccessRate", "Host-ToR link rate (40 or 100 Gbps, Gao et al. OSDI'16 §4.2)",
+                DataRateValue (DataRate ("40Gbps")),
+                MakeDataRateAccessor (&ClosTopology::m_accessRate), MakeDataRateChecker ())
+            .AddAttribute ("SpineRateFactor",
+                           "ToR-spine rate / access rate (4: full bisection with 16 hosts and 4 "
+                           "spines, pFabric SIGCOMM'13 §5)",
+                           UintegerValue (4),
+                           MakeUintegerAccessor (&ClosTopology::m_spineRateFactor),
+                           MakeUintegerChecker<uint32_t> (1))
+            .AddAttribute ("BufferBytes",
+                           "Buffer per switch port in wire bytes (36 KB, Gao et al. OSDI'16 "
+                           "§4.2)",
+                           UintegerValue (36864),
+                           MakeUintegerAccessor (&ClosTopology::m_bufferBytes),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("HostBufferBytes", "Host NIC queue limit in wire bytes (0 = unlimited)",
+                           UintegerValue (0),
+                           MakeUintegerAccessor (&ClosTopology::m_hostBufferBytes),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("SwitchingDelay",
+                           "Cut-through switching delay (0.24 us, Gao et al. OSDI'16 Table 4)",
+                           TimeValue (NanoSeconds (240)),
+                           MakeTimeAccessor (&ClosTopology::m_switchingDelay), MakeTimeChecker ())
+            .AddAttribute ("IntraRackCableM",
+                           "Host-ToR cable length in m (4 m, Gao et al. OSDI'16 §3.3)",
+                           DoubleValue (4), MakeDoubleAccessor (&ClosTopology::m_intraRackCableM),
+                           MakeDoubleChecker<double> (0))
+            .AddAttribute ("InterRackCableM",
+                           "ToR-spine cable length in m (40 m, Gao et al. OSDI'16 §3.3)",
+                           DoubleValue (40), MakeDoubleAccessor (&ClosTopology::m_interRackCableM),
+                           MakeDoubleChecker<double> (0))
+            .AddAttribute ("PropagationPerM",
+                           "Propagation delay per metre of cable (5 ns/m, Gao et al. OSDI'16 "
+                           "§3.3)",
+                           TimeValue (NanoSeconds (5)),
+                           MakeTimeAccessor (&ClosTopology::m_propagationPerM), MakeTimeChecker ())
+            .AddAttribute ("EcmpSalt",
+                           "Salt of the ToRs' per-flow ECMP hash (the driver sets the run seed)",
+                           UintegerValue (0), MakeUintegerAccessor (&ClosTopology::m_ecmpSalt),
+                           MakeUintegerChecker<uint32_t> ());
     return tid;
 }
 
-ClosTopology::ClosTopology()
+ClosTopology::ClosTopology ()
 {
-    m_switchQueueFactory.SetTypeId(DropTailEcnQueue::GetTypeId());
-    m_hostQueueFactory.SetTypeId(DropTailEcnQueue::GetTypeId());
+    m_switchQueueFactory.SetTypeId (DropTailEcnQueue::GetTypeId ());
+    m_hostQueueFactory.SetTypeId (DropTailEcnQueue::GetTypeId ());
 }
 
-ClosTopology::~ClosTopology() = default;
+ClosTopology::~ClosTopology () = default;
 
 void
-ClosTopology::SetSwitchQueue(const ObjectFactory& factory)
+ClosTopology::SetSwitchQueue (const ObjectFactory& factory)
 {
-    NS_ABORT_MSG_IF(m_built, "ClosTopology: set queues before Build()");
+    NS_ABORT_MSG_IF (m_built, "ClosTopology: set queues before Build()");
     m_switchQueueFactory = factory;
 }
 
 void
-ClosTopology::SetHostQueue(const ObjectFactory& factory)
+ClosTopology::SetHostQueue (const ObjectFactory& factory)
 {
-    NS_ABORT_MSG_IF(m_built, "ClosTopology: set queues before Build()");
+    NS_ABORT_MSG_IF (m_built, "ClosTopology: set queues before Build()");
     m_hostQueueFactory = factory;
 }
 
 DataRate
-ClosTopology::GetSpineRate() const
+ClosTopology::GetSpineRate () const
 {
-    return DataRate(m_accessRate.GetBitRate() * m_spineRateFactor);
+    return DataRate (m_accessRate.GetBitRate () * m_spineRateFactor);
 }
 
 Time
-ClosTopology::GetIntraRackDelay() const
+ClosTopology::GetIntraRackDelay () const
 {
-    return PicoSeconds(std::llround(m_intraRackCableM * m_propagationPerM.GetPicoSeconds()));
+    return PicoSeconds (std::llround (m_intraRackCableM * m_propagationPerM.GetPicoSeconds ()));
 }
 
 Time
-ClosTopology::GetInterRackDelay() const
+ClosTopology::GetInterRackDelay () const
 {
-    return PicoSeconds(std::llround(m_interRackCableM * m_propagationPerM.GetPicoSeconds()));
+    return PicoSeconds (std::llround (m_interRackCableM * m_propagationPerM.GetPicoSeconds ()));
 }
 
 void
-ClosTopology::Build()
+ClosTopology::Build ()
 {
-    NS_ABORT_MSG_IF(m_built, "ClosTopology: Build() called twice");
-    NS_ABORT_MSG_IF(GetNHosts() > 65535, "ClosTopology: at most 65535 hosts (16-bit ids)");
+    NS_ABORT_MSG_IF (m_built, "ClosTopology: Build() called twice");
+    NS_ABORT_MSG_IF (GetNHosts () > 65535, "ClosTopology: at most 65535 hosts (16-bit ids)");
     m_built = true;
-    const uint32_t nHosts = GetNHosts();
-    m_hostNodes.Create(nHosts);
-    m_switchNodes.Create(m_racks + m_spines);
+    const uint32_t nHosts = GetNHosts ();
+    m_hostNodes.Create (nHosts);
+    m_switchNodes.Create (m_racks + m_spines);
 
     auto makeDevice =
-        [](Ptr<Node> node, DataRate rate, const ObjectFactory& queueFactory, uint32_t maxBytes) {
-            Ptr<FabricNetDevice> device = CreateObject<FabricNetDevice>();
-            device->SetDataRate(rate);
-            Ptr<FabricQueue> queue = queueFactory.Create<FabricQueue>();
-            queue->SetMaxBytes(maxBytes);
-            device->SetQueue(queue);
-            node->AddDevice(device);
-            return device;
-        };
-    auto connect = [](Ptr<FabricNetDevice> a, Ptr<FabricNetDevice> b, Time delay) {
-        Ptr<FabricChannel> channel = CreateObject<FabricChannel>();
-        channel->SetAttribute("Delay", TimeValue(delay));
-        a->Attach(channel);
-        b->Attach(channel);
+        [] (Ptr<Node> node, DataRate rate, const ObjectFactory& queueFactory, uint32_t maxBytes)
+    {
+        Ptr<FabricNetDevice> device = CreateObject<FabricNetDevice> ();
+        device->SetDataRate (rate);
+        Ptr<FabricQueue> queue = queueFactory.Create<FabricQueue> ();
+        queue->SetMaxBytes (maxBytes);
+        device->SetQueue (queue);
+        node->AddDevice (device);
+        return device;
     };
-    auto makeSwitch = [this](Ptr<Node> node) {
-        Ptr<FabricSwitch> sw = CreateObject<FabricSwitch>();
-        sw->SetAttribute("SwitchingDelay", TimeValue(m_switchingDelay));
-        sw->SetAttribute("EcmpSalt", UintegerValue(m_ecmpSalt));
-        node->AggregateObject(sw);
+    auto connect = [] (Ptr<FabricNetDevice> a, Ptr<FabricNetDevice> b, Time delay)
+    {
+        Ptr<FabricChannel> channel = CreateObject<FabricChannel> ();
+        channel->SetAttribute ("Delay", TimeValue (delay));
+        a->Attach (channel);
+        b->Attach (channel);
+    };
+    auto makeSwitch = [this] (Ptr<Node> node)
+    {
+        Ptr<FabricSwitch> sw = CreateObject<FabricSwitch> ();
+        sw->SetAttribute ("SwitchingDelay", TimeValue (m_switchingDelay));
+        sw->SetAttribute ("EcmpSalt", UintegerValue (m_ecmpSalt));
+        node->AggregateObject (sw);
         return sw;
     };
 
     for (uint32_t r = 0; r < m_racks; ++r)
     {
-        m_tors.push_back(makeSwitch(m_switchNodes.Get(r)));
+        m_tors.push_back (makeSwitch (m_switchNodes.Get (r)));
     }
     for (uint32_t s = 0; s < m_spines; ++s)
     {
-        m_spineSwitches.push_back(makeSwitch(m_switchNodes.Get(m_racks + s)));
+        m_spineSwitches.push_back (makeSwitch (m_switchNodes.Get (m_racks + s)));
     }
 
     // Host links: ToR port index = index of the host in its rack.
     for (uint32_t h = 0; h < nHosts; ++h)
     {
-        uint32_t rack = GetRackOfHost(h);
+        uint32_t rack = GetRackOfHost (h);
         Ptr<FabricNetDevice> hostDevice =
-            makeDevice(m_hostNodes.Get(h), m_accessRate, m_hostQueueFactory, m_hostBufferBytes);
-        Ptr<FabricNetDevice> torPort =
-            makeDevice(m_switchNodes.Get(rack), m_accessRate, m_switchQueueFactory, m_bufferBytes);
-        connect(hostDevice, torPort, GetIntraRackDelay());
-        m_tors[rack]->AddPort(torPort);
-        m_hostDevices.push_back(hostDevice);
+            makeDevice (m_hostNodes.Get (h), m_accessRate, m_hostQueueFactory, m_hostBufferBytes);
+        Ptr<FabricNetDevice> torPort = makeDevice (m_switchNodes.Get (rack), m_accessRate,
+                                                   m_switchQueueFactory, m_bufferBytes);
+        connect (hostDevice, torPort, GetIntraRackDelay ());
+        m_tors[rack]->AddPort (torPort);
+        m_hostDevices.push_back (hostDevice);
     }
     // Uplinks: ToR port hostsPerRack + s <-> spine s port r.
-    DataRate spineRate = GetSpineRate();
+    DataRate spineRate = GetSpineRate ();
     for (uint32_t r = 0; r < m_racks; ++r)
     {
         for (uint32_t s = 0; s < m_spines; ++s)
         {
             Ptr<FabricNetDevice> up =
-                makeDevice(m_switchNodes.Get(r), spineRate, m_switchQueueFactory, m_bufferBytes);
-            Ptr<FabricNetDevice> down = makeDevice(m_switchNodes.Get(m_racks + s),
-                                                   spineRate,
-                                                   m_switchQueueFactory,
-                                                   m_bufferBytes);
-            connect(up, down, GetInterRackDelay());
-            m_tors[r]->AddPort(up);
-            m_spineSwitches[s]->AddPort(down);
+                makeDevice (m_switchNodes.Get (r), spineRate, m_switchQueueFactory, m_bufferBytes);
+            Ptr<FabricNetDevice> down = makeDevice (m_switchNodes.Get (m_racks + s), spineRate,
+                                                    m_switchQueueFactory, m_bufferBytes);
+            connect (up, down, GetInterRackDelay ());
+            m_tors[r]->AddPort (up);
+            m_spineSwitches[s]->AddPort (down);
         }
     }
     // Port tables.
     std::vector<uint32_t> uplinks;
     for (uint32_t s = 0; s < m_spines; ++s)
     {
-        uplinks.push_back(m_hostsPerRack + s);
+        uplinks.push_back (m_hostsPerRack + s);
     }
     for (uint32_t r = 0; r < m_racks; ++r)
     {
         for (uint32_t h = 0; h < nHosts; ++h)
         {
-            if (GetRackOfHost(h) == r)
+            if (GetRackOfHost (h) == r)
             {
-                m_tors[r]->SetRoute(h, {h % m_hostsPerRack});
+                m_tors[r]->SetRoute (h, {h % m_hostsPerRack});
             }
             else
             {
-                m_tors[r]->SetRoute(h, uplinks);
+                m_tors[r]->SetRoute (h, uplinks);
             }
         }
     }
@@ -230,78 +219,75 @@ ClosTopology::Build()
     {
         for (uint32_t h = 0; h < nHosts; ++h)
         {
-            m_spineSwitches[s]->SetRoute(h, {GetRackOfHost(h)});
+            m_spineSwitches[s]->SetRoute (h, {GetRackOfHost (h)});
         }
     }
-    NS_LOG_INFO("Clos built: " << nHosts << " hosts, " << m_racks << " ToRs, " << m_spines
-                               << " spines");
+    NS_LOG_INFO ("Clos built: " << nHosts << " hosts, " << m_racks << " ToRs, " << m_spines
+                                << " spines");
 }
 
 Ptr<Node>
-ClosTopology::GetHost(uint32_t host) const
+ClosTopology::GetHost (uint32_t host) const
 {
-    NS_ABORT_MSG_IF(host >= m_hostNodes.GetN(), "ClosTopology: no host " << host);
-    return m_hostNodes.Get(host);
+    NS_ABORT_MSG_IF (host >= m_hostNodes.GetN (), "ClosTopology: no host " << host);
+    return m_hostNodes.Get (host);
 }
 
 Ptr<FabricNetDevice>
-ClosTopology::GetHostDevice(uint32_t host) const
+ClosTopology::GetHostDevice (uint32_t host) const
 {
-    NS_ABORT_MSG_IF(host >= m_hostDevices.size(), "ClosTopology: no host " << host);
+    NS_ABORT_MSG_IF (host >= m_hostDevices.size (), "ClosTopology: no host " << host);
     return m_hostDevices[host];
 }
 
 NodeContainer
-ClosTopology::GetHosts() const
+ClosTopology::GetHosts () const
 {
     return m_hostNodes;
 }
 
 Ptr<FabricSwitch>
-ClosTopology::GetTor(uint32_t rack) const
+ClosTopology::GetTor (uint32_t rack) const
 {
-    return m_tors.at(rack);
+    return m_tors.at (rack);
 }
 
 Ptr<FabricSwitch>
-ClosTopology::GetSpine(uint32_t spine) const
+ClosTopology::GetSpine (uint32_t spine) const
 {
-    return m_spineSwitches.at(spine);
+    return m_spineSwitches.at (spine);
 }
 
 std::vector<Ptr<FabricNetDevice>>
-ClosTopology::GetSwitchPorts() const
+ClosTopology::GetSwitchPorts () const
 {
     std::vector<Ptr<FabricNetDevice>> ports;
     for (const auto& sw : m_tors)
     {
-        for (uint32_t i = 0; i < sw->GetNPorts(); ++i)
+        for (uint32_t i = 0; i < sw->GetNPorts (); ++i)
         {
-            ports.push_back(sw->GetPort(i));
+            ports.push_back (sw->GetPort (i));
         }
     }
     for (const auto& sw : m_spineSwitches)
     {
-        for (uint32_t i = 0; i < sw->GetNPorts(); ++i)
+        for (uint32_t i = 0; i < sw->GetNPorts (); ++i)
         {
-            ports.push_back(sw->GetPort(i));
+            ports.push_back (sw->GetPort (i));
         }
     }
     return ports;
 }
 
 Time
-ClosTopology::IdealFct(uint32_t srcHost,
-                       uint32_t dstHost,
-                       uint64_t sizeBytes,
-                       uint32_t perPacketHeaderBytes,
-                       uint32_t mssBytes) const
+ClosTopology::IdealFct (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes,
+                        uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
 {
-    NS_ABORT_MSG_IF(srcHost >= GetNHosts() || dstHost >= GetNHosts(),
-                    "ClosTopology::IdealFct: host out of range (" << srcHost << ", " << dstHost
-                                                                  << ")");
-    NS_ABORT_MSG_IF(mssBytes == 0, "ClosTopology::IdealFct: mssBytes is 0");
-    const uint64_t accessBps = m_accessRate.GetBitRate();
+    NS_ABORT_MSG_IF (srcHost >= GetNHosts () || dstHost >= GetNHosts (),
+                     "ClosTopology::IdealFct: host out of range (" << srcHost << ", " << dstHost
+                                                                   << ")");
+    NS_ABORT_MSG_IF (mssBytes == 0, "ClosTopology::IdealFct: mssBytes is 0");
+    const uint64_t accessBps = m_accessRate.GetBitRate ();
     const uint64_t spineBps = accessBps * m_spineRateFactor;
     const uint32_t overhead = perPacketHeaderBytes + kFabricHeaderBytes;
     uint64_t fullPackets = sizeBytes / mssBytes;
@@ -312,42 +298,38 @@ ClosTopology::IdealFct(uint32_t srcHost,
     }
     bool hasLast = lastPayload != 0 || sizeBytes == 0;
 
-    auto txPs = [](uint64_t bytes, uint64_t bps) {
-        return FabricNetDevice::TxTimeFor(bytes, bps).GetPicoSeconds();
-    };
-    const int64_t fullTx = txPs(mssBytes + overhead, accessBps);
-    const int64_t lastTx = txPs(lastPayload + overhead, accessBps);
-    int64_t ps = fullTx * static_cast<int64_t>(fullPackets) + (hasLast ? lastTx : 0);
-    const int64_t intraPs = GetIntraRackDelay().GetPicoSeconds();
-    const int64_t interPs = GetInterRackDelay().GetPicoSeconds();
-    const int64_t switchPs = m_switchingDelay.GetPicoSeconds();
-    if (GetRackOfHost(srcHost) == GetRackOfHost(dstHost))
+    auto txPs = [] (uint64_t bytes, uint64_t bps)
+    { return FabricNetDevice::TxTimeFor (bytes, bps).GetPicoSeconds (); };
+    const int64_t fullTx = txPs (mssBytes + overhead, accessBps);
+    const int64_t lastTx = txPs (lastPayload + overhead, accessBps);
+    int64_t ps = fullTx * static_cast<int64_t> (fullPackets) + (hasLast ? lastTx : 0);
+    const int64_t intraPs = GetIntraRackDelay ().GetPicoSeconds ();
+    const int64_t interPs = GetInterRackDelay ().GetPicoSeconds ();
+    const int64_t switchPs = m_switchingDelay.GetPicoSeconds ();
+    if (GetRackOfHost (srcHost) == GetRackOfHost (dstHost))
     {
-        return PicoSeconds(ps + 2 * intraPs + switchPs);
+        return PicoSeconds (ps + 2 * intraPs + switchPs);
     }
     // Re-serialization of the largest packet (see the class doc and clos.md).
     int64_t reserialization = 0;
     if (fullPackets > 0)
     {
-        reserialization = fullTx - txPs(mssBytes + overhead, spineBps);
+        reserialization = fullTx - txPs (mssBytes + overhead, spineBps);
     }
     if (hasLast)
     {
         reserialization =
-            std::max(reserialization, lastTx - txPs(lastPayload + overhead, spineBps));
+            std::max (reserialization, lastTx - txPs (lastPayload + overhead, spineBps));
     }
-    return PicoSeconds(ps + 2 * intraPs + 2 * interPs + 3 * switchPs + reserialization);
+    return PicoSeconds (ps + 2 * intraPs + 2 * interPs + 3 * switchPs + reserialization);
 }
 
 int64_t
-ClosTopology::IdealFctNs(uint32_t srcHost,
-                         uint32_t dstHost,
-                         uint64_t sizeBytes,
-                         uint32_t perPacketHeaderBytes,
-                         uint32_t mssBytes) const
+ClosTopology::IdealFctNs (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes,
+                          uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
 {
-    Time ideal = IdealFct(srcHost, dstHost, sizeBytes, perPacketHeaderBytes, mssBytes);
-    return (ideal.GetPicoSeconds() + 500) / 1000;
+    Time ideal = IdealFct (srcHost, dstHost, sizeBytes, perPacketHeaderBytes, mssBytes);
+    return (ideal.GetPicoSeconds () + 500) / 1000;
 }
 
 } // namespace ns3

@@ -34,68 +34,68 @@ namespace ns3
 class ClosTopology : public Object
 {
   public:
-    static TypeId GetTypeId();
-    ClosTopology();
-    ~ClosTopology() override;
+    static TypeId GetTypeId ();
+    ClosTopology ();
+    ~ClosTopology () override;
 
     /// Queue type (and attributes) for every switch port.  Default ns3::DropTailEcnQueue.
-    void SetSwitchQueue(const ObjectFactory& factory);
+    void SetSwitchQueue (const ObjectFactory& factory);
     /// Queue type (and attributes) for every host NIC.  Default ns3::DropTailEcnQueue.
-    void SetHostQueue(const ObjectFactory& factory);
+    void SetHostQueue (const ObjectFactory& factory);
 
     /// Create nodes, ports, cables, queues and switch tables.  Call once.
-    void Build();
+    void Build ();
 
-    uint32_t GetNRacks() const
+    uint32_t GetNRacks () const
     {
         return m_racks;
     }
 
-    uint32_t GetHostsPerRack() const
+    uint32_t GetHostsPerRack () const
     {
         return m_hostsPerRack;
     }
 
-    uint32_t GetNSpines() const
+    uint32_t GetNSpines () const
     {
         return m_spines;
     }
 
-    uint32_t GetNHosts() const
+    uint32_t GetNHosts () const
     {
         return m_racks * m_hostsPerRack;
     }
 
-    uint32_t GetRackOfHost(uint32_t host) const
+    uint32_t GetRackOfHost (uint32_t host) const
     {
         return host / m_hostsPerRack;
     }
 
-    DataRate GetAccessRate() const
+    DataRate GetAccessRate () const
     {
         return m_accessRate;
     }
 
     /// \returns the ToR-spine link rate (spineRateFactor × access rate).
-    DataRate GetSpineRate() const;
+    DataRate GetSpineRate () const;
 
-    Time GetSwitchingDelay() const
+    Time GetSwitchingDelay () const
     {
         return m_switchingDelay;
     }
 
     /// \returns the propagation delay of a host-ToR cable.
-    Time GetIntraRackDelay() const;
+    Time GetIntraRackDelay () const;
     /// \returns the propagation delay of a ToR-spine cable.
-    Time GetInterRackDelay() const;
+    Time GetInterRackDelay () const;
 
-    Ptr<Node> GetHost(uint32_t host) const;
-    Ptr<FabricNetDevice> GetHostDevice(uint32_t host) const;
-    NodeContainer GetHosts() const;
-    Ptr<FabricSwitch> GetTor(uint32_t rack) const;
-    Ptr<FabricSwitch> GetSpine(uint32_t spine) const;
+    Ptr<Node> GetHost (uint32_t host) const;
+    Ptr<FabricNetDevice> GetHostDevice (uint32_t host) const;
+    NodeContainer GetHosts () const;
+    Ptr<FabricSwitch> GetTor (uint32_t rack) const;
+    Ptr<FabricSwitch> GetSpine (uint32_t spine) const;
     /// \returns every switch port (ToRs first, then spines).
-    std::vector<Ptr<FabricNetDevice>> GetSwitchPorts() const;
+    std::vector<Ptr<FabricNetDevice>> GetSwitchPorts () const;
 
     /**
      * \returns the FCT of a flow alone in the network, with exactly the pipelining of the
@@ -111,18 +111,12 @@ class ClosTopology : public Object
      * destination ToR sends it back out at R.  Derivation: topologies/doc/clos.md.
      * \throws via NS_ABORT if a host index is out of range or mssBytes is 0.
      */
-    Time IdealFct(uint32_t srcHost,
-                  uint32_t dstHost,
-                  uint64_t sizeBytes,
-                  uint32_t perPacketHeaderBytes,
-                  uint32_t mssBytes) const;
+    Time IdealFct (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes,
+                   uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
 
     /// IdealFct in ns, rounded to the nearest ns.
-    int64_t IdealFctNs(uint32_t srcHost,
-                       uint32_t dstHost,
-                       uint64_t sizeBytes,
-                       uint32_t perPacketHeaderBytes,
-                       uint32_t mssBytes) const;
+    int64_t IdealFctNs (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes,
+                        uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
 
   private:
     uint32_t m_racks{9};

@@ -9,49 +9,49 @@
 namespace ns3
 {
 
-NS_LOG_COMPONENT_DEFINE("DropTailEcnQueue");
-NS_OBJECT_ENSURE_REGISTERED(DropTailEcnQueue);
+NS_LOG_COMPONENT_DEFINE ("DropTailEcnQueue");
+NS_OBJECT_ENSURE_REGISTERED (DropTailEcnQueue);
 
 TypeId
-DropTailEcnQueue::GetTypeId()
+DropTailEcnQueue::GetTypeId ()
 {
     static TypeId tid =
-        TypeId("ns3::DropTailEcnQueue")
-            .SetParent<FabricQueue>()
-            .SetGroupName("Disaggsim")
-            .AddConstructor<DropTailEcnQueue>()
-            .AddAttribute("MarkThresholdBytes",
-                          "DCTCP marking threshold K in wire bytes: an ECT frame arriving when "
-                          "the occupancy exceeds K is CE-marked (Alizadeh et al. SIGCOMM'10 "
-                          "§3.1); 0 disables marking",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&DropTailEcnQueue::m_markThresholdBytes),
-                          MakeUintegerChecker<uint32_t>());
+        TypeId ("ns3::DropTailEcnQueue")
+            .SetParent<FabricQueue> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<DropTailEcnQueue> ()
+            .AddAttribute ("MarkThresholdBytes",
+                           "DCTCP marking threshold K in wire bytes: an ECT frame arriving when "
+                           "the occupancy exceeds K is CE-marked (Alizadeh et al. SIGCOMM'10 "
+                           "§3.1); 0 disables marking",
+                           UintegerValue (0),
+                           MakeUintegerAccessor (&DropTailEcnQueue::m_markThresholdBytes),
+                           MakeUintegerChecker<uint32_t> ());
     return tid;
 }
 
-DropTailEcnQueue::DropTailEcnQueue() = default;
+DropTailEcnQueue::DropTailEcnQueue () = default;
 
-DropTailEcnQueue::~DropTailEcnQueue() = default;
+DropTailEcnQueue::~DropTailEcnQueue () = default;
 
 bool
-DropTailEcnQueue::DoEnqueue(FabricQueueItem&& item)
+DropTailEcnQueue::DoEnqueue (FabricQueueItem&& item)
 {
-    uint32_t bytesBefore = GetNBytes();
-    if (m_markThresholdBytes != 0 && bytesBefore > m_markThresholdBytes && item.header.IsEct())
+    uint32_t bytesBefore = GetNBytes ();
+    if (m_markThresholdBytes != 0 && bytesBefore > m_markThresholdBytes && item.header.IsEct ())
     {
         item.header.ecn = FabricEcn::CE;
-        NotifyMarked(item, bytesBefore);
+        NotifyMarked (item, bytesBefore);
     }
-    m_items.push_back(std::move(item));
+    m_items.push_back (std::move (item));
     return true;
 }
 
 FabricQueueItem
-DropTailEcnQueue::DoDequeue()
+DropTailEcnQueue::DoDequeue ()
 {
-    FabricQueueItem item = std::move(m_items.front());
-    m_items.pop_front();
+    FabricQueueItem item = std::move (m_items.front ());
+    m_items.pop_front ();
     return item;
 }
 

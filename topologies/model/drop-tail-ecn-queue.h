@@ -20,18 +20,18 @@ namespace ns3
 class DropTailEcnQueue : public FabricQueue
 {
   public:
-    static TypeId GetTypeId();
-    DropTailEcnQueue();
-    ~DropTailEcnQueue() override;
+    static TypeId GetTypeId ();
+    DropTailEcnQueue ();
+    ~DropTailEcnQueue () override;
 
-    uint32_t GetMarkThresholdBytes() const
+    uint32_t GetMarkThresholdBytes () const
     {
         return m_markThresholdBytes;
     }
 
   protected:
-    bool DoEnqueue(FabricQueueItem&& item) override;
-    FabricQueueItem DoDequeue() override;
+    bool DoEnqueue (FabricQueueItem&& item) override;
+    FabricQueueItem DoDequeue () override;
 
   private:
     uint32_t m_markThresholdBytes{0};

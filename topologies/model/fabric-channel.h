@@ -29,30 +29,27 @@ class FabricNetDevice;
 class FabricChannel : public Channel
 {
   public:
-    static TypeId GetTypeId();
-    FabricChannel();
-    ~FabricChannel() override;
+    static TypeId GetTypeId ();
+    FabricChannel ();
+    ~FabricChannel () override;
 
     /// Connect \p device to this channel (at most two devices).
-    void Attach(Ptr<FabricNetDevice> device);
+    void Attach (Ptr<FabricNetDevice> device);
 
     /**
      * Put a frame on the wire from \p sender: schedules its reception at the peer (see class
      * doc).  \p start is when the first bit leaves (>= now), \p txTime its serialization time.
      */
-    void Transmit(Ptr<FabricNetDevice> sender,
-                  Ptr<Packet> packet,
-                  const FabricHeader& header,
-                  Time start,
-                  Time txTime);
+    void Transmit (Ptr<FabricNetDevice> sender, Ptr<Packet> packet, const FabricHeader& header,
+                   Time start, Time txTime);
 
-    Time GetDelay() const
+    Time GetDelay () const
     {
         return m_delay;
     }
 
-    std::size_t GetNDevices() const override;
-    Ptr<NetDevice> GetDevice(std::size_t i) const override;
+    std::size_t GetNDevices () const override;
+    Ptr<NetDevice> GetDevice (std::size_t i) const override;
 
   private:
     Time m_delay;

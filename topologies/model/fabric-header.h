@@ -52,29 +52,29 @@ struct FabricHeader
     uint32_t payloadBytes{0};
 
     /// \returns true if the frame is ECN-capable (ECT(0) or ECT(1)) and may be CE-marked.
-    bool IsEct() const
+    bool IsEct () const
     {
         return ecn == FabricEcn::ECT0 || ecn == FabricEcn::ECT1;
     }
 };
 
-std::ostream& operator<<(std::ostream& os, const FabricHeader& header);
+std::ostream& operator<< (std::ostream& os, const FabricHeader& header);
 
 /// First host address of the fabric: host i has IPv4 address 10.0.0.1 + i (one /8 subnet).
 constexpr uint32_t kFabricFirstHostIpv4 = 0x0A000001;
 
 /// \returns the IPv4 address of host \p host (10.0.0.1 + host).
 inline Ipv4Address
-FabricHostIpv4Address(uint32_t host)
+FabricHostIpv4Address (uint32_t host)
 {
-    return Ipv4Address(kFabricFirstHostIpv4 + host);
+    return Ipv4Address (kFabricFirstHostIpv4 + host);
 }
 
 /// \returns the host index of IPv4 address \p address (inverse of FabricHostIpv4Address).
 inline uint32_t
-FabricHostFromIpv4Address(Ipv4Address address)
+FabricHostFromIpv4Address (Ipv4Address address)
 {
-    return address.Get() - kFabricFirstHostIpv4;
+    return address.Get () - kFabricFirstHostIpv4;
 }
 
 /**
@@ -82,11 +82,8 @@ FabricHostFromIpv4Address(Ipv4Address address)
  * packed tuple), used as FabricHeader::flowHash so that every packet of a flow takes the
  * same ECMP path.
  */
-uint32_t FabricFlowHash(uint32_t srcIpv4,
-                        uint32_t dstIpv4,
-                        uint8_t protocol,
-                        uint16_t srcPort,
-                        uint16_t dstPort);
+uint32_t FabricFlowHash (uint32_t srcIpv4, uint32_t dstIpv4, uint8_t protocol, uint16_t srcPort,
+                         uint16_t dstPort);
 
 } // namespace ns3
 

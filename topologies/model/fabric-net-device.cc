@@ -17,8 +17,8 @@
 namespace ns3
 {
 
-NS_LOG_COMPONENT_DEFINE("FabricNetDevice");
-NS_OBJECT_ENSURE_REGISTERED(FabricNetDevice);
+NS_LOG_COMPONENT_DEFINE ("FabricNetDevice");
+NS_OBJECT_ENSURE_REGISTERED (FabricNetDevice);
 
 namespace
 {
@@ -29,256 +29,249 @@ constexpr uint32_t kUdpHeaderBytes = 8;
 } // namespace
 
 TypeId
-FabricNetDevice::GetTypeId()
+FabricNetDevice::GetTypeId ()
 {
     static TypeId tid =
-        TypeId("ns3::FabricNetDevice")
-            .SetParent<NetDevice>()
-            .SetGroupName("Disaggsim")
-            .AddConstructor<FabricNetDevice>()
-            .AddAttribute(
-                "DataRate",
-                "Line rate of the port",
-                DataRateValue(DataRate("40Gbps")),
-                MakeDataRateAccessor(&FabricNetDevice::SetDataRate, &FabricNetDevice::GetDataRate),
-                MakeDataRateChecker())
-            .AddAttribute("Mtu",
-                          "Largest IP packet in bytes (Ethernet's 1500 B)",
-                          UintegerValue(1500),
-                          MakeUintegerAccessor(&FabricNetDevice::SetMtu, &FabricNetDevice::GetMtu),
-                          MakeUintegerChecker<uint16_t>())
-            .AddAttribute("TxQueue",
-                          "The egress queue",
-                          PointerValue(),
-                          MakePointerAccessor(&FabricNetDevice::m_queue),
-                          MakePointerChecker<FabricQueue>())
-            .AddTraceSource("Tx",
-                            "A frame started transmission",
-                            MakeTraceSourceAccessor(&FabricNetDevice::m_txTrace),
-                            "ns3::FabricNetDevice::FrameTracedCallback")
-            .AddTraceSource("Rx",
-                            "A frame was received",
-                            MakeTraceSourceAccessor(&FabricNetDevice::m_rxTrace),
-                            "ns3::FabricNetDevice::FrameTracedCallback");
+        TypeId ("ns3::FabricNetDevice")
+            .SetParent<NetDevice> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<FabricNetDevice> ()
+            .AddAttribute (
+                "DataRate", "Line rate of the port", DataRateValue (DataRate ("40Gbps")),
+                MakeDataRateAccessor (&FabricNetDevice::SetDataRate, &FabricNetDevice::GetDataRate),
+                MakeDataRateChecker ())
+            .AddAttribute (
+                "Mtu", "Largest IP packet in bytes (Ethernet's 1500 B)", UintegerValue (1500),
+                MakeUintegerAccessor (&FabricNetDevice::SetMtu, &FabricNetDevice::GetMtu),
+                MakeUintegerChecker<uint16_t> ())
+            .AddAttribute ("TxQueue", "The egress queue", PointerValue (),
+                           MakePointerAccessor (&FabricNetDevice::m_queue),
+                           MakePointerChecker<FabricQueue> ())
+            .AddTraceSource ("Tx", "A frame started transmission",
+                             MakeTraceSourceAccessor (&FabricNetDevice::m_txTrace),
+                             "ns3::FabricNetDevice::FrameTracedCallback")
+            .AddTraceSource ("Rx", "A frame was received",
+                             MakeTraceSourceAccessor (&FabricNetDevice::m_rxTrace),
+                             "ns3::FabricNetDevice::FrameTracedCallback");
     return tid;
 }
 
-FabricNetDevice::FabricNetDevice()
-    : m_address(Mac48Address::Allocate())
+FabricNetDevice::FabricNetDevice ()
+      : m_address (Mac48Address::Allocate ())
 {
 }
 
-FabricNetDevice::~FabricNetDevice() = default;
+FabricNetDevice::~FabricNetDevice () = default;
 
 void
-FabricNetDevice::DoDispose()
+FabricNetDevice::DoDispose ()
 {
     m_node = nullptr;
     m_channel = nullptr;
     m_queue = nullptr;
-    m_rxCallback.Nullify();
-    m_promiscCallback.Nullify();
-    m_fabricRxCallback.Nullify();
-    NetDevice::DoDispose();
+    m_rxCallback.Nullify ();
+    m_promiscCallback.Nullify ();
+    m_fabricRxCallback.Nullify ();
+    NetDevice::DoDispose ();
 }
 
 Time
-FabricNetDevice::TxTimeFor(uint64_t wireBytes, uint64_t bitRate)
+FabricNetDevice::TxTimeFor (uint64_t wireBytes, uint64_t bitRate)
 {
-    NS_ABORT_MSG_IF(bitRate == 0, "FabricNetDevice: DataRate is zero");
+    NS_ABORT_MSG_IF (bitRate == 0, "FabricNetDevice: DataRate is zero");
     const uint64_t psPerSecond = 1000000000000ULL;
     uint64_t bits = wireBytes * 8;
     // bits * 1e12 overflows 64 bits above ~2.3 MB frames; frames are <= 64 KB.
     uint64_t ps = (bits * psPerSecond + bitRate - 1) / bitRate;
-    return PicoSeconds(static_cast<int64_t>(ps));
+    return PicoSeconds (static_cast<int64_t> (ps));
 }
 
 void
-FabricNetDevice::Attach(Ptr<FabricChannel> channel)
+FabricNetDevice::Attach (Ptr<FabricChannel> channel)
 {
     m_channel = channel;
-    channel->Attach(this);
+    channel->Attach (this);
 }
 
 void
-FabricNetDevice::SetQueue(Ptr<FabricQueue> queue)
+FabricNetDevice::SetQueue (Ptr<FabricQueue> queue)
 {
     m_queue = queue;
 }
 
 Ptr<FabricQueue>
-FabricNetDevice::GetQueue() const
+FabricNetDevice::GetQueue () const
 {
     return m_queue;
 }
 
 DataRate
-FabricNetDevice::GetDataRate() const
+FabricNetDevice::GetDataRate () const
 {
     return m_dataRate;
 }
 
 void
-FabricNetDevice::SetDataRate(DataRate rate)
+FabricNetDevice::SetDataRate (DataRate rate)
 {
     m_dataRate = rate;
-    m_bitRate = rate.GetBitRate();
+    m_bitRate = rate.GetBitRate ();
 }
 
 void
-FabricNetDevice::SetCutThrough(Time switchingDelay)
+FabricNetDevice::SetCutThrough (Time switchingDelay)
 {
     m_cutThrough = true;
     m_cutThroughDelay = switchingDelay;
 }
 
 void
-FabricNetDevice::SetFabricReceiveCallback(FabricReceiveCallback callback)
+FabricNetDevice::SetFabricReceiveCallback (FabricReceiveCallback callback)
 {
     m_fabricRxCallback = callback;
 }
 
 bool
-FabricNetDevice::SendFabric(Ptr<Packet> packet, const FabricHeader& header)
+FabricNetDevice::SendFabric (Ptr<Packet> packet, const FabricHeader& header)
 {
-    return EnqueueFrame(packet, header, Time(0));
+    return EnqueueFrame (packet, header, Time (0));
 }
 
 bool
-FabricNetDevice::EnqueueFrame(Ptr<Packet> packet, const FabricHeader& header, Time notBefore)
+FabricNetDevice::EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore)
 {
-    NS_ASSERT_MSG(m_queue, "FabricNetDevice: no egress queue");
-    if (!m_queue->Enqueue(FabricQueueItem{packet, header, notBefore}))
+    NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
+    if (!m_queue->Enqueue (FabricQueueItem{packet, header, notBefore}))
     {
         return false;
     }
     if (!m_txCompletePending)
     {
-        Time now = Simulator::Now();
+        Time now = Simulator::Now ();
         if (now >= m_busyUntil)
         {
-            StartTransmission();
+            StartTransmission ();
         }
         else
         {
             m_txCompletePending = true;
-            Simulator::Schedule(m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
+            Simulator::Schedule (m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
         }
     }
     return true;
 }
 
 void
-FabricNetDevice::StartTransmission()
+FabricNetDevice::StartTransmission ()
 {
     FabricQueueItem item;
-    if (!m_queue->Dequeue(item))
+    if (!m_queue->Dequeue (item))
     {
         return;
     }
-    Time now = Simulator::Now();
+    Time now = Simulator::Now ();
     Time start = item.notBefore > now ? item.notBefore : now;
-    Time txTime = TxTime(item.GetWireBytes());
+    Time txTime = TxTime (item.GetWireBytes ());
     m_busyUntil = start + txTime;
     ++m_txPackets;
-    if (!m_txTrace.IsEmpty())
+    if (!m_txTrace.IsEmpty ())
     {
-        m_txTrace(item.packet, item.header);
+        m_txTrace (item.packet, item.header);
     }
-    m_channel->Transmit(this, item.packet, item.header, start, txTime);
+    m_channel->Transmit (this, item.packet, item.header, start, txTime);
     // Only a port with frames waiting needs a completion event; an idle port is restarted
     // by the next EnqueueFrame (one event saved per frame on uncongested ports).
-    if (!m_queue->IsEmpty())
+    if (!m_queue->IsEmpty ())
     {
         m_txCompletePending = true;
-        Simulator::Schedule(m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
+        Simulator::Schedule (m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
     }
 }
 
 void
-FabricNetDevice::TransmitComplete()
+FabricNetDevice::TransmitComplete ()
 {
     m_txCompletePending = false;
-    if (!m_queue->IsEmpty())
+    if (!m_queue->IsEmpty ())
     {
-        StartTransmission();
+        StartTransmission ();
     }
 }
 
 void
-FabricNetDevice::Receive(Ptr<Packet> packet, FabricHeader header, Time txTime)
+FabricNetDevice::Receive (Ptr<Packet> packet, FabricHeader header, Time txTime)
 {
     ++m_rxPackets;
     if (header.payloadBytes != 0)
     {
         ++m_rxDataPackets;
     }
-    if (!m_rxTrace.IsEmpty())
+    if (!m_rxTrace.IsEmpty ())
     {
-        m_rxTrace(packet, header);
+        m_rxTrace (packet, header);
     }
-    if (!m_fabricRxCallback.IsNull())
+    if (!m_fabricRxCallback.IsNull ())
     {
-        m_fabricRxCallback(this, packet, header, txTime);
+        m_fabricRxCallback (this, packet, header, txTime);
         return;
     }
-    if (m_rxCallback.IsNull())
+    if (m_rxCallback.IsNull ())
     {
-        NS_LOG_WARN("FabricNetDevice: frame dropped, no protocol handler on this host");
+        NS_LOG_WARN ("FabricNetDevice: frame dropped, no protocol handler on this host");
         return;
     }
     if (header.ecn == FabricEcn::CE && header.protocol == kIpv4Protocol)
     {
         // RFC 6040 §4.2: an outer CE on an ECN-capable inner header becomes inner CE.
-        packet = packet->Copy();
+        packet = packet->Copy ();
         Ipv4Header ipv4;
-        packet->RemoveHeader(ipv4);
-        if (ipv4.GetEcn() != Ipv4Header::ECN_NotECT)
+        packet->RemoveHeader (ipv4);
+        if (ipv4.GetEcn () != Ipv4Header::ECN_NotECT)
         {
-            ipv4.SetEcn(Ipv4Header::ECN_CE);
+            ipv4.SetEcn (Ipv4Header::ECN_CE);
         }
-        packet->AddHeader(ipv4);
+        packet->AddHeader (ipv4);
     }
-    if (!m_promiscCallback.IsNull())
+    if (!m_promiscCallback.IsNull ())
     {
-        m_promiscCallback(this, packet, header.protocol, GetBroadcast(), m_address, PACKET_HOST);
+        m_promiscCallback (this, packet, header.protocol, GetBroadcast (), m_address, PACKET_HOST);
     }
-    m_rxCallback(this, packet, header.protocol, GetBroadcast());
+    m_rxCallback (this, packet, header.protocol, GetBroadcast ());
 }
 
 bool
-FabricNetDevice::BuildIpv4Header(Ptr<const Packet> packet, FabricHeader& header) const
+FabricNetDevice::BuildIpv4Header (Ptr<const Packet> packet, FabricHeader& header) const
 {
     // Read the IPv4 header and the first 14 bytes of a TCP/UDP header straight from the
     // packet buffer: cheaper than deserializing header objects on every packet.
     uint8_t buf[60 + 14];
-    uint32_t n = packet->CopyData(buf, sizeof(buf));
+    uint32_t n = packet->CopyData (buf, sizeof (buf));
     if (n < 20 || (buf[0] >> 4) != 4)
     {
         return false;
     }
     uint32_t ihlBytes = (buf[0] & 0x0F) * 4u;
-    uint32_t totalLength = (uint32_t(buf[2]) << 8) | buf[3];
+    uint32_t totalLength = (uint32_t (buf[2]) << 8) | buf[3];
     uint8_t protocol = buf[9];
-    uint32_t src =
-        (uint32_t(buf[12]) << 24) | (uint32_t(buf[13]) << 16) | (uint32_t(buf[14]) << 8) | buf[15];
-    uint32_t dst =
-        (uint32_t(buf[16]) << 24) | (uint32_t(buf[17]) << 16) | (uint32_t(buf[18]) << 8) | buf[19];
+    uint32_t src = (uint32_t (buf[12]) << 24) | (uint32_t (buf[13]) << 16) |
+                   (uint32_t (buf[14]) << 8) | buf[15];
+    uint32_t dst = (uint32_t (buf[16]) << 24) | (uint32_t (buf[17]) << 16) |
+                   (uint32_t (buf[18]) << 8) | buf[19];
     uint16_t srcPort = 0;
     uint16_t dstPort = 0;
     uint32_t l4HeaderBytes = 0;
     if ((protocol == kTcpProtocol || protocol == kUdpProtocol) && n >= ihlBytes + 14)
     {
         const uint8_t* l4 = buf + ihlBytes;
-        srcPort = static_cast<uint16_t>((l4[0] << 8) | l4[1]);
-        dstPort = static_cast<uint16_t>((l4[2] << 8) | l4[3]);
+        srcPort = static_cast<uint16_t> ((l4[0] << 8) | l4[1]);
+        dstPort = static_cast<uint16_t> ((l4[2] << 8) | l4[3]);
         l4HeaderBytes = protocol == kTcpProtocol ? (l4[12] >> 4) * 4u : kUdpHeaderBytes;
     }
-    header.srcHost = static_cast<uint16_t>(src - kFabricFirstHostIpv4);
-    header.dstHost = static_cast<uint16_t>(dst - kFabricFirstHostIpv4);
+    header.srcHost = static_cast<uint16_t> (src - kFabricFirstHostIpv4);
+    header.dstHost = static_cast<uint16_t> (dst - kFabricFirstHostIpv4);
     header.protocol = kIpv4Protocol;
-    header.ecn = static_cast<FabricEcn>(buf[1] & 0x03);
-    header.flowHash = FabricFlowHash(src, dst, protocol, srcPort, dstPort);
+    header.ecn = static_cast<FabricEcn> (buf[1] & 0x03);
+    header.flowHash = FabricFlowHash (src, dst, protocol, srcPort, dstPort);
     header.rank = 0;
     uint32_t headerBytes = ihlBytes + l4HeaderBytes;
     header.payloadBytes = totalLength > headerBytes ? totalLength - headerBytes : 0;
@@ -286,160 +279,158 @@ FabricNetDevice::BuildIpv4Header(Ptr<const Packet> packet, FabricHeader& header)
 }
 
 bool
-FabricNetDevice::Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber)
+FabricNetDevice::Send (Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber)
 {
     if (protocolNumber != kIpv4Protocol)
     {
-        NS_LOG_WARN("FabricNetDevice: only IPv4 goes through Send(); use SendFabric()");
+        NS_LOG_WARN ("FabricNetDevice: only IPv4 goes through Send(); use SendFabric()");
         return false;
     }
     FabricHeader header;
-    if (!BuildIpv4Header(packet, header))
+    if (!BuildIpv4Header (packet, header))
     {
-        NS_LOG_WARN("FabricNetDevice: malformed IPv4 packet dropped");
+        NS_LOG_WARN ("FabricNetDevice: malformed IPv4 packet dropped");
         return false;
     }
-    return EnqueueFrame(packet, header, Time(0));
+    return EnqueueFrame (packet, header, Time (0));
 }
 
 bool
-FabricNetDevice::SendFrom(Ptr<Packet> packet,
-                          const Address& source,
-                          const Address& dest,
-                          uint16_t protocolNumber)
+FabricNetDevice::SendFrom (Ptr<Packet> packet, const Address& source, const Address& dest,
+                           uint16_t protocolNumber)
 {
-    return Send(packet, dest, protocolNumber);
+    return Send (packet, dest, protocolNumber);
 }
 
 void
-FabricNetDevice::SetIfIndex(const uint32_t index)
+FabricNetDevice::SetIfIndex (const uint32_t index)
 {
     m_ifIndex = index;
 }
 
 uint32_t
-FabricNetDevice::GetIfIndex() const
+FabricNetDevice::GetIfIndex () const
 {
     return m_ifIndex;
 }
 
 Ptr<Channel>
-FabricNetDevice::GetChannel() const
+FabricNetDevice::GetChannel () const
 {
     return m_channel;
 }
 
 void
-FabricNetDevice::SetAddress(Address address)
+FabricNetDevice::SetAddress (Address address)
 {
-    m_address = Mac48Address::ConvertFrom(address);
+    m_address = Mac48Address::ConvertFrom (address);
 }
 
 Address
-FabricNetDevice::GetAddress() const
+FabricNetDevice::GetAddress () const
 {
     return m_address;
 }
 
 bool
-FabricNetDevice::SetMtu(const uint16_t mtu)
+FabricNetDevice::SetMtu (const uint16_t mtu)
 {
     m_mtu = mtu;
     return true;
 }
 
 uint16_t
-FabricNetDevice::GetMtu() const
+FabricNetDevice::GetMtu () const
 {
     return m_mtu;
 }
 
 bool
-FabricNetDevice::IsLinkUp() const
+FabricNetDevice::IsLinkUp () const
 {
     return true;
 }
 
 void
-FabricNetDevice::AddLinkChangeCallback(Callback<void> callback)
+FabricNetDevice::AddLinkChangeCallback (Callback<void> callback)
 {
 }
 
 bool
-FabricNetDevice::IsBroadcast() const
+FabricNetDevice::IsBroadcast () const
 {
     return true;
 }
 
 Address
-FabricNetDevice::GetBroadcast() const
+FabricNetDevice::GetBroadcast () const
 {
-    return Mac48Address::GetBroadcast();
+    return Mac48Address::GetBroadcast ();
 }
 
 bool
-FabricNetDevice::IsMulticast() const
+FabricNetDevice::IsMulticast () const
 {
     return false;
 }
 
 Address
-FabricNetDevice::GetMulticast(Ipv4Address multicastGroup) const
+FabricNetDevice::GetMulticast (Ipv4Address multicastGroup) const
 {
-    return Mac48Address::GetMulticast(multicastGroup);
+    return Mac48Address::GetMulticast (multicastGroup);
 }
 
 Address
-FabricNetDevice::GetMulticast(Ipv6Address addr) const
+FabricNetDevice::GetMulticast (Ipv6Address addr) const
 {
-    return Mac48Address::GetMulticast(addr);
+    return Mac48Address::GetMulticast (addr);
 }
 
 bool
-FabricNetDevice::IsBridge() const
+FabricNetDevice::IsBridge () const
 {
     return false;
 }
 
 bool
-FabricNetDevice::IsPointToPoint() const
+FabricNetDevice::IsPointToPoint () const
 {
     return false;
 }
 
 Ptr<Node>
-FabricNetDevice::GetNode() const
+FabricNetDevice::GetNode () const
 {
     return m_node;
 }
 
 void
-FabricNetDevice::SetNode(Ptr<Node> node)
+FabricNetDevice::SetNode (Ptr<Node> node)
 {
     m_node = node;
-    m_nodeId = node->GetId();
+    m_nodeId = node->GetId ();
 }
 
 bool
-FabricNetDevice::NeedsArp() const
+FabricNetDevice::NeedsArp () const
 {
     return false;
 }
 
 void
-FabricNetDevice::SetReceiveCallback(NetDevice::ReceiveCallback cb)
+FabricNetDevice::SetReceiveCallback (NetDevice::ReceiveCallback cb)
 {
     m_rxCallback = cb;
 }
 
 void
-FabricNetDevice::SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb)
+FabricNetDevice::SetPromiscReceiveCallback (NetDevice::PromiscReceiveCallback cb)
 {
     m_promiscCallback = cb;
 }
 
 bool
-FabricNetDevice::SupportsSendFrom() const
+FabricNetDevice::SupportsSendFrom () const
 {
     return false;
 }

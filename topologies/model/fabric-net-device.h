@@ -34,9 +34,9 @@ class Node;
 class FabricNetDevice : public NetDevice
 {
   public:
-    static TypeId GetTypeId();
-    FabricNetDevice();
-    ~FabricNetDevice() override;
+    static TypeId GetTypeId ();
+    FabricNetDevice ();
+    ~FabricNetDevice () override;
 
     /// Callback for frames received through the fast path: (device, packet, header, txTime
     /// of the frame on the incoming link).
@@ -44,108 +44,106 @@ class FabricNetDevice : public NetDevice
         FabricReceiveCallback;
 
     /// Signature of the Tx and Rx trace sources.
-    typedef void (*FrameTracedCallback)(Ptr<const Packet> packet, const FabricHeader& header);
+    typedef void (*FrameTracedCallback) (Ptr<const Packet> packet, const FabricHeader& header);
 
     /// \returns the serialization time of \p wireBytes at \p bitRate: ceil(bits * 1e12 /
     /// rate) ps.  Shared with ClosTopology::IdealFct so that both use the same rounding.
-    static Time TxTimeFor(uint64_t wireBytes, uint64_t bitRate);
+    static Time TxTimeFor (uint64_t wireBytes, uint64_t bitRate);
 
-    void Attach(Ptr<FabricChannel> channel);
-    void SetQueue(Ptr<FabricQueue> queue);
-    Ptr<FabricQueue> GetQueue() const;
-    DataRate GetDataRate() const;
-    void SetDataRate(DataRate rate);
+    void Attach (Ptr<FabricChannel> channel);
+    void SetQueue (Ptr<FabricQueue> queue);
+    Ptr<FabricQueue> GetQueue () const;
+    DataRate GetDataRate () const;
+    void SetDataRate (DataRate rate);
 
     /// \returns the serialization time of a frame of \p wireBytes on this port.
-    Time TxTime(uint64_t wireBytes) const
+    Time TxTime (uint64_t wireBytes) const
     {
-        return TxTimeFor(wireBytes, m_bitRate);
+        return TxTimeFor (wireBytes, m_bitRate);
     }
 
     /// Make this a cut-through switch port: frames are delivered here \p switchingDelay after
     /// their head arrives.
-    void SetCutThrough(Time switchingDelay);
+    void SetCutThrough (Time switchingDelay);
 
     /// \returns the id of the node this port belongs to (cached for the channel's events).
-    uint32_t GetNodeId() const
+    uint32_t GetNodeId () const
     {
         return m_nodeId;
     }
 
-    bool IsCutThrough() const
+    bool IsCutThrough () const
     {
         return m_cutThrough;
     }
 
-    Time GetCutThroughDelay() const
+    Time GetCutThroughDelay () const
     {
         return m_cutThroughDelay;
     }
 
     /// Deliver received frames to \p callback instead of the node's protocol handlers.
-    void SetFabricReceiveCallback(FabricReceiveCallback callback);
+    void SetFabricReceiveCallback (FabricReceiveCallback callback);
 
     /// Send a frame whose fabric header the caller built (non-IP transports).
-    bool SendFabric(Ptr<Packet> packet, const FabricHeader& header);
+    bool SendFabric (Ptr<Packet> packet, const FabricHeader& header);
 
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
-    bool EnqueueFrame(Ptr<Packet> packet, const FabricHeader& header, Time notBefore);
+    bool EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore);
 
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
-    void Receive(Ptr<Packet> packet, FabricHeader header, Time txTime);
+    void Receive (Ptr<Packet> packet, FabricHeader header, Time txTime);
 
-    uint64_t GetTxPackets() const
+    uint64_t GetTxPackets () const
     {
         return m_txPackets;
     }
 
-    uint64_t GetRxPackets() const
+    uint64_t GetRxPackets () const
     {
         return m_rxPackets;
     }
 
     /// \returns received frames whose header says they carry transport payload.
-    uint64_t GetRxDataPackets() const
+    uint64_t GetRxDataPackets () const
     {
         return m_rxDataPackets;
     }
 
     // NetDevice
-    void SetIfIndex(const uint32_t index) override;
-    uint32_t GetIfIndex() const override;
-    Ptr<Channel> GetChannel() const override;
-    void SetAddress(Address address) override;
-    Address GetAddress() const override;
-    bool SetMtu(const uint16_t mtu) override;
-    uint16_t GetMtu() const override;
-    bool IsLinkUp() const override;
-    void AddLinkChangeCallback(Callback<void> callback) override;
-    bool IsBroadcast() const override;
-    Address GetBroadcast() const override;
-    bool IsMulticast() const override;
-    Address GetMulticast(Ipv4Address multicastGroup) const override;
-    Address GetMulticast(Ipv6Address addr) const override;
-    bool IsBridge() const override;
-    bool IsPointToPoint() const override;
-    bool Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber) override;
-    bool SendFrom(Ptr<Packet> packet,
-                  const Address& source,
-                  const Address& dest,
-                  uint16_t protocolNumber) override;
-    Ptr<Node> GetNode() const override;
-    void SetNode(Ptr<Node> node) override;
-    bool NeedsArp() const override;
-    void SetReceiveCallback(NetDevice::ReceiveCallback cb) override;
-    void SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb) override;
-    bool SupportsSendFrom() const override;
+    void SetIfIndex (const uint32_t index) override;
+    uint32_t GetIfIndex () const override;
+    Ptr<Channel> GetChannel () const override;
+    void SetAddress (Address address) override;
+    Address GetAddress () const override;
+    bool SetMtu (const uint16_t mtu) override;
+    uint16_t GetMtu () const override;
+    bool IsLinkUp () const override;
+    void AddLinkChangeCallback (Callback<void> callback) override;
+    bool IsBroadcast () const override;
+    Address GetBroadcast () const override;
+    bool IsMulticast () const override;
+    Address GetMulticast (Ipv4Address multicastGroup) const override;
+    Address GetMulticast (Ipv6Address addr) const override;
+    bool IsBridge () const override;
+    bool IsPointToPoint () const override;
+    bool Send (Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber) override;
+    bool SendFrom (Ptr<Packet> packet, const Address& source, const Address& dest,
+                   uint16_t protocolNumber) override;
+    Ptr<Node> GetNode () const override;
+    void SetNode (Ptr<Node> node) override;
+    bool NeedsArp () const override;
+    void SetReceiveCallback (NetDevice::ReceiveCallback cb) override;
+    void SetPromiscReceiveCallback (NetDevice::PromiscReceiveCallback cb) override;
+    bool SupportsSendFrom () const override;
 
   protected:
-    void DoDispose() override;
+    void DoDispose () override;
 
   private:
-    bool BuildIpv4Header(Ptr<const Packet> packet, FabricHeader& header) const;
-    void StartTransmission();
-    void TransmitComplete();
+    bool BuildIpv4Header (Ptr<const Packet> packet, FabricHeader& header) const;
+    void StartTransmission ();
+    void TransmitComplete ();
 
     Ptr<Node> m_node;
     Ptr<FabricChannel> m_channel;

@@ -11,83 +11,77 @@
 namespace ns3
 {
 
-NS_LOG_COMPONENT_DEFINE("FabricQueue");
-NS_OBJECT_ENSURE_REGISTERED(FabricQueue);
+NS_LOG_COMPONENT_DEFINE ("FabricQueue");
+NS_OBJECT_ENSURE_REGISTERED (FabricQueue);
 
 TypeId
-FabricQueue::GetTypeId()
+FabricQueue::GetTypeId ()
 {
     static TypeId tid =
-        TypeId("ns3::FabricQueue")
-            .SetParent<Object>()
-            .SetGroupName("Disaggsim")
-            .AddAttribute("MaxBytes",
-                          "Capacity in wire bytes (packet + 18 B frame header); 0 = unlimited. "
-                          "Switch ports get the topology's BufferBytes (36 KB per port, "
-                          "Gao et al. OSDI'16 §4.2).",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&FabricQueue::m_maxBytes),
-                          MakeUintegerChecker<uint32_t>())
-            .AddTraceSource("BytesInQueue",
-                            "Occupancy in wire bytes",
-                            MakeTraceSourceAccessor(&FabricQueue::m_bytesInQueue),
-                            "ns3::TracedValueCallback::Uint32")
-            .AddTraceSource("Enqueue",
-                            "A frame was accepted (occupancy before it)",
-                            MakeTraceSourceAccessor(&FabricQueue::m_enqueueTrace),
-                            "ns3::FabricQueue::ItemTracedCallback")
-            .AddTraceSource("Dequeue",
-                            "A frame left for transmission (occupancy before it)",
-                            MakeTraceSourceAccessor(&FabricQueue::m_dequeueTrace),
-                            "ns3::FabricQueue::ItemTracedCallback")
-            .AddTraceSource("Drop",
-                            "A frame was dropped (occupancy at its arrival)",
-                            MakeTraceSourceAccessor(&FabricQueue::m_dropTrace),
-                            "ns3::FabricQueue::ItemTracedCallback")
-            .AddTraceSource("Mark",
-                            "A frame was CE-marked (occupancy at its arrival)",
-                            MakeTraceSourceAccessor(&FabricQueue::m_markTrace),
-                            "ns3::FabricQueue::ItemTracedCallback");
+        TypeId ("ns3::FabricQueue")
+            .SetParent<Object> ()
+            .SetGroupName ("Disaggsim")
+            .AddAttribute ("MaxBytes",
+                           "Capacity in wire bytes (packet + 18 B frame header); 0 = unlimited. "
+                           "Switch ports get the topology's BufferBytes (36 KB per port, "
+                           "Gao et al. OSDI'16 §4.2).",
+                           UintegerValue (0), MakeUintegerAccessor (&FabricQueue::m_maxBytes),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddTraceSource ("BytesInQueue", "Occupancy in wire bytes",
+                             MakeTraceSourceAccessor (&FabricQueue::m_bytesInQueue),
+                             "ns3::TracedValueCallback::Uint32")
+            .AddTraceSource ("Enqueue", "A frame was accepted (occupancy before it)",
+                             MakeTraceSourceAccessor (&FabricQueue::m_enqueueTrace),
+                             "ns3::FabricQueue::ItemTracedCallback")
+            .AddTraceSource ("Dequeue", "A frame left for transmission (occupancy before it)",
+                             MakeTraceSourceAccessor (&FabricQueue::m_dequeueTrace),
+                             "ns3::FabricQueue::ItemTracedCallback")
+            .AddTraceSource ("Drop", "A frame was dropped (occupancy at its arrival)",
+                             MakeTraceSourceAccessor (&FabricQueue::m_dropTrace),
+                             "ns3::FabricQueue::ItemTracedCallback")
+            .AddTraceSource ("Mark", "A frame was CE-marked (occupancy at its arrival)",
+                             MakeTraceSourceAccessor (&FabricQueue::m_markTrace),
+                             "ns3::FabricQueue::ItemTracedCallback");
     return tid;
 }
 
-FabricQueue::FabricQueue() = default;
+FabricQueue::FabricQueue () = default;
 
-FabricQueue::~FabricQueue() = default;
+FabricQueue::~FabricQueue () = default;
 
 void
-FabricQueue::AccumulateOccupancy()
+FabricQueue::AccumulateOccupancy ()
 {
     // Integral of occupancy over time in byte x time steps (converted to seconds on read).
-    Time now = Simulator::Now();
+    Time now = Simulator::Now ();
     m_byteSteps +=
-        static_cast<double>(m_nBytes) * static_cast<double>((now - m_lastChange).GetTimeStep());
+        static_cast<double> (m_nBytes) * static_cast<double> ((now - m_lastChange).GetTimeStep ());
     m_lastChange = now;
 }
 
 bool
-FabricQueue::Enqueue(FabricQueueItem&& item)
+FabricQueue::Enqueue (FabricQueueItem&& item)
 {
-    uint32_t wireBytes = item.GetWireBytes();
+    uint32_t wireBytes = item.GetWireBytes ();
     uint32_t bytesBefore = m_nBytes;
     if (m_maxBytes != 0 && m_nBytes + wireBytes > m_maxBytes)
     {
-        NS_LOG_LOGIC("drop " << item.header << " occupancy " << m_nBytes);
+        NS_LOG_LOGIC ("drop " << item.header << " occupancy " << m_nBytes);
         ++m_droppedPackets;
-        m_dropTrace(item, bytesBefore);
+        m_dropTrace (item, bytesBefore);
         return false;
     }
     // Keep a copy of what the trace needs: DoEnqueue takes the item.
-    if (!m_enqueueTrace.IsEmpty())
+    if (!m_enqueueTrace.IsEmpty ())
     {
-        m_enqueueTrace(item, bytesBefore);
+        m_enqueueTrace (item, bytesBefore);
     }
-    if (!DoEnqueue(std::move(item)))
+    if (!DoEnqueue (std::move (item)))
     {
         ++m_droppedPackets;
         return false;
     }
-    AccumulateOccupancy();
+    AccumulateOccupancy ();
     m_nBytes += wireBytes;
     ++m_nPackets;
     ++m_enqueuedPackets;
@@ -100,49 +94,49 @@ FabricQueue::Enqueue(FabricQueueItem&& item)
 }
 
 bool
-FabricQueue::Dequeue(FabricQueueItem& item)
+FabricQueue::Dequeue (FabricQueueItem& item)
 {
     if (m_nPackets == 0)
     {
         return false;
     }
-    item = DoDequeue();
-    AccumulateOccupancy();
+    item = DoDequeue ();
+    AccumulateOccupancy ();
     uint32_t bytesBefore = m_nBytes;
-    m_nBytes -= item.GetWireBytes();
+    m_nBytes -= item.GetWireBytes ();
     --m_nPackets;
     m_bytesInQueue = m_nBytes;
-    if (!m_dequeueTrace.IsEmpty())
+    if (!m_dequeueTrace.IsEmpty ())
     {
-        m_dequeueTrace(item, bytesBefore);
+        m_dequeueTrace (item, bytesBefore);
     }
     return true;
 }
 
 void
-FabricQueue::NotifyMarked(const FabricQueueItem& item, uint32_t bytesBefore)
+FabricQueue::NotifyMarked (const FabricQueueItem& item, uint32_t bytesBefore)
 {
     ++m_markedPackets;
-    m_markTrace(item, bytesBefore);
+    m_markTrace (item, bytesBefore);
 }
 
 double
-FabricQueue::GetMeanBytes() const
+FabricQueue::GetMeanBytes () const
 {
-    Time now = Simulator::Now();
+    Time now = Simulator::Now ();
     if (now <= m_statsStart)
     {
         return m_nBytes;
     }
-    double byteSteps = m_byteSteps + static_cast<double>(m_nBytes) *
-                                         static_cast<double>((now - m_lastChange).GetTimeStep());
-    return byteSteps / static_cast<double>((now - m_statsStart).GetTimeStep());
+    double byteSteps = m_byteSteps + static_cast<double> (m_nBytes) *
+                                         static_cast<double> ((now - m_lastChange).GetTimeStep ());
+    return byteSteps / static_cast<double> ((now - m_statsStart).GetTimeStep ());
 }
 
 void
-FabricQueue::ResetStatistics()
+FabricQueue::ResetStatistics ()
 {
-    m_statsStart = Simulator::Now();
+    m_statsStart = Simulator::Now ();
     m_lastChange = m_statsStart;
     m_byteSteps = 0;
     m_peakBytes = m_nBytes;

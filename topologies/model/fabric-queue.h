@@ -26,9 +26,9 @@ struct FabricQueueItem
     Time notBefore;
 
     /// \returns the frame's wire bytes: packet bytes + kFabricHeaderBytes.
-    uint32_t GetWireBytes() const
+    uint32_t GetWireBytes () const
     {
-        return packet->GetSize() + kFabricHeaderBytes;
+        return packet->GetSize () + kFabricHeaderBytes;
     }
 };
 
@@ -44,85 +44,85 @@ struct FabricQueueItem
 class FabricQueue : public Object
 {
   public:
-    static TypeId GetTypeId();
-    FabricQueue();
-    ~FabricQueue() override;
+    static TypeId GetTypeId ();
+    FabricQueue ();
+    ~FabricQueue () override;
 
     /**
      * Offer a frame to the queue.  \returns false if it was dropped (the Drop trace fired).
      * May set CE in item.header (the Mark trace fires).
      */
-    bool Enqueue(FabricQueueItem&& item);
+    bool Enqueue (FabricQueueItem&& item);
 
     /// Remove the next frame to transmit into \p item.  \returns false if the queue is empty.
-    bool Dequeue(FabricQueueItem& item);
+    bool Dequeue (FabricQueueItem& item);
 
-    bool IsEmpty() const
+    bool IsEmpty () const
     {
         return m_nPackets == 0;
     }
 
-    uint32_t GetNBytes() const
+    uint32_t GetNBytes () const
     {
         return m_nBytes;
     }
 
-    uint32_t GetNPackets() const
+    uint32_t GetNPackets () const
     {
         return m_nPackets;
     }
 
-    uint32_t GetMaxBytes() const
+    uint32_t GetMaxBytes () const
     {
         return m_maxBytes;
     }
 
-    void SetMaxBytes(uint32_t maxBytes)
+    void SetMaxBytes (uint32_t maxBytes)
     {
         m_maxBytes = maxBytes;
     }
 
     /// \returns the largest occupancy in bytes seen since the last ResetStatistics().
-    uint32_t GetPeakBytes() const
+    uint32_t GetPeakBytes () const
     {
         return m_peakBytes;
     }
 
     /// \returns the time-averaged occupancy in bytes since the last ResetStatistics().
-    double GetMeanBytes() const;
+    double GetMeanBytes () const;
 
-    uint64_t GetDroppedPackets() const
+    uint64_t GetDroppedPackets () const
     {
         return m_droppedPackets;
     }
 
-    uint64_t GetMarkedPackets() const
+    uint64_t GetMarkedPackets () const
     {
         return m_markedPackets;
     }
 
-    uint64_t GetEnqueuedPackets() const
+    uint64_t GetEnqueuedPackets () const
     {
         return m_enqueuedPackets;
     }
 
     /// Restart peak/mean/drop/mark statistics at the current simulation time.
-    void ResetStatistics();
+    void ResetStatistics ();
 
     /// Signature of the Enqueue/Dequeue/Drop trace sources: the frame and the occupancy in
     /// bytes before the operation.
-    typedef void (*ItemTracedCallback)(const FabricQueueItem& item, uint32_t bytesBefore);
+    typedef void (*ItemTracedCallback) (const FabricQueueItem& item, uint32_t bytesBefore);
 
   protected:
     /// Subclass hook: store \p item, or return false to have it dropped.
-    virtual bool DoEnqueue(FabricQueueItem&& item) = 0;
+    virtual bool DoEnqueue (FabricQueueItem&& item) = 0;
     /// Subclass hook: remove the next frame (the queue is not empty).
-    virtual FabricQueueItem DoDequeue() = 0;
+    virtual FabricQueueItem DoDequeue () = 0;
     /// Subclass hook: called after an accepted frame was stored, to report a CE mark.
-    void NotifyMarked(const FabricQueueItem& item, uint32_t bytesBefore);
+    void NotifyMarked (const FabricQueueItem& item, uint32_t bytesBefore);
 
   private:
-    void AccumulateOccupancy();
+    void AccumulateOccupancy ();
 
     uint32_t m_maxBytes{0};
     uint32_t m_nBytes{0};

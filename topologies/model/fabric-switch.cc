@@ -12,84 +12,82 @@
 namespace ns3
 {
 
-NS_LOG_COMPONENT_DEFINE("FabricSwitch");
-NS_OBJECT_ENSURE_REGISTERED(FabricSwitch);
+NS_LOG_COMPONENT_DEFINE ("FabricSwitch");
+NS_OBJECT_ENSURE_REGISTERED (FabricSwitch);
 
 TypeId
-FabricSwitch::GetTypeId()
+FabricSwitch::GetTypeId ()
 {
     static TypeId tid =
-        TypeId("ns3::FabricSwitch")
-            .SetParent<Object>()
-            .SetGroupName("Disaggsim")
-            .AddConstructor<FabricSwitch>()
-            .AddAttribute("SwitchingDelay",
-                          "Cut-through latency from head arrival to forwarding (0.24 us, "
-                          "Gao et al. OSDI'16 Table 4)",
-                          TimeValue(NanoSeconds(240)),
-                          MakeTimeAccessor(&FabricSwitch::m_switchingDelay),
-                          MakeTimeChecker())
-            .AddAttribute("EcmpSalt",
-                          "Mixed into the flow hash before the ECMP modulo (0 = flowHash % n)",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&FabricSwitch::m_ecmpSalt),
-                          MakeUintegerChecker<uint32_t>());
+        TypeId ("ns3::FabricSwitch")
+            .SetParent<Object> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<FabricSwitch> ()
+            .AddAttribute ("SwitchingDelay",
+                           "Cut-through latency from head arrival to forwarding (0.24 us, "
+                           "Gao et al. OSDI'16 Table 4)",
+                           TimeValue (NanoSeconds (240)),
+                           MakeTimeAccessor (&FabricSwitch::m_switchingDelay), MakeTimeChecker ())
+            .AddAttribute ("EcmpSalt",
+                           "Mixed into the flow hash before the ECMP modulo (0 = flowHash % n)",
+                           UintegerValue (0), MakeUintegerAccessor (&FabricSwitch::m_ecmpSalt),
+                           MakeUintegerChecker<uint32_t> ());
     return tid;
 }
 
-FabricSwitch::FabricSwitch() = default;
+FabricSwitch::FabricSwitch () = default;
 
-FabricSwitch::~FabricSwitch() = default;
+FabricSwitch::~FabricSwitch () = default;
 
 uint32_t
-FabricSwitch::AddPort(Ptr<FabricNetDevice> port)
+FabricSwitch::AddPort (Ptr<FabricNetDevice> port)
 {
-    port->SetCutThrough(m_switchingDelay);
-    port->SetFabricReceiveCallback(MakeCallback(&FabricSwitch::Forward, this));
-    m_ports.push_back(port);
-    return static_cast<uint32_t>(m_ports.size() - 1);
+    port->SetCutThrough (m_switchingDelay);
+    port->SetFabricReceiveCallback (MakeCallback (&FabricSwitch::Forward, this));
+    m_ports.push_back (port);
+    return static_cast<uint32_t> (m_ports.size () - 1);
 }
 
 Ptr<FabricNetDevice>
-FabricSwitch::GetPort(uint32_t index) const
+FabricSwitch::GetPort (uint32_t index) const
 {
-    return m_ports.at(index);
+    return m_ports.at (index);
 }
 
 void
-FabricSwitch::SetRoute(uint32_t dstHost, const std::vector<uint32_t>& ports)
+FabricSwitch::SetRoute (uint32_t dstHost, const std::vector<uint32_t>& ports)
 {
-    NS_ABORT_MSG_IF(ports.empty(), "FabricSwitch: empty ECMP group for host " << dstHost);
+    NS_ABORT_MSG_IF (ports.empty (), "FabricSwitch: empty ECMP group for host " << dstHost);
     for (uint32_t port : ports)
     {
-        NS_ABORT_MSG_IF(port >= m_ports.size(), "FabricSwitch: no port " << port);
+        NS_ABORT_MSG_IF (port >= m_ports.size (), "FabricSwitch: no port " << port);
     }
-    auto it = std::find(m_groups.begin(), m_groups.end(), ports);
-    uint32_t group = static_cast<uint32_t>(it - m_groups.begin());
-    if (it == m_groups.end())
+    auto it = std::find (m_groups.begin (), m_groups.end (), ports);
+    uint32_t group = static_cast<uint32_t> (it - m_groups.begin ());
+    if (it == m_groups.end ())
     {
-        m_groups.push_back(ports);
+        m_groups.push_back (ports);
     }
-    if (m_groupOfHost.size() <= dstHost)
+    if (m_groupOfHost.size () <= dstHost)
     {
-        m_groupOfHost.resize(dstHost + 1, UINT32_MAX);
+        m_groupOfHost.resize (dstHost + 1, UINT32_MAX);
     }
     m_groupOfHost[dstHost] = group;
 }
 
 const std::vector<uint32_t>&
-FabricSwitch::GetRoute(uint32_t dstHost) const
+FabricSwitch::GetRoute (uint32_t dstHost) const
 {
-    NS_ABORT_MSG_IF(dstHost >= m_groupOfHost.size() || m_groupOfHost[dstHost] == UINT32_MAX,
-                    "FabricSwitch: no route to host " << dstHost);
+    NS_ABORT_MSG_IF (dstHost >= m_groupOfHost.size () || m_groupOfHost[dstHost] == UINT32_MAX,
+                     "FabricSwitch: no route to host " << dstHost);
     return m_groups[m_groupOfHost[dstHost]];
 }
 
 uint32_t
-FabricSwitch::SelectPort(const FabricHeader& header) const
+FabricSwitch::SelectPort (const FabricHeader& header) const
 {
-    const std::vector<uint32_t>& group = GetRoute(header.dstHost);
-    if (group.size() == 1)
+    const std::vector<uint32_t>& group = GetRoute (header.dstHost);
+    if (group.size () == 1)
     {
         return group[0];
     }
@@ -104,26 +102,24 @@ FabricSwitch::SelectPort(const FabricHeader& header) const
         hash *= 0xC2B2AE35U;
         hash ^= hash >> 16;
     }
-    return group[hash % group.size()];
+    return group[hash % group.size ()];
 }
 
 void
-FabricSwitch::Forward(Ptr<FabricNetDevice> inPort,
-                      Ptr<Packet> packet,
-                      const FabricHeader& header,
-                      Time txTimeIn)
+FabricSwitch::Forward (Ptr<FabricNetDevice> inPort, Ptr<Packet> packet, const FabricHeader& header,
+                       Time txTimeIn)
 {
-    FabricNetDevice* out = PeekPointer(m_ports[SelectPort(header)]);
+    FabricNetDevice* out = PeekPointer (m_ports[SelectPort (header)]);
     // Delivered at head + switching delay.  The tail arrives txTimeIn after the head; the
     // egress must not finish before tail + switching delay: start >= now + txTimeIn - txOut.
-    Time txOut = out->TxTime(packet->GetSize() + kFabricHeaderBytes);
-    Time notBefore = Simulator::Now();
+    Time txOut = out->TxTime (packet->GetSize () + kFabricHeaderBytes);
+    Time notBefore = Simulator::Now ();
     if (txTimeIn > txOut)
     {
         notBefore += txTimeIn - txOut;
     }
     ++m_forwarded;
-    out->EnqueueFrame(packet, header, notBefore);
+    out->EnqueueFrame (packet, header, notBefore);
 }
 
 } // namespace ns3

@@ -27,45 +27,43 @@ namespace ns3
 class FabricSwitch : public Object
 {
   public:
-    static TypeId GetTypeId();
-    FabricSwitch();
-    ~FabricSwitch() override;
+    static TypeId GetTypeId ();
+    FabricSwitch ();
+    ~FabricSwitch () override;
 
     /// Add an egress/ingress port; \returns its port index.  The port becomes cut-through
     /// with this switch's SwitchingDelay and hands received frames to Forward().
-    uint32_t AddPort(Ptr<FabricNetDevice> port);
+    uint32_t AddPort (Ptr<FabricNetDevice> port);
 
-    Ptr<FabricNetDevice> GetPort(uint32_t index) const;
+    Ptr<FabricNetDevice> GetPort (uint32_t index) const;
 
-    uint32_t GetNPorts() const
+    uint32_t GetNPorts () const
     {
-        return static_cast<uint32_t>(m_ports.size());
+        return static_cast<uint32_t> (m_ports.size ());
     }
 
     /// Define the egress ports towards \p dstHost (hosts 0..n-1 must all be set).
-    void SetRoute(uint32_t dstHost, const std::vector<uint32_t>& ports);
+    void SetRoute (uint32_t dstHost, const std::vector<uint32_t>& ports);
 
     /// \returns the ECMP group (egress port indices) towards \p dstHost.
-    const std::vector<uint32_t>& GetRoute(uint32_t dstHost) const;
+    const std::vector<uint32_t>& GetRoute (uint32_t dstHost) const;
 
     /// \returns the egress port index a frame with \p header takes.
-    uint32_t SelectPort(const FabricHeader& header) const;
+    uint32_t SelectPort (const FabricHeader& header) const;
 
-    Time GetSwitchingDelay() const
+    Time GetSwitchingDelay () const
     {
         return m_switchingDelay;
     }
 
-    uint64_t GetForwardedPackets() const
+    uint64_t GetForwardedPackets () const
     {
         return m_forwarded;
     }
 
   private:
-    void Forward(Ptr<FabricNetDevice> inPort,
-                 Ptr<Packet> packet,
-                 const FabricHeader& header,
-                 Time txTimeIn);
+    void Forward (Ptr<FabricNetDevice> inPort, Ptr<Packet> packet, const FabricHeader& header,
+                  Time txTimeIn);
 
     Time m_switchingDelay;
     uint32_t m_ecmpSalt{0};

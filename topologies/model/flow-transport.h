@@ -43,36 +43,36 @@ struct FlowSpec
 class FlowTransport : public Object
 {
   public:
-    static TypeId GetTypeId();
-    FlowTransport();
-    ~FlowTransport() override;
+    static TypeId GetTypeId ();
+    FlowTransport ();
+    ~FlowTransport () override;
 
-    virtual void ConfigureFabric(Ptr<ClosTopology> topology) = 0;
-    virtual void Install(Ptr<ClosTopology> topology) = 0;
-    virtual void AddFlow(const FlowSpec& flow) = 0;
+    virtual void ConfigureFabric (Ptr<ClosTopology> topology) = 0;
+    virtual void Install (Ptr<ClosTopology> topology) = 0;
+    virtual void AddFlow (const FlowSpec& flow) = 0;
 
     /// \returns the bytes each data packet carries above the 18 B frame header (e.g. 40 B of
     /// IPv4 + TCP headers); used for the ideal FCT.
-    virtual uint32_t GetPerPacketHeaderBytes() const = 0;
+    virtual uint32_t GetPerPacketHeaderBytes () const = 0;
     /// \returns the largest payload of a data packet in bytes; used for the ideal FCT.
-    virtual uint32_t GetMssBytes() const = 0;
+    virtual uint32_t GetMssBytes () const = 0;
     /// \returns the simulation time of trace time 0.
-    virtual Time GetTraceOrigin() const;
+    virtual Time GetTraceOrigin () const;
     /// \returns the TypeIds whose attribute values define this transport (for the resolved
     /// configuration in STATS.json).
-    virtual std::vector<TypeId> GetConfigTypeIds() const;
+    virtual std::vector<TypeId> GetConfigTypeIds () const;
     /// \returns extra resolved parameters (name, value) computed at ConfigureFabric (e.g. the
     /// DCTCP marking threshold derived from the topology).
-    virtual std::vector<std::pair<std::string, std::string>> GetDerivedConfig() const;
+    virtual std::vector<std::pair<std::string, std::string>> GetDerivedConfig () const;
     /// \returns the transport's own counters after a run (name, value), for STATS.json.
-    virtual std::vector<std::pair<std::string, std::string>> GetStatistics() const;
+    virtual std::vector<std::pair<std::string, std::string>> GetStatistics () const;
 
     /// Signature of the FlowFinished trace source.
-    typedef void (*FlowFinishedCallback)(uint64_t flowId, Time finish);
+    typedef void (*FlowFinishedCallback) (uint64_t flowId, Time finish);
 
   protected:
     /// Fire FlowFinished for \p flowId at the current simulation time.
-    void NotifyFlowFinished(uint64_t flowId);
+    void NotifyFlowFinished (uint64_t flowId);
 
   private:
     TracedCallback<uint64_t, Time> m_flowFinished;
@@ -92,28 +92,28 @@ class FlowTransportRegistry
         std::string description;
         /// Config::SetDefault calls for the transport's defaults; run before the command line
         /// is parsed so that --ns3::Class::Attribute=value overrides them.
-        std::function<void()> setDefaults;
-        std::function<Ptr<FlowTransport>()> create;
+        std::function<void ()> setDefaults;
+        std::function<Ptr<FlowTransport> ()> create;
         /// Attribute that the driver's --mssBytes shorthand sets (e.g.
         /// "ns3::TcpSocket::SegmentSize"); empty if the transport has none.
         std::string mssAttribute;
     };
 
-    static void Register(const Entry& entry);
+    static void Register (const Entry& entry);
     /// \returns the entry for \p name, or nullptr.
-    static const Entry* Find(const std::string& name);
-    static std::vector<std::string> GetNames();
+    static const Entry* Find (const std::string& name);
+    static std::vector<std::string> GetNames ();
 
   private:
-    static std::vector<Entry>& Entries();
+    static std::vector<Entry>& Entries ();
 };
 
 /// Registers an entry at static-initialization time.
 struct FlowTransportRegistrar
 {
-    explicit FlowTransportRegistrar(const FlowTransportRegistry::Entry& entry)
+    explicit FlowTransportRegistrar (const FlowTransportRegistry::Entry& entry)
     {
-        FlowTransportRegistry::Register(entry);
+        FlowTransportRegistry::Register (entry);
     }
 };
 

@@ -21,11 +21,11 @@ namespace
 
 /// Build a Clos with default (paper) attributes except \p accessRate.
 Ptr<ClosTopology>
-BuildClos(const std::string& accessRate)
+BuildClos (const std::string& accessRate)
 {
-    Ptr<ClosTopology> topology = CreateObject<ClosTopology>();
-    topology->SetAttribute("AccessRate", DataRateValue(DataRate(accessRate)));
-    topology->Build();
+    Ptr<ClosTopology> topology = CreateObject<ClosTopology> ();
+    topology->SetAttribute ("AccessRate", DataRateValue (DataRate (accessRate)));
+    topology->Build ();
     return topology;
 }
 
@@ -35,64 +35,61 @@ BuildClos(const std::string& accessRate)
 class PortTableTestCase : public TestCase
 {
   public:
-    PortTableTestCase()
-        : TestCase("ToR: own-rack host port or the 4 spine uplinks; spine: the dst rack's port")
+    PortTableTestCase ()
+          : TestCase ("ToR: own-rack host port or the 4 spine uplinks; spine: the dst rack's port")
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
-        Ptr<ClosTopology> clos = BuildClos("40Gbps");
-        NS_TEST_ASSERT_MSG_EQ(clos->GetNHosts(), 144u, "9 racks x 16 hosts");
+        Ptr<ClosTopology> clos = BuildClos ("40Gbps");
+        NS_TEST_ASSERT_MSG_EQ (clos->GetNHosts (), 144u, "9 racks x 16 hosts");
         for (uint32_t rack = 0; rack < 9; ++rack)
         {
-            Ptr<FabricSwitch> tor = clos->GetTor(rack);
+            Ptr<FabricSwitch> tor = clos->GetTor (rack);
             // 16 host ports + 4 uplinks.
-            NS_TEST_ASSERT_MSG_EQ(tor->GetNPorts(), 20u, "ToR ports");
+            NS_TEST_ASSERT_MSG_EQ (tor->GetNPorts (), 20u, "ToR ports");
             for (uint32_t h = 0; h < 144; ++h)
             {
-                const std::vector<uint32_t>& route = tor->GetRoute(h);
+                const std::vector<uint32_t>& route = tor->GetRoute (h);
                 if (h / 16 == rack)
                 {
                     // Intra-rack: the host's own port, index h mod 16.
-                    NS_TEST_ASSERT_MSG_EQ(route.size(), 1u, "one port to an own-rack host");
-                    NS_TEST_ASSERT_MSG_EQ(route[0], h % 16, "own-rack host port");
+                    NS_TEST_ASSERT_MSG_EQ (route.size (), 1u, "one port to an own-rack host");
+                    NS_TEST_ASSERT_MSG_EQ (route[0], h % 16, "own-rack host port");
                     // ... which is cabled to that very host.
                     Ptr<NetDevice> peer =
-                        tor->GetPort(route[0])->GetChannel()->GetDevice(0) == tor->GetPort(route[0])
-                            ? tor->GetPort(route[0])->GetChannel()->GetDevice(1)
-                            : tor->GetPort(route[0])->GetChannel()->GetDevice(0);
-                    NS_TEST_ASSERT_MSG_EQ(peer,
-                                          Ptr<NetDevice>(clos->GetHostDevice(h)),
-                                          "port cabled to host");
+                        tor->GetPort (route[0])->GetChannel ()->GetDevice (0) ==
+                                tor->GetPort (route[0])
+                            ? tor->GetPort (route[0])->GetChannel ()->GetDevice (1)
+                            : tor->GetPort (route[0])->GetChannel ()->GetDevice (0);
+                    NS_TEST_ASSERT_MSG_EQ (peer, Ptr<NetDevice> (clos->GetHostDevice (h)),
+                                           "port cabled to host");
                 }
                 else
                 {
-                    NS_TEST_ASSERT_MSG_EQ((route == std::vector<uint32_t>{16, 17, 18, 19}),
-                                          true,
-                                          "other racks: ECMP over uplinks 16..19");
+                    NS_TEST_ASSERT_MSG_EQ ((route == std::vector<uint32_t>{16, 17, 18, 19}), true,
+                                           "other racks: ECMP over uplinks 16..19");
                 }
             }
         }
         for (uint32_t s = 0; s < 4; ++s)
         {
-            Ptr<FabricSwitch> spine = clos->GetSpine(s);
-            NS_TEST_ASSERT_MSG_EQ(spine->GetNPorts(), 9u, "one port per rack");
+            Ptr<FabricSwitch> spine = clos->GetSpine (s);
+            NS_TEST_ASSERT_MSG_EQ (spine->GetNPorts (), 9u, "one port per rack");
             for (uint32_t h = 0; h < 144; ++h)
             {
-                NS_TEST_ASSERT_MSG_EQ(spine->GetRoute(h).size(), 1u, "spine: single port");
-                NS_TEST_ASSERT_MSG_EQ(spine->GetRoute(h)[0], h / 16, "spine: dst rack's port");
+                NS_TEST_ASSERT_MSG_EQ (spine->GetRoute (h).size (), 1u, "spine: single port");
+                NS_TEST_ASSERT_MSG_EQ (spine->GetRoute (h)[0], h / 16, "spine: dst rack's port");
             }
         }
         // Rates: access 40 Gbps, uplinks 4 x 40 = 160 Gbps.
-        NS_TEST_ASSERT_MSG_EQ(clos->GetHostDevice(0)->GetDataRate().GetBitRate(),
-                              40000000000ULL,
-                              "access rate");
-        NS_TEST_ASSERT_MSG_EQ(clos->GetTor(0)->GetPort(16)->GetDataRate().GetBitRate(),
-                              160000000000ULL,
-                              "uplink rate");
-        Simulator::Destroy();
+        NS_TEST_ASSERT_MSG_EQ (clos->GetHostDevice (0)->GetDataRate ().GetBitRate (),
+                               40000000000ULL, "access rate");
+        NS_TEST_ASSERT_MSG_EQ (clos->GetTor (0)->GetPort (16)->GetDataRate ().GetBitRate (),
+                               160000000000ULL, "uplink rate");
+        Simulator::Destroy ();
     }
 };
 
@@ -100,40 +97,38 @@ class PortTableTestCase : public TestCase
 class EcmpTestCase : public TestCase
 {
   public:
-    EcmpTestCase()
-        : TestCase("ECMP: 4000 flows hash onto all 4 uplinks, each within 1000 +- 100")
+    EcmpTestCase ()
+          : TestCase ("ECMP: 4000 flows hash onto all 4 uplinks, each within 1000 +- 100")
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
-        Ptr<ClosTopology> clos = BuildClos("40Gbps");
-        Ptr<FabricSwitch> tor = clos->GetTor(0);
+        Ptr<ClosTopology> clos = BuildClos ("40Gbps");
+        Ptr<FabricSwitch> tor = clos->GetTor (0);
         std::map<uint32_t, uint32_t> perPort;
         for (uint32_t i = 0; i < 4000; ++i)
         {
             FabricHeader header;
-            header.srcHost = static_cast<uint16_t>(i % 16);
-            header.dstHost = static_cast<uint16_t>(16 + (i % 128));
-            header.flowHash = FabricFlowHash(FabricHostIpv4Address(header.srcHost).Get(),
-                                             FabricHostIpv4Address(header.dstHost).Get(),
-                                             6,
-                                             static_cast<uint16_t>(49152 + i),
-                                             5000);
-            uint32_t port = tor->SelectPort(header);
-            NS_TEST_ASSERT_MSG_EQ(tor->SelectPort(header), port, "same flow, same path");
+            header.srcHost = static_cast<uint16_t> (i % 16);
+            header.dstHost = static_cast<uint16_t> (16 + (i % 128));
+            header.flowHash = FabricFlowHash (FabricHostIpv4Address (header.srcHost).Get (),
+                                              FabricHostIpv4Address (header.dstHost).Get (), 6,
+                                              static_cast<uint16_t> (49152 + i), 5000);
+            uint32_t port = tor->SelectPort (header);
+            NS_TEST_ASSERT_MSG_EQ (tor->SelectPort (header), port, "same flow, same path");
             ++perPort[port];
         }
         // 4000 flows over 4 ports: 1000 each; binomial sd = sqrt(4000 * 1/4 * 3/4) = 27.4,
         // so +-100 is a 3.6 sd band.
-        NS_TEST_ASSERT_MSG_EQ(perPort.size(), 4u, "all four spines used");
+        NS_TEST_ASSERT_MSG_EQ (perPort.size (), 4u, "all four spines used");
         for (const auto& [port, count] : perPort)
         {
-            NS_TEST_ASSERT_MSG_GT_OR_EQ(port, 16u, "uplink");
-            NS_TEST_ASSERT_MSG_EQ_TOL(double(count), 1000.0, 100.0, "balanced ECMP");
+            NS_TEST_ASSERT_MSG_GT_OR_EQ (port, 16u, "uplink");
+            NS_TEST_ASSERT_MSG_EQ_TOL (double (count), 1000.0, 100.0, "balanced ECMP");
         }
-        Simulator::Destroy();
+        Simulator::Destroy ();
     }
 };
 
@@ -141,17 +136,17 @@ class EcmpTestCase : public TestCase
 class DropTailEcnQueueTestCase : public TestCase
 {
   public:
-    DropTailEcnQueueTestCase()
-        : TestCase("DropTailEcnQueue: 24 full frames fit 36 KB; CE above K only for ECT")
+    DropTailEcnQueueTestCase ()
+          : TestCase ("DropTailEcnQueue: 24 full frames fit 36 KB; CE above K only for ECT")
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
-        Ptr<DropTailEcnQueue> queue = CreateObject<DropTailEcnQueue>();
-        queue->SetMaxBytes(36864);
-        queue->SetAttribute("MarkThresholdBytes", UintegerValue(3036));
+        Ptr<DropTailEcnQueue> queue = CreateObject<DropTailEcnQueue> ();
+        queue->SetMaxBytes (36864);
+        queue->SetAttribute ("MarkThresholdBytes", UintegerValue (3036));
         uint32_t accepted = 0;
         uint32_t marked = 0;
         for (uint32_t i = 0; i < 30; ++i)
@@ -159,17 +154,17 @@ class DropTailEcnQueueTestCase : public TestCase
             FabricHeader header;
             header.ecn = (i % 2 == 0) ? FabricEcn::ECT0 : FabricEcn::NOT_ECT;
             // 1500 B IP packet + 18 B frame header = 1518 wire bytes.
-            if (queue->Enqueue(FabricQueueItem{Create<Packet>(1500), header, Time(0)}))
+            if (queue->Enqueue (FabricQueueItem{Create<Packet> (1500), header, Time (0)}))
             {
                 ++accepted;
             }
         }
         // floor(36864 / 1518) = 24 frames (24 x 1518 = 36432; a 25th would need 37950).
-        NS_TEST_ASSERT_MSG_EQ(accepted, 24u, "byte limit");
-        NS_TEST_ASSERT_MSG_EQ(queue->GetNBytes(), 36432u, "occupancy");
-        NS_TEST_ASSERT_MSG_EQ(queue->GetDroppedPackets(), 6u, "30 - 24 dropped");
+        NS_TEST_ASSERT_MSG_EQ (accepted, 24u, "byte limit");
+        NS_TEST_ASSERT_MSG_EQ (queue->GetNBytes (), 36432u, "occupancy");
+        NS_TEST_ASSERT_MSG_EQ (queue->GetDroppedPackets (), 6u, "30 - 24 dropped");
         FabricQueueItem item;
-        while (queue->Dequeue(item))
+        while (queue->Dequeue (item))
         {
             if (item.header.ecn == FabricEcn::CE)
             {
@@ -178,9 +173,9 @@ class DropTailEcnQueueTestCase : public TestCase
         }
         // Frame i arrives with 1518 * i bytes queued; it is marked if that exceeds K = 3036
         // (i >= 3) and it is ECT (even i): i in {4, 6, ..., 22} -> 10 marks.
-        NS_TEST_ASSERT_MSG_EQ(marked, 10u, "marks: ECT frames arriving above K");
-        NS_TEST_ASSERT_MSG_EQ(queue->GetMarkedPackets(), 10u, "mark counter");
-        NS_TEST_ASSERT_MSG_EQ(queue->GetPeakBytes(), 36432u, "peak occupancy");
+        NS_TEST_ASSERT_MSG_EQ (marked, 10u, "marks: ECT frames arriving above K");
+        NS_TEST_ASSERT_MSG_EQ (queue->GetMarkedPackets (), 10u, "mark counter");
+        NS_TEST_ASSERT_MSG_EQ (queue->GetPeakBytes (), 36432u, "peak occupancy");
     }
 };
 
@@ -188,40 +183,36 @@ class DropTailEcnQueueTestCase : public TestCase
 class IdealFctTestCase : public TestCase
 {
   public:
-    IdealFctTestCase()
-        : TestCase("IdealFct: 1460 B at 40 Gbps = 1691.3 ns inter-rack, 583.6 ns intra-rack")
+    IdealFctTestCase ()
+          : TestCase ("IdealFct: 1460 B at 40 Gbps = 1691.3 ns inter-rack, 583.6 ns intra-rack")
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
-        Ptr<ClosTopology> clos = CreateObject<ClosTopology>();
+        Ptr<ClosTopology> clos = CreateObject<ClosTopology> ();
         // One 1460 B segment + 40 B IPv4/TCP + 18 B frame = 1518 B = 12144 bits.
         // At 40 Gbps: 12144 / 40e9 s = 303.6 ns; at 160 Gbps (uplinks): 75.9 ns.
         // Inter-rack: 303.6 (serialization) + 2 x 20 + 2 x 200 (4 m and 40 m cables at
         // 5 ns/m) + 3 x 240 (switches) + (303.6 - 75.9) (the ToR holds the packet before
         // sending it 4x faster; the far ToR re-serializes it at 40 Gbps) = 1691.3 ns.
-        NS_TEST_ASSERT_MSG_EQ(clos->IdealFct(0, 16, 1460, 40, 1460).GetPicoSeconds(),
-                              int64_t(1691300),
-                              "inter-rack 1460 B");
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (0, 16, 1460, 40, 1460).GetPicoSeconds (),
+                               int64_t (1691300), "inter-rack 1460 B");
         // Intra-rack: 303.6 + 2 x 20 + 240 = 583.6 ns.
-        NS_TEST_ASSERT_MSG_EQ(clos->IdealFct(0, 1, 1460, 40, 1460).GetPicoSeconds(),
-                              int64_t(583600),
-                              "intra-rack 1460 B");
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (0, 1, 1460, 40, 1460).GetPicoSeconds (),
+                               int64_t (583600), "intra-rack 1460 B");
         // 4096 B = 2 x 1460 + 1176: wire 1518 + 1518 + 1234 B = 4270 B -> 854 ns at 40 Gbps;
         // the largest packet's re-serialization is 303.6 - 75.9 = 227.7 ns.
         // Inter-rack: 854 + 440 + 720 + 227.7 = 2241.7 ns.
-        NS_TEST_ASSERT_MSG_EQ(clos->IdealFct(5, 140, 4096, 40, 1460).GetPicoSeconds(),
-                              int64_t(2241700),
-                              "inter-rack 4096 B");
-        NS_TEST_ASSERT_MSG_EQ(clos->IdealFctNs(5, 140, 4096, 40, 1460), int64_t(2242), "in ns");
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (5, 140, 4096, 40, 1460).GetPicoSeconds (),
+                               int64_t (2241700), "inter-rack 4096 B");
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFctNs (5, 140, 4096, 40, 1460), int64_t (2242), "in ns");
         // At 100 Gbps the same page: 4270 B -> 341.6 ns; re-serialization 121.44 - 30.36 =
         // 91.08 ns.  341.6 + 440 + 720 + 91.08 = 1592.68 ns.
-        clos->SetAttribute("AccessRate", DataRateValue(DataRate("100Gbps")));
-        NS_TEST_ASSERT_MSG_EQ(clos->IdealFct(5, 140, 4096, 40, 1460).GetPicoSeconds(),
-                              int64_t(1592680),
-                              "inter-rack 4096 B at 100 Gbps");
+        clos->SetAttribute ("AccessRate", DataRateValue (DataRate ("100Gbps")));
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (5, 140, 4096, 40, 1460).GetPicoSeconds (),
+                               int64_t (1592680), "inter-rack 4096 B at 100 Gbps");
     }
 };
 
@@ -229,65 +220,60 @@ class IdealFctTestCase : public TestCase
 class CutThroughTimingTestCase : public TestCase
 {
   public:
-    CutThroughTimingTestCase(const std::string& rate, uint32_t dst)
-        : TestCase("cut-through timing, " + rate + ", host 0 -> host " + std::to_string(dst)),
-          m_rate(rate),
-          m_dst(dst)
+    CutThroughTimingTestCase (const std::string& rate, uint32_t dst)
+          : TestCase ("cut-through timing, " + rate + ", host 0 -> host " + std::to_string (dst))
+          , m_rate (rate)
+          , m_dst (dst)
     {
     }
 
   private:
-    void Received(Ptr<FabricNetDevice> device,
-                  Ptr<Packet> packet,
-                  const FabricHeader& header,
-                  Time txTime)
+    void Received (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& header,
+                   Time txTime)
     {
-        m_arrivals.push_back(Simulator::Now());
+        m_arrivals.push_back (Simulator::Now ());
     }
 
-    void DoRun() override
+    void DoRun () override
     {
-        Ptr<ClosTopology> clos = BuildClos(m_rate);
-        clos->GetHostDevice(m_dst)->SetFabricReceiveCallback(
-            MakeCallback(&CutThroughTimingTestCase::Received, this));
+        Ptr<ClosTopology> clos = BuildClos (m_rate);
+        clos->GetHostDevice (m_dst)->SetFabricReceiveCallback (
+            MakeCallback (&CutThroughTimingTestCase::Received, this));
         // Three frames: 1500 B, 1500 B, 200 B (+18 B each), sent back to back at t = 0.
         const std::vector<uint32_t> sizes = {1500, 1500, 200};
         for (uint32_t size : sizes)
         {
             FabricHeader header;
             header.srcHost = 0;
-            header.dstHost = static_cast<uint16_t>(m_dst);
+            header.dstHost = static_cast<uint16_t> (m_dst);
             header.flowHash = 7;
             header.payloadBytes = size;
-            clos->GetHostDevice(0)->SendFabric(Create<Packet>(size), header);
+            clos->GetHostDevice (0)->SendFabric (Create<Packet> (size), header);
         }
-        Simulator::Run();
-        NS_TEST_ASSERT_MSG_EQ(m_arrivals.size(), 3u, "all frames arrive");
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (m_arrivals.size (), 3u, "all frames arrive");
         // Closed form (clos.md): frame k's tail reaches the host at
         // S_k + T_R(b_k) + props + switches + [inter-rack] max_{j<=k} (T_R(b_j) - T_4R(b_j)),
         // with S_k the sum of the earlier frames' T_R.
-        const double bitsPerNs = DataRate(m_rate).GetBitRate() / 1e9;
+        const double bitsPerNs = DataRate (m_rate).GetBitRate () / 1e9;
         const bool interRack = m_dst / 16 != 0;
         double sentNs = 0;
         double maxReserializationNs = 0;
-        for (std::size_t k = 0; k < sizes.size(); ++k)
+        for (std::size_t k = 0; k < sizes.size (); ++k)
         {
             double txNs = (sizes[k] + 18) * 8 / bitsPerNs;
-            maxReserializationNs = std::max(maxReserializationNs, txNs - txNs / 4);
+            maxReserializationNs = std::max (maxReserializationNs, txNs - txNs / 4);
             double expectedNs =
                 sentNs + txNs + (interRack ? 440 + 720 + maxReserializationNs : 40 + 240);
-            NS_TEST_ASSERT_MSG_EQ_TOL(m_arrivals[k].GetPicoSeconds() / 1000.0,
-                                      expectedNs,
-                                      0.001,
-                                      "arrival of frame " << k);
+            NS_TEST_ASSERT_MSG_EQ_TOL (m_arrivals[k].GetPicoSeconds () / 1000.0, expectedNs, 0.001,
+                                       "arrival of frame " << k);
             sentNs += txNs;
         }
         // The last arrival is the ideal FCT of a 3200 B flow cut as 1500 + 1500 + 200 payload
         // with no extra header.
-        NS_TEST_ASSERT_MSG_EQ(m_arrivals.back(),
-                              clos->IdealFct(0, m_dst, 3200, 0, 1500),
-                              "IdealFct equals the model");
-        Simulator::Destroy();
+        NS_TEST_ASSERT_MSG_EQ (m_arrivals.back (), clos->IdealFct (0, m_dst, 3200, 0, 1500),
+                               "IdealFct equals the model");
+        Simulator::Destroy ();
     }
 
     std::string m_rate;
@@ -298,17 +284,17 @@ class CutThroughTimingTestCase : public TestCase
 class FabricTestSuite : public TestSuite
 {
   public:
-    FabricTestSuite()
-        : TestSuite("disaggsim-fabric", UNIT)
+    FabricTestSuite ()
+          : TestSuite ("disaggsim-fabric", UNIT)
     {
-        AddTestCase(new PortTableTestCase, TestCase::QUICK);
-        AddTestCase(new EcmpTestCase, TestCase::QUICK);
-        AddTestCase(new DropTailEcnQueueTestCase, TestCase::QUICK);
-        AddTestCase(new IdealFctTestCase, TestCase::QUICK);
+        AddTestCase (new PortTableTestCase, TestCase::QUICK);
+        AddTestCase (new EcmpTestCase, TestCase::QUICK);
+        AddTestCase (new DropTailEcnQueueTestCase, TestCase::QUICK);
+        AddTestCase (new IdealFctTestCase, TestCase::QUICK);
         for (const char* rate : {"40Gbps", "100Gbps"})
         {
-            AddTestCase(new CutThroughTimingTestCase(rate, 1), TestCase::QUICK);
-            AddTestCase(new CutThroughTimingTestCase(rate, 100), TestCase::QUICK);
+            AddTestCase (new CutThroughTimingTestCase (rate, 1), TestCase::QUICK);
+            AddTestCase (new CutThroughTimingTestCase (rate, 100), TestCase::QUICK);
         }
     }
 };

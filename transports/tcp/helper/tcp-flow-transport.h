@@ -33,14 +33,14 @@ namespace ns3
 class TcpFlowTransport : public FlowTransport
 {
   public:
-    static TypeId GetTypeId();
-    TcpFlowTransport();
-    ~TcpFlowTransport() override;
+    static TypeId GetTypeId ();
+    TcpFlowTransport ();
+    ~TcpFlowTransport () override;
 
     /// Config::SetDefault for the datacenter TCP defaults shared by "tcp" and "dctcp".
-    static void SetTcpDefaults();
+    static void SetTcpDefaults ();
     /// SetTcpDefaults plus DCTCP: TcpDctcp, UseEcn=On, ECN marking at switch ports.
-    static void SetDctcpDefaults();
+    static void SetDctcpDefaults ();
 
     /**
      * \returns the DCTCP marking threshold K in wire bytes for \p topology:
@@ -48,38 +48,38 @@ class TcpFlowTransport : public FlowTransport
      * access rate and RTT the base inter-rack round trip (ideal one-way time of a full data
      * packet plus that of a 58 B ACK; intra-rack if there is one rack).
      */
-    static uint32_t DctcpMarkThresholdBytes(Ptr<const ClosTopology> topology, uint32_t mssBytes);
+    static uint32_t DctcpMarkThresholdBytes (Ptr<const ClosTopology> topology, uint32_t mssBytes);
 
-    void ConfigureFabric(Ptr<ClosTopology> topology) override;
-    void Install(Ptr<ClosTopology> topology) override;
-    void AddFlow(const FlowSpec& flow) override;
-    uint32_t GetPerPacketHeaderBytes() const override;
-    uint32_t GetMssBytes() const override;
-    Time GetTraceOrigin() const override;
-    std::vector<TypeId> GetConfigTypeIds() const override;
-    std::vector<std::pair<std::string, std::string>> GetDerivedConfig() const override;
-    std::vector<std::pair<std::string, std::string>> GetStatistics() const override;
+    void ConfigureFabric (Ptr<ClosTopology> topology) override;
+    void Install (Ptr<ClosTopology> topology) override;
+    void AddFlow (const FlowSpec& flow) override;
+    uint32_t GetPerPacketHeaderBytes () const override;
+    uint32_t GetMssBytes () const override;
+    Time GetTraceOrigin () const override;
+    std::vector<TypeId> GetConfigTypeIds () const override;
+    std::vector<std::pair<std::string, std::string>> GetDerivedConfig () const override;
+    std::vector<std::pair<std::string, std::string>> GetStatistics () const override;
 
     /// \returns flows whose handshake had not completed at their start time.
-    uint64_t GetLateConnections() const
+    uint64_t GetLateConnections () const
     {
         return m_lateConnections;
     }
 
     /// \returns the switch-port marking threshold in use (0 = no marking).
-    uint32_t GetMarkThresholdBytes() const
+    uint32_t GetMarkThresholdBytes () const
     {
         return m_markThresholdBytes;
     }
 
   protected:
-    void DoDispose() override;
+    void DoDispose () override;
 
   private:
-    void Begin();
-    void OpenDue();
-    void SenderBound(uint64_t flowIndex, uint16_t port);
-    void FlowFinished(uint64_t flowIndex);
+    void Begin ();
+    void OpenDue ();
+    void SenderBound (uint64_t flowIndex, uint16_t port);
+    void FlowFinished (uint64_t flowIndex);
 
     // Attributes
     TypeId m_congestionControl;

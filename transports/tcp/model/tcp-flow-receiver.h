@@ -24,15 +24,15 @@ class TcpFlowReceiver : public SimpleRefCount<TcpFlowReceiver>
 {
   public:
     /// \p onFinished(flow index) fires when the flow's last byte arrived.
-    TcpFlowReceiver(Ptr<Node> node, uint16_t port, Callback<void, uint64_t> onFinished);
+    TcpFlowReceiver (Ptr<Node> node, uint16_t port, Callback<void, uint64_t> onFinished);
 
     /// Open the listening socket.
-    void Listen();
+    void Listen ();
     /// Announce that \p srcHost's port \p srcPort will carry flow \p flowIndex of
     /// \p sizeBytes.
-    void Expect(uint32_t srcHost, uint16_t srcPort, uint64_t flowIndex, uint64_t sizeBytes);
+    void Expect (uint32_t srcHost, uint16_t srcPort, uint64_t flowIndex, uint64_t sizeBytes);
     /// Close the listening socket and every open connection.
-    void Stop();
+    void Stop ();
 
   private:
     struct Expected
@@ -49,14 +49,14 @@ class TcpFlowReceiver : public SimpleRefCount<TcpFlowReceiver>
         Ptr<Socket> socket;
     };
 
-    static uint64_t Key(uint32_t srcHost, uint16_t srcPort)
+    static uint64_t Key (uint32_t srcHost, uint16_t srcPort)
     {
-        return (static_cast<uint64_t>(srcHost) << 16) | srcPort;
+        return (static_cast<uint64_t> (srcHost) << 16) | srcPort;
     }
 
-    bool ConnectionRequest(Ptr<Socket> socket, const Address& from);
-    void NewConnection(Ptr<Socket> socket, const Address& from);
-    void Read(Ptr<Socket> socket);
+    bool ConnectionRequest (Ptr<Socket> socket, const Address& from);
+    void NewConnection (Ptr<Socket> socket, const Address& from);
+    void Read (Ptr<Socket> socket);
 
     Ptr<Node> m_node;
     uint16_t m_port;

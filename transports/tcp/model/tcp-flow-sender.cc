@@ -13,94 +13,91 @@
 namespace ns3
 {
 
-NS_LOG_COMPONENT_DEFINE("TcpFlowSender");
+NS_LOG_COMPONENT_DEFINE ("TcpFlowSender");
 
-TcpFlowSender::TcpFlowSender(uint64_t flowIndex,
-                             const FlowSpec& flow,
-                             Ptr<Node> node,
-                             const Address& remote,
-                             uint32_t mssBytes,
-                             Callback<void, uint64_t, uint16_t> onBound)
-    : m_flowIndex(flowIndex),
-      m_flow(flow),
-      m_node(node),
-      m_remote(remote),
-      m_mssBytes(mssBytes),
-      m_onBound(onBound)
+TcpFlowSender::TcpFlowSender (uint64_t flowIndex, const FlowSpec& flow, Ptr<Node> node,
+                              const Address& remote, uint32_t mssBytes,
+                              Callback<void, uint64_t, uint16_t> onBound)
+      : m_flowIndex (flowIndex)
+      , m_flow (flow)
+      , m_node (node)
+      , m_remote (remote)
+      , m_mssBytes (mssBytes)
+      , m_onBound (onBound)
 {
 }
 
 void
-TcpFlowSender::Open()
+TcpFlowSender::Open ()
 {
-    m_socket = Socket::CreateSocket(m_node, TcpSocketFactory::GetTypeId());
-    NS_ABORT_MSG_IF(m_socket->Bind() != 0,
-                    "TcpFlowSender: no ephemeral port left on host " << m_flow.srcHost);
+    m_socket = Socket::CreateSocket (m_node, TcpSocketFactory::GetTypeId ());
+    NS_ABORT_MSG_IF (m_socket->Bind () != 0,
+                     "TcpFlowSender: no ephemeral port left on host " << m_flow.srcHost);
     Address local;
-    m_socket->GetSockName(local);
-    m_onBound(m_flowIndex, InetSocketAddress::ConvertFrom(local).GetPort());
-    m_socket->SetConnectCallback(MakeCallback(&TcpFlowSender::ConnectionSucceeded, this),
-                                 MakeCallback(&TcpFlowSender::ConnectionFailed, this));
-    m_socket->SetSendCallback(MakeCallback(&TcpFlowSender::SendSpaceAvailable, this));
-    m_socket->Connect(m_remote);
+    m_socket->GetSockName (local);
+    m_onBound (m_flowIndex, InetSocketAddress::ConvertFrom (local).GetPort ());
+    m_socket->SetConnectCallback (MakeCallback (&TcpFlowSender::ConnectionSucceeded, this),
+                                  MakeCallback (&TcpFlowSender::ConnectionFailed, this));
+    m_socket->SetSendCallback (MakeCallback (&TcpFlowSender::SendSpaceAvailable, this));
+    m_socket->Connect (m_remote);
 }
 
 void
-TcpFlowSender::Start()
+TcpFlowSender::Start ()
 {
     m_started = true;
     m_connectedAtStart = m_connected;
     if (m_connected)
     {
-        Write();
+        Write ();
     }
 }
 
 void
-TcpFlowSender::Release()
+TcpFlowSender::Release ()
 {
     if (m_socket)
     {
-        m_socket->SetConnectCallback(MakeNullCallback<void, Ptr<Socket>>(),
-                                     MakeNullCallback<void, Ptr<Socket>>());
-        m_socket->SetSendCallback(MakeNullCallback<void, Ptr<Socket>, uint32_t>());
+        m_socket->SetConnectCallback (MakeNullCallback<void, Ptr<Socket>> (),
+                                      MakeNullCallback<void, Ptr<Socket>> ());
+        m_socket->SetSendCallback (MakeNullCallback<void, Ptr<Socket>, uint32_t> ());
         m_socket = nullptr;
     }
 }
 
 void
-TcpFlowSender::ConnectionSucceeded(Ptr<Socket> socket)
+TcpFlowSender::ConnectionSucceeded (Ptr<Socket> socket)
 {
     m_connected = true;
     if (m_started)
     {
-        Write();
+        Write ();
     }
 }
 
 void
-TcpFlowSender::ConnectionFailed(Ptr<Socket> socket)
+TcpFlowSender::ConnectionFailed (Ptr<Socket> socket)
 {
-    NS_LOG_WARN("flow " << m_flow.flowId << ": connection failed");
+    NS_LOG_WARN ("flow " << m_flow.flowId << ": connection failed");
 }
 
 void
-TcpFlowSender::SendSpaceAvailable(Ptr<Socket> socket, uint32_t available)
+TcpFlowSender::SendSpaceAvailable (Ptr<Socket> socket, uint32_t available)
 {
     if (m_started && m_connected)
     {
-        Write();
+        Write ();
     }
 }
 
 void
-TcpFlowSender::Write()
+TcpFlowSender::Write ()
 {
     while (m_writtenBytes < m_flow.sizeBytes)
     {
         uint64_t remaining = m_flow.sizeBytes - m_writtenBytes;
-        uint64_t space = m_socket->GetTxAvailable();
-        uint64_t chunk = std::min(remaining, space);
+        uint64_t space = m_socket->GetTxAvailable ();
+        uint64_t chunk = std::min (remaining, space);
         if (chunk < remaining)
         {
             // Whole segments only, so that TCP cuts the flow exactly like the ideal FCT does.
@@ -110,15 +107,15 @@ TcpFlowSender::Write()
         {
             return; // wait for SendSpaceAvailable
         }
-        int sent = m_socket->Send(Create<Packet>(static_cast<uint32_t>(chunk)));
+        int sent = m_socket->Send (Create<Packet> (static_cast<uint32_t> (chunk)));
         if (sent <= 0)
         {
             return;
         }
-        m_writtenBytes += static_cast<uint64_t>(sent);
+        m_writtenBytes += static_cast<uint64_t> (sent);
     }
-    m_socket->SetSendCallback(MakeNullCallback<void, Ptr<Socket>, uint32_t>());
-    m_socket->Close();
+    m_socket->SetSendCallback (MakeNullCallback<void, Ptr<Socket>, uint32_t> ());
+    m_socket->Close ();
 }
 
 } // namespace ns3

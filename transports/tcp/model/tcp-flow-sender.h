@@ -27,31 +27,27 @@ class TcpFlowSender : public SimpleRefCount<TcpFlowSender>
 {
   public:
     /// \p onBound is called once the socket has its local port: (flow index, port).
-    TcpFlowSender(uint64_t flowIndex,
-                  const FlowSpec& flow,
-                  Ptr<Node> node,
-                  const Address& remote,
-                  uint32_t mssBytes,
-                  Callback<void, uint64_t, uint16_t> onBound);
+    TcpFlowSender (uint64_t flowIndex, const FlowSpec& flow, Ptr<Node> node, const Address& remote,
+                   uint32_t mssBytes, Callback<void, uint64_t, uint16_t> onBound);
 
     /// Create the socket, bind it and send the SYN.
-    void Open();
+    void Open ();
     /// Hand the flow's bytes to the socket (scheduled one time step before the start time:
     /// TcpSocketBase::Send defers SendPendingData by TimeStep(1)).
-    void Start();
+    void Start ();
     /// Drop the socket callbacks and the socket (after the flow finished).
-    void Release();
+    void Release ();
 
-    bool WasConnectedAtStart() const
+    bool WasConnectedAtStart () const
     {
         return m_connectedAtStart;
     }
 
   private:
-    void ConnectionSucceeded(Ptr<Socket> socket);
-    void ConnectionFailed(Ptr<Socket> socket);
-    void SendSpaceAvailable(Ptr<Socket> socket, uint32_t available);
-    void Write();
+    void ConnectionSucceeded (Ptr<Socket> socket);
+    void ConnectionFailed (Ptr<Socket> socket);
+    void SendSpaceAvailable (Ptr<Socket> socket, uint32_t available);
+    void Write ();
 
     uint64_t m_flowIndex;
     FlowSpec m_flow;

@@ -32,69 +32,66 @@ struct TcpRun
  * Simulator::Destroy() when done with the result.
  */
 TcpRun
-RunFlows(const std::string& protocol,
-         const std::string& accessRate,
-         const std::vector<FlowSpec>& flows,
-         const std::function<void()>& overrides = {},
-         const std::function<void(TcpRun&, std::size_t)>& onFinished = {})
+RunFlows (const std::string& protocol, const std::string& accessRate,
+          const std::vector<FlowSpec>& flows, const std::function<void ()>& overrides = {},
+          const std::function<void (TcpRun&, std::size_t)>& onFinished = {})
 {
-    Config::Reset();
-    const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find(protocol);
-    NS_ABORT_UNLESS(entry != nullptr);
-    entry->setDefaults();
+    Config::Reset ();
+    const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find (protocol);
+    NS_ABORT_UNLESS (entry != nullptr);
+    entry->setDefaults ();
     if (overrides)
     {
-        overrides();
+        overrides ();
     }
     TcpRun run;
     ClosHelper clos;
-    clos.SetTopologyAttribute("AccessRate", DataRateValue(DataRate(accessRate)));
-    run.transport = entry->create();
-    run.topology = clos.Install(run.transport);
-    run.finish.assign(flows.size(), Seconds(-1));
-    const Time origin = run.transport->GetTraceOrigin();
-    std::function<void(uint64_t, Time)> record = [&run, &flows, origin, &onFinished](uint64_t id,
-                                                                                     Time at) {
-        for (std::size_t i = 0; i < flows.size(); ++i)
+    clos.SetTopologyAttribute ("AccessRate", DataRateValue (DataRate (accessRate)));
+    run.transport = entry->create ();
+    run.topology = clos.Install (run.transport);
+    run.finish.assign (flows.size (), Seconds (-1));
+    const Time origin = run.transport->GetTraceOrigin ();
+    std::function<void (uint64_t, Time)> record =
+        [&run, &flows, origin, &onFinished] (uint64_t id, Time at)
+    {
+        for (std::size_t i = 0; i < flows.size (); ++i)
         {
             if (flows[i].flowId == id)
             {
                 run.finish[i] = at - origin;
                 if (onFinished)
                 {
-                    onFinished(run, i);
+                    onFinished (run, i);
                 }
             }
         }
     };
-    run.transport->TraceConnectWithoutContext("FlowFinished",
-                                              Callback<void, uint64_t, Time>(record));
+    run.transport->TraceConnectWithoutContext ("FlowFinished",
+                                               Callback<void, uint64_t, Time> (record));
     for (const FlowSpec& flow : flows)
     {
-        run.transport->AddFlow(flow);
+        run.transport->AddFlow (flow);
     }
-    Simulator::Stop(origin + MilliSeconds(100));
-    Simulator::Run();
+    Simulator::Stop (origin + MilliSeconds (100));
+    Simulator::Run ();
     return run;
 }
 
 FlowSpec
-Flow(uint64_t id, uint32_t src, uint32_t dst, uint64_t sizeBytes, int64_t startNs = 0)
+Flow (uint64_t id, uint32_t src, uint32_t dst, uint64_t sizeBytes, int64_t startNs = 0)
 {
     return FlowSpec{id, startNs, src, dst, sizeBytes};
 }
 
 /// Slowdown of flow \p i: (finish - start) / ideal, in exact picoseconds.
 double
-Slowdown(const TcpRun& run, const FlowSpec& flow, std::size_t i)
+Slowdown (const TcpRun& run, const FlowSpec& flow, std::size_t i)
 {
-    Time ideal = run.topology->IdealFct(flow.srcHost,
-                                        flow.dstHost,
-                                        flow.sizeBytes,
-                                        run.transport->GetPerPacketHeaderBytes(),
-                                        run.transport->GetMssBytes());
-    return double((run.finish[i] - NanoSeconds(flow.startNs)).GetPicoSeconds()) /
-           double(ideal.GetPicoSeconds());
+    Time ideal = run.topology->IdealFct (flow.srcHost, flow.dstHost, flow.sizeBytes,
+                                         run.transport->GetPerPacketHeaderBytes (),
+                                         run.transport->GetMssBytes ());
+    return double ((run.finish[i] - NanoSeconds (flow.startNs)).GetPicoSeconds ()) /
+           double (ideal.GetPicoSeconds ());
 }
 
 } // namespace
@@ -103,35 +100,36 @@ Slowdown(const TcpRun& run, const FlowSpec& flow, std::size_t i)
 class LoneFlowTestCase : public TestCase
 {
   public:
-    LoneFlowTestCase(const std::string& rate, uint32_t dst)
-        : TestCase("lone TCP flow slowdown = 1 +- 1e-6, " + rate + ", host 0 -> host " +
-                   std::to_string(dst)),
-          m_rate(rate),
-          m_dst(dst)
+    LoneFlowTestCase (const std::string& rate, uint32_t dst)
+          : TestCase ("lone TCP flow slowdown = 1 +- 1e-6, " + rate + ", host 0 -> host " +
+                      std::to_string (dst))
+          , m_rate (rate)
+          , m_dst (dst)
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
         // 1 B (one 59 B packet), one full segment, a 4 KB page (2 full + 1176 B), 10 full
         // segments (= InitialCwnd 10, RFC 6928), and 1 MB with InitialCwnd raised to 1000
         // segments (685 segments of 1460 B + 1 of 400 B, all in the first window).
         for (uint64_t size : {1ULL, 1460ULL, 4096ULL, 14600ULL, 1000000ULL})
         {
-            std::vector<FlowSpec> flows = {Flow(7, 0, m_dst, size, 1000)};
-            TcpRun run = RunFlows("tcp", m_rate, flows, [size]() {
-                if (size > 14600)
-                {
-                    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(1000));
-                }
-            });
-            NS_TEST_ASSERT_MSG_EQ(run.finish[0].IsPositive(), true, "flow finished");
-            NS_TEST_ASSERT_MSG_EQ_TOL(Slowdown(run, flows[0], 0),
-                                      1.0,
-                                      1e-6,
-                                      size << " B flow, " << m_rate);
-            Simulator::Destroy();
+            std::vector<FlowSpec> flows = {Flow (7, 0, m_dst, size, 1000)};
+            TcpRun run = RunFlows ("tcp", m_rate, flows,
+                                   [size] ()
+                                   {
+                                       if (size > 14600)
+                                       {
+                                           Config::SetDefault ("ns3::TcpSocket::InitialCwnd",
+                                                               UintegerValue (1000));
+                                       }
+                                   });
+            NS_TEST_ASSERT_MSG_EQ (run.finish[0].IsPositive (), true, "flow finished");
+            NS_TEST_ASSERT_MSG_EQ_TOL (Slowdown (run, flows[0], 0), 1.0, 1e-6,
+                                       size << " B flow, " << m_rate);
+            Simulator::Destroy ();
         }
     }
 
@@ -143,23 +141,23 @@ class LoneFlowTestCase : public TestCase
 class LoneFlowByHandTestCase : public TestCase
 {
   public:
-    LoneFlowByHandTestCase()
-        : TestCase("lone 1460 B inter-rack TCP flow at 40 Gbps takes 1691.3 ns")
+    LoneFlowByHandTestCase ()
+          : TestCase ("lone 1460 B inter-rack TCP flow at 40 Gbps takes 1691.3 ns")
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
-        std::vector<FlowSpec> flows = {Flow(1, 3, 40, 1460, 0)};
-        TcpRun run = RunFlows("tcp", "40Gbps", flows);
+        std::vector<FlowSpec> flows = {Flow (1, 3, 40, 1460, 0)};
+        TcpRun run = RunFlows ("tcp", "40Gbps", flows);
         // (1460 + 20 IPv4 + 20 TCP + 18 frame) B x 8 / 40 Gbps = 303.6 ns
         // + 2 x 20 ns (4 m host cables) + 2 x 200 ns (40 m spine cables)
         // + 3 x 240 ns (ToR, spine, ToR)
         // + 303.6 - 75.9 ns (store at the 4x-faster uplink, re-serialize at the last hop)
         // = 1691.3 ns.
-        NS_TEST_ASSERT_MSG_EQ(run.finish[0].GetPicoSeconds(), int64_t(1691300), "FCT by hand");
-        Simulator::Destroy();
+        NS_TEST_ASSERT_MSG_EQ (run.finish[0].GetPicoSeconds (), int64_t (1691300), "FCT by hand");
+        Simulator::Destroy ();
     }
 };
 
@@ -167,47 +165,46 @@ class LoneFlowByHandTestCase : public TestCase
 class TwoFlowsTestCase : public TestCase
 {
   public:
-    TwoFlowsTestCase(const std::string& protocol, bool fair)
-        : TestCase("two 1 MB " + protocol +
-                   " flows into one host: the later finishes at 2x "
-                   "ideal +- 12%" +
-                   (fair ? ", both do" : "")),
-          m_protocol(protocol),
-          m_fair(fair)
+    TwoFlowsTestCase (const std::string& protocol, bool fair)
+          : TestCase ("two 1 MB " + protocol +
+                      " flows into one host: the later finishes at 2x "
+                      "ideal +- 12%" +
+                      (fair ? ", both do" : ""))
+          , m_protocol (protocol)
+          , m_fair (fair)
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
         // Hosts 1 and 2 -> host 0 (same rack): the ToR's port to host 0 is the bottleneck.
         // Together 2 MB must cross it, so the later flow can finish no earlier than ~2x the
         // ideal of one; with fair sharing both finish near 2x.  Tolerance: 12% for slow start
         // and the loss/marking transients.
-        std::vector<FlowSpec> flows = {Flow(1, 1, 0, 1000000), Flow(2, 2, 0, 1000000)};
-        TcpRun run = RunFlows(m_protocol, "40Gbps", flows);
-        std::cout << m_protocol << " two flows: slowdowns " << Slowdown(run, flows[0], 0) << " "
-                  << Slowdown(run, flows[1], 1) << std::endl;
-        const double first = std::min(Slowdown(run, flows[0], 0), Slowdown(run, flows[1], 1));
-        const double last = std::max(Slowdown(run, flows[0], 0), Slowdown(run, flows[1], 1));
-        NS_TEST_ASSERT_MSG_EQ(run.finish[0].IsPositive() && run.finish[1].IsPositive(),
-                              true,
-                              "both finished");
+        std::vector<FlowSpec> flows = {Flow (1, 1, 0, 1000000), Flow (2, 2, 0, 1000000)};
+        TcpRun run = RunFlows (m_protocol, "40Gbps", flows);
+        std::cout << m_protocol << " two flows: slowdowns " << Slowdown (run, flows[0], 0) << " "
+                  << Slowdown (run, flows[1], 1) << std::endl;
+        const double first = std::min (Slowdown (run, flows[0], 0), Slowdown (run, flows[1], 1));
+        const double last = std::max (Slowdown (run, flows[0], 0), Slowdown (run, flows[1], 1));
+        NS_TEST_ASSERT_MSG_EQ (run.finish[0].IsPositive () && run.finish[1].IsPositive (), true,
+                               "both finished");
         // Work conservation: the port drains 2 MB at line rate, so the later flow ends at
         // 2x ideal (the ideal includes one path latency, counted once here too).
-        NS_TEST_ASSERT_MSG_EQ_TOL(last, 2.0, 0.24, "later flow");
+        NS_TEST_ASSERT_MSG_EQ_TOL (last, 2.0, 0.24, "later flow");
         if (m_fair)
         {
-            NS_TEST_ASSERT_MSG_EQ_TOL(first, 2.0, 0.24, "earlier flow (fair share)");
+            NS_TEST_ASSERT_MSG_EQ_TOL (first, 2.0, 0.24, "earlier flow (fair share)");
         }
         else
         {
             // NewReno over DropTail is not fair at this time scale: the slow-start overshoot
             // of the 36 KB buffer costs one flow a 200 us MinRto (about one ideal FCT) while
             // the other runs at line rate.  It still cannot beat its own ideal.
-            NS_TEST_ASSERT_MSG_GT_OR_EQ(first, 1.0 - 1e-6, "earlier flow");
+            NS_TEST_ASSERT_MSG_GT_OR_EQ (first, 1.0 - 1e-6, "earlier flow");
         }
-        Simulator::Destroy();
+        Simulator::Destroy ();
     }
 
     std::string m_protocol;
@@ -218,8 +215,8 @@ class TwoFlowsTestCase : public TestCase
 class IncastTestCase : public TestCase
 {
   public:
-    IncastTestCase()
-        : TestCase("incast 8 -> 1: DCTCP marks above K, queue far below TCP's; TCP drops")
+    IncastTestCase ()
+          : TestCase ("incast 8 -> 1: DCTCP marks above K, queue far below TCP's; TCP drops")
     {
     }
 
@@ -234,67 +231,68 @@ class IncastTestCase : public TestCase
         uint32_t markThreshold{0};
     };
 
-    static void Marked(QueueStats* stats, const FabricQueueItem& item, uint32_t bytesBefore)
+    static void Marked (QueueStats* stats, const FabricQueueItem& item, uint32_t bytesBefore)
     {
-        stats->minMarkedOccupancy = std::min(stats->minMarkedOccupancy, bytesBefore);
+        stats->minMarkedOccupancy = std::min (stats->minMarkedOccupancy, bytesBefore);
     }
 
-    QueueStats RunIncast(const std::string& protocol)
+    QueueStats RunIncast (const std::string& protocol)
     {
         // Hosts 1..8 send 1 MB each to host 0 at t = 0.
         std::vector<FlowSpec> flows;
         for (uint32_t s = 1; s <= 8; ++s)
         {
-            flows.push_back(Flow(s, s, 0, 1000000));
+            flows.push_back (Flow (s, s, 0, 1000000));
         }
         QueueStats stats;
         Ptr<FabricQueue> bottleneck;
         bool measured = false;
-        auto onFinished = [&](TcpRun& run, std::size_t) {
+        auto onFinished = [&] (TcpRun& run, std::size_t)
+        {
             if (!measured)
             {
                 // Steady state: from 100 us (after the initial windows' burst) to the first
                 // completion, while all 8 flows are active.
                 measured = true;
-                stats.meanBytes = bottleneck->GetMeanBytes();
-                stats.peakBytes = bottleneck->GetPeakBytes();
-                stats.drops = bottleneck->GetDroppedPackets();
-                stats.marks = bottleneck->GetMarkedPackets();
+                stats.meanBytes = bottleneck->GetMeanBytes ();
+                stats.peakBytes = bottleneck->GetPeakBytes ();
+                stats.drops = bottleneck->GetDroppedPackets ();
+                stats.marks = bottleneck->GetMarkedPackets ();
             }
         };
-        Config::Reset();
-        const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find(protocol);
-        entry->setDefaults();
+        Config::Reset ();
+        const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find (protocol);
+        entry->setDefaults ();
         ClosHelper clos;
-        Ptr<FlowTransport> transport = entry->create();
-        Ptr<ClosTopology> topology = clos.Install(transport);
+        Ptr<FlowTransport> transport = entry->create ();
+        Ptr<ClosTopology> topology = clos.Install (transport);
         // ToR 0's port 0 leads to host 0.
-        bottleneck = topology->GetTor(0)->GetPort(0)->GetQueue();
-        bottleneck->TraceConnectWithoutContext("Mark", MakeBoundCallback(&Marked, &stats));
-        stats.markThreshold = DynamicCast<TcpFlowTransport>(transport)->GetMarkThresholdBytes();
-        const Time origin = transport->GetTraceOrigin();
-        Simulator::Schedule(origin + MicroSeconds(100), &FabricQueue::ResetStatistics, bottleneck);
+        bottleneck = topology->GetTor (0)->GetPort (0)->GetQueue ();
+        bottleneck->TraceConnectWithoutContext ("Mark", MakeBoundCallback (&Marked, &stats));
+        stats.markThreshold = DynamicCast<TcpFlowTransport> (transport)->GetMarkThresholdBytes ();
+        const Time origin = transport->GetTraceOrigin ();
+        Simulator::Schedule (origin + MicroSeconds (100), &FabricQueue::ResetStatistics,
+                             bottleneck);
         TcpRun run{{}, topology, transport};
-        std::function<void(uint64_t, Time)> record = [&](uint64_t id, Time at) {
-            onFinished(run, 0);
-        };
-        transport->TraceConnectWithoutContext("FlowFinished",
-                                              Callback<void, uint64_t, Time>(record));
+        std::function<void (uint64_t, Time)> record = [&] (uint64_t id, Time at)
+        { onFinished (run, 0); };
+        transport->TraceConnectWithoutContext ("FlowFinished",
+                                               Callback<void, uint64_t, Time> (record));
         for (const FlowSpec& flow : flows)
         {
-            transport->AddFlow(flow);
+            transport->AddFlow (flow);
         }
-        Simulator::Stop(origin + MilliSeconds(100));
-        Simulator::Run();
-        NS_ABORT_UNLESS(measured);
-        Simulator::Destroy();
+        Simulator::Stop (origin + MilliSeconds (100));
+        Simulator::Run ();
+        NS_ABORT_UNLESS (measured);
+        Simulator::Destroy ();
         return stats;
     }
 
-    void DoRun() override
+    void DoRun () override
     {
-        QueueStats tcp = RunIncast("tcp");
-        QueueStats dctcp = RunIncast("dctcp");
+        QueueStats tcp = RunIncast ("tcp");
+        QueueStats dctcp = RunIncast ("dctcp");
         std::cout << "incast steady state: TCP mean " << tcp.meanBytes << " B peak "
                   << tcp.peakBytes << " B drops " << tcp.drops << "; DCTCP mean " << dctcp.meanBytes
                   << " B peak " << dctcp.peakBytes << " B marks " << dctcp.marks << " drops "
@@ -302,21 +300,21 @@ class IncastTestCase : public TestCase
         // K at 40 Gbps: base inter-rack RTT = 1691.3 ns (data) + 1180.3 ns (58 B ACK) =
         // 2871.6 ns; C x RTT = 40e9 x 2871.6e-9 / 8 = 14358 B; / 7 = 2051 B -> 2 packets of
         // 1518 B = 3036 B.
-        NS_TEST_ASSERT_MSG_EQ(dctcp.markThreshold, 3036u, "K");
-        NS_TEST_ASSERT_MSG_EQ(tcp.marks, 0u, "TCP: no marking");
-        NS_TEST_ASSERT_MSG_GT(dctcp.marks, 0u, "DCTCP marks");
-        NS_TEST_ASSERT_MSG_GT(dctcp.minMarkedOccupancy, dctcp.markThreshold, "marks only above K");
+        NS_TEST_ASSERT_MSG_EQ (dctcp.markThreshold, 3036u, "K");
+        NS_TEST_ASSERT_MSG_EQ (tcp.marks, 0u, "TCP: no marking");
+        NS_TEST_ASSERT_MSG_GT (dctcp.marks, 0u, "DCTCP marks");
+        NS_TEST_ASSERT_MSG_GT (dctcp.minMarkedOccupancy, dctcp.markThreshold, "marks only above K");
         // TCP fills the buffer: its peak is within one 1518 B frame of 36864 B, and it drops.
-        NS_TEST_ASSERT_MSG_GT(tcp.peakBytes, 36864u - 1518u, "TCP fills the buffer");
-        NS_TEST_ASSERT_MSG_GT(tcp.drops, 0u, "TCP drops");
+        NS_TEST_ASSERT_MSG_GT (tcp.peakBytes, 36864u - 1518u, "TCP fills the buffer");
+        NS_TEST_ASSERT_MSG_GT (tcp.drops, 0u, "TCP drops");
         // DCTCP keeps the queue well below TCP's, without drops.  It cannot hold it at K = 2
         // packets here: 8 flows at ns-3's minimum window of 2 segments keep 16 segments in
         // flight against a base BDP of ~10 (14358 B / 1460 B), so several packets stay queued
         // (measured: mean ~7.7 KB, peak ~22.8 KB vs TCP's ~30 KB and 36.4 KB).  Bounds: mean
         // below a third of TCP's, peak below three quarters of the buffer.
-        NS_TEST_ASSERT_MSG_EQ(dctcp.drops, 0u, "DCTCP: no steady-state drops");
-        NS_TEST_ASSERT_MSG_LT(dctcp.meanBytes, tcp.meanBytes / 3, "DCTCP mean queue");
-        NS_TEST_ASSERT_MSG_LT(dctcp.peakBytes, 36864u * 3 / 4, "DCTCP peak queue");
+        NS_TEST_ASSERT_MSG_EQ (dctcp.drops, 0u, "DCTCP: no steady-state drops");
+        NS_TEST_ASSERT_MSG_LT (dctcp.meanBytes, tcp.meanBytes / 3, "DCTCP mean queue");
+        NS_TEST_ASSERT_MSG_LT (dctcp.peakBytes, 36864u * 3 / 4, "DCTCP peak queue");
     }
 };
 
@@ -324,41 +322,44 @@ class IncastTestCase : public TestCase
 class DctcpThresholdTestCase : public TestCase
 {
   public:
-    DctcpThresholdTestCase()
-        : TestCase("DCTCP K = ceil(C x RTT over 7) packets: 3036 B at 40 Gbps, 4554 B at 100 Gbps")
+    DctcpThresholdTestCase ()
+          : TestCase (
+                "DCTCP K = ceil(C x RTT over 7) packets: 3036 B at 40 Gbps, 4554 B at 100 Gbps")
     {
     }
 
   private:
-    void DoRun() override
+    void DoRun () override
     {
-        Ptr<ClosTopology> clos = CreateObject<ClosTopology>();
+        Ptr<ClosTopology> clos = CreateObject<ClosTopology> ();
         // 40 Gbps: RTT = 1691.3 ns (1518 B data, see IdealFct) + 1180.3 ns (58 B ACK:
         // 11.6 + 1160 + 8.7) = 2871.6 ns; 40e9 x 2871.6e-9 / 8 / 7 = 2051 B -> 2 x 1518 B.
-        NS_TEST_ASSERT_MSG_EQ(TcpFlowTransport::DctcpMarkThresholdBytes(clos, 1460), 3036u, "40G");
+        NS_TEST_ASSERT_MSG_EQ (TcpFlowTransport::DctcpMarkThresholdBytes (clos, 1460), 3036u,
+                               "40G");
         // 100 Gbps: RTT = 1372.52 + 1168.12 = 2540.64 ns; 100e9 x 2540.64e-9 / 8 / 7 =
         // 4537 B -> 3 x 1518 B.
-        clos->SetAttribute("AccessRate", DataRateValue(DataRate("100Gbps")));
-        NS_TEST_ASSERT_MSG_EQ(TcpFlowTransport::DctcpMarkThresholdBytes(clos, 1460), 4554u, "100G");
+        clos->SetAttribute ("AccessRate", DataRateValue (DataRate ("100Gbps")));
+        NS_TEST_ASSERT_MSG_EQ (TcpFlowTransport::DctcpMarkThresholdBytes (clos, 1460), 4554u,
+                               "100G");
     }
 };
 
 class TcpTestSuite : public TestSuite
 {
   public:
-    TcpTestSuite()
-        : TestSuite("disaggsim-tcp", SYSTEM)
+    TcpTestSuite ()
+          : TestSuite ("disaggsim-tcp", SYSTEM)
     {
-        AddTestCase(new LoneFlowByHandTestCase, TestCase::QUICK);
-        AddTestCase(new DctcpThresholdTestCase, TestCase::QUICK);
+        AddTestCase (new LoneFlowByHandTestCase, TestCase::QUICK);
+        AddTestCase (new DctcpThresholdTestCase, TestCase::QUICK);
         for (const char* rate : {"40Gbps", "100Gbps"})
         {
-            AddTestCase(new LoneFlowTestCase(rate, 1), TestCase::QUICK);   // intra-rack
-            AddTestCase(new LoneFlowTestCase(rate, 100), TestCase::QUICK); // inter-rack
+            AddTestCase (new LoneFlowTestCase (rate, 1), TestCase::QUICK);   // intra-rack
+            AddTestCase (new LoneFlowTestCase (rate, 100), TestCase::QUICK); // inter-rack
         }
-        AddTestCase(new TwoFlowsTestCase("tcp", false), TestCase::QUICK);
-        AddTestCase(new TwoFlowsTestCase("dctcp", true), TestCase::QUICK);
-        AddTestCase(new IncastTestCase, TestCase::QUICK);
+        AddTestCase (new TwoFlowsTestCase ("tcp", false), TestCase::QUICK);
+        AddTestCase (new TwoFlowsTestCase ("dctcp", true), TestCase::QUICK);
+        AddTestCase (new IncastTestCase, TestCase::QUICK);
     }
 };
 
