@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, attribute
 
 MESSAGES = pd.DataFrame(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from disaggsim.traces.blades import (
     DEFAULT_DISK_PARTITION,
     DEFAULT_MEMORY_PARTITION,

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from disaggsim.traces.blktrace import (
     read_blkparse_text,
     read_blktrace,

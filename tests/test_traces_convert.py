@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
+from disaggsim.schemas import FLOW_TABLE
 from disaggsim.traces.convert import (
     ConvertOptions,
     ConvertReport,
@@ -20,8 +22,6 @@ from disaggsim.traces.convert import (
     write_flow_table,
 )
 from disaggsim.traces.errors import TraceFormatError
-
-from disaggsim.schemas import FLOW_TABLE
 
 SAMPLE = Path(__file__).parent / "fixtures" / "traces" / "sample_lo"
 N0_COMPUTE, N1_COMPUTE = 0, 3

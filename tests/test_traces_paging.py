@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.paging import read_rmem, read_rmem_meta, write_rmem
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.pcap import (
     LINKTYPE_ETHERNET,

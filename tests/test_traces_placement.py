@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from disaggsim.traces.placement import place
 
 from disaggsim.schemas import SIM_FLOWS, blade_node
+from disaggsim.traces.placement import place
 
 
 def flows(n_nodes: int) -> pd.DataFrame:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from disaggsim.traces.errors import TraceFormatError
-from disaggsim.traces.yaps import read_yaps, write_yaps
 
 from disaggsim.schemas import SIM_FLOWS
+from disaggsim.traces.errors import TraceFormatError
+from disaggsim.traces.yaps import read_yaps, write_yaps
 
 SIM = pd.DataFrame(
     {

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from disaggsim.traces import workloads as wl
 
 from disaggsim.schemas import SIM_FLOWS
+from disaggsim.traces import workloads as wl
 
 # ---------------------------------------------------------------------------------------
 # Oracles, written independently of the implementation

@@ -32,6 +32,7 @@ from typing import Final
 
 import numpy as np
 import pandas as pd
+
 from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 

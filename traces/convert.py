@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
 from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
 from disaggsim.traces.blades import (
@@ -50,8 +52,6 @@ from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrac
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.paging import PAGE_BYTES, read_rmem
 from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
-
-from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
 
 META_FILE: Final = "meta.json"
 

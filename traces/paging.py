@@ -46,6 +46,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+
 from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 

@@ -31,6 +31,7 @@ from typing import Final
 import dpkt
 import numpy as np
 import pandas as pd
+
 from disaggsim.traces.errors import TraceFormatError
 
 PCAP_MAGIC_US: Final = 0xA1B2C3D4

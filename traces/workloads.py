@@ -41,9 +41,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from disaggsim.traces._atomic import atomic_path
 
 from disaggsim.schemas import SIM_FLOWS
+from disaggsim.traces._atomic import atomic_path
 
 #: Directory of the shipped CDF files (YAPS format, ``<size_pkts> 1 <cdf>`` per line).
 CDF_DIR: Final = Path(__file__).resolve().parent / "cdfs"

@@ -21,10 +21,10 @@ from typing import Final
 
 import numpy as np
 import pandas as pd
-from disaggsim.traces._atomic import atomic_path
-from disaggsim.traces.errors import TraceFormatError
 
 from disaggsim.schemas import SIM_FLOWS
+from disaggsim.traces._atomic import atomic_path
+from disaggsim.traces.errors import TraceFormatError
 
 YAPS_MSS_BYTES: Final = 1460
 YAPS_START_OFFSET_NS: Final = 1_000_000_000
