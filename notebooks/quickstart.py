@@ -62,7 +62,7 @@ if not fct_path.is_file():
     if results.resolve() != default:
         raise FileNotFoundError(
             f"{fct_path} does not exist: run that campaign first "
-            "(disaggsim campaign <config>), or unset DISAGGSIM_RESULTS for the quickstart"
+            "(disaggsim run <config>), or unset DISAGGSIM_RESULTS for the quickstart"
         )
     print("no results yet: running configs/quickstart.toml")
     campaign = run_campaign(REPO / "configs" / "quickstart.toml", progress=False)

@@ -164,7 +164,7 @@ def repo_root() -> Path:
 
 
 def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path) -> list[str]:
-    """The ``disaggsim-ns3`` command line of a run (flags as in sim/README.md)."""
+    """The ``disaggsim-ns3`` command line of a run (flags: ``disaggsim-ns3 --help``)."""
     topo = spec.topology
     cmd = [
         spec.binary,
