@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from disaggsim.traces.blktrace import BLK_TC_READ
 from disaggsim.traces.collect_blk import (
     BLK_IO_TRACE,
     BLK_IO_TRACE_MAGIC,
@@ -15,7 +16,6 @@ from disaggsim.traces.collect_blk import (
     BLK_TA_COMPLETE,
     BLK_TA_ISSUE,
     BLK_TA_QUEUE,
-    BLK_TC_READ,
     BLK_TC_WRITE,
     PerCpuWriter,
     kernel_dev,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from disaggsim.traces.blktrace import BLK_TC_READ
 from disaggsim.traces.collect_blk import (
     BLK_IO_TRACE,
     BLK_IO_TRACE_MAGIC,
@@ -14,7 +15,6 @@ from disaggsim.traces.collect_blk import (
     BLK_TA_QUEUE,
     BLK_TA_UNPLUG_IO,
     BLK_TC_QUEUE_BIT,
-    BLK_TC_READ,
     BLK_TC_WRITE,
     BlkRecord,
     parse_blk_stream,

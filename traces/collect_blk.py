@@ -29,20 +29,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from disaggsim.traces.blktrace import (  # the kernel ABI, defined once
+    BLK_IO_TRACE_MAGIC,
+    BLK_IO_TRACE_VERSION,
+    BLK_TC_SHIFT,
+    BLK_TC_WRITE,
+)
+
 #: ``struct blk_io_trace``: magic, sequence, time, sector, bytes, action, pid, device, cpu,
 #: error, pdu_len (include/uapi/linux/blktrace_api.h).
 BLK_IO_TRACE: Final = struct.Struct("<IIQQIIIIIHH")
 BLK_IO_TRACE_BYTES: Final = BLK_IO_TRACE.size  # 48
-BLK_IO_TRACE_MAGIC: Final = 0x65617400
-BLK_IO_TRACE_VERSION: Final = 0x07
-SECTOR_BYTES: Final = 512
 
 # Action categories (upper 16 bits of ``action``) and actions (lower 16 bits).
-BLK_TC_SHIFT: Final = 16
-BLK_TC_READ: Final = 1 << 0
-BLK_TC_WRITE: Final = 1 << 1
 BLK_TC_QUEUE_BIT: Final = 1 << 4
-BLK_TC_NOTIFY: Final = 1 << 10
 BLK_TA_QUEUE: Final = 1
 BLK_TA_BACKMERGE: Final = 2
 BLK_TA_FRONTMERGE: Final = 3

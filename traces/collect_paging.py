@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from disaggsim.traces.blktrace import SECTOR_BYTES
 from disaggsim.traces.collect_blk import (
     BLK_TA_PLUG,
     BLK_TA_QUEUE,
     BLK_TA_UNPLUG_IO,
     BLK_TA_UNPLUG_TIMER,
-    SECTOR_BYTES,
     BlkRecord,
     PerCpuWriter,
 )
