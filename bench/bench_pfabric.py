@@ -1,0 +1,253 @@
+"""Fidelity and speed of pFabric (and Ideal) against the YAPS reference runs.
+
+The two setups of the pHost paper's simulator (YAPS, NetSys/simulator; its pFabric
+configuration is ``py/run_experiments.py``; transports/pfabric/doc/pfabric.md):
+
+  (a) 40 Gbps access links, permutation traffic matrix
+  (b) 10 Gbps access links, all-to-all traffic matrix
+
+both with the web search workload (DCTCP, SIGCOMM'10) at load 0.6, 144 hosts in 9 racks of
+16, 4 spines with 4x uplinks, 36 KB pFabric ports (host NICs too), 0.2 us propagation per
+link, cut-through switching after the 40 B header, init_cwnd 12, max_cwnd 15, RTO 45 us,
+no probe mode (YAPS has none), per-packet spraying, 10,000 flows.
+
+Slowdown two ways:
+
+- ``yaps``: as YAPS computes it, FCT at the sender's last ACK over the oracle
+  ``2 x hops x 0.2 us + packets x 1500 B x 8 / rate`` (hops = 2 in a rack, 4 across).
+  Our FCT is measured at the receiver (FCT_RECORDS), so the lone ACK's return time in our
+  model (``T(40 B) + hops x 0.2 us + (hops - 1) x switching``) is added to it.
+- ``ours``: FCT_RECORDS ``slowdown`` = FCT / ideal FCT alone in our Clos model.
+
+Targets (YAPS, from the lead): (a) mean 1.160, p99 2.75; <100 KB mean 1.085, p99 1.30;
+>= 10 MB mean 1.87.  (b) mean 1.307, p99 4.34; <100 KB mean 1.12, p99 1.48.  Pass = within
+15 %.
+
+Usage: ``.venv/bin/python bench/bench_pfabric.py [--flows N] [--setup a|b|both]
+[--binary build/sim/disaggsim-ns3] [--out results.md]``.  Prints wall time, data packets
+delivered per wall second, events per wall second and peak memory of each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from disaggsim.traces.workloads import MSS_BYTES, YAPS_HEADER_BYTES, generate, write_sim_flows_csv
+
+HOSTS_PER_RACK = 16
+RACKS = 9
+PROPAGATION_NS = 200.0  # YAPS propagation_delay 0.0000002 s per link
+CABLE_M = 40.0  # 40 m at 5 ns/m = 200 ns for every link
+SMALL_BYTES = 100_000
+LARGE_BYTES = 10_000_000
+
+TARGETS = {
+    "a": {"mean": 1.160, "p99": 2.75, "small_mean": 1.085, "small_p99": 1.30, "large_mean": 1.87},
+    "b": {"mean": 1.307, "p99": 4.34, "small_mean": 1.12, "small_p99": 1.48},
+}
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    rate_gbps: float
+    matrix: str
+
+
+SETUPS = {
+    "a": Setup("a", 40.0, "permutation"),
+    "b": Setup("b", 10.0, "all_to_all"),
+}
+
+
+def header_ns(rate_gbps: float) -> float:
+    """Serialization of the 40 B header at the access rate: YAPS's cut-through delay."""
+    return YAPS_HEADER_BYTES * 8 / rate_gbps
+
+
+def yaps_slowdowns(fct: pd.DataFrame, rate_gbps: float, switch_ns: float) -> np.ndarray:
+    """YAPS-style slowdown of each finished flow (module docstring)."""
+    same_rack = (fct["src_host"] // HOSTS_PER_RACK) == (fct["dst_host"] // HOSTS_PER_RACK)
+    hops = np.where(same_rack, 2, 4)
+    packets = np.ceil(fct["size_bytes"] / MSS_BYTES)
+    oracle_ns = (
+        2 * hops * PROPAGATION_NS + packets * (MSS_BYTES + YAPS_HEADER_BYTES) * 8 / rate_gbps
+    )
+    ack_return_ns = header_ns(rate_gbps) + hops * PROPAGATION_NS + (hops - 1) * switch_ns
+    return (fct["fct_ns"].to_numpy() + ack_return_ns) / oracle_ns.to_numpy()
+
+
+def summarize(slowdown: np.ndarray, size_bytes: np.ndarray) -> dict[str, float]:
+    """Mean and p99 overall, < 100 KB and >= 10 MB (YAPS run/experiment.cpp bins)."""
+    small = size_bytes < SMALL_BYTES
+    large = size_bytes >= LARGE_BYTES
+    out = {
+        "mean": float(np.mean(slowdown)),
+        "p99": float(np.percentile(slowdown, 99)),
+        "small_mean": float(np.mean(slowdown[small])) if small.any() else math.nan,
+        "small_p99": float(np.percentile(slowdown[small], 99)) if small.any() else math.nan,
+        "large_mean": float(np.mean(slowdown[large])) if large.any() else math.nan,
+        "large_n": float(large.sum()),
+    }
+    return out
+
+
+def run(
+    binary: Path,
+    setup: Setup,
+    protocol: str,
+    n_flows: int,
+    seed: int,
+    workdir: Path,
+    driver_seed: int = 0,
+) -> dict:
+    """Generate the workload, run the driver, return stats and the FCT table."""
+    flows = generate(
+        "websearch",
+        0.6,
+        RACKS * HOSTS_PER_RACK,
+        n_flows,
+        setup.rate_gbps,
+        setup.matrix,  # type: ignore[arg-type]
+        seed=seed,
+        header_bytes=YAPS_HEADER_BYTES,
+    )
+    flows_csv = workdir / f"flows_{setup.name}.csv"
+    write_sim_flows_csv(flows, flows_csv)
+    out_csv = workdir / f"fct_{setup.name}_{protocol}.csv"
+    stats_json = workdir / f"stats_{setup.name}_{protocol}.json"
+    switch_ns = header_ns(setup.rate_gbps)
+    cmd = [
+        str(binary),
+        f"--flows={flows_csv}",
+        f"--out={out_csv}",
+        f"--stats={stats_json}",
+        f"--protocol={protocol}",
+        f"--accessRateGbps={setup.rate_gbps:g}",
+        f"--racks={RACKS}",
+        f"--hostsPerRack={HOSTS_PER_RACK}",
+        "--spines=4",
+        "--spineRateFactor=4",
+        "--bufferBytes=36864",
+        f"--intraRackCableM={CABLE_M:g}",
+        f"--interRackCableM={CABLE_M:g}",
+        "--propNsPerM=5",
+        f"--switchDelayNs={switch_ns:g}",
+        # driver seed 0 = EcmpSalt 0: uplink = flowHash % 4, i.e. per-packet round robin
+        # as YAPS's spray_counter++ % 4; a non-zero seed hashes (random spraying)
+        f"--seed={driver_seed}",
+    ]
+    if protocol == "pfabric":
+        cmd += [
+            "--ns3::PfabricSender::InitialCwnd=12",
+            "--ns3::PfabricSender::MaxCwnd=15",
+            "--ns3::PfabricSender::Rto=45us",
+            "--ns3::PfabricSender::ProbeAfterTimeouts=0",
+            "--ns3::PfabricFlowTransport::HostBufferBytes=36864",
+        ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    stats = json.loads(stats_json.read_text())
+    fct = pd.read_csv(out_csv)
+    return {"stats": stats, "fct": fct, "wall_s": wall, "switch_ns": switch_ns}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flows", type=int, default=10_000)
+    parser.add_argument("--setup", choices=["a", "b", "both"], default="both")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
+    parser.add_argument("--out", type=Path, default=None, help="also write a markdown report")
+    parser.add_argument("--ideal", action="store_true", help="also run the Ideal reference")
+    parser.add_argument(
+        "--driver-seed",
+        type=int,
+        default=0,
+        help="driver --seed (= ECMP salt): 0 = round-robin spraying as YAPS, else hashed",
+    )
+    args = parser.parse_args()
+    if not args.binary.is_file():
+        print(f"bench_pfabric: driver {args.binary} not found (build first)", file=sys.stderr)
+        return 2
+    names = ["a", "b"] if args.setup == "both" else [args.setup]
+    lines = [
+        f"# pFabric fidelity vs YAPS ({args.flows} flows, web search, load 0.6, workload seed "
+        f"{args.seed}, driver seed {args.driver_seed})",
+        "",
+    ]
+    all_pass = True
+    with tempfile.TemporaryDirectory(prefix="bench_pfabric.") as tmp:
+        workdir = Path(tmp)
+        for name in names:
+            setup = SETUPS[name]
+            protocols = ["pfabric"] + (["ideal"] if args.ideal else [])
+            for protocol in protocols:
+                res = run(
+                    args.binary, setup, protocol, args.flows, args.seed, workdir, args.driver_seed
+                )
+                fct, stats = res["fct"], res["stats"]
+                done = fct[fct["finished"] == 1]
+                sizes = done["size_bytes"].to_numpy()
+                yaps = summarize(yaps_slowdowns(done, setup.rate_gbps, res["switch_ns"]), sizes)
+                ours = summarize(done["slowdown"].to_numpy(), sizes)
+                wall = float(stats["wall_s"])
+                head = (
+                    f"## setup ({name}) {setup.rate_gbps:g} Gbps {setup.matrix}, {protocol}: "
+                    f"{len(done)}/{len(fct)} flows finished"
+                )
+                lines += [head, ""]
+                lines.append("| slowdown | mean | p99 | <100KB mean | <100KB p99 | >=10MB mean |")
+                lines.append("| --- | --- | --- | --- | --- | --- |")
+                for label, s in (("yaps-style", yaps), ("ours", ours)):
+                    lines.append(
+                        f"| {label} | {s['mean']:.3f} | {s['p99']:.2f} | {s['small_mean']:.3f} "
+                        f"| {s['small_p99']:.2f} | {s['large_mean']:.2f} (n={s['large_n']:.0f}) |"
+                    )
+                if protocol == "pfabric":
+                    target = TARGETS[name]
+                    checks = []
+                    for key, want in target.items():
+                        got = yaps[key]
+                        ok = abs(got - want) <= 0.15 * want
+                        all_pass &= ok
+                        checks.append(f"{key} {got:.3f} vs {want} {'ok' if ok else 'MISS'}")
+                    lines.append(f"| YAPS target | {'; '.join(checks)} |")
+                pkts = int(stats["data_packets_delivered"])
+                events = int(stats["events"])
+                lines += [
+                    "",
+                    f"wall {wall:.1f} s (process {res['wall_s']:.1f} s); "
+                    f"{pkts} data packets delivered = {pkts / wall:,.0f} packets/s; "
+                    f"{events} events = {events / wall:,.0f} events/s; "
+                    f"peak RSS {int(stats['peak_rss_kb']) / 1024:.0f} MiB; "
+                    f"drops {stats['packets_dropped']}; transport {stats.get('transport', {})}",
+                    "",
+                ]
+                print("\n".join(lines[-12:]), flush=True)
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out is not None:
+        tmp_path = args.out.with_name(args.out.name + ".tmp")
+        tmp_path.write_text(report)
+        os.replace(tmp_path, args.out)
+    return 0 if all_pass else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+/*
+ * disaggsim: pFabric as a FlowTransport over the Clos fabric (protocol name "pfabric").
+ */
+#include "pfabric-helper.h"
+
+#include "transports/pfabric/model/pfabric-header.h"
+#include "transports/pfabric/model/pfabric-queue.h"
+
+#include "ns3/abort.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("PfabricFlowTransport");
+NS_OBJECT_ENSURE_REGISTERED (PfabricFlowTransport);
+
+namespace
+{
+const FlowTransportRegistrar g_pfabricRegistrar ({
+    "pfabric",
+    "pFabric (Alizadeh et al. SIGCOMM'13): remaining-size priorities, pFabric switch ports, "
+    "line-rate start, fixed RTO (transports/pfabric/doc/pfabric.md)",
+    [] {},
+    [] { return Ptr<FlowTransport> (CreateObject<PfabricFlowTransport> ()); },
+    "ns3::PfabricSender::MssBytes",
+});
+} // namespace
+
+TypeId
+PfabricFlowTransport::GetTypeId ()
+{
+    static TypeId tid =
+        TypeId ("ns3::PfabricFlowTransport")
+            .SetParent<FlowTransport> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<PfabricFlowTransport> ()
+            .AddAttribute ("HostBufferBytes",
+                           "Host NIC pFabric buffer in wire bytes; 0 = unlimited.  YAPS gives "
+                           "host queues the switch discipline and queue_size (36864)",
+                           UintegerValue (36864),
+                           MakeUintegerAccessor (&PfabricFlowTransport::m_hostBufferBytes),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddTraceSource ("FlowAcked",
+                             "The sender got the ACK of a flow's last byte: (flow id, time)",
+                             MakeTraceSourceAccessor (&PfabricFlowTransport::m_flowAckedTrace),
+                             "ns3::PfabricFlowTransport::FlowAckedCallback");
+    return tid;
+}
+
+PfabricFlowTransport::PfabricFlowTransport () = default;
+
+PfabricFlowTransport::~PfabricFlowTransport () = default;
+
+void
+PfabricFlowTransport::DoDispose ()
+{
+    m_active.clear ();
+    m_hosts.clear ();
+    m_topology = nullptr;
+    FlowTransport::DoDispose ();
+}
+
+void
+PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
+{
+    m_topology = topology;
+    ObjectFactory switchQueue;
+    switchQueue.SetTypeId ("ns3::PfabricQueue");
+    topology->SetSwitchQueue (switchQueue);
+    ObjectFactory hostQueue;
+    hostQueue.SetTypeId ("ns3::PfabricQueue");
+    hostQueue.Set ("BufferBytes", UintegerValue (m_hostBufferBytes));
+    topology->SetHostQueue (hostQueue);
+
+    // Resolve the window and the timeout (doc/pfabric.md §6).
+    Ptr<PfabricSender> prototype = CreateObject<PfabricSender> ();
+    UintegerValue mss;
+    UintegerValue initialCwnd;
+    UintegerValue maxCwnd;
+    TimeValue rto;
+    prototype->GetAttribute ("MssBytes", mss);
+    prototype->GetAttribute ("InitialCwnd", initialCwnd);
+    prototype->GetAttribute ("MaxCwnd", maxCwnd);
+    prototype->GetAttribute ("Rto", rto);
+    m_mssBytes = static_cast<uint32_t> (mss.Get ());
+
+    uint32_t src = 0;
+    uint32_t dst = topology->GetNRacks () > 1 ? topology->GetHostsPerRack () : 1;
+    NS_ABORT_MSG_IF (topology->GetNHosts () < 2, "PfabricFlowTransport: fewer than 2 hosts");
+    Time data = topology->IdealFct (src, dst, m_mssBytes, kPfabricHeaderBytes, m_mssBytes);
+    Time ack = topology->IdealFct (dst, src, 0, kPfabricHeaderBytes, m_mssBytes);
+    m_baseRtt = data + ack;
+    double bdpBytes = topology->GetAccessRate ().GetBitRate () * m_baseRtt.GetSeconds () / 8.0;
+    uint32_t packetBytes = m_mssBytes + kPfabricHeaderBytes + kFabricHeaderBytes;
+    uint32_t derivedCwnd =
+        std::max<uint32_t> (2, static_cast<uint32_t> (std::ceil (bdpBytes / packetBytes)));
+    m_initialCwnd =
+        initialCwnd.Get () != 0 ? static_cast<uint32_t> (initialCwnd.Get ()) : derivedCwnd;
+    m_maxCwnd = maxCwnd.Get () != 0 ? static_cast<uint32_t> (maxCwnd.Get ()) : m_initialCwnd + 3;
+    m_rto = !rto.Get ().IsZero () ? rto.Get () : 3 * m_baseRtt;
+    NS_LOG_INFO ("pFabric: rtt " << m_baseRtt << " bdp " << bdpBytes << " B, cwnd " << m_initialCwnd
+                                 << "/" << m_maxCwnd << " rto " << m_rto);
+}
+
+void
+PfabricFlowTransport::Install (Ptr<ClosTopology> topology)
+{
+    m_topology = topology;
+    m_hosts.clear ();
+    for (uint32_t i = 0; i < topology->GetNHosts (); ++i)
+    {
+        Ptr<PfabricHost> host = CreateObject<PfabricHost> ();
+        host->Setup (topology->GetHostDevice (i), static_cast<uint16_t> (i));
+        m_hosts.push_back (host);
+    }
+}
+
+void
+PfabricFlowTransport::AddFlow (const FlowSpec& flow)
+{
+    NS_ABORT_MSG_IF (m_hosts.empty (), "PfabricFlowTransport: AddFlow before Install");
+    NS_ABORT_MSG_IF (flow.srcHost >= m_hosts.size () || flow.dstHost >= m_hosts.size () ||
+                         flow.srcHost == flow.dstHost,
+                     "PfabricFlowTransport: flow " << flow.flowId << " has bad hosts "
+                                                   << flow.srcHost << " -> " << flow.dstHost);
+    NS_ABORT_MSG_IF (flow.sizeBytes == 0,
+                     "PfabricFlowTransport: flow " << flow.flowId << " has size 0");
+    if (!m_flows.empty () && flow.startNs < m_flows.back ().startNs)
+    {
+        m_sorted = false;
+    }
+    m_flows.push_back (flow);
+    if (!m_startScheduled)
+    {
+        m_startScheduled = true;
+        Simulator::ScheduleNow (&PfabricFlowTransport::StartDue, this);
+    }
+}
+
+void
+PfabricFlowTransport::StartDue ()
+{
+    if (!m_sorted)
+    {
+        std::stable_sort (
+            m_flows.begin () + static_cast<std::ptrdiff_t> (m_nextStart), m_flows.end (),
+            [] (const FlowSpec& a, const FlowSpec& b) { return a.startNs < b.startNs; });
+        m_sorted = true;
+    }
+    int64_t nowNs = Simulator::Now ().GetNanoSeconds ();
+    while (m_nextStart < m_flows.size () && m_flows[m_nextStart].startNs <= nowNs)
+    {
+        StartFlow (m_flows[m_nextStart]);
+        ++m_nextStart;
+    }
+    if (m_nextStart < m_flows.size ())
+    {
+        Simulator::Schedule (NanoSeconds (m_flows[m_nextStart].startNs - nowNs),
+                             &PfabricFlowTransport::StartDue, this);
+    }
+    else
+    {
+        m_startScheduled = false;
+    }
+}
+
+void
+PfabricFlowTransport::StartFlow (const FlowSpec& flow)
+{
+    Ptr<PfabricReceiver> receiver = CreateObject<PfabricReceiver> ();
+    receiver->Setup (m_hosts[flow.dstHost], flow.flowId, static_cast<uint16_t> (flow.srcHost),
+                     flow.sizeBytes, m_mssBytes);
+    receiver->TraceConnectWithoutContext (
+        "FlowReceived", MakeCallback (&PfabricFlowTransport::OnFlowReceived, this));
+    m_hosts[flow.dstHost]->AddReceiver (flow.flowId, receiver);
+
+    Ptr<PfabricSender> sender = CreateObject<PfabricSender> ();
+    sender->SetWindowAndRto (m_initialCwnd, m_maxCwnd, m_rto);
+    sender->Setup (m_hosts[flow.srcHost], flow.flowId, static_cast<uint16_t> (flow.dstHost),
+                   flow.sizeBytes);
+    sender->TraceConnectWithoutContext ("FlowAcked",
+                                        MakeCallback (&PfabricFlowTransport::OnFlowAcked, this));
+    m_hosts[flow.srcHost]->AddSender (flow.flowId, sender);
+    m_active[flow.flowId] = Active{sender, flow.srcHost, flow.dstHost};
+    sender->Start ();
+}
+
+void
+PfabricFlowTransport::OnFlowReceived (uint64_t flowId, Time received)
+{
+    NotifyFlowFinished (flowId);
+}
+
+void
+PfabricFlowTransport::OnFlowAcked (uint64_t flowId, Time start, Time acked)
+{
+    m_flowAckedTrace (flowId, acked);
+    // Not from inside the sender's own call stack: the host holds its last reference.
+    Simulator::ScheduleNow (&PfabricFlowTransport::Release, this, flowId);
+}
+
+void
+PfabricFlowTransport::Release (uint64_t flowId)
+{
+    auto it = m_active.find (flowId);
+    if (it == m_active.end ())
+    {
+        return;
+    }
+    m_timeouts += it->second.sender->GetTimeouts ();
+    m_dataPacketsSent += it->second.sender->GetDataPacketsSent ();
+    m_hosts[it->second.srcHost]->RemoveSender (flowId);
+    m_hosts[it->second.dstHost]->RemoveReceiver (flowId);
+    m_active.erase (it);
+}
+
+uint64_t
+PfabricFlowTransport::GetPriorityDrops () const
+{
+    return GetSwitchPriorityDrops () + GetHostPriorityDrops ();
+}
+
+uint64_t
+PfabricFlowTransport::GetSwitchPriorityDrops () const
+{
+    uint64_t drops = 0;
+    if (!m_topology)
+    {
+        return 0;
+    }
+    for (const Ptr<FabricNetDevice>& port : m_topology->GetSwitchPorts ())
+    {
+        Ptr<PfabricQueue> queue = DynamicCast<PfabricQueue> (port->GetQueue ());
+        drops += queue ? queue->GetPriorityDrops () : 0;
+    }
+    return drops;
+}
+
+uint64_t
+PfabricFlowTransport::GetHostPriorityDrops () const
+{
+    uint64_t drops = 0;
+    if (!m_topology)
+    {
+        return 0;
+    }
+    for (uint32_t i = 0; i < m_topology->GetNHosts (); ++i)
+    {
+        Ptr<PfabricQueue> queue =
+            DynamicCast<PfabricQueue> (m_topology->GetHostDevice (i)->GetQueue ());
+        drops += queue ? queue->GetPriorityDrops () : 0;
+    }
+    return drops;
+}
+
+std::vector<std::pair<std::string, std::string>>
+PfabricFlowTransport::GetStatistics () const
+{
+    uint64_t nicDrops = 0;
+    for (const Ptr<PfabricHost>& host : m_hosts)
+    {
+        nicDrops += host->GetNicDrops ();
+    }
+    return {
+        {"pfabric.priority_drops_switch", std::to_string (GetSwitchPriorityDrops ())},
+        {"pfabric.priority_drops_host", std::to_string (GetHostPriorityDrops ())},
+        {"pfabric.host_nic_drops", std::to_string (nicDrops)},
+        {"pfabric.timeouts", std::to_string (m_timeouts)},
+        {"pfabric.data_packets_sent", std::to_string (m_dataPacketsSent)},
+        {"pfabric.flows_unacked", std::to_string (m_active.size ())},
+    };
+}
+
+uint32_t
+PfabricFlowTransport::GetPerPacketHeaderBytes () const
+{
+    return kPfabricHeaderBytes;
+}
+
+uint32_t
+PfabricFlowTransport::GetMssBytes () const
+{
+    return m_mssBytes;
+}
+
+std::vector<TypeId>
+PfabricFlowTransport::GetConfigTypeIds () const
+{
+    return {GetInstanceTypeId (), PfabricSender::GetTypeId (), PfabricQueue::GetTypeId ()};
+}
+
+std::vector<std::pair<std::string, std::string>>
+PfabricFlowTransport::GetDerivedConfig () const
+{
+    return {
+        {"pfabric.base_rtt_ns", std::to_string (m_baseRtt.GetNanoSeconds ())},
+        {"pfabric.initial_cwnd_pkts", std::to_string (m_initialCwnd)},
+        {"pfabric.max_cwnd_pkts", std::to_string (m_maxCwnd)},
+        {"pfabric.rto_ns", std::to_string (m_rto.GetNanoSeconds ())},
+    };
+}
+
+} // namespace ns3

@@ -1,0 +1,115 @@
+/*
+ * disaggsim: the pFabric stack of one host: its flows' endpoints on the host's fabric port.
+ */
+#include "pfabric-host.h"
+
+#include "pfabric-header.h"
+#include "pfabric-receiver.h"
+#include "pfabric-sender.h"
+#include "topologies/model/fabric-net-device.h"
+
+#include "ns3/log.h"
+#include "ns3/packet.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("PfabricHost");
+NS_OBJECT_ENSURE_REGISTERED (PfabricHost);
+
+TypeId
+PfabricHost::GetTypeId ()
+{
+    static TypeId tid = TypeId ("ns3::PfabricHost")
+                            .SetParent<Object> ()
+                            .SetGroupName ("Disaggsim")
+                            .AddConstructor<PfabricHost> ();
+    return tid;
+}
+
+PfabricHost::PfabricHost () = default;
+
+PfabricHost::~PfabricHost () = default;
+
+void
+PfabricHost::DoDispose ()
+{
+    m_device = nullptr;
+    m_senders.clear ();
+    m_receivers.clear ();
+    Object::DoDispose ();
+}
+
+void
+PfabricHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex)
+{
+    m_device = device;
+    m_hostIndex = hostIndex;
+    device->SetFabricReceiveCallback (MakeCallback (&PfabricHost::Receive, this));
+}
+
+void
+PfabricHost::AddSender (uint64_t flowId, Ptr<PfabricSender> sender)
+{
+    m_senders[flowId] = sender;
+}
+
+void
+PfabricHost::AddReceiver (uint64_t flowId, Ptr<PfabricReceiver> receiver)
+{
+    m_receivers[flowId] = receiver;
+}
+
+void
+PfabricHost::RemoveSender (uint64_t flowId)
+{
+    m_senders.erase (flowId);
+}
+
+void
+PfabricHost::RemoveReceiver (uint64_t flowId)
+{
+    m_receivers.erase (flowId);
+}
+
+void
+PfabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
+{
+    if (!m_device->SendFabric (packet, frame))
+    {
+        ++m_nicDrops;
+    }
+}
+
+void
+PfabricHost::Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& frame,
+                      Time txTime)
+{
+    if (frame.protocol != kPfabricProtocol)
+    {
+        NS_LOG_WARN ("host " << m_hostIndex << ": not a pFabric frame: " << frame);
+        return;
+    }
+    PfabricHeader header;
+    packet->PeekHeader (header);
+    if (header.flags & PfabricHeader::ACK)
+    {
+        auto it = m_senders.find (header.flowId);
+        if (it != m_senders.end ())
+        {
+            it->second->ReceiveAck (header.seq, header.sackSeq,
+                                    (header.flags & PfabricHeader::PROBE) != 0);
+        }
+        return;
+    }
+    auto it = m_receivers.find (header.flowId);
+    if (it == m_receivers.end ())
+    {
+        NS_LOG_WARN ("host " << m_hostIndex << ": data of unknown flow " << header.flowId);
+        return;
+    }
+    it->second->ReceiveData (header.seq, frame.payloadBytes,
+                             (header.flags & PfabricHeader::PROBE) != 0, frame.flowHash);
+}
+
+} // namespace ns3

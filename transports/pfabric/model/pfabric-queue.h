@@ -1,0 +1,105 @@
+/*
+ * disaggsim: pFabric switch port: priority scheduling and priority dropping.
+ */
+#ifndef DISAGGSIM_PFABRIC_QUEUE_H
+#define DISAGGSIM_PFABRIC_QUEUE_H
+
+#include "topologies/model/fabric-queue.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * Bits of FabricHeader::flowHash that pFabric uses to spray a flow's packets over the ECMP
+ * paths; the bits above them are the flow id (see PfabricFlowHash).
+ */
+constexpr uint32_t kPfabricSprayBits = 8;
+
+/**
+ * \returns the FabricHeader::flowHash of packet \p packetIndex of flow \p flowId: the flow id
+ * (mod 2^24) in the high bits (the queue's flow identity, PfabricFlowKey) and, with \p spray, the
+ * packet index in the low kPfabricSprayBits bits so that consecutive packets take consecutive ECMP
+ * paths (YAPS `load_balancing: 0`, per-packet round robin; doc/pfabric.md §4).
+ */
+inline uint32_t
+PfabricFlowHash (uint64_t flowId, uint32_t packetIndex, bool spray)
+{
+    uint32_t low = spray ? (packetIndex & ((1u << kPfabricSprayBits) - 1)) : 0;
+    return (static_cast<uint32_t> (flowId) << kPfabricSprayBits) | low;
+}
+
+/// \returns the flow identity the queue compares: the low 24 bits of the flow id (two flows
+/// from one host whose ids differ by a multiple of 2^24 would share the starvation-prevention
+/// order at a port they both cross at once; harmless and, with SIM_FLOWS ids, rare).
+inline uint32_t
+PfabricFlowKey (uint32_t flowHash)
+{
+    return flowHash >> kPfabricSprayBits;
+}
+
+/**
+ * \brief A pFabric port (Alizadeh et al., SIGCOMM'13 §4.2; doc/pfabric.md §2).
+ *
+ * Priority = FabricHeader::rank, lower is more urgent (remaining flow bytes; ACKs 0).
+ * - Dequeue: find the buffered frame with the lowest rank (the earliest one on ties), then
+ *   send the earliest buffered frame of that frame's flow (starvation prevention, §4.2).
+ *   Only frames that may start now compete (FabricQueueItem::notBefore <= now: a cut-through
+ *   port holds frames whose tail is still arriving from a slower link); if none may, the
+ *   first to become ready goes.  Committing the port to a frame that cannot start yet while
+ *   another could would idle it: on the 4x-faster ToR uplinks that halved their capacity
+ *   under load and doubled the large-flow slowdown (doc/pfabric.md §8).
+ * - Enqueue into a full buffer: if the arriving frame's rank is >= the highest buffered rank
+ *   it is dropped; otherwise the buffered frame with the highest rank (the latest one on
+ *   ties) is evicted, repeatedly until the arriving frame fits (§4.2 "priority dropping";
+ *   YAPS ext/pfabricqueue.cpp).
+ * Frames are kept in arrival order in a vector and found by linear scans: a 36 KB buffer
+ * holds at most 24 full frames, where a scan beats any heap; no allocation per frame once
+ * the vector has grown.
+ *
+ * The capacity is the base class's MaxBytes (set by the topology, 36 KB per switch port).
+ * FabricQueue::Enqueue drops an arriving frame that does not fit before the subclass sees
+ * it, so on its first enqueue this queue takes the capacity over as BufferBytes and sets
+ * MaxBytes to 0; evictions then leave through FabricQueue::Dequeue (which keeps the byte
+ * accounting right but fires the Dequeue trace) and are reported by the PriorityDrop trace
+ * and GetPriorityDrops(), which count every pFabric drop, arriving or evicted.
+ */
+class PfabricQueue : public FabricQueue
+{
+  public:
+    static TypeId GetTypeId ();
+    PfabricQueue ();
+    ~PfabricQueue () override;
+
+    /// \returns frames dropped by the pFabric rules (arriving frames and evicted frames).
+    uint64_t GetPriorityDrops () const
+    {
+        return m_priorityDrops;
+    }
+
+    /// \returns the capacity in wire bytes (0 = unlimited).
+    uint32_t GetBufferBytes () const
+    {
+        return m_bufferBytes;
+    }
+
+  protected:
+    bool DoEnqueue (FabricQueueItem&& item) override;
+    FabricQueueItem DoDequeue () override;
+
+  private:
+    /// \returns the index of the frame to drop first: the highest rank, the latest on ties.
+    std::size_t WorstIndex () const;
+
+    std::vector<FabricQueueItem> m_items;
+    uint32_t m_bufferBytes{0};
+    static constexpr std::size_t kNone = static_cast<std::size_t> (-1);
+    std::size_t m_evictIndex{kNone};
+    uint64_t m_priorityDrops{0};
+    TracedCallback<const FabricQueueItem&, uint32_t> m_priorityDropTrace;
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_PFABRIC_QUEUE_H

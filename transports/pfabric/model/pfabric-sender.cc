@@ -1,0 +1,341 @@
+/*
+ * disaggsim: pFabric end-host sender: line-rate start, window, fixed RTO, probe mode.
+ */
+#include "pfabric-sender.h"
+
+#include "pfabric-host.h"
+#include "pfabric-queue.h"
+
+#include "ns3/abort.h"
+#include "ns3/boolean.h"
+#include "ns3/log.h"
+#include "ns3/packet.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("PfabricSender");
+NS_OBJECT_ENSURE_REGISTERED (PfabricSender);
+
+TypeId
+PfabricSender::GetTypeId ()
+{
+    static TypeId tid =
+        TypeId ("ns3::PfabricSender")
+            .SetParent<Object> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<PfabricSender> ()
+            .AddAttribute ("MssBytes", "Payload bytes per data packet (YAPS params.mss = 1460)",
+                           UintegerValue (1460), MakeUintegerAccessor (&PfabricSender::m_mssBytes),
+                           MakeUintegerChecker<uint32_t> (1, 9000))
+            .AddAttribute ("InitialCwnd",
+                           "Initial window in packets, ~BDP: 12 at 10 Gbps (pFabric SIGCOMM'13 "
+                           "§5.1; YAPS init_cwnd 12).  0 = derived by PfabricFlowTransport from "
+                           "the topology's BDP (doc/pfabric.md §6)",
+                           UintegerValue (0), MakeUintegerAccessor (&PfabricSender::m_initialCwnd),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("MaxCwnd",
+                           "Window cap in packets (YAPS max_cwnd 15 = init_cwnd 12 + 3).  0 = "
+                           "InitialCwnd + 3",
+                           UintegerValue (0), MakeUintegerAccessor (&PfabricSender::m_maxCwnd),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("InitialSsthresh",
+                           "Initial slow-start threshold in packets (YAPS PFabricFlow: 100000, "
+                           "i.e. slow start until MaxCwnd)",
+                           UintegerValue (100000),
+                           MakeUintegerAccessor (&PfabricSender::m_initialSsthresh),
+                           MakeUintegerChecker<uint32_t> (2))
+            .AddAttribute ("Rto",
+                           "Fixed retransmission timeout, ~3 RTT: 45 us at 10 Gbps (pFabric "
+                           "SIGCOMM'13 §5.1; YAPS retx_timeout 45e-06).  0 = 3 x the "
+                           "topology's base RTT (PfabricFlowTransport, doc/pfabric.md §6)",
+                           TimeValue (Time (0)), MakeTimeAccessor (&PfabricSender::m_rto),
+                           MakeTimeChecker (Time (0)))
+            .AddAttribute ("ProbeAfterTimeouts",
+                           "Consecutive timeouts after which the flow enters probe mode "
+                           "(pFabric SIGCOMM'13 §4.3: 5); 0 = never (YAPS)",
+                           UintegerValue (5),
+                           MakeUintegerAccessor (&PfabricSender::m_probeAfterTimeouts),
+                           MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("PacketSpraying",
+                           "Spread a flow's packets over the ECMP paths packet by packet (YAPS "
+                           "load_balancing 0); false = one path per flow",
+                           BooleanValue (true), MakeBooleanAccessor (&PfabricSender::m_spray),
+                           MakeBooleanChecker ())
+            .AddTraceSource ("FlowAcked",
+                             "The flow's last byte was acknowledged: (flow id, start, time)",
+                             MakeTraceSourceAccessor (&PfabricSender::m_flowAcked),
+                             "ns3::PfabricSender::FlowAckedCallback");
+    return tid;
+}
+
+PfabricSender::PfabricSender () = default;
+
+void
+PfabricSender::SetWindowAndRto (uint32_t initialCwnd, uint32_t maxCwnd, Time rto)
+{
+    NS_ABORT_MSG_IF (initialCwnd == 0 || maxCwnd == 0 || rto.IsZero (),
+                     "PfabricSender: window and RTO must be > 0");
+    m_initialCwnd = initialCwnd;
+    m_maxCwnd = maxCwnd;
+    m_rto = rto;
+}
+
+PfabricSender::~PfabricSender () = default;
+
+void
+PfabricSender::DoDispose ()
+{
+    m_rtoEvent.Cancel ();
+    m_host = nullptr;
+    Object::DoDispose ();
+}
+
+void
+PfabricSender::Setup (Ptr<PfabricHost> host, uint64_t flowId, uint16_t dstHost, uint64_t sizeBytes)
+{
+    NS_ABORT_MSG_IF (sizeBytes == 0, "PfabricSender: flow " << flowId << " has size 0");
+    NS_ABORT_MSG_IF (sizeBytes >= (uint64_t (1) << 32),
+                     "PfabricSender: flow " << flowId << " size " << sizeBytes
+                                            << " B does not fit the 32-bit sequence space");
+    NS_ABORT_MSG_IF (m_initialCwnd == 0 || m_maxCwnd == 0 || m_rto.IsZero (),
+                     "PfabricSender: InitialCwnd, MaxCwnd and Rto must be resolved (> 0) "
+                     "before Setup; PfabricFlowTransport does it");
+    m_host = host;
+    m_flowId = flowId;
+    m_dstHost = dstHost;
+    m_sizeBytes = sizeBytes;
+    m_nPackets = static_cast<uint32_t> ((sizeBytes + m_mssBytes - 1) / m_mssBytes);
+    m_sacked.assign (m_nPackets, false);
+    m_cwnd = std::min (m_initialCwnd, m_maxCwnd);
+    m_ssthresh = m_initialSsthresh;
+}
+
+uint32_t
+PfabricSender::PayloadOf (uint32_t packetIndex) const
+{
+    uint64_t offset = uint64_t (packetIndex) * m_mssBytes;
+    return static_cast<uint32_t> (std::min<uint64_t> (m_mssBytes, m_sizeBytes - offset));
+}
+
+uint32_t
+PfabricSender::Remaining () const
+{
+    uint64_t acked = std::min<uint64_t> (uint64_t (m_cumAckPacket) * m_mssBytes, m_sizeBytes);
+    uint64_t sacked = uint64_t (m_sackedAbove) * m_mssBytes;
+    uint32_t last = m_nPackets - 1;
+    if (m_sacked[last] && last >= m_cumAckPacket)
+    {
+        sacked -= m_mssBytes - PayloadOf (last);
+    }
+    return static_cast<uint32_t> (m_sizeBytes - acked - sacked);
+}
+
+void
+PfabricSender::Start ()
+{
+    m_start = Simulator::Now ();
+    NS_LOG_FUNCTION (this << m_flowId << m_sizeBytes);
+    SendPending ();
+}
+
+void
+PfabricSender::SendPending ()
+{
+    if (m_finished || m_probing)
+    {
+        return;
+    }
+    uint64_t limit = uint64_t (m_cumAckPacket) + m_cwnd + m_sackedAbove;
+    while (m_nextPacket < m_nPackets && m_nextPacket + 1 <= limit)
+    {
+        if (!m_sacked[m_nextPacket])
+        {
+            SendData (m_nextPacket);
+        }
+        ++m_nextPacket;
+        if (!IsRtoArmed ())
+        {
+            ArmRto ();
+        }
+    }
+}
+
+void
+PfabricSender::SendData (uint32_t packetIndex)
+{
+    uint32_t payload = PayloadOf (packetIndex);
+    Ptr<Packet> packet = Create<Packet> (payload);
+    PfabricHeader header;
+    header.flowId = m_flowId;
+    header.seq = packetIndex * m_mssBytes;
+    header.flags = PfabricHeader::DATA;
+    packet->AddHeader (header);
+    FabricHeader frame;
+    frame.srcHost = m_host->GetHostIndex ();
+    frame.dstHost = m_dstHost;
+    frame.protocol = kPfabricProtocol;
+    frame.flowHash = PfabricFlowHash (m_flowId, packetIndex, m_spray);
+    frame.rank = Remaining ();
+    frame.payloadBytes = payload;
+    ++m_dataPacketsSent;
+    m_host->Send (packet, frame);
+}
+
+void
+PfabricSender::SendProbe ()
+{
+    // A minimum-size packet with a one-byte payload (SIGCOMM'13 §4.3).
+    Ptr<Packet> packet = Create<Packet> (1);
+    PfabricHeader header;
+    header.flowId = m_flowId;
+    header.seq = m_cumAckPacket * m_mssBytes;
+    header.flags = PfabricHeader::PROBE;
+    packet->AddHeader (header);
+    FabricHeader frame;
+    frame.srcHost = m_host->GetHostIndex ();
+    frame.dstHost = m_dstHost;
+    frame.protocol = kPfabricProtocol;
+    frame.flowHash = PfabricFlowHash (m_flowId, m_cumAckPacket, m_spray);
+    frame.rank = Remaining ();
+    frame.payloadBytes = 0;
+    m_host->Send (packet, frame);
+}
+
+void
+PfabricSender::ArmRto ()
+{
+    if (m_cumAckPacket >= m_nPackets)
+    {
+        return;
+    }
+    m_rtoDeadline = Simulator::Now () + m_rto;
+    if (!m_rtoEvent.IsRunning ())
+    {
+        m_rtoEvent = Simulator::Schedule (m_rto, &PfabricSender::OnRtoEvent, this);
+    }
+}
+
+void
+PfabricSender::DisarmRto ()
+{
+    m_rtoDeadline = Time::Max ();
+}
+
+void
+PfabricSender::OnRtoEvent ()
+{
+    if (!IsRtoArmed ())
+    {
+        return;
+    }
+    Time now = Simulator::Now ();
+    if (now < m_rtoDeadline)
+    {
+        m_rtoEvent = Simulator::Schedule (m_rtoDeadline - now, &PfabricSender::OnRtoEvent, this);
+        return;
+    }
+    DisarmRto ();
+    OnRto ();
+}
+
+void
+PfabricSender::OnRto ()
+{
+    ++m_timeouts;
+    ++m_consecutiveTimeouts;
+    NS_LOG_LOGIC ("flow " << m_flowId << " timeout " << m_consecutiveTimeouts << " cwnd "
+                          << m_cwnd);
+    m_ssthresh = std::max<uint32_t> (m_cwnd / 2, 2);
+    m_cwnd = 1;
+    m_nextPacket = m_cumAckPacket;
+    if (m_probeAfterTimeouts != 0 && m_consecutiveTimeouts >= m_probeAfterTimeouts)
+    {
+        m_probing = true;
+        SendProbe ();
+    }
+    else
+    {
+        SendPending ();
+    }
+    if (!IsRtoArmed ())
+    {
+        ArmRto ();
+    }
+}
+
+void
+PfabricSender::IncreaseCwnd ()
+{
+    if (m_cwnd < m_ssthresh)
+    {
+        m_cwnd += 1;
+    }
+    else if (++m_ackCount >= m_cwnd)
+    {
+        m_ackCount = 0;
+        m_cwnd += 1;
+    }
+    m_cwnd = std::min (m_cwnd, m_maxCwnd);
+}
+
+void
+PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe)
+{
+    if (m_finished)
+    {
+        return;
+    }
+    uint32_t ackPacket =
+        ackSeq >= m_sizeBytes ? m_nPackets : static_cast<uint32_t> (ackSeq / m_mssBytes);
+    uint32_t sackPacket = sackSeq / m_mssBytes;
+    if (!probe && sackPacket >= ackPacket && sackPacket < m_nPackets && !m_sacked[sackPacket])
+    {
+        m_sacked[sackPacket] = true;
+        if (sackPacket >= m_cumAckPacket)
+        {
+            ++m_sackedAbove;
+        }
+    }
+    if (m_nextPacket < ackPacket)
+    {
+        m_nextPacket = ackPacket;
+    }
+    bool advanced = ackPacket > m_cumAckPacket;
+    if (advanced)
+    {
+        for (uint32_t i = m_cumAckPacket; i < ackPacket; ++i)
+        {
+            if (m_sacked[i])
+            {
+                --m_sackedAbove;
+            }
+        }
+        m_cumAckPacket = ackPacket;
+        if (m_cumAckPacket == m_nPackets)
+        {
+            m_finished = true;
+            DisarmRto ();
+            m_rtoEvent.Cancel ();
+            NS_LOG_LOGIC ("flow " << m_flowId << " acked");
+            m_flowAcked (m_flowId, m_start, Simulator::Now ());
+            return;
+        }
+        IncreaseCwnd ();
+    }
+    if (advanced || (probe && m_probing))
+    {
+        m_consecutiveTimeouts = 0;
+        m_probing = false;
+        SendPending ();
+        DisarmRto ();
+        ArmRto ();
+    }
+}
+
+} // namespace ns3

@@ -1,0 +1,154 @@
+/*
+ * disaggsim: pFabric end-host sender: line-rate start, window, fixed RTO, probe mode.
+ */
+#ifndef DISAGGSIM_PFABRIC_SENDER_H
+#define DISAGGSIM_PFABRIC_SENDER_H
+
+#include "pfabric-header.h"
+
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+class PfabricHost;
+
+/**
+ * \brief The sending side of one pFabric flow (doc/pfabric.md §3; Alizadeh et al.
+ * SIGCOMM'13 §4.3; the reference simulator YAPS, coresim/flow.cpp and ext/pfabricflow.cpp).
+ *
+ * - Start: the whole initial window leaves at once (line rate), InitialCwnd packets
+ *   (12 = BDP at 10 Gbps, SIGCOMM'13 §5.1; YAPS init_cwnd 12).
+ * - Every data packet carries priority = flow bytes not yet acknowledged, cumulatively or
+ *   selectively (SIGCOMM'13 §4.1; YAPS Flow::get_priority).
+ * - Window: cwnd packets beyond the cumulative ACK, plus the packets SACKed above it, which
+ *   are skipped; on each ACK that advances the cumulative ACK cwnd grows by 1 packet below
+ *   ssthresh and by 1 packet per cwnd such ACKs above it, capped at MaxCwnd (YAPS
+ *   PFabricFlow::increase_cwnd; max_cwnd 15), and the window is refilled.  ACKs that do not
+ *   advance it only update the SACK scoreboard (YAPS Flow::receive_ack).
+ * - No fast retransmit.  A fixed timer Rto (45 us ~ 3 RTT at 10 Gbps, §5.1) is armed when
+ *   data is sent with none armed and re-armed on every advancing ACK; on expiry ssthresh =
+ *   max(cwnd / 2, 2), cwnd = 1 and sending restarts at the cumulative ACK (YAPS
+ *   handle_timeout).
+ * - After ProbeAfterTimeouts consecutive timeouts the flow is in probe mode: each timeout
+ *   sends one PROBE (1 B payload) instead of data; the first advancing ACK or the ACK of a
+ *   probe ends it and sending resumes in slow start (§4.3; not in YAPS; 0 disables).
+ * - The flow is complete when the last byte is acknowledged (FlowAcked trace).
+ */
+class PfabricSender : public Object
+{
+  public:
+    static TypeId GetTypeId ();
+    PfabricSender ();
+    ~PfabricSender () override;
+
+    /**
+     * Set the flow up.  \p sizeBytes > 0; \p host is the sending host's stack, which owns this
+     * object and puts its packets on the wire; \p dstHost the receiver's host index.
+     */
+    void Setup (Ptr<PfabricHost> host, uint64_t flowId, uint16_t dstHost, uint64_t sizeBytes);
+
+    /// Set the resolved window (packets) and timeout; PfabricFlowTransport calls it with the
+    /// attribute values, 0s replaced by the topology-derived ones (doc/pfabric.md §6).
+    void SetWindowAndRto (uint32_t initialCwnd, uint32_t maxCwnd, Time rto);
+
+    /// Start sending now (the flow's start time).
+    void Start ();
+
+    /// An ACK of this flow arrived: \p ackSeq = cumulative ACK, \p sackSeq = the data offset
+    /// it answers, \p probe = it answers a probe.
+    void ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe);
+
+    bool IsFinished () const
+    {
+        return m_finished;
+    }
+
+    uint32_t GetCwnd () const
+    {
+        return m_cwnd;
+    }
+
+    uint64_t GetTimeouts () const
+    {
+        return m_timeouts;
+    }
+
+    uint64_t GetDataPacketsSent () const
+    {
+        return m_dataPacketsSent;
+    }
+
+    /// Signature of FlowAcked: flow id, start time, time the last byte was acknowledged.
+    typedef void (*FlowAckedCallback) (uint64_t flowId, Time start, Time acked);
+
+  protected:
+    void DoDispose () override;
+
+  private:
+    /// Send what the window allows (YAPS Flow::send_pending_data).
+    void SendPending ();
+    void SendData (uint32_t packetIndex);
+    void SendProbe ();
+    uint32_t PayloadOf (uint32_t packetIndex) const;
+    /// Remaining flow bytes not acknowledged cumulatively or selectively: the priority.
+    uint32_t Remaining () const;
+    /// Arm the timer to expire Rto from now (YAPS set_timeout).
+    void ArmRto ();
+    void DisarmRto ();
+    bool IsRtoArmed () const
+    {
+        return m_rtoDeadline != Time::Max ();
+    }
+    /// The timer event: a real timeout if the deadline has come, else it re-schedules itself.
+    void OnRtoEvent ();
+    void OnRto ();
+    void IncreaseCwnd ();
+
+    // configuration (attributes)
+    uint32_t m_mssBytes{1460};
+    uint32_t m_initialCwnd{0};
+    uint32_t m_maxCwnd{0};
+    uint32_t m_initialSsthresh{100000};
+    Time m_rto;
+    uint32_t m_probeAfterTimeouts{5};
+    bool m_spray{true};
+
+    // flow
+    Ptr<PfabricHost> m_host;
+    uint64_t m_flowId{0};
+    uint16_t m_dstHost{0};
+    uint64_t m_sizeBytes{0};
+    uint32_t m_nPackets{0};
+    Time m_start;
+
+    // window state, in packets of m_mssBytes (offset = index * mss)
+    uint32_t m_nextPacket{0};
+    uint32_t m_cumAckPacket{0};
+    std::vector<bool> m_sacked;
+    uint32_t m_sackedAbove{0};
+    uint32_t m_cwnd{12};
+    uint32_t m_ssthresh{100000};
+    uint32_t m_ackCount{0};
+    // Re-arming on every ACK only moves m_rtoDeadline; at most one timer event is pending
+    // (rescheduled when it fires early), so the scheduler does not fill with cancelled
+    // timers.  Expiry times are the same as with cancel-and-reschedule.
+    EventId m_rtoEvent;
+    Time m_rtoDeadline{Time::Max ()};
+    uint32_t m_consecutiveTimeouts{0};
+    bool m_probing{false};
+    bool m_finished{false};
+
+    uint64_t m_timeouts{0};
+    uint64_t m_dataPacketsSent{0};
+    TracedCallback<uint64_t, Time, Time> m_flowAcked;
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_PFABRIC_SENDER_H

@@ -1,0 +1,413 @@
+/*
+ * disaggsim: pFabric tests with exact expected values (transports/pfabric/doc/pfabric.md).
+ *
+ * Fabric of the end-to-end cases: ClosTopology with 2 racks x 4 hosts, 2 spines, 40 Gbps
+ * access links (4x faster uplinks), 36 KB switch ports; its IdealFct() is the FCT of a flow
+ * alone on its path in this model, so a lone pFabric flow must finish exactly then.
+ */
+#include "transports/pfabric/helper/pfabric-helper.h"
+#include "transports/pfabric/model/pfabric-header.h"
+#include "transports/pfabric/model/pfabric-queue.h"
+
+#include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/data-rate.h"
+#include "ns3/packet.h"
+#include "ns3/simulator.h"
+#include "ns3/test.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace ns3;
+
+namespace
+{
+
+constexpr uint32_t kMss = 1460;
+constexpr uint32_t kFullFrameBytes = kMss + kPfabricHeaderBytes + kFabricHeaderBytes; // 1500
+
+/// A pFabric port that drops, once, the data frame of flow 0 at byte offset DropSeq (test
+/// instrument for loss recovery; every other rule is PfabricQueue's).
+class TailDropQueue : public PfabricQueue
+{
+  public:
+    static TypeId GetTypeId ()
+    {
+        static TypeId tid =
+            TypeId ("ns3::PfabricTestTailDropQueue")
+                .SetParent<PfabricQueue> ()
+                .AddConstructor<TailDropQueue> ()
+                .AddAttribute ("DropSeq", "Byte offset of the data frame to drop once",
+                               UintegerValue (0), MakeUintegerAccessor (&TailDropQueue::m_dropSeq),
+                               MakeUintegerChecker<uint32_t> ());
+        return tid;
+    }
+
+    static uint32_t s_dropped;
+
+  protected:
+    bool DoEnqueue (FabricQueueItem&& item) override
+    {
+        if (!m_done && item.header.payloadBytes > 0)
+        {
+            PfabricHeader header;
+            item.packet->PeekHeader (header);
+            if ((header.flags & PfabricHeader::DATA) && header.seq == m_dropSeq)
+            {
+                m_done = true;
+                ++s_dropped;
+                return false;
+            }
+        }
+        return PfabricQueue::DoEnqueue (std::move (item));
+    }
+
+  private:
+    uint32_t m_dropSeq{0};
+    bool m_done{false};
+};
+
+uint32_t TailDropQueue::s_dropped = 0;
+NS_OBJECT_ENSURE_REGISTERED (TailDropQueue);
+
+/// Builds the small fabric with pFabric on it and records FlowFinished times.
+struct Fabric
+{
+    Ptr<ClosTopology> topology;
+    Ptr<PfabricFlowTransport> transport;
+    std::map<uint64_t, Time> finish;
+
+    explicit Fabric (const std::string& switchQueueType = "")
+    {
+        topology = CreateObject<ClosTopology> ();
+        topology->SetAttribute ("Racks", UintegerValue (2));
+        topology->SetAttribute ("HostsPerRack", UintegerValue (4));
+        topology->SetAttribute ("Spines", UintegerValue (2));
+        topology->SetAttribute ("AccessRate", DataRateValue (DataRate ("40Gbps")));
+        transport = CreateObject<PfabricFlowTransport> ();
+        transport->ConfigureFabric (topology);
+        if (!switchQueueType.empty ())
+        {
+            ObjectFactory factory;
+            factory.SetTypeId (switchQueueType);
+            topology->SetSwitchQueue (factory);
+        }
+        topology->Build ();
+        transport->Install (topology);
+        transport->TraceConnectWithoutContext ("FlowFinished",
+                                               MakeCallback (&Fabric::OnFinished, this));
+    }
+
+    void OnFinished (uint64_t flowId, Time at)
+    {
+        finish[flowId] = at;
+    }
+
+    void Add (uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes, int64_t startNs = 0)
+    {
+        transport->AddFlow (FlowSpec{id, startNs, src, dst, bytes});
+    }
+
+    Time Ideal (uint32_t src, uint32_t dst, uint64_t bytes) const
+    {
+        return topology->IdealFct (src, dst, bytes, kPfabricHeaderBytes, kMss);
+    }
+
+    /// Serialization time of a full data frame at the 40 Gbps access rate.
+    Time FrameTime () const
+    {
+        return FabricNetDevice::TxTimeFor (kFullFrameBytes, 40000000000ULL);
+    }
+};
+
+/// Makes a frame of \p wireBytes with priority \p rank from host \p src of flow \p flow.
+FabricQueueItem
+Frame (uint32_t wireBytes, uint32_t rank, uint64_t flow, uint16_t src = 0)
+{
+    FabricQueueItem item;
+    item.packet = Create<Packet> (wireBytes - kFabricHeaderBytes);
+    item.header.srcHost = src;
+    item.header.rank = rank;
+    item.header.flowHash = PfabricFlowHash (flow, 0, false);
+    item.header.payloadBytes = 1;
+    return item;
+}
+
+} // namespace
+
+/// The header serializes to 22 B and back; with the 18 B frame header that is YAPS's 40 B.
+class PfabricHeaderTest : public TestCase
+{
+  public:
+    PfabricHeaderTest ()
+          : TestCase ("PfabricHeader round trip, 22 B + 18 B = 40 B per packet")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        PfabricHeader out;
+        out.flowId = (uint64_t (1) << 40) + 7;
+        out.seq = 123456;
+        out.sackSeq = 654321;
+        out.flags = PfabricHeader::ACK | PfabricHeader::PROBE;
+        Ptr<Packet> packet = Create<Packet> (10);
+        packet->AddHeader (out);
+        NS_TEST_ASSERT_MSG_EQ (packet->GetSize (), 10 + 22, "header size");
+        NS_TEST_ASSERT_MSG_EQ (kPfabricHeaderBytes + kFabricHeaderBytes, 40u, "YAPS hdr_size");
+        PfabricHeader in;
+        packet->RemoveHeader (in);
+        NS_TEST_ASSERT_MSG_EQ (in.flowId, out.flowId, "flowId");
+        NS_TEST_ASSERT_MSG_EQ (in.seq, out.seq, "seq");
+        NS_TEST_ASSERT_MSG_EQ (in.sackSeq, out.sackSeq, "sackSeq");
+        NS_TEST_ASSERT_MSG_EQ (uint32_t (in.flags), uint32_t (out.flags), "flags");
+    }
+};
+
+/// The port's two rules (SIGCOMM'13 §4.2) on hand-made frames.
+class PfabricQueueRulesTest : public TestCase
+{
+  public:
+    PfabricQueueRulesTest ()
+          : TestCase ("PfabricQueue: priority dropping, starvation prevention, cut-through "
+                      "eligibility")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // Buffer of 3 full frames (4500 B).
+        Ptr<PfabricQueue> q = CreateObject<PfabricQueue> ();
+        q->SetAttribute ("BufferBytes", UintegerValue (3 * 1500));
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 50, 1)), true, "fits");
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 10, 2)), true, "fits");
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 30, 3)), true, "fits");
+        // Full.  Rank 20 < worst buffered 50: the rank-50 frame is evicted.
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 20, 4)), true, "evicts 50");
+        NS_TEST_ASSERT_MSG_EQ (q->GetPriorityDrops (), 1u, "one eviction");
+        NS_TEST_ASSERT_MSG_EQ (q->GetNBytes (), 4500u, "byte accounting after eviction");
+        NS_TEST_ASSERT_MSG_EQ (q->GetNPackets (), 3u, "packet accounting after eviction");
+        // Rank 40 > worst buffered 30: the arriving frame is dropped.
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 40, 5)), false, "arriving 40 dropped");
+        // Rank 30 == worst buffered 30: "less than or equal" priority -> arriving dropped.
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 30, 6)), false, "tie drops arriving");
+        NS_TEST_ASSERT_MSG_EQ (q->GetPriorityDrops (), 3u, "three drops");
+        // A 58 B ACK-sized frame of rank 0 into the full buffer evicts the worst (30) only.
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (58, 0, 7)), true, "small urgent frame");
+        NS_TEST_ASSERT_MSG_EQ (q->GetNBytes (), 3000u + 58u, "one 1500 B frame evicted");
+        FabricQueueItem item;
+        uint32_t ranks[3];
+        for (uint32_t& rank : ranks)
+        {
+            q->Dequeue (item);
+            rank = item.header.rank;
+        }
+        NS_TEST_ASSERT_MSG_EQ (ranks[0], 0u, "rank 0 first");
+        NS_TEST_ASSERT_MSG_EQ (ranks[1], 10u, "then 10");
+        NS_TEST_ASSERT_MSG_EQ (ranks[2], 20u, "then 20");
+        NS_TEST_ASSERT_MSG_EQ (q->IsEmpty (), true, "empty");
+
+        // Starvation prevention: flow 8 has an early frame of rank 30 and a later one of rank
+        // 10; flow 9 has rank 20.  The best frame (10) names flow 8, whose EARLIEST frame
+        // (rank 30) goes first; then flow 8's rank 10; then flow 9.
+        Ptr<PfabricQueue> s = CreateObject<PfabricQueue> ();
+        s->Enqueue (Frame (1500, 30, 8));
+        s->Enqueue (Frame (1500, 20, 9));
+        s->Enqueue (Frame (1500, 10, 8));
+        uint32_t order[3];
+        for (uint32_t& rank : order)
+        {
+            s->Dequeue (item);
+            rank = item.header.rank;
+        }
+        NS_TEST_ASSERT_MSG_EQ (order[0], 30u, "flow 8's earliest frame first");
+        NS_TEST_ASSERT_MSG_EQ (order[1], 10u, "then flow 8's second");
+        NS_TEST_ASSERT_MSG_EQ (order[2], 20u, "then flow 9");
+
+        // Cut-through eligibility: a frame whose tail is still arriving (notBefore > now)
+        // does not go before a frame that can start now, whatever their priorities; when
+        // none can start, the first to become ready goes.  (At t = 0.)
+        Ptr<PfabricQueue> c = CreateObject<PfabricQueue> ();
+        FabricQueueItem late = Frame (1500, 5, 10);
+        late.notBefore = NanoSeconds (200);
+        c->Enqueue (std::move (late));
+        c->Enqueue (Frame (1500, 50, 11));
+        c->Dequeue (item);
+        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 50u, "the ready frame first");
+        FabricQueueItem later = Frame (1500, 1, 12);
+        later.notBefore = NanoSeconds (300);
+        c->Enqueue (std::move (later));
+        c->Dequeue (item);
+        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 5u, "none ready: the first to be ready");
+        c->Dequeue (item);
+        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 1u, "then the other");
+    }
+};
+
+/// A lone flow finishes exactly at the model's ideal FCT: slowdown 1.0.
+class PfabricLoneFlowTest : public TestCase
+{
+  public:
+    PfabricLoneFlowTest ()
+          : TestCase ("pFabric lone flow: FCT == ClosTopology::IdealFct (slowdown 1.0)")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // (src, dst, bytes): intra-rack (0 -> 1) and inter-rack (0 -> 4); 1 packet, a
+        // partial packet, 7 packets (inside the initial window) and 100 packets (window
+        // growth must keep the pipe full), and 100 kB (68 full packets + 720 B).
+        struct Case
+        {
+            uint32_t src;
+            uint32_t dst;
+            uint64_t bytes;
+        };
+
+        const Case cases[] = {{0, 1, 1460},       {0, 4, 1460},     {0, 4, 100},
+                              {0, 1, 7 * 1460},   {0, 4, 7 * 1460}, {0, 1, 100 * 1460},
+                              {0, 4, 100 * 1460}, {0, 4, 100000}};
+        for (const Case& c : cases)
+        {
+            Fabric fabric;
+            fabric.Add (0, c.src, c.dst, c.bytes, 1000);
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (0), 1u, "flow finished");
+            Time fct = fabric.finish[0] - NanoSeconds (1000);
+            Time ideal = fabric.Ideal (c.src, c.dst, c.bytes);
+            NS_TEST_ASSERT_MSG_EQ (fct, ideal,
+                                   "lone flow " << c.src << "->" << c.dst << " " << c.bytes
+                                                << " B: fct " << fct << " ideal " << ideal);
+            NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetPriorityDrops (), 0u, "no drops");
+            Simulator::Destroy ();
+        }
+    }
+};
+
+/// On one congested port, flows finish in SRPT order and the shortest one barely waits.
+class PfabricSrptOrderTest : public TestCase
+{
+  public:
+    PfabricSrptOrderTest ()
+          : TestCase ("pFabric: flows sharing a receiver finish shortest-first")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // Hosts 0, 1, 2 (rack 0) send 60, 20 and 5 packets to host 3 (rack 0), all at t = 0.
+        // The ToR -> host 3 port carries 85 packets; pFabric serves the smallest remaining
+        // size first, so the 5-packet flow finishes first, then the 20-packet, then the
+        // 60-packet flow.  Bounds:
+        // - 5-packet flow: at most 2 frames of the other flows (their first packets arrive
+        //   together with its own) go before its first one, after which it always has the
+        //   highest priority: fct <= ideal + 2 x T(1500 B).
+        // - 60-packet flow: the port must have sent all 85 x 1500 B first:
+        //   fct >= ideal(60 packets) + 25 x T(1500 B).
+        Fabric fabric;
+        fabric.Add (0, 0, 3, 60 * 1460);
+        fabric.Add (1, 1, 3, 20 * 1460);
+        fabric.Add (2, 2, 3, 5 * 1460);
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 3u, "all finished");
+        Time small = fabric.finish[2];
+        Time mid = fabric.finish[1];
+        Time large = fabric.finish[0];
+        NS_TEST_ASSERT_MSG_LT (small, mid, "5 packets before 20 packets");
+        NS_TEST_ASSERT_MSG_LT (mid, large, "20 packets before 60 packets");
+        Time t = fabric.FrameTime ();
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (small, fabric.Ideal (2, 3, 5 * 1460) + 2 * t, "short waits");
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (small, fabric.Ideal (2, 3, 5 * 1460), "never below ideal");
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (large, fabric.Ideal (0, 3, 60 * 1460) + 25 * t, "work");
+        Simulator::Destroy ();
+    }
+};
+
+/// A flow whose last packet is lost recovers one RTO after its last advancing ACK.
+class PfabricTailLossTest : public TestCase
+{
+  public:
+    PfabricTailLossTest ()
+          : TestCase ("pFabric: lost tail packet is retransmitted on the fixed RTO")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // Flow 0: host 0 -> host 1 (same rack), 5 packets; the ToR drops packet 4 (offset
+        // 4 x 1460) once.  Packets 0-3 arrive as in a lone 4-packet flow, at
+        // start + Ideal(4 packets); the ACK of packet 3 (cumulative ACK 4 x 1460) reaches
+        // the sender Ideal(0 B frame, 1 -> 0) later, re-arming the timer to fire Rto after
+        // that.  On expiry packet 4 is resent alone and arrives Ideal(1 packet) later:
+        //   finish = start + Ideal(4 x 1460) + Ideal(ACK) + Rto + Ideal(1460).
+        TailDropQueue::s_dropped = 0;
+        Config::SetDefault ("ns3::PfabricTestTailDropQueue::DropSeq", UintegerValue (4 * kMss));
+        Fabric fabric ("ns3::PfabricTestTailDropQueue");
+        Time start = NanoSeconds (1000);
+        fabric.Add (0, 0, 1, 5 * kMss, start.GetNanoSeconds ());
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (TailDropQueue::s_dropped, 1u, "tail dropped once");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (0), 1u, "flow finished");
+        Time rto = fabric.transport->GetRto ();
+        Time expected = start + fabric.Ideal (0, 1, 4 * kMss) + fabric.Ideal (1, 0, 0) + rto +
+                        fabric.Ideal (0, 1, kMss);
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish[0], expected, "recovery time");
+        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetTimeouts (), 1u, "exactly one timeout");
+        // The derived RTO is 3 x the base RTT (doc/pfabric.md §6).
+        NS_TEST_ASSERT_MSG_EQ (rto, 3 * fabric.transport->GetBaseRtt (), "Rto = 3 RTT");
+        Simulator::Destroy ();
+        Config::SetDefault ("ns3::PfabricTestTailDropQueue::DropSeq", UintegerValue (0));
+    }
+};
+
+/// Window and RTO derived from the topology's BDP (doc/pfabric.md §6), worked by hand.
+class PfabricDerivedConfigTest : public TestCase
+{
+  public:
+    PfabricDerivedConfigTest ()
+          : TestCase ("pFabric: InitialCwnd, MaxCwnd and Rto derived from the topology's BDP")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Fabric fabric;
+        // rtt = Ideal(full data packet, 0 -> 4) + Ideal(ACK, 4 -> 0);
+        // cwnd = max(2, ceil(40e9 b/s x rtt / 8 / 1500 B)); max = cwnd + 3; rto = 3 rtt.
+        Time rtt = fabric.Ideal (0, 4, kMss) + fabric.topology->IdealFct (4, 0, 0, 22, kMss);
+        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetBaseRtt (), rtt, "base RTT");
+        double bdp = 40e9 * rtt.GetSeconds () / 8.0;
+        uint32_t cwnd = std::max<uint32_t> (2, static_cast<uint32_t> (std::ceil (bdp / 1500.0)));
+        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetInitialCwnd (), cwnd, "InitialCwnd");
+        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetMaxCwnd (), cwnd + 3, "MaxCwnd");
+        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetRto (), 3 * rtt, "Rto");
+        Simulator::Destroy ();
+    }
+};
+
+class PfabricTestSuite : public TestSuite
+{
+  public:
+    PfabricTestSuite ()
+          : TestSuite ("disaggsim-pfabric", UNIT)
+    {
+        AddTestCase (new PfabricHeaderTest, TestCase::QUICK);
+        AddTestCase (new PfabricQueueRulesTest, TestCase::QUICK);
+        AddTestCase (new PfabricDerivedConfigTest, TestCase::QUICK);
+        AddTestCase (new PfabricLoneFlowTest, TestCase::QUICK);
+        AddTestCase (new PfabricSrptOrderTest, TestCase::QUICK);
+        AddTestCase (new PfabricTailLossTest, TestCase::QUICK);
+    }
+};
+
+static PfabricTestSuite g_pfabricTestSuite;
