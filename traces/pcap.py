@@ -2,9 +2,10 @@
 
 Two readers produce the same :class:`PacketTable`:
 
-- classic pcap (``tcpdump -w``): a numpy reader. One tight loop walks the 16-byte record
-  headers to find record offsets (the only sequential dependency: each record's length says
-  where the next one starts); every other field is gathered for all records at once with
+- classic pcap (``tcpdump -w``): a numpy reader. Record offsets come from the 16-byte
+  record headers (the only sequential dependency: each record's length says where the next
+  one starts), walked as many chunk chains at once and verified exactly against each other
+  (:func:`_record_offsets`); every other field is gathered for all records at once with
   numpy fancy indexing. Both byte orders, µs (magic ``0xa1b2c3d4``) and ns (``0xa1b23c4d``)
   timestamps. Format: IETF draft-ietf-opsawg-pcap (File Header, Packet Record).
 - pcapng (``tcpdump --pcapng``/Wireshark): blocks decoded with ``dpkt.pcapng``; the
@@ -173,7 +174,13 @@ def _read_classic(
     linktype = network & 0x0FFFFFFF
     if linktype not in SUPPORTED_LINKTYPES:
         raise TraceFormatError(p, "byte 20", "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype)
-    offsets = _record_offsets(p, data, endian, allow_truncated_tail)
+    first_ts_s = struct.unpack(endian + "I", data[24:28])[0] if len(data) >= 28 else 0
+    hints = _ChainHints(
+        snaplen=snaplen if 0 < snaplen <= _MAX_RECORD_BYTES else _MAX_RECORD_BYTES,
+        frac_limit=1_000_000_000 if magic == PCAP_MAGIC_NS else 1_000_000,
+        first_ts_s=first_ts_s,
+    )
+    offsets = _record_offsets(p, data, buf, endian, hints, allow_truncated_tail)
     hdr = np.ascontiguousarray(_take(buf, offsets, 16)).view(endian + "u4")  # (n, 4)
     ts_sec = hdr[:, 0].astype(np.int64)
     ts_frac = hdr[:, 1].astype(np.int64)
@@ -191,25 +198,71 @@ def _read_classic(
     )
 
 
+#: Sequential walk of the first records (gives the mean record size for the chunking).
+_PREFIX_RECORDS: Final = 4096
+#: Chunk size of the parallel header walk, in mean records: the numpy loop runs about this
+#: many steps over ~records/_CHAIN_RECORDS_PER_CHUNK chains at once.
+_CHAIN_RECORDS_PER_CHUNK: Final = 2048
+#: Resync search: candidates per round, bytes searched per chunk, headers per plausible chain.
+_RESYNC_WIDTH: Final = 64
+_RESYNC_SEARCH_BYTES: Final = 4096
+_RESYNC_CHAIN: Final = 4
+_RESYNC_SPAN_S: Final = 1 << 25  # ~1 year around the first record
+_RESYNC_STEP_S: Final = 3600  # seconds between a chain's first and later headers
+
+
+@dataclass(frozen=True)
+class _ChainHints:
+    """What a plausible record header looks like in this file (resync heuristics only)."""
+
+    snaplen: int  # the file header's, or _MAX_RECORD_BYTES if it is 0 or larger
+    frac_limit: int  # 10**6 (µs magic) or 10**9 (ns magic)
+    first_ts_s: int  # seconds field of the first record
+
+
 def _record_offsets(
-    p: Path, data: memoryview, endian: str, allow_truncated_tail: bool
+    p: Path,
+    data: memoryview,
+    buf: np.ndarray,
+    endian: str,
+    hints: _ChainHints,
+    allow_truncated_tail: bool,
+    *,
+    chunk_bytes: int | None = None,
+    stats: dict[str, int] | None = None,
 ) -> np.ndarray:
-    """Byte offsets of all record headers (the one sequential pass over the file)."""
-    incl_at = struct.Struct(endian + "8xI").unpack_from  # incl_len: bytes 8-11 of the header
-    max_record = _MAX_RECORD_BYTES
+    """Byte offsets of all record headers, walked chunk-parallel and verified exactly.
+
+    The first ``_PREFIX_RECORDS`` records are walked in Python (they give the mean record
+    size). The rest of the file up to one chunk before its end is cut into chunks of
+    ``chunk_bytes`` (default ``_CHAIN_RECORDS_PER_CHUNK`` mean records); each chunk's chain
+    starts at its resync offset (:func:`_resync_offsets`) and all chains advance together in
+    numpy. A chunk is accepted only if the true chain (known up to the end of the previous
+    chunk) lands exactly on its resync offset, so by induction from the file header every
+    accepted offset is on the true chain; any other chunk is walked again sequentially from
+    the true landing point. The file's last chunk is always walked sequentially, which keeps
+    the sequential reader's errors (byte offset, field) for truncated or garbage files.
+    ``stats`` (if given) receives ``chunks`` and ``rewalked`` (chunks walked sequentially).
+    """
     n = len(data)
-    out: list[int] = []
-    append = out.append
-    off = 24
-    last_full = n - 16
-    while off <= last_full:
-        incl = incl_at(data, off)[0]
-        if incl > max_record:
-            raise TraceFormatError(
-                p, f"byte {off}", "incl_len", f"a record length <= {max_record}", incl
+    offsets, off = _walk_records(p, data, endian, 24, n, _PREFIX_RECORDS)
+    pieces = [np.asarray(offsets, dtype=np.int64)]
+    if offsets and off < n:
+        mean = (off - 24) / len(offsets)
+        chunk = chunk_bytes or max(4096, int(mean * _CHAIN_RECORDS_PER_CHUNK))
+        chunk = min(chunk, _MAX_RECORD_BYTES)  # so a bad length always ends its chunk's chain
+        n_chunks = (n - 16 - off) // chunk
+        if n_chunks >= 2:
+            max_steps = 4 * int(chunk / mean) + 64
+            chained, off, rewalked = _chain_walk(
+                p, data, buf, endian, hints, off, chunk, n_chunks, max_steps
             )
-        append(off)
-        off += 16 + incl
+            pieces.append(chained)
+            if stats is not None:
+                stats.update(chunks=n_chunks, rewalked=rewalked)
+    tail, off = _walk_records(p, data, endian, off, n, None)
+    pieces.append(np.asarray(tail, dtype=np.int64))
+    out = np.concatenate(pieces)
     if off != n and not allow_truncated_tail:
         raise TraceFormatError(
             p,
@@ -217,9 +270,152 @@ def _record_offsets(
             "record",
             "a complete record (the file ends inside a record)",
         )
-    if off > n:
-        out.pop()
-    return np.asarray(out, dtype=np.int64)
+    return out[:-1] if off > n else out
+
+
+def _walk_records(
+    p: Path, data: memoryview, endian: str, off: int, stop: int, max_records: int | None
+) -> tuple[list[int], int]:
+    """Sequential header walk from the true header at ``off`` while ``off < stop`` (and a
+    whole header fits in the file), at most ``max_records``. Returns (offsets, next offset).
+    """
+    incl_at = struct.Struct(endian + "8xI").unpack_from  # incl_len: bytes 8-11 of the header
+    max_record = _MAX_RECORD_BYTES
+    stop = min(stop, len(data) - 15)
+    out: list[int] = []
+    append = out.append
+    budget = -1 if max_records is None else max_records
+    while off < stop and budget != 0:
+        incl = incl_at(data, off)[0]
+        if incl > max_record:
+            raise TraceFormatError(
+                p, f"byte {off}", "incl_len", f"a record length <= {max_record}", incl
+            )
+        append(off)
+        off += 16 + incl
+        budget -= 1
+    return out, off
+
+
+def _words(buf: np.ndarray, endian: str) -> np.ndarray:
+    """uint32 at every byte position of ``buf`` (an unaligned, stride-1 view; no copy)."""
+    return np.ndarray((buf.shape[0] - 3,), dtype=endian + "u4", buffer=buf, strides=(1,))
+
+
+def _resync_offsets(
+    words: np.ndarray, starts: np.ndarray, stops: np.ndarray, hints: _ChainHints, n: int
+) -> np.ndarray:
+    """First offset in ``[starts[k], stops[k])`` that looks like a record header and begins a
+    plausible chain of ``_RESYNC_CHAIN`` headers, or -1 if none within ``_RESYNC_SEARCH_BYTES``.
+
+    A false match (payload bytes that look like a header chain) costs speed only: the chunk
+    then fails the exact landing check of :func:`_chain_walk` and is walked sequentially.
+    """
+    found = np.full(starts.shape[0], -1, dtype=np.int64)
+    todo = np.arange(starts.shape[0])
+    cols = np.arange(_RESYNC_WIDTH, dtype=np.int64)
+    for base in range(0, _RESYNC_SEARCH_BYTES, _RESYNC_WIDTH):
+        first = starts[todo] + base
+        q = first[:, None] + cols  # (chunks, width) candidate offsets
+        inside = q < stops[todo, None]
+        q = np.where(inside, q, first[:, None])
+        row, col = np.nonzero(inside & _plausible(words, q, hints))  # row-major order
+        cand = q[row, col]
+        ts0 = words[cand].astype(np.int64)
+        chained = np.ones(cand.shape[0], dtype=bool)
+        for _ in range(_RESYNC_CHAIN - 1):
+            nxt = cand + 16 + words[cand + 8]
+            cand = np.where(nxt <= n - 16, nxt, cand)  # a chain reaching the end stays ok
+            chained &= _plausible(words, cand, hints)
+            chained &= np.abs(words[cand].astype(np.int64) - ts0) <= _RESYNC_STEP_S
+        hit_rows, first_hit = np.unique(row[chained], return_index=True)
+        found[todo[hit_rows]] = first[hit_rows] + col[chained][first_hit]
+        left = np.ones(todo.shape[0], dtype=bool)
+        left[hit_rows] = False
+        todo = todo[left & (first + _RESYNC_WIDTH < stops[todo])]
+        if todo.shape[0] == 0:
+            break
+    return found
+
+
+def _plausible(words: np.ndarray, q: np.ndarray, hints: _ChainHints) -> np.ndarray:
+    """Whether the 16 bytes at each offset ``q`` could be a record header of this file:
+    sub-second field below ``frac_limit``, ``incl_len <= snaplen``, ``incl_len <= orig_len``,
+    seconds within ``_RESYNC_SPAN_S`` of the first record's."""
+    incl = words[q + 8]
+    return (
+        (words[q + 4] < hints.frac_limit)
+        & (incl <= hints.snaplen)
+        & (incl <= words[q + 12])
+        & (np.abs(words[q].astype(np.int64) - hints.first_ts_s) <= _RESYNC_SPAN_S)
+    )
+
+
+def _chain_walk(
+    p: Path,
+    data: memoryview,
+    buf: np.ndarray,
+    endian: str,
+    hints: _ChainHints,
+    start: int,
+    chunk: int,
+    n_chunks: int,
+    max_steps: int,
+) -> tuple[np.ndarray, int, int]:
+    """Record offsets in ``[start, start + n_chunks * chunk)`` (``start`` a true header), the
+    true offset of the first record at or after that end, and the number of chunks walked
+    sequentially (wrong resync, a bad length, or no end within ``max_steps`` steps).
+    See :func:`_record_offsets`.
+    """
+    words = _words(buf, endian)
+    n = len(data)
+    bounds = start + chunk * np.arange(n_chunks + 1, dtype=np.int64)
+    ends = bounds[1:]
+    resync = np.empty(n_chunks, dtype=np.int64)
+    resync[0] = start
+    resync[1:] = _resync_offsets(words, bounds[1:-1], ends[1:], hints, n)
+    failed = resync < 0
+    # All chains step together, one row of ``trail`` per step. A chain past its chunk end
+    # keeps stepping (its extra offsets are masked out below); offsets are clamped at the
+    # file end, where reads hit the buffer's zero padding.
+    cur = np.where(failed, ends, resync)
+    trail = np.empty((max_steps, n_chunks), dtype=np.int64)
+    steps = 0
+    while steps < max_steps:
+        trail[steps] = cur
+        np.minimum(cur + 16 + words[cur + 8], n, out=cur)
+        steps += 1
+        if steps % 8 == 0 and (cur >= ends).all():
+            break
+    failed |= cur < ends  # did not reach its end within max_steps: walk it sequentially
+    trail = trail[:steps]
+    inside = trail < ends
+    counts = inside.sum(axis=0)
+    chunk_ids = np.arange(n_chunks)
+    last = trail[np.maximum(counts - 1, 0), chunk_ids]
+    last_incl = words[last + 8].astype(np.int64)
+    landing = np.where(counts > 0, last + 16 + last_incl, resync)  # exact, unclamped
+    failed |= last_incl > _MAX_RECORD_BYTES
+    flat = trail.T[inside.T]
+    first = np.zeros(n_chunks + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    verified = ~failed
+    verified[1:] &= landing[:-1] == resync[1:]
+    if verified.all():
+        return flat, int(landing[-1]), 0
+    # Some chain started off the true one (or met a bad length): re-walk those chunks.
+    pieces: list[np.ndarray] = []
+    true_landing = start
+    rewalked = 0
+    for k in range(n_chunks):
+        if resync[k] == true_landing and not failed[k]:
+            pieces.append(flat[first[k] : first[k + 1]])
+            true_landing = int(landing[k])
+        else:
+            offs, true_landing = _walk_records(p, data, endian, true_landing, int(ends[k]), None)
+            pieces.append(np.asarray(offs, dtype=np.int64))
+            rewalked += 1
+    return np.concatenate(pieces), true_landing, rewalked
 
 
 #: Padding appended to the frame buffer so that every fixed-width read stays inside it.
