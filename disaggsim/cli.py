@@ -36,8 +36,10 @@ def _cmd_collect(args: argparse.Namespace) -> None:
 def _cmd_convert(args: argparse.Namespace) -> None:
     from disaggsim.traces import convert, placement, yaps
 
-    flows = convert.convert(Path(args.sample))
+    report = convert.ConvertReport()
+    flows = convert.convert(Path(args.sample), report=report)
     convert.write_flow_table(flows, Path(args.out))
+    print(report)
     print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
     if args.yaps_out:
         sim_flows, _ = placement.place(
@@ -135,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("gen", help="generate a synthetic workload (Poisson, empirical CDF)")
     c.add_argument(
-        "--cdf", default="websearch", help="CDF name (websearch, datamining, ddc) or file"
+        "--cdf", default="websearch", help="CDF name (websearch, datamining) or a YAPS CDF file"
     )
     c.add_argument("--load", type=float, default=0.6, help="offered load, fraction of access rate")
     c.add_argument("--flows", type=int, default=10000)
