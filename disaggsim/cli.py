@@ -137,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("gen", help="generate a synthetic workload (Poisson, empirical CDF)")
     c.add_argument(
-        "--cdf", default="websearch", help="CDF name (websearch, datamining) or a YAPS CDF file"
+        "--cdf",
+        default="websearch",
+        help="CDF name (websearch, datamining, ddc-samples) or a YAPS CDF file",
     )
     c.add_argument("--load", type=float, default=0.6, help="offered load, fraction of access rate")
     c.add_argument("--flows", type=int, default=10000)
