@@ -61,7 +61,7 @@ def oracle_mean_linear_pkts(cdf: wl.FlowSizeCdf) -> float:
 
 
 def test_shipped_cdfs_are_listed() -> None:
-    assert wl.available_cdfs() == ["datamining", "websearch"]
+    assert wl.available_cdfs() == ["datamining", "ddc-samples", "websearch"]
 
 
 def test_websearch_linear_mean_hand_computed() -> None:
@@ -275,7 +275,7 @@ def test_malformed_cdf_names_file_line_field(tmp_path: Path) -> None:
     bad.write_text("1 0\n")
     with pytest.raises(ValueError, match=r"bad\.txt:1: expected 3 fields"):
         wl.load_cdf(bad)
-    with pytest.raises(FileNotFoundError, match="shipped: datamining, websearch"):
+    with pytest.raises(FileNotFoundError, match="shipped: datamining, ddc-samples, websearch"):
         wl.load_cdf("no-such-cdf")
 
 
@@ -288,3 +288,18 @@ def test_bad_arguments_are_named() -> None:
         wl.generate("websearch", 0.5, 4, 10, 10.0, "incast")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="hosts_per_rack"):
         wl.generate("websearch", 0.5, 10, 10, 10.0, scope="rack", hosts_per_rack=3)
+
+
+def test_ddc_samples_cdf_matches_the_bundled_traces() -> None:
+    """``ddc-samples.txt`` is the flow-size distribution of the two bundled real traces
+    (traces/cdfs/README.md): its mean equals the traces' mean size in whole 1460 B packets."""
+    import numpy as np
+
+    from disaggsim.traces.convert import convert
+
+    samples = Path(__file__).resolve().parents[1] / "traces" / "samples"
+    sizes = np.concatenate(
+        [convert(samples / s)["size_bytes"].to_numpy() for s in ("memcached-ycsb", "dask-sort")]
+    )
+    expected_mean_bytes = float((np.ceil(sizes / 1460) * 1460).mean())
+    assert wl.load_cdf("ddc-samples").mean_bytes() == pytest.approx(expected_mean_bytes, rel=1e-4)
