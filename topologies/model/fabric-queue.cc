@@ -3,6 +3,7 @@
  */
 #include "fabric-queue.h"
 
+#include "ns3/assert.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
@@ -36,9 +37,12 @@ FabricQueue::GetTypeId ()
             .AddTraceSource ("Dequeue", "A frame left for transmission (occupancy before it)",
                              MakeTraceSourceAccessor (&FabricQueue::m_dequeueTrace),
                              "ns3::FabricQueue::ItemTracedCallback")
-            .AddTraceSource ("Drop", "A frame was dropped (occupancy at its arrival)",
-                             MakeTraceSourceAccessor (&FabricQueue::m_dropTrace),
-                             "ns3::FabricQueue::ItemTracedCallback")
+            .AddTraceSource (
+                "Drop",
+                "A frame was dropped: an arriving frame that did not fit, or a buffered "
+                "frame the discipline evicted or dropped (occupancy before the drop)",
+                MakeTraceSourceAccessor (&FabricQueue::m_dropTrace),
+                "ns3::FabricQueue::ItemTracedCallback")
             .AddTraceSource ("Mark", "A frame was CE-marked (occupancy at its arrival)",
                              MakeTraceSourceAccessor (&FabricQueue::m_markTrace),
                              "ns3::FabricQueue::ItemTracedCallback");
@@ -63,15 +67,24 @@ bool
 FabricQueue::Enqueue (FabricQueueItem&& item)
 {
     uint32_t wireBytes = item.GetWireBytes ();
-    uint32_t bytesBefore = m_nBytes;
     if (m_maxBytes != 0 && m_nBytes + wireBytes > m_maxBytes)
     {
-        NS_LOG_LOGIC ("drop " << item.header << " occupancy " << m_nBytes);
-        ++m_droppedPackets;
-        m_dropTrace (item, bytesBefore);
-        return false;
+        // Full: the discipline may name buffered frames to drop instead of the arrival.
+        FabricQueueItem victim;
+        do
+        {
+            if (m_nPackets == 0 || !DoSelectVictim (item, victim))
+            {
+                NS_LOG_LOGIC ("drop " << item.header << " occupancy " << m_nBytes);
+                ++m_droppedPackets;
+                m_dropTrace (item, m_nBytes);
+                return false;
+            }
+            NS_LOG_LOGIC ("evict " << victim.header << " for " << item.header);
+            DropBuffered (victim);
+        } while (m_nBytes + wireBytes > m_maxBytes);
     }
-    // Keep a copy of what the trace needs: DoEnqueue takes the item.
+    uint32_t bytesBefore = m_nBytes;
     if (!m_enqueueTrace.IsEmpty ())
     {
         m_enqueueTrace (item, bytesBefore);
@@ -91,6 +104,26 @@ FabricQueue::Enqueue (FabricQueueItem&& item)
     }
     m_bytesInQueue = m_nBytes;
     return true;
+}
+
+bool
+FabricQueue::DoSelectVictim (const FabricQueueItem& /* arriving */, FabricQueueItem& /* victim */)
+{
+    return false;
+}
+
+void
+FabricQueue::DropBuffered (const FabricQueueItem& item)
+{
+    NS_ASSERT_MSG (m_nPackets > 0 && m_nBytes >= item.GetWireBytes (),
+                   "FabricQueue::DropBuffered: frame " << item.header << " is not buffered");
+    AccumulateOccupancy ();
+    uint32_t bytesBefore = m_nBytes;
+    m_nBytes -= item.GetWireBytes ();
+    --m_nPackets;
+    ++m_droppedPackets;
+    m_bytesInQueue = m_nBytes;
+    m_dropTrace (item, bytesBefore);
 }
 
 bool

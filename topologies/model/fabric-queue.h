@@ -36,10 +36,19 @@ struct FabricQueueItem
  * \brief Egress queue of a FabricNetDevice: the seam where transports plug in their port
  * disciplines (DropTailEcnQueue for TCP/DCTCP; a priority queue for pFabric).
  *
- * The base class does the byte accounting, the MaxBytes limit check helper, the statistics
- * (peak and time-averaged occupancy, drops, CE marks) and the trace sources; subclasses
- * implement DoEnqueue/DoDequeue.  Occupancy counts wire bytes (packet + 18 B frame header).
+ * The base class does the byte accounting, the MaxBytes limit, the statistics (peak and
+ * time-averaged occupancy, drops, CE marks) and the trace sources; subclasses implement
+ * DoEnqueue/DoDequeue.  Occupancy counts wire bytes (packet + 18 B frame header).
  * MaxBytes = 0 means unlimited (host NICs by default).
+ *
+ * Drops: every discipline reports every drop through the one Drop trace and
+ * GetDroppedPackets().  When an arriving frame does not fit, Enqueue asks the subclass
+ * (DoSelectVictim) for a buffered frame to drop instead, as many times as needed; the default
+ * answer is "none" (drop-tail: the arriving frame is dropped).  A priority discipline (pFabric,
+ * SIGCOMM'13 §4.2) evicts its least urgent frame there.  A subclass that drops a buffered frame
+ * at any other time (e.g. an AQM dropping at the head) removes it from its storage and calls
+ * DropBuffered.  The hook runs only on overflow: an arrival that fits costs no virtual call
+ * beyond DoEnqueue.
  */
 class FabricQueue : public Object
 {
@@ -49,8 +58,10 @@ class FabricQueue : public Object
     ~FabricQueue () override;
 
     /**
-     * Offer a frame to the queue.  \returns false if it was dropped (the Drop trace fired).
-     * May set CE in item.header (the Mark trace fires).
+     * Offer a frame to the queue.  If it does not fit (MaxBytes != 0 and occupancy + its wire
+     * bytes > MaxBytes), DoSelectVictim may evict buffered frames to make room (each one a
+     * drop: Drop trace, GetDroppedPackets).  \returns false if the arriving frame was dropped
+     * (the Drop trace fired for it).  May set CE in item.header (the Mark trace fires).
      */
     bool Enqueue (FabricQueueItem&& item);
 
@@ -109,8 +120,9 @@ class FabricQueue : public Object
     /// Restart peak/mean/drop/mark statistics at the current simulation time.
     void ResetStatistics ();
 
-    /// Signature of the Enqueue/Dequeue/Drop trace sources: the frame and the occupancy in
-    /// bytes before the operation.
+    /// Signature of the Enqueue/Dequeue/Drop/Mark trace sources: the frame and the occupancy in
+    /// bytes before the operation (for a drop: before the dropped frame left, or at the
+    /// arrival of a dropped arriving frame).
     typedef void (*ItemTracedCallback) (const FabricQueueItem& item, uint32_t bytesBefore);
 
   protected:
@@ -118,6 +130,20 @@ class FabricQueue : public Object
     virtual bool DoEnqueue (FabricQueueItem&& item) = 0;
     /// Subclass hook: remove the next frame (the queue is not empty).
     virtual FabricQueueItem DoDequeue () = 0;
+    /**
+     * Subclass hook, called by Enqueue only when \p arriving does not fit.  Either remove one
+     * buffered frame from the subclass's storage, move it into \p victim and return true (it
+     * is dropped: the base accounts for it as DropBuffered does, then checks the fit again
+     * and may call this again), or return false to have \p arriving dropped.  The default
+     * returns false: drop-tail.
+     */
+    virtual bool DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& victim);
+    /**
+     * Account for a buffered frame that the subclass has already removed from its storage and
+     * will not transmit: occupancy and packet count fall, the drop counter rises, the Drop
+     * trace fires (with the occupancy before the frame left).
+     */
+    void DropBuffered (const FabricQueueItem& item);
     /// Subclass hook: called after an accepted frame was stored, to report a CE mark.
     void NotifyMarked (const FabricQueueItem& item, uint32_t bytesBefore);
 

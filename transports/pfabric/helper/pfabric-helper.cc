@@ -42,9 +42,12 @@ PfabricFlowTransport::GetTypeId ()
             .SetGroupName ("Disaggsim")
             .AddConstructor<PfabricFlowTransport> ()
             .AddAttribute ("HostBufferBytes",
-                           "Host NIC pFabric buffer in wire bytes; 0 = unlimited.  YAPS gives "
-                           "host queues the switch discipline and queue_size (36864)",
-                           UintegerValue (36864),
+                           "Host NIC pFabric buffer in wire bytes; 0 = unlimited: the host "
+                           "never drops its own packets, it sends them in priority order as "
+                           "the link frees (back-pressure, as a real host stack; "
+                           "doc/pfabric.md §3).  36864 = YAPS (host queues get the switch "
+                           "discipline and queue_size, and drop)",
+                           UintegerValue (0),
                            MakeUintegerAccessor (&PfabricFlowTransport::m_hostBufferBytes),
                            MakeUintegerChecker<uint32_t> ())
             .AddTraceSource ("FlowAcked",
@@ -76,8 +79,10 @@ PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     topology->SetSwitchQueue (switchQueue);
     ObjectFactory hostQueue;
     hostQueue.SetTypeId ("ns3::PfabricQueue");
-    hostQueue.Set ("BufferBytes", UintegerValue (m_hostBufferBytes));
     topology->SetHostQueue (hostQueue);
+    // The host NIC size is pFabric's (YAPS gives hosts the switch queue_size): it overrides
+    // ClosTopology::HostBufferBytes, which the topology applies as the queue's MaxBytes.
+    topology->SetAttribute ("HostBufferBytes", UintegerValue (m_hostBufferBytes));
 
     // Resolve the window and the timeout (doc/pfabric.md §6).
     Ptr<PfabricSender> prototype = CreateObject<PfabricSender> ();
@@ -215,6 +220,7 @@ PfabricFlowTransport::Release (uint64_t flowId)
         return;
     }
     m_timeouts += it->second.sender->GetTimeouts ();
+    m_deferredTimeouts += it->second.sender->GetDeferredTimeouts ();
     m_dataPacketsSent += it->second.sender->GetDataPacketsSent ();
     m_hosts[it->second.srcHost]->RemoveSender (flowId);
     m_hosts[it->second.dstHost]->RemoveReceiver (flowId);
@@ -238,7 +244,7 @@ PfabricFlowTransport::GetSwitchPriorityDrops () const
     for (const Ptr<FabricNetDevice>& port : m_topology->GetSwitchPorts ())
     {
         Ptr<PfabricQueue> queue = DynamicCast<PfabricQueue> (port->GetQueue ());
-        drops += queue ? queue->GetPriorityDrops () : 0;
+        drops += queue ? queue->GetDroppedPackets () : 0;
     }
     return drops;
 }
@@ -255,7 +261,7 @@ PfabricFlowTransport::GetHostPriorityDrops () const
     {
         Ptr<PfabricQueue> queue =
             DynamicCast<PfabricQueue> (m_topology->GetHostDevice (i)->GetQueue ());
-        drops += queue ? queue->GetPriorityDrops () : 0;
+        drops += queue ? queue->GetDroppedPackets () : 0;
     }
     return drops;
 }
@@ -273,6 +279,7 @@ PfabricFlowTransport::GetStatistics () const
         {"pfabric.priority_drops_host", std::to_string (GetHostPriorityDrops ())},
         {"pfabric.host_nic_drops", std::to_string (nicDrops)},
         {"pfabric.timeouts", std::to_string (m_timeouts)},
+        {"pfabric.deferred_timeouts", std::to_string (m_deferredTimeouts)},
         {"pfabric.data_packets_sent", std::to_string (m_dataPacketsSent)},
         {"pfabric.flows_unacked", std::to_string (m_active.size ())},
     };

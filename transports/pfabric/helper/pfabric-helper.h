@@ -20,8 +20,9 @@ namespace ns3
  * (transports/pfabric/doc/pfabric.md).
  *
  * - ConfigureFabric: every switch port and host NIC gets a PfabricQueue; switch ports take
- *   the topology's BufferBytes (36 KB), host NICs HostBufferBytes of this transport (36 KB
- *   as in YAPS, whose host queues are pFabric queues of queue_size; 0 = unlimited).  The
+ *   the topology's BufferBytes (36 KB), host NICs HostBufferBytes of this transport (default 0
+ *   = unlimited: back-pressure, the host never drops its own packets; 36 KB = YAPS, whose
+ *   host queues are dropping pFabric queues of queue_size).  The
  *   window and timeout are resolved here: a PfabricSender attribute left at 0 is derived
  *   from the topology's BDP (doc §6): rtt = ideal one-way time of a full inter-rack data
  *   packet + that of an ACK; InitialCwnd = max(2, ceil(rate x rtt / 8 / 1500 B));
@@ -84,7 +85,8 @@ class PfabricFlowTransport : public FlowTransport
         return m_dataPacketsSent;
     }
 
-    /// \returns frames dropped by the pFabric rules at every port (switches and hosts).
+    /// \returns frames dropped by the pFabric rules at every port (switches and hosts): the
+    /// ports' FabricQueue::GetDroppedPackets, arriving frames and evicted frames.
     uint64_t GetPriorityDrops () const;
     /// \returns GetPriorityDrops at switch ports only.
     uint64_t GetSwitchPriorityDrops () const;
@@ -110,7 +112,7 @@ class PfabricFlowTransport : public FlowTransport
     void OnFlowAcked (uint64_t flowId, Time start, Time acked);
     void Release (uint64_t flowId);
 
-    uint32_t m_hostBufferBytes{36864};
+    uint32_t m_hostBufferBytes{0};
 
     Ptr<ClosTopology> m_topology;
     std::vector<Ptr<PfabricHost>> m_hosts;
@@ -132,6 +134,7 @@ class PfabricFlowTransport : public FlowTransport
     Time m_rto;
     Time m_baseRtt;
     uint64_t m_timeouts{0};
+    uint64_t m_deferredTimeouts{0};
     uint64_t m_dataPacketsSent{0};
     TracedCallback<uint64_t, Time> m_flowAckedTrace;
 };

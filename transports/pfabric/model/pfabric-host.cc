@@ -4,6 +4,7 @@
 #include "pfabric-host.h"
 
 #include "pfabric-header.h"
+#include "pfabric-queue.h"
 #include "pfabric-receiver.h"
 #include "pfabric-sender.h"
 #include "topologies/model/fabric-net-device.h"
@@ -45,6 +46,7 @@ PfabricHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex)
 {
     m_device = device;
     m_hostIndex = hostIndex;
+    m_nicQueue = DynamicCast<PfabricQueue> (device->GetQueue ());
     device->SetFabricReceiveCallback (MakeCallback (&PfabricHost::Receive, this));
 }
 
@@ -70,6 +72,13 @@ void
 PfabricHost::RemoveReceiver (uint64_t flowId)
 {
     m_receivers.erase (flowId);
+}
+
+bool
+PfabricHost::NicHoldsFlow (uint64_t flowId) const
+{
+    return m_nicQueue &&
+           m_nicQueue->HoldsFlow (PfabricFlowKey (PfabricFlowHash (flowId, 0, false)), m_hostIndex);
 }
 
 void

@@ -16,6 +16,7 @@ namespace ns3
 
 class FabricNetDevice;
 class Packet;
+class PfabricQueue;
 class PfabricReceiver;
 class PfabricSender;
 
@@ -51,6 +52,10 @@ class PfabricHost : public Object
     /// Queue \p packet with \p frame at the host's port (it may be dropped there).
     void Send (Ptr<Packet> packet, const FabricHeader& frame);
 
+    /// \returns true if a data packet of flow \p flowId sent by this host still waits in the
+    /// host's own NIC queue (not yet on the wire; Linux tcp_output.c skb_still_in_host_queue).
+    bool NicHoldsFlow (uint64_t flowId) const;
+
     uint64_t GetNicDrops () const
     {
         return m_nicDrops;
@@ -64,6 +69,7 @@ class PfabricHost : public Object
                   Time txTime);
 
     Ptr<FabricNetDevice> m_device;
+    Ptr<PfabricQueue> m_nicQueue; ///< the device's queue if it is a PfabricQueue
     uint16_t m_hostIndex{0};
     std::unordered_map<uint64_t, Ptr<PfabricSender>> m_senders;
     std::unordered_map<uint64_t, Ptr<PfabricReceiver>> m_receivers;

@@ -5,8 +5,6 @@
 
 #include "ns3/log.h"
 #include "ns3/simulator.h"
-#include "ns3/trace-source-accessor.h"
-#include "ns3/uinteger.h"
 
 namespace ns3
 {
@@ -17,22 +15,10 @@ NS_OBJECT_ENSURE_REGISTERED (PfabricQueue);
 TypeId
 PfabricQueue::GetTypeId ()
 {
-    static TypeId tid =
-        TypeId ("ns3::PfabricQueue")
-            .SetParent<FabricQueue> ()
-            .SetGroupName ("Disaggsim")
-            .AddConstructor<PfabricQueue> ()
-            .AddAttribute ("BufferBytes",
-                           "Capacity in wire bytes; 0 = take MaxBytes over at the first "
-                           "enqueue.  36 KB per port: pFabric SIGCOMM'13 §5.1 (2 x BDP at "
-                           "10 Gbps), Gao et al. OSDI'16 §4.2, YAPS queue_size 36864.",
-                           UintegerValue (0), MakeUintegerAccessor (&PfabricQueue::m_bufferBytes),
-                           MakeUintegerChecker<uint32_t> ())
-            .AddTraceSource ("PriorityDrop",
-                             "A frame was dropped by the pFabric rules: the arriving frame "
-                             "or an evicted lower-priority frame (occupancy at the arrival)",
-                             MakeTraceSourceAccessor (&PfabricQueue::m_priorityDropTrace),
-                             "ns3::FabricQueue::ItemTracedCallback");
+    static TypeId tid = TypeId ("ns3::PfabricQueue")
+                            .SetParent<FabricQueue> ()
+                            .SetGroupName ("Disaggsim")
+                            .AddConstructor<PfabricQueue> ();
     return tid;
 }
 
@@ -62,91 +48,77 @@ PfabricQueue::WorstIndex () const
 bool
 PfabricQueue::DoEnqueue (FabricQueueItem&& item)
 {
-    if (GetMaxBytes () != 0)
-    {
-        // Take the capacity over so that full-buffer arrivals reach the pFabric rules.
-        if (m_bufferBytes == 0)
-        {
-            m_bufferBytes = GetMaxBytes ();
-        }
-        SetMaxBytes (0);
-    }
-    uint32_t wireBytes = item.GetWireBytes ();
-    if (m_bufferBytes != 0)
-    {
-        uint32_t bytesAtArrival = GetNBytes ();
-        while (GetNBytes () + wireBytes > m_bufferBytes)
-        {
-            if (m_items.empty () || item.header.rank >= m_items[WorstIndex ()].header.rank)
-            {
-                NS_LOG_LOGIC ("drop arriving " << item.header);
-                ++m_priorityDrops;
-                m_priorityDropTrace (item, bytesAtArrival);
-                return false;
-            }
-            m_evictIndex = WorstIndex ();
-            FabricQueueItem victim;
-            Dequeue (victim); // re-enters DoDequeue, which takes m_evictIndex
-            NS_LOG_LOGIC ("evict " << victim.header << " for " << item.header);
-            ++m_priorityDrops;
-            m_priorityDropTrace (victim, bytesAtArrival);
-        }
-    }
     m_items.push_back (std::move (item));
+    return true;
+}
+
+bool
+PfabricQueue::HoldsFlow (uint32_t flowKey, uint16_t srcHost) const
+{
+    for (const FabricQueueItem& item : m_items)
+    {
+        if (PfabricFlowKey (item.header.flowHash) == flowKey && item.header.srcHost == srcHost)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+PfabricQueue::DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& victim)
+{
+    std::size_t worst = WorstIndex ();
+    if (arriving.header.rank >= m_items[worst].header.rank)
+    {
+        return false;
+    }
+    victim = std::move (m_items[worst]);
+    m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (worst));
     return true;
 }
 
 FabricQueueItem
 PfabricQueue::DoDequeue ()
 {
-    std::size_t index;
-    if (m_evictIndex != kNone)
+    // The most urgent frame that may start now (the earliest on ties).  A cut-through
+    // port is handed frames whose tail is still arriving (notBefore > now, see
+    // FabricSwitch::Forward); committing to one of those while another is ready would
+    // idle the port, so they compete only when nothing is ready, and then the first to
+    // become ready goes (ties: the most urgent).
+    const Time now = Simulator::Now ();
+    std::size_t best = kNone;
+    for (std::size_t i = 0; i < m_items.size (); ++i)
     {
-        index = m_evictIndex;
-        m_evictIndex = kNone;
-    }
-    else
-    {
-        // The most urgent frame that may start now (the earliest on ties).  A cut-through
-        // port is handed frames whose tail is still arriving (notBefore > now, see
-        // FabricSwitch::Forward); committing to one of those while another is ready would
-        // idle the port, so they compete only when nothing is ready, and then the first to
-        // become ready goes (ties: the most urgent).
-        const Time now = Simulator::Now ();
-        std::size_t best = kNone;
-        for (std::size_t i = 0; i < m_items.size (); ++i)
+        if (m_items[i].notBefore <= now &&
+            (best == kNone || m_items[i].header.rank < m_items[best].header.rank))
         {
-            if (m_items[i].notBefore <= now &&
-                (best == kNone || m_items[i].header.rank < m_items[best].header.rank))
+            best = i;
+        }
+    }
+    if (best == kNone)
+    {
+        best = 0;
+        for (std::size_t i = 1; i < m_items.size (); ++i)
+        {
+            if (m_items[i].notBefore < m_items[best].notBefore ||
+                (m_items[i].notBefore == m_items[best].notBefore &&
+                 m_items[i].header.rank < m_items[best].header.rank))
             {
                 best = i;
             }
         }
-        if (best == kNone)
+    }
+    // ... names the flow whose earliest buffered frame goes first (SIGCOMM'13 §4.2).
+    uint32_t flow = PfabricFlowKey (m_items[best].header.flowHash);
+    uint16_t src = m_items[best].header.srcHost;
+    std::size_t index = best;
+    for (std::size_t i = 0; i < best; ++i)
+    {
+        if (PfabricFlowKey (m_items[i].header.flowHash) == flow && m_items[i].header.srcHost == src)
         {
-            best = 0;
-            for (std::size_t i = 1; i < m_items.size (); ++i)
-            {
-                if (m_items[i].notBefore < m_items[best].notBefore ||
-                    (m_items[i].notBefore == m_items[best].notBefore &&
-                     m_items[i].header.rank < m_items[best].header.rank))
-                {
-                    best = i;
-                }
-            }
-        }
-        // ... names the flow whose earliest buffered frame goes first (SIGCOMM'13 §4.2).
-        uint32_t flow = PfabricFlowKey (m_items[best].header.flowHash);
-        uint16_t src = m_items[best].header.srcHost;
-        index = best;
-        for (std::size_t i = 0; i < best; ++i)
-        {
-            if (PfabricFlowKey (m_items[i].header.flowHash) == flow &&
-                m_items[i].header.srcHost == src)
-            {
-                index = i;
-                break;
-            }
+            index = i;
+            break;
         }
     }
     FabricQueueItem item = std::move (m_items[index]);

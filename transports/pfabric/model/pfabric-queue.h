@@ -58,12 +58,10 @@ PfabricFlowKey (uint32_t flowHash)
  * holds at most 24 full frames, where a scan beats any heap; no allocation per frame once
  * the vector has grown.
  *
- * The capacity is the base class's MaxBytes (set by the topology, 36 KB per switch port).
- * FabricQueue::Enqueue drops an arriving frame that does not fit before the subclass sees
- * it, so on its first enqueue this queue takes the capacity over as BufferBytes and sets
- * MaxBytes to 0; evictions then leave through FabricQueue::Dequeue (which keeps the byte
- * accounting right but fires the Dequeue trace) and are reported by the PriorityDrop trace
- * and GetPriorityDrops(), which count every pFabric drop, arriving or evicted.
+ * The capacity is the base class's MaxBytes (set by the topology: 36 KB per switch port, the
+ * transport's HostBufferBytes at host NICs).  Priority dropping is the base class's eviction
+ * hook (FabricQueue::DoSelectVictim), so every pFabric drop, arriving or evicted, is reported
+ * by the base Drop trace and GetDroppedPackets(), and no eviction passes through Dequeue.
  */
 class PfabricQueue : public FabricQueue
 {
@@ -72,32 +70,23 @@ class PfabricQueue : public FabricQueue
     PfabricQueue ();
     ~PfabricQueue () override;
 
-    /// \returns frames dropped by the pFabric rules (arriving frames and evicted frames).
-    uint64_t GetPriorityDrops () const
-    {
-        return m_priorityDrops;
-    }
-
-    /// \returns the capacity in wire bytes (0 = unlimited).
-    uint32_t GetBufferBytes () const
-    {
-        return m_bufferBytes;
-    }
+    /// \returns true if a frame of flow \p flowKey (PfabricFlowKey) from host \p srcHost is
+    /// buffered here (linear scan; used by the sender's timer at its own NIC).
+    bool HoldsFlow (uint32_t flowKey, uint16_t srcHost) const;
 
   protected:
     bool DoEnqueue (FabricQueueItem&& item) override;
     FabricQueueItem DoDequeue () override;
+    /// Priority dropping: evict the highest-rank frame (the latest on ties) if the arriving
+    /// frame's rank is lower, else refuse (the arriving frame is dropped).
+    bool DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& victim) override;
 
   private:
     /// \returns the index of the frame to drop first: the highest rank, the latest on ties.
     std::size_t WorstIndex () const;
 
     std::vector<FabricQueueItem> m_items;
-    uint32_t m_bufferBytes{0};
     static constexpr std::size_t kNone = static_cast<std::size_t> (-1);
-    std::size_t m_evictIndex{kNone};
-    uint64_t m_priorityDrops{0};
-    TracedCallback<const FabricQueueItem&, uint32_t> m_priorityDropTrace;
 };
 
 } // namespace ns3

@@ -56,6 +56,15 @@ PfabricSender::GetTypeId ()
                            "topology's base RTT (PfabricFlowTransport, doc/pfabric.md §6)",
                            TimeValue (Time (0)), MakeTimeAccessor (&PfabricSender::m_rto),
                            MakeTimeChecker (Time (0)))
+            .AddAttribute ("DeferRtoWhileQueued",
+                           "At the retransmission timeout, if a data packet of the flow still "
+                           "waits in the sender's own NIC queue, restart the timer instead of "
+                           "retransmitting (a real host does not time out data it has not "
+                           "transmitted: Linux tcp_output.c skb_still_in_host_queue). false = "
+                           "YAPS (timer from the moment the packet is queued at the NIC)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&PfabricSender::m_deferRtoWhileQueued),
+                           MakeBooleanChecker ())
             .AddAttribute ("ProbeAfterTimeouts",
                            "Consecutive timeouts after which the flow enters probe mode "
                            "(pFabric SIGCOMM'13 §4.3: 5); 0 = never (YAPS)",
@@ -238,6 +247,15 @@ PfabricSender::OnRtoEvent ()
     if (now < m_rtoDeadline)
     {
         m_rtoEvent = Simulator::Schedule (m_rtoDeadline - now, &PfabricSender::OnRtoEvent, this);
+        return;
+    }
+    if (m_deferRtoWhileQueued && m_host->NicHoldsFlow (m_flowId))
+    {
+        // A packet of this flow has not even left our own NIC: nothing is lost yet, the
+        // host is busy (Linux tcp_output.c skb_still_in_host_queue).  Restart the timer.
+        ++m_deferredTimeouts;
+        m_rtoDeadline = now + m_rto;
+        m_rtoEvent = Simulator::Schedule (m_rto, &PfabricSender::OnRtoEvent, this);
         return;
     }
     DisarmRto ();

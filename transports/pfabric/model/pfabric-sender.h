@@ -79,6 +79,12 @@ class PfabricSender : public Object
         return m_timeouts;
     }
 
+    /// \returns timer expiries deferred because the flow's packet was still in the local NIC.
+    uint64_t GetDeferredTimeouts () const
+    {
+        return m_deferredTimeouts;
+    }
+
     uint64_t GetDataPacketsSent () const
     {
         return m_dataPacketsSent;
@@ -117,6 +123,8 @@ class PfabricSender : public Object
     uint32_t m_initialSsthresh{100000};
     Time m_rto;
     uint32_t m_probeAfterTimeouts{5};
+    bool m_deferRtoWhileQueued{true};
+    uint64_t m_deferredTimeouts{0};
     bool m_spray{true};
 
     // flow

@@ -10,6 +10,7 @@
 #include "transports/pfabric/model/pfabric-queue.h"
 
 #include "ns3/boolean.h"
+#include "ns3/callback.h"
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
 #include "ns3/packet.h"
@@ -20,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
+#include <vector>
 
 using namespace ns3;
 
@@ -183,23 +186,47 @@ class PfabricQueueRulesTest : public TestCase
     {
         // Buffer of 3 full frames (4500 B).
         Ptr<PfabricQueue> q = CreateObject<PfabricQueue> ();
-        q->SetAttribute ("BufferBytes", UintegerValue (3 * 1500));
+        q->SetMaxBytes (3 * 1500);
+        // Every drop, arriving or evicted, is reported by the base Drop trace (rank and the
+        // occupancy before the drop); evictions never pass through the Dequeue trace.
+        std::vector<std::pair<uint32_t, uint32_t>> drops;
+        uint32_t dequeues = 0;
+        q->TraceConnectWithoutContext (
+            "Drop",
+            MakeBoundCallback (
+                +[] (std::vector<std::pair<uint32_t, uint32_t>>* out, const FabricQueueItem& item,
+                     uint32_t bytesBefore) { out->emplace_back (item.header.rank, bytesBefore); },
+                &drops));
+        q->TraceConnectWithoutContext (
+            "Dequeue",
+            MakeBoundCallback (
+                +[] (uint32_t* n, const FabricQueueItem&, uint32_t) { ++*n; }, &dequeues));
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 50, 1)), true, "fits");
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 10, 2)), true, "fits");
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 30, 3)), true, "fits");
         // Full.  Rank 20 < worst buffered 50: the rank-50 frame is evicted.
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 20, 4)), true, "evicts 50");
-        NS_TEST_ASSERT_MSG_EQ (q->GetPriorityDrops (), 1u, "one eviction");
+        NS_TEST_ASSERT_MSG_EQ (q->GetDroppedPackets (), 1u, "one eviction");
+        NS_TEST_ASSERT_MSG_EQ (drops.size (), 1u, "eviction traced as a drop");
+        NS_TEST_ASSERT_MSG_EQ (drops[0].first, 50u, "the rank-50 frame was dropped");
+        NS_TEST_ASSERT_MSG_EQ (drops[0].second, 4500u, "occupancy before the eviction");
+        NS_TEST_ASSERT_MSG_EQ (dequeues, 0u, "an eviction is not a dequeue");
         NS_TEST_ASSERT_MSG_EQ (q->GetNBytes (), 4500u, "byte accounting after eviction");
         NS_TEST_ASSERT_MSG_EQ (q->GetNPackets (), 3u, "packet accounting after eviction");
         // Rank 40 > worst buffered 30: the arriving frame is dropped.
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 40, 5)), false, "arriving 40 dropped");
         // Rank 30 == worst buffered 30: "less than or equal" priority -> arriving dropped.
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 30, 6)), false, "tie drops arriving");
-        NS_TEST_ASSERT_MSG_EQ (q->GetPriorityDrops (), 3u, "three drops");
+        NS_TEST_ASSERT_MSG_EQ (q->GetDroppedPackets (), 3u, "three drops");
+        NS_TEST_ASSERT_MSG_EQ (drops.size (), 3u, "three drops traced");
+        NS_TEST_ASSERT_MSG_EQ (drops[1].first, 40u, "arriving 40 traced");
+        NS_TEST_ASSERT_MSG_EQ (drops[2].first, 30u, "arriving 30 traced");
         // A 58 B ACK-sized frame of rank 0 into the full buffer evicts the worst (30) only.
         NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (58, 0, 7)), true, "small urgent frame");
         NS_TEST_ASSERT_MSG_EQ (q->GetNBytes (), 3000u + 58u, "one 1500 B frame evicted");
+        NS_TEST_ASSERT_MSG_EQ (drops.size (), 4u, "fourth drop traced");
+        NS_TEST_ASSERT_MSG_EQ (drops[3].first, 30u, "the buffered rank-30 frame was evicted");
+        NS_TEST_ASSERT_MSG_EQ (q->GetEnqueuedPackets (), 5u, "accepted: 50, 10, 30, 20, 0");
         FabricQueueItem item;
         uint32_t ranks[3];
         for (uint32_t& rank : ranks)
@@ -211,6 +238,7 @@ class PfabricQueueRulesTest : public TestCase
         NS_TEST_ASSERT_MSG_EQ (ranks[1], 10u, "then 10");
         NS_TEST_ASSERT_MSG_EQ (ranks[2], 20u, "then 20");
         NS_TEST_ASSERT_MSG_EQ (q->IsEmpty (), true, "empty");
+        NS_TEST_ASSERT_MSG_EQ (dequeues, 3u, "only transmitted frames are dequeued");
 
         // Starvation prevention: flow 8 has an early frame of rank 30 and a later one of rank
         // 10; flow 9 has rank 20.  The best frame (10) names flow 8, whose EARLIEST frame
