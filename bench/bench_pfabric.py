@@ -9,7 +9,11 @@ configuration is ``py/run_experiments.py``; transports/pfabric/doc/pfabric.md):
 both with the web search workload (DCTCP, SIGCOMM'10) at load 0.6, 144 hosts in 9 racks of
 16, 4 spines with 4x uplinks, 36 KB pFabric ports (host NICs too), 0.2 us propagation per
 link, cut-through switching after the 40 B header, init_cwnd 12, max_cwnd 15, RTO 45 us,
-no probe mode (YAPS has none), per-packet spraying, 10,000 flows.
+no probe mode (YAPS has none), a 36 KB dropping host NIC, the RTO timer running while a
+packet still waits in the host NIC (``DeferRtoWhileQueued=false``: YAPS retransmits on
+timeout even then), per-packet spraying, 10,000 flows (``PFABRIC_YAPS_ATTRIBUTES``).
+``run`` takes the load, CDF and extra attributes, so other benches (load sweep, scaling)
+reuse this fabric.
 
 Slowdown two ways:
 
@@ -38,8 +42,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -104,31 +110,48 @@ def summarize(slowdown: np.ndarray, size_bytes: np.ndarray) -> dict[str, float]:
     return out
 
 
-def run(
+#: pFabric attributes of the YAPS-equivalent configuration (YAPS py/run_experiments.py and
+#: run/params.cpp; transports/pfabric/doc/pfabric.md §3, §3a): init_cwnd 12, max_cwnd 15,
+#: retx_timeout 45 us, no probe mode, a 36 KB host NIC that drops, and the RTO timer running
+#: from the moment a packet enters the host NIC (YAPS retransmits on timeout even while the
+#: packet still waits there; our default defers, doc/pfabric.md §3a).
+PFABRIC_YAPS_ATTRIBUTES: dict[str, str] = {
+    "ns3::PfabricSender::InitialCwnd": "12",
+    "ns3::PfabricSender::MaxCwnd": "15",
+    "ns3::PfabricSender::Rto": "45us",
+    "ns3::PfabricSender::ProbeAfterTimeouts": "0",
+    "ns3::PfabricSender::DeferRtoWhileQueued": "false",
+    "ns3::PfabricFlowTransport::HostBufferBytes": "36864",
+}
+
+
+def driver_command(
     binary: Path,
     setup: Setup,
     protocol: str,
-    n_flows: int,
-    seed: int,
-    workdir: Path,
+    flows_csv: Path,
+    out_csv: Path,
+    stats_json: Path,
     driver_seed: int = 0,
-) -> dict:
-    """Generate the workload, run the driver, return stats and the FCT table."""
-    flows = generate(
-        "websearch",
-        0.6,
-        RACKS * HOSTS_PER_RACK,
-        n_flows,
-        setup.rate_gbps,
-        setup.matrix,  # type: ignore[arg-type]
-        seed=seed,
-        header_bytes=YAPS_HEADER_BYTES,
-    )
-    flows_csv = workdir / f"flows_{setup.name}.csv"
-    write_sim_flows_csv(flows, flows_csv)
-    out_csv = workdir / f"fct_{setup.name}_{protocol}.csv"
-    stats_json = workdir / f"stats_{setup.name}_{protocol}.json"
-    switch_ns = header_ns(setup.rate_gbps)
+    attributes: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Driver command line of one run on a YAPS fidelity setup (module docstring).
+
+    Args:
+        binary: the ``disaggsim-ns3`` driver.
+        setup: fabric rate and traffic matrix (``SETUPS``).
+        protocol: driver ``--protocol`` (``pfabric``, ``ideal``, ``tcp``, ``dctcp``).
+        flows_csv, out_csv, stats_json: SIM_FLOWS input, FCT_RECORDS output, stats JSON.
+        driver_seed: driver ``--seed`` = ECMP salt and ns-3 RNG seed.  0 = pFabric's
+            per-packet round robin as YAPS's ``spray_counter++ % 4``; ns-3's TCP rejects
+            RNG seed 0, so TCP/DCTCP need a non-zero seed.
+        attributes: ``ns3::Type::Attribute`` -> value overrides, appended after the
+            defaults (for pFabric ``PFABRIC_YAPS_ATTRIBUTES``); ns-3's CommandLine applies
+            them in order, so a key given here wins.
+
+    Returns:
+        The argv list.
+    """
     cmd = [
         str(binary),
         f"--flows={flows_csv}",
@@ -144,19 +167,72 @@ def run(
         f"--intraRackCableM={CABLE_M:g}",
         f"--interRackCableM={CABLE_M:g}",
         "--propNsPerM=5",
-        f"--switchDelayNs={switch_ns:g}",
-        # driver seed 0 = EcmpSalt 0: uplink = flowHash % 4, i.e. per-packet round robin
-        # as YAPS's spray_counter++ % 4; a non-zero seed hashes (random spraying)
+        f"--switchDelayNs={header_ns(setup.rate_gbps):g}",
         f"--seed={driver_seed}",
     ]
-    if protocol == "pfabric":
-        cmd += [
-            "--ns3::PfabricSender::InitialCwnd=12",
-            "--ns3::PfabricSender::MaxCwnd=15",
-            "--ns3::PfabricSender::Rto=45us",
-            "--ns3::PfabricSender::ProbeAfterTimeouts=0",
-            "--ns3::PfabricFlowTransport::HostBufferBytes=36864",
-        ]
+    merged = dict(PFABRIC_YAPS_ATTRIBUTES) if protocol == "pfabric" else {}
+    merged.update(attributes or {})
+    cmd += [f"--{name}={value}" for name, value in merged.items()]
+    return cmd
+
+
+def run(
+    binary: Path,
+    setup: Setup,
+    protocol: str,
+    n_flows: int,
+    seed: int,
+    workdir: Path,
+    driver_seed: int = 0,
+    load: float = 0.6,
+    cdf: str | Path = "websearch",
+    attributes: Mapping[str, str] | None = None,
+    keep_files: bool = True,
+) -> dict[str, Any]:
+    """Generate the workload, run the driver once, return its stats and FCT table.
+
+    Args:
+        binary: the ``disaggsim-ns3`` driver.
+        setup: fabric rate and traffic matrix (``SETUPS``).
+        protocol: driver ``--protocol``; ``pfabric`` gets ``PFABRIC_YAPS_ATTRIBUTES``.
+        n_flows: flows to generate (``disaggsim.traces.workloads.generate``).
+        seed: workload seed.
+        workdir: directory for the flow table, FCT records and stats; file names carry
+            setup, protocol, load, flow count and driver seed, so concurrent runs of
+            different points may share it.
+        driver_seed: driver ``--seed`` (``driver_command``).
+        load: offered load, fraction of access capacity (YAPS setups: 0.6).
+        cdf: flow-size CDF (shipped name or YAPS-format file; default web search, DCTCP
+            SIGCOMM'10).
+        attributes: extra ``ns3::Type::Attribute`` overrides (``driver_command``).
+        keep_files: False deletes the three files once read.
+
+    Returns:
+        ``{"stats": driver stats JSON (dict), "fct": FCT_RECORDS DataFrame, "wall_s":
+        process wall time in s, "switch_ns": cut-through delay in ns, "cmd": argv}``.
+
+    Raises:
+        RuntimeError: the driver exits non-zero (its stderr tail included).
+        ValueError: from ``generate`` (load, flows or CDF out of range).
+    """
+    flows = generate(
+        cdf,
+        load,
+        RACKS * HOSTS_PER_RACK,
+        n_flows,
+        setup.rate_gbps,
+        setup.matrix,  # type: ignore[arg-type]
+        seed=seed,
+        header_bytes=YAPS_HEADER_BYTES,
+    )
+    tag = f"{setup.name}_{protocol}_{load:g}_{n_flows}_{seed}_{driver_seed}"
+    flows_csv = workdir / f"flows_{tag}.csv"
+    out_csv = workdir / f"fct_{tag}.csv"
+    stats_json = workdir / f"stats_{tag}.json"
+    write_sim_flows_csv(flows, flows_csv)
+    cmd = driver_command(
+        binary, setup, protocol, flows_csv, out_csv, stats_json, driver_seed, attributes
+    )
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -164,7 +240,16 @@ def run(
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     stats = json.loads(stats_json.read_text())
     fct = pd.read_csv(out_csv)
-    return {"stats": stats, "fct": fct, "wall_s": wall, "switch_ns": switch_ns}
+    if not keep_files:
+        for path in (flows_csv, out_csv, stats_json):
+            path.unlink()
+    return {
+        "stats": stats,
+        "fct": fct,
+        "wall_s": wall,
+        "switch_ns": header_ns(setup.rate_gbps),
+        "cmd": cmd,
+    }
 
 
 def main() -> int:
