@@ -178,7 +178,6 @@ Run (int argc, char** argv)
         std::cerr << "disaggsim-ns3: " << error.what () << "\n";
         return 2;
     }
-    const Time origin = transport->GetTraceOrigin ();
     FinishRecorder recorder;
     recorder.finish.resize (flows.size ());
     recorder.finished.resize (flows.size (), false);
@@ -189,6 +188,9 @@ Run (int argc, char** argv)
         lastStartNs = std::max (lastStartNs, flows[i].startNs);
         transport->AddFlow (flows[i]);
     }
+    // Asked after every flow is known: a transport may size a warm-up phase from the flows
+    // (TCP opens every connection before trace time 0, transports/tcp/doc/tcp.md).
+    const Time origin = transport->GetTraceOrigin ();
     transport->TraceConnectWithoutContext ("FlowFinished",
                                            MakeCallback (&FinishRecorder::OnFinished, &recorder));
     if (stopTimeNs < 0)

@@ -74,15 +74,21 @@ TcpFlowTransport::GetTypeId ()
                            MakeUintegerAccessor (&TcpFlowTransport::m_markThresholdAttr),
                            MakeUintegerChecker<uint32_t> ())
             .AddAttribute ("WarmupTime",
-                           "Simulation time of trace time 0 (connections of the first flows "
-                           "open during it)",
-                           TimeValue (MicroSeconds (100)),
-                           MakeTimeAccessor (&TcpFlowTransport::m_warmup), MakeTimeChecker ())
-            .AddAttribute ("ConnectLead",
-                           "How long before its start a flow's connection is opened (at most "
-                           "WarmupTime)",
-                           TimeValue (MicroSeconds (100)),
-                           MakeTimeAccessor (&TcpFlowTransport::m_connectLead), MakeTimeChecker ())
+                           "Least simulation time of trace time 0; 0 = as long as the handshake "
+                           "schedule needs ((rounds + 1) x HandshakeSlot)",
+                           TimeValue (Time (0)), MakeTimeAccessor (&TcpFlowTransport::m_warmup),
+                           MakeTimeChecker ())
+            .AddAttribute ("HandshakeSlot",
+                           "Length of one warm-up round (>> one handshake, ~3.5 us inter-rack)",
+                           TimeValue (MicroSeconds (10)),
+                           MakeTimeAccessor (&TcpFlowTransport::m_slot),
+                           MakeTimeChecker (PicoSeconds (1)))
+            .AddAttribute ("HandshakesPerSlot",
+                           "Most handshakes a host takes part in (as client or server) per "
+                           "warm-up round",
+                           UintegerValue (4),
+                           MakeUintegerAccessor (&TcpFlowTransport::m_handshakesPerSlot),
+                           MakeUintegerChecker<uint32_t> (1))
             .AddAttribute ("Port", "TCP port every host listens on", UintegerValue (5000),
                            MakeUintegerAccessor (&TcpFlowTransport::m_port),
                            MakeUintegerChecker<uint16_t> (1));
@@ -171,11 +177,9 @@ TcpFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
 void
 TcpFlowTransport::Install (Ptr<ClosTopology> topology)
 {
-    NS_ABORT_MSG_IF (m_connectLead > m_warmup, "TcpFlowTransport: ConnectLead ("
-                                                   << m_connectLead.As (Time::US)
-                                                   << ") exceeds WarmupTime ("
-                                                   << m_warmup.As (Time::US) << ")");
     m_topology = topology;
+    m_hostRound.assign (topology->GetNHosts (), 0);
+    m_hostRoundCount.assign (topology->GetNHosts (), 0);
     InternetStackHelper stack;
     stack.SetIpv6StackInstall (false);
     Ipv4StaticRoutingHelper staticRouting;
@@ -209,7 +213,29 @@ TcpFlowTransport::AddFlow (const FlowSpec& flow)
     NS_ABORT_MSG_IF (flow.srcHost == flow.dstHost,
                      "TcpFlowTransport: flow " << flow.flowId << " has src_host == dst_host");
     NS_ABORT_MSG_IF (flow.sizeBytes == 0, "TcpFlowTransport: flow " << flow.flowId << " is empty");
+    NS_ABORT_MSG_IF (m_begun && Simulator::Now ().IsStrictlyPositive (),
+                     "TcpFlowTransport: AddFlow() after the simulation started");
     m_flows.push_back (flow);
+    // Greedy handshake schedule: the first round, not before either host's current one, in
+    // which neither host already takes part in HandshakesPerSlot handshakes.  Per host the
+    // rounds only grow, so each (host, round) holds at most HandshakesPerSlot handshakes.
+    auto firstFree = [this] (uint32_t host)
+    {
+        return m_hostRoundCount[host] < m_handshakesPerSlot ? m_hostRound[host]
+                                                            : m_hostRound[host] + 1;
+    };
+    const uint64_t round = std::max (firstFree (flow.srcHost), firstFree (flow.dstHost));
+    for (uint32_t host : {flow.srcHost, flow.dstHost})
+    {
+        if (round > m_hostRound[host] || m_hostRoundCount[host] == 0)
+        {
+            m_hostRound[host] = round;
+            m_hostRoundCount[host] = 0;
+        }
+        ++m_hostRoundCount[host];
+    }
+    m_flowRound.push_back (round);
+    m_rounds = std::max (m_rounds, round + 1);
     if (!m_begun)
     {
         m_begun = true;
@@ -217,33 +243,62 @@ TcpFlowTransport::AddFlow (const FlowSpec& flow)
     }
 }
 
-void
-TcpFlowTransport::Begin ()
+Time
+TcpFlowTransport::NeededWarmup () const
 {
-    m_openOrder.resize (m_flows.size ());
-    for (uint64_t i = 0; i < m_flows.size (); ++i)
-    {
-        m_openOrder[i] = i;
-    }
-    std::stable_sort (m_openOrder.begin (), m_openOrder.end (),
-                      [this] (uint64_t a, uint64_t b)
-                      { return m_flows[a].startNs < m_flows[b].startNs; });
-    m_senders.resize (m_flows.size ());
-    OpenDue ();
+    return std::max (m_warmup, m_slot * static_cast<int64_t> (m_rounds + 1));
 }
 
 void
-TcpFlowTransport::OpenDue ()
+TcpFlowTransport::Begin ()
 {
-    const Time now = Simulator::Now ();
-    auto openTime = [this] (uint64_t index)
+    const Time origin = GetTraceOrigin ();
+    NS_ABORT_MSG_IF (NeededWarmup () > origin,
+                     "TcpFlowTransport: the handshakes of "
+                         << m_flows.size () << " flows need a warm-up of "
+                         << NeededWarmup ().As (Time::US) << " (" << m_rounds << " rounds of "
+                         << m_slot.As (Time::US) << "), but trace time 0 was fixed at "
+                         << origin.As (Time::US)
+                         << " before the flows were added; call GetTraceOrigin() after the "
+                            "last AddFlow() or set --ns3::TcpFlowTransport::WarmupTime="
+                         << NeededWarmup ().GetMicroSeconds () << "us");
+    const auto byRound = [this] (uint64_t a, uint64_t b)
+    { return m_flowRound[a] < m_flowRound[b]; };
+    const auto byStart = [this] (uint64_t a, uint64_t b)
+    { return m_flows[a].startNs < m_flows[b].startNs; };
+    m_openOrder.resize (m_flows.size ());
+    m_startOrder.resize (m_flows.size ());
+    for (uint64_t i = 0; i < m_flows.size (); ++i)
     {
-        Time t = m_warmup + NanoSeconds (m_flows[index].startNs) - m_connectLead;
-        return t.IsStrictlyNegative () ? Time (0) : t;
-    };
-    while (m_nextOpen < m_openOrder.size () && openTime (m_openOrder[m_nextOpen]) <= now)
+        m_openOrder[i] = i;
+        m_startOrder[i] = i;
+    }
+    std::stable_sort (m_openOrder.begin (), m_openOrder.end (), byRound);
+    std::stable_sort (m_startOrder.begin (), m_startOrder.end (), byStart);
+    m_senders.resize (m_flows.size ());
+    OpenRound ();
+    // One time step early: TcpSocketBase::Send defers SendPendingData by TimeStep(1).
+    if (!m_startOrder.empty ())
     {
-        uint64_t index = m_openOrder[m_nextOpen++];
+        Simulator::Schedule (origin + NanoSeconds (m_flows[m_startOrder[0]].startNs) -
+                                 TimeStep (1) - Simulator::Now (),
+                             &TcpFlowTransport::StartDue, this);
+    }
+}
+
+void
+TcpFlowTransport::OpenRound ()
+{
+    // All SYNs of a round leave at the round's start; a host sends or receives at most
+    // HandshakesPerSlot of them, so no port ever holds more than a few 58 B SYNs / SYN-ACKs.
+    if (m_nextOpen >= m_openOrder.size ())
+    {
+        return;
+    }
+    const uint64_t round = m_flowRound[m_openOrder[m_nextOpen]];
+    while (m_nextOpen < m_openOrder.size () && m_flowRound[m_openOrder[m_nextOpen]] == round)
+    {
+        const uint64_t index = m_openOrder[m_nextOpen++];
         const FlowSpec& flow = m_flows[index];
         Address remote = InetSocketAddress (FabricHostIpv4Address (flow.dstHost), m_port);
         Ptr<TcpFlowSender> sender =
@@ -251,22 +306,41 @@ TcpFlowTransport::OpenDue ()
                                    m_mssBytes, MakeCallback (&TcpFlowTransport::SenderBound, this));
         m_senders[index] = sender;
         sender->Open ();
-        // One time step early: TcpSocketBase::Send defers SendPendingData by TimeStep(1).
-        Time start = m_warmup + NanoSeconds (flow.startNs) - TimeStep (1);
-        Simulator::Schedule (start - now, &TcpFlowSender::Start, sender);
-        Simulator::Schedule (start - now + TimeStep (1),
-                             [this, sender] ()
-                             {
-                                 if (!sender->WasConnectedAtStart ())
-                                 {
-                                     ++m_lateConnections;
-                                 }
-                             });
     }
     if (m_nextOpen < m_openOrder.size ())
     {
-        Simulator::Schedule (openTime (m_openOrder[m_nextOpen]) - now, &TcpFlowTransport::OpenDue,
-                             this);
+        const uint64_t next = m_flowRound[m_openOrder[m_nextOpen]];
+        Simulator::Schedule (m_slot * static_cast<int64_t> (next - round),
+                             &TcpFlowTransport::OpenRound, this);
+    }
+    else
+    {
+        m_flowRound.clear ();
+        m_flowRound.shrink_to_fit ();
+    }
+}
+
+void
+TcpFlowTransport::StartDue ()
+{
+    const Time origin = GetTraceOrigin ();
+    const Time now = Simulator::Now ();
+    auto startTime = [this, &origin] (uint64_t index)
+    { return origin + NanoSeconds (m_flows[index].startNs) - TimeStep (1); };
+    while (m_nextStart < m_startOrder.size () && startTime (m_startOrder[m_nextStart]) <= now)
+    {
+        Ptr<TcpFlowSender> sender = m_senders[m_startOrder[m_nextStart++]];
+        NS_ASSERT (sender);
+        sender->Start ();
+        if (!sender->WasConnectedAtStart ())
+        {
+            ++m_lateConnections;
+        }
+    }
+    if (m_nextStart < m_startOrder.size ())
+    {
+        Simulator::Schedule (startTime (m_startOrder[m_nextStart]) - now,
+                             &TcpFlowTransport::StartDue, this);
     }
 }
 
@@ -303,7 +377,13 @@ TcpFlowTransport::GetMssBytes () const
 Time
 TcpFlowTransport::GetTraceOrigin () const
 {
-    return m_warmup;
+    if (!m_originFixed)
+    {
+        m_originFixed = true;
+        m_origin = m_flows.empty () && m_warmup.IsZero () ? MicroSeconds (kUnsizedWarmupUs)
+                                                          : NeededWarmup ();
+    }
+    return m_origin;
 }
 
 std::vector<TypeId>
@@ -328,7 +408,10 @@ TcpFlowTransport::GetDerivedConfig () const
 std::vector<std::pair<std::string, std::string>>
 TcpFlowTransport::GetStatistics () const
 {
-    return {{"late_connections", std::to_string (m_lateConnections)}};
+    return {{"late_connections", std::to_string (m_lateConnections)},
+            {"connections", std::to_string (m_flows.size ())},
+            {"handshake_rounds", std::to_string (m_rounds)},
+            {"warmup_ns", std::to_string (GetTraceOrigin ().GetNanoSeconds ())}};
 }
 
 void

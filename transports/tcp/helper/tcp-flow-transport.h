@@ -20,10 +20,18 @@ namespace ns3
  *
  * Hosts get an IPv4 stack (InternetStackHelper, IPv4 only, static routing, one /8 interface
  * on the FabricNetDevice, no queue disc); switches stay L2.  Every flow has its own
- * connection, opened ConnectLead before its start so that the handshake is not part of the
- * FCT (DDC blades keep connections open), at simulation time WarmupTime + start_ns -
- * ConnectLead; its bytes are handed to the socket at WarmupTime + start_ns.  Reported times
- * are trace times (WarmupTime subtracted by the driver through GetTraceOrigin()).
+ * connection, and every connection is established in a warm-up phase before trace time 0, so
+ * that no handshake is part of an FCT or meets data in a queue (DDC blades keep connections
+ * open).  The warm-up is a sequence of HandshakeSlot-long rounds; in each round every host
+ * takes part (as client or server) in at most HandshakesPerSlot handshakes.  Trace time 0
+ * (GetTraceOrigin()) is the end of the last round plus one slot; flow i's bytes are handed to
+ * its idle, established socket at GetTraceOrigin() + start_ns(i).  A connection still not
+ * established at its flow's start is counted in GetLateConnections() (and its data waits).
+ *
+ * GetTraceOrigin() is sized from the flows added so far and then fixed: call it after the
+ * last AddFlow().  If it is called before any flow is added, the origin is fixed at
+ * WarmupTime (or kUnsizedWarmup if WarmupTime is 0) and the run aborts at its start if the
+ * handshake schedule needs longer.
  *
  * Protocol names (FlowTransportRegistry): "tcp" = TcpNewReno over DropTail ports; "dctcp" =
  * TcpDctcp with UseEcn=On over ports that CE-mark above K (MarkThresholdBytes; 0 = derived
@@ -60,10 +68,20 @@ class TcpFlowTransport : public FlowTransport
     std::vector<std::pair<std::string, std::string>> GetDerivedConfig () const override;
     std::vector<std::pair<std::string, std::string>> GetStatistics () const override;
 
+    /// Warm-up used when GetTraceOrigin() is asked before any flow is known and WarmupTime
+    /// is 0 (idle simulated time costs no events).
+    static constexpr int64_t kUnsizedWarmupUs = 10000;
+
     /// \returns flows whose handshake had not completed at their start time.
     uint64_t GetLateConnections () const
     {
         return m_lateConnections;
+    }
+
+    /// \returns the number of handshake rounds the flows added so far need.
+    uint64_t GetHandshakeRounds () const
+    {
+        return m_rounds;
     }
 
     /// \returns the switch-port marking threshold in use (0 = no marking).
@@ -77,7 +95,10 @@ class TcpFlowTransport : public FlowTransport
 
   private:
     void Begin ();
-    void OpenDue ();
+    void OpenRound ();
+    void StartDue ();
+    /// Warm-up the flows added so far need: (rounds + 1) x HandshakeSlot, at least WarmupTime.
+    Time NeededWarmup () const;
     void SenderBound (uint64_t flowIndex, uint16_t port);
     void FlowFinished (uint64_t flowIndex);
 
@@ -86,7 +107,8 @@ class TcpFlowTransport : public FlowTransport
     bool m_ecnMarking{false};
     uint32_t m_markThresholdAttr{0};
     Time m_warmup;
-    Time m_connectLead;
+    Time m_slot;
+    uint32_t m_handshakesPerSlot{4};
     uint16_t m_port{5000};
 
     uint32_t m_mssBytes{1460};
@@ -94,8 +116,18 @@ class TcpFlowTransport : public FlowTransport
     Ptr<ClosTopology> m_topology;
     std::vector<Ptr<TcpFlowReceiver>> m_receivers; // per host
     std::vector<FlowSpec> m_flows;
-    std::vector<uint64_t> m_openOrder; // flow indices by start time
+    // Handshake schedule: round of each flow, and per host its last round and its handshakes
+    // in that round.
+    std::vector<uint64_t> m_flowRound;
+    std::vector<uint64_t> m_hostRound;
+    std::vector<uint32_t> m_hostRoundCount;
+    uint64_t m_rounds{0};
+    mutable bool m_originFixed{false};
+    mutable Time m_origin;
+    std::vector<uint64_t> m_openOrder; // flow indices by round
     std::size_t m_nextOpen{0};
+    std::vector<uint64_t> m_startOrder; // flow indices by start time
+    std::size_t m_nextStart{0};
     std::vector<Ptr<TcpFlowSender>> m_senders; // per flow, while active
     bool m_begun{false};
     uint64_t m_lateConnections{0};

@@ -15,7 +15,7 @@ namespace ns3
 {
 
 /**
- * \brief Opens a TCP connection ahead of the flow's start (Open), and at the start hands the
+ * \brief Opens a TCP connection in the warm-up (Open), and at the flow's start hands the
  * socket all of the flow's bytes (Start): as much as the send buffer takes, in multiples of
  * the MSS so that the segmentation matches the ideal FCT's, the rest as buffer space frees.
  * After the last byte is written the socket is closed (the FIN follows the data).
