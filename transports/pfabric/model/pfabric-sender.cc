@@ -178,41 +178,33 @@ PfabricSender::SendPending ()
 void
 PfabricSender::SendData (uint32_t packetIndex)
 {
-    uint32_t payload = PayloadOf (packetIndex);
-    Ptr<Packet> packet = Create<Packet> (payload);
-    PfabricHeader header;
-    header.flowId = m_flowId;
-    header.seq = packetIndex * m_mssBytes;
-    header.flags = PfabricHeader::DATA;
-    packet->AddHeader (header);
-    FabricHeader frame;
-    frame.srcHost = m_host->GetHostIndex ();
-    frame.dstHost = m_dstHost;
-    frame.protocol = kPfabricProtocol;
-    frame.flowHash = PfabricFlowHash (m_flowId, packetIndex, m_spray);
-    frame.rank = Remaining ();
-    frame.payloadBytes = payload;
     ++m_dataPacketsSent;
-    m_host->Send (packet, frame);
+    SendFrame (PayloadOf (packetIndex), packetIndex, PfabricHeader::DATA);
 }
 
 void
 PfabricSender::SendProbe ()
 {
     // A minimum-size packet with a one-byte payload (SIGCOMM'13 §4.3).
-    Ptr<Packet> packet = Create<Packet> (1);
+    SendFrame (1, m_cumAckPacket, PfabricHeader::PROBE);
+}
+
+void
+PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags)
+{
+    Ptr<Packet> packet = Create<Packet> (payloadBytes);
     PfabricHeader header;
     header.flowId = m_flowId;
-    header.seq = m_cumAckPacket * m_mssBytes;
-    header.flags = PfabricHeader::PROBE;
+    header.seq = packetIndex * m_mssBytes;
+    header.flags = flags;
     packet->AddHeader (header);
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();
     frame.dstHost = m_dstHost;
     frame.protocol = kPfabricProtocol;
-    frame.flowHash = PfabricFlowHash (m_flowId, m_cumAckPacket, m_spray);
-    frame.rank = Remaining ();
-    frame.payloadBytes = 0;
+    frame.flowHash = PfabricFlowHash (m_flowId, packetIndex, m_spray);
+    frame.rank = Remaining (); // priority = remaining flow size (SIGCOMM'13 §4.1)
+    frame.payloadBytes = flags == PfabricHeader::PROBE ? 0 : payloadBytes;
     m_host->Send (packet, frame);
 }
 

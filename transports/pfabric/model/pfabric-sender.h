@@ -101,6 +101,8 @@ class PfabricSender : public Object
     void SendPending ();
     void SendData (uint32_t packetIndex);
     void SendProbe ();
+    /// Build one frame of this flow (pFabric header + fabric header) and hand it to the host.
+    void SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags);
     uint32_t PayloadOf (uint32_t packetIndex) const;
     /// Remaining flow bytes not acknowledged cumulatively or selectively: the priority.
     uint32_t Remaining () const;
