@@ -85,6 +85,8 @@ def test_smoke_collection_restores_state_and_outputs_parse(tmp_path: Path) -> No
         assert json.loads((out / (node["paging"] + ".meta")).read_text())["start_time_us"] == (
             meta["start_realtime_ns"] // 1000)
     # memcached (node 0) runs at 25 % of its working set: it swaps out and back in.
+    assert meta["nodes"][0]["memory_limit_binding"], meta["nodes"][0]
+    assert meta["nodes"][0]["memory_limit_bytes"] < 0.5 * meta["nodes"][0]["working_set_bytes"]
     assert meta["nodes"][0]["swap_out_requests"] > 0 and meta["nodes"][0]["swap_in_requests"] > 0
     assert ins > 0 and outs > 0
     assert meta["swap_attribution"]["by_method"].get("pid", 0) > 0

@@ -167,7 +167,10 @@ PRESETS: Final[dict[str, CollectConfig]] = {
     ),
     "smoke": CollectConfig(
         sample="smoke",
-        apps=[MemcachedYcsbConfig(recordcount=20_000, workload="a", target_ops_per_s=200,
+        # ~80 MB working set, so 25 % of it (or the 24 MB floor) binds with a wide margin; at
+        # 20k records the working set (~25-34 MB) sat next to the floor and on some machines
+        # memcached did not swap at all.
+        apps=[MemcachedYcsbConfig(recordcount=60_000, workload="a", target_ops_per_s=200,
                                   memcached_cache_mb=256)],
         duration_s=6, calibration_duration_s=3, disk_bytes=256 << 20, swap_bytes=512 << 20,
     ),
@@ -506,6 +509,9 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
                 "paging": f"node{i}.rmem", "disk_device": disk_devs[i],
                 "working_set_bytes": working_set[i], "memory_limit_bytes": limits[i],
                 "memory_limit_floor_applied": limits[i] == config.memory_limit_floor_bytes,
+                # False when the floor lifted the limit to the working set or above: that
+                # node's memory is all local and it does not page (paper §3.1 needs it to).
+                "memory_limit_binding": limits[i] < working_set[i],
                 "max_usage_bytes": max_usage[i], "memcg_failcnt": failcnt[i],
                 "memcg_swap_bytes_at_end": memstats[i].get("swap", -1),
                 "memcg_pgmajfault": memstats[i].get("pgmajfault", -1),
