@@ -90,6 +90,8 @@ PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     UintegerValue initialCwnd;
     UintegerValue maxCwnd;
     TimeValue rto;
+    TimeValue minRto;
+    prototype->GetAttribute ("MinRto", minRto);
     prototype->GetAttribute ("MssBytes", mss);
     prototype->GetAttribute ("InitialCwnd", initialCwnd);
     prototype->GetAttribute ("MaxCwnd", maxCwnd);
@@ -109,7 +111,7 @@ PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_initialCwnd =
         initialCwnd.Get () != 0 ? static_cast<uint32_t> (initialCwnd.Get ()) : derivedCwnd;
     m_maxCwnd = maxCwnd.Get () != 0 ? static_cast<uint32_t> (maxCwnd.Get ()) : m_initialCwnd + 3;
-    m_rto = !rto.Get ().IsZero () ? rto.Get () : 3 * m_baseRtt;
+    m_rto = !rto.Get ().IsZero () ? rto.Get () : std::max (3 * m_baseRtt, minRto.Get ());
     NS_LOG_INFO ("pFabric: rtt " << m_baseRtt << " bdp " << bdpBytes << " B, cwnd " << m_initialCwnd
                                  << "/" << m_maxCwnd << " rto " << m_rto);
 }

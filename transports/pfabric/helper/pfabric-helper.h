@@ -26,7 +26,7 @@ namespace ns3
  *   window and timeout are resolved here: a PfabricSender attribute left at 0 is derived
  *   from the topology's BDP (doc §6): rtt = ideal one-way time of a full inter-rack data
  *   packet + that of an ACK; InitialCwnd = max(2, ceil(rate x rtt / 8 / 1500 B));
- *   MaxCwnd = InitialCwnd + 3; Rto = 3 x rtt.
+ *   MaxCwnd = InitialCwnd + 3; Rto = max(3 x rtt, PfabricSender::MinRto = 45 us).
  * - Install: a PfabricHost on every host's port (no IPv4 stack).
  * - AddFlow: the flow's sender and receiver are created at its start time (trace time =
  *   simulation time, no warm-up) and released once its last byte is acknowledged.

@@ -52,10 +52,20 @@ PfabricSender::GetTypeId ()
                            MakeUintegerChecker<uint32_t> (2))
             .AddAttribute ("Rto",
                            "Fixed retransmission timeout, ~3 RTT: 45 us at 10 Gbps (pFabric "
-                           "SIGCOMM'13 §5.1; YAPS retx_timeout 45e-06).  0 = 3 x the "
-                           "topology's base RTT (PfabricFlowTransport, doc/pfabric.md §6)",
+                           "SIGCOMM'13 §5.1; YAPS retx_timeout 45e-06).  0 = derived: "
+                           "max(3 x the topology's base RTT, MinRto) (PfabricFlowTransport, "
+                           "doc/pfabric.md §6)",
                            TimeValue (Time (0)), MakeTimeAccessor (&PfabricSender::m_rto),
                            MakeTimeChecker (Time (0)))
+            .AddAttribute ("MinRto",
+                           "Floor of the derived timeout (used when Rto = 0): the paper's 45 us "
+                           "(pFabric SIGCOMM'13 §5.1), which the authors' simulator also keeps "
+                           "at 40 Gbps (YAPS py/run_experiments.py).  A packet can wait behind "
+                           "higher-priority ones for longer than any buffer drain time, so a "
+                           "timeout scaled down with the link rate fires on packets that are "
+                           "only waiting (doc/pfabric.md §6).  0 = no floor (3 x RTT)",
+                           TimeValue (MicroSeconds (45)),
+                           MakeTimeAccessor (&PfabricSender::m_minRto), MakeTimeChecker (Time (0)))
             .AddAttribute ("DeferRtoWhileQueued",
                            "At the retransmission timeout, if a data packet of the flow still "
                            "waits in the sender's own NIC queue, restart the timer instead of "

@@ -124,6 +124,7 @@ class PfabricSender : public Object
     uint32_t m_maxCwnd{0};
     uint32_t m_initialSsthresh{100000};
     Time m_rto;
+    Time m_minRto;
     uint32_t m_probeAfterTimeouts{5};
     bool m_deferRtoWhileQueued{true};
     uint64_t m_deferredTimeouts{0};

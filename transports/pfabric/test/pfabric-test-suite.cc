@@ -13,6 +13,8 @@
 #include "ns3/callback.h"
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
+#include "ns3/double.h"
+#include "ns3/nstime.h"
 #include "ns3/packet.h"
 #include "ns3/simulator.h"
 #include "ns3/test.h"
@@ -390,8 +392,8 @@ class PfabricTailLossTest : public TestCase
                         fabric.Ideal (0, 1, kMss);
         NS_TEST_ASSERT_MSG_EQ (fabric.finish[0], expected, "recovery time");
         NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetTimeouts (), 1u, "exactly one timeout");
-        // The derived RTO is 3 x the base RTT (doc/pfabric.md §6).
-        NS_TEST_ASSERT_MSG_EQ (rto, 3 * fabric.transport->GetBaseRtt (), "Rto = 3 RTT");
+        // The derived RTO is max(3 x the base RTT, MinRto = 45 us) (doc/pfabric.md §6).
+        NS_TEST_ASSERT_MSG_EQ (rto, MicroSeconds (45), "Rto = 45 us floor");
         Simulator::Destroy ();
         Config::SetDefault ("ns3::PfabricTestTailDropQueue::DropSeq", UintegerValue (0));
     }
@@ -411,15 +413,40 @@ class PfabricDerivedConfigTest : public TestCase
     {
         Fabric fabric;
         // rtt = Ideal(full data packet, 0 -> 4) + Ideal(ACK, 4 -> 0);
-        // cwnd = max(2, ceil(40e9 b/s x rtt / 8 / 1500 B)); max = cwnd + 3; rto = 3 rtt.
+        // cwnd = max(2, ceil(40e9 b/s x rtt / 8 / 1500 B)); max = cwnd + 3;
+        // rto = max(3 rtt, MinRto).
         Time rtt = fabric.Ideal (0, 4, kMss) + fabric.topology->IdealFct (4, 0, 0, 22, kMss);
         NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetBaseRtt (), rtt, "base RTT");
         double bdp = 40e9 * rtt.GetSeconds () / 8.0;
         uint32_t cwnd = std::max<uint32_t> (2, static_cast<uint32_t> (std::ceil (bdp / 1500.0)));
         NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetInitialCwnd (), cwnd, "InitialCwnd");
         NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetMaxCwnd (), cwnd + 3, "MaxCwnd");
-        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetRto (), 3 * rtt, "Rto");
+        // Here 3 rtt (~8.6 us) is below the floor, so the floor is the timeout.
+        NS_TEST_ASSERT_MSG_LT (3 * rtt, MicroSeconds (45), "3 rtt below the floor");
+        NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetRto (), MicroSeconds (45), "Rto = MinRto");
         Simulator::Destroy ();
+
+        // Without the floor, the timeout is 3 rtt.
+        Config::SetDefault ("ns3::PfabricSender::MinRto", TimeValue (Time (0)));
+        {
+            Fabric noFloor;
+            NS_TEST_ASSERT_MSG_EQ (noFloor.transport->GetRto (), 3 * rtt, "Rto = 3 rtt");
+            Simulator::Destroy ();
+        }
+        Config::SetDefault ("ns3::PfabricSender::MinRto", TimeValue (MicroSeconds (45)));
+
+        // A fabric with 2 km spine cables (20 us of propagation round trip per cable pair):
+        // 3 rtt exceeds the floor and is the timeout.
+        Config::SetDefault ("ns3::ClosTopology::InterRackCableM", DoubleValue (2000));
+        {
+            Fabric longCables;
+            Time longRtt =
+                longCables.Ideal (0, 4, kMss) + longCables.topology->IdealFct (4, 0, 0, 22, kMss);
+            NS_TEST_ASSERT_MSG_GT (3 * longRtt, MicroSeconds (45), "3 rtt above the floor");
+            NS_TEST_ASSERT_MSG_EQ (longCables.transport->GetRto (), 3 * longRtt, "Rto = 3 rtt");
+            Simulator::Destroy ();
+        }
+        Config::SetDefault ("ns3::ClosTopology::InterRackCableM", DoubleValue (40));
     }
 };
 
