@@ -276,13 +276,24 @@ PfabricFlowTransport::GetStatistics () const
     {
         nicDrops += host->GetNicDrops ();
     }
+    // Senders not yet released count too: the run stops when the last flow's last byte is
+    // received, before its final ACK is back at the sender.
+    uint64_t timeouts = m_timeouts;
+    uint64_t deferredTimeouts = m_deferredTimeouts;
+    uint64_t dataPacketsSent = m_dataPacketsSent;
+    for (const auto& [flowId, active] : m_active)
+    {
+        timeouts += active.sender->GetTimeouts ();
+        deferredTimeouts += active.sender->GetDeferredTimeouts ();
+        dataPacketsSent += active.sender->GetDataPacketsSent ();
+    }
     return {
         {"pfabric.priority_drops_switch", std::to_string (GetSwitchPriorityDrops ())},
         {"pfabric.priority_drops_host", std::to_string (GetHostPriorityDrops ())},
         {"pfabric.host_nic_drops", std::to_string (nicDrops)},
-        {"pfabric.timeouts", std::to_string (m_timeouts)},
-        {"pfabric.deferred_timeouts", std::to_string (m_deferredTimeouts)},
-        {"pfabric.data_packets_sent", std::to_string (m_dataPacketsSent)},
+        {"pfabric.timeouts", std::to_string (timeouts)},
+        {"pfabric.deferred_timeouts", std::to_string (deferredTimeouts)},
+        {"pfabric.data_packets_sent", std::to_string (dataPacketsSent)},
         {"pfabric.flows_unacked", std::to_string (m_active.size ())},
     };
 }

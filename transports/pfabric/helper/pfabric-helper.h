@@ -47,8 +47,10 @@ class PfabricFlowTransport : public FlowTransport
     std::vector<TypeId> GetConfigTypeIds () const override;
     std::vector<std::pair<std::string, std::string>> GetDerivedConfig () const override;
     /// priority_drops_switch, priority_drops_host (every pFabric drop), host_nic_drops (arriving
-    /// frames refused by the sender's NIC), timeouts, data_packets_sent (of acknowledged flows),
-    /// flows_unacked.
+    /// frames refused by the sender's NIC), timeouts, deferred_timeouts, data_packets_sent (all
+    /// senders), flows_unacked: senders still waiting for their last ACK when the run stopped
+    /// (the driver stops when the last flow's last byte is received, so usually 1; the FCT is
+    /// the receiver's, OSDI'16 §4.3).
     std::vector<std::pair<std::string, std::string>> GetStatistics () const override;
 
     /// Resolved window and timeout (valid after ConfigureFabric).
