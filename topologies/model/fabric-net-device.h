@@ -10,6 +10,8 @@
 #include "ns3/data-rate.h"
 #include "ns3/mac48-address.h"
 #include "ns3/net-device.h"
+#include "ns3/nstime.h"
+#include "ns3/random-variable-stream.h"
 #include "ns3/traced-callback.h"
 
 namespace ns3
@@ -30,6 +32,12 @@ class Node;
  * IPv4 has CE set in its IPv4 header (RFC 6040 §4.2 decapsulation) before the packet goes up the
  * normal ns-3 protocol handlers.  Non-IP transports use SendFabric() and a fabric receive
  * callback instead; switch ports hand frames to FabricSwitch through that callback.
+ *
+ * With SendOverhead = J > 0, a frame handed to the port by its own host (Send, SendFabric; never
+ * a frame forwarded by a switch) may not start before now + U[0, J]: the random source
+ * processing time with which Floyd & Jacobson (1992, "On traffic phase effects in
+ * packet-switched gateways") remove the phase effects of deterministic drop-tail simulations,
+ * as ns-2's Agent/TCP overhead_ does.  The port stays FIFO, and a backlogged port is not slowed.
  */
 class FabricNetDevice : public NetDevice
 {
@@ -87,6 +95,10 @@ class FabricNetDevice : public NetDevice
 
     /// Send a frame whose fabric header the caller built (non-IP transports).
     bool SendFabric (Ptr<Packet> packet, const FabricHeader& header);
+
+    /// \returns the earliest start of a frame handed down now by this port's host: now + U[0,
+    /// SendOverhead], or 0 (no constraint) when SendOverhead is 0.
+    Time HostFrameNotBefore ();
 
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
     bool EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore);
@@ -158,6 +170,8 @@ class FabricNetDevice : public NetDevice
     bool m_txCompletePending{false}; //!< a TransmitComplete event is scheduled
     bool m_cutThrough{false};
     Time m_cutThroughDelay;
+    Time m_sendOverhead;                         //!< SendOverhead attribute (0 = deterministic)
+    Ptr<UniformRandomVariable> m_overheadRandom; //!< created at the first draw only
     NetDevice::ReceiveCallback m_rxCallback;
     NetDevice::PromiscReceiveCallback m_promiscCallback;
     FabricReceiveCallback m_fabricRxCallback;

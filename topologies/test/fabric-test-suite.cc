@@ -11,6 +11,7 @@
 #include "ns3/core-module.h"
 #include "ns3/test.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -281,6 +282,94 @@ class CutThroughTimingTestCase : public TestCase
     std::vector<Time> m_arrivals;
 };
 
+/**
+ * SendOverhead (Floyd & Jacobson 1992's random source processing time): a host frame sent
+ * into an idle port starts U[0, J] later; frames sent back to back stay in order and back to
+ * back; switch ports add nothing.
+ */
+class SendOverheadTestCase : public TestCase
+{
+  public:
+    SendOverheadTestCase ()
+          : TestCase ("host SendOverhead J: idle-port frames start U[0, J] late, mean half J, "
+                      "FIFO kept")
+    {
+    }
+
+  private:
+    void Received (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& header,
+                   Time txTime)
+    {
+        m_arrivals.push_back (Simulator::Now ());
+    }
+
+    static void Send (Ptr<FabricNetDevice> device, uint32_t size)
+    {
+        FabricHeader header;
+        header.srcHost = 0;
+        header.dstHost = 1;
+        header.flowHash = 7;
+        header.payloadBytes = size;
+        device->SendFabric (Create<Packet> (size), header);
+    }
+
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos = BuildClos ("40Gbps");
+        // J = one 1518 B frame at 40 Gbps = 1518 x 8 / 40 Gbps = 303.6 ns.
+        const Time overhead = PicoSeconds (303600);
+        Ptr<FabricNetDevice> source = clos->GetHostDevice (0);
+        source->SetAttribute ("SendOverhead", TimeValue (overhead));
+        clos->GetHostDevice (1)->SetFabricReceiveCallback (
+            MakeCallback (&SendOverheadTestCase::Received, this));
+        // 400 single 1500 B frames, 10 us apart (the port is idle at each send), to host 1 in
+        // the same rack; then a burst of 3 frames at 10 ms.
+        const uint32_t n = 400;
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            Simulator::Schedule (MicroSeconds (10) * int64_t (i), &Send, source, 1500);
+        }
+        for (uint32_t k = 0; k < 3; ++k)
+        {
+            Simulator::Schedule (MilliSeconds (10), &Send, source, 1500);
+        }
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (m_arrivals.size (), n + 3, "all frames arrive");
+        // Intra-rack, no overhead: tail arrival = send + T(1518 B) + 2 x 20 ns + 240 ns =
+        // send + 303.6 + 40 + 240 = send + 583.6 ns (clos.md, Timing).
+        const Time path = PicoSeconds (583600);
+        double sumNs = 0;
+        Time minDelay = Seconds (1);
+        Time maxDelay = Seconds (-1);
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            Time delay = m_arrivals[i] - MicroSeconds (10) * int64_t (i) - path;
+            minDelay = std::min (minDelay, delay);
+            maxDelay = std::max (maxDelay, delay);
+            sumNs += delay.GetPicoSeconds () / 1000.0;
+        }
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (minDelay, Time (0), "never early");
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (maxDelay, overhead, "at most J late");
+        // U[0, 303.6 ns]: mean 151.8 ns, standard deviation 303.6 / sqrt(12) = 87.6 ns, so the
+        // mean of 400 draws has standard error 4.4 ns; 5 standard errors = 22 ns.
+        NS_TEST_ASSERT_MSG_EQ_TOL (sumNs / n, 151.8, 22.0, "mean extra delay J/2");
+        // Spread: with 400 draws the extremes lie within 5% of J of the interval's ends
+        // (P(no draw in a 5% end) = 0.95^400 ~ 1e-9).
+        NS_TEST_ASSERT_MSG_LT (minDelay, PicoSeconds (15180), "draws reach near 0");
+        NS_TEST_ASSERT_MSG_GT (maxDelay, PicoSeconds (288420), "draws reach near J");
+        // The burst: only the first frame waits for its draw; the others follow back to back
+        // (FIFO, each T = 303.6 ns after the previous one).
+        for (uint32_t k = 1; k < 3; ++k)
+        {
+            NS_TEST_ASSERT_MSG_EQ (m_arrivals[n + k] - m_arrivals[n + k - 1], PicoSeconds (303600),
+                                   "burst frame " << k << " back to back");
+        }
+        Simulator::Destroy ();
+    }
+
+    std::vector<Time> m_arrivals;
+};
+
 class FabricTestSuite : public TestSuite
 {
   public:
@@ -296,6 +385,7 @@ class FabricTestSuite : public TestSuite
             AddTestCase (new CutThroughTimingTestCase (rate, 1), TestCase::QUICK);
             AddTestCase (new CutThroughTimingTestCase (rate, 100), TestCase::QUICK);
         }
+        AddTestCase (new SendOverheadTestCase, TestCase::QUICK);
     }
 };
 

@@ -73,6 +73,19 @@ TcpFlowTransport::GetTypeId ()
                            UintegerValue (0),
                            MakeUintegerAccessor (&TcpFlowTransport::m_markThresholdAttr),
                            MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("HostBufferBytes",
+                           "Host NIC queue limit in wire bytes (sets ClosTopology::"
+                           "HostBufferBytes); 0 = unlimited (default: a host stack holds data "
+                           "back instead of dropping it, as for pFabric).  36864 = YAPS, the "
+                           "pHost authors' simulator (coresim/node.cpp, py/run_experiments.py "
+                           "queue_size 36864), whose host queues are switch ports (36 KB, "
+                           "dropping, CE-marking above K for dctcp).  On the DDC traces a 36 KB "
+                           "NIC drops the page bursts of a blade (memcached-ycsb at 40 Gbps: mean "
+                           "slowdown 2.42 -> 23.5); unlimited, a long flow's excess window queues "
+                           "in its own NIC (doc/tcp.md)",
+                           UintegerValue (0),
+                           MakeUintegerAccessor (&TcpFlowTransport::m_hostBufferBytes),
+                           MakeUintegerChecker<uint32_t> ())
             .AddAttribute ("WarmupTime",
                            "Least simulation time of trace time 0; 0 = as long as the handshake "
                            "schedule needs ((rounds + 1) x HandshakeSlot)",
@@ -168,10 +181,16 @@ TcpFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     switchQueue.SetTypeId (DropTailEcnQueue::GetTypeId ());
     switchQueue.Set ("MarkThresholdBytes", UintegerValue (m_markThresholdBytes));
     topology->SetSwitchQueue (switchQueue);
+    // With a host buffer limit the host NICs are the switch ports' queue, as in YAPS (every
+    // host queue has the switches' queue_type, DCTCP-marking for DCTCP); an unlimited NIC
+    // neither drops nor marks, like a host stack (doc/tcp.md).
     ObjectFactory hostQueue;
     hostQueue.SetTypeId (DropTailEcnQueue::GetTypeId ());
-    hostQueue.Set ("MarkThresholdBytes", UintegerValue (0));
+    hostQueue.Set ("MarkThresholdBytes",
+                   UintegerValue (m_hostBufferBytes > 0 ? m_markThresholdBytes : 0));
     topology->SetHostQueue (hostQueue);
+    // The topology applies HostBufferBytes as the host queues' MaxBytes.
+    topology->SetAttribute ("HostBufferBytes", UintegerValue (m_hostBufferBytes));
 }
 
 void

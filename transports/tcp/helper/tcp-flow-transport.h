@@ -35,7 +35,9 @@ namespace ns3
  *
  * Protocol names (FlowTransportRegistry): "tcp" = TcpNewReno over DropTail ports; "dctcp" =
  * TcpDctcp with UseEcn=On over ports that CE-mark above K (MarkThresholdBytes; 0 = derived
- * from the topology: K > C x RTT / 7, Alizadeh et al. SIGCOMM'10 §3.4).  All socket defaults
+ * from the topology: K > C x RTT / 7, Alizadeh et al. SIGCOMM'10 §3.4).  Host NICs are
+ * unlimited by default (HostBufferBytes = 0: no drop, no mark); with a limit (36864 = YAPS)
+ * they are the switch ports' queue (DropTail, CE-marking above K for dctcp).  All socket defaults
  * and their sources: transports/tcp/doc/tcp.md.
  */
 class TcpFlowTransport : public FlowTransport
@@ -106,6 +108,7 @@ class TcpFlowTransport : public FlowTransport
     TypeId m_congestionControl;
     bool m_ecnMarking{false};
     uint32_t m_markThresholdAttr{0};
+    uint32_t m_hostBufferBytes{0}; //!< HostBufferBytes attribute (host NIC queue, wire bytes)
     Time m_warmup;
     Time m_slot;
     uint32_t m_handshakesPerSlot{4};
