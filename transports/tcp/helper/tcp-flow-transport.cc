@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace ns3
 {
@@ -88,17 +89,25 @@ TcpFlowTransport::GetTypeId ()
                            MakeUintegerChecker<uint32_t> ())
             .AddAttribute ("WarmupTime",
                            "Least simulation time of trace time 0; 0 = as long as the handshake "
-                           "schedule needs ((rounds + 1) x HandshakeSlot)",
+                           "schedule needs (-(first round) x HandshakeSlot)",
                            TimeValue (Time (0)), MakeTimeAccessor (&TcpFlowTransport::m_warmup),
                            MakeTimeChecker ())
+            .AddAttribute ("OpenHorizon",
+                           "Least time from a connection's SYN to its flow's start: 5 ms > "
+                           "ConnTimeout (1 ms) + its doubled backoff (2 ms), so a handshake "
+                           "that loses a SYN or SYN-ACK twice in a full buffer still completes "
+                           "in time (transports/tcp/doc/tcp.md)",
+                           TimeValue (MilliSeconds (5)),
+                           MakeTimeAccessor (&TcpFlowTransport::m_horizon),
+                           MakeTimeChecker (Time (0)))
             .AddAttribute ("HandshakeSlot",
-                           "Length of one warm-up round (>> one handshake, ~3.5 us inter-rack)",
+                           "Length of one handshake round (>> one handshake, ~3.5 us inter-rack)",
                            TimeValue (MicroSeconds (10)),
                            MakeTimeAccessor (&TcpFlowTransport::m_slot),
                            MakeTimeChecker (PicoSeconds (1)))
             .AddAttribute ("HandshakesPerSlot",
                            "Most handshakes a host takes part in (as client or server) per "
-                           "warm-up round",
+                           "round",
                            UintegerValue (4),
                            MakeUintegerAccessor (&TcpFlowTransport::m_handshakesPerSlot),
                            MakeUintegerChecker<uint32_t> (1))
@@ -197,8 +206,7 @@ void
 TcpFlowTransport::Install (Ptr<ClosTopology> topology)
 {
     m_topology = topology;
-    m_hostRound.assign (topology->GetNHosts (), 0);
-    m_hostRoundCount.assign (topology->GetNHosts (), 0);
+    m_hostConnections.assign (topology->GetNHosts (), 0);
     InternetStackHelper stack;
     stack.SetIpv6StackInstall (false);
     Ipv4StaticRoutingHelper staticRouting;
@@ -235,26 +243,7 @@ TcpFlowTransport::AddFlow (const FlowSpec& flow)
     NS_ABORT_MSG_IF (m_begun && Simulator::Now ().IsStrictlyPositive (),
                      "TcpFlowTransport: AddFlow() after the simulation started");
     m_flows.push_back (flow);
-    // Greedy handshake schedule: the first round, not before either host's current one, in
-    // which neither host already takes part in HandshakesPerSlot handshakes.  Per host the
-    // rounds only grow, so each (host, round) holds at most HandshakesPerSlot handshakes.
-    auto firstFree = [this] (uint32_t host)
-    {
-        return m_hostRoundCount[host] < m_handshakesPerSlot ? m_hostRound[host]
-                                                            : m_hostRound[host] + 1;
-    };
-    const uint64_t round = std::max (firstFree (flow.srcHost), firstFree (flow.dstHost));
-    for (uint32_t host : {flow.srcHost, flow.dstHost})
-    {
-        if (round > m_hostRound[host] || m_hostRoundCount[host] == 0)
-        {
-            m_hostRound[host] = round;
-            m_hostRoundCount[host] = 0;
-        }
-        ++m_hostRoundCount[host];
-    }
-    m_flowRound.push_back (round);
-    m_rounds = std::max (m_rounds, round + 1);
+    m_scheduled = false;
     if (!m_begun)
     {
         m_begun = true;
@@ -262,10 +251,67 @@ TcpFlowTransport::AddFlow (const FlowSpec& flow)
     }
 }
 
+void
+TcpFlowTransport::ScheduleHandshakes () const
+{
+    // As late as possible: in decreasing start order, the latest round not after the flow's
+    // deadline round and not after either host's current round in which neither host already
+    // takes part in HandshakesPerSlot handshakes.  Deadlines do not increase in this order, so
+    // per host the rounds only decrease and each (host, round) holds at most HandshakesPerSlot
+    // handshakes (the mirror image of a greedy first-fit schedule).
+    if (m_flows.empty ())
+    {
+        m_firstRound = 0;
+        m_scheduled = true;
+        return;
+    }
+    std::vector<uint64_t> order (m_flows.size ());
+    for (uint64_t i = 0; i < order.size (); ++i)
+    {
+        order[i] = i;
+    }
+    std::stable_sort (order.begin (), order.end (),
+                      [this] (uint64_t a, uint64_t b)
+                      { return m_flows[a].startNs > m_flows[b].startNs; });
+    const int64_t slotPs = m_slot.GetPicoSeconds ();
+    std::vector<int64_t> hostRound (m_topology->GetNHosts (), INT64_MAX);
+    std::vector<uint32_t> hostRoundCount (m_topology->GetNHosts (), 0);
+    auto lastFree = [&] (uint32_t host)
+    { return hostRoundCount[host] < m_handshakesPerSlot ? hostRound[host] : hostRound[host] - 1; };
+    m_flowRound.assign (m_flows.size (), 0);
+    m_firstRound = 0;
+    for (uint64_t index : order)
+    {
+        const FlowSpec& flow = m_flows[index];
+        const int64_t latestPs =
+            NanoSeconds (flow.startNs).GetPicoSeconds () - m_horizon.GetPicoSeconds ();
+        // floor (latestPs / slotPs)
+        const int64_t deadline = latestPs / slotPs - (latestPs % slotPs < 0 ? 1 : 0);
+        const int64_t round =
+            std::min ({deadline, lastFree (flow.srcHost), lastFree (flow.dstHost)});
+        for (uint32_t host : {flow.srcHost, flow.dstHost})
+        {
+            if (round < hostRound[host])
+            {
+                hostRound[host] = round;
+                hostRoundCount[host] = 0;
+            }
+            ++hostRoundCount[host];
+        }
+        m_flowRound[index] = round;
+        m_firstRound = std::min (m_firstRound, round);
+    }
+    m_scheduled = true;
+}
+
 Time
 TcpFlowTransport::NeededWarmup () const
 {
-    return std::max (m_warmup, m_slot * static_cast<int64_t> (m_rounds + 1));
+    if (!m_scheduled)
+    {
+        ScheduleHandshakes ();
+    }
+    return std::max (m_warmup, m_slot * std::max<int64_t> (1, -m_firstRound));
 }
 
 void
@@ -275,8 +321,8 @@ TcpFlowTransport::Begin ()
     NS_ABORT_MSG_IF (NeededWarmup () > origin,
                      "TcpFlowTransport: the handshakes of "
                          << m_flows.size () << " flows need a warm-up of "
-                         << NeededWarmup ().As (Time::US) << " (" << m_rounds << " rounds of "
-                         << m_slot.As (Time::US) << "), but trace time 0 was fixed at "
+                         << NeededWarmup ().As (Time::US) << " (first round " << m_firstRound
+                         << " of " << m_slot.As (Time::US) << "), but trace time 0 was fixed at "
                          << origin.As (Time::US)
                          << " before the flows were added; call GetTraceOrigin() after the "
                             "last AddFlow() or set --ns3::TcpFlowTransport::WarmupTime="
@@ -295,7 +341,11 @@ TcpFlowTransport::Begin ()
     std::stable_sort (m_openOrder.begin (), m_openOrder.end (), byRound);
     std::stable_sort (m_startOrder.begin (), m_startOrder.end (), byStart);
     m_senders.resize (m_flows.size ());
-    OpenRound ();
+    if (!m_openOrder.empty ())
+    {
+        Simulator::Schedule (origin + m_slot * m_flowRound[m_openOrder[0]] - Simulator::Now (),
+                             &TcpFlowTransport::OpenRound, this);
+    }
     // One time step early: TcpSocketBase::Send defers SendPendingData by TimeStep(1).
     if (!m_startOrder.empty ())
     {
@@ -310,11 +360,8 @@ TcpFlowTransport::OpenRound ()
 {
     // All SYNs of a round leave at the round's start; a host sends or receives at most
     // HandshakesPerSlot of them, so no port ever holds more than a few 58 B SYNs / SYN-ACKs.
-    if (m_nextOpen >= m_openOrder.size ())
-    {
-        return;
-    }
-    const uint64_t round = m_flowRound[m_openOrder[m_nextOpen]];
+    const int64_t round = m_flowRound[m_openOrder[m_nextOpen]];
+    const bool warmup = round < 0;
     while (m_nextOpen < m_openOrder.size () && m_flowRound[m_openOrder[m_nextOpen]] == round)
     {
         const uint64_t index = m_openOrder[m_nextOpen++];
@@ -325,17 +372,23 @@ TcpFlowTransport::OpenRound ()
                                    m_mssBytes, MakeCallback (&TcpFlowTransport::SenderBound, this));
         m_senders[index] = sender;
         sender->Open ();
+        m_warmupConnections += warmup ? 1 : 0;
+        for (uint32_t host : {flow.srcHost, flow.dstHost})
+        {
+            m_peakHostConnections = std::max (m_peakHostConnections, ++m_hostConnections[host]);
+        }
     }
     if (m_nextOpen < m_openOrder.size ())
     {
-        const uint64_t next = m_flowRound[m_openOrder[m_nextOpen]];
-        Simulator::Schedule (m_slot * static_cast<int64_t> (next - round),
-                             &TcpFlowTransport::OpenRound, this);
+        const int64_t next = m_flowRound[m_openOrder[m_nextOpen]];
+        Simulator::Schedule (m_slot * (next - round), &TcpFlowTransport::OpenRound, this);
     }
     else
     {
         m_flowRound.clear ();
         m_flowRound.shrink_to_fit ();
+        m_openOrder.clear ();
+        m_openOrder.shrink_to_fit ();
     }
 }
 
@@ -373,11 +426,16 @@ TcpFlowTransport::SenderBound (uint64_t flowIndex, uint16_t port)
 void
 TcpFlowTransport::FlowFinished (uint64_t flowIndex)
 {
+    // Both ends have closed (the sender after its last byte, the receiver now); each frees
+    // its endpoint after TIME_WAIT.
     if (m_senders[flowIndex])
     {
         m_senders[flowIndex]->Release ();
         m_senders[flowIndex] = nullptr;
     }
+    const FlowSpec& flow = m_flows[flowIndex];
+    --m_hostConnections[flow.srcHost];
+    --m_hostConnections[flow.dstHost];
     NotifyFlowFinished (m_flows[flowIndex].flowId);
 }
 
@@ -429,7 +487,8 @@ TcpFlowTransport::GetStatistics () const
 {
     return {{"late_connections", std::to_string (m_lateConnections)},
             {"connections", std::to_string (m_flows.size ())},
-            {"handshake_rounds", std::to_string (m_rounds)},
+            {"warmup_connections", std::to_string (m_warmupConnections)},
+            {"peak_host_connections", std::to_string (m_peakHostConnections)},
             {"warmup_ns", std::to_string (GetTraceOrigin ().GetNanoSeconds ())}};
 }
 

@@ -20,13 +20,21 @@ namespace ns3
  *
  * Hosts get an IPv4 stack (InternetStackHelper, IPv4 only, static routing, one /8 interface
  * on the FabricNetDevice, no queue disc); switches stay L2.  Every flow has its own
- * connection, and every connection is established in a warm-up phase before trace time 0, so
- * that no handshake is part of an FCT or meets data in a queue (DDC blades keep connections
- * open).  The warm-up is a sequence of HandshakeSlot-long rounds; in each round every host
- * takes part (as client or server) in at most HandshakesPerSlot handshakes.  Trace time 0
- * (GetTraceOrigin()) is the end of the last round plus one slot; flow i's bytes are handed to
- * its idle, established socket at GetTraceOrigin() + start_ns(i).  A connection still not
- * established at its flow's start is counted in GetLateConnections() (and its data waits).
+ * connection, established at least OpenHorizon before the flow starts, so that no handshake
+ * is part of an FCT (DDC blades keep connections open), and closed (both ends) once the flow
+ * has finished, so that a host only holds the connections of its flows that start within
+ * about OpenHorizon or are still running (ns-3's endpoint lookup is linear in them).
+ *
+ * Handshakes go in HandshakeSlot-long rounds, numbered from trace time 0 (round r's SYNs leave
+ * at trace time r x HandshakeSlot; r < 0 is the warm-up before trace time 0).  Every host takes
+ * part (as client or server) in at most HandshakesPerSlot handshakes per round.  The schedule
+ * is as late as possible: in decreasing start order, each flow takes the latest round not
+ * after floor((start_ns - OpenHorizon) / HandshakeSlot) in which neither host is full.  Trace
+ * time 0 (GetTraceOrigin()) is max(WarmupTime, -(first round) x HandshakeSlot, one slot), so
+ * the first round is at simulation time 0 or later; flow i's bytes are handed to its idle,
+ * established socket at GetTraceOrigin() + start_ns(i).  A connection still not established
+ * at its flow's start (a handshake packet lost twice within OpenHorizon, or OpenHorizon below
+ * a handshake) is counted in GetLateConnections() (and its data waits).
  *
  * GetTraceOrigin() is sized from the flows added so far and then fixed: call it after the
  * last AddFlow().  If it is called before any flow is added, the origin is fixed at
@@ -80,10 +88,17 @@ class TcpFlowTransport : public FlowTransport
         return m_lateConnections;
     }
 
-    /// \returns the number of handshake rounds the flows added so far need.
-    uint64_t GetHandshakeRounds () const
+    /// \returns the connections opened before trace time 0 (in the warm-up).
+    uint64_t GetWarmupConnections () const
     {
-        return m_rounds;
+        return m_warmupConnections;
+    }
+
+    /// \returns the most connections one host took part in (as client or server) at once,
+    /// counted from the SYN to the flow's last byte (TIME_WAIT not included).
+    uint32_t GetPeakHostConnections () const
+    {
+        return m_peakHostConnections;
     }
 
     /// \returns the switch-port marking threshold in use (0 = no marking).
@@ -96,11 +111,14 @@ class TcpFlowTransport : public FlowTransport
     void DoDispose () override;
 
   private:
+    /// Fill m_flowRound, m_firstRound (as late as possible, see the class doc).  A cache of
+    /// the flows added so far, so const: GetTraceOrigin() sizes the warm-up from it.
+    void ScheduleHandshakes () const;
+    /// Warm-up the schedule needs: max(WarmupTime, -(first round) x HandshakeSlot, one slot).
+    Time NeededWarmup () const;
     void Begin ();
     void OpenRound ();
     void StartDue ();
-    /// Warm-up the flows added so far need: (rounds + 1) x HandshakeSlot, at least WarmupTime.
-    Time NeededWarmup () const;
     void SenderBound (uint64_t flowIndex, uint16_t port);
     void FlowFinished (uint64_t flowIndex);
 
@@ -110,6 +128,7 @@ class TcpFlowTransport : public FlowTransport
     uint32_t m_markThresholdAttr{0};
     uint32_t m_hostBufferBytes{0}; //!< HostBufferBytes attribute (host NIC queue, wire bytes)
     Time m_warmup;
+    Time m_horizon;
     Time m_slot;
     uint32_t m_handshakesPerSlot{4};
     uint16_t m_port{5000};
@@ -119,12 +138,10 @@ class TcpFlowTransport : public FlowTransport
     Ptr<ClosTopology> m_topology;
     std::vector<Ptr<TcpFlowReceiver>> m_receivers; // per host
     std::vector<FlowSpec> m_flows;
-    // Handshake schedule: round of each flow, and per host its last round and its handshakes
-    // in that round.
-    std::vector<uint64_t> m_flowRound;
-    std::vector<uint64_t> m_hostRound;
-    std::vector<uint32_t> m_hostRoundCount;
-    uint64_t m_rounds{0};
+    // Handshake schedule of the flows added so far: round of each flow, the first round.
+    mutable bool m_scheduled{false};
+    mutable std::vector<int64_t> m_flowRound;
+    mutable int64_t m_firstRound{0};
     mutable bool m_originFixed{false};
     mutable Time m_origin;
     std::vector<uint64_t> m_openOrder; // flow indices by round
@@ -132,8 +149,11 @@ class TcpFlowTransport : public FlowTransport
     std::vector<uint64_t> m_startOrder; // flow indices by start time
     std::size_t m_nextStart{0};
     std::vector<Ptr<TcpFlowSender>> m_senders; // per flow, while active
+    std::vector<uint32_t> m_hostConnections;   // per host: opened, flow not finished
     bool m_begun{false};
     uint64_t m_lateConnections{0};
+    uint64_t m_warmupConnections{0};
+    uint32_t m_peakHostConnections{0};
 };
 
 } // namespace ns3

@@ -31,12 +31,12 @@ void
 TcpFlowSender::Open ()
 {
     m_socket = Socket::CreateSocket (m_node, TcpSocketFactory::GetTypeId ());
-    // Every connection is open from the warm-up to its flow's end, so a host can source at
-    // most as many flows as ns-3 has ephemeral ports (49152-65535: 16384).
+    // A connection holds its port from its SYN to the end of TIME_WAIT, so a host can have
+    // at most as many open connections as ns-3 has ephemeral ports (49152-65535: 16384).
     NS_ABORT_MSG_IF (m_socket->Bind () != 0,
                      "TcpFlowSender: no ephemeral port left on host "
                          << m_flow.srcHost << " for flow " << m_flow.flowId
-                         << " (a host can source at most 16384 flows per run)");
+                         << " (at most 16384 connections from one host at once)");
     Address local;
     m_socket->GetSockName (local);
     m_onBound (m_flowIndex, InetSocketAddress::ConvertFrom (local).GetPort ());

@@ -15,7 +15,7 @@ namespace ns3
 {
 
 /**
- * \brief Opens a TCP connection in the warm-up (Open), and at the flow's start hands the
+ * \brief Opens a TCP connection ahead of its flow (Open), and at the flow's start hands the
  * socket all of the flow's bytes (Start): as much as the send buffer takes, in multiples of
  * the MSS so that the segmentation matches the ideal FCT's, the rest as buffer space frees.
  * After the last byte is written the socket is closed (the FIN follows the data).
@@ -30,7 +30,7 @@ class TcpFlowSender : public SimpleRefCount<TcpFlowSender>
     TcpFlowSender (uint64_t flowIndex, const FlowSpec& flow, Ptr<Node> node, const Address& remote,
                    uint32_t mssBytes, Callback<void, uint64_t, uint16_t> onBound);
 
-    /// Create the socket, bind it and send the SYN.
+    /// Create the socket, bind it (an ephemeral port) and send the SYN.
     void Open ();
     /// Hand the flow's bytes to the socket (scheduled one time step before the start time:
     /// TcpSocketBase::Send defers SendPendingData by TimeStep(1)).

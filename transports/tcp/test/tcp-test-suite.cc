@@ -7,6 +7,10 @@
 #include "transports/tcp/helper/tcp-flow-transport.h"
 
 #include "ns3/core-module.h"
+#include "ns3/ipv4-header.h"
+#include "ns3/object-vector.h"
+#include "ns3/tcp-header.h"
+#include "ns3/tcp-l4-protocol.h"
 #include "ns3/test.h"
 
 #include <algorithm>
@@ -403,9 +407,10 @@ class DctcpThresholdTestCase : public TestCase
 };
 
 /**
- * Connections are all established in the warm-up, even when the data phase is loaded: a
+ * Connections are established before their flows start even when the data phase is loaded: a
  * 143 -> 1 incast of 64 KB flows at trace time 0 plus 1500 all-to-all flows of 1-200 KB
  * starting within 300 us (~8x the hosts' capacity over that window) on the 144-host fabric.
+ * All starts are within OpenHorizon (5 ms), so every handshake is in the warm-up.
  * (With SYNs sent 100 us before each start, into the same queues as the data, 43-48 of 400
  * web-search flows at 40 Gbps were late at loads 0.1 and 0.5; transports/tcp/doc/tcp.md.)
  */
@@ -452,36 +457,169 @@ class NoLateConnectionTestCase : public TestCase
         {
             finished += t.IsPositive () ? 1 : 0;
         }
-        std::cout << m_protocol << " loaded run: " << flows.size () << " flows, "
-                  << tcp->GetHandshakeRounds () << " handshake rounds, warm-up "
+        std::cout << m_protocol << " loaded run: " << flows.size () << " flows, warm-up "
                   << run.transport->GetTraceOrigin ().As (Time::US) << ", ToR drops " << drops
                   << ", late " << tcp->GetLateConnections () << std::endl;
         NS_TEST_ASSERT_MSG_EQ (finished, flows.size (), "all flows finished");
         NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "no connection late");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), flows.size (), "all in the warm-up");
         if (m_protocol == "tcp")
         {
             // The data phase is loaded: the incast overflows the ToR's port to host 0.
             NS_TEST_ASSERT_MSG_GT (drops, 0u, "the run is loaded (TCP drops at ToR ports)");
         }
-        // Host 0 serves 143 incast handshakes plus its share of the random ones, at most 4
-        // per 10 us round: at least ceil(143 / 4) = 36 rounds.
-        NS_TEST_ASSERT_MSG_GT_OR_EQ (tcp->GetHandshakeRounds (), 36u, "rounds >= incast / 4");
-        NS_TEST_ASSERT_MSG_EQ (run.transport->GetTraceOrigin (),
-                               MicroSeconds (10) * int64_t (tcp->GetHandshakeRounds () + 1),
-                               "warm-up = (rounds + 1) x slot");
+        // Host 0 takes part in the 143 incast handshakes, whose deadline round is
+        // -5 ms / 10 us = -500, plus its share of the random ones (deadline rounds -500..-470),
+        // at most 4 per round: its first round is at most -500 - (ceil(143 / 4) - 1) = -535.
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (run.transport->GetTraceOrigin (), MicroSeconds (5350),
+                                     "warm-up >= OpenHorizon + 35 rounds");
         Simulator::Destroy ();
     }
 
     std::string m_protocol;
 };
 
-/// The handshake schedule: a 20 -> 1 incast needs exactly ceil(20 / 4) = 5 rounds.
+namespace
+{
+
+/// \returns 1 if \p item (a fabric frame) carries a TCP SYN, else 0.
+uint32_t
+IsSyn (const FabricQueueItem& item)
+{
+    Ptr<Packet> packet = item.packet->Copy ();
+    Ipv4Header ipv4;
+    TcpHeader tcp;
+    packet->RemoveHeader (ipv4);
+    packet->PeekHeader (tcp);
+    return (tcp.GetFlags () & TcpHeader::SYN) != 0 ? 1 : 0;
+}
+
+} // namespace
+
+/**
+ * Handshakes during the run cross full queues: an 8 -> 1 TCP incast of 6 MB flows (48 MB,
+ * ~9.7 ms at 40 Gbps) keeps host 0's ToR port full and dropping, and 100 one-segment flows
+ * from other hosts into host 0 start at 5.5 ms + k x 40 us, so their SYNs (OpenHorizon =
+ * 5 ms ahead) arrive at that port between 0.5 and 4.5 ms, behind ~30 KB of data (measured:
+ * 98 of 100 behind more than half the 36 KB buffer).  Every handshake still completes before
+ * its flow starts.  (The port drops ~1200 data frames but no SYN: a 66 B SYN still fits when
+ * a 1518 B frame does not; a lost SYN would be resent after ConnTimeout = 1 ms, inside the
+ * 5 ms horizon.)
+ */
+class HandshakeUnderLoadTestCase : public TestCase
+{
+  public:
+    HandshakeUnderLoadTestCase ()
+          : TestCase ("handshakes during a TCP incast cross the full port; no connection is late")
+    {
+    }
+
+  private:
+    /// Count the SYNs enqueued behind at least half of the 36 KB buffer.
+    static void Enqueued (uint32_t* loadedSyns, const FabricQueueItem& item, uint32_t bytesBefore)
+    {
+        *loadedSyns += bytesBefore >= 36864 / 2 ? IsSyn (item) : 0;
+    }
+
+    static void Finished (uint32_t* finished, uint64_t, Time)
+    {
+        ++*finished;
+    }
+
+    void DoRun () override
+    {
+        std::vector<FlowSpec> flows;
+        for (uint32_t s = 1; s <= 8; ++s)
+        {
+            flows.push_back (Flow (s, s, 0, 6000000, 0));
+        }
+        for (uint32_t k = 0; k < 100; ++k)
+        {
+            flows.push_back (Flow (100 + k, 9 + k, 0, 1460, 5500000 + int64_t (k) * 40000));
+        }
+        Config::Reset ();
+        FlowTransportRegistry::Find ("tcp")->setDefaults ();
+        ClosHelper clos;
+        Ptr<FlowTransport> transport = FlowTransportRegistry::Find ("tcp")->create ();
+        Ptr<ClosTopology> topology = clos.Install (transport);
+        Ptr<FabricQueue> port = topology->GetTor (0)->GetPort (0)->GetQueue ();
+        uint32_t loadedSyns = 0;
+        port->TraceConnectWithoutContext ("Enqueue", MakeBoundCallback (&Enqueued, &loadedSyns));
+        uint32_t finished = 0;
+        transport->TraceConnectWithoutContext ("FlowFinished",
+                                               MakeBoundCallback (&Finished, &finished));
+        for (const FlowSpec& flow : flows)
+        {
+            transport->AddFlow (flow);
+        }
+        Simulator::Stop (transport->GetTraceOrigin () + MilliSeconds (100));
+        Simulator::Run ();
+        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (transport);
+        std::cout << "handshakes under load: " << loadedSyns
+                  << " SYNs behind >= 18 KB at host 0's port, drops there "
+                  << port->GetDroppedPackets () << ", late " << tcp->GetLateConnections ()
+                  << std::endl;
+        NS_TEST_ASSERT_MSG_EQ (finished, flows.size (), "all flows finished");
+        NS_TEST_ASSERT_MSG_GT (port->GetDroppedPackets (), 0u, "the port is full and drops");
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (loadedSyns, 90u, "SYNs wait behind a loaded queue");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "no connection late");
+        // Only the 8 incast flows start within 5 ms: the other 100 handshake during the run.
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), 8u, "warm-up connections");
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * The handshake schedule is as late as possible and staggered: 20 flows into host 0 all
+ * starting at trace time 0 have deadline round -5 ms / 10 us = -500, and host 0 takes part in
+ * at most 4 handshakes per round, so they take rounds -500..-504 and the first round, at
+ * simulation time 0, is 504 x 10 us = 5.04 ms before trace time 0.
+ */
 class HandshakeScheduleTestCase : public TestCase
 {
   public:
     HandshakeScheduleTestCase ()
-          : TestCase ("20 -> 1 incast: 5 handshake rounds, warm-up 60 us; a flow idle for 20 ms "
-                      "after its handshake still has slowdown 1")
+          : TestCase ("20 -> 1 incast at trace time 0: handshake rounds -500..-504, warm-up "
+                      "5.04 ms")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        std::vector<FlowSpec> flows;
+        for (uint32_t s = 1; s <= 20; ++s)
+        {
+            flows.push_back (Flow (s, s, 0, 1460, 0));
+        }
+        TcpRun run = RunFlows ("tcp", "40Gbps", flows);
+        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (run.transport);
+        NS_TEST_ASSERT_MSG_EQ (run.transport->GetTraceOrigin (), MicroSeconds (5040), "warm-up");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), 20u, "warm-up connections");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "late");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetPeakHostConnections (), 20u, "host 0: all 20 at once");
+        std::size_t finished = 0;
+        for (const Time& t : run.finish)
+        {
+            finished += t.IsPositive () ? 1 : 0;
+        }
+        NS_TEST_ASSERT_MSG_EQ (finished, flows.size (), "all flows finished");
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * An idle established connection is undisturbed: 20 flows into host 0, one per ms, with
+ * OpenHorizon = 20 ms, so each connection sits idle for 20 ms (>> MinRto 200 us, ConnTimeout
+ * 1 ms) between its handshake and its flow.  No keepalive or idle restart disturbs it: the 10
+ * segments go in the initial window and each flow takes exactly its ideal FCT.  The first
+ * flow's deadline round is (1 ms - 20 ms) / 10 us = -1900: warm-up 19 ms.
+ */
+class IdleConnectionTestCase : public TestCase
+{
+  public:
+    IdleConnectionTestCase ()
+          : TestCase ("connections idle for 20 ms before their flows: slowdown 1, warm-up 19 ms")
     {
     }
 
@@ -494,21 +632,99 @@ class HandshakeScheduleTestCase : public TestCase
             // Spread over 20 ms so that the flows never meet: each is alone in the fabric.
             flows.push_back (Flow (s, s, 0, 14600, int64_t (s) * 1000000));
         }
-        TcpRun run = RunFlows ("tcp", "40Gbps", flows);
+        TcpRun run = RunFlows ("tcp", "40Gbps", flows,
+                               [] () {
+                                   Config::SetDefault ("ns3::TcpFlowTransport::OpenHorizon",
+                                                       TimeValue (MilliSeconds (20)));
+                               });
         Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (run.transport);
-        // Host 0 takes part in all 20 handshakes, 4 per round: rounds 0..4.
-        NS_TEST_ASSERT_MSG_EQ (tcp->GetHandshakeRounds (), 5u, "rounds");
-        // (5 + 1) x 10 us.
-        NS_TEST_ASSERT_MSG_EQ (run.transport->GetTraceOrigin (), MicroSeconds (60), "warm-up");
+        NS_TEST_ASSERT_MSG_EQ (run.transport->GetTraceOrigin (), MilliSeconds (19), "warm-up");
+        // Flow 20's round is (20 ms - 20 ms) / 10 us = 0, at trace time 0: not in the warm-up.
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), 19u, "warm-up connections");
         NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "late");
-        // Each flow's connection sat idle for 1-20 ms (>> MinRto 200 us, ConnTimeout 1 ms):
-        // no keepalive or idle restart disturbs it, the 10 segments go in the initial window
-        // and the flow takes exactly its ideal FCT.
         for (std::size_t i = 0; i < flows.size (); ++i)
         {
             NS_TEST_ASSERT_MSG_EQ_TOL (Slowdown (run, flows[i], i), 1.0, 1e-6,
                                        "flow " << flows[i].flowId);
         }
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * The sliding horizon bounds a host's open connections, as ns-3 itself counts them
+ * (TcpL4Protocol's SocketList: every socket from its creation until its endpoint is freed).
+ * Host 1 sends 300 one-segment flows to host 0, one every 100 us (30 ms).  Flow k's SYN
+ * leaves in round (k x 100 us - 5 ms) / 10 us, i.e. 5 ms ahead, and it finishes ~1 us after
+ * its start, so right after a round at most the 51 flows starting within the next 5 ms are
+ * open (GetPeakHostConnections() = 51 exactly).  Each host also has its listener, and both
+ * ends of a finished flow close (the receiver's Close() crosses the sender's FIN, so both go
+ * through TIME_WAIT, 2 x MaxSegLifetime = 200 us): at most the flows of the last ~200 us, 3.
+ * Opening every connection in a warm-up would hold all 300.  After the last flow, each host
+ * has only its listener left.
+ */
+class SlidingHorizonTestCase : public TestCase
+{
+  public:
+    SlidingHorizonTestCase ()
+          : TestCase ("300 flows, one per 100 us: at most 51 connections open (5 ms horizon), "
+                      "all closed at the end")
+    {
+    }
+
+  private:
+    static uint32_t Sockets (Ptr<Node> node)
+    {
+        ObjectVectorValue sockets;
+        node->GetObject<TcpL4Protocol> ()->GetAttribute ("SocketList", sockets);
+        return static_cast<uint32_t> (sockets.GetN ());
+    }
+
+    /// Every 2 us, keep the peak (a socket lives >= 200 us: TIME_WAIT).
+    static void Sample (Ptr<Node> node, uint32_t* peak)
+    {
+        *peak = std::max (*peak, Sockets (node));
+        Simulator::Schedule (MicroSeconds (2), &Sample, node, peak);
+    }
+
+    void DoRun () override
+    {
+        std::vector<FlowSpec> flows;
+        for (uint32_t k = 0; k < 300; ++k)
+        {
+            flows.push_back (Flow (k, 1, 0, 1460, int64_t (k) * 100000));
+        }
+        uint32_t peakSender = 0;
+        uint32_t peakReceiver = 0;
+        Config::Reset ();
+        FlowTransportRegistry::Find ("tcp")->setDefaults ();
+        ClosHelper clos;
+        Ptr<FlowTransport> transport = FlowTransportRegistry::Find ("tcp")->create ();
+        Ptr<ClosTopology> topology = clos.Install (transport);
+        for (const FlowSpec& flow : flows)
+        {
+            transport->AddFlow (flow);
+        }
+        const Time origin = transport->GetTraceOrigin ();
+        Sample (topology->GetHost (1), &peakSender);
+        Sample (topology->GetHost (0), &peakReceiver);
+        // 1 ms after the last start: its TIME_WAIT (200 us) is over.
+        Simulator::Stop (origin + MilliSeconds (31));
+        Simulator::Run ();
+        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (transport);
+        std::cout << "sliding horizon: peak sockets sender " << peakSender << " receiver "
+                  << peakReceiver << ", transport peak " << tcp->GetPeakHostConnections ()
+                  << ", at the end " << Sockets (topology->GetHost (1)) << " / "
+                  << Sockets (topology->GetHost (0)) << std::endl;
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "late");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), 50u, "flows 0..49 in the warm-up");
+        NS_TEST_ASSERT_MSG_EQ (tcp->GetPeakHostConnections (), 51u, "transport's count");
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (peakSender, 1u + 51u, "sender: listener + the 51 opened");
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (peakSender, 1u + 51u + 3u, "sender: + at most 3 TIME_WAIT");
+        NS_TEST_ASSERT_MSG_GT_OR_EQ (peakReceiver, 1u + 51u, "receiver: listener + 51");
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (peakReceiver, 1u + 51u + 3u, "receiver: + closing ones");
+        NS_TEST_ASSERT_MSG_EQ (Sockets (topology->GetHost (1)), 1u, "sender: only its listener");
+        NS_TEST_ASSERT_MSG_EQ (Sockets (topology->GetHost (0)), 1u, "receiver: only its listener");
         Simulator::Destroy ();
     }
 };
@@ -534,6 +750,9 @@ class TcpTestSuite : public TestSuite
         }
         AddTestCase (new IncastTestCase, TestCase::QUICK);
         AddTestCase (new HandshakeScheduleTestCase, TestCase::QUICK);
+        AddTestCase (new IdleConnectionTestCase, TestCase::QUICK);
+        AddTestCase (new SlidingHorizonTestCase, TestCase::QUICK);
+        AddTestCase (new HandshakeUnderLoadTestCase, TestCase::QUICK);
         AddTestCase (new NoLateConnectionTestCase ("tcp"), TestCase::QUICK);
         AddTestCase (new NoLateConnectionTestCase ("dctcp"), TestCase::QUICK);
     }
