@@ -30,6 +30,18 @@ BuildClos (const std::string& accessRate)
     return topology;
 }
 
+/// Send one \p payloadBytes frame of flow hash 7 from host 0's \p device to host \p dst.
+void
+SendTestFrame (Ptr<FabricNetDevice> device, uint32_t dst, uint32_t payloadBytes)
+{
+    FabricHeader header;
+    header.srcHost = 0;
+    header.dstHost = static_cast<uint16_t> (dst);
+    header.flowHash = 7;
+    header.payloadBytes = payloadBytes;
+    device->SendFabric (Create<Packet> (payloadBytes), header);
+}
+
 } // namespace
 
 /// ToR and spine port tables of the default 9 x 16 x 4 Clos.
@@ -244,12 +256,7 @@ class CutThroughTimingTestCase : public TestCase
         const std::vector<uint32_t> sizes = {1500, 1500, 200};
         for (uint32_t size : sizes)
         {
-            FabricHeader header;
-            header.srcHost = 0;
-            header.dstHost = static_cast<uint16_t> (m_dst);
-            header.flowHash = 7;
-            header.payloadBytes = size;
-            clos->GetHostDevice (0)->SendFabric (Create<Packet> (size), header);
+            SendTestFrame (clos->GetHostDevice (0), m_dst, size);
         }
         Simulator::Run ();
         NS_TEST_ASSERT_MSG_EQ (m_arrivals.size (), 3u, "all frames arrive");
@@ -303,16 +310,6 @@ class SendOverheadTestCase : public TestCase
         m_arrivals.push_back (Simulator::Now ());
     }
 
-    static void Send (Ptr<FabricNetDevice> device, uint32_t size)
-    {
-        FabricHeader header;
-        header.srcHost = 0;
-        header.dstHost = 1;
-        header.flowHash = 7;
-        header.payloadBytes = size;
-        device->SendFabric (Create<Packet> (size), header);
-    }
-
     void DoRun () override
     {
         Ptr<ClosTopology> clos = BuildClos ("40Gbps");
@@ -327,11 +324,12 @@ class SendOverheadTestCase : public TestCase
         const uint32_t n = 400;
         for (uint32_t i = 0; i < n; ++i)
         {
-            Simulator::Schedule (MicroSeconds (10) * int64_t (i), &Send, source, 1500);
+            Simulator::Schedule (MicroSeconds (10) * int64_t (i), &SendTestFrame, source, 1u,
+                                 1500u);
         }
         for (uint32_t k = 0; k < 3; ++k)
         {
-            Simulator::Schedule (MilliSeconds (10), &Send, source, 1500);
+            Simulator::Schedule (MilliSeconds (10), &SendTestFrame, source, 1u, 1500u);
         }
         Simulator::Run ();
         NS_TEST_ASSERT_MSG_EQ (m_arrivals.size (), n + 3, "all frames arrive");

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 
 namespace ns3
 {
@@ -259,17 +260,8 @@ TcpFlowTransport::ScheduleHandshakes () const
     // takes part in HandshakesPerSlot handshakes.  Deadlines do not increase in this order, so
     // per host the rounds only decrease and each (host, round) holds at most HandshakesPerSlot
     // handshakes (the mirror image of a greedy first-fit schedule).
-    if (m_flows.empty ())
-    {
-        m_firstRound = 0;
-        m_scheduled = true;
-        return;
-    }
     std::vector<uint64_t> order (m_flows.size ());
-    for (uint64_t i = 0; i < order.size (); ++i)
-    {
-        order[i] = i;
-    }
+    std::iota (order.begin (), order.end (), uint64_t (0));
     std::stable_sort (order.begin (), order.end (),
                       [this] (uint64_t a, uint64_t b)
                       { return m_flows[a].startNs > m_flows[b].startNs; });
@@ -436,7 +428,7 @@ TcpFlowTransport::FlowFinished (uint64_t flowIndex)
     const FlowSpec& flow = m_flows[flowIndex];
     --m_hostConnections[flow.srcHost];
     --m_hostConnections[flow.dstHost];
-    NotifyFlowFinished (m_flows[flowIndex].flowId);
+    NotifyFlowFinished (flow.flowId);
 }
 
 uint32_t

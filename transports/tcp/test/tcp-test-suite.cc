@@ -32,13 +32,15 @@ struct TcpRun
 /**
  * Run \p flows with transport \p protocol on the default (paper) Clos at \p accessRate.
  * \p overrides runs after the transport's defaults (Config::SetDefault calls);
- * \p onFinished(run, flow index) runs at each completion.  The caller must call
- * Simulator::Destroy() when done with the result.
+ * \p onFinished(run, flow index) runs at each completion; \p beforeRun(run) runs once the
+ * flows are added (to connect traces); the run stops \p runFor after trace time 0.  The
+ * caller must call Simulator::Destroy() when done with the result.
  */
 TcpRun
 RunFlows (const std::string& protocol, const std::string& accessRate,
           const std::vector<FlowSpec>& flows, const std::function<void ()>& overrides = {},
-          const std::function<void (TcpRun&, std::size_t)>& onFinished = {})
+          const std::function<void (TcpRun&, std::size_t)>& onFinished = {},
+          const std::function<void (TcpRun&)>& beforeRun = {}, Time runFor = MilliSeconds (100))
 {
     Config::Reset ();
     const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find (protocol);
@@ -77,7 +79,11 @@ RunFlows (const std::string& protocol, const std::string& accessRate,
     };
     run.transport->TraceConnectWithoutContext ("FlowFinished",
                                                Callback<void, uint64_t, Time> (record));
-    Simulator::Stop (origin + MilliSeconds (100));
+    if (beforeRun)
+    {
+        beforeRun (run);
+    }
+    Simulator::Stop (origin + runFor);
     Simulator::Run ();
     return run;
 }
@@ -521,11 +527,6 @@ class HandshakeUnderLoadTestCase : public TestCase
         *loadedSyns += bytesBefore >= 36864 / 2 ? IsSyn (item) : 0;
     }
 
-    static void Finished (uint32_t* finished, uint64_t, Time)
-    {
-        ++*finished;
-    }
-
     void DoRun () override
     {
         std::vector<FlowSpec> flows;
@@ -537,29 +538,23 @@ class HandshakeUnderLoadTestCase : public TestCase
         {
             flows.push_back (Flow (100 + k, 9 + k, 0, 1460, 5500000 + int64_t (k) * 40000));
         }
-        Config::Reset ();
-        FlowTransportRegistry::Find ("tcp")->setDefaults ();
-        ClosHelper clos;
-        Ptr<FlowTransport> transport = FlowTransportRegistry::Find ("tcp")->create ();
-        Ptr<ClosTopology> topology = clos.Install (transport);
-        Ptr<FabricQueue> port = topology->GetTor (0)->GetPort (0)->GetQueue ();
+        Ptr<FabricQueue> port;
         uint32_t loadedSyns = 0;
-        port->TraceConnectWithoutContext ("Enqueue", MakeBoundCallback (&Enqueued, &loadedSyns));
-        uint32_t finished = 0;
-        transport->TraceConnectWithoutContext ("FlowFinished",
-                                               MakeBoundCallback (&Finished, &finished));
-        for (const FlowSpec& flow : flows)
-        {
-            transport->AddFlow (flow);
-        }
-        Simulator::Stop (transport->GetTraceOrigin () + MilliSeconds (100));
-        Simulator::Run ();
-        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (transport);
+        TcpRun run = RunFlows ("tcp", "40Gbps", flows, {}, {},
+                               [&port, &loadedSyns] (TcpRun& r)
+                               {
+                                   port = r.topology->GetTor (0)->GetPort (0)->GetQueue ();
+                                   port->TraceConnectWithoutContext (
+                                       "Enqueue", MakeBoundCallback (&Enqueued, &loadedSyns));
+                               });
+        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (run.transport);
         std::cout << "handshakes under load: " << loadedSyns
                   << " SYNs behind >= 18 KB at host 0's port, drops there "
                   << port->GetDroppedPackets () << ", late " << tcp->GetLateConnections ()
                   << std::endl;
-        NS_TEST_ASSERT_MSG_EQ (finished, flows.size (), "all flows finished");
+        const auto finished = std::count_if (run.finish.begin (), run.finish.end (),
+                                             [] (Time t) { return t.IsPositive (); });
+        NS_TEST_ASSERT_MSG_EQ (std::size_t (finished), flows.size (), "all flows finished");
         NS_TEST_ASSERT_MSG_GT (port->GetDroppedPackets (), 0u, "the port is full and drops");
         NS_TEST_ASSERT_MSG_GT_OR_EQ (loadedSyns, 90u, "SYNs wait behind a loaded queue");
         NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "no connection late");
@@ -696,22 +691,17 @@ class SlidingHorizonTestCase : public TestCase
         }
         uint32_t peakSender = 0;
         uint32_t peakReceiver = 0;
-        Config::Reset ();
-        FlowTransportRegistry::Find ("tcp")->setDefaults ();
-        ClosHelper clos;
-        Ptr<FlowTransport> transport = FlowTransportRegistry::Find ("tcp")->create ();
-        Ptr<ClosTopology> topology = clos.Install (transport);
-        for (const FlowSpec& flow : flows)
-        {
-            transport->AddFlow (flow);
-        }
-        const Time origin = transport->GetTraceOrigin ();
-        Sample (topology->GetHost (1), &peakSender);
-        Sample (topology->GetHost (0), &peakReceiver);
-        // 1 ms after the last start: its TIME_WAIT (200 us) is over.
-        Simulator::Stop (origin + MilliSeconds (31));
-        Simulator::Run ();
-        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (transport);
+        // Stop 1 ms after the last start: its TIME_WAIT (200 us) is over.
+        TcpRun run = RunFlows (
+            "tcp", "40Gbps", flows, {}, {},
+            [&peakSender, &peakReceiver] (TcpRun& r)
+            {
+                Sample (r.topology->GetHost (1), &peakSender);
+                Sample (r.topology->GetHost (0), &peakReceiver);
+            },
+            MilliSeconds (31));
+        Ptr<ClosTopology> topology = run.topology;
+        Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (run.transport);
         std::cout << "sliding horizon: peak sockets sender " << peakSender << " receiver "
                   << peakReceiver << ", transport peak " << tcp->GetPeakHostConnections ()
                   << ", at the end " << Sockets (topology->GetHost (1)) << " / "
