@@ -113,7 +113,7 @@ def _cmd_latency_budget(args: argparse.Namespace) -> None:
     from disaggsim.analysis import latency_budget as lb
 
     if args.sweep:
-        table = lb.sweep(args.rates_gbps)
+        table = lb.sweep(args.rates_gbps or lb.DEFAULT_SWEEP_RATES_GBPS)
         print(lb.format_sweep(table))
     else:
         print(lb.format_table4(args.rate_gbps))
@@ -204,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rate-gbps", type=float, default=40.0, help="link rate of the table")
     c.add_argument("--sweep", action="store_true", help="lowest latency per scope and rate")
     c.add_argument(
-        "--rates-gbps", type=float, nargs="+", default=[10.0, 40.0, 100.0, 200.0, 400.0],
-        help="link rates of the sweep",
+        "--rates-gbps", type=float, nargs="+", default=None,
+        help="link rates of the sweep (default 10 40 100 200 400)",
     )
     c.add_argument("--plot", help="also draw latency vs link rate to this .png/.pdf/.svg")
     c.set_defaults(func=_cmd_latency_budget)

@@ -134,5 +134,23 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "floor (datacenter, rdma_nic, rate -> inf): 3.32 us" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["latency-budget", "--sweep"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\ndatacenter ") == 5 and "\nrack              400" in out
     assert main(["latency-budget", "--rate-gbps", "-1"]) == 2
     assert "rate_gbps must be positive" in capsys.readouterr().err
+
+
+def test_plot_rejects_bad_input(tmp_path: Path) -> None:
+    from disaggsim.analysis import plots
+
+    table = lb.sweep()
+    with pytest.raises(ValueError, match="lacks column 'rdma_us'"):
+        plots.latency_sweep_figure(table.drop(columns="rdma_us"))
+    with pytest.raises(ValueError, match=r"x\.jpg: expected a \.png"):
+        plots.plot_latency_sweep(table, tmp_path / "x.jpg")
+    assert not list(tmp_path.iterdir())  # nothing half-written
+    pdf = plots.plot_latency_sweep(table, tmp_path / "sweep.pdf")
+    assert pdf.read_bytes()[:5] == b"%PDF-" and [p.name for p in tmp_path.iterdir()] == [
+        "sweep.pdf"
+    ]
