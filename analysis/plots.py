@@ -164,3 +164,75 @@ def plot_fct_cdf(fct_df: pd.DataFrame, out_prefix: str | Path) -> list[Path]:
             fig.savefig(path, dpi=150)
             written.append(path)
     return written
+
+
+def latency_sweep_figure(sweep_df: pd.DataFrame) -> Figure:
+    """Round-trip latency of a 4 KB page vs link rate, per scope and Table 4 scenario.
+
+    One panel per scope (``datacenter`` = inter-rack, ``rack`` = intra-rack), log x (Gbit/s),
+    y in µs; one line per scenario (``baseline``, ``rdma``, ``rdma_nic``) and the paper's
+    targets as horizontal lines: 3 µs (sharks) and 5 µs (dolphins), Gao et al. OSDI'16 §3.3.
+
+    Args:
+        sweep_df: :func:`disaggsim.analysis.latency_budget.sweep`'s table.
+
+    Raises:
+        ValueError: missing columns or an empty table.
+    """
+    from disaggsim.analysis.latency_budget import (
+        DOLPHIN_TARGET_US,
+        SCENARIOS,
+        SHARK_TARGET_US,
+    )
+
+    columns = ("scope", "rate_gbps", *(f"{s}_us" for s in SCENARIOS))
+    for column in columns:
+        if column not in sweep_df.columns:
+            raise ValueError(f"plots: latency sweep lacks column {column!r}")
+    if sweep_df.empty:
+        raise ValueError("plots: latency sweep is empty")
+    scopes = list(dict.fromkeys(sweep_df["scope"]))
+    colors = _colors(list(SCENARIOS))
+    fig = Figure(figsize=(_PANEL_IN[0] * len(scopes), _PANEL_IN[1]), layout="constrained")
+    axes = fig.subplots(1, len(scopes), squeeze=False, sharey=True)[0]
+    for ax, scope in zip(axes, scopes, strict=True):
+        panel = sweep_df[sweep_df["scope"] == scope].sort_values("rate_gbps")
+        for k, scenario in enumerate(SCENARIOS):
+            ax.plot(panel["rate_gbps"], panel[f"{scenario}_us"], marker="o",
+                    linestyle=_LINESTYLES[k % len(_LINESTYLES)], color=colors[scenario],
+                    label=scenario)
+        ax.axhline(SHARK_TARGET_US, color="0.3", linewidth=0.8, linestyle=":")
+        ax.axhline(DOLPHIN_TARGET_US, color="0.3", linewidth=0.8, linestyle="--")
+        ax.text(panel["rate_gbps"].min(), SHARK_TARGET_US, " shark 3 µs", va="bottom",
+                fontsize=7)
+        ax.text(panel["rate_gbps"].min(), DOLPHIN_TARGET_US, " dolphin 5 µs", va="bottom",
+                fontsize=7)
+        ax.set_xscale("log")
+        ax.set_xticks(panel["rate_gbps"].tolist())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(scope)
+        ax.set_xlabel("link rate (Gbit/s)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, linewidth=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("round-trip latency of a 4 KB page (µs)")
+    return fig
+
+
+def plot_latency_sweep(sweep_df: pd.DataFrame, path: str | Path) -> Path:
+    """Draw :func:`latency_sweep_figure` to ``path`` (format from its suffix), atomically.
+
+    Raises:
+        ValueError: see :func:`latency_sweep_figure`; an unsupported suffix.
+    """
+    from disaggsim.traces._atomic import atomic_path
+
+    target = Path(path)
+    fmt = target.suffix.lstrip(".").lower()
+    if fmt not in ("png", "pdf", "svg"):
+        raise ValueError(f"plots: {target}: expected a .png, .pdf or .svg file name")
+    fig = latency_sweep_figure(sweep_df)
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, dpi=150, format=fmt)
+    return target

@@ -8,6 +8,7 @@ The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
     run         -> disaggsim.sim.campaign.run_campaign
     report      -> disaggsim.analysis.stats.summarize + disaggsim.analysis.plots
     export-fct  -> disaggsim.analysis.export.export_fct
+    latency-budget -> disaggsim.analysis.latency_budget (Table 4, sweep) + plots
 """
 
 from __future__ import annotations
@@ -108,6 +109,21 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
     )
 
 
+def _cmd_latency_budget(args: argparse.Namespace) -> None:
+    from disaggsim.analysis import latency_budget as lb
+
+    if args.sweep:
+        table = lb.sweep(args.rates_gbps or lb.DEFAULT_SWEEP_RATES_GBPS)
+        print(lb.format_sweep(table))
+    else:
+        print(lb.format_table4(args.rate_gbps))
+        table = lb.sweep([args.rate_gbps])
+    if args.plot:
+        from disaggsim.analysis import plots
+
+        print(f"plot: {plots.plot_latency_sweep(table, Path(args.plot))}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``disaggsim`` argument parser (one subparser per pipeline step)."""
     p = argparse.ArgumentParser(
@@ -181,6 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--drop-unfinished", action="store_true", help="drop unfinished flows instead of failing"
     )
     c.set_defaults(func=_cmd_export_fct)
+
+    c = sub.add_parser(
+        "latency-budget", help="Table 4: round-trip latency of a 4 KB page access, by component"
+    )
+    c.add_argument("--rate-gbps", type=float, default=40.0, help="link rate of the table")
+    c.add_argument("--sweep", action="store_true", help="lowest latency per scope and rate")
+    c.add_argument(
+        "--rates-gbps", type=float, nargs="+", default=None,
+        help="link rates of the sweep (default 10 40 100 200 400)",
+    )
+    c.add_argument("--plot", help="also draw latency vs link rate to this .png/.pdf/.svg")
+    c.set_defaults(func=_cmd_latency_budget)
     return p
 
 

@@ -10,6 +10,7 @@
 #include "ns3/uinteger.h"
 
 #include <map>
+#include <string>
 
 using namespace ns3;
 
@@ -58,55 +59,158 @@ class IdealSrptRuleTest : public TestCase
     }
 };
 
-/// End to end on the Clos model: FCT = SRPT completion - start + (IdealFct - work).
-class IdealTransportTest : public TestCase
+/// Builds a 2-rack x 4-host Clos (2 spines, uplinks 4x the access rate) with the Ideal
+/// transport on it and records FlowFinished times.  Hosts 0-3 are rack 0, hosts 4-7 rack 1.
+struct IdealFabric
 {
-  public:
-    IdealTransportTest ()
-          : TestCase ("Ideal transport: lone flow at its ideal FCT, two flows to one receiver")
-    {
-    }
+    Ptr<ClosTopology> topology;
+    Ptr<IdealFlowTransport> ideal;
+    std::map<uint64_t, Time> finish;
 
-  private:
-    std::map<uint64_t, Time> m_finish;
-
-    void OnFinished (uint64_t id, Time at)
+    explicit IdealFabric (const std::string& rate)
     {
-        m_finish[id] = at;
-    }
-
-    void DoRun () override
-    {
-        Ptr<ClosTopology> topology = CreateObject<ClosTopology> ();
+        topology = CreateObject<ClosTopology> ();
         topology->SetAttribute ("Racks", UintegerValue (2));
         topology->SetAttribute ("HostsPerRack", UintegerValue (4));
         topology->SetAttribute ("Spines", UintegerValue (2));
-        topology->SetAttribute ("AccessRate", DataRateValue (DataRate ("100Gbps")));
-        Ptr<IdealFlowTransport> ideal = CreateObject<IdealFlowTransport> ();
+        topology->SetAttribute ("AccessRate", DataRateValue (DataRate (rate)));
+        ideal = CreateObject<IdealFlowTransport> ();
         ideal->ConfigureFabric (topology);
         topology->Build ();
         ideal->Install (topology);
         ideal->TraceConnectWithoutContext ("FlowFinished",
-                                           MakeCallback (&IdealTransportTest::OnFinished, this));
-        auto fct = [&] (uint32_t s, uint32_t d, uint64_t b)
-        { return topology->IdealFct (s, d, b, 22, 1460); };
-        // Flow 0 alone on 0 -> 5 (inter-rack), 100 kB, from 2 us: FCT = IdealFct exactly.
-        ideal->AddFlow (FlowSpec{0, 2000, 0, 5, 100000});
-        // Flows 1 (30 packets) and 2 (10 packets) from hosts 1 and 2 into host 3, both at
-        // 50 us: flow 2 finishes at its ideal FCT; flow 1 waits for flow 2's work:
-        // FCT_1 = work_2 + IdealFct_1.
-        ideal->AddFlow (FlowSpec{1, 50000, 1, 3, 30 * 1460});
-        ideal->AddFlow (FlowSpec{2, 50000, 2, 3, 10 * 1460});
+                                           MakeCallback (&IdealFabric::OnFinished, this));
+    }
+
+    void OnFinished (uint64_t id, Time at)
+    {
+        finish[id] = at;
+    }
+};
+
+/// A lone flow through the Ideal transport, exact FCTs derived by hand at 40 and 100 Gbps.
+class IdealLoneFlowTest : public TestCase
+{
+  public:
+    explicit IdealLoneFlowTest (const std::string& rate)
+          : TestCase ("Ideal lone flow, " + rate + ": hand-derived FCT, slowdown 1 +- 1e-6")
+          , m_rate (rate)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // Per packet: 1460 B payload + 22 B header + 18 B frame = 1500 B = 12000 bit; a
+        // 4096 B page is 1500 + 1500 + (1176 + 40) B = 4216 B = 33728 bit; 100 kB is 68 full
+        // packets + 720 B = 68 x 1500 + 760 B = 102760 B = 822080 bit.  Fixed latency: intra
+        // rack 2 x 20 ns (4 m at 5 ns/m) + 240 ns (one ToR) = 280 ns; inter rack 2 x 20 +
+        // 2 x 200 ns (40 m) + 3 x 240 ns = 1160 ns, plus the re-serialization of the largest
+        // packet on the 4x faster uplink (1500 B: 300 - 75 = 225 ns at 40 Gbps, 120 - 30 = 90
+        // ns at 100 Gbps; topologies/doc).
+        //   40 Gbps:  1460 B: 300 ns;    4096 B: 843.2 ns;   100 kB: 20552 ns of serialization
+        //   100 Gbps: 1460 B: 120 ns;    4096 B: 337.28 ns;  100 kB: 8220.8 ns
+        struct Case
+        {
+            uint32_t dst;
+            uint64_t bytes;
+            int64_t fctPs40;
+            int64_t fctPs100;
+        };
+
+        const Case cases[] = {
+            {1, 1460, 300000 + 280000, 120000 + 280000},                         // 580 / 400 ns
+            {4, 1460, 300000 + 1160000 + 225000, 120000 + 1160000 + 90000},      // 1685 / 1370
+            {1, 4096, 843200 + 280000, 337280 + 280000},                         // 1123.2 / 617.28
+            {4, 4096, 843200 + 1160000 + 225000, 337280 + 1160000 + 90000},      // 2228.2 / 1587.28
+            {1, 100000, 20552000 + 280000, 8220800 + 280000},                    // 20832 / 8500.8
+            {4, 100000, 20552000 + 1160000 + 225000, 8220800 + 1160000 + 90000}, // 21937 / 9470.8
+        };
+        for (const Case& c : cases)
+        {
+            IdealFabric fabric (m_rate);
+            fabric.ideal->AddFlow (FlowSpec{0, 1000, 0, c.dst, c.bytes});
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (0), 1u, "flow finished");
+            Time fct = fabric.finish[0] - NanoSeconds (1000);
+            int64_t expected = m_rate == "40Gbps" ? c.fctPs40 : c.fctPs100;
+            NS_TEST_ASSERT_MSG_EQ (fct.GetPicoSeconds (), expected,
+                                   "0 -> " << c.dst << ", " << c.bytes << " B at " << m_rate);
+            Time ideal = fabric.topology->IdealFct (0, c.dst, c.bytes, 22, 1460);
+            NS_TEST_ASSERT_MSG_EQ_TOL (double (fct.GetPicoSeconds ()) /
+                                           double (ideal.GetPicoSeconds ()),
+                                       1.0, 1e-6, "slowdown");
+            Simulator::Destroy ();
+        }
+    }
+
+    std::string m_rate;
+};
+
+/// A multi-flow SRPT schedule through the real Ideal transport on the Clos model, every
+/// finish time derived by hand.
+class IdealScheduleTest : public TestCase
+{
+  public:
+    IdealScheduleTest ()
+          : TestCase ("Ideal transport, 100 Gbps: 5 flows, one receiver, staggered starts, "
+                      "preemption, parallel ports: exact finish times")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // The Ideal of pFabric SIGCOMM'13 §5 (transports/ideal/doc/ideal.md): one big switch
+        // with line-rate ports; at every arrival and completion the active flows are taken in
+        // order of remaining work and each runs if its source and destination ports are free.
+        // A flow's finish = its SRPT completion + its fixed path latency (IdealFct - work).
+        //
+        // Work at 100 Gbps: one 1460 B packet = 1500 B on the wire = 120 ns.  Path latency
+        // of full packets: intra rack 2 x 20 + 240 = 280 ns; inter rack 2 x 20 + 2 x 200 +
+        // 3 x 240 + (120 - 30) = 1250 ns (see IdealLoneFlowTest).
+        //
+        //   flow  hosts        rack   packets  work     start
+        //   A     0 -> 5       inter  50       6000 ns  1000 ns
+        //   B     1 -> 5       inter  10       1200 ns  2000 ns
+        //   C     4 -> 5       intra  20       2400 ns  2500 ns
+        //   D     0 -> 6       inter   5        600 ns  3000 ns
+        //   E     3 -> 2       intra   3        360 ns  1000 ns
+        //
+        // t = 1000: A and E arrive; disjoint ports, both run.
+        // t = 1360: E done (remaining 0).                       E completes 1360.
+        // t = 2000: B arrives with 1200 < A's 6000 - 1000 = 5000: B takes port 5, A stops.
+        // t = 2500: C arrives, 2400; order B (700), C, A: B runs, C and A wait for port 5.
+        // t = 3000: D arrives, 600; order B (200), D, C, A: B (1 -> 5) and D (0 -> 6) run in
+        //           parallel; C waits for port 5, A for ports 0 and 5.
+        // t = 3200: B done.                                      B completes 3200.
+        //           order D (400), C (2400), A (5000): D and C (4 -> 5) run; A still waits.
+        // t = 3600: D done.                                      D completes 3600.
+        //           C (2000) runs, A waits for port 5.
+        // t = 5600: C done.                                      C completes 5600.
+        // t = 5600: A resumes with 5000 left.                    A completes 10600.
+        // Finish = completion + latency:
+        //   A 10600 + 1250 = 11850 ns (FCT 10850, ideal 7250)
+        //   B  3200 + 1250 =  4450 ns (FCT  2450 = ideal: slowdown 1)
+        //   C  5600 +  280 =  5880 ns (FCT  3380, ideal 2680)
+        //   D  3600 + 1250 =  4850 ns (FCT  1850 = ideal: slowdown 1)
+        //   E  1360 +  280 =  1640 ns (FCT   640 = ideal: slowdown 1)
+        IdealFabric fabric ("100Gbps");
+        fabric.ideal->AddFlow (FlowSpec{0, 1000, 0, 5, 50 * 1460});
+        fabric.ideal->AddFlow (FlowSpec{1, 2000, 1, 5, 10 * 1460});
+        fabric.ideal->AddFlow (FlowSpec{2, 2500, 4, 5, 20 * 1460});
+        fabric.ideal->AddFlow (FlowSpec{3, 3000, 0, 6, 5 * 1460});
+        fabric.ideal->AddFlow (FlowSpec{4, 1000, 3, 2, 3 * 1460});
         Simulator::Run ();
-        NS_TEST_ASSERT_MSG_EQ (m_finish.size (), 3u, "all finished");
-        NS_TEST_ASSERT_MSG_EQ (m_finish[0] - NanoSeconds (2000), fct (0, 5, 100000), "lone");
-        Time start = NanoSeconds (50000);
-        NS_TEST_ASSERT_MSG_EQ (m_finish[2] - start, fct (2, 3, 10 * 1460), "smaller at ideal");
-        NS_TEST_ASSERT_MSG_EQ (m_finish[1] - start,
-                               ideal->GetWork (10 * 1460) + fct (1, 3, 30 * 1460),
-                               "larger waits exactly the smaller one's work");
-        // work of 10 full packets at 100 Gbps: 10 x 1500 B x 8 / 100 Gb/s = 1.2 us
-        NS_TEST_ASSERT_MSG_EQ (ideal->GetWork (10 * 1460), NanoSeconds (1200), "work");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 5u, "all finished");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish[0], NanoSeconds (11850), "A: preempted, last");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish[1], NanoSeconds (4450), "B: preempts A");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish[2], NanoSeconds (5880), "C: waits for B and D");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish[3], NanoSeconds (4850), "D: parallel with B");
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish[4], NanoSeconds (1640), "E: parallel with A");
+        // The work the schedule is built on: 10 full packets at 100 Gbps =
+        // 10 x 1500 B x 8 / 100 Gb/s = 1.2 us.
+        NS_TEST_ASSERT_MSG_EQ (fabric.ideal->GetWork (10 * 1460), NanoSeconds (1200), "work");
         Simulator::Destroy ();
     }
 };
@@ -118,7 +222,9 @@ class IdealTestSuite : public TestSuite
           : TestSuite ("disaggsim-ideal", UNIT)
     {
         AddTestCase (new IdealSrptRuleTest, TestCase::QUICK);
-        AddTestCase (new IdealTransportTest, TestCase::QUICK);
+        AddTestCase (new IdealLoneFlowTest ("40Gbps"), TestCase::QUICK);
+        AddTestCase (new IdealLoneFlowTest ("100Gbps"), TestCase::QUICK);
+        AddTestCase (new IdealScheduleTest, TestCase::QUICK);
     }
 };
 

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -85,13 +86,13 @@ struct Fabric
     Ptr<PfabricFlowTransport> transport;
     std::map<uint64_t, Time> finish;
 
-    explicit Fabric (const std::string& switchQueueType = "")
+    explicit Fabric (const std::string& switchQueueType = "", const std::string& rate = "40Gbps")
     {
         topology = CreateObject<ClosTopology> ();
         topology->SetAttribute ("Racks", UintegerValue (2));
         topology->SetAttribute ("HostsPerRack", UintegerValue (4));
         topology->SetAttribute ("Spines", UintegerValue (2));
-        topology->SetAttribute ("AccessRate", DataRateValue (DataRate ("40Gbps")));
+        topology->SetAttribute ("AccessRate", DataRateValue (DataRate (rate)));
         transport = CreateObject<PfabricFlowTransport> ();
         transport->ConfigureFabric (topology);
         if (!switchQueueType.empty ())
@@ -321,6 +322,68 @@ class PfabricLoneFlowTest : public TestCase
     }
 };
 
+/// A lone flow at 40 and 100 Gbps, within and across racks, finishes at an FCT derived by
+/// hand from the wire bytes, cables and switches (slowdown 1 +- 1e-6).
+class PfabricLoneFlowByHandTest : public TestCase
+{
+  public:
+    explicit PfabricLoneFlowByHandTest (const std::string& rate)
+          : TestCase ("pFabric lone flow, " + rate + ": hand-derived FCT, slowdown 1 +- 1e-6")
+          , m_rate (rate)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        // Per packet: 1460 B payload + 22 B pFabric header + 18 B frame = 1500 B = 12000 bit;
+        // a 4096 B page is 1500 + 1500 + (1176 + 40) B = 4216 B = 33728 bit; 100 kB is 68
+        // full packets + 720 B = 102760 B = 822080 bit.  Serialization at the access rate:
+        //   40 Gbps:  1460 B 300 ns, 4096 B 843.2 ns, 100 kB 20552 ns
+        //   100 Gbps: 1460 B 120 ns, 4096 B 337.28 ns, 100 kB 8220.8 ns
+        // Cut-through path: intra rack 2 x 20 ns (4 m at 5 ns/m) + 240 ns (one ToR) = 280 ns;
+        // inter rack 2 x 20 + 2 x 200 ns (40 m) + 3 x 240 ns = 1160 ns, plus the
+        // re-serialization of a full packet after the 4x faster uplink: 300 - 75 = 225 ns at
+        // 40 Gbps, 120 - 30 = 90 ns at 100 Gbps.  The first window covers the BDP, so the
+        // sender never stalls (PfabricDerivedConfigTest).
+        struct Case
+        {
+            uint32_t dst;
+            uint64_t bytes;
+            int64_t fctPs40;
+            int64_t fctPs100;
+        };
+
+        const Case cases[] = {
+            {1, 1460, 300000 + 280000, 120000 + 280000},                         // 580 / 400 ns
+            {4, 1460, 300000 + 1160000 + 225000, 120000 + 1160000 + 90000},      // 1685 / 1370
+            {1, 4096, 843200 + 280000, 337280 + 280000},                         // 1123.2 / 617.28
+            {4, 4096, 843200 + 1160000 + 225000, 337280 + 1160000 + 90000},      // 2228.2 / 1587.28
+            {1, 100000, 20552000 + 280000, 8220800 + 280000},                    // 20832 / 8500.8
+            {4, 100000, 20552000 + 1160000 + 225000, 8220800 + 1160000 + 90000}, // 21937 / 9470.8
+        };
+        for (const Case& c : cases)
+        {
+            Fabric fabric ("", m_rate);
+            fabric.Add (0, 0, c.dst, c.bytes, 1000);
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (0), 1u, "flow finished");
+            Time fct = fabric.finish[0] - NanoSeconds (1000);
+            int64_t expected = m_rate == "40Gbps" ? c.fctPs40 : c.fctPs100;
+            NS_TEST_ASSERT_MSG_EQ (fct.GetPicoSeconds (), expected,
+                                   "0 -> " << c.dst << ", " << c.bytes << " B at " << m_rate);
+            NS_TEST_ASSERT_MSG_EQ_TOL (
+                double (fct.GetPicoSeconds ()) /
+                    double (fabric.Ideal (0, c.dst, c.bytes).GetPicoSeconds ()),
+                1.0, 1e-6, "slowdown");
+            NS_TEST_ASSERT_MSG_EQ (fabric.transport->GetPriorityDrops (), 0u, "no drops");
+            Simulator::Destroy ();
+        }
+    }
+
+    std::string m_rate;
+};
+
 /// On one congested port, flows finish in SRPT order and the shortest one barely waits.
 class PfabricSrptOrderTest : public TestCase
 {
@@ -460,6 +523,8 @@ class PfabricTestSuite : public TestSuite
         AddTestCase (new PfabricQueueRulesTest, TestCase::QUICK);
         AddTestCase (new PfabricDerivedConfigTest, TestCase::QUICK);
         AddTestCase (new PfabricLoneFlowTest, TestCase::QUICK);
+        AddTestCase (new PfabricLoneFlowByHandTest ("40Gbps"), TestCase::QUICK);
+        AddTestCase (new PfabricLoneFlowByHandTest ("100Gbps"), TestCase::QUICK);
         AddTestCase (new PfabricSrptOrderTest, TestCase::QUICK);
         AddTestCase (new PfabricTailLossTest, TestCase::QUICK);
     }
