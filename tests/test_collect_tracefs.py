@@ -1,0 +1,197 @@
+"""tracefs save/restore (traces/collect_tracefs.py, arm_blk_tracer) and the UndoStack
+(traces/collect_env.py), against a fake tracefs that shows and rejects what the kernel does
+(tests/fake_tracefs.py names its kernel sources)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import pytest
+from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
+from fake_tracefs import FakeTracefs, fake_block_device
+
+from disaggsim.traces.collect_blk import TRACEFS_SETTINGS, arm_blk_tracer
+from disaggsim.traces.collect_env import RestoreError, UndoStack
+from disaggsim.traces.collect_tracefs import (
+    BufferSize,
+    parse_buffer_size_kb,
+    parse_choice,
+    read_tracefs_state,
+    ring_buffer_kb,
+    save_tracefs,
+    tracefs_state,
+)
+
+
+def test_parse_every_buffer_size_format() -> None:
+    assert parse_buffer_size_kb("1410") == BufferSize(1410)
+    assert parse_buffer_size_kb("7 (expanded: 1408)\n") == BufferSize(7, 1408)
+    assert parse_buffer_size_kb("X") == BufferSize(None)
+    with pytest.raises(ValueError, match=r"/t/buffer_size_kb: expected 'N', .* got 'big'"):
+        parse_buffer_size_kb("big", "/t/buffer_size_kb")
+
+
+def test_parse_choice_files() -> None:
+    assert parse_choice("[local] global counter mono") == "local"
+    assert parse_choice("local global [mono] mono_raw") == "mono"
+    assert parse_choice("nop") == "nop"
+
+
+def test_ring_buffer_rounding() -> None:
+    # 32768 KiB -> ceil(33554432 / 4080) = 8225 sub-buffers -> 33558000 B -> 32771 (measured
+    # on this machine: `echo 32768 > buffer_size_kb` reads back 32771).
+    assert ring_buffer_kb(32768) == 32771
+    assert ring_buffer_kb(1408) == 1410  # 354 sub-buffers
+    assert ring_buffer_kb(1) == 7  # at least 2 sub-buffers: 8160 B
+    assert all(ring_buffer_kb(ring_buffer_kb(k)) == ring_buffer_kb(k) for k in range(1, 3000))
+
+
+def test_fake_shows_the_kernel_formats(tmp_path: Path) -> None:
+    fs = FakeTracefs(tmp_path)
+    assert fs.read("buffer_size_kb") == "7 (expanded: 1408)"
+    with pytest.raises(OSError, match="Invalid argument"):
+        fs.write("buffer_size_kb", "7 (expanded: 1408)")
+    fs.write("current_tracer", "nop")  # first use of tracing grows the buffer
+    assert fs.read("buffer_size_kb") == "1410"
+    fs.write("per_cpu/cpu1/buffer_size_kb", "2048")
+    assert fs.read("buffer_size_kb") == "X"
+    with pytest.raises(OSError, match="Invalid argument"):
+        fs.write("trace_clock", "[local]")
+
+
+def test_unexpanded_buffer_restores_on_fresh_boot(tmp_path: Path) -> None:
+    # The issue-6 failure: on a freshly booted machine buffer_size_kb reads
+    # "7 (expanded: 1408)"; writing that back fails with EINVAL and left 32771 KiB behind.
+    fs = FakeTracefs(tmp_path / "tracing")
+    loop = fake_block_device(tmp_path / "block", "loop3")
+    before = tracefs_state(fs)
+    assert before["buffer_size_kb"] == "1410"  # the size a tracer gets: M, rounded
+    restore = arm_blk_tracer(fs, ["loop3"], 32768, "0xffff", sys_block=tmp_path / "block")
+    assert fs.read("buffer_size_kb") == "32771"
+    assert fs.read("current_tracer") == "blk" and parse_choice(fs.read("trace_clock")) == "mono"
+    assert (loop / "enable").read_text() == "1"
+    restore()
+    assert tracefs_state(fs) == before
+    # The kernel cannot un-expand: the restored buffer is the boot size M it would grow to.
+    assert fs.read("buffer_size_kb") == "1410"
+    assert fs.read("per_cpu/cpu0/buffer_size_kb") == "1410"
+    assert (loop / "enable").read_text() == "0"
+    assert fs.read("trace_clock").startswith("[local] ")
+    assert fs.read("options/bin") == "0" and fs.read("options/context-info") == "1"
+
+
+def test_per_cpu_sizes_restored_when_they_differ(tmp_path: Path) -> None:
+    fs = FakeTracefs(tmp_path, n_cpus=3, expanded=True)
+    fs.write("per_cpu/cpu1/buffer_size_kb", "4096")
+    fs.write("tracing_on", "0")
+    fs.write("trace_clock", "global")
+    fs.write("current_tracer", "function")
+    before = tracefs_state(fs)
+    assert fs.read("buffer_size_kb") == "X"
+    saved = save_tracefs(fs, TRACEFS_SETTINGS)
+    assert saved.writes[-1] == ("tracing_on", "0")
+    # 4096 KiB -> ceil(4194304 / 4080) = 1029 sub-buffers -> 4198320 B -> 4099 KiB.
+    assert ("per_cpu/cpu1/buffer_size_kb", "4099") in saved.writes
+    restore = arm_blk_tracer(fs, [], 32768, "0xffff")
+    assert fs.read("buffer_size_kb") == "32771"
+    restore()
+    assert tracefs_state(fs) == before
+    assert [fs.read(f"per_cpu/cpu{c}/buffer_size_kb") for c in range(3)] == [
+        "1410", "4099", "1410"]
+    assert fs.read("current_tracer") == "function" and fs.read("tracing_on") == "0"
+
+
+def test_restore_does_every_step_and_reports_all_failures(tmp_path: Path) -> None:
+    fs = FakeTracefs(tmp_path / "tracing", expanded=True)
+    fake_block_device(tmp_path / "block", "loop3")
+    before = tracefs_state(fs)
+    restore = arm_blk_tracer(fs, ["loop3"], 32768, "0xffff", sys_block=tmp_path / "block")
+    fs.refuse = {"trace_clock": {"local"}, "options/bin": {"0"}}
+    with pytest.raises(RestoreError) as err:
+        restore()
+    assert len(err.value.failures) == 2
+    assert "trace_clock: writing 'local': Input/output error" in str(err.value)
+    assert "options/bin: writing '0': Input/output error" in str(err.value)
+    after = tracefs_state(fs)
+    assert {k for k in before if before[k] != after[k]} == {"trace_clock", "options/bin"}
+    assert (tmp_path / "block/loop3/trace/enable").read_text() == "0"
+
+
+def test_failed_arming_restores_what_it_changed(tmp_path: Path) -> None:
+    fs = FakeTracefs(tmp_path / "tracing")
+    loop = fake_block_device(tmp_path / "block", "loop3")
+    before = tracefs_state(fs)
+    fs.refuse = {"current_tracer": {"blk"}}
+    with pytest.raises(OSError, match="Input/output error"):
+        arm_blk_tracer(fs, ["loop3"], 32768, "0xffff", sys_block=tmp_path / "block")
+    assert tracefs_state(fs) == before
+    assert (loop / "enable").read_text() == "0"
+
+
+def test_undo_stack_runs_every_step_and_reports_once() -> None:
+    done: list[str] = []
+
+    def fail(msg: str) -> None:
+        done.append(msg)
+        raise OSError(msg)
+
+    with pytest.raises(RestoreError) as err, UndoStack() as stack:
+        stack.undo("first", done.append, "first")
+        stack.undo("swap area /dev/loop9", fail, "swapoff failed")
+        stack.undo("memory cgroup x", fail, "rmdir failed")
+        raise ValueError("the application failed")
+    assert done == ["rmdir failed", "swapoff failed", "first"]  # reverse order, all ran
+    assert err.value.failures == ["memory cgroup x: rmdir failed",
+                                  "swap area /dev/loop9: swapoff failed"]
+    assert isinstance(err.value.during, ValueError)
+    assert "while unwinding after ValueError: the application failed" in str(err.value)
+    assert err.value.__cause__ is err.value.during
+
+
+def test_plain_exit_stack_reports_only_the_last_failure() -> None:
+    # Why UndoStack: ExitStack runs every callback but raises only the last error; the first
+    # one is lost (not even in __context__: the callbacks do not run inside an except block).
+    def fail(msg: str) -> None:
+        raise OSError(msg)
+
+    with pytest.raises(OSError) as err, contextlib.ExitStack() as stack:
+        stack.callback(fail, "b")
+        stack.callback(fail, "a")
+    assert str(err.value) == "b" and err.value.__context__ is None
+
+
+def test_nested_undo_stacks_merge_into_one_report() -> None:
+    def fail(msg: str) -> None:
+        raise OSError(msg)
+
+    with pytest.raises(RestoreError) as err, UndoStack() as outer:
+        outer.undo("outer", fail, "o")
+        with UndoStack() as inner:
+            inner.undo("inner", fail, "i")
+            inner.undo("tracefs settings", fail_many)
+    assert err.value.failures == ["tracefs settings: x: EINVAL", "tracefs settings: y: EIO",
+                                  "inner: i", "outer: o"]
+    assert err.value.during is None
+
+
+def fail_many() -> None:
+    raise RestoreError(["x: EINVAL", "y: EIO"])
+
+
+def test_undo_stack_without_failures_propagates_the_error() -> None:
+    ran: list[int] = []
+    with pytest.raises(KeyError), UndoStack() as stack:
+        stack.undo("one", ran.append, 1)
+        raise KeyError("k")
+    assert ran == [1]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading tracefs needs root")
+def test_real_tracefs_state_parses() -> None:
+    # Read-only: mounted tracefs is read in place, else through a private mount namespace.
+    state = read_tracefs_state()
+    assert int(state["buffer_size_kb"]) >= 7
+    assert state["tracing_on"] in ("0", "1") and " " not in state["trace_clock"]
+    assert int(state["per_cpu/cpu0/buffer_size_kb"]) >= 7
