@@ -1,10 +1,8 @@
-"""tracefs save/restore (traces/collect_tracefs.py, arm_blk_tracer) and the UndoStack
-(traces/collect_env.py), against a fake tracefs that shows and rejects what the kernel does
-(tests/fake_tracefs.py names its kernel sources)."""
+"""tracefs save/restore (traces/collect_tracefs.py, arm_blk_tracer) against a fake tracefs
+that shows and rejects what the kernel does (tests/fake_tracefs.py names its kernel sources)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -13,7 +11,7 @@ from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse 
 from fake_tracefs import FakeTracefs, fake_block_device
 
 from disaggsim.traces.collect_blk import TRACEFS_SETTINGS, arm_blk_tracer
-from disaggsim.traces.collect_env import RestoreError, UndoStack
+from disaggsim.traces.collect_env import RestoreError
 from disaggsim.traces.collect_tracefs import (
     BufferSize,
     parse_buffer_size_kb,
@@ -128,64 +126,6 @@ def test_failed_arming_restores_what_it_changed(tmp_path: Path) -> None:
         arm_blk_tracer(fs, ["loop3"], 32768, "0xffff", sys_block=tmp_path / "block")
     assert tracefs_state(fs) == before
     assert (loop / "enable").read_text() == "0"
-
-
-def test_undo_stack_runs_every_step_and_reports_once() -> None:
-    done: list[str] = []
-
-    def fail(msg: str) -> None:
-        done.append(msg)
-        raise OSError(msg)
-
-    with pytest.raises(RestoreError) as err, UndoStack() as stack:
-        stack.undo("first", done.append, "first")
-        stack.undo("swap area /dev/loop9", fail, "swapoff failed")
-        stack.undo("memory cgroup x", fail, "rmdir failed")
-        raise ValueError("the application failed")
-    assert done == ["rmdir failed", "swapoff failed", "first"]  # reverse order, all ran
-    assert err.value.failures == ["memory cgroup x: rmdir failed",
-                                  "swap area /dev/loop9: swapoff failed"]
-    assert isinstance(err.value.during, ValueError)
-    assert "while unwinding after ValueError: the application failed" in str(err.value)
-    assert err.value.__cause__ is err.value.during
-
-
-def test_plain_exit_stack_reports_only_the_last_failure() -> None:
-    # Why UndoStack: ExitStack runs every callback but raises only the last error; the first
-    # one is lost (not even in __context__: the callbacks do not run inside an except block).
-    def fail(msg: str) -> None:
-        raise OSError(msg)
-
-    with pytest.raises(OSError) as err, contextlib.ExitStack() as stack:
-        stack.callback(fail, "b")
-        stack.callback(fail, "a")
-    assert str(err.value) == "b" and err.value.__context__ is None
-
-
-def test_nested_undo_stacks_merge_into_one_report() -> None:
-    def fail(msg: str) -> None:
-        raise OSError(msg)
-
-    with pytest.raises(RestoreError) as err, UndoStack() as outer:
-        outer.undo("outer", fail, "o")
-        with UndoStack() as inner:
-            inner.undo("inner", fail, "i")
-            inner.undo("tracefs settings", fail_many)
-    assert err.value.failures == ["tracefs settings: x: EINVAL", "tracefs settings: y: EIO",
-                                  "inner: i", "outer: o"]
-    assert err.value.during is None
-
-
-def fail_many() -> None:
-    raise RestoreError(["x: EINVAL", "y: EIO"])
-
-
-def test_undo_stack_without_failures_propagates_the_error() -> None:
-    ran: list[int] = []
-    with pytest.raises(KeyError), UndoStack() as stack:
-        stack.undo("one", ran.append, 1)
-        raise KeyError("k")
-    assert ran == [1]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="reading tracefs needs root")

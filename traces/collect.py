@@ -28,7 +28,13 @@ Times: blktrace records carry CLOCK_MONOTONIC ns (``trace_clock=mono``); add
 ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time zero; the rmem
 timestamps are µs since it (``nodeN.rmem.meta``: ``{"start_time_us": ...}``).
 
-Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM.
+Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM
+(:class:`~disaggsim.traces.collect_env.UndoStack`): every undo step runs even if another
+fails, and one :class:`~disaggsim.traces.collect_env.RestoreError` names each piece of state
+left changed. tracefs settings are restored in whatever format the kernel showed them; a
+boot-time ring buffer that was never used (``buffer_size_kb`` = ``N (expanded: M)``) comes
+back at its boot size ``M``, since the kernel cannot shrink it back to the unexpanded state
+(:mod:`disaggsim.traces.collect_tracefs`).
 
 Usage: ``python -m disaggsim.traces.collect --preset memcached-ycsb --out DIR`` (root).
 """
@@ -377,6 +383,8 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             a leftover namespace/cgroup of another collection, or an application failure.
         FileExistsError: ``out_dir`` is not empty.
         CollectInterrupted / KeyboardInterrupt: SIGTERM / SIGINT (after cleaning up).
+        RestoreError: some machine state could not be restored (lists each piece; every
+            other undo step ran; the error being unwound is its ``during``/``__cause__``).
     """
     _check_host()
     out_dir = Path(out_dir).resolve()
@@ -572,17 +580,25 @@ def load_config(path: Path) -> CollectConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``."""
+    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``.
+
+    Returns 0, or 2 after printing a one-line error (bad config, not root, a missing tool,
+    a busy machine, a failed application, or the :class:`RestoreError` report).
+    """
     ap = argparse.ArgumentParser(prog="disaggsim collect", description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--preset", choices=sorted(PRESETS))
     src.add_argument("--config", type=Path, help="TOML/JSON CollectConfig")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    config = PRESETS[args.preset] if args.preset else load_config(args.config)
     argv_used = sys.argv[1:] if argv is None else argv
-    out = collect(config, args.out,
-                  command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+    try:
+        config = PRESETS[args.preset] if args.preset else load_config(args.config)
+        out = collect(config, args.out,
+                      command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+    except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:
+        print(f"disaggsim collect: error: {exc}", file=sys.stderr)
+        return 2
     print(out)
     return 0
 
