@@ -90,6 +90,20 @@ def fail_many() -> None:
     raise RestoreError(["x: EINVAL", "y: EIO"])
 
 
+def test_interrupted_undo_step_is_reported_and_the_rest_run() -> None:
+    ran: list[str] = []
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt("signal SIGTERM")
+
+    with pytest.raises(RestoreError) as err, UndoStack() as stack:
+        stack.undo("swap area /dev/loop9", ran.append, "swapoff")
+        stack.undo("memory cgroup x", interrupted)
+    assert ran == ["swapoff"]
+    assert err.value.failures == [
+        "memory cgroup x: interrupted (KeyboardInterrupt: signal SIGTERM)"]
+
+
 def test_undo_stack_without_failures_propagates_the_error() -> None:
     ran: list[int] = []
     with pytest.raises(KeyError), UndoStack() as stack:

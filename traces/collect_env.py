@@ -92,7 +92,9 @@ class UndoStack(contextlib.ExitStack):
 
     def undo(self, what: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Push ``fn(*args, **kwargs)``, the step undoing ``what``; a failure is recorded
-        (a :class:`RestoreError` with all its entries), not raised at once."""
+        (a :class:`RestoreError` with all its entries), not raised at once. A step cut short
+        by a KeyboardInterrupt (a second SIGINT/SIGTERM while unwinding) is recorded too,
+        and the remaining steps still run."""
 
         def step() -> None:
             try:
@@ -101,6 +103,8 @@ class UndoStack(contextlib.ExitStack):
                 self.failures += [f"{what}: {f}" for f in exc.failures]
             except Exception as exc:
                 self.failures.append(f"{what}: {exc}")
+            except KeyboardInterrupt as exc:  # a second Ctrl-C/SIGTERM: finish the others
+                self.failures.append(f"{what}: interrupted ({type(exc).__name__}: {exc})")
 
         self.callback(step)
 
