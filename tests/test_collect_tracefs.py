@@ -3,7 +3,10 @@ that shows and rejects what the kernel does (tests/fake_tracefs.py names its ker
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,10 +16,13 @@ from fake_tracefs import FakeTracefs, fake_block_device
 from disaggsim.traces.collect_blk import TRACEFS_SETTINGS, arm_blk_tracer
 from disaggsim.traces.collect_env import RestoreError
 from disaggsim.traces.collect_tracefs import (
+    TRACEFS,
     BufferSize,
+    Tracefs,
     parse_buffer_size_kb,
     parse_choice,
     read_tracefs_state,
+    restore_tracefs,
     ring_buffer_kb,
     save_tracefs,
     tracefs_state,
@@ -135,3 +141,66 @@ def test_real_tracefs_state_parses() -> None:
     assert int(state["buffer_size_kb"]) >= 7
     assert state["tracing_on"] in ("0", "1") and " " not in state["trace_clock"]
     assert int(state["per_cpu/cpu0/buffer_size_kb"]) >= 7
+
+
+@pytest.fixture
+def kernel_instance(tmp_path: Path) -> Iterator[Tracefs]:
+    """A fresh tracefs instance (``instances/NAME``: its own ring buffer, clock, tracer and
+    options) of the real kernel, removed afterwards; tracefs is mounted at a temp dir for the
+    test if it is not mounted. Changes kernel state for the test: run under the system lock."""
+    if os.geteuid() != 0 or "tracefs" not in Path("/proc/filesystems").read_text():
+        pytest.skip("needs root and tracefs")
+    root, mounted = TRACEFS, False
+    if not (TRACEFS / "trace_pipe").exists():
+        root = tmp_path / "tracing"
+        root.mkdir()
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], check=True)
+        mounted = True
+    inst = root / "instances" / f"dsim-test-{os.getpid()}"
+    try:
+        inst.mkdir()
+        try:
+            yield Tracefs(inst)
+        finally:
+            inst.rmdir()
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(root)], check=True)
+
+
+def test_fake_matches_the_kernel(kernel_instance: Tracefs, tmp_path: Path) -> None:
+    # Same writes on a real (expanded) instance and on the fake: same texts, same refusals.
+    fake = FakeTracefs(tmp_path / "fake", n_cpus=len(kernel_instance.cpus()), expanded=True)
+    files = ("buffer_size_kb", "per_cpu/cpu0/buffer_size_kb", "trace_clock", "tracing_on")
+    writes = [("buffer_size_kb", "4096"), ("trace_clock", "mono"), ("buffer_size_kb", "1408"),
+              ("per_cpu/cpu0/buffer_size_kb", "7"), ("tracing_on", "0")]
+    for name, value in writes:
+        kernel_instance.write(name, value)
+        fake.write(name, value)
+        assert [kernel_instance.read(f) for f in files] == [fake.read(f) for f in files], name
+    for name, value in (("buffer_size_kb", "X"), ("buffer_size_kb", "7 (expanded: 1408)"),
+                        ("trace_clock", "[local]"), ("current_tracer", "nosuch"),
+                        ("buffer_size_kb", "0")):
+        for fs in (kernel_instance, fake):
+            with pytest.raises(OSError) as err:
+                fs.write(name, value)
+            assert err.value.errno == errno.EINVAL, (fs, name, value)
+
+
+def test_kernel_round_trip_per_cpu_sizes_and_clock(kernel_instance: Tracefs) -> None:
+    fs = kernel_instance
+    fs.write("per_cpu/cpu0/buffer_size_kb", "2048")
+    fs.write("trace_clock", "global")
+    fs.write("tracing_on", "0")
+    before = tracefs_state(fs)
+    # 2048 KiB -> ceil(2097152 / 4080) = 515 sub-buffers -> 2101200 B -> 2051 KiB.
+    assert fs.read("buffer_size_kb") == "X" and before["per_cpu/cpu0/buffer_size_kb"] == "2051"
+    saved = save_tracefs(fs, ("tracing_on", "current_tracer", "trace_clock", "buffer_size_kb",
+                              "options/context-info"))
+    fs.write("buffer_size_kb", "4096")
+    fs.write("trace_clock", "mono")
+    fs.write("options/context-info", "0")
+    fs.write("tracing_on", "1")
+    assert tracefs_state(fs) != before
+    assert restore_tracefs(fs, saved) == []
+    assert tracefs_state(fs) == before
