@@ -30,7 +30,10 @@ def _cmd_collect(args: argparse.Namespace) -> None:
     command = "disaggsim collect " + (
         f"--preset {args.preset}" if args.preset else f"--config {args.config}"
     ) + f" --out {args.out}"
-    out = collect.collect(config, Path(args.out), command=command)
+    try:
+        out = collect.collect(config, Path(args.out), command=command)
+    except (RuntimeError, PermissionError, FileExistsError) as exc:  # incl. RestoreError
+        raise CliError(str(exc)) from exc
     print(f"traces written to {out}")
 
 

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim.traces.blktrace import BLK_TC_READ
 from disaggsim.traces.collect_blk import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim.traces.apps.dask_sort import RECORD_BYTES, gen_input, map_partition, reduce_partition
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
+
 from disaggsim.traces.blktrace import BLK_TC_READ
 from disaggsim.traces.collect_blk import (
     BLK_IO_TRACE,

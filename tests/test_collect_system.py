@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim.traces.collect import PRESETS, CollectConfig, collect
 from disaggsim.traces.collect_apps import MemcachedYcsbConfig

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim.traces.apps.ycsb import (
     SCRAMBLED_ZETAN,

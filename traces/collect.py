@@ -28,7 +28,13 @@ Times: blktrace records carry CLOCK_MONOTONIC ns (``trace_clock=mono``); add
 ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time zero; the rmem
 timestamps are µs since it (``nodeN.rmem.meta``: ``{"start_time_us": ...}``).
 
-Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM.
+Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM
+(:class:`~disaggsim.traces.collect_env.UndoStack`): every undo step runs even if another
+fails, and one :class:`~disaggsim.traces.collect_env.RestoreError` names each piece of state
+left changed. tracefs settings are restored in whatever format the kernel showed them; a
+boot-time ring buffer that was never used (``buffer_size_kb`` = ``N (expanded: M)``) comes
+back at its boot size ``M``, since the kernel cannot shrink it back to the unexpanded state
+(:mod:`disaggsim.traces.collect_tracefs`).
 
 Usage: ``python -m disaggsim.traces.collect --preset memcached-ycsb --out DIR`` (root).
 """
@@ -74,6 +80,7 @@ from disaggsim.traces.collect_blk import (
 )
 from disaggsim.traces.collect_env import (
     SWITCH_NS,
+    UndoStack,
     disable_zswap,
     ensure_tracefs,
     ext4_disk,
@@ -250,7 +257,7 @@ class PidTracker:
 class Tcpdump:
     """``tcpdump`` on the switch side of node veths, writing nanosecond pcaps."""
 
-    def __init__(self, stack: contextlib.ExitStack, iface: str, pcap: Path, snaplen: int,
+    def __init__(self, stack: UndoStack, iface: str, pcap: Path, snaplen: int,
                  log: Path) -> None:
         self.log = log
         self._logf = open(log, "wb")  # noqa: SIM115 - closed in stop()
@@ -258,7 +265,7 @@ class Tcpdump:
             ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
                                   "-Z", "root", "--time-stamp-precision=nano", "-w", str(pcap)],
             stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
-        stack.callback(self._kill)
+        stack.undo(f"tcpdump on {iface}", self._kill)
         deadline = time.monotonic() + 10
         while "listening on" not in log.read_text(errors="replace"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -294,7 +301,7 @@ def _check_host() -> None:
 
 
 def _run_apps(
-    apps: list[Any], stack: contextlib.ExitStack, duration_s: float, label: str
+    apps: list[Any], stack: UndoStack, duration_s: float, label: str
 ) -> dict[str, object]:
     results: dict[str, object] = {}
     errors: list[BaseException] = []
@@ -376,6 +383,8 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             a leftover namespace/cgroup of another collection, or an application failure.
         FileExistsError: ``out_dir`` is not empty.
         CollectInterrupted / KeyboardInterrupt: SIGTERM / SIGINT (after cleaning up).
+        RestoreError: some machine state could not be restored (lists each piece; every
+            other undo step ran; the error being unwound is its ``during``/``__cause__``).
     """
     _check_host()
     out_dir = Path(out_dir).resolve()
@@ -389,13 +398,13 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
     n_cpus = os.cpu_count() or 1
     command = command or " ".join(shlex.quote(a) for a in sys.argv)
     steps = tqdm(total=8, desc=f"collect {config.sample}", unit="step")
-    with _terminate_on_signals(), contextlib.ExitStack() as stack:
+    with _terminate_on_signals(), UndoStack() as stack:
         stack.callback(steps.close)
         partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
         stack.callback(shutil.rmtree, partial, True)
         work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
                                      dir=config.work_dir or "/var/tmp"))
-        stack.callback(shutil.rmtree, work, True)
+        stack.undo(f"work directory {work}", shutil.rmtree, work)
         partial.chmod(0o755)  # mkdtemp makes it 0700
         (partial / "logs").mkdir()
         (partial / ".raw").mkdir()
@@ -428,7 +437,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             steps.set_postfix_str("calibration")
             for cg in memcgs:
                 memcg_reset(cg)
-            with contextlib.ExitStack() as run_stack:
+            with UndoStack() as run_stack:
                 for app in apps:
                     app.start(run_stack)
                 _run_apps(apps, run_stack, config.calibration_duration_s, "calibration")
@@ -446,7 +455,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             (cg / "memory.limit_in_bytes").write_text(str(limit))
             limits.append(limit)
 
-        with contextlib.ExitStack() as run_stack:
+        with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
             for app in apps:
                 app.start(run_stack)
@@ -466,9 +475,9 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             devices[swap_kdev] = partial / ".raw" / "swap"
             restore_tracer = arm_blk_tracer(tracefs, [*disk_devs, swap_dev],
                                             config.blk_buffer_kb, config.blk_act_mask)
-            run_stack.callback(restore_tracer)
+            run_stack.undo("tracefs settings", restore_tracer)
             keep = parse_keep_actions(config.blk_keep_actions)
-            splitter = BlkTraceSplitter(tracefs / "trace_pipe", devices, n_cpus,
+            splitter = BlkTraceSplitter(tracefs.root / "trace_pipe", devices, n_cpus,
                                         keep={dev: keep for dev in devices if dev != swap_kdev})
             run_stack.callback(splitter.stop)
             steps.update()
@@ -480,7 +489,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             steps.update()
 
             steps.set_postfix_str("stop tracing")
-            (tracefs / "tracing_on").write_text("0")
+            tracefs.write("tracing_on", "0")
             splitter.stop()
             tracker.stop()
             pcap_counts = [d.stop() for d in dumps]
@@ -571,17 +580,25 @@ def load_config(path: Path) -> CollectConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``."""
+    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``.
+
+    Returns 0, or 2 after printing a one-line error (bad config, not root, a missing tool,
+    a busy machine, a failed application, or the :class:`RestoreError` report).
+    """
     ap = argparse.ArgumentParser(prog="disaggsim collect", description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--preset", choices=sorted(PRESETS))
     src.add_argument("--config", type=Path, help="TOML/JSON CollectConfig")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    config = PRESETS[args.preset] if args.preset else load_config(args.config)
     argv_used = sys.argv[1:] if argv is None else argv
-    out = collect(config, args.out,
-                  command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+    try:
+        config = PRESETS[args.preset] if args.preset else load_config(args.config)
+        out = collect(config, args.out,
+                      command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+    except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:
+        print(f"disaggsim collect: error: {exc}", file=sys.stderr)
+        return 2
     print(out)
     return 0
 

@@ -18,7 +18,6 @@ Applications (both real programs from Debian/PyPI, with traffic crossing nodes):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import subprocess
@@ -30,7 +29,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from disaggsim.traces.collect_env import node_ip, node_ns, ns_exec, sh, spawn_in_node
+from disaggsim.traces.collect_env import (
+    UndoStack,
+    node_ip,
+    node_ns,
+    ns_exec,
+    sh,
+    spawn_in_node,
+)
 
 
 class MemcachedYcsbConfig(BaseModel):
@@ -80,7 +86,7 @@ class Cluster:
     seed: int
 
     def spawn(
-        self, stack: contextlib.ExitStack, node: int, argv: list[str], log_name: str
+        self, stack: UndoStack, node: int, argv: list[str], log_name: str
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` on ``node`` (its netns and memcg), logging to ``log_dir``."""
         return spawn_in_node(
@@ -145,7 +151,7 @@ class MemcachedYcsb:
     def prepare_data(self) -> None:
         """Nothing: memcached keeps its data in memory."""
 
-    def start(self, stack: contextlib.ExitStack) -> None:
+    def start(self, stack: UndoStack) -> None:
         """Start memcached on node 0 and run the YCSB load phase from the clients."""
         mc = shutil.which("memcached")
         if mc is None:
@@ -167,7 +173,7 @@ class MemcachedYcsb:
         ]
         self.cl.wait(procs, 600, "YCSB load")
 
-    def run(self, stack: contextlib.ExitStack, duration_s: float) -> dict[str, object]:
+    def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """YCSB run phase from every client node for ``duration_s``."""
         procs = []
         for node in range(1, self.cl.n_nodes):
@@ -217,7 +223,7 @@ class DaskSort:
                 "--records-per-file", str(self.cfg.records_per_file),
                 "--seed", str(self.cl.seed)])
 
-    def start(self, stack: contextlib.ExitStack) -> None:
+    def start(self, stack: UndoStack) -> None:
         """Start the scheduler on node 0 and a worker per node; clear old outputs."""
         for d in self._dirs():
             for f in (d / "output").glob("*"):
@@ -241,7 +247,7 @@ class DaskSort:
                 "--local-directory", str(d / "spill"), "--name", f"node{node}"],
                 f"dask-worker-node{node}")
 
-    def run(self, stack: contextlib.ExitStack, duration_s: float) -> dict[str, object]:
+    def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """Run the sort job from node 0 (``duration_s`` bounds it: timeout 10x + 300 s)."""
         for d in self._dirs():
             for f in (d / "input").glob("*"):

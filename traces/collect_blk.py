@@ -35,6 +35,8 @@ from disaggsim.traces.blktrace import (  # the kernel ABI, defined once
     BLK_TC_SHIFT,
     BLK_TC_WRITE,
 )
+from disaggsim.traces.collect_env import SYS_BLOCK, RestoreError
+from disaggsim.traces.collect_tracefs import Tracefs, restore_tracefs, save_tracefs
 
 #: ``struct blk_io_trace``: magic, sequence, time, sector, bytes, action, pid, device, cpu,
 #: error, pdu_len (include/uapi/linux/blktrace_api.h).
@@ -320,7 +322,8 @@ def iter_device_records(records: list[BlkRecord], device: int) -> Iterator[BlkRe
     return (r for r in records if r.device == device)
 
 
-#: tracefs files the collector changes, restored to their old contents afterwards.
+#: tracefs files the collector changes, restored to their old values afterwards
+#: (:func:`disaggsim.traces.collect_tracefs.save_tracefs` reads each file's format).
 TRACEFS_SETTINGS: Final = (
     "tracing_on",
     "current_tracer",
@@ -333,76 +336,79 @@ TRACEFS_SETTINGS: Final = (
 )
 
 
-def _read_setting(tracefs: Path, name: str) -> str:
-    text = (tracefs / name).read_text().strip()
-    if name == "trace_clock":  # "[local] global counter ..." -> "local"
-        return text.split("[", 1)[1].split("]", 1)[0]
-    return text
-
-
 def arm_blk_tracer(
-    tracefs: Path, block_devices: list[str], buffer_kb: int, act_mask: str
+    fs: Tracefs,
+    block_devices: list[str],
+    buffer_kb: int,
+    act_mask: str,
+    sys_block: Path = SYS_BLOCK,
 ) -> Callable[[], None]:
     """Switch ftrace to the binary ``blk`` tracer on ``block_devices`` (e.g. ``["loop3"]``).
 
     Sets ``trace_clock = mono``, ``options/bin = 1``, ``options/context-info = 0``,
     ``options/blk_classic = 0``, ``options/blk_cgroup = 0`` (classic 48-byte records without
-    cgroup ids), ``buffer_size_kb`` per CPU, ``/sys/block/DEV/trace/act_mask`` and
-    ``/sys/block/DEV/trace/enable = 1``, then ``tracing_on = 1``.
+    cgroup ids), ``buffer_size_kb`` per CPU, ``SYS_BLOCK/DEV/trace/act_mask`` and
+    ``SYS_BLOCK/DEV/trace/enable = 1``, then ``tracing_on = 1``.
 
     Returns a callback that disables the devices and restores every changed tracefs file to
-    its old value (called by the collector's ExitStack, also on failure). Files that do not
-    exist on this kernel (``options/blk_cgroup`` without CONFIG_BLK_CGROUP) are skipped.
+    its old value, in whatever format the kernel showed it
+    (:func:`~disaggsim.traces.collect_tracefs.save_tracefs`); it does every step and then
+    raises one :class:`~disaggsim.traces.collect_env.RestoreError` listing the steps that
+    failed. Files that do not exist on this kernel (``options/blk_cgroup`` without
+    CONFIG_BLK_CGROUP) are skipped. If arming fails, what was changed is restored before the
+    error propagates.
 
     Raises:
         RuntimeError: the ``blk`` tracer is not in ``available_tracers``
             (kernel without CONFIG_BLK_DEV_IO_TRACE).
+        ValueError: a setting in a format the restore does not know (nothing changed yet).
+        OSError: the kernel refused a setting (after restoring).
+        RestoreError: arming failed and so did part of the restore.
     """
-    if "blk" not in (tracefs / "available_tracers").read_text().split():
+    if "blk" not in fs.read("available_tracers").split():
         raise RuntimeError(
-            f"{tracefs / 'available_tracers'}: no 'blk' tracer (needs CONFIG_BLK_DEV_IO_TRACE)"
+            f"{fs.root / 'available_tracers'}: no 'blk' tracer (needs CONFIG_BLK_DEV_IO_TRACE)"
         )
-    saved = {n: _read_setting(tracefs, n) for n in TRACEFS_SETTINGS if (tracefs / n).exists()}
+    saved = save_tracefs(fs, TRACEFS_SETTINGS)
     armed: list[str] = []
 
     def restore() -> None:
-        errors: list[str] = []
+        failures = []
         for dev in armed:
+            path = sys_block / dev / "trace" / "enable"
             try:
-                Path(f"/sys/block/{dev}/trace/enable").write_text("0")
+                path.write_text("0")
             except OSError as exc:
-                errors.append(f"/sys/block/{dev}/trace/enable: {exc}")
-        # tracing_on last so that nothing is logged between the steps.
-        for name in sorted(saved, key=lambda n: n == "tracing_on"):
-            try:
-                (tracefs / name).write_text(saved[name])
-            except OSError as exc:
-                errors.append(f"{tracefs / name}: {exc}")
-        if errors:
-            raise RuntimeError("could not restore tracefs: " + "; ".join(errors))
+                failures.append(f"{path}: writing '0': {exc.strerror or exc}")
+        failures += restore_tracefs(fs, saved)
+        if failures:
+            raise RestoreError(failures)
 
     try:
-        (tracefs / "tracing_on").write_text("0")
-        (tracefs / "current_tracer").write_text("nop")
-        (tracefs / "trace_clock").write_text("mono")
-        (tracefs / "buffer_size_kb").write_text(str(buffer_kb))
+        fs.write("tracing_on", "0")
+        fs.write("current_tracer", "nop")
+        fs.write("trace_clock", "mono")
+        fs.write("buffer_size_kb", str(buffer_kb))
         for name, value in (
             ("options/bin", "1"),
             ("options/context-info", "0"),
             ("options/blk_classic", "0"),
             ("options/blk_cgroup", "0"),
         ):
-            if (tracefs / name).exists():
-                (tracefs / name).write_text(value)
+            if fs.exists(name):
+                fs.write(name, value)
         for dev in block_devices:
-            trace_dir = Path(f"/sys/block/{dev}/trace")
+            trace_dir = sys_block / dev / "trace"
+            armed.append(dev)  # writing act_mask alone already sets up the device's trace
             (trace_dir / "act_mask").write_text(act_mask)
             (trace_dir / "enable").write_text("1")
-            armed.append(dev)
-        (tracefs / "current_tracer").write_text("blk")
-        (tracefs / "trace").write_text("")  # clear the ring buffer
-        (tracefs / "tracing_on").write_text("1")
-    except BaseException:
-        restore()
+        fs.write("current_tracer", "blk")
+        fs.write("trace", "")  # clear the ring buffer
+        fs.write("tracing_on", "1")
+    except BaseException as exc:
+        try:
+            restore()
+        except RestoreError as rexc:
+            raise RestoreError(rexc.failures, exc) from exc
         raise
     return restore

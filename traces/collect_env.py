@@ -1,8 +1,12 @@
-"""System resources of an emulated cluster, each set up with its undo on an ExitStack.
+"""System resources of an emulated cluster, each set up with its undo on an :class:`UndoStack`.
 
-Every function here changes one piece of machine state and pushes the callback that undoes
-it onto the caller's :class:`contextlib.ExitStack`, so the collector leaves the machine as it
-found it on success, on an exception and on SIGINT/SIGTERM (the stack unwinds in reverse).
+Every function here changes one piece of machine state and pushes the step that undoes it
+onto the caller's :class:`UndoStack`, so the collector leaves the machine as it found it on
+success, on an exception and on SIGINT/SIGTERM (the stack unwinds in reverse). A plain
+:class:`contextlib.ExitStack` runs every callback even when one raises, but raises only the
+last error (an earlier callback's error is dropped, not even chained; Python 3.11), and a
+callback that ignores errors hides them all; an :class:`UndoStack` records every failed undo
+step and raises one :class:`RestoreError` listing them all, after all steps ran.
 
 - network: one namespace per node (``dsim-nN``, address ``10.77.0.(N+1)/24`` on ``eth0``)
   and a switch namespace (``dsim-sw``) holding a Linux bridge and the host ends of the veth
@@ -14,16 +18,35 @@ found it on success, on an exception and on SIGINT/SIGTERM (the stack unwinds in
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from types import TracebackType
+from typing import Any, Final
+
+from disaggsim.traces.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
 
 MEMCG_ROOT: Final = Path("/sys/fs/cgroup/memory")
-TRACEFS: Final = Path("/sys/kernel/tracing")
+NETNS_DIR: Final = Path("/run/netns")
+SYS_BLOCK: Final = Path("/sys/block")
+#: ``LOOP_CTL_REMOVE`` ioctl of ``/dev/loop-control`` (include/uapi/linux/loop.h).
+LOOP_CTL_REMOVE: Final = 0x4C81
+#: Sysctls of the root namespace the snapshot watches: the collector sets the IPv6 ones only
+#: inside its own namespaces, and none of the vm ones; a change would show here.
+WATCHED_SYSCTLS: Final = (
+    "net.ipv6.conf.all.disable_ipv6",
+    "net.ipv6.conf.default.disable_ipv6",
+    "net.ipv4.ip_forward",
+    "vm.swappiness",
+    "vm.page-cluster",
+    "vm.overcommit_memory",
+)
+#: ``/sys/block/DEV/trace`` attributes (block/blk-sysfs via kernel/trace/blktrace.c).
+BLK_TRACE_ATTRS: Final = ("enable", "act_mask", "start_lba", "end_lba", "pid")
 SWITCH_NS: Final = "dsim-sw"
 SUBNET_PREFIX: Final = "10.77.0."
 
@@ -36,6 +59,76 @@ def sh(cmd: Sequence[str], check: bool = True) -> str:
             f"command failed ({proc.returncode}): {' '.join(cmd)}: {proc.stderr.strip()}"
         )
     return proc.stdout
+
+
+class RestoreError(RuntimeError):
+    """Some machine state could not be restored; ``failures`` names each piece and why.
+
+    Raised after every other undo step ran. ``during`` is the error the collector was
+    unwinding from, if any (also chained as ``__cause__``).
+    """
+
+    def __init__(self, failures: Sequence[str], during: BaseException | None = None) -> None:
+        self.failures = list(failures)
+        self.during = during
+        msg = (f"could not restore {len(self.failures)} piece(s) of machine state (every "
+               "other undo step ran):\n  - " + "\n  - ".join(self.failures))
+        if during is not None:
+            msg += f"\n(while unwinding after {type(during).__name__}: {during})"
+        super().__init__(msg)
+
+
+class UndoStack(contextlib.ExitStack):
+    """An ExitStack whose :meth:`undo` steps all run and whose failures are reported together.
+
+    On exit, after every callback ran (in reverse order), a :class:`RestoreError` lists each
+    failed undo step; a :class:`RestoreError` of a nested UndoStack that is unwinding through
+    this one is merged into it, so the caller gets one report.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures: list[str] = []
+
+    def undo(self, what: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
+        """Push ``fn(*args, **kwargs)``, the step undoing ``what``; a failure is recorded
+        (a :class:`RestoreError` with all its entries), not raised at once. A step cut short
+        by a KeyboardInterrupt (a second SIGINT/SIGTERM while unwinding) is recorded too,
+        and the remaining steps still run."""
+
+        def step() -> None:
+            try:
+                fn(*args, **kwargs)
+            except RestoreError as exc:
+                self.failures += [f"{what}: {f}" for f in exc.failures]
+            except Exception as exc:
+                self.failures.append(f"{what}: {exc}")
+            except KeyboardInterrupt as exc:  # a second Ctrl-C/SIGTERM: finish the others
+                self.failures.append(f"{what}: interrupted ({type(exc).__name__}: {exc})")
+
+        self.callback(step)
+
+    def _error(self, during: BaseException | None) -> RestoreError:
+        if isinstance(during, RestoreError):
+            return RestoreError(during.failures + self.failures, during.during)
+        return RestoreError(self.failures, during)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            suppressed = super().__exit__(exc_type, exc, tb)
+        except BaseException as raised:
+            if self.failures:
+                raise self._error(raised) from raised
+            raise
+        if self.failures:
+            during = None if suppressed else exc
+            raise self._error(during) from during
+        return bool(suppressed)
 
 
 def node_ns(node: int) -> str:
@@ -53,15 +146,32 @@ def ns_exec(ns: str) -> list[str]:
     return ["ip", "netns", "exec", ns]
 
 
-def ensure_tracefs(stack: contextlib.ExitStack) -> Path:
+def ensure_tracefs(stack: UndoStack) -> Tracefs:
     """Mount tracefs at /sys/kernel/tracing unless mounted; unmount on unwind if we did."""
     if not (TRACEFS / "trace_pipe").exists():
         sh(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
-        stack.callback(sh, ["umount", str(TRACEFS)])
-    return TRACEFS
+        stack.undo(f"tracefs mount at {TRACEFS}", sh, ["umount", str(TRACEFS)])
+    return Tracefs(TRACEFS)
 
 
-def make_cluster_network(stack: contextlib.ExitStack, n_nodes: int) -> None:
+def _is_mountpoint(path: Path) -> bool:
+    return any(line.split()[1] == str(path)
+               for line in Path("/proc/self/mounts").read_text().splitlines())
+
+
+def _unmount_netns_dir(existed: bool) -> None:
+    """Undo what ``ip netns add`` did to /run/netns on first use (iproute2 ip/ipnetns.c
+    bind-mounts it onto itself, shared): unmount it (and remove it if it was created), unless
+    another program's namespaces live there now."""
+    if sh(["ip", "netns", "list"]).split():
+        return
+    if _is_mountpoint(NETNS_DIR):
+        sh(["umount", str(NETNS_DIR)])
+    if not existed:
+        NETNS_DIR.rmdir()
+
+
+def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     """Create the switch namespace with bridge ``br0`` and one namespace + veth per node.
 
     IPv6 is disabled inside the new namespaces so that the captures hold only the cluster's
@@ -75,9 +185,11 @@ def make_cluster_network(stack: contextlib.ExitStack, n_nodes: int) -> None:
     for name in names:
         if name in existing:
             raise RuntimeError(f"network namespace {name} exists: is another collection running?")
+    if not _is_mountpoint(NETNS_DIR):
+        stack.undo(f"mount of {NETNS_DIR}", _unmount_netns_dir, NETNS_DIR.exists())
     for name in names:
         sh(["ip", "netns", "add", name])
-        stack.callback(sh, ["ip", "netns", "del", name], False)
+        stack.undo(f"network namespace {name}", sh, ["ip", "netns", "del", name])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"])
         sh(ns_exec(name) + ["ip", "link", "set", "lo", "up"])
@@ -100,29 +212,47 @@ def make_cluster_network(stack: contextlib.ExitStack, n_nodes: int) -> None:
             time.sleep(0.05)
 
 
-def loop_device(stack: contextlib.ExitStack, backing: Path, size_bytes: int) -> str:
+def _loop_devices() -> set[str]:
+    return {p.name for p in SYS_BLOCK.glob("loop[0-9]*")}
+
+
+def _remove_loop_device(name: str) -> None:
+    """Delete the (detached) loop device ``name`` (``LOOP_CTL_REMOVE``), e.g. ``loop8``."""
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        fcntl.ioctl(fd, LOOP_CTL_REMOVE, int(name.removeprefix("loop")))
+    finally:
+        os.close(fd)
+
+
+def loop_device(stack: UndoStack, backing: Path, size_bytes: int) -> str:
     """Create a sparse file of ``size_bytes`` and attach a loop device (direct I/O) to it.
 
-    Returns the device name (e.g. ``loop3``); detaches it and deletes the file on unwind.
+    Returns the device name (e.g. ``loop3``); on unwind detaches it, deletes the file, and
+    removes the device itself if ``losetup --find`` had to create it (no free one existed).
     """
     with open(backing, "wb") as fh:
         fh.truncate(size_bytes)
-    stack.callback(backing.unlink, missing_ok=True)
+    stack.undo(f"backing file {backing}", backing.unlink, missing_ok=True)
+    before = _loop_devices()
     dev = sh(["losetup", "--find", "--show", "--direct-io=on", str(backing)]).strip()
-    stack.callback(sh, ["losetup", "-d", dev], False)
-    return os.path.basename(dev)
+    name = os.path.basename(dev)
+    if name not in before:
+        stack.undo(f"loop device {name} (created)", _remove_loop_device, name)
+    stack.undo(f"loop device {dev} attached to {backing}", sh, ["losetup", "-d", dev])
+    return name
 
 
-def ext4_disk(stack: contextlib.ExitStack, dev: str, mountpoint: Path) -> None:
+def ext4_disk(stack: UndoStack, dev: str, mountpoint: Path) -> None:
     """Make an ext4 file system on ``/dev/DEV`` and mount it at ``mountpoint`` (unmounted on
     unwind)."""
     sh(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", f"/dev/{dev}"])
     mountpoint.mkdir(parents=True, exist_ok=True)
     sh(["mount", "-o", "noatime", f"/dev/{dev}", str(mountpoint)])
-    stack.callback(sh, ["umount", str(mountpoint)], False)
+    stack.undo(f"ext4 mount of /dev/{dev} at {mountpoint}", sh, ["umount", str(mountpoint)])
 
 
-def swap_area(stack: contextlib.ExitStack, dev: str) -> None:
+def swap_area(stack: UndoStack, dev: str) -> None:
     """``mkswap`` + ``swapon`` on ``/dev/DEV`` at the highest priority; ``swapoff`` on unwind.
 
     Raises:
@@ -134,15 +264,15 @@ def swap_area(stack: contextlib.ExitStack, dev: str) -> None:
                            "swapoff it first so every swap-out lands on the traced device")
     sh(["mkswap", "-q", f"/dev/{dev}"])
     sh(["swapon", "-p", "32767", f"/dev/{dev}"])
-    stack.callback(sh, ["swapoff", f"/dev/{dev}"], False)
+    stack.undo(f"swap area /dev/{dev}", sh, ["swapoff", f"/dev/{dev}"])
 
 
-def disable_zswap(stack: contextlib.ExitStack) -> None:
+def disable_zswap(stack: UndoStack) -> None:
     """Turn zswap off (it would keep swap-outs in RAM, off the traced device); restore."""
     param = Path("/sys/module/zswap/parameters/enabled")
     if param.exists() and param.read_text().strip() in ("Y", "1"):
         param.write_text("N")
-        stack.callback(param.write_text, "Y")
+        stack.undo(f"{param} = Y", param.write_text, "Y")
 
 
 def kill_tasks(memcg: Path, timeout_s: float = 5.0) -> None:
@@ -166,7 +296,7 @@ def kill_tasks(memcg: Path, timeout_s: float = 5.0) -> None:
             raise RuntimeError(f"{memcg}: tasks left after SIGKILL: {pids}")
 
 
-def memcg_group(stack: contextlib.ExitStack, name: str) -> Path:
+def memcg_group(stack: UndoStack, name: str) -> Path:
     """Create memory cgroup ``/sys/fs/cgroup/memory/NAME``; on unwind kill its tasks, rmdir.
 
     Raises:
@@ -189,7 +319,7 @@ def memcg_group(stack: contextlib.ExitStack, name: str) -> Path:
                 time.sleep(0.1)
         path.rmdir()
 
-    stack.callback(remove)
+    stack.undo(f"memory cgroup {path}", remove)
     return path
 
 
@@ -223,7 +353,7 @@ def memcg_reset(memcg: Path) -> None:
 
 
 def spawn_in_node(
-    stack: contextlib.ExitStack,
+    stack: UndoStack,
     memcg: Path,
     ns: str,
     argv: Sequence[str],
@@ -244,7 +374,7 @@ def spawn_in_node(
         cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, **(env or {})},
     )
-    stack.callback(stop_process, proc)
+    stack.undo(f"process {proc.pid} ({argv[0]}) in {ns}", stop_process, proc)
     return proc
 
 
@@ -262,17 +392,53 @@ def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> None:
         proc.wait()
 
 
+def _sysctl(name: str) -> str:
+    path = Path("/proc/sys") / name.replace(".", "/")
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        return f"(unreadable: {exc.strerror})"
+
+
+def _blk_trace_state() -> list[str]:
+    out = []
+    for dev in sorted(SYS_BLOCK.iterdir()):
+        for attr in BLK_TRACE_ATTRS:
+            path = dev / "trace" / attr
+            with contextlib.suppress(OSError):
+                out.append(f"{dev.name}/trace/{attr}={path.read_text().strip()}")
+    return out
+
+
 def system_state() -> dict[str, list[str]]:
-    """Snapshot of the state the collector changes: netns, swaps, loop devices, memory
-    cgroups, tracer, zswap (compared before/after by the tests)."""
-    tracer = (TRACEFS / "current_tracer")
+    """Snapshot of everything the collector changes, for comparing before and after a run.
+
+    Keys: ``netns`` (``ip netns list``), ``swaps`` (/proc/swaps), ``loop`` (``losetup -a``),
+    ``loop_devices`` (/sys/block/loop*), ``mounts`` (/proc/self/mounts), ``memcg`` (groups
+    under /sys/fs/cgroup/memory and the root group's swappiness/use_hierarchy), ``zswap``,
+    ``sysctls`` (:data:`WATCHED_SYSCTLS` of the root namespace), ``blk_trace``
+    (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``) and ``tracefs``
+    (:func:`disaggsim.traces.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
+    trace_clock, buffer sizes incl. per CPU, options, events/block/enable; read through a
+    private mount when tracefs is not mounted). Buffer sizes are the size a tracer runs with,
+    so an unexpanded boot-time buffer and its restored expanded size compare equal (the
+    kernel cannot un-expand it; see :mod:`disaggsim.traces.collect_tracefs`).
+
+    Needs root (tracefs, cgroups).
+    """
     zswap = Path("/sys/module/zswap/parameters/enabled")
+    tracefs = read_tracefs_state()
     return {
         "netns": sorted(sh(["ip", "netns", "list"]).split()),
         "swaps": Path("/proc/swaps").read_text().splitlines()[1:],
         "loop": sorted(sh(["losetup", "-a"]).splitlines()),
-        "memcg": sorted(p.name for p in MEMCG_ROOT.iterdir() if p.is_dir()),
-        "current_tracer": [tracer.read_text().strip()] if tracer.exists() else ["(no tracefs)"],
-        "tracefs_mounted": [str((TRACEFS / "trace_pipe").exists())],
+        "loop_devices": sorted(_loop_devices()),
+        "mounts": sorted(Path("/proc/self/mounts").read_text().splitlines()),
+        "memcg": sorted(p.name for p in MEMCG_ROOT.iterdir() if p.is_dir()) + [
+            f"{f}={(MEMCG_ROOT / f).read_text().strip()}"
+            for f in ("memory.swappiness", "memory.use_hierarchy") if (MEMCG_ROOT / f).exists()],
         "zswap": [zswap.read_text().strip()] if zswap.exists() else [],
+        "sysctls": [f"{n}={_sysctl(n)}" for n in WATCHED_SYSCTLS],
+        "blk_trace": _blk_trace_state(),
+        "tracefs": [f"{k}={v}" for k, v in sorted(tracefs.items())] or ["(no tracefs)"],
     }
