@@ -372,7 +372,8 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
     """Run ``config`` on an emulated cluster and write its traces to ``out_dir``.
 
     ``out_dir`` must not exist or be empty; the traces are assembled in a sibling temp dir
-    and renamed into place at the end, so a failed run leaves no partial output.
+    and renamed into place at the end, so a failed run leaves no partial output (only its
+    application logs, moved to ``<out_dir>.failed-logs``; errors quote the failing log).
     ``command`` is recorded in the README (default: this process's argv).
 
     Returns ``out_dir``. Takes about calibration + load + ``duration_s`` + ~20 s of setup.
@@ -401,7 +402,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
     with _terminate_on_signals(), UndoStack() as stack:
         stack.callback(steps.close)
         partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-        stack.callback(shutil.rmtree, partial, True)
+        stack.callback(_discard_partial, partial, out_dir)
         work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
                                      dir=config.work_dir or "/var/tmp"))
         stack.undo(f"work directory {work}", shutil.rmtree, work)
@@ -560,6 +561,24 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             out_dir.rmdir()
         os.replace(partial, out_dir)
     return out_dir
+
+
+def _discard_partial(partial: Path, out_dir: Path) -> None:
+    """Remove a failed collection's partial output, keeping its application and tcpdump logs.
+
+    Nothing that looks like a result is left: only ``logs/`` survives, moved to
+    ``<out_dir>.failed-logs`` (replacing an older one) so that the failure can be diagnosed
+    after the fact. No-op after success (the partial directory was renamed to ``out_dir``).
+    """
+    if not partial.exists():
+        return
+    logs = partial / "logs"
+    if logs.is_dir() and any(logs.iterdir()):
+        kept = out_dir.parent / f"{out_dir.name}.failed-logs"
+        shutil.rmtree(kept, ignore_errors=True)
+        os.replace(logs, kept)
+        print(f"collect: failed; its logs are kept in {kept}", file=sys.stderr)
+    shutil.rmtree(partial, ignore_errors=True)
 
 
 def load_config(path: Path) -> CollectConfig:

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -84,15 +84,28 @@ class Cluster:
     data_dirs: list[Path]
     log_dir: Path
     seed: int
+    #: pid -> the log file its output goes to (for the error message when it fails).
+    logs: dict[int, Path] = field(default_factory=dict)
 
     def spawn(
         self, stack: UndoStack, node: int, argv: list[str], log_name: str
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` on ``node`` (its netns and memcg), logging to ``log_dir``."""
-        return spawn_in_node(
-            stack, self.memcgs[node], node_ns(node), argv, self.log_dir / f"{log_name}.log",
+        log = self.log_dir / f"{log_name}.log"
+        proc = spawn_in_node(
+            stack, self.memcgs[node], node_ns(node), argv, log,
             env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"},
         )
+        self.logs[proc.pid] = log
+        return proc
+
+    def _log_tail(self, proc: subprocess.Popen[bytes], lines: int = 8) -> str:
+        """The last ``lines`` lines of ``proc``'s log, indented, for an error message."""
+        log = self.logs.get(proc.pid)
+        if log is None or not log.exists():
+            return ""
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        return f"\n  last lines of {log.name}:\n" + "\n".join(f"    {t}" for t in tail)
 
     def wait(self, procs: list[subprocess.Popen[bytes]], timeout_s: float, what: str) -> None:
         """Wait for ``procs`` to exit 0 within ``timeout_s``.
@@ -105,10 +118,10 @@ class Cluster:
             try:
                 rc = proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired as exc:
-                raise RuntimeError(f"{what}: timed out after {timeout_s:.0f} s; see "
-                                   f"{self.log_dir}") from exc
+                raise RuntimeError(f"{what}: timed out after {timeout_s:.0f} s"
+                                   f"{self._log_tail(proc)}") from exc
             if rc != 0:
-                raise RuntimeError(f"{what}: {proc.args!r} exited {rc}; see {self.log_dir}")
+                raise RuntimeError(f"{what}: {proc.args!r} exited {rc}{self._log_tail(proc)}")
 
 
 def _last_json(log: Path) -> dict[str, float]:
