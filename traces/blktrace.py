@@ -265,7 +265,8 @@ def wallclock_offset_ns(
         with f.open("rb") as fh:
             fh.seek(off)
             head = fh.read(RECORD_BYTES + 8)
-        endian = "<" if struct.unpack_from("<I", head, 0)[0] >> 8 == BLK_IO_TRACE_MAGIC >> 8 else ">"
+        little = struct.unpack_from("<I", head, 0)[0] >> 8 == BLK_IO_TRACE_MAGIC >> 8
+        endian = "<" if little else ">"
         sec, nsec = struct.unpack_from(endian + "II", head, RECORD_BYTES)
         t = int(rec["time"][i])
         if nsec >= 1_000_000_000 or t >= MAX_TRACE_TIME_NS:

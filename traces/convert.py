@@ -28,7 +28,9 @@ device's blktrace (the same swap-ins/outs seen at the block layer).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -48,12 +50,30 @@ from disaggsim.traces.blades import (
     disk_flows,
     memory_flows,
 )
-from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrace
+from disaggsim.traces.blktrace import (
+    SECTOR_BYTES,
+    blktrace_files,
+    read_blktrace,
+    wallclock_offset_ns,
+)
 from disaggsim.traces.errors import TraceFormatError
-from disaggsim.traces.paging import PAGE_BYTES, read_rmem
+from disaggsim.traces.paging import (
+    MAX_EPOCH_US,
+    PAGE_BYTES,
+    meta_path,
+    read_rmem,
+    read_rmem_meta_ns,
+)
 from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
 
 META_FILE: Final = "meta.json"
+#: Bound of a clock offset (ns): with record times < 2**62 the sum stays int64-safe.
+MAX_OFFSET_NS: Final = 2**62
+#: Latest plausible record time (2100-01-01, ns since the epoch): ``paging.MAX_EPOCH_US``.
+MAX_REALTIME_NS: Final = MAX_EPOCH_US * 1000
+#: Inputs whose time ranges are farther apart than the longest input (and this floor)
+#: are on different clocks: an error, never a flow table spanning decades.
+MIN_GAP_TOLERANCE_NS: Final = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -71,18 +91,26 @@ class NodeInputs:
     swap_blktrace: Path | None = None
     paging: Path | None = None
     trace_clock_offset_ns: int | None = None
+    meta: Path | None = None
+    host: str | None = None
 
 
 @dataclass(frozen=True)
 class SampleInputs:
-    """A traced cluster: its nodes and the facts needed to put the traces on one clock."""
+    """A traced cluster: its nodes and the facts needed to put the traces on one clock.
+
+    ``trace_clock_offset_ns`` None means "not known": each blktrace is then moved by its
+    own wall-clock anchor or aligned to its node's trace start (see :func:`convert`).
+    ``meta_tz`` is the time zone of ``date``-form meta files (``paging.read_rmem_meta_ns``).
+    """
 
     nodes: tuple[NodeInputs, ...]
-    trace_clock_offset_ns: int = 0
+    trace_clock_offset_ns: int | None = None
     page_bytes: int = PAGE_BYTES
     swap_bytes: int | None = None
     disk_bytes: int | None = None
     name: str = ""
+    meta_tz: str = "UTC"
 
 
 @dataclass(frozen=True)
@@ -121,9 +149,23 @@ class ConvertReport:
     flows: dict[str, int] = field(default_factory=dict)
     t0_realtime_ns: int = 0
     attribution: AttributionReport | None = None
+    #: How each blktrace was put on the wall clock (given offset, anchor or alignment).
+    clock_notes: list[str] = field(default_factory=list)
+    #: Input files that exist but hold no record.
+    empty_files: list[str] = field(default_factory=list)
+    #: file -> (first, last) record time, CLOCK_REALTIME ns.
+    time_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    source_format: str = "meta.json"
 
     def __str__(self) -> str:
-        lines = [f"t0 (CLOCK_REALTIME ns): {self.t0_realtime_ns}"]
+        lines = [f"input: {self.source_format}", f"t0 (CLOCK_REALTIME ns): {self.t0_realtime_ns}"]
+        if self.time_ranges:
+            first = min(a for a, _ in self.time_ranges.values())
+            last = max(b for _, b in self.time_ranges.values())
+            lines.append(f"time span of all inputs: {(last - first) / 1e9:.3f} s")
+        lines += [f"clock: {note}" for note in self.clock_notes]
+        lines.append(f"empty input files: {len(self.empty_files)}")
+        lines += [f"  empty: {f}" for f in self.empty_files]
         lines += [f"records {k}: {v}" for k, v in self.records.items()]
         lines += [f"flows {k}: {v}" for k, v in self.flows.items()]
         if self.attribution is not None:
@@ -166,6 +208,7 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
 
     nodes = []
     seen: set[int] = set()
+    seen_ips: dict[str, int] = {}
     for i, entry in enumerate(meta["nodes"]):
         where = f"nodes[{i}]."
         if not isinstance(entry, dict):
@@ -187,10 +230,18 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
         if ip is not None:
             try:
                 ip_to_int(ip)
-            except (ValueError, AttributeError) as exc:
+            except (ValueError, AttributeError, TypeError) as exc:
                 raise _meta_error(
                     meta_path, f"{where}ip", "a dotted-quad IPv4 address", ip
                 ) from exc
+            if ip in seen_ips:
+                raise _meta_error(
+                    meta_path,
+                    f"{where}ip",
+                    f"an address no other node has (nodes[{seen_ips[ip]}] has it)",
+                    ip,
+                )
+            seen_ips[ip] = i
         nodes.append(
             NodeInputs(
                 node=node,
@@ -202,10 +253,26 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
                 trace_clock_offset_ns=opt_int(entry, "trace_clock_offset_ns", where),
             )
         )
+    page_bytes = opt_int(meta, "page_bytes", "")
+    for key in ("page_bytes", "swap_bytes", "disk_bytes"):
+        v = opt_int(meta, key, "")
+        if v is not None and v <= 0:
+            raise _meta_error(meta_path, key, "a positive number of bytes", v)
+    if page_bytes is not None and (page_bytes < 512 or page_bytes & (page_bytes - 1)):
+        raise _meta_error(meta_path, "page_bytes", "a power of two >= 512 (e.g. 4096)", page_bytes)
+    offsets = [("trace_clock_offset_ns", meta)] + [
+        (f"nodes[{i}].trace_clock_offset_ns", e) for i, e in enumerate(meta["nodes"])
+    ]
+    for name, obj in offsets:
+        v = obj.get("trace_clock_offset_ns")
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= MAX_OFFSET_NS:
+            raise _meta_error(
+                meta_path, name, f"an offset below 2**62 ns in magnitude ({MAX_OFFSET_NS})", v
+            )
     sample = SampleInputs(
         nodes=tuple(nodes),
-        trace_clock_offset_ns=opt_int(meta, "trace_clock_offset_ns", "") or 0,
-        page_bytes=opt_int(meta, "page_bytes", "") or PAGE_BYTES,
+        trace_clock_offset_ns=opt_int(meta, "trace_clock_offset_ns", ""),
+        page_bytes=PAGE_BYTES if page_bytes is None else page_bytes,
         swap_bytes=opt_int(meta, "swap_bytes", ""),
         disk_bytes=opt_int(meta, "disk_bytes", ""),
         name=str(meta.get("sample", base.name)),
@@ -214,12 +281,136 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
     return sample
 
 
+_ARTIFACT_FILE: Final = re.compile(
+    r"(?P<node>[0-9]+)-(?P<kind>mem|meta|disk)-(?P<host>.+?)(?:\.blktrace\.(?P<cpu>[0-9]+))?"
+)
+
+
+def is_artifact_run(run_dir: str | Path) -> bool:
+    """True if ``run_dir`` has no meta.json and holds files of the original artifact's
+    layout (``<n>-mem-<host>``, ``<n>-meta-<host>``, ``<n>-disk-<host>.blktrace.<cpu>``)."""
+    d = Path(run_dir)
+    if not d.is_dir() or (d / META_FILE).exists():
+        return False
+    return any(_ARTIFACT_FILE.fullmatch(q.name) for q in d.iterdir())
+
+
+def load_artifact_run(run_dir: str | Path, meta_tz: str = "UTC") -> SampleInputs:
+    """Read a results directory of the original artifact as it is published.
+
+    NetSys/disaggregation ``rmem/results/<run>/`` (written by ``rmem/ec2_run.sh``) holds,
+    for the ``n``-th slave ``host``: ``<n>-mem-<host>`` (the rmem paging trace,
+    ``/proc/rmem_log``, the ``<idx> <±timestamp_us> <page> <npages> <page_size>`` form),
+    ``<n>-meta-<host>`` (``date +%y%m%d%H%M%S.%N`` just before blktrace started, the
+    host's local time, read in ``meta_tz``) and ``<n>-disk-<host>.blktrace.<cpu>``
+    (blktrace of the node's disk). There is no pcap, so there are no IP addresses, no net
+    flows and no attribution: node ``n`` is the artifact's ``n``, its blades are
+    ``n * BLADES_PER_NODE + {compute, memory, disk}`` (``disaggsim.schemas``), and its
+    memory and disk accesses are requested by its own compute blade. A node's files may
+    be missing or empty (counted in the report); a node index with two host names is an
+    error.
+
+    Raises:
+        FileNotFoundError: no file of that layout in ``run_dir``.
+        TraceFormatError: conflicting host names for one node index.
+    """
+    d = Path(run_dir)
+    found: dict[int, dict[str, Any]] = {}
+    for q in sorted(d.iterdir()) if d.is_dir() else []:
+        m = _ARTIFACT_FILE.fullmatch(q.name)
+        if m is None:
+            continue
+        node = int(m["node"])
+        entry = found.setdefault(node, {"host": m["host"]})
+        if entry["host"] != m["host"]:
+            raise TraceFormatError(
+                q,
+                None,
+                "host",
+                f"the host {entry['host']!r} of node {node}'s other files",
+                m["host"],
+            )
+        if m["kind"] == "disk":
+            if m["cpu"] is None:
+                raise TraceFormatError(
+                    q, None, None, f"a per-CPU blktrace file {node}-disk-<host>.blktrace.<cpu>"
+                )
+            entry["disk"] = d / f"{node}-disk-{m['host']}"
+        elif m["cpu"] is not None:
+            raise TraceFormatError(q, None, None, f"{node}-{m['kind']}-<host> (no .blktrace)")
+        else:
+            entry[m["kind"]] = q
+    if not found:
+        raise FileNotFoundError(
+            f"{d}: no meta.json and no artifact files (<n>-mem-<host>, <n>-meta-<host>, "
+            "<n>-disk-<host>.blktrace.<cpu>)"
+        )
+    nodes = tuple(
+        NodeInputs(
+            node=n,
+            paging=e.get("mem"),
+            disk_blktrace=e.get("disk"),
+            meta=e.get("meta"),
+            host=e["host"],
+        )
+        for n, e in sorted(found.items())
+    )
+    sample = SampleInputs(nodes=nodes, name=d.name, meta_tz=meta_tz)
+    check_inputs(sample)
+    return sample
+
+
+def load_any(source: str | Path, meta_tz: str = "UTC") -> tuple[SampleInputs, str]:
+    """A sample directory (meta.json) or an artifact results directory, and which it was.
+
+    Raises:
+        FileNotFoundError: neither layout (names the directory and both layouts).
+    """
+    d = Path(source)
+    if (d / META_FILE).exists():
+        return load_sample(d), "meta.json"
+    if is_artifact_run(d):
+        return load_artifact_run(d, meta_tz), "artifact results directory"
+    raise FileNotFoundError(
+        f"{d}: expected a sample directory with {META_FILE} or an artifact results directory "
+        "(<n>-mem-<host>, <n>-meta-<host>, <n>-disk-<host>.blktrace.<cpu>)"
+    )
+
+
 def check_inputs(sample: SampleInputs) -> None:
-    """Raise FileNotFoundError naming the first referenced trace file that is missing."""
+    """Check a :class:`SampleInputs` before reading any trace.
+
+    Raises:
+        FileNotFoundError: a referenced trace file is missing (names node and file).
+        TraceFormatError: a directory where a trace file should be.
+        ValueError: page_bytes not a power of two >= 512, non-positive device sizes,
+            duplicate node numbers or IPs, or a clock offset >= 2**62 ns in magnitude.
+    """
+    pb = sample.page_bytes
+    if not isinstance(pb, int) or pb < 512 or pb & (pb - 1):
+        raise ValueError(f"page_bytes must be a power of two >= 512, got {pb!r}")
+    for key in ("swap_bytes", "disk_bytes"):
+        v = getattr(sample, key)
+        if v is not None and v <= 0:
+            raise ValueError(f"{key} must be positive, got {v}")
+    nodes = [n.node for n in sample.nodes]
+    if len(set(nodes)) != len(nodes) or min(nodes, default=0) < 0:
+        raise ValueError(f"node numbers must be distinct and >= 0, got {nodes}")
+    ips = [n.ip for n in sample.nodes if n.ip is not None]
+    dup = sorted({ip for ip in ips if ips.count(ip) > 1})
+    if dup:
+        raise ValueError(f"node IPs must be unique; {dup} used by several nodes")
+    for off in [sample.trace_clock_offset_ns] + [n.trace_clock_offset_ns for n in sample.nodes]:
+        if off is not None and abs(off) >= MAX_OFFSET_NS:
+            raise ValueError(f"trace_clock_offset_ns {off} is >= 2**62 ns in magnitude")
     for n in sample.nodes:
-        for key in ("pcap", "paging"):
+        for key in ("pcap", "paging", "meta"):
             p = getattr(n, key)
-            if p is not None and not Path(p).is_file():
+            if p is None:
+                continue
+            if Path(p).is_dir():
+                raise TraceFormatError(p, None, None, f"node {n.node}'s {key} file", "a directory")
+            if not Path(p).is_file():
                 raise FileNotFoundError(f"node {n.node}: {key} file {p} not found")
         for key in ("disk_blktrace", "swap_blktrace"):
             p = getattr(n, key)
@@ -234,13 +425,27 @@ def convert(
     source: str | Path | SampleInputs,
     options: ConvertOptions | None = None,
     report: ConvertReport | None = None,
+    meta_tz: str = "UTC",
 ) -> pd.DataFrame:
     """Convert a traced cluster to the flow table (``FLOW_TABLE`` columns and dtypes).
 
     Args:
-        source: a sample directory (with meta.json) or a :class:`SampleInputs`.
+        source: a sample directory (with meta.json), an artifact results directory
+            (:func:`load_artifact_run`, detected by its file names) or a
+            :class:`SampleInputs`.
         options: conversion knobs (defaults documented in :class:`ConvertOptions`).
-        report: if given, filled with record/flow counts and the attribution report.
+        report: if given, filled with record/flow counts, clock notes, empty files, the
+            time range of every input and the attribution report.
+        meta_tz: time zone of ``date``-form meta files of a directory source.
+
+    Clocks: a blktrace is moved to CLOCK_REALTIME by, in this order, (1) the given
+    ``trace_clock_offset_ns`` (node, then sample), (2) its ``BLK_TN_TIMESTAMP`` anchor
+    (``blktrace.wallclock_offset_ns``), (3) aligning its first record to the node's trace
+    start: the node's meta time (the artifact writes it just before starting blktrace),
+    else the first record of the node's paging trace, else of its pcap. The report says
+    which, per file. Then every input's time range is checked: all within
+    [1970, 2100) and no input farther from the others than the longest input is long
+    (floor 1 s); else a ValueError lists every file and its range.
 
     Returns:
         DataFrame with columns flow_id, start_ns, src, dst, size_bytes, kind, node,
@@ -249,13 +454,17 @@ def convert(
 
     Raises:
         FileNotFoundError, TraceFormatError: from the inputs (named file, line, field).
-        ValueError: inconsistent inputs (e.g. a node with a pcap but no IP).
+        ValueError: inconsistent inputs (e.g. a node with a pcap but no IP), or time
+            ranges on different clocks (names the files and their ranges).
     """
     opts = options or ConvertOptions()
     rep = report if report is not None else ConvertReport()
-    sample = source if isinstance(source, SampleInputs) else load_sample(source)
     if isinstance(source, SampleInputs):
+        sample = source
         check_inputs(sample)
+        rep.source_format = "SampleInputs"
+    else:
+        sample, rep.source_format = load_any(source, meta_tz)
     bad_kinds = set(opts.kinds) - set(FLOW_KINDS)
     if bad_kinds:
         raise ValueError(
@@ -280,6 +489,9 @@ def convert(
         rep.records[f"n{n.node}.pcap_packets"] = len(packets)
         if len(packets):
             earliest.append(int(packets.ts_ns.min()))
+            rep.time_ranges[str(n.pcap)] = (int(packets.ts_ns.min()), int(packets.ts_ns.max()))
+        else:
+            rep.empty_files.append(str(n.pcap))
         msgs = network_messages(packets, node_of_ip, opts.idle_gap_ns)
         own = (msgs["src_node"] == n.node) | (
             (msgs["dst_node"] == n.node) & ~msgs["src_node"].isin(has_pcap)
@@ -309,17 +521,37 @@ def convert(
     # Memory and disk accesses on the realtime clock.
     mem_frames, disk_frames = [], []
     for n in sample.nodes:
-        offset = (
-            n.trace_clock_offset_ns
-            if n.trace_clock_offset_ns is not None
-            else sample.trace_clock_offset_ns
+        node_meta = n.meta
+        if node_meta is None and n.paging is not None and meta_path(n.paging).is_file():
+            node_meta = meta_path(n.paging)
+        node_start_ns = (
+            read_rmem_meta_ns(node_meta, sample.meta_tz) if node_meta is not None else None
         )
+        pg = None
         if n.paging is not None:
-            pg = read_rmem(n.paging, page_bytes=sample.page_bytes)
-            if len(pg) and (pg["realtime_ns"] < 0).any():
+            pg = read_rmem(
+                n.paging,
+                page_bytes=sample.page_bytes,
+                meta=node_meta,
+                meta_tz=sample.meta_tz,
+            )
+            rep.records[f"n{n.node}.paging"] = len(pg)
+            if not len(pg):
+                rep.empty_files.append(str(n.paging))
+            elif (pg["realtime_ns"] < 0).any():
                 raise ValueError(
-                    f"{n.paging}: relative timestamps and no meta file {n.paging}.meta"
+                    f"{n.paging}: relative timestamps and no meta file {meta_path(n.paging)}"
                 )
+            else:
+                rep.time_ranges[str(n.paging)] = (
+                    int(pg["realtime_ns"].min()),
+                    int(pg["realtime_ns"].max()),
+                )
+                if node_start_ns is None:
+                    node_start_ns = int(pg["realtime_ns"].min())
+        if node_start_ns is None and n.pcap is not None:
+            node_start_ns = rep.time_ranges.get(str(n.pcap), (None, None))[0]
+        if pg is not None:
             mem_frames.append(
                 pd.DataFrame(
                     {
@@ -335,45 +567,53 @@ def convert(
                     }
                 )
             )
-            rep.records[f"n{n.node}.paging"] = len(pg)
         elif n.swap_blktrace is not None:
             sw = read_blktrace(n.swap_blktrace, actions=opts.blk_actions)
-            addr = sw["sector"] * SECTOR_BYTES
-            misaligned = (addr % sample.page_bytes != 0) | (
-                sw["size_bytes"] % sample.page_bytes != 0
-            )
-            if misaligned.any():
-                row = sw[misaligned].iloc[0]
-                raise TraceFormatError(
-                    row["source_file"],
-                    f"record {row['source_record']}",
-                    "sector/bytes",
-                    f"page-aligned swap I/O ({sample.page_bytes} B)",
-                    (int(row["sector"]), int(row["size_bytes"])),
-                )
-            mem_frames.append(
-                pd.DataFrame(
-                    {
-                        "node": n.node,
-                        "time_ns": sw["time_ns"] + offset,
-                        "op": sw["op"],
-                        "page": addr // sample.page_bytes,
-                        "npages": sw["size_bytes"] // sample.page_bytes,
-                        "batch_id": np.arange(len(sw), dtype=np.int64),
-                        "size_bytes": sw["size_bytes"],
-                        "source_file": sw["source_file"],
-                        "source_record": sw["source_record"],
-                    }
-                )
-            )
             rep.records[f"n{n.node}.swap_blktrace"] = len(sw)
+            if not len(sw):
+                rep.empty_files.append(str(n.swap_blktrace))
+            else:
+                addr = sw["sector"] * SECTOR_BYTES
+                misaligned = (addr % sample.page_bytes != 0) | (
+                    sw["size_bytes"] % sample.page_bytes != 0
+                )
+                if misaligned.any():
+                    row = sw[misaligned].iloc[0]
+                    raise TraceFormatError(
+                        row["source_file"],
+                        f"record {row['source_record']}",
+                        "sector/bytes",
+                        f"page-aligned swap I/O ({sample.page_bytes} B)",
+                        (int(row["sector"]), int(row["size_bytes"])),
+                    )
+                time_ns = _on_wall_clock(sw, n, n.swap_blktrace, sample, node_start_ns, rep)
+                mem_frames.append(
+                    pd.DataFrame(
+                        {
+                            "node": n.node,
+                            "time_ns": time_ns,
+                            "op": sw["op"],
+                            "page": addr // sample.page_bytes,
+                            "npages": sw["size_bytes"] // sample.page_bytes,
+                            "batch_id": np.arange(len(sw), dtype=np.int64),
+                            "size_bytes": sw["size_bytes"],
+                            "source_file": sw["source_file"],
+                            "source_record": sw["source_record"],
+                        }
+                    )
+                )
         if n.disk_blktrace is not None:
             dk = read_blktrace(n.disk_blktrace, actions=opts.blk_actions)
+            rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
+            if not len(dk):
+                rep.empty_files.append(str(n.disk_blktrace))
+                continue
+            time_ns = _on_wall_clock(dk, n, n.disk_blktrace, sample, node_start_ns, rep)
             disk_frames.append(
                 pd.DataFrame(
                     {
                         "node": n.node,
-                        "time_ns": dk["time_ns"] + offset,
+                        "time_ns": time_ns,
                         "op": dk["op"],
                         "sector": dk["sector"],
                         "size_bytes": dk["size_bytes"],
@@ -382,14 +622,17 @@ def convert(
                     }
                 )
             )
-            rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
     mem = pd.concat(mem_frames, ignore_index=True) if mem_frames else None
     disk = pd.concat(disk_frames, ignore_index=True) if disk_frames else None
     for frame in (mem, disk):
         if frame is not None and len(frame):
             earliest.append(int(frame["time_ns"].min()))
     if not earliest:
-        raise ValueError(f"sample {sample.name!r}: no records in any input")
+        raise ValueError(
+            f"sample {sample.name!r}: no records in any input "
+            f"({len(rep.empty_files)} empty files: {rep.empty_files})"
+        )
+    check_time_ranges(rep.time_ranges)
     t0 = min(earliest)
     rep.t0_realtime_ns = t0
 
@@ -469,6 +712,89 @@ def convert(
     for k in FLOW_KINDS:
         rep.flows[k] = int((table["kind"] == k).sum())
     return _to_schema(table)
+
+
+def _on_wall_clock(
+    blk: pd.DataFrame,
+    n: NodeInputs,
+    prefix: Path,
+    sample: SampleInputs,
+    node_start_ns: int | None,
+    rep: ConvertReport,
+) -> np.ndarray:
+    """``blk.time_ns`` moved to CLOCK_REALTIME (see :func:`convert`); records the time
+    range and a clock note in ``rep``. Raises ValueError if the result leaves [0, 2100)."""
+    first, last = int(blk["time_ns"].min()), int(blk["time_ns"].max())
+    given = n.trace_clock_offset_ns
+    if given is None:
+        given = sample.trace_clock_offset_ns
+    anchor = wallclock_offset_ns(prefix) if given is None else None
+    if given is not None:
+        offset = given
+        note = f"{prefix}: given trace_clock_offset_ns {offset}"
+    elif anchor is not None:
+        offset = anchor[0]
+        note = f"{prefix}: wall-clock anchor BLK_TN_TIMESTAMP ({anchor[1]} byte {anchor[2]})"
+    elif node_start_ns is not None:
+        offset = node_start_ns - first
+        note = (
+            f"{prefix}: no wall-clock anchor and no offset given: first record aligned to "
+            f"node {n.node}'s trace start {_iso(node_start_ns)} (offset {offset} ns)"
+        )
+    else:
+        offset = 0
+        note = f"{prefix}: no wall-clock anchor, offset or node start: left on its own clock"
+    if not (0 <= first + offset and last + offset < MAX_REALTIME_NS):
+        raise ValueError(
+            f"{prefix}: records {first}..{last} ns plus clock offset {offset} ns fall outside "
+            f"1970..2100 (0..{MAX_REALTIME_NS} ns); expected an offset CLOCK_REALTIME - trace clock"
+        )
+    rep.clock_notes.append(note)
+    rep.time_ranges[str(prefix)] = (first + offset, last + offset)
+    return blk["time_ns"].to_numpy(dtype=np.int64) + np.int64(offset)
+
+
+def _iso(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC).isoformat()
+
+
+def check_time_ranges(ranges: dict[str, tuple[int, int]]) -> None:
+    """Fail if inputs are on different clocks: a gap between the inputs' time ranges
+    longer than the longest input (at least ``MIN_GAP_TOLERANCE_NS``), or a time outside
+    [0, ``MAX_REALTIME_NS``).
+
+    Args:
+        ranges: file -> (first, last) record time, CLOCK_REALTIME ns.
+
+    Raises:
+        ValueError: names every file with its range (ISO UTC and ns).
+    """
+    if not ranges:
+        return
+    longest = max(b - a for a, b in ranges.values())
+    tolerance = max(longest, MIN_GAP_TOLERANCE_NS)
+    items = sorted(ranges.items(), key=lambda kv: kv[1])
+    end = items[0][1][1]
+    problem = ""
+    for name, (a, b) in items:
+        if a < 0 or b >= MAX_REALTIME_NS:
+            problem = f"{name} has times outside 1970..2100"
+            break
+        if a - end > tolerance:
+            problem = (
+                f"{name} starts {(a - end) / 1e9:.3f} s after the inputs before it end, "
+                f"more than the longest input lasts ({tolerance / 1e9:.3f} s): the inputs "
+                "are on different clocks (give trace_clock_offset_ns, or a meta file)"
+            )
+            break
+        end = max(end, b)
+    if problem:
+        listing = "; ".join(
+            f"{name}: {a}..{b} ns ({_iso(a) if 0 <= a < MAX_REALTIME_NS else '?'} .. "
+            f"{_iso(b) if 0 <= b < MAX_REALTIME_NS else '?'})"
+            for name, (a, b) in items
+        )
+        raise ValueError(f"time ranges of the inputs do not fit one run: {problem}. {listing}")
 
 
 def _empty_table() -> pd.DataFrame:

@@ -132,7 +132,7 @@ def read_rmem_meta_ns(path: str | Path, tz: str = "UTC") -> int:
     text = _read_text_file(p, "a meta file").strip()
     expected = (
         "one line: 'yymmddHHMMSS.nanoseconds' (date +%y%m%d%H%M%S.%N), an integer of µs "
-        "since the Unix epoch, or JSON {\"start_time_us\": N}"
+        'since the Unix epoch, or JSON {"start_time_us": N}'
     )
     if text.startswith("{"):
         try:
@@ -159,9 +159,7 @@ def read_rmem_meta_ns(path: str | Path, tz: str = "UTC") -> int:
     try:
         local = dt.datetime.strptime(m.group(1), "%y%m%d%H%M%S").replace(tzinfo=zone)
     except ValueError as exc:
-        raise TraceFormatError(
-            p, 1, "start_time", "a valid date yymmddHHMMSS", m.group(1)
-        ) from exc
+        raise TraceFormatError(p, 1, "start_time", "a valid date yymmddHHMMSS", m.group(1)) from exc
     frac_ns = int(m.group(2).ljust(9, "0"))
     ns = int(local.timestamp()) * 1_000_000_000 + frac_ns
     _plausible_us(p, ns // 1000)
@@ -227,7 +225,8 @@ def _parse_lines(p: Path, page_bytes: int) -> tuple[str, list[tuple[int, int, st
         if not this:
             raise TraceFormatError(p, lineno, None, _FORMS_EXPECTED, line)
         if form and this != form:
-            raise TraceFormatError(p, lineno, None, f"the {form} form used by the lines above", line)
+            expected = f"the {form} form used by the lines above"
+            raise TraceFormatError(p, lineno, None, expected, line)
         form = this
         if form == "batch":
             batch = _parse_int(
