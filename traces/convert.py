@@ -31,6 +31,7 @@ import dataclasses
 import datetime as dt
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -41,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.traces._atomic import atomic_paths
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
 from disaggsim.traces.blades import (
     DEFAULT_DISK_PARTITION,
@@ -817,17 +818,26 @@ def _to_schema(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_flow_table(df: pd.DataFrame, out_prefix: str | Path) -> tuple[Path, Path]:
+def write_flow_table(
+    df: pd.DataFrame,
+    out_prefix: str | Path,
+    extra_writers: Sequence[tuple[Path, Callable[[Path], None]]] = (),
+) -> tuple[Path, Path]:
     """Write ``OUT_PREFIX.parquet`` and ``OUT_PREFIX.csv`` (``FLOW_TABLE``), atomically.
 
     The table is checked against ``FLOW_TABLE`` first (column names, order, types, no
     nulls, size_bytes > 0, flow_id = 0..N-1); both files are written to temporary files
     and moved into place only when both are complete, so on any error neither exists
-    (or the old ones stay). Returns the two paths.
+    (or the old ones stay). ``extra_writers`` are ``(path, write(tmp_path))`` pairs of
+    further outputs (e.g. the YAPS file of ``disaggsim convert --yaps-out``) that join the
+    same all-or-nothing group (``_atomic.atomic_paths``). Returns the two paths.
 
     Raises:
         ValueError: the table does not match the schema.
+        OSError: an output cannot be written (e.g. a directory is in the way); then no
+            output is changed.
     """
+    extra = [p for p, _ in extra_writers]
     if list(df.columns) != FLOW_TABLE.names:
         raise ValueError(f"flow table columns {list(df.columns)} != FLOW_TABLE {FLOW_TABLE.names}")
     try:
@@ -848,9 +858,11 @@ def write_flow_table(df: pd.DataFrame, out_prefix: str | Path) -> tuple[Path, Pa
     prefix = Path(out_prefix)
     parquet = prefix.with_name(prefix.name + ".parquet")
     csv = prefix.with_name(prefix.name + ".csv")
-    with atomic_path(parquet) as tmp_parquet, atomic_path(csv) as tmp_csv:
-        pq.write_table(table, tmp_parquet)
-        df.to_csv(tmp_csv, index=False)
+    with atomic_paths(parquet, csv, *extra) as tmps:
+        pq.write_table(table, tmps[0])
+        df.to_csv(tmps[1], index=False)
+        for (_, write), tmp in zip(extra_writers, tmps[2:], strict=True):
+            write(tmp)
     return parquet, csv
 
 
