@@ -204,7 +204,9 @@ def test_wall_clock_anchor_wins_over_the_meta(tmp_path: Path) -> None:
     # anchor must be used (same table), the meta ignored for the disk clock.
     for n in range(3):
         f = next(run.glob(f"{n}-disk-*.blktrace.0"))
-        t = _first_disk_time_ns(Path(str(f)[: -len(".blktrace.0")])) - 10**6
+        first = _first_disk_time_ns(Path(str(f)[: -len(".blktrace.0")]))
+        assert first is not None
+        t = first - 10**6
         f.write_bytes(_anchor_record(t, t + offset) + f.read_bytes())
         m = next(run.glob(f"{n}-meta-*"))
         stamp, frac = m.read_text().split(".")
@@ -251,15 +253,20 @@ def test_real_artifact_excerpt(run: Path) -> None:
     first_reads: dict[int, int] = {}
     for f in run.glob("*-mem-*"):
         node = int(f.name.split("-", 1)[0])
-        for line in f.read_text().splitlines():
-            idx, ts, _, npages, size = line.split()
+        for lineno, line in enumerate(f.read_text().splitlines(), start=1):
+            _, ts, _, npages, size = line.split()
             assert size == str(PAGE)
             pages["R" if ts.startswith("-") else "W"] += int(npages)
             if ts.startswith("-"):
-                first_reads.setdefault(node, int(idx))
+                first_reads.setdefault(node, lineno)
     assert df.loc[df["kind"] == "mem_read", "size_bytes"].sum() == pages["R"] * PAGE
     assert df.loc[df["kind"] == "mem_write", "size_bytes"].sum() == pages["W"] * PAGE
     reads = df[df["kind"] == "mem_read"]
+    assert len(reads) and first_reads
+    for node, lineno in first_reads.items():  # a '-' timestamp: memory blade -> compute
+        row = df[(df["node"] == node) & (df["source_record"] == lineno)]
+        assert set(row["kind"]) == {"mem_read"}
+        assert (row["dst"] == node * BLADES_PER_NODE + int(BladeType.COMPUTE)).all()
     assert (reads["dst"] % BLADES_PER_NODE == int(BladeType.COMPUTE)).all()
     assert (reads["src"] % BLADES_PER_NODE == int(BladeType.MEMORY)).all()
     span = max(b for _, b in rep.time_ranges.values()) - min(a for a, _ in rep.time_ranges.values())

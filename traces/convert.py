@@ -74,7 +74,7 @@ MAX_OFFSET_NS: Final = 2**62
 MAX_REALTIME_NS: Final = MAX_EPOCH_US * 1000
 #: Inputs whose time ranges are farther apart than the longest input (and this floor)
 #: are on different clocks: an error, never a flow table spanning decades.
-MIN_GAP_TOLERANCE_NS: Final = 1_000_000_000
+MIN_GAP_TOLERANCE_NS: Final = 60_000_000_000
 
 
 @dataclass(frozen=True)
@@ -446,7 +446,7 @@ def convert(
     else the first record of the node's paging trace, else of its pcap. The report says
     which, per file. Then every input's time range is checked: all within
     [1970, 2100) and no input farther from the others than the longest input is long
-    (floor 1 s); else a ValueError lists every file and its range.
+    (floor 60 s); else a ValueError lists every file and its range.
 
     Returns:
         DataFrame with columns flow_id, start_ns, src, dst, size_bytes, kind, node,
