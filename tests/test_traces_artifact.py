@@ -250,7 +250,7 @@ def test_real_artifact_excerpt(run: Path) -> None:
     rep = ConvertReport()
     df = convert(run, report=rep)
     pages = {"R": 0, "W": 0}
-    first_reads: dict[int, int] = {}
+    first_reads: dict[int, tuple[str, int]] = {}
     for f in run.glob("*-mem-*"):
         node = int(f.name.split("-", 1)[0])
         for lineno, line in enumerate(f.read_text().splitlines(), start=1):
@@ -258,13 +258,13 @@ def test_real_artifact_excerpt(run: Path) -> None:
             assert size == str(PAGE)
             pages["R" if ts.startswith("-") else "W"] += int(npages)
             if ts.startswith("-"):
-                first_reads.setdefault(node, lineno)
+                first_reads.setdefault(node, (str(f), lineno))
     assert df.loc[df["kind"] == "mem_read", "size_bytes"].sum() == pages["R"] * PAGE
     assert df.loc[df["kind"] == "mem_write", "size_bytes"].sum() == pages["W"] * PAGE
     reads = df[df["kind"] == "mem_read"]
     assert len(reads) and first_reads
-    for node, lineno in first_reads.items():  # a '-' timestamp: memory blade -> compute
-        row = df[(df["node"] == node) & (df["source_record"] == lineno)]
+    for node, (path, lineno) in first_reads.items():  # '-' timestamp: memory -> compute
+        row = df[(df["source_file"] == path) & (df["source_record"] == lineno)]
         assert set(row["kind"]) == {"mem_read"}
         assert (row["dst"] == node * BLADES_PER_NODE + int(BladeType.COMPUTE)).all()
     assert (reads["dst"] % BLADES_PER_NODE == int(BladeType.COMPUTE)).all()
