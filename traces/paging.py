@@ -405,17 +405,21 @@ def read_rmem(
         start_us = read_rmem_meta(mp, meta_tz) if mp.exists() else None
     is_abs = df["time_us"].to_numpy() >= ABSOLUTE_US_THRESHOLD
     if time_base == "auto" and len(df) and is_abs.any() and not is_abs.all():
-        first = bool(is_abs[0])
-        i = int(np.flatnonzero(is_abs != first)[0])
+        # Name the first line of the minority: one corrupt line must not decide the file.
+        majority = bool(is_abs.sum() * 2 >= len(is_abs))
+        i = int(np.flatnonzero(is_abs != majority)[0])
         kinds = ("relative (< 10**15 µs)", "absolute (epoch µs >= 10**15)")
         raise TraceFormatError(
             p,
             int(df["source_record"].iloc[i]),
             "timestamp_us",
-            f"a {kinds[first]} timestamp like line {int(df['source_record'].iloc[0])}'s",
+            f"a {kinds[majority]} timestamp like the other {int((is_abs == majority).sum())} "
+            "lines (a file is all absolute or all relative)",
             int(df["time_us"].iloc[i]),
         )
-    absolute = time_base == "absolute" or (time_base == "auto" and bool(len(df)) and is_abs[0])
+    absolute = time_base == "absolute" or (
+        time_base == "auto" and bool(len(df)) and bool(is_abs.all())
+    )
     if absolute:
         df["realtime_ns"] = df["time_us"] * 1000
     elif start_us is not None:
