@@ -68,6 +68,8 @@ from disaggsim.traces.paging import (
 from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
 
 META_FILE: Final = "meta.json"
+#: Node numbers are below this (blade ids must fit the flow table's int32 src/dst).
+MAX_NODES: Final = 2**16
 #: Bound of a clock offset (ns): with record times < 2**62 the sum stays int64-safe.
 MAX_OFFSET_NS: Final = 2**62
 #: Latest plausible record time (2100-01-01, ns since the epoch): ``paging.MAX_EPOCH_US``.
@@ -215,8 +217,15 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
         if not isinstance(entry, dict):
             raise _meta_error(meta_path, f"nodes[{i}]", "an object", entry)
         node = entry.get("node")
-        if not isinstance(node, int) or isinstance(node, bool) or node < 0 or node in seen:
-            raise _meta_error(meta_path, f"{where}node", "a distinct non-negative integer", node)
+        if (
+            not isinstance(node, int)
+            or isinstance(node, bool)
+            or not 0 <= node < MAX_NODES
+            or node in seen
+        ):
+            raise _meta_error(
+                meta_path, f"{where}node", f"a distinct integer in [0, {MAX_NODES})", node
+            )
         seen.add(node)
         files: dict[str, Path | None] = {}
         for key in ("pcap", "disk_blktrace", "swap_blktrace", "paging"):
@@ -322,6 +331,8 @@ def load_artifact_run(run_dir: str | Path, meta_tz: str = "UTC") -> SampleInputs
         if m is None:
             continue
         node = int(m["node"])
+        if node >= MAX_NODES:
+            raise TraceFormatError(q, None, "node", f"a node index below {MAX_NODES}", node)
         entry = found.setdefault(node, {"host": m["host"]})
         if entry["host"] != m["host"]:
             raise TraceFormatError(
@@ -395,8 +406,8 @@ def check_inputs(sample: SampleInputs) -> None:
         if v is not None and v <= 0:
             raise ValueError(f"{key} must be positive, got {v}")
     nodes = [n.node for n in sample.nodes]
-    if len(set(nodes)) != len(nodes) or min(nodes, default=0) < 0:
-        raise ValueError(f"node numbers must be distinct and >= 0, got {nodes}")
+    if len(set(nodes)) != len(nodes) or not all(0 <= n < MAX_NODES for n in nodes):
+        raise ValueError(f"node numbers must be distinct and in [0, {MAX_NODES}), got {nodes}")
     ips = [n.ip for n in sample.nodes if n.ip is not None]
     dup = sorted({ip for ip in ips if ips.count(ip) > 1})
     if dup:
