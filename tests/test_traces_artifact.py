@@ -63,9 +63,10 @@ def _paging_lines(rmem: Path, start_us: int) -> tuple[list[str], dict[str, int]]
 
 
 def _first_disk_time_ns(prefix: Path) -> int | None:
-    """Earliest issue ('D') record time of a node's per-CPU blktraces (struct read by hand:
-    time is the u64 at byte 8 of each 48-byte record, the action u32 at byte 28)."""
-    first = None
+    """Earliest record time of a node's per-CPU blktraces, None if no data-carrying issue
+    ('D') record (struct read by hand: time is the u64 at byte 8 of each 48-byte record,
+    bytes and action the u32s at bytes 24 and 28, pdu_len the u16 at byte 46)."""
+    first, any_issue = None, False
     for f in sorted(prefix.parent.glob(prefix.name + ".blktrace.*")):
         data = f.read_bytes()
         off = 0
@@ -73,10 +74,10 @@ def _first_disk_time_ns(prefix: Path) -> int | None:
             (time_ns,) = struct.unpack_from("<Q", data, off + 8)
             (nbytes, action) = struct.unpack_from("<II", data, off + 24)
             (pdu,) = struct.unpack_from("<H", data, off + 46)
-            if action & 0xFF == 7 and nbytes and (action >> 16) & 0b11:  # D, read/write
-                first = time_ns if first is None else min(first, time_ns)
+            any_issue |= bool(action & 0xFF == 7 and nbytes and (action >> 16) & 0b11)
+            first = time_ns if first is None else min(first, time_ns)
             off += 48 + pdu
-    return first
+    return first if any_issue else None
 
 
 def make_artifact_run(sample: Path, out: Path, tz: str = "UTC") -> dict[str, object]:
@@ -97,7 +98,7 @@ def make_artifact_run(sample: Path, out: Path, tz: str = "UTC") -> dict[str, obj
             cpu = f.name.rsplit(".", 1)[1]
             shutil.copy(f, out / f"{n}-disk-{host}.blktrace.{cpu}")
         # The artifact's meta is `date` just before blktrace starts: here the wall-clock
-        # time of the node's first disk record, so aligning that record to it is exact
+        # time of the node's first blktrace record, so aligning that record to it is exact
         # (the paging trace's start if the node did no disk I/O).
         first_disk = _first_disk_time_ns(sample / node["disk_blktrace"])
         empty += first_disk is None

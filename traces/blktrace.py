@@ -278,6 +278,23 @@ def wallclock_offset_ns(
     return None if best is None else (best[1], best[2], best[3])
 
 
+def first_record_ns(prefix_or_files: str | Path | Sequence[str | Path]) -> int | None:
+    """Trace time of the earliest record of any kind (notify records included) over the
+    per-CPU files, i.e. when tracing started; None if every file is empty.
+
+    Raises TraceFormatError (malformed file) or FileNotFoundError like :func:`read_records`.
+    """
+    times = [
+        int(r["time"].min()) for f in blktrace_files(prefix_or_files) if len(r := read_records(f))
+    ]
+    first = min(times, default=None)
+    if first is not None and first >= MAX_TRACE_TIME_NS:
+        raise TraceFormatError(
+            Path(str(prefix_or_files)), None, "time", "record times < 2**62 ns", first
+        )
+    return first
+
+
 def read_blktrace(
     prefix_or_files: str | Path | Sequence[str | Path],
     actions: str = "D",

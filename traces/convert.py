@@ -54,6 +54,7 @@ from disaggsim.traces.blades import (
 from disaggsim.traces.blktrace import (
     SECTOR_BYTES,
     blktrace_files,
+    first_record_ns,
     read_blktrace,
     wallclock_offset_ns,
 )
@@ -452,12 +453,13 @@ def convert(
 
     Clocks: a blktrace is moved to CLOCK_REALTIME by, in this order, (1) the given
     ``trace_clock_offset_ns`` (node, then sample), (2) its ``BLK_TN_TIMESTAMP`` anchor
-    (``blktrace.wallclock_offset_ns``), (3) aligning its first record to the node's trace
-    start: the node's meta time (the artifact writes it just before starting blktrace),
-    else the first record of the node's paging trace, else of its pcap. The report says
-    which, per file. Then every input's time range is checked: all within
-    [1970, 2100) and no input farther from the others than the longest input is long
-    (floor 60 s); else a ValueError lists every file and its range.
+    (``blktrace.wallclock_offset_ns``), (3) aligning its first record (of any kind, so
+    the start of tracing) to the node's trace start: the node's meta time (the artifact
+    writes it just before starting blktrace), else the first record of the node's paging
+    trace, else of its pcap. The report says which, per file. Then every input's time
+    range is checked (:func:`check_time_ranges`): all within [1970, 2100) and no input
+    farther from the others than the longest input is long (floor 60 s); else a
+    ValueError lists every file and its range.
 
     Returns:
         DataFrame with columns flow_id, start_ns, src, dst, size_bytes, kind, node,
@@ -748,7 +750,10 @@ def _on_wall_clock(
         offset = anchor[0]
         note = f"{prefix}: wall-clock anchor BLK_TN_TIMESTAMP ({anchor[1]} byte {anchor[2]})"
     elif node_start_ns is not None:
-        offset = node_start_ns - first
+        # The first record of any kind marks when tracing started (the artifact writes its
+        # meta just before starting blktrace): align it, not the first data record.
+        started = first_record_ns(prefix)
+        offset = node_start_ns - (first if started is None else min(started, first))
         note = (
             f"{prefix}: no wall-clock anchor and no offset given: first record aligned to "
             f"node {n.node}'s trace start {_iso(node_start_ns)} (offset {offset} ns)"
