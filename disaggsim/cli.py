@@ -37,7 +37,12 @@ def _cmd_convert(args: argparse.Namespace) -> None:
     from disaggsim.traces import convert, placement, yaps
 
     report = convert.ConvertReport()
-    flows = convert.convert(Path(args.sample), report=report, meta_tz=args.meta_tz)
+    try:
+        flows = convert.convert(Path(args.sample), report=report, meta_tz=args.meta_tz)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise CliError(f"cannot read the inputs: {exc}") from exc
     extra = []
     if args.yaps_out:
         sim_flows, _ = placement.place(

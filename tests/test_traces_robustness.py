@@ -166,3 +166,42 @@ def test_write_keeps_the_old_outputs_when_the_second_cannot_be_written(
         write_flow_table(df.iloc[:10].assign(flow_id=range(10)), tmp_path / "t")
     assert parquet.read_bytes() == before[0]  # old parquet untouched
     assert sorted(q.name for q in tmp_path.iterdir()) == ["t.csv", "t.parquet"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("page_bytes", 2**40, "power of two in [512, 2**30]"),
+        ("page_bytes", 4095, "power of two"),
+        ("swap_bytes", 2**70, "below 2**62"),
+        ("disk_bytes", 0, "positive"),
+    ],
+)
+def test_sizes_that_would_overflow_or_make_no_sense(
+    S: Path, capsys: pytest.CaptureFixture[str], key: str, value: int, expected: str
+) -> None:
+    meta = json.loads((S / "meta.json").read_text())
+    meta[key] = value
+    (S / "meta.json").write_text(json.dumps(meta))
+    _cli_fails(S, capsys, f"meta.json: field '{key}'", expected)
+
+
+def test_yaps_output_joins_the_all_or_nothing_group(
+    S: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    (out / "t.yaps").mkdir(parents=True)  # the YAPS file cannot be written
+    argv = ["convert", str(S), "--out", str(out / "t"), "--yaps-out", str(out / "t.yaps")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "t.yaps" in err and "none written" in err and "Traceback" not in err
+    assert sorted(q.name for q in out.iterdir()) == ["t.yaps"]  # no parquet, no csv
+    (out / "t.yaps").rmdir()
+    assert main(argv) == 0
+    assert sorted(q.name for q in out.iterdir()) == ["t.csv", "t.parquet", "t.yaps"]
+
+
+def test_unreadable_input_is_a_one_line_error(S: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (S / "node1.rmem").unlink()
+    (S / "node1.rmem").mkdir()
+    _cli_fails(S, capsys, "node1.rmem", "a directory")

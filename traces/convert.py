@@ -69,6 +69,8 @@ from disaggsim.traces.paging import (
 from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
 
 META_FILE: Final = "meta.json"
+#: Device sizes (``swap_bytes``/``disk_bytes``) are below this: int64-safe address maths.
+MAX_DEVICE_BYTES: Final = 2**62
 #: Node numbers are below this (blade ids must fit the flow table's int32 src/dst).
 MAX_NODES: Final = 2**16
 #: Bound of a clock offset (ns): with record times < 2**62 the sum stays int64-safe.
@@ -269,8 +271,14 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
         v = opt_int(meta, key, "")
         if v is not None and v <= 0:
             raise _meta_error(meta_path, key, "a positive number of bytes", v)
-    if page_bytes is not None and (page_bytes < 512 or page_bytes & (page_bytes - 1)):
-        raise _meta_error(meta_path, "page_bytes", "a power of two >= 512 (e.g. 4096)", page_bytes)
+    if page_bytes is not None and not _valid_page_bytes(page_bytes):
+        raise _meta_error(
+            meta_path, "page_bytes", "a power of two in [512, 2**30] (e.g. 4096)", page_bytes
+        )
+    for key in ("swap_bytes", "disk_bytes"):
+        v = opt_int(meta, key, "")
+        if v is not None and v >= MAX_DEVICE_BYTES:
+            raise _meta_error(meta_path, key, f"a size below 2**62 bytes ({MAX_DEVICE_BYTES})", v)
     offsets = [("trace_clock_offset_ns", meta)] + [
         (f"nodes[{i}].trace_clock_offset_ns", e) for i, e in enumerate(meta["nodes"])
     ]
@@ -390,22 +398,29 @@ def load_any(source: str | Path, meta_tz: str = "UTC") -> tuple[SampleInputs, st
     )
 
 
+def _valid_page_bytes(pb: int) -> bool:
+    """512 B (a sector) to 1 GiB (x86-64's largest huge page), a power of two: with pages
+    below 2**31 (rmem.c's ``int``) every byte address stays below 2**61."""
+    return 512 <= pb <= 2**30 and pb & (pb - 1) == 0
+
+
 def check_inputs(sample: SampleInputs) -> None:
     """Check a :class:`SampleInputs` before reading any trace.
 
     Raises:
         FileNotFoundError: a referenced trace file is missing (names node and file).
         TraceFormatError: a directory where a trace file should be.
-        ValueError: page_bytes not a power of two >= 512, non-positive device sizes,
+        ValueError: page_bytes not a power of two in [512, 2**30], device sizes outside
+            (0, 2**62),
             duplicate node numbers or IPs, or a clock offset >= 2**62 ns in magnitude.
     """
     pb = sample.page_bytes
-    if not isinstance(pb, int) or pb < 512 or pb & (pb - 1):
-        raise ValueError(f"page_bytes must be a power of two >= 512, got {pb!r}")
+    if not isinstance(pb, int) or not _valid_page_bytes(pb):
+        raise ValueError(f"page_bytes must be a power of two in [512, 2**30], got {pb!r}")
     for key in ("swap_bytes", "disk_bytes"):
         v = getattr(sample, key)
-        if v is not None and v <= 0:
-            raise ValueError(f"{key} must be positive, got {v}")
+        if v is not None and not 0 < v < MAX_DEVICE_BYTES:
+            raise ValueError(f"{key} must be in (0, 2**62), got {v}")
     nodes = [n.node for n in sample.nodes]
     if len(set(nodes)) != len(nodes) or not all(0 <= n < MAX_NODES for n in nodes):
         raise ValueError(f"node numbers must be distinct and in [0, {MAX_NODES}), got {nodes}")
