@@ -28,9 +28,7 @@ device's blktrace (the same swap-ins/outs seen at the block layer).
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +41,7 @@ import pyarrow.parquet as pq
 
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
 from disaggsim.traces._atomic import atomic_paths
+from disaggsim.traces.artifact import is_artifact_run, scan_artifact_run
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
 from disaggsim.traces.blades import (
     DEFAULT_DISK_PARTITION,
@@ -51,16 +50,14 @@ from disaggsim.traces.blades import (
     disk_flows,
     memory_flows,
 )
-from disaggsim.traces.blktrace import (
-    SECTOR_BYTES,
-    blktrace_files,
-    first_record_ns,
-    read_blktrace,
-    wallclock_offset_ns,
+from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrace
+from disaggsim.traces.clocks import (
+    MAX_OFFSET_NS,
+    blktrace_offset,
+    check_time_ranges,
 )
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.paging import (
-    MAX_EPOCH_US,
     PAGE_BYTES,
     meta_path,
     read_rmem,
@@ -73,13 +70,6 @@ META_FILE: Final = "meta.json"
 MAX_DEVICE_BYTES: Final = 2**62
 #: Node numbers are below this (blade ids must fit the flow table's int32 src/dst).
 MAX_NODES: Final = 2**16
-#: Bound of a clock offset (ns): with record times < 2**62 the sum stays int64-safe.
-MAX_OFFSET_NS: Final = 2**62
-#: Latest plausible record time (2100-01-01, ns since the epoch): ``paging.MAX_EPOCH_US``.
-MAX_REALTIME_NS: Final = MAX_EPOCH_US * 1000
-#: Inputs whose time ranges are farther apart than the longest input (and this floor)
-#: are on different clocks: an error, never a flow table spanning decades.
-MIN_GAP_TOLERANCE_NS: Final = 60_000_000_000
 
 
 @dataclass(frozen=True)
@@ -300,83 +290,26 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
     return sample
 
 
-_ARTIFACT_FILE: Final = re.compile(
-    r"(?P<node>[0-9]+)-(?P<kind>mem|meta|disk)-(?P<host>.+?)(?:\.blktrace\.(?P<cpu>[0-9]+))?"
-)
-
-
-def is_artifact_run(run_dir: str | Path) -> bool:
-    """True if ``run_dir`` has no meta.json and holds files of the original artifact's
-    layout (``<n>-mem-<host>``, ``<n>-meta-<host>``, ``<n>-disk-<host>.blktrace.<cpu>``)."""
-    d = Path(run_dir)
-    if not d.is_dir() or (d / META_FILE).exists():
-        return False
-    return any(_ARTIFACT_FILE.fullmatch(q.name) for q in d.iterdir())
-
-
 def load_artifact_run(run_dir: str | Path, meta_tz: str = "UTC") -> SampleInputs:
-    """Read a results directory of the original artifact as it is published.
-
-    NetSys/disaggregation ``rmem/results/<run>/`` (written by ``rmem/ec2_run.sh``) holds,
-    for the ``n``-th slave ``host``: ``<n>-mem-<host>`` (the rmem paging trace,
-    ``/proc/rmem_log``, the ``<idx> <±timestamp_us> <page> <npages> <page_size>`` form),
-    ``<n>-meta-<host>`` (``date +%y%m%d%H%M%S.%N`` just before blktrace started, the
-    host's local time, read in ``meta_tz``) and ``<n>-disk-<host>.blktrace.<cpu>``
-    (blktrace of the node's disk). There is no pcap, so there are no IP addresses, no net
-    flows and no attribution: node ``n`` is the artifact's ``n``, its blades are
-    ``n * BLADES_PER_NODE + {compute, memory, disk}`` (``disaggsim.schemas``), and its
-    memory and disk accesses are requested by its own compute blade. A node's files may
-    be missing or empty (counted in the report); a node index with two host names is an
-    error.
+    """Read a results directory of the original artifact as it is published
+    (layout, node and blade mapping: ``traces/artifact.py``); ``meta_tz`` is the time
+    zone of its ``date``-form meta files.
 
     Raises:
         FileNotFoundError: no file of that layout in ``run_dir``.
-        TraceFormatError: conflicting host names for one node index.
+        TraceFormatError: conflicting host names or a bad file name (names the file).
     """
-    d = Path(run_dir)
-    found: dict[int, dict[str, Any]] = {}
-    for q in sorted(d.iterdir()) if d.is_dir() else []:
-        m = _ARTIFACT_FILE.fullmatch(q.name)
-        if m is None:
-            continue
-        node = int(m["node"])
-        if node >= MAX_NODES:
-            raise TraceFormatError(q, None, "node", f"a node index below {MAX_NODES}", node)
-        entry = found.setdefault(node, {"host": m["host"]})
-        if entry["host"] != m["host"]:
-            raise TraceFormatError(
-                q,
-                None,
-                "host",
-                f"the host {entry['host']!r} of node {node}'s other files",
-                m["host"],
-            )
-        if m["kind"] == "disk":
-            if m["cpu"] is None:
-                raise TraceFormatError(
-                    q, None, None, f"a per-CPU blktrace file {node}-disk-<host>.blktrace.<cpu>"
-                )
-            entry["disk"] = d / f"{node}-disk-{m['host']}"
-        elif m["cpu"] is not None:
-            raise TraceFormatError(q, None, None, f"{node}-{m['kind']}-<host> (no .blktrace)")
-        else:
-            entry[m["kind"]] = q
-    if not found:
-        raise FileNotFoundError(
-            f"{d}: no meta.json and no artifact files (<n>-mem-<host>, <n>-meta-<host>, "
-            "<n>-disk-<host>.blktrace.<cpu>)"
-        )
     nodes = tuple(
         NodeInputs(
-            node=n,
-            paging=e.get("mem"),
-            disk_blktrace=e.get("disk"),
-            meta=e.get("meta"),
-            host=e["host"],
+            node=a.node,
+            paging=a.paging,
+            disk_blktrace=a.disk_blktrace,
+            meta=a.meta,
+            host=a.host,
         )
-        for n, e in sorted(found.items())
+        for a in scan_artifact_run(run_dir, MAX_NODES)
     )
-    sample = SampleInputs(nodes=nodes, name=d.name, meta_tz=meta_tz)
+    sample = SampleInputs(nodes=nodes, name=Path(run_dir).name, meta_tz=meta_tz)
     check_inputs(sample)
     return sample
 
@@ -390,7 +323,7 @@ def load_any(source: str | Path, meta_tz: str = "UTC") -> tuple[SampleInputs, st
     d = Path(source)
     if (d / META_FILE).exists():
         return load_sample(d), "meta.json"
-    if is_artifact_run(d):
+    if is_artifact_run(d, META_FILE):
         return load_artifact_run(d, meta_tz), "artifact results directory"
     raise FileNotFoundError(
         f"{d}: expected a sample directory with {META_FILE} or an artifact results directory "
@@ -751,82 +684,16 @@ def _on_wall_clock(
     node_start_ns: int | None,
     rep: ConvertReport,
 ) -> np.ndarray:
-    """``blk.time_ns`` moved to CLOCK_REALTIME (see :func:`convert`); records the time
-    range and a clock note in ``rep``. Raises ValueError if the result leaves [0, 2100)."""
-    first, last = int(blk["time_ns"].min()), int(blk["time_ns"].max())
+    """``blk.time_ns`` moved to CLOCK_REALTIME (``clocks.blktrace_offset``); records the
+    time range and the clock note in ``rep``."""
     given = n.trace_clock_offset_ns
     if given is None:
         given = sample.trace_clock_offset_ns
-    anchor = wallclock_offset_ns(prefix) if given is None else None
-    if given is not None:
-        offset = given
-        note = f"{prefix}: given trace_clock_offset_ns {offset}"
-    elif anchor is not None:
-        offset = anchor[0]
-        note = f"{prefix}: wall-clock anchor BLK_TN_TIMESTAMP ({anchor[1]} byte {anchor[2]})"
-    elif node_start_ns is not None:
-        # The first record of any kind marks when tracing started (the artifact writes its
-        # meta just before starting blktrace): align it, not the first data record.
-        started = first_record_ns(prefix)
-        offset = node_start_ns - (first if started is None else min(started, first))
-        note = (
-            f"{prefix}: no wall-clock anchor and no offset given: first record aligned to "
-            f"node {n.node}'s trace start {_iso(node_start_ns)} (offset {offset} ns)"
-        )
-    else:
-        offset = 0
-        note = f"{prefix}: no wall-clock anchor, offset or node start: left on its own clock"
-    if not (0 <= first + offset and last + offset < MAX_REALTIME_NS):
-        raise ValueError(
-            f"{prefix}: records {first}..{last} ns plus clock offset {offset} ns fall outside "
-            f"1970..2100 (0..{MAX_REALTIME_NS} ns); expected an offset CLOCK_REALTIME - trace clock"
-        )
+    first, last = int(blk["time_ns"].min()), int(blk["time_ns"].max())
+    offset, note = blktrace_offset(prefix, n.node, first, last, given, node_start_ns)
     rep.clock_notes.append(note)
     rep.time_ranges[str(prefix)] = (first + offset, last + offset)
     return blk["time_ns"].to_numpy(dtype=np.int64) + np.int64(offset)
-
-
-def _iso(ns: int) -> str:
-    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC).isoformat()
-
-
-def check_time_ranges(ranges: dict[str, tuple[int, int]]) -> None:
-    """Fail if inputs are on different clocks: a gap between the inputs' time ranges
-    longer than the longest input (at least ``MIN_GAP_TOLERANCE_NS``), or a time outside
-    [0, ``MAX_REALTIME_NS``).
-
-    Args:
-        ranges: file -> (first, last) record time, CLOCK_REALTIME ns.
-
-    Raises:
-        ValueError: names every file with its range (ISO UTC and ns).
-    """
-    if not ranges:
-        return
-    longest = max(b - a for a, b in ranges.values())
-    tolerance = max(longest, MIN_GAP_TOLERANCE_NS)
-    items = sorted(ranges.items(), key=lambda kv: kv[1])
-    end = items[0][1][1]
-    problem = ""
-    for name, (a, b) in items:
-        if a < 0 or b >= MAX_REALTIME_NS:
-            problem = f"{name} has times outside 1970..2100"
-            break
-        if a - end > tolerance:
-            problem = (
-                f"{name} starts {(a - end) / 1e9:.3f} s after the inputs before it end, "
-                f"more than the longest input lasts ({tolerance / 1e9:.3f} s): the inputs "
-                "are on different clocks (give trace_clock_offset_ns, or a meta file)"
-            )
-            break
-        end = max(end, b)
-    if problem:
-        listing = "; ".join(
-            f"{name}: {a}..{b} ns ({_iso(a) if 0 <= a < MAX_REALTIME_NS else '?'} .. "
-            f"{_iso(b) if 0 <= b < MAX_REALTIME_NS else '?'})"
-            for name, (a, b) in items
-        )
-        raise ValueError(f"time ranges of the inputs do not fit one run: {problem}. {listing}")
 
 
 def _empty_table() -> pd.DataFrame:
