@@ -1,7 +1,8 @@
 """A traced cluster -> the per-blade flow table (paper §4.1), ``disaggsim convert``.
 
-Input: a sample directory (layout below, written by ``disaggsim collect``) or the same
-description built in code (:class:`SampleInputs`)::
+Input: a sample directory (layout below, written by ``disaggsim collect``), the original
+artifact's results directory as published (``traces/artifact.py``, detected by its file
+names), or the same description built in code (:class:`SampleInputs`)::
 
     <sample>/meta.json  {"sample": str,
                          "nodes": [{"node": 0, "ip": "10.77.0.1", "pcap": "node0.pcap",
@@ -10,11 +11,16 @@ description built in code (:class:`SampleInputs`)::
                          "trace_clock_offset_ns": int,  # CLOCK_REALTIME - blktrace clock
                          "page_bytes": 4096, "swap_bytes": int, "disk_bytes": int}
 
-Every per-node input is optional; a referenced file that does not exist is an error.
-Clocks: pcap timestamps are CLOCK_REALTIME; blktrace times are the trace clock, moved to
-realtime by adding ``trace_clock_offset_ns`` (a node entry may override it); the paging
-trace is converted with its meta start time (``paging.read_rmem``). ``start_ns`` in the
-output counts from the earliest record of all inputs.
+Every per-node input is optional; a referenced file that does not exist is an error, an
+empty one is counted in the report. ``page_bytes`` is a power of two in [512, 2**30];
+node IPs are unique; offsets are below 2**62 ns in magnitude.
+Clocks: pcap timestamps are CLOCK_REALTIME; the paging trace is converted with its meta
+start time (``paging.read_rmem``); blktrace times are the trace clock, moved to realtime
+by ``trace_clock_offset_ns`` (a node entry may override it), else by the trace's own
+wall-clock anchor, else by aligning it to the node's trace start (``traces/clocks.py``,
+reported per file). All inputs' time ranges must then fit one run
+(``clocks.check_time_ranges``). ``start_ns`` in the output counts from the earliest
+record of all inputs.
 
 Steps: network messages (``pcap.network_messages``; a message A -> B is taken from A's
 capture, or from B's if A has none, so no message is counted twice) -> attribution of
