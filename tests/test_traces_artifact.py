@@ -274,3 +274,19 @@ def test_real_artifact_excerpt(run: Path) -> None:
     assert df["start_ns"].between(0, span).all()
     assert span < 3600 * 10**9
     assert np.array_equal(df["flow_id"].to_numpy(), np.arange(len(df)))
+
+
+def test_a_blktrace_left_on_its_own_clock_is_refused(tmp_path: Path) -> None:
+    # Node 0 loses its paging trace and meta: nothing places its disk trace on the wall
+    # clock (no anchor, no offset, no node start), so it stays at boot-time ns while the
+    # other nodes are at epoch ns. That used to be a table spanning decades.
+    run = tmp_path / "run"
+    make_artifact_run(SAMPLES / "dask-sort", run)
+    next(run.glob("0-mem-*")).unlink()
+    next(run.glob("0-meta-*")).unlink()
+    with pytest.raises(ValueError, match=r"do not fit one run") as info:
+        convert(run)
+    text = str(info.value)
+    disk0 = next(run.glob("0-disk-*.blktrace.0")).name.removesuffix(".blktrace.0")
+    assert disk0 in text and "1-mem-" in text and "2-disk-" in text  # every file, its range
+    assert "different clocks" in text

@@ -36,7 +36,9 @@ Meta file: the start time of the trace, ``<trace>.meta``. Three forms are read:
   so the reader needs the hosts' time zone: ``meta_tz`` (default ``"UTC"``, an IANA zone
   name). The artifact's EC2 hosts ran in UTC: in run 150520220958 the metas read
   22:08:25-22:08:31 and the paging trace's own epoch timestamps end at 22:09:31 UTC,
-  before the results directory (named by ``date`` on the master) at 22:09:58.
+  before the results directory (named by ``date`` on the master) at 22:09:58, and the
+  metas are 34-94 ms before each node's blktrace wall-clock stamp. A local time that
+  occurs twice (the end of summer time) is read as its first occurrence.
 - one integer line, µs since the Unix epoch (an older artifact script,
   ``start_time=$(date +%s%N); echo ${start_time:0:-3}``);
 - JSON ``{"start_time_us": N}`` (written by ``traces/collect_paging.py``).
