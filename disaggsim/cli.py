@@ -41,15 +41,25 @@ def _cmd_convert(args: argparse.Namespace) -> None:
     from disaggsim.traces import convert, placement, yaps
 
     report = convert.ConvertReport()
-    flows = convert.convert(Path(args.sample), report=report)
-    convert.write_flow_table(flows, Path(args.out))
-    print(report)
-    print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
+    try:
+        flows = convert.convert(Path(args.sample), report=report, meta_tz=args.meta_tz)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise CliError(f"cannot read the inputs: {exc}") from exc
+    extra = []
     if args.yaps_out:
         sim_flows, _ = placement.place(
             flows, args.racks, args.hosts_per_rack, args.scope, args.seed
         )
-        yaps.write_yaps(sim_flows, Path(args.yaps_out))
+        extra.append((Path(args.yaps_out), lambda tmp: yaps.write_yaps(sim_flows, tmp)))
+    try:  # all outputs or none (convert.write_flow_table)
+        convert.write_flow_table(flows, Path(args.out), extra_writers=extra)
+    except OSError as exc:
+        raise CliError(f"cannot write the outputs (none written): {exc}") from exc
+    print(report)
+    print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
+    if args.yaps_out:
         print(f"YAPS flow file ({args.scope}-scale placement) -> {args.yaps_out}")
 
 
@@ -145,7 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_collect)
 
     c = sub.add_parser("convert", help="convert a trace sample directory to a per-blade flow table")
-    c.add_argument("sample", help="sample directory (with meta.json)")
+    c.add_argument(
+        "sample",
+        help="sample directory (with meta.json) or an artifact results directory "
+        "(NetSys/disaggregation rmem/results/<run>: <n>-mem-<host>, <n>-meta-<host>, "
+        "<n>-disk-<host>.blktrace.<cpu>)",
+    )
+    c.add_argument(
+        "--meta-tz",
+        default="UTC",
+        help="time zone of the artifact's 'date +%%y%%m%%d%%H%%M%%S.%%N' meta files (IANA name)",
+    )
     c.add_argument("--out", required=True, help="output prefix: writes PREFIX.parquet and .csv")
     c.add_argument("--yaps-out", help="also write a YAPS flow file after placement")
     c.add_argument("--scope", choices=["datacenter", "rack"], default="datacenter")

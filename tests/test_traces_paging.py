@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from disaggsim.traces.errors import TraceFormatError
-from disaggsim.traces.paging import read_rmem, read_rmem_meta, write_rmem
+from disaggsim.traces.paging import read_rmem, read_rmem_meta, read_rmem_meta_ns, write_rmem
 
 START_US = 1_795_300_000_000_000
 
@@ -43,16 +43,48 @@ def _write(d: Path, text: str, name: str = "t.rmem") -> Path:
 
 
 def test_meta_formats(tmp_path: Path) -> None:
-    (tmp_path / "a").write_text("123\n")
-    (tmp_path / "b").write_text('{"start_time_us": 456}\n')
+    (tmp_path / "a").write_text(f"{START_US}\n")
+    (tmp_path / "b").write_text(f'{{"start_time_us": {START_US + 1}}}\n')
     (tmp_path / "c").write_text("12 34\n")
     (tmp_path / "d").write_text('{"start": 1}')
-    assert read_rmem_meta(tmp_path / "a") == 123
-    assert read_rmem_meta(tmp_path / "b") == 456
+    assert read_rmem_meta(tmp_path / "a") == START_US
+    assert read_rmem_meta(tmp_path / "b") == START_US + 1
     with pytest.raises(TraceFormatError, match=r"c:1: field 'start_time_us'"):
         read_rmem_meta(tmp_path / "c")
     with pytest.raises(TraceFormatError, match=r"d:1: field 'start_time_us'"):
         read_rmem_meta(tmp_path / "d")
+
+
+def test_meta_date_form_of_the_artifact(tmp_path: Path) -> None:
+    # The artifact's rmem/ec2_get_log.sh: echo "$(date +%y%m%d%H%M%S.%N)" > .metadata.
+    # Oracle: `date -u -d '2015-05-20 22:08:25' +%s` = 1432159705 and
+    # `TZ=America/Los_Angeles date -d '2015-05-20 22:08:25' +%s` = 1432184905 (PDT, UTC-7).
+    meta = tmp_path / "0-meta-host"
+    meta.write_text("150520220825.125099223\n")
+    assert read_rmem_meta_ns(meta) == 1432159705_125099223
+    assert read_rmem_meta(meta) == 1432159705_125099
+    assert read_rmem_meta_ns(meta, tz="America/Los_Angeles") == 1432184905_125099223
+    meta.write_text("150520220825.5\n")  # fewer digits: a fraction, not ns
+    assert read_rmem_meta_ns(meta) == 1432159705_500000000
+    with pytest.raises(ValueError, match="unknown time zone 'Mars/Olympus'"):
+        read_rmem_meta_ns(meta, tz="Mars/Olympus")
+    meta.write_text("151320220825.125099223\n")  # month 13
+    with pytest.raises(TraceFormatError, match=r"0-meta-host:1: field 'start_time'"):
+        read_rmem_meta_ns(meta)
+
+
+def test_meta_implausible_values_are_rejected(tmp_path: Path) -> None:
+    meta = tmp_path / "n.meta"
+    meta.write_text("1795308431978523098\n")  # ns written where µs are expected
+    with pytest.raises(TraceFormatError, match=r"n.meta:1: .*looks like ns"):
+        read_rmem_meta(meta)
+    meta.write_text("123\n")
+    with pytest.raises(TraceFormatError, match=r"n.meta:1: .*between 2001-09-09 and 2100"):
+        read_rmem_meta(meta)
+    meta.unlink()
+    meta.mkdir()
+    with pytest.raises(TraceFormatError, match=r"n.meta: expected a meta file .*got 'a directory'"):
+        read_rmem_meta(meta)
 
 
 def test_relative_without_meta(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -30,3 +31,59 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _tmp_next_to(target: Path, tag: str) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=tag, dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+@contextmanager
+def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
+    """Like :func:`atomic_path` for several files that must appear together or not at all.
+
+    Yields one temporary path per target. After the body, every target is checked first
+    (a directory in the way raises IsADirectoryError naming it, nothing moved); then each
+    existing target is moved aside, the new files are moved in, and only when all are in
+    place are the old ones deleted. If any step fails, the new files are removed and the
+    old ones put back, so the set of outputs is never half new.
+
+    Raises:
+        OSError: the body's or the file system's error (IsADirectoryError, ...).
+    """
+    targets = [Path(p) for p in paths]
+    umask = os.umask(0)
+    os.umask(umask)
+    tmps: list[Path] = []
+    try:
+        for t in targets:
+            t.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _tmp_next_to(t, ".tmp")
+            os.chmod(tmp, 0o666 & ~umask)
+            tmps.append(tmp)
+        yield tmps
+        for t in targets:
+            if t.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "a directory is in the way", str(t))
+        moved_aside: dict[Path, Path] = {}
+        placed: list[Path] = []
+        try:
+            for t, tmp in zip(targets, tmps, strict=True):
+                if t.exists() or t.is_symlink():
+                    backup = _tmp_next_to(t, ".old")
+                    os.replace(t, backup)
+                    moved_aside[t] = backup
+                os.replace(tmp, t)
+                placed.append(t)
+        except BaseException:
+            for t in placed:
+                t.unlink(missing_ok=True)
+            for t, backup in moved_aside.items():
+                os.replace(backup, t)
+            raise
+        for backup in moved_aside.values():
+            backup.unlink(missing_ok=True)
+    finally:
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)

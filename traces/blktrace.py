@@ -20,6 +20,19 @@ Constants below are from include/uapi/linux/blktrace_api.h (Linux 6.x): categori
 actions ``__BLK_TA_QUEUE = 1`` ... ``__BLK_TA_ISSUE = 7``, ``__BLK_TA_COMPLETE = 8``,
 flag ``__BLK_TA_CGROUP = 1 << 8``. The kernel sets exactly one of READ/WRITE on every
 request record (``ddir_act[op_is_write(op)]`` in kernel/trace/blktrace.c).
+
+Wall-clock anchor: when ``blktrace`` starts a trace the kernel emits one notify record
+``BLK_TN_TIMESTAMP`` (``__BLK_TN_TIMESTAMP = 1`` | ``BLK_TC_NOTIFY`` category,
+``trace_note_time`` in kernel/trace/blktrace.c) whose ``time`` is the trace clock and
+whose 8-byte payload is ``u32 words[2] = {tv_sec, tv_nsec}`` of CLOCK_REALTIME at that
+instant, so ``realtime - time`` moves the whole trace to the wall clock
+(:func:`wallclock_offset_ns`). The original artifact's per-node blktraces (2015, Linux
+3.14) hold one such record in one of the node's per-CPU files; the ftrace ``blk``
+tracer used by ``disaggsim collect`` emits none.
+
+Limits: record times must be < :data:`MAX_TRACE_TIME_NS` (2**62 ns, 146 years of
+uptime) and sectors < 2**53 (so ``sector * 512`` fits int64); a larger value is a
+corrupt record and an error naming its byte offset.
 """
 
 from __future__ import annotations
@@ -66,6 +79,9 @@ ACTION_CODES: Final = {
 }
 
 RECORD_BYTES: Final = 48
+BLK_TN_TIMESTAMP: Final = 1
+MAX_TRACE_TIME_NS: Final = 2**62
+MAX_SECTOR: Final = 2**53
 RECORD_DTYPE_LE: Final = np.dtype(
     [
         ("magic", "<u4"),
@@ -160,9 +176,15 @@ def read_records(path: str | Path) -> np.ndarray:
     the record). Raises TraceFormatError for a bad magic/version or a truncated record.
     """
     p = Path(path)
+    if p.is_dir():
+        raise TraceFormatError(p, None, None, "a blktrace file (a regular file)", "a directory")
     data = p.read_bytes()
     if not data:
         return np.zeros(0, dtype=RECORD_DTYPE_LE.descr + [("offset", "<i8")])
+    if len(data) < RECORD_BYTES:
+        raise TraceFormatError(
+            p, "byte 0", "record", "a complete 48-byte struct blk_io_trace", f"{len(data)} bytes"
+        )
     magic_le = struct.unpack_from("<I", data, 0)[0]
     if (magic_le & 0xFFFFFF00) == BLK_IO_TRACE_MAGIC:
         endian, dtype = "<", RECORD_DTYPE_LE
@@ -212,6 +234,67 @@ def read_records(path: str | Path) -> np.ndarray:
     return out
 
 
+def wallclock_offset_ns(
+    prefix_or_files: str | Path | Sequence[str | Path],
+) -> tuple[int, Path, int] | None:
+    """CLOCK_REALTIME - trace clock, from the first ``BLK_TN_TIMESTAMP`` notify record.
+
+    Returns ``(offset_ns, file, byte_offset)`` of the anchor record (the earliest by trace
+    time over the per-CPU files), or None if no file has one.
+
+    Raises:
+        TraceFormatError: malformed file, or an anchor whose payload is not 8 bytes or
+            whose times are out of range (names the file and byte offset).
+    """
+    best: tuple[int, int, Path, int] | None = None
+    for f in blktrace_files(prefix_or_files):
+        rec = read_records(f)
+        action = rec["action"]
+        is_anchor = (((action >> BLK_TC_SHIFT) & BLK_TC_NOTIFY) != 0) & (
+            (action & 0xFF) == BLK_TN_TIMESTAMP
+        )
+        idx = np.flatnonzero(is_anchor)
+        if not idx.size:
+            continue
+        i = int(idx[np.argmin(rec["time"][idx])])
+        off = int(rec["offset"][i])
+        if int(rec["pdu_len"][i]) != 8:
+            raise TraceFormatError(
+                f, f"byte {off}", "pdu_len", "8 (u32 tv_sec, u32 tv_nsec)", int(rec["pdu_len"][i])
+            )
+        with f.open("rb") as fh:
+            fh.seek(off)
+            head = fh.read(RECORD_BYTES + 8)
+        little = struct.unpack_from("<I", head, 0)[0] >> 8 == BLK_IO_TRACE_MAGIC >> 8
+        endian = "<" if little else ">"
+        sec, nsec = struct.unpack_from(endian + "II", head, RECORD_BYTES)
+        t = int(rec["time"][i])
+        if nsec >= 1_000_000_000 or t >= MAX_TRACE_TIME_NS:
+            raise TraceFormatError(
+                f, f"byte {off}", "timestamp", "tv_nsec < 10**9 and time < 2**62", (sec, nsec, t)
+            )
+        if best is None or t < best[0]:
+            best = (t, sec * 1_000_000_000 + nsec - t, f, off)
+    return None if best is None else (best[1], best[2], best[3])
+
+
+def first_record_ns(prefix_or_files: str | Path | Sequence[str | Path]) -> int | None:
+    """Trace time of the earliest record of any kind (notify records included) over the
+    per-CPU files, i.e. when tracing started; None if every file is empty.
+
+    Raises TraceFormatError (malformed file) or FileNotFoundError like :func:`read_records`.
+    """
+    times = [
+        int(r["time"].min()) for f in blktrace_files(prefix_or_files) if len(r := read_records(f))
+    ]
+    first = min(times, default=None)
+    if first is not None and first >= MAX_TRACE_TIME_NS:
+        raise TraceFormatError(
+            Path(str(prefix_or_files)), None, "time", "record times < 2**62 ns", first
+        )
+    return first
+
+
 def read_blktrace(
     prefix_or_files: str | Path | Sequence[str | Path],
     actions: str = "D",
@@ -257,6 +340,16 @@ def read_blktrace(
         )
         idx = np.flatnonzero(keep)
         sel = rec[idx]
+        bad = np.flatnonzero((sel["time"] >= MAX_TRACE_TIME_NS) | (sel["sector"] >= MAX_SECTOR))
+        if bad.size:
+            i = int(bad[0])
+            raise TraceFormatError(
+                f,
+                f"byte {int(sel['offset'][i])} (record {int(idx[i])})",
+                "time/sector",
+                "time < 2**62 ns and sector < 2**53",
+                (int(sel["time"][i]), int(sel["sector"][i])),
+            )
         frames.append(
             pd.DataFrame(
                 {

@@ -1,7 +1,8 @@
 """A traced cluster -> the per-blade flow table (paper §4.1), ``disaggsim convert``.
 
-Input: a sample directory (layout below, written by ``disaggsim collect``) or the same
-description built in code (:class:`SampleInputs`)::
+Input: a sample directory (layout below, written by ``disaggsim collect``), the original
+artifact's results directory as published (``traces/artifact.py``, detected by its file
+names), or the same description built in code (:class:`SampleInputs`)::
 
     <sample>/meta.json  {"sample": str,
                          "nodes": [{"node": 0, "ip": "10.77.0.1", "pcap": "node0.pcap",
@@ -10,11 +11,16 @@ description built in code (:class:`SampleInputs`)::
                          "trace_clock_offset_ns": int,  # CLOCK_REALTIME - blktrace clock
                          "page_bytes": 4096, "swap_bytes": int, "disk_bytes": int}
 
-Every per-node input is optional; a referenced file that does not exist is an error.
-Clocks: pcap timestamps are CLOCK_REALTIME; blktrace times are the trace clock, moved to
-realtime by adding ``trace_clock_offset_ns`` (a node entry may override it); the paging
-trace is converted with its meta start time (``paging.read_rmem``). ``start_ns`` in the
-output counts from the earliest record of all inputs.
+Every per-node input is optional; a referenced file that does not exist is an error, an
+empty one is counted in the report. ``page_bytes`` is a power of two in [512, 2**30];
+node IPs are unique; offsets are below 2**62 ns in magnitude.
+Clocks: pcap timestamps are CLOCK_REALTIME; the paging trace is converted with its meta
+start time (``paging.read_rmem``); blktrace times are the trace clock, moved to realtime
+by ``trace_clock_offset_ns`` (a node entry may override it), else by the trace's own
+wall-clock anchor, else by aligning it to the node's trace start (``traces/clocks.py``,
+reported per file). All inputs' time ranges must then fit one run
+(``clocks.check_time_ranges``). ``start_ns`` in the output counts from the earliest
+record of all inputs.
 
 Steps: network messages (``pcap.network_messages``; a message A -> B is taken from A's
 capture, or from B's if A has none, so no message is counted twice) -> attribution of
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -39,7 +46,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.traces._atomic import atomic_paths
+from disaggsim.traces.artifact import is_artifact_run, scan_artifact_run
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
 from disaggsim.traces.blades import (
     DEFAULT_DISK_PARTITION,
@@ -49,11 +57,25 @@ from disaggsim.traces.blades import (
     memory_flows,
 )
 from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrace
+from disaggsim.traces.clocks import (
+    MAX_OFFSET_NS,
+    blktrace_offset,
+    check_time_ranges,
+)
 from disaggsim.traces.errors import TraceFormatError
-from disaggsim.traces.paging import PAGE_BYTES, read_rmem
+from disaggsim.traces.paging import (
+    PAGE_BYTES,
+    meta_path,
+    read_rmem,
+    read_rmem_meta_ns,
+)
 from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
 
 META_FILE: Final = "meta.json"
+#: Device sizes (``swap_bytes``/``disk_bytes``) are below this: int64-safe address maths.
+MAX_DEVICE_BYTES: Final = 2**62
+#: Node numbers are below this (blade ids must fit the flow table's int32 src/dst).
+MAX_NODES: Final = 2**16
 
 
 @dataclass(frozen=True)
@@ -71,18 +93,26 @@ class NodeInputs:
     swap_blktrace: Path | None = None
     paging: Path | None = None
     trace_clock_offset_ns: int | None = None
+    meta: Path | None = None
+    host: str | None = None
 
 
 @dataclass(frozen=True)
 class SampleInputs:
-    """A traced cluster: its nodes and the facts needed to put the traces on one clock."""
+    """A traced cluster: its nodes and the facts needed to put the traces on one clock.
+
+    ``trace_clock_offset_ns`` None means "not known": each blktrace is then moved by its
+    own wall-clock anchor or aligned to its node's trace start (see :func:`convert`).
+    ``meta_tz`` is the time zone of ``date``-form meta files (``paging.read_rmem_meta_ns``).
+    """
 
     nodes: tuple[NodeInputs, ...]
-    trace_clock_offset_ns: int = 0
+    trace_clock_offset_ns: int | None = None
     page_bytes: int = PAGE_BYTES
     swap_bytes: int | None = None
     disk_bytes: int | None = None
     name: str = ""
+    meta_tz: str = "UTC"
 
 
 @dataclass(frozen=True)
@@ -121,9 +151,23 @@ class ConvertReport:
     flows: dict[str, int] = field(default_factory=dict)
     t0_realtime_ns: int = 0
     attribution: AttributionReport | None = None
+    #: How each blktrace was put on the wall clock (given offset, anchor or alignment).
+    clock_notes: list[str] = field(default_factory=list)
+    #: Input files that exist but hold no record.
+    empty_files: list[str] = field(default_factory=list)
+    #: file -> (first, last) record time, CLOCK_REALTIME ns.
+    time_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    source_format: str = "meta.json"
 
     def __str__(self) -> str:
-        lines = [f"t0 (CLOCK_REALTIME ns): {self.t0_realtime_ns}"]
+        lines = [f"input: {self.source_format}", f"t0 (CLOCK_REALTIME ns): {self.t0_realtime_ns}"]
+        if self.time_ranges:
+            first = min(a for a, _ in self.time_ranges.values())
+            last = max(b for _, b in self.time_ranges.values())
+            lines.append(f"time span of all inputs: {(last - first) / 1e9:.3f} s")
+        lines += [f"clock: {note}" for note in self.clock_notes]
+        lines.append(f"empty input files: {len(self.empty_files)}")
+        lines += [f"  empty: {f}" for f in self.empty_files]
         lines += [f"records {k}: {v}" for k, v in self.records.items()]
         lines += [f"flows {k}: {v}" for k, v in self.flows.items()]
         if self.attribution is not None:
@@ -166,13 +210,21 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
 
     nodes = []
     seen: set[int] = set()
+    seen_ips: dict[str, int] = {}
     for i, entry in enumerate(meta["nodes"]):
         where = f"nodes[{i}]."
         if not isinstance(entry, dict):
             raise _meta_error(meta_path, f"nodes[{i}]", "an object", entry)
         node = entry.get("node")
-        if not isinstance(node, int) or isinstance(node, bool) or node < 0 or node in seen:
-            raise _meta_error(meta_path, f"{where}node", "a distinct non-negative integer", node)
+        if (
+            not isinstance(node, int)
+            or isinstance(node, bool)
+            or not 0 <= node < MAX_NODES
+            or node in seen
+        ):
+            raise _meta_error(
+                meta_path, f"{where}node", f"a distinct integer in [0, {MAX_NODES})", node
+            )
         seen.add(node)
         files: dict[str, Path | None] = {}
         for key in ("pcap", "disk_blktrace", "swap_blktrace", "paging"):
@@ -187,10 +239,18 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
         if ip is not None:
             try:
                 ip_to_int(ip)
-            except (ValueError, AttributeError) as exc:
+            except (ValueError, AttributeError, TypeError) as exc:
                 raise _meta_error(
                     meta_path, f"{where}ip", "a dotted-quad IPv4 address", ip
                 ) from exc
+            if ip in seen_ips:
+                raise _meta_error(
+                    meta_path,
+                    f"{where}ip",
+                    f"an address no other node has (nodes[{seen_ips[ip]}] has it)",
+                    ip,
+                )
+            seen_ips[ip] = i
         nodes.append(
             NodeInputs(
                 node=node,
@@ -202,10 +262,32 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
                 trace_clock_offset_ns=opt_int(entry, "trace_clock_offset_ns", where),
             )
         )
+    page_bytes = opt_int(meta, "page_bytes", "")
+    for key in ("page_bytes", "swap_bytes", "disk_bytes"):
+        v = opt_int(meta, key, "")
+        if v is not None and v <= 0:
+            raise _meta_error(meta_path, key, "a positive number of bytes", v)
+    if page_bytes is not None and not _valid_page_bytes(page_bytes):
+        raise _meta_error(
+            meta_path, "page_bytes", "a power of two in [512, 2**30] (e.g. 4096)", page_bytes
+        )
+    for key in ("swap_bytes", "disk_bytes"):
+        v = opt_int(meta, key, "")
+        if v is not None and v >= MAX_DEVICE_BYTES:
+            raise _meta_error(meta_path, key, f"a size below 2**62 bytes ({MAX_DEVICE_BYTES})", v)
+    offsets = [("trace_clock_offset_ns", meta)] + [
+        (f"nodes[{i}].trace_clock_offset_ns", e) for i, e in enumerate(meta["nodes"])
+    ]
+    for name, obj in offsets:
+        v = obj.get("trace_clock_offset_ns")
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= MAX_OFFSET_NS:
+            raise _meta_error(
+                meta_path, name, f"an offset below 2**62 ns in magnitude ({MAX_OFFSET_NS})", v
+            )
     sample = SampleInputs(
         nodes=tuple(nodes),
-        trace_clock_offset_ns=opt_int(meta, "trace_clock_offset_ns", "") or 0,
-        page_bytes=opt_int(meta, "page_bytes", "") or PAGE_BYTES,
+        trace_clock_offset_ns=opt_int(meta, "trace_clock_offset_ns", ""),
+        page_bytes=PAGE_BYTES if page_bytes is None else page_bytes,
         swap_bytes=opt_int(meta, "swap_bytes", ""),
         disk_bytes=opt_int(meta, "disk_bytes", ""),
         name=str(meta.get("sample", base.name)),
@@ -214,12 +296,88 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
     return sample
 
 
+def load_artifact_run(run_dir: str | Path, meta_tz: str = "UTC") -> SampleInputs:
+    """Read a results directory of the original artifact as it is published
+    (layout, node and blade mapping: ``traces/artifact.py``); ``meta_tz`` is the time
+    zone of its ``date``-form meta files.
+
+    Raises:
+        FileNotFoundError: no file of that layout in ``run_dir``.
+        TraceFormatError: conflicting host names or a bad file name (names the file).
+    """
+    nodes = tuple(
+        NodeInputs(
+            node=a.node,
+            paging=a.paging,
+            disk_blktrace=a.disk_blktrace,
+            meta=a.meta,
+            host=a.host,
+        )
+        for a in scan_artifact_run(run_dir, MAX_NODES)
+    )
+    sample = SampleInputs(nodes=nodes, name=Path(run_dir).name, meta_tz=meta_tz)
+    check_inputs(sample)
+    return sample
+
+
+def load_any(source: str | Path, meta_tz: str = "UTC") -> tuple[SampleInputs, str]:
+    """A sample directory (meta.json) or an artifact results directory, and which it was.
+
+    Raises:
+        FileNotFoundError: neither layout (names the directory and both layouts).
+    """
+    d = Path(source)
+    if (d / META_FILE).exists():
+        return load_sample(d), "meta.json"
+    if is_artifact_run(d, META_FILE):
+        return load_artifact_run(d, meta_tz), "artifact results directory"
+    raise FileNotFoundError(
+        f"{d}: expected a sample directory with {META_FILE} or an artifact results directory "
+        "(<n>-mem-<host>, <n>-meta-<host>, <n>-disk-<host>.blktrace.<cpu>)"
+    )
+
+
+def _valid_page_bytes(pb: int) -> bool:
+    """512 B (a sector) to 1 GiB (x86-64's largest huge page), a power of two: with pages
+    below 2**31 (rmem.c's ``int``) every byte address stays below 2**61."""
+    return 512 <= pb <= 2**30 and pb & (pb - 1) == 0
+
+
 def check_inputs(sample: SampleInputs) -> None:
-    """Raise FileNotFoundError naming the first referenced trace file that is missing."""
+    """Check a :class:`SampleInputs` before reading any trace.
+
+    Raises:
+        FileNotFoundError: a referenced trace file is missing (names node and file).
+        TraceFormatError: a directory where a trace file should be.
+        ValueError: page_bytes not a power of two in [512, 2**30], device sizes outside
+            (0, 2**62),
+            duplicate node numbers or IPs, or a clock offset >= 2**62 ns in magnitude.
+    """
+    pb = sample.page_bytes
+    if not isinstance(pb, int) or not _valid_page_bytes(pb):
+        raise ValueError(f"page_bytes must be a power of two in [512, 2**30], got {pb!r}")
+    for key in ("swap_bytes", "disk_bytes"):
+        v = getattr(sample, key)
+        if v is not None and not 0 < v < MAX_DEVICE_BYTES:
+            raise ValueError(f"{key} must be in (0, 2**62), got {v}")
+    nodes = [n.node for n in sample.nodes]
+    if len(set(nodes)) != len(nodes) or not all(0 <= n < MAX_NODES for n in nodes):
+        raise ValueError(f"node numbers must be distinct and in [0, {MAX_NODES}), got {nodes}")
+    ips = [n.ip for n in sample.nodes if n.ip is not None]
+    dup = sorted({ip for ip in ips if ips.count(ip) > 1})
+    if dup:
+        raise ValueError(f"node IPs must be unique; {dup} used by several nodes")
+    for off in [sample.trace_clock_offset_ns] + [n.trace_clock_offset_ns for n in sample.nodes]:
+        if off is not None and abs(off) >= MAX_OFFSET_NS:
+            raise ValueError(f"trace_clock_offset_ns {off} is >= 2**62 ns in magnitude")
     for n in sample.nodes:
-        for key in ("pcap", "paging"):
+        for key in ("pcap", "paging", "meta"):
             p = getattr(n, key)
-            if p is not None and not Path(p).is_file():
+            if p is None:
+                continue
+            if Path(p).is_dir():
+                raise TraceFormatError(p, None, None, f"node {n.node}'s {key} file", "a directory")
+            if not Path(p).is_file():
                 raise FileNotFoundError(f"node {n.node}: {key} file {p} not found")
         for key in ("disk_blktrace", "swap_blktrace"):
             p = getattr(n, key)
@@ -234,13 +392,28 @@ def convert(
     source: str | Path | SampleInputs,
     options: ConvertOptions | None = None,
     report: ConvertReport | None = None,
+    meta_tz: str = "UTC",
 ) -> pd.DataFrame:
     """Convert a traced cluster to the flow table (``FLOW_TABLE`` columns and dtypes).
 
     Args:
-        source: a sample directory (with meta.json) or a :class:`SampleInputs`.
+        source: a sample directory (with meta.json), an artifact results directory
+            (:func:`load_artifact_run`, detected by its file names) or a
+            :class:`SampleInputs`.
         options: conversion knobs (defaults documented in :class:`ConvertOptions`).
-        report: if given, filled with record/flow counts and the attribution report.
+        report: if given, filled with record/flow counts, clock notes, empty files, the
+            time range of every input and the attribution report.
+        meta_tz: time zone of ``date``-form meta files of a directory source.
+
+    Clocks: a blktrace is moved to CLOCK_REALTIME by, in this order, (1) the given
+    ``trace_clock_offset_ns`` (node, then sample), (2) its ``BLK_TN_TIMESTAMP`` anchor
+    (``blktrace.wallclock_offset_ns``), (3) aligning its first record (of any kind, so
+    the start of tracing) to the node's trace start: the node's meta time (the artifact
+    writes it just before starting blktrace), else the first record of the node's paging
+    trace, else of its pcap. The report says which, per file. Then every input's time
+    range is checked (:func:`check_time_ranges`): all within [1970, 2100) and no input
+    farther from the others than the longest input is long (floor 60 s); else a
+    ValueError lists every file and its range.
 
     Returns:
         DataFrame with columns flow_id, start_ns, src, dst, size_bytes, kind, node,
@@ -249,13 +422,17 @@ def convert(
 
     Raises:
         FileNotFoundError, TraceFormatError: from the inputs (named file, line, field).
-        ValueError: inconsistent inputs (e.g. a node with a pcap but no IP).
+        ValueError: inconsistent inputs (e.g. a node with a pcap but no IP), or time
+            ranges on different clocks (names the files and their ranges).
     """
     opts = options or ConvertOptions()
     rep = report if report is not None else ConvertReport()
-    sample = source if isinstance(source, SampleInputs) else load_sample(source)
     if isinstance(source, SampleInputs):
+        sample = source
         check_inputs(sample)
+        rep.source_format = "SampleInputs"
+    else:
+        sample, rep.source_format = load_any(source, meta_tz)
     bad_kinds = set(opts.kinds) - set(FLOW_KINDS)
     if bad_kinds:
         raise ValueError(
@@ -280,6 +457,9 @@ def convert(
         rep.records[f"n{n.node}.pcap_packets"] = len(packets)
         if len(packets):
             earliest.append(int(packets.ts_ns.min()))
+            rep.time_ranges[str(n.pcap)] = (int(packets.ts_ns.min()), int(packets.ts_ns.max()))
+        else:
+            rep.empty_files.append(str(n.pcap))
         msgs = network_messages(packets, node_of_ip, opts.idle_gap_ns)
         own = (msgs["src_node"] == n.node) | (
             (msgs["dst_node"] == n.node) & ~msgs["src_node"].isin(has_pcap)
@@ -309,17 +489,37 @@ def convert(
     # Memory and disk accesses on the realtime clock.
     mem_frames, disk_frames = [], []
     for n in sample.nodes:
-        offset = (
-            n.trace_clock_offset_ns
-            if n.trace_clock_offset_ns is not None
-            else sample.trace_clock_offset_ns
+        node_meta = n.meta
+        if node_meta is None and n.paging is not None and meta_path(n.paging).is_file():
+            node_meta = meta_path(n.paging)
+        node_start_ns = (
+            read_rmem_meta_ns(node_meta, sample.meta_tz) if node_meta is not None else None
         )
+        pg = None
         if n.paging is not None:
-            pg = read_rmem(n.paging, page_bytes=sample.page_bytes)
-            if len(pg) and (pg["realtime_ns"] < 0).any():
+            pg = read_rmem(
+                n.paging,
+                page_bytes=sample.page_bytes,
+                meta=node_meta,
+                meta_tz=sample.meta_tz,
+            )
+            rep.records[f"n{n.node}.paging"] = len(pg)
+            if not len(pg):
+                rep.empty_files.append(str(n.paging))
+            elif (pg["realtime_ns"] < 0).any():
                 raise ValueError(
-                    f"{n.paging}: relative timestamps and no meta file {n.paging}.meta"
+                    f"{n.paging}: relative timestamps and no meta file {meta_path(n.paging)}"
                 )
+            else:
+                rep.time_ranges[str(n.paging)] = (
+                    int(pg["realtime_ns"].min()),
+                    int(pg["realtime_ns"].max()),
+                )
+                if node_start_ns is None:
+                    node_start_ns = int(pg["realtime_ns"].min())
+        if node_start_ns is None and n.pcap is not None:
+            node_start_ns = rep.time_ranges.get(str(n.pcap), (None, None))[0]
+        if pg is not None:
             mem_frames.append(
                 pd.DataFrame(
                     {
@@ -335,45 +535,53 @@ def convert(
                     }
                 )
             )
-            rep.records[f"n{n.node}.paging"] = len(pg)
         elif n.swap_blktrace is not None:
             sw = read_blktrace(n.swap_blktrace, actions=opts.blk_actions)
-            addr = sw["sector"] * SECTOR_BYTES
-            misaligned = (addr % sample.page_bytes != 0) | (
-                sw["size_bytes"] % sample.page_bytes != 0
-            )
-            if misaligned.any():
-                row = sw[misaligned].iloc[0]
-                raise TraceFormatError(
-                    row["source_file"],
-                    f"record {row['source_record']}",
-                    "sector/bytes",
-                    f"page-aligned swap I/O ({sample.page_bytes} B)",
-                    (int(row["sector"]), int(row["size_bytes"])),
-                )
-            mem_frames.append(
-                pd.DataFrame(
-                    {
-                        "node": n.node,
-                        "time_ns": sw["time_ns"] + offset,
-                        "op": sw["op"],
-                        "page": addr // sample.page_bytes,
-                        "npages": sw["size_bytes"] // sample.page_bytes,
-                        "batch_id": np.arange(len(sw), dtype=np.int64),
-                        "size_bytes": sw["size_bytes"],
-                        "source_file": sw["source_file"],
-                        "source_record": sw["source_record"],
-                    }
-                )
-            )
             rep.records[f"n{n.node}.swap_blktrace"] = len(sw)
+            if not len(sw):
+                rep.empty_files.append(str(n.swap_blktrace))
+            else:
+                addr = sw["sector"] * SECTOR_BYTES
+                misaligned = (addr % sample.page_bytes != 0) | (
+                    sw["size_bytes"] % sample.page_bytes != 0
+                )
+                if misaligned.any():
+                    row = sw[misaligned].iloc[0]
+                    raise TraceFormatError(
+                        row["source_file"],
+                        f"record {row['source_record']}",
+                        "sector/bytes",
+                        f"page-aligned swap I/O ({sample.page_bytes} B)",
+                        (int(row["sector"]), int(row["size_bytes"])),
+                    )
+                time_ns = _on_wall_clock(sw, n, n.swap_blktrace, sample, node_start_ns, rep)
+                mem_frames.append(
+                    pd.DataFrame(
+                        {
+                            "node": n.node,
+                            "time_ns": time_ns,
+                            "op": sw["op"],
+                            "page": addr // sample.page_bytes,
+                            "npages": sw["size_bytes"] // sample.page_bytes,
+                            "batch_id": np.arange(len(sw), dtype=np.int64),
+                            "size_bytes": sw["size_bytes"],
+                            "source_file": sw["source_file"],
+                            "source_record": sw["source_record"],
+                        }
+                    )
+                )
         if n.disk_blktrace is not None:
             dk = read_blktrace(n.disk_blktrace, actions=opts.blk_actions)
+            rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
+            if not len(dk):
+                rep.empty_files.append(str(n.disk_blktrace))
+                continue
+            time_ns = _on_wall_clock(dk, n, n.disk_blktrace, sample, node_start_ns, rep)
             disk_frames.append(
                 pd.DataFrame(
                     {
                         "node": n.node,
-                        "time_ns": dk["time_ns"] + offset,
+                        "time_ns": time_ns,
                         "op": dk["op"],
                         "sector": dk["sector"],
                         "size_bytes": dk["size_bytes"],
@@ -382,14 +590,17 @@ def convert(
                     }
                 )
             )
-            rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
     mem = pd.concat(mem_frames, ignore_index=True) if mem_frames else None
     disk = pd.concat(disk_frames, ignore_index=True) if disk_frames else None
     for frame in (mem, disk):
         if frame is not None and len(frame):
             earliest.append(int(frame["time_ns"].min()))
     if not earliest:
-        raise ValueError(f"sample {sample.name!r}: no records in any input")
+        raise ValueError(
+            f"sample {sample.name!r}: no records in any input "
+            f"({len(rep.empty_files)} empty files: {rep.empty_files})"
+        )
+    check_time_ranges(rep.time_ranges)
     t0 = min(earliest)
     rep.t0_realtime_ns = t0
 
@@ -471,6 +682,26 @@ def convert(
     return _to_schema(table)
 
 
+def _on_wall_clock(
+    blk: pd.DataFrame,
+    n: NodeInputs,
+    prefix: Path,
+    sample: SampleInputs,
+    node_start_ns: int | None,
+    rep: ConvertReport,
+) -> np.ndarray:
+    """``blk.time_ns`` moved to CLOCK_REALTIME (``clocks.blktrace_offset``); records the
+    time range and the clock note in ``rep``."""
+    given = n.trace_clock_offset_ns
+    if given is None:
+        given = sample.trace_clock_offset_ns
+    first, last = int(blk["time_ns"].min()), int(blk["time_ns"].max())
+    offset, note = blktrace_offset(prefix, n.node, first, last, given, node_start_ns)
+    rep.clock_notes.append(note)
+    rep.time_ranges[str(prefix)] = (first + offset, last + offset)
+    return blk["time_ns"].to_numpy(dtype=np.int64) + np.int64(offset)
+
+
 def _empty_table() -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -491,17 +722,26 @@ def _to_schema(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_flow_table(df: pd.DataFrame, out_prefix: str | Path) -> tuple[Path, Path]:
+def write_flow_table(
+    df: pd.DataFrame,
+    out_prefix: str | Path,
+    extra_writers: Sequence[tuple[Path, Callable[[Path], None]]] = (),
+) -> tuple[Path, Path]:
     """Write ``OUT_PREFIX.parquet`` and ``OUT_PREFIX.csv`` (``FLOW_TABLE``), atomically.
 
     The table is checked against ``FLOW_TABLE`` first (column names, order, types, no
     nulls, size_bytes > 0, flow_id = 0..N-1); both files are written to temporary files
     and moved into place only when both are complete, so on any error neither exists
-    (or the old ones stay). Returns the two paths.
+    (or the old ones stay). ``extra_writers`` are ``(path, write(tmp_path))`` pairs of
+    further outputs (e.g. the YAPS file of ``disaggsim convert --yaps-out``) that join the
+    same all-or-nothing group (``_atomic.atomic_paths``). Returns the two paths.
 
     Raises:
         ValueError: the table does not match the schema.
+        OSError: an output cannot be written (e.g. a directory is in the way); then no
+            output is changed.
     """
+    extra = [p for p, _ in extra_writers]
     if list(df.columns) != FLOW_TABLE.names:
         raise ValueError(f"flow table columns {list(df.columns)} != FLOW_TABLE {FLOW_TABLE.names}")
     try:
@@ -522,9 +762,11 @@ def write_flow_table(df: pd.DataFrame, out_prefix: str | Path) -> tuple[Path, Pa
     prefix = Path(out_prefix)
     parquet = prefix.with_name(prefix.name + ".parquet")
     csv = prefix.with_name(prefix.name + ".csv")
-    with atomic_path(parquet) as tmp_parquet, atomic_path(csv) as tmp_csv:
-        pq.write_table(table, tmp_parquet)
-        df.to_csv(tmp_csv, index=False)
+    with atomic_paths(parquet, csv, *extra) as tmps:
+        pq.write_table(table, tmps[0])
+        df.to_csv(tmps[1], index=False)
+        for (_, write), tmp in zip(extra_writers, tmps[2:], strict=True):
+            write(tmp)
     return parquet, csv
 
 

@@ -25,19 +25,41 @@ Note: disaggregation-flowgen's ``flowgen-spark/ProcessTrace.scala`` labels a '-'
 ``memWrite``, the opposite of the kernel module that wrote the trace; we follow rmem.c
 (the producer): '-' = read (swap-in), '+' = write (swap-out).
 
-Meta file: the artifact's collector (``rmem/execute.py`` ``log_trace``) writes the trace
-start time as one line holding an integer, µs since the Unix epoch
-(``start_time=$(date +%s%N); echo ${start_time:0:-3} > .metadata``), copied next to the
-traces as ``<n>-meta-<host>``. We read that format, or JSON ``{"start_time_us": N}``, from
-``<trace>.meta``.
+Meta file: the start time of the trace, ``<trace>.meta``. Three forms are read:
+
+- the artifact's (``rmem/ec2_get_log.sh``, the script that wrote the published
+  ``rmem/results/<run>/<n>-meta-<host>`` files, e.g. ``150520220825.125099223``)::
+
+      echo "$(date +%y%m%d%H%M%S.%N)" > .metadata   # local wall-clock time, ns digits
+
+  written just before ``blktrace`` is started on the node. ``date`` prints local time,
+  so the reader needs the hosts' time zone: ``meta_tz`` (default ``"UTC"``, an IANA zone
+  name). The artifact's EC2 hosts ran in UTC: in run 150520220958 the metas read
+  22:08:25-22:08:31 and the paging trace's own epoch timestamps end at 22:09:31 UTC,
+  before the results directory (named by ``date`` on the master) at 22:09:58, and the
+  metas are 34-94 ms before each node's blktrace wall-clock stamp. A local time that
+  occurs twice (the end of summer time) is read as its first occurrence.
+- one integer line, µs since the Unix epoch (an older artifact script,
+  ``start_time=$(date +%s%N); echo ${start_time:0:-3}``);
+- JSON ``{"start_time_us": N}`` (written by ``traces/collect_paging.py``).
+
 Timestamps in the trace are either absolute (epoch µs, as rmem.c logs them) or relative
-to that start time; ``time_base="auto"`` tells them apart (see :func:`read_rmem`).
+to that start time; ``time_base="auto"`` tells them apart from all the records, and a
+file that mixes the two is an error (see :func:`read_rmem`). So the meta only matters
+for relative traces (and, in ``convert``, as the node's trace start, see there).
+
+Limits (checked by both parsers, so no value can overflow int64 later): ``page`` and
+``npages`` fit rmem.c's ``int`` (< 2**31); timestamps are < :data:`MAX_EPOCH_US`
+(2100-01-01); an absolute meta lies in [:data:`ABSOLUTE_US_THRESHOLD`, ``MAX_EPOCH_US``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
+import re
+import zoneinfo
 from pathlib import Path
 from typing import Final, Literal
 
@@ -53,6 +75,15 @@ from disaggsim.traces.errors import TraceFormatError
 PAGE_BYTES: Final = 4096  # x86 PAGE_SIZE; paper §2.2 "page-level remote memory access"
 #: Timestamps at or above this (µs since the epoch: 2001-09-09) are absolute, below relative.
 ABSOLUTE_US_THRESHOLD: Final = 10**15
+#: Upper bound of any timestamp, µs since the epoch (2100-01-01T00:00:00Z): a larger value
+#: is a corrupt record (and would overflow int64 ns once offsets are added).
+MAX_EPOCH_US: Final = 4_102_444_800_000_000
+#: rmem.c stores ``page`` and ``length`` in a C ``int``.
+MAX_PAGE: Final = 2**31 - 1
+#: Bound of ``batch_id``/``idx`` (a line counter; any int64-safe bound works).
+MAX_BATCH: Final = 2**53
+_INT_RE: Final = re.compile(r"[+-]?[0-9]+")
+_META_DATE_RE: Final = re.compile(r"([0-9]{12})\.([0-9]{1,9})")
 
 RMEM_COLUMNS: Final = (
     "batch_id",
@@ -72,16 +103,39 @@ def meta_path(trace: str | Path) -> Path:
     return p.with_name(p.name + ".meta")
 
 
-def read_rmem_meta(path: str | Path) -> int:
-    """Read a meta file: the trace start time in µs since the Unix epoch.
+def _read_text_file(p: Path, what: str) -> str:
+    """The text of ``p``, or a TraceFormatError saying why it cannot be read as ``what``."""
+    if p.is_dir():
+        raise TraceFormatError(p, None, None, f"{what} (a regular file)", "a directory")
+    data = p.read_bytes()
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TraceFormatError(
+            p, line, None, f"{what} (ASCII text)", data[exc.start : exc.start + 1]
+        ) from exc
 
-    Accepts the artifact's format (one line holding the integer) and the JSON object
-    ``{"start_time_us": <int>}`` (written by ``traces/collect_paging.py``).
 
-    Raises TraceFormatError if the file is neither.
+def read_rmem_meta_ns(path: str | Path, tz: str = "UTC") -> int:
+    """Read a meta file (any of the three forms above): the trace start in epoch ns.
+
+    Args:
+        path: the meta file.
+        tz: IANA time zone of the ``date +%y%m%d%H%M%S.%N`` form (the tracing host's
+            local time); ignored by the integer and JSON forms, which are epoch µs.
+
+    Raises:
+        TraceFormatError: not one of the forms, or a time outside 2001-09-09..2100-01-01
+            (e.g. an integer in ns instead of µs); names the file, line and field.
+        ValueError: unknown time zone name.
     """
     p = Path(path)
-    text = p.read_text().strip()
+    text = _read_text_file(p, "a meta file").strip()
+    expected = (
+        "one line: 'yymmddHHMMSS.nanoseconds' (date +%y%m%d%H%M%S.%N), an integer of µs "
+        'since the Unix epoch, or JSON {"start_time_us": N}'
+    )
     if text.startswith("{"):
         try:
             obj = json.loads(text)
@@ -90,13 +144,50 @@ def read_rmem_meta(path: str | Path) -> int:
         value = obj.get("start_time_us") if isinstance(obj, dict) else None
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise TraceFormatError(p, 1, "start_time_us", "an integer >= 0 (epoch µs)", value)
-        return value
+        return _plausible_us(p, value) * 1000
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) != 1 or not lines[0].isdigit():
+    if len(lines) != 1:
+        raise TraceFormatError(p, 1, "start_time_us", expected, lines[:2])
+    line = lines[0]
+    if line.isascii() and line.isdigit():
+        return _plausible_us(p, int(line)) * 1000
+    m = _META_DATE_RE.fullmatch(line)
+    if m is None:
+        raise TraceFormatError(p, 1, "start_time_us", expected, line)
+    try:
+        zone = zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {tz!r} (expected an IANA name, e.g. UTC)") from exc
+    try:
+        local = dt.datetime.strptime(m.group(1), "%y%m%d%H%M%S").replace(tzinfo=zone)
+    except ValueError as exc:
+        raise TraceFormatError(p, 1, "start_time", "a valid date yymmddHHMMSS", m.group(1)) from exc
+    frac_ns = int(m.group(2).ljust(9, "0"))
+    ns = int(local.timestamp()) * 1_000_000_000 + frac_ns
+    _plausible_us(p, ns // 1000)
+    return ns
+
+
+def _plausible_us(p: Path, value: int) -> int:
+    if not ABSOLUTE_US_THRESHOLD <= value < MAX_EPOCH_US:
+        hint = " (it looks like ns, expected µs)" if value >= MAX_EPOCH_US * 100 else ""
         raise TraceFormatError(
-            p, 1, "start_time_us", "one integer line (µs since the Unix epoch)", lines[:2]
+            p,
+            1,
+            "start_time_us",
+            f"a time between 2001-09-09 and 2100-01-01 in µs since the epoch "
+            f"[{ABSOLUTE_US_THRESHOLD}, {MAX_EPOCH_US}){hint}",
+            value,
         )
-    return int(lines[0])
+    return value
+
+
+def read_rmem_meta(path: str | Path, tz: str = "UTC") -> int:
+    """Read a meta file: the trace start time in µs since the Unix epoch (truncated).
+
+    Same forms, arguments and errors as :func:`read_rmem_meta_ns`.
+    """
+    return read_rmem_meta_ns(path, tz) // 1000
 
 
 def write_rmem_meta(path: str | Path, start_time_us: int) -> None:
@@ -107,71 +198,76 @@ def write_rmem_meta(path: str | Path, start_time_us: int) -> None:
         tmp.write_text(f"{int(start_time_us)}\n")
 
 
-def _parse_int(p: Path, lineno: int, field: str, text: str, what: str) -> int:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isdigit():
+def _parse_int(p: Path, lineno: int, field: str, text: str, what: str, bound: int) -> int:
+    if not _INT_RE.fullmatch(text):
         raise TraceFormatError(p, lineno, field, what, text)
-    return int(text)
+    value = int(text)
+    if abs(value) > bound:
+        raise TraceFormatError(p, lineno, field, f"{what}, at most {bound} in magnitude", text)
+    return value
+
+
+_FORMS_EXPECTED: Final = (
+    "4 fields '<batch_id> <timestamp_us> <±start_page> <npages>' or 5 fields "
+    "'<idx> <±timestamp_us> <page> <npages> <page_size>'"
+)
+_TS_WHAT: Final = "an integer of µs before 2100-01-01"
 
 
 def _parse_lines(p: Path, page_bytes: int) -> tuple[str, list[tuple[int, int, str, int, int, int]]]:
     """Line-by-line parser: the reference path, and the one that names a bad line."""
     rows: list[tuple[int, int, str, int, int, int]] = []
     form = ""
-    with p.open() as fh:
-        for lineno, line in enumerate(fh, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            this = "batch" if len(fields) == 4 else "indexed" if len(fields) == 5 else ""
-            if not this:
+    text = _read_text_file(p, "an rmem paging trace")
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        this = "batch" if len(fields) == 4 else "indexed" if len(fields) == 5 else ""
+        if not this:
+            raise TraceFormatError(p, lineno, None, _FORMS_EXPECTED, line)
+        if form and this != form:
+            expected = f"the {form} form used by the lines above"
+            raise TraceFormatError(p, lineno, None, expected, line)
+        form = this
+        if form == "batch":
+            batch = _parse_int(
+                p, lineno, "batch_id", fields[0], "a non-negative integer", MAX_BATCH
+            )
+            ts = _parse_int(p, lineno, "timestamp_us", fields[1], _TS_WHAT, MAX_EPOCH_US - 1)
+            page = _parse_int(
+                p, lineno, "start_page", fields[2], "a signed integer (+ write, - read)", MAX_PAGE
+            )
+            npages = _parse_int(p, lineno, "npages", fields[3], "a positive integer", MAX_PAGE)
+            op = "R" if fields[2].startswith("-") else "W"
+            if batch < 0:
+                raise TraceFormatError(p, lineno, "batch_id", "a non-negative integer", fields[0])
+            if ts < 0 or fields[1].startswith("-"):
                 raise TraceFormatError(
-                    p,
-                    lineno,
-                    None,
-                    "4 fields '<batch_id> <timestamp_us> <±start_page> <npages>' or 5 fields "
-                    "'<idx> <±timestamp_us> <page> <npages> <page_size>'",
-                    line.rstrip("\n"),
+                    p, lineno, "timestamp_us", "a non-negative integer (µs)", fields[1]
                 )
-            if form and this != form:
+        else:
+            batch = _parse_int(p, lineno, "idx", fields[0], "a non-negative integer", MAX_BATCH)
+            ts = _parse_int(
+                p, lineno, "timestamp_us", fields[1], _TS_WHAT + " (- read)", MAX_EPOCH_US - 1
+            )
+            page = _parse_int(p, lineno, "page", fields[2], "a non-negative integer", MAX_PAGE)
+            npages = _parse_int(p, lineno, "npages", fields[3], "a positive integer", MAX_PAGE)
+            size = _parse_int(
+                p, lineno, "page_size", fields[4], f"the page size {page_bytes}", MAX_BATCH
+            )
+            op = "R" if fields[1].startswith("-") else "W"
+            if batch < 0:
+                raise TraceFormatError(p, lineno, "idx", "a non-negative integer", fields[0])
+            if page < 0 or fields[2].startswith("-"):
+                raise TraceFormatError(p, lineno, "page", "a non-negative integer", fields[2])
+            if size != page_bytes:
                 raise TraceFormatError(
-                    p, lineno, None, f"the {form} form used by the lines above", line.rstrip("\n")
+                    p, lineno, "page_size", f"the page size {page_bytes}", fields[4]
                 )
-            form = this
-            if form == "batch":
-                batch = _parse_int(p, lineno, "batch_id", fields[0], "a non-negative integer")
-                ts = _parse_int(p, lineno, "timestamp_us", fields[1], "a non-negative integer (µs)")
-                page = _parse_int(
-                    p, lineno, "start_page", fields[2], "a signed integer (+ write, - read)"
-                )
-                npages = _parse_int(p, lineno, "npages", fields[3], "a positive integer")
-                op = "R" if fields[2].startswith("-") else "W"
-                if batch < 0:
-                    raise TraceFormatError(
-                        p, lineno, "batch_id", "a non-negative integer", fields[0]
-                    )
-                if ts < 0 or fields[1].startswith("-"):
-                    raise TraceFormatError(
-                        p, lineno, "timestamp_us", "a non-negative integer (µs)", fields[1]
-                    )
-            else:
-                batch = _parse_int(p, lineno, "idx", fields[0], "a non-negative integer")
-                ts = _parse_int(
-                    p, lineno, "timestamp_us", fields[1], "a signed integer (µs; - read)"
-                )
-                page = _parse_int(p, lineno, "page", fields[2], "a non-negative integer")
-                npages = _parse_int(p, lineno, "npages", fields[3], "a positive integer")
-                size = _parse_int(p, lineno, "page_size", fields[4], f"the page size {page_bytes}")
-                op = "R" if fields[1].startswith("-") else "W"
-                if page < 0 or fields[2].startswith("-"):
-                    raise TraceFormatError(p, lineno, "page", "a non-negative integer", fields[2])
-                if size != page_bytes:
-                    raise TraceFormatError(
-                        p, lineno, "page_size", f"the page size {page_bytes}", fields[4]
-                    )
-            if npages <= 0:
-                raise TraceFormatError(p, lineno, "npages", "a positive integer", fields[3])
-            rows.append((batch, abs(ts), op, abs(page), npages, lineno))
+        if npages <= 0:
+            raise TraceFormatError(p, lineno, "npages", "a positive integer", fields[3])
+        rows.append((batch, abs(ts), op, abs(page), npages, lineno))
     return form, rows
 
 
@@ -179,45 +275,67 @@ def _fast_parse(p: Path, page_bytes: int) -> pd.DataFrame | None:
     """Vectorised parse with pyarrow's CSV reader, for well-formed files.
 
     Returns None whenever the file is not plainly well formed (blank lines, tabs, CR,
-    anything that does not parse or validate), and the caller falls back to the
-    line-by-line parser, which then names the bad line or handles the odd spacing.
+    quotes, anything that does not match the integer syntax or the limits of
+    :func:`_parse_lines`), and the caller falls back to the line-by-line parser, which then
+    names the bad line or handles the odd spacing. It accepts exactly what that parser
+    accepts, with the same values (tests/test_fuzz_paging.py checks this).
     """
+    if p.is_dir():
+        return None
     data = p.read_bytes()
-    if not data or data.startswith(b"\n") or b"\n\n" in data or b"\r" in data or b"\t" in data:
+    if (
+        not data
+        or not data.isascii()
+        or data.startswith(b"\n")
+        or b"\n\n" in data
+        or any(c in data for c in (b"\r", b"\t", b'"', b"\x0b", b"\x0c", b"\x1c", b"\x1d"))
+        or any(c in data for c in (b"\x1e", b"\x1f", b"\x85"))
+    ):
         return None
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),
             read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-            parse_options=pacsv.ParseOptions(delimiter=" "),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False),
             convert_options=pacsv.ConvertOptions(
-                column_types={f"f{i}": pa.string() for i in range(6)}
+                column_types={f"f{i}": pa.string() for i in range(6)},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
-    if table.num_columns not in (4, 5):
+    if table.num_columns not in (4, 5) or table.num_rows == 0:
         return None
     cols = [table.column(i) for i in range(table.num_columns)]
+    for col in cols:
+        ok = pc.match_substring_regex(col, pattern=r"^[+-]?[0-9]+$")
+        if col.null_count or not pc.all(ok).as_py():
+            return None
 
-    def as_int(col: pa.ChunkedArray) -> np.ndarray:
+    def as_int(col: pa.ChunkedArray) -> np.ndarray | None:
+        if pc.max(pc.utf8_length(col)).as_py() > 18:  # beyond every limit: int64-safe
+            return None
         plain = pc.replace_substring_regex(col, pattern=r"^\+", replacement="")
-        return pc.cast(plain, pa.int64()).to_numpy()
+        return np.asarray(pc.cast(plain, pa.int64()).to_numpy())
 
-    try:
-        ints = [as_int(c) for c in cols]
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    ints = [as_int(c) for c in cols]
+    if any(v is None for v in ints):
         return None
+    vals = [v for v in ints if v is not None]
     if table.num_columns == 4:
         signed = pc.starts_with(cols[2], "-").to_numpy(zero_copy_only=False)
-        batch, ts, page, npages = ints
-        bad = (batch < 0) | (ts < 0) | pc.starts_with(cols[1], "-").to_numpy(zero_copy_only=False)
+        batch, ts, page, npages = vals
+        bad = (ts < 0) | pc.starts_with(cols[1], "-").to_numpy(zero_copy_only=False)
+        bad |= np.abs(page) > MAX_PAGE
     else:
         signed = pc.starts_with(cols[1], "-").to_numpy(zero_copy_only=False)
-        batch, ts, page, npages, size = ints
-        bad = (batch < 0) | (page < 0) | (size != page_bytes)
+        batch, ts, page, npages, size = vals
+        bad = (page < 0) | (size != page_bytes) | (page > MAX_PAGE)
         bad |= pc.starts_with(cols[2], "-").to_numpy(zero_copy_only=False)
-    if (bad | (npages <= 0)).any():
+    bad |= (batch < 0) | (batch > MAX_BATCH) | (np.abs(ts) >= MAX_EPOCH_US)
+    bad |= (npages <= 0) | (npages > MAX_PAGE)
+    if bad.any():
         return None
     n = table.num_rows
     return pd.DataFrame(
@@ -238,6 +356,7 @@ def read_rmem(
     page_bytes: int = PAGE_BYTES,
     meta: str | Path | int | None = None,
     time_base: Literal["auto", "absolute", "relative"] = "auto",
+    meta_tz: str = "UTC",
 ) -> pd.DataFrame:
     """Read an rmem paging trace (either text form, detected from the field count).
 
@@ -247,8 +366,10 @@ def read_rmem(
         meta: start time in epoch µs, or a meta file path; default ``<path>.meta`` if it
             exists. Without it ``realtime_ns`` is -1 for relative timestamps.
         time_base: ``"absolute"``: timestamps are epoch µs (rmem.c); ``"relative"``: µs
-            since the meta start time; ``"auto"``: absolute if the first timestamp is
-            >= 10**15 µs (after 2001-09-09), else relative.
+            since the meta start time; ``"auto"``: absolute if every timestamp is
+            >= 10**15 µs (after 2001-09-09), relative if every one is below; a file
+            mixing the two is an error (one corrupt line must not move the whole file).
+        meta_tz: time zone of a ``date +%y%m%d%H%M%S.%N`` meta file (see module doc).
 
     Returns:
         DataFrame in file order with columns ``batch_id`` (the older form's index),
@@ -257,8 +378,8 @@ def read_rmem(
         ``realtime_ns`` (epoch ns; -1 if unknown) and ``source_record`` (1-based line).
 
     Raises:
-        TraceFormatError: a malformed line (file:line, field, what was expected), or a
-            meta file that is not one integer.
+        TraceFormatError: a malformed line (file:line, field, what was expected), a line
+            whose time base differs from the first line's, or a bad meta file.
         ValueError: relative timestamps with an explicit ``time_base="relative"`` but no meta.
     """
     p = Path(path)
@@ -276,18 +397,35 @@ def read_rmem(
     df["size_bytes"] = df["npages"] * page_bytes
     start_us: int | None
     if isinstance(meta, int):
+        if not 0 <= meta < MAX_EPOCH_US:
+            raise ValueError(f"meta start time {meta} µs outside [0, {MAX_EPOCH_US})")
         start_us = meta
     elif meta is not None:
-        start_us = read_rmem_meta(meta)
+        start_us = read_rmem_meta(meta, meta_tz)
     else:
         mp = meta_path(p)
-        start_us = read_rmem_meta(mp) if mp.exists() else None
+        start_us = read_rmem_meta(mp, meta_tz) if mp.exists() else None
+    is_abs = df["time_us"].to_numpy() >= ABSOLUTE_US_THRESHOLD
+    if time_base == "auto" and len(df) and is_abs.any() and not is_abs.all():
+        # Name the first line of the minority: one corrupt line must not decide the file.
+        majority = bool(is_abs.sum() * 2 >= len(is_abs))
+        i = int(np.flatnonzero(is_abs != majority)[0])
+        kinds = ("relative (< 10**15 µs)", "absolute (epoch µs >= 10**15)")
+        raise TraceFormatError(
+            p,
+            int(df["source_record"].iloc[i]),
+            "timestamp_us",
+            f"a {kinds[majority]} timestamp like the other {int((is_abs == majority).sum())} "
+            "lines (a file is all absolute or all relative)",
+            int(df["time_us"].iloc[i]),
+        )
     absolute = time_base == "absolute" or (
-        time_base == "auto" and len(df) > 0 and int(df["time_us"].iloc[0]) >= ABSOLUTE_US_THRESHOLD
+        time_base == "auto" and bool(len(df)) and bool(is_abs.all())
     )
     if absolute:
         df["realtime_ns"] = df["time_us"] * 1000
     elif start_us is not None:
+        # time_us < MAX_EPOCH_US and start_us < MAX_EPOCH_US: the sum * 1000 fits int64.
         df["realtime_ns"] = (df["time_us"] + start_us) * 1000
     elif time_base == "relative":
         raise ValueError(f"{p}: relative timestamps need a start time (meta file {meta_path(p)})")
