@@ -132,7 +132,13 @@ def max_array_size() -> int:
     Raises:
         CampaignError: scontrol is missing or fails, or prints no MaxArraySize.
     """
-    out = _slurm_command(["scontrol", "show", "config"], "reading the Slurm configuration")
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not Path(conf).is_file():  # scontrol would retry for 60 s
+        raise CampaignError(f"$SLURM_CONF names {conf}, which does not exist")
+    out = _slurm_command(
+        ["scontrol", "show", "config"],
+        "reading the Slurm configuration (no cluster? README: 'Running a campaign on Slurm')",
+    )
     for line in out.splitlines():
         name, _, value = line.partition("=")
         if name.strip() == "MaxArraySize":
@@ -289,7 +295,7 @@ def failures(job: ArrayJob, runs_dir: Path) -> list[str]:
             lines = [f"{where} (Slurm state {state}; log {log}):"]
             for run in missing:
                 error = outcome.get(run.key, {}).get("error", "not run")
-                lines.append(f"  {_describe(run.spec)}: {error}")
+                lines.append(f"  {_describe(run.spec)}: " + error.replace("\n", "\n    "))
         else:
             started = (status_dir / f"{index}.start.json").is_file()
             if state in KILLED_STATES:

@@ -273,3 +273,25 @@ def test_task_killed_by_slurm_is_reported_and_resubmitted(cluster, tmp_path):
     fct = resumed.fct()
     assert len(fct) == 2 * n_flows and (fct["finished"] == 1).all()
     assert not list((out / "runs").glob(".tmp-*")), "the killed run's temp dir is removed"
+
+
+def test_run_failing_inside_its_task_is_reported_with_its_error(cluster, tmp_path):
+    """A run the ns-3 program rejects fails in its task; the task's other run is kept."""
+    grid = """
+    [grid]
+    protocols = ["tcp", "nosuchproto"]
+    rates_gbps = [40]
+    scopes = ["datacenter"]
+    seeds = [1]
+    """
+    config = _config(tmp_path, "failing", 'executor = "slurm"\nslurm_tasks = 1\n', grid, 12)
+    with pytest.raises(CampaignError) as info:
+        run_campaign(config, progress=False)
+    message = str(info.value)
+    job_id = json.loads((tmp_path / "failing" / "slurm" / "job.json").read_text())["job_id"]
+    assert f"slurm array {job_id}: 1 of 2 runs not done" in message
+    # the task ran to its end (exit 1 -> FAILED) and named the failed run and its error
+    assert f"array task {job_id}_0 (Slurm state FAILED;" in message
+    assert "websearch nosuchproto 40Gbps datacenter seed=1: RunError:" in message
+    assert "websearch tcp" not in message
+    assert len(list((tmp_path / "failing" / "runs").glob("*/done.json"))) == 1
