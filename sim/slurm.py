@@ -324,15 +324,23 @@ def wait_previous(out_dir: Path, progress: bool) -> None:
     if not record_path.is_file() or shutil.which("squeue") is None:
         return
     record = json.loads(record_path.read_text())
+    script = out_dir / "slurm" / "array.sbatch"
     states = task_states(record["job_id"])
     if states is None or not any(s in ACTIVE_STATES for s in states.values()):
+        return
+    # job ids restart on a new cluster: the job must run this campaign's script
+    proc = subprocess.run(
+        ["squeue", "-h", "-j", record["job_id"], "-o", "%o"],
+        capture_output=True, text=True, check=False,
+    )
+    if str(script) not in proc.stdout.split():
         return
     print(
         f"slurm: waiting for array {record['job_id']} submitted earlier by this campaign",
         file=sys.stderr,
     )
-    job = ArrayJob(out_dir / "slurm", [[] for _ in range(record["tasks"])],
-                   out_dir / "slurm" / "array.sbatch", job_id=record["job_id"])
+    job = ArrayJob(out_dir / "slurm", [[] for _ in range(record["tasks"])], script,
+                   job_id=record["job_id"])
     wait(job, progress)
 
 

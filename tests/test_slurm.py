@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -295,3 +296,32 @@ def test_run_failing_inside_its_task_is_reported_with_its_error(cluster, tmp_pat
     assert "websearch nosuchproto 40Gbps datacenter seed=1: RunError:" in message
     assert "websearch tcp" not in message
     assert len(list((tmp_path / "failing" / "runs").glob("*/done.json"))) == 1
+
+
+def test_interrupted_runner_waits_for_its_array_instead_of_resubmitting(cluster, tmp_path):
+    """`disaggsim run` killed while waiting: the array keeps running; the next call waits
+    for that array (same job id, no second submission) and collects its runs."""
+    config = _config(tmp_path, "interrupted", 'executor = "slurm"\nslurm_tasks = 2\n', GRID_4, 24)
+    out = tmp_path / "interrupted"
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "disaggsim.sim.campaign", str(config)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "slurm" / "job.json").exists() and time.monotonic() < deadline:
+            assert runner.poll() is None, "the runner ended before submitting"
+            time.sleep(0.05)
+    finally:
+        runner.kill()
+        runner.wait()
+    job = json.loads((out / "slurm" / "job.json").read_text())
+    active = subprocess.run(
+        ["squeue", "-h", "-j", job["job_id"], "-o", "%T"], capture_output=True, text=True,
+        check=True,
+    ).stdout.split()
+    assert active, "the array must still be queued or running when the runner is killed"
+    resumed = run_campaign(config, progress=False)
+    assert json.loads((out / "slurm" / "job.json").read_text()) == job
+    assert (resumed.pending, resumed.skipped) == (0, 4)  # done by the first array
+    assert len(resumed.fct()) == 4 * 24
