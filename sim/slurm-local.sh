@@ -30,6 +30,8 @@ log() { echo "[slurm-local] $*" >&2; }
 
 # Alive = exists and is not a zombie: PID 1 here is not systemd and reaps orphans only every ~2 s.
 pid_alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{exit !($3 == "Z")}' "/proc/$1/stat" 2>/dev/null; }
+# Live (non-zombie) processes named exactly $1.
+alive_named() { local p; for p in $(pgrep -x "$1" || true); do pid_alive "$p" && echo "$p"; done; true; }
 pid_of() { [ -f "$1" ] && cat "$1" || true; }
 
 wait_gone() { # pid timeout_s
@@ -107,7 +109,7 @@ start() {
   command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
     { log "Slurm is not installed: apt-get install slurmctld slurmd slurm-client munge"; return 1; }
   if pid_alive "$(pid_of "$DIR/slurmctld.pid")"; then log "already running"; return 0; fi
-  if pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; then
+  if [ -n "$(alive_named slurmctld)$(alive_named slurmd)" ]; then
     log "another slurmctld/slurmd runs on this machine (not ours): stop it first"; return 1
   fi
   rm -rf "$DIR"; mkdir -p "$DIR"; write_conf
@@ -135,12 +137,12 @@ stop() {
     squeue -h -o '%A' 2>/dev/null | sort -u | xargs -r scancel 2>/dev/null || true
     local i
     for ((i = 0; i < 150; i++)); do
-      [ -z "$(squeue -h -o %A 2>/dev/null | head -1)" ] && ! pgrep -x slurmstepd >/dev/null && break
+      [ -z "$(squeue -h -o %A 2>/dev/null | head -1)" ] && [ -z "$(alive_named slurmstepd)" ] && break
       sleep 0.1
     done
   fi
   local steps p
-  steps=$(pgrep -x slurmstepd || true)
+  steps=$(alive_named slurmstepd)
   for p in $d $ctld; do pid_alive "$p" && kill -TERM "$p"; done
   for p in $d $ctld; do wait_gone "$p" 5 || kill -KILL "$p" 2>/dev/null || true; done
   for p in $steps; do kill -KILL "$p" 2>/dev/null || true; done # stragglers only
