@@ -199,10 +199,14 @@ def write_array(
 
 def submit(job: ArrayJob, sbatch_args: list[str]) -> str:
     """``sbatch --parsable`` the array; records ``job.json`` and returns the job id.
+    Removes the outcome files of earlier arrays first.
 
     Raises:
         CampaignError: sbatch missing or refusing the job (its message).
     """
+    # Outcome files of earlier arrays: a restarted cluster reuses job ids, so an old
+    # status/<job>/ could be mistaken for this array's (none of ours is active now).
+    shutil.rmtree(job.slurm_dir / "status", ignore_errors=True)
     out = _slurm_command(
         ["sbatch", "--parsable", *sbatch_args, str(job.script)], "submitting the array"
     )

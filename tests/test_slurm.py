@@ -29,10 +29,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from disaggsim.sim.campaign import CampaignError, run_campaign
+from disaggsim.sim.campaign import CampaignError, PlannedRun, run_campaign
 from disaggsim.sim.config import ConfigError, load_config
-from disaggsim.sim.runner import BinaryNotFoundError, find_binary
-from disaggsim.sim.slurm import max_array_size, plan_tasks
+from disaggsim.sim.runner import BinaryNotFoundError, RunSpec, find_binary
+from disaggsim.sim.slurm import ArrayJob, failures, max_array_size, plan_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "sim" / "slurm-local.sh"
@@ -149,6 +149,40 @@ def test_thousand_runs_write_a_hundred_task_array(tmp_path):
     keys = [r["key"] for s in specs for r in json.loads(s.read_text())["runs"]]
     assert len(keys) == 1000 and len(set(keys)) == 1000
     assert {len(json.loads(s.read_text())["runs"]) for s in specs} == {10}
+
+
+def test_failures_name_the_slurm_state_log_and_runs_of_a_task_without_outcome(tmp_path):
+    """The report of a task that wrote no outcome file, for the states squeue can show."""
+    _need_binary()
+    extra = 'executor = "slurm"\nslurm_submit = false\nslurm_tasks = 1\n'
+    result = run_campaign(_config(tmp_path, "report", extra, GRID_4, 12), progress=False)
+    slurm_dir = result.out_dir / "slurm"
+    spec = json.loads((slurm_dir / "specs" / "0.json").read_text())
+    runs = [PlannedRun(r["key"], RunSpec.from_json(r["spec"])) for r in spec["runs"]]
+    assert result.slurm_script is not None
+    job = ArrayJob(slurm_dir, [runs], result.slurm_script, job_id="7")
+    names = [
+        "websearch tcp 40Gbps datacenter seed=1",
+        "websearch tcp 100Gbps datacenter seed=1",
+        "websearch dctcp 40Gbps datacenter seed=1",
+        "websearch dctcp 100Gbps datacenter seed=1",
+    ]
+    log = slurm_dir / "logs" / "7_0.out"
+    runs_list = "".join(f"\n  {name}" for name in names)
+    # never started, then a node failure
+    job.states = {0: "NODE_FAIL"}
+    assert failures(job, result.out_dir / "runs") == [
+        f"array task 7_0 never started, killed by Slurm (NODE_FAIL); log {log}; "
+        f"4 of its 4 runs not done:{runs_list}"
+    ]
+    # started, then purged from squeue (MinJobAge) without an outcome file
+    (slurm_dir / "status" / "7").mkdir(parents=True)
+    (slurm_dir / "status" / "7" / "0.start.json").write_text("{}")
+    job.states = {}
+    assert failures(job, result.out_dir / "runs") == [
+        "array task 7_0 ended without writing its outcome (Slurm state unknown (no longer "
+        f"in squeue)); log {log}; 4 of its 4 runs not done:{runs_list}"
+    ]
 
 
 # --- a real single-node cluster ------------------------------------------------------------
