@@ -185,6 +185,15 @@ def test_failures_name_the_slurm_state_log_and_runs_of_a_task_without_outcome(tm
     ]
 
 
+def test_submit_without_a_cluster_is_a_clear_error(tmp_path, monkeypatch):
+    _need_binary()
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "absent.conf"))
+    config = _config(tmp_path, "nocluster", 'executor = "slurm"\n', GRID_4, 12)
+    with pytest.raises(CampaignError, match=r"\$SLURM_CONF names .*absent.conf, which does not"):
+        run_campaign(config, progress=False)
+    assert not (tmp_path / "nocluster" / "slurm" / "job.json").exists()
+
+
 # --- a real single-node cluster ------------------------------------------------------------
 
 
