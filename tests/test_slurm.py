@@ -37,6 +37,8 @@ from disaggsim.sim.slurm import ArrayJob, failures, max_array_size, plan_tasks
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "sim" / "slurm-local.sh"
 SYSTEM_LOCK = Path("/run/lock/disaggsim-system.lock")
+#: The test cluster's MaxArraySize: small, so that a 4-run campaign meets it.
+MAX_ARRAY_SIZE = 3
 
 
 def _config(tmp_path: Path, name: str, campaign: str, grid: str, n_flows: int) -> Path:
@@ -227,7 +229,7 @@ def cluster() -> Iterator[Path]:
         state = Path(tempfile.mkdtemp(prefix="dsim-slurm-"))
         conf = state / "slurm.conf"
         env = {**os.environ, "SLURM_LOCAL_DIR": str(state), "SLURM_LOCAL_CONF": str(conf),
-               "SLURM_LOCAL_CPUS": "2"}
+               "SLURM_LOCAL_CPUS": "2", "SLURM_LOCAL_MAX_ARRAY": str(MAX_ARRAY_SIZE)}
         saved = os.environ.get("SLURM_CONF")
         os.environ["SLURM_CONF"] = str(conf)
         try:
@@ -244,13 +246,14 @@ def cluster() -> Iterator[Path]:
 
 
 def test_cluster_reports_its_array_limit(cluster):
-    assert max_array_size() == 1001  # MaxArraySize in sim/slurm-local.sh
+    assert max_array_size() == MAX_ARRAY_SIZE  # SLURM_LOCAL_MAX_ARRAY of the fixture
 
 
 def test_slurm_array_equals_local_executor(cluster, tmp_path):
-    """2 protocols x 2 rates in 2 array tasks of 2 runs: the same tables as the local pool."""
+    """2 protocols x 2 rates on Slurm: the same tables as the local pool. The default
+    slurm_tasks (100) meets the cluster's MaxArraySize of 3: 3 tasks of 2, 1 and 1 runs."""
     local = run_campaign(_config(tmp_path, "local", "", GRID_4, 24), progress=False)
-    slurm_cfg = _config(tmp_path, "onslurm", 'executor = "slurm"\nslurm_tasks = 2\n', GRID_4, 24)
+    slurm_cfg = _config(tmp_path, "onslurm", 'executor = "slurm"\n', GRID_4, 24)
     start = time.monotonic()
     slurm = run_campaign(slurm_cfg, progress=False)
     elapsed = time.monotonic() - start
@@ -263,13 +266,14 @@ def test_slurm_array_equals_local_executor(cluster, tmp_path):
     keep = ["key", "workload", "protocol", "rate_gbps", "scope", "seed", "flows", "unfinished"]
     runs = [pd.read_csv(r.out_dir / "runs.csv")[keep] for r in (slurm, local)]
     pd.testing.assert_frame_equal(runs[0], runs[1])
-    # it really ran as a 2-task array: outcome files under the Slurm job id, 2 runs each
+    # it really ran as a 3-task array: outcome files under the Slurm job id
     job = json.loads((slurm.out_dir / "slurm" / "job.json").read_text())
-    assert (job["tasks"], job["runs"]) == (2, 4)
+    assert (job["tasks"], job["runs"]) == (3, 4)
+    assert "#SBATCH --array=0-2\n" in (slurm.out_dir / "slurm" / "array.sbatch").read_text()
     status = slurm.out_dir / "slurm" / "status" / job["job_id"]
-    for task in (0, 1):
+    for task, n_runs in ((0, 2), (1, 1), (2, 1)):
         outcome = json.loads((status / f"{task}.json").read_text())
-        assert [r["status"] for r in outcome["runs"]] == ["ran", "ran"]
+        assert [r["status"] for r in outcome["runs"]] == ["ran"] * n_runs
         assert outcome["exit"] == 0
         assert (slurm.out_dir / "slurm" / "logs" / f"{job['job_id']}_{task}.out").is_file()
     # a second call finds every run done and submits nothing
