@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import shutil
 import subprocess
 import tempfile
 import textwrap
@@ -68,6 +69,13 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dsim-bench-"))
+    try:
+        _bench(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _bench(args: argparse.Namespace, work: Path) -> None:
     state = work / "cluster"
     env = {**os.environ, "SLURM_LOCAL_DIR": str(state),
            "SLURM_LOCAL_CONF": str(state / "slurm.conf"), "SLURM_LOCAL_CPUS": str(args.cpus)}
