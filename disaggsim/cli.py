@@ -83,7 +83,18 @@ def _cmd_run(args: argparse.Namespace) -> None:
     from disaggsim.analysis import report
     from disaggsim.sim import campaign
 
-    result = campaign.run_campaign(Path(args.config), jobs=args.jobs, progress=not args.quiet)
+    try:
+        result = campaign.run_campaign(
+            Path(args.config), jobs=args.jobs, progress=not args.quiet
+        )
+    except campaign.CampaignError as exc:  # failed runs, each listed; done runs are kept
+        raise CliError(str(exc)) from None
+    if result.pending:  # executor "slurm" with slurm_submit = false
+        print(
+            f"{result.pending} runs pending: submit them with `sbatch {result.slurm_script}`, "
+            "then run the campaign again to collect"
+        )
+        return
     rep = report.report(result.out_dir)
     print(rep.text)
     print(f"results: {result.out_dir}")

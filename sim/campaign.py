@@ -9,7 +9,8 @@ Layout of ``campaign.out_dir``::
     fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT)
     summary.csv            disaggsim.analysis.stats.summarize of fct.parquet
     runs.csv               one row per run: key, CAMPAIGN_KEYS, flows, unfinished, wall_s
-    slurm/                 executor = "slurm": array script and per-task specs
+    slurm/                 executor = "slurm": array script, task specs, outcomes, logs
+                           (see sim/slurm.py)
 
 ``<key16>`` is the first 16 hex digits of :func:`run_key`, the SHA-256 of everything the
 run's result depends on. A run is done iff ``runs/<key16>/done.json`` exists: a run is
@@ -23,7 +24,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -246,8 +246,10 @@ def run_campaign(
 
     Returns:
         :class:`CampaignResult`; with the local executor ``fct_path`` and ``summary_path``
-        are set. With ``executor = "slurm"`` pending runs are written as an array job
-        (``slurm_script``) and the tables are collected by a later call once all are done.
+        are set. With ``executor = "slurm"`` the pending runs are submitted as one Slurm
+        array, waited for and collected the same way (:mod:`disaggsim.sim.slurm`); with
+        ``slurm_submit = false`` they are only written as an array job (``slurm_script``)
+        and collected by a later call once all are done.
 
     Raises:
         ConfigError: invalid config. BinaryNotFoundError: ns-3 program not built.
@@ -262,6 +264,10 @@ def run_campaign(
     out_dir = config.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     with _campaign_lock(out_dir):
+        if config.campaign.executor == "slurm" and config.campaign.slurm_submit:
+            from disaggsim.sim.slurm import wait_previous
+
+            wait_previous(out_dir, progress)  # before its temp run dirs are removed
         runs_dir = out_dir / "runs"
         _remove_stale_tmp(runs_dir)
         _remove_stale_tmp(out_dir / "workloads")
@@ -274,7 +280,7 @@ def run_campaign(
         _write_text_atomic(config_copy, Path(config_path).read_text())
         result = CampaignResult(out_dir=out_dir)
         if config.campaign.executor == "slurm":
-            _slurm(config, planned, runs_dir, result)
+            _slurm(config, planned, runs_dir, result, progress)
             if result.pending:
                 return result
         else:
@@ -378,49 +384,16 @@ def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) 
 
 
 def _slurm(
-    config: CampaignConfig, planned: list[PlannedRun], runs_dir: Path, result: CampaignResult
+    config: CampaignConfig,
+    planned: list[PlannedRun],
+    runs_dir: Path,
+    result: CampaignResult,
+    progress: bool = False,
 ) -> None:
-    """Write a Slurm array job for the runs that are not done (one task per run)."""
-    pending = [run for run in planned if not is_done(runs_dir / run.dir_name)]
-    result.runs = [
-        _row(run, execute_run(run, runs_dir) if is_done(runs_dir / run.dir_name) else {})
-        for run in planned
-    ]
-    if not pending:
-        return
-    slurm_dir = result.out_dir / "slurm"
-    specs_dir = slurm_dir / "specs"
-    shutil.rmtree(specs_dir, ignore_errors=True)
-    specs_dir.mkdir(parents=True)
-    (slurm_dir / "logs").mkdir(exist_ok=True)
-    for index, run in enumerate(pending):
-        task = {"key": run.key, "runs_dir": str(runs_dir), "spec": run.spec.to_json()}
-        (specs_dir / f"{index}.json").write_text(json.dumps(task, indent=2) + "\n")
-    script = slurm_dir / "array.sbatch"
-    body = "\n".join(
-        [
-            "#!/bin/bash",
-            f"#SBATCH --job-name={config.campaign.name}",
-            f"#SBATCH --array=0-{len(pending) - 1}",
-            "#SBATCH --ntasks=1",
-            "#SBATCH --cpus-per-task=1",
-            f"#SBATCH --time={int(config.limits.run_timeout_s // 60) + 5}",
-            f"#SBATCH --output={slurm_dir}/logs/%A_%a.out",
-            f"exec {shlex.quote(sys.executable)} -m disaggsim.sim.campaign run-task "
-            f'{shlex.quote(str(specs_dir))}/"$SLURM_ARRAY_TASK_ID".json',
-            "",
-        ]
-    )
-    _write_text_atomic(script, body)
-    script.chmod(0o755)
-    result.slurm_script = script
+    """The Slurm executor: :func:`disaggsim.sim.slurm.run_array`."""
+    from disaggsim.sim.slurm import run_array
 
-
-def run_task(task_path: Path) -> dict[str, Any]:
-    """Execute one task file written by the slurm executor (``run-task`` entry point)."""
-    task = json.loads(task_path.read_text())
-    planned = PlannedRun(task["key"], RunSpec.from_json(task["spec"]))
-    return execute_run(planned, Path(task["runs_dir"]))
+    run_array(config, planned, runs_dir, result, progress)
 
 
 def _done_record(planned: PlannedRun, result: RunResult) -> dict[str, Any]:
@@ -476,18 +449,13 @@ def _write_text_atomic(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m disaggsim.sim.campaign CONFIG`` or ``... run-task TASK.json``."""
+    """``python -m disaggsim.sim.campaign CONFIG``."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 2 and args[0] == "run-task":
-        record = run_task(Path(args[1]))
-        print(json.dumps({k: record[k] for k in ("key", "flows", "unfinished", "status")}))
-        return 0
     if len(args) == 1:
         result = run_campaign(args[0])
         print(f"{result.ran} ran, {result.skipped} skipped, {result.pending} pending")
         return 0
-    print("usage: python -m disaggsim.sim.campaign CONFIG | run-task TASK.json",
-          file=sys.stderr)
+    print("usage: python -m disaggsim.sim.campaign CONFIG", file=sys.stderr)
     return 2
 
 

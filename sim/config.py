@@ -62,9 +62,30 @@ class CampaignSection(_Strict):
     out_dir: Path
     #: Parallel processes of the local executor (each runs one ns-3 process).
     jobs: Annotated[int, Field(ge=1)] = 2
-    #: "local": a process pool on this machine. "slurm": write a Slurm array script that
-    #: runs each pending run on a cluster; re-running the campaign then collects them.
+    #: "local": a process pool on this machine. "slurm": run the pending runs as one Slurm
+    #: array job (``disaggsim.sim.slurm``; README "Running a campaign on Slurm").
     executor: Literal["local", "slurm"] = "local"
+    #: executor "slurm": submit the array with sbatch and wait for it (True), or only write
+    #: ``out_dir/slurm/array.sbatch`` for the user to submit (False, e.g. on a remote cluster).
+    slurm_submit: bool = True
+    #: executor "slurm": the array's task count is at most this (and at most the cluster's
+    #: MaxArraySize); the pending runs are spread evenly over the tasks, so a task executes
+    #: ceil(runs / tasks) runs one after the other and per-task scheduler overhead stays small.
+    slurm_tasks: Annotated[int, Field(ge=1)] = 100
+    #: executor "slurm": extra sbatch options, e.g. ["--partition=short", "--account=net"];
+    #: on the sbatch command line they override the script's #SBATCH lines.
+    slurm_sbatch_args: list[str] = Field(default_factory=list)
+
+    @field_validator("slurm_sbatch_args")
+    @classmethod
+    def _sbatch_options(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if not arg.startswith("-") or arg.split("=")[0] in ("--array", "-a", "--parsable"):
+                raise ValueError(
+                    f"{arg!r}: expected an sbatch option such as '--partition=short' "
+                    "(not --array or --parsable, which the runner sets)"
+                )
+        return value
 
 
 class _WorkloadBase(_Strict):

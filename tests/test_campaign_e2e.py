@@ -201,10 +201,12 @@ def test_flow_table_workload_is_placed_and_kinds_joined(tmp_path):
 
 
 def test_slurm_executor_writes_array_and_collects_later(tmp_path):
-    from disaggsim.sim.campaign import run_task
+    from disaggsim.sim.slurm import run_task
 
     config = _config(tmp_path, protocols='["tcp"]')
-    text = config.read_text().replace('jobs = 2', 'jobs = 2\nexecutor = "slurm"')
+    text = config.read_text().replace(
+        'jobs = 2', 'jobs = 2\nexecutor = "slurm"\nslurm_submit = false'
+    )
     config.write_text(text)
     pending = run_campaign(config, progress=False)
     assert (pending.pending, pending.ran, pending.fct_path) == (2, 0, None)
@@ -214,9 +216,9 @@ def test_slurm_executor_writes_array_and_collects_later(tmp_path):
     assert "#SBATCH --array=0-1" in body and "run-task" in body
     tasks = sorted((script.parent / "specs").glob("*.json"))
     assert [t.name for t in tasks] == ["0.json", "1.json"]
-    # what each array task runs (python -m disaggsim.sim.campaign run-task <spec>)
-    for task in tasks:
-        assert run_task(task)["status"] == "ran"
+    # what each array task runs (python -m disaggsim.sim.slurm run-task <slurm dir> <task>)
+    for index in range(2):
+        assert run_task(script.parent, index) == 0
     collected = run_campaign(config, progress=False)
     assert (collected.pending, collected.skipped) == (0, 2)
     assert len(collected.fct()) == 2 * N_FLOWS
