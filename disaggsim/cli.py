@@ -13,6 +13,7 @@ The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -114,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="disaggsim",
         description="Network requirements of disaggregated datacenters, simulated on ns-3.",
     )
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help=f"show Python tracebacks of errors (or set {DEBUG_ENV}=1)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("collect", help="record real traces on an emulated 3-node cluster (root)")
@@ -184,14 +190,48 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Environment variable: set to 1 to get Python tracebacks instead of one-line errors.
+DEBUG_ENV = "DISAGGSIM_DEBUG"
+
+
+def _is_input_error(exc: BaseException) -> bool:
+    """Errors about the user's inputs or environment, whose message says all (exit 2)."""
+    from disaggsim.sim.campaign import CampaignError
+    from disaggsim.sim.runner import RunError
+
+    return isinstance(exc, CliError | ValueError | OSError | CampaignError | RunError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``disaggsim`` console script; returns the exit code."""
+    """Entry point of the ``disaggsim`` console script; returns the exit code.
+
+    Every error ends in one message on stderr, ``disaggsim <command>: error: <message>``,
+    and a non-zero exit: 2 for bad input or a failed run (the message names the file and
+    line, record, offset or key), 1 for an internal error (the exception type is shown),
+    130 on Ctrl-C. ``--debug`` or ``$DISAGGSIM_DEBUG=1`` shows the Python traceback instead.
+    """
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
         args.func(args)
-    except (CliError, FileNotFoundError, ValueError) as exc:
-        print(f"disaggsim {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"disaggsim {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        message = str(exc).strip() or type(exc).__name__
+        if _is_input_error(exc):
+            print(f"disaggsim {args.command}: error: {message}", file=sys.stderr)
+            return 2
+        print(
+            f"disaggsim {args.command}: internal error: {type(exc).__name__}: {message}\n"
+            f"(run with --debug or {DEBUG_ENV}=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

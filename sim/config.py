@@ -29,6 +29,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -364,6 +365,9 @@ def load_config(path: str | Path) -> CampaignConfig:
             where = f"{path}:{line}" if line else str(path)
             lines.append(f"{where}: {_format_loc(loc)}: {error['msg']}")
         raise ConfigError("\n".join(lines)) from None
+    problems = _convert_option_problems(path, text, config)
+    if problems:
+        raise ConfigError("\n".join(problems))
     unknown = sorted(set(config.protocols) - set(config.grid.protocols))
     if unknown:
         line = _find_line(text, ("protocols", unknown[0], "attributes"), yaml=_is_yaml(path))
@@ -373,6 +377,62 @@ def load_config(path: str | Path) -> CampaignConfig:
             "protocol to the grid)"
         )
     return config
+
+
+def config_location(path: Path, loc: tuple[int | str, ...]) -> str:
+    """``<file>:<line>`` of the key at ``loc`` in a config file (``<file>`` if not found).
+
+    Used by later checks (``disaggsim.sim.campaign.preflight``) to name the line of a key
+    whose value the ns-3 program or the workloads reject.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return str(path)
+    line = _find_line(text, loc, yaml=_is_yaml(Path(path)))
+    return f"{path}:{line}" if line else str(path)
+
+
+def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> list[str]:
+    """Check ``[convert]`` and each ``workloads[i].convert`` table against the converter's
+    options (``disaggsim.traces.convert.ConvertOptions``: unknown keys and wrong types),
+    so a bad option fails at load time rather than when its workload is converted."""
+    import dataclasses
+
+    from disaggsim.traces.convert import ConvertOptions
+
+    adapter = TypeAdapter(ConvertOptions)
+    known = {f.name for f in dataclasses.fields(ConvertOptions)}
+    tables: list[tuple[tuple[int | str, ...], dict[str, Any]]] = [(("convert",), config.convert)]
+    tables += [
+        (("workloads", i, "convert"), w.convert)
+        for i, w in enumerate(config.workloads)
+        if isinstance(w, TraceSampleWorkload)
+    ]
+    problems: list[str] = []
+    for prefix, options in tables:
+        for key in options:
+            if key not in known:
+                loc = (*prefix, key)
+                problems.append(
+                    f"{_where(path, text, loc)}: {_format_loc(loc)}: unknown converter "
+                    f"option; expected one of {', '.join(sorted(known))}"
+                )
+        try:
+            adapter.validate_python({k: v for k, v in options.items() if k in known})
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = (*prefix, *error["loc"])
+                problems.append(
+                    f"{_where(path, text, loc)}: {_format_loc(loc)}: {error['msg']}, "
+                    f"got {error['input']!r}"
+                )
+    return problems
+
+
+def _where(path: Path, text: str, loc: tuple[int | str, ...]) -> str:
+    line = _find_line(text, loc, yaml=_is_yaml(path))
+    return f"{path}:{line}" if line else str(path)
 
 
 def _is_yaml(path: Path) -> bool:
