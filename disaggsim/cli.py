@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +39,8 @@ def _cmd_convert(args: argparse.Namespace) -> None:
     from disaggsim.traces import convert, placement, yaps
 
     report = convert.ConvertReport()
-    flows = convert.convert(Path(args.sample), report=report)
+    options = convert.ConvertOptions(allow_truncated_pcap=args.allow_truncated_pcap)
+    flows = convert.convert(Path(args.sample), options, report=report)
     convert.write_flow_table(flows, Path(args.out))
     print(report)
     print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
@@ -139,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--racks", type=int, default=9)
     c.add_argument("--hosts-per-rack", type=int, default=16)
     c.add_argument("--seed", type=int, default=1)
+    c.add_argument(
+        "--allow-truncated-pcap",
+        action="store_true",
+        help="keep the complete records of a capture cut mid-record and warn (as tcpdump)",
+    )
     c.set_defaults(func=_cmd_convert)
 
     c = sub.add_parser("gen", help="generate a synthetic workload (Poisson, empirical CDF)")
@@ -202,6 +209,19 @@ def _is_input_error(exc: BaseException) -> bool:
     return isinstance(exc, CliError | ValueError | OSError | CampaignError | RunError)
 
 
+def _call_printing_warnings(args: argparse.Namespace) -> None:
+    """Run the subcommand; print its warnings (e.g. a truncated capture kept) as one line
+    each, ``disaggsim <command>: warning: <message>``, even if it then fails."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            args.func(args)
+        finally:
+            for w in caught:
+                if issubclass(w.category, UserWarning):
+                    print(f"disaggsim {args.command}: warning: {w.message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``disaggsim`` console script; returns the exit code.
 
@@ -213,7 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
-        args.func(args)
+        if debug:
+            args.func(args)
+        else:
+            _call_printing_warnings(args)
     except KeyboardInterrupt:
         if debug:
             raise
