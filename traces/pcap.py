@@ -596,10 +596,13 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
             raise TraceFormatError(
                 p, "byte 0", "section header", "a pcapng SHB and IDB", str(exc) or repr(exc)
             ) from None
+        idb_at = f"byte {struct.unpack(('<' if little else '>') + 'I', head[4:8])[0]}"
         linktype = int(reader.datalink())
         if linktype not in SUPPORTED_LINKTYPES:
-            raise TraceFormatError(p, None, "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype)
-        units_per_s, offset_s = _pcapng_time_base(p, reader.idb, little)
+            raise TraceFormatError(
+                p, idb_at, "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype
+            )
+        units_per_s, offset_s = _pcapng_time_base(p, idb_at, reader.idb, little)
         endian = "<" if little else ">"
         epb_cls = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
         pb_cls = dpkt.pcapng.PacketBlockLE if little else dpkt.pcapng.PacketBlock
@@ -733,7 +736,7 @@ def _pcapng_ts_ns(
 
 
 def _pcapng_time_base(
-    p: Path, idb: dpkt.pcapng.InterfaceDescriptionBlock, little: bool
+    p: Path, idb_at: str, idb: dpkt.pcapng.InterfaceDescriptionBlock, little: bool
 ) -> tuple[int, int]:
     """(units per second, offset in s) from ``if_tsresol`` (9) and ``if_tsoffset`` (14).
 
@@ -745,17 +748,19 @@ def _pcapng_time_base(
     for opt in idb.opts:
         if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL:
             if len(opt.data) < 1:
-                raise TraceFormatError(p, None, "if_tsresol", "a 1-byte option", bytes(opt.data))
+                raise TraceFormatError(
+                    p, idb_at, "if_tsresol", "a 1-byte option", bytes(opt.data)
+                )
             v = opt.data[0]
             units_per_s = 2 ** (v & 0x7F) if v & 0x80 else 10 ** (v & 0x7F)
             if units_per_s > 2**64:
                 raise TraceFormatError(
-                    p, None, "if_tsresol", "a resolution of at most 2^64 or 10^19 units/s", v
+                    p, idb_at, "if_tsresol", "a resolution of at most 2^64 or 10^19 units/s", v
                 )
         elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET:
             if len(opt.data) < 8:
                 raise TraceFormatError(
-                    p, None, "if_tsoffset", "an 8-byte signed offset", bytes(opt.data)
+                    p, idb_at, "if_tsoffset", "an 8-byte signed offset", bytes(opt.data)
                 )
             offset_s = struct.unpack("<q" if little else ">q", opt.data[:8])[0]
     return units_per_s, offset_s

@@ -30,6 +30,7 @@ from disaggsim.traces.errors import TraceFormatError
 YAPS_MSS_BYTES: Final = 1460
 YAPS_START_OFFSET_NS: Final = 1_000_000_000
 _U32_MAX: Final = 2**32 - 1
+_I64_MAX: Final = 2**63 - 1
 
 
 def write_yaps(
@@ -84,6 +85,10 @@ def _seconds_to_ns(p: Path, lineno: int, text: str) -> int:
     ns = int(whole) * 1_000_000_000 + int(digits)
     if len(frac) > 9 and int(frac[9]) >= 5:
         ns += 1  # round half up past ns resolution
+    if ns > _I64_MAX:
+        raise TraceFormatError(
+            p, lineno, "start_time", "a time below 2^63 ns (about 292 years)", text
+        )
     return ns
 
 
