@@ -261,16 +261,15 @@ def run_campaign(
     jobs = config.campaign.jobs if jobs is None else jobs
     if jobs < 1:
         raise CampaignError(f"jobs must be >= 1, got {jobs}")
+    resolved = config.resolved_workloads()  # paths and globs: checked before any output
+    binary = find_binary()
     out_dir = config.out_dir
     _make_out_dir(Path(config_path), out_dir)
     with _campaign_lock(out_dir):
         runs_dir = out_dir / "runs"
         _remove_stale_tmp(runs_dir)
         _remove_stale_tmp(out_dir / "workloads")
-        binary = find_binary()
-        loaded = [
-            load_workload(w, out_dir / "workloads") for w in config.resolved_workloads()
-        ]
+        loaded = [load_workload(w, out_dir / "workloads") for w in resolved]
         planned = expand_grid(config, loaded, binary)
         preflight(Path(config_path), config, planned, binary, cache_dir=out_dir / "workloads")
         # The collected tables belong to the config copy next to them: drop the old ones

@@ -227,6 +227,8 @@ class CampaignConfig(_Strict):
     limits: LimitsSection = LimitsSection()
     #: Directory of the config file; relative paths are resolved against it (not a key).
     base_dir: Path = Field(default=Path("."), exclude=True)
+    #: The config file (set by :func:`load_config`; not a key): errors name its lines.
+    source: Path | None = Field(default=None, exclude=True)
 
     _attrs = field_validator("attributes")(_check_attributes)
 
@@ -247,8 +249,21 @@ class CampaignConfig(_Strict):
         """Workloads with globs expanded, paths made absolute and names assigned.
 
         Raises:
-            ConfigError: a path or glob matches nothing, or two workloads share a name.
+            ConfigError: a path or glob matches nothing, or two workloads share a name
+                (prefixed with ``<file>:<line>: `` when the config was loaded from a file).
         """
+        try:
+            return self._resolved_workloads()
+        except ConfigError as exc:
+            if self.source is None:
+                raise
+            key = re.match(r"^workloads(\[(\d+)\]\.(\w+))?", str(exc))
+            loc: tuple[int | str, ...] = ("workloads",)
+            if key is not None and key[1]:
+                loc = ("workloads", int(key[2]), key[3])
+            raise ConfigError(f"{config_location(self.source, loc)}: {exc}") from None
+
+    def _resolved_workloads(self) -> list[ResolvedWorkload]:
         out: list[ResolvedWorkload] = []
         for index, workload in enumerate(self.workloads):
             key = f"workloads[{index}]"
@@ -348,14 +363,25 @@ def load_config(path: str | Path) -> CampaignConfig:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
-    data = _parse(path, text)
-    if "base_dir" in data:
-        raise ConfigError(f"{path}: base_dir: not a config key (set by the loader)")
     try:
-        config = CampaignConfig.model_validate({**data, "base_dir": path.parent.resolve()})
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad_line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}:{bad_line}: expected UTF-8 text, got byte {raw[exc.start:exc.start + 1]!r} "
+            f"at offset {exc.start}"
+        ) from None
+    data = _parse(path, text)
+    for key in ("base_dir", "source"):
+        if key in data:
+            raise ConfigError(f"{path}: {key}: not a config key (set by the loader)")
+    try:
+        config = CampaignConfig.model_validate(
+            {**data, "base_dir": path.parent.resolve(), "source": path}
+        )
     except ValidationError as exc:
         errors = exc.errors()
         lines = []
