@@ -11,9 +11,11 @@
  *
  * --list-capabilities prints, one per line, "protocol NAME" for every registered transport
  * and "attribute ns3::Class::Attribute" for every attribute that the command line's
- * --ns3::Class::Attribute=value accepts (the class's own and its parents', as
- * TypeId::LookupAttributeByName finds them), then exits 0.  The Python side
- * (disaggsim.sim.capabilities) reads it to validate a campaign before its first run.
+ * --ns3::Class::Attribute=value accepts, then exits 0.  Those are each TypeId's own
+ * attributes only: Config::SetDefaultFailSafe, behind that option, looks the name up among
+ * TypeId::GetAttribute (0 .. GetAttributeN - 1), not the parents' (an inherited attribute
+ * is set on the class that declares it).  The Python side (disaggsim.sim.runner
+ * driver_capabilities) reads the listing to validate a campaign before its first run.
  *
  * Topology defaults are the paper's (Gao et al. OSDI'16 §3.3, §4.2, Table 4); each
  * shorthand sets the ns3::ClosTopology attribute of the same meaning, so attributes stay the
@@ -89,16 +91,9 @@ ListCapabilities (std::ostream& os)
     for (uint16_t i = 0; i < TypeId::GetRegisteredN (); ++i)
     {
         const TypeId tid = TypeId::GetRegistered (i);
-        for (TypeId t = tid;; t = t.GetParent ())
+        for (std::size_t j = 0; j < tid.GetAttributeN (); ++j)
         {
-            for (std::size_t j = 0; j < t.GetAttributeN (); ++j)
-            {
-                os << "attribute " << tid.GetName () << "::" << t.GetAttribute (j).name << "\n";
-            }
-            if (t == t.GetParent ())
-            {
-                break;
-            }
+            os << "attribute " << tid.GetName () << "::" << tid.GetAttribute (j).name << "\n";
         }
     }
 }

@@ -124,7 +124,12 @@ class DriverCapabilities:
         known = sorted(a.rpartition("::")[2] for a in self.attributes if a.startswith(cls + "::"))
         if not known:
             return f"attribute {path!r}: the ns-3 program has no TypeId {cls!r}"
-        return f"attribute {path!r}: {cls} has no attribute {attr!r} (it has {', '.join(known)})"
+        declared = sorted(a for a in self.attributes if a.rpartition("::")[2] == attr)
+        hint = f"; {attr} is declared by {' and '.join(declared)}" if declared else ""
+        return (
+            f"attribute {path!r}: {cls} has no attribute {attr!r} of its own (ns-3 sets an "
+            f"attribute on the class that declares it){hint}; {cls} has {', '.join(known)}"
+        )
 
 
 def driver_capabilities(binary: Path, cache_dir: Path | None = None) -> DriverCapabilities:
