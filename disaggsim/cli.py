@@ -93,7 +93,13 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
     from disaggsim.analysis import export
 
     source = Path(args.fct)
-    fct = pd.read_parquet(source / "fct.parquet" if source.is_dir() else source)
+    table = source / "fct.parquet" if source.is_dir() else source
+    if not table.is_file():
+        raise CliError(
+            f"{table}: no FCT table (expected a campaign directory holding fct.parquet, or "
+            "an fct.parquet file; run the campaign first)"
+        )
+    fct = pd.read_parquet(table)
     summary = export.export_fct(
         fct,
         Path(args.out),

@@ -318,39 +318,50 @@ def _ns3_under(directory: Path) -> list[int]:
     return pids
 
 
-def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path):
-    grid = 'seeds = [1, 2, 3]'
-    clean_cfg = _config(tmp_path)
-    text = clean_cfg.read_text().replace("seeds = [1]", grid).replace(
-        f"n_flows = {N_FLOWS}", "n_flows = 40"
-    )
+@pytest.mark.parametrize("jobs", [1, 2])  # ns-3 a child of the campaign / of a pool worker
+def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs):
+    n_runs, n_flows = 3, 150
+    text = _config(tmp_path).read_text()
+    text = text.replace("seeds = [1]", "seeds = [1, 2, 3]").replace(
+        'scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]'
+    ).replace(f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}")
+    clean_cfg, killed_cfg = tmp_path / "clean.toml", tmp_path / "killed.toml"
     clean_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "clean"'))
-    killed_cfg = tmp_path / "killed.toml"
     killed_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "killed"'))
-    clean = run_campaign(clean_cfg, progress=False).fct()
-    assert len(clean) == 6 * 40
+    clean_result = run_campaign(clean_cfg, progress=False)
+    clean = clean_result.fct()
+    assert len(clean) == n_runs * n_flows
+    # a run takes long enough that one killed just after it started cannot have finished
+    # in the 1 s allowed below (else this test could not tell PDEATHSIG from luck)
+    assert min(r["wall_s"] for r in clean_result.runs) >= 2.0, clean_result.runs
 
     runs = tmp_path / "killed" / "runs"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "disaggsim.cli", "run", str(killed_cfg), "--quiet"],
+        [sys.executable, "-m", "disaggsim.cli", "run", str(killed_cfg), "--quiet",
+         "--jobs", str(jobs)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 300
-        running: list[int] = []
+        seen: set[int] = set()
+        fresh: list[int] = []
         while time.monotonic() < deadline:
             done = len(list(runs.glob("*/done.json"))) if runs.is_dir() else 0
             running = _ns3_under(runs) if runs.is_dir() else []
-            if done >= 1 and running:
+            fresh = [pid for pid in running if pid not in seen]
+            seen.update(running)
+            if done >= 1 and fresh:  # an ns-3 started within the last poll (~50 ms)
                 break
             assert proc.poll() is None, "the campaign ended before it could be killed"
             time.sleep(0.05)
         else:
             pytest.fail("no run finished within 300 s")
         done_before = done
-        workers = _children(proc.pid)  # the process pool (they hold the campaign lock too)
+        fresh_dirs = [Path(os.readlink(f"/proc/{pid}/cwd")) for pid in fresh]
+        workers = _children(proc.pid)  # pool workers (they hold the campaign lock too)
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
+        killed_at = time.monotonic()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -358,16 +369,15 @@ def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path):
         if proc.stderr is not None:
             proc.stderr.close()
     # the simulations die with the campaign (PR_SET_PDEATHSIG), they do not run to the end
-    deadline = time.monotonic() + 10
-    while left := _ns3_under(runs) + [
-        p for p in running + workers if _proc_state(p) not in (None, "Z")
-    ]:
-        assert time.monotonic() < deadline, f"{left} outlived their killed campaign"
-        time.sleep(0.05)
-    assert 1 <= done_before < 6
+    while left := _ns3_under(runs) + [p for p in workers if _proc_state(p) not in (None, "Z")]:
+        assert time.monotonic() - killed_at < 1.0, f"{left} outlived their killed campaign"
+        time.sleep(0.02)
+    for run_dir in fresh_dirs:  # ns-3 writes stats.json last: the run was cut short
+        assert run_dir.name.startswith(".tmp-") and not (run_dir / "stats.json").exists()
+    assert 1 <= done_before < n_runs
 
     again = run_campaign(killed_cfg, progress=False)
-    assert again.skipped >= done_before and again.ran == 6 - again.skipped
+    assert again.skipped >= done_before and again.ran == n_runs - again.skipped
     fct = again.fct()
     keys = ["workload", "protocol", "rate_gbps", "scope", "seed", "flow_id"]
     assert not fct.duplicated(keys).any()  # 0 duplicated
