@@ -268,3 +268,16 @@ def test_cli_subprocess_has_no_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("disaggsim convert: error: ") and "bad.pcap" in proc.stderr
+
+
+@needs_ns3
+def test_run_yaps_hosts_beyond_the_topology_fail_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flows = tmp_path / "f.yaps"
+    flows.write_text("0 1.0 0 0 1 0 0 0 1\n1 1.0 0 0 1 0 0 3 8\n")  # host 8 of 0..7
+    config = _campaign(tmp_path, kind="yaps", workload=f'path = "{flows}"')
+    assert main(["run", str(config), "--quiet"]) == 2
+    err = _error(capsys)
+    assert "c.toml:10: topology: workload 'f' uses host 8 but racks x hosts_per_rack = 8" in err
+    assert not (tmp_path / "out" / "runs").exists()
