@@ -4,6 +4,7 @@ Layout of ``campaign.out_dir``::
 
     campaign.toml          copy of the config (.yaml if it was YAML) behind the tables
     workloads/<key>/       cached flow table of each workload (see sim/workloads.py)
+    workloads/driver-<id>.json  the ns-3 program's --list-capabilities (runner.driver_capabilities)
     runs/<key16>/          one finished run: run_one's files + done.json (the marker)
     runs/failed/<key16>/   the files of the last failed attempt of a run (for debugging)
     fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT)
@@ -16,6 +17,12 @@ run's result depends on. A run is done iff ``runs/<key16>/done.json`` exists: a 
 built in ``runs/.tmp-*`` and renamed into place only after ``done.json`` is written
 (``os.replace``), so an interrupted run never looks finished and is redone from scratch;
 re-running a campaign skips every done run.
+
+Before the first run :func:`preflight` checks what the ns-3 program and the workloads can
+tell (protocols, attributes, topology fit), and the collected tables of an earlier config
+are removed before this config's copy replaces it, so ``campaign.toml`` always describes
+the tables next to it. A SIGKILL of the campaign also ends its pool workers and ns-3
+processes (``runner.die_with_parent``).
 """
 
 from __future__ import annotations
