@@ -29,7 +29,7 @@ from disaggsim.traces.yaps import read_yaps, write_yaps
 CORPUS = Path(__file__).parent / "fixtures" / "fuzz" / "yaps"
 FUZZ = settings(
     derandomize=True,
-    max_examples=300,
+    max_examples=800,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
