@@ -72,6 +72,9 @@ class RunError(RuntimeError):
 #: ``prctl`` option that makes the kernel signal a process when its parent dies
 #: (linux/prctl.h, prctl(2)).
 _PR_SET_PDEATHSIG = 1
+#: The C library, loaded at import: a ``preexec_fn`` runs between fork and exec, where
+#: loading a library (dlopen's locks, possibly held by another thread) could deadlock.
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def die_with_parent(signum: int = signal.SIGKILL) -> None:
@@ -87,8 +90,7 @@ def die_with_parent(signum: int = signal.SIGKILL) -> None:
         OSError: prctl failed (not on Linux).
     """
     parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+    if _LIBC.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
     if os.getppid() != parent or parent == 1:
