@@ -14,7 +14,9 @@ The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,8 +43,9 @@ def _cmd_convert(args: argparse.Namespace) -> None:
     from disaggsim.traces import convert, placement, yaps
 
     report = convert.ConvertReport()
+    options = convert.ConvertOptions(allow_truncated_pcap=args.allow_truncated_pcap)
     try:
-        flows = convert.convert(Path(args.sample), report=report, meta_tz=args.meta_tz)
+        flows = convert.convert(Path(args.sample), options, report=report, meta_tz=args.meta_tz)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -115,7 +118,13 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
     from disaggsim.analysis import export
 
     source = Path(args.fct)
-    fct = pd.read_parquet(source / "fct.parquet" if source.is_dir() else source)
+    table = source / "fct.parquet" if source.is_dir() else source
+    if not table.is_file():
+        raise CliError(
+            f"{table}: no FCT table (expected a campaign directory holding fct.parquet, or "
+            "an fct.parquet file; run the campaign first)"
+        )
+    fct = pd.read_parquet(table)
     summary = export.export_fct(
         fct,
         Path(args.out),
@@ -154,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="disaggsim",
         description="Network requirements of disaggregated datacenters, simulated on ns-3.",
     )
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help=f"show Python tracebacks of errors (or set {DEBUG_ENV}=1)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("collect", help="record real traces on an emulated 3-node cluster (root)")
@@ -183,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--racks", type=int, default=9)
     c.add_argument("--hosts-per-rack", type=int, default=16)
     c.add_argument("--seed", type=int, default=1)
+    c.add_argument(
+        "--allow-truncated-pcap",
+        action="store_true",
+        help="keep the complete records of a capture cut mid-record and warn (as tcpdump)",
+    )
     c.set_defaults(func=_cmd_convert)
 
     c = sub.add_parser("gen", help="generate a synthetic workload (Poisson, empirical CDF)")
@@ -246,14 +265,64 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Environment variable: set to 1 to get Python tracebacks instead of one-line errors.
+DEBUG_ENV = "DISAGGSIM_DEBUG"
+
+
+def _is_input_error(exc: BaseException) -> bool:
+    """Errors about the user's inputs or environment, whose message says all (exit 2)."""
+    from disaggsim.sim.campaign import CampaignError
+    from disaggsim.sim.runner import RunError
+
+    return isinstance(exc, CliError | ValueError | OSError | CampaignError | RunError)
+
+
+def _call_printing_warnings(args: argparse.Namespace) -> None:
+    """Run the subcommand; print its warnings (e.g. a truncated capture kept) as one line
+    each, ``disaggsim <command>: warning: <message>``, even if it then fails."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            args.func(args)
+        finally:
+            for w in caught:
+                if issubclass(w.category, UserWarning):
+                    print(f"disaggsim {args.command}: warning: {w.message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``disaggsim`` console script; returns the exit code."""
+    """Entry point of the ``disaggsim`` console script; returns the exit code.
+
+    Every error ends in one message on stderr, ``disaggsim <command>: error: <message>``,
+    and a non-zero exit: 2 for bad input or a failed run (the message names the file and
+    line, record, offset or key), 1 for an internal error (the exception type is shown),
+    130 on Ctrl-C. ``--debug`` or ``$DISAGGSIM_DEBUG=1`` shows the Python traceback instead.
+    """
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
-        args.func(args)
-    except (CliError, FileNotFoundError, ValueError) as exc:
-        print(f"disaggsim {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        if debug:
+            args.func(args)
+        else:
+            _call_printing_warnings(args)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"disaggsim {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        message = str(exc).strip() or type(exc).__name__
+        if _is_input_error(exc):
+            print(f"disaggsim {args.command}: error: {message}", file=sys.stderr)
+            return 2
+        print(
+            f"disaggsim {args.command}: internal error: {type(exc).__name__}: {message}\n"
+            f"(run with --debug or {DEBUG_ENV}=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

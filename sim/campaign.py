@@ -4,6 +4,7 @@ Layout of ``campaign.out_dir``::
 
     campaign.toml          copy of the config (.yaml if it was YAML) behind the tables
     workloads/<key>/       cached flow table of each workload (see sim/workloads.py)
+    workloads/driver-<id>.json  the ns-3 program's --list-capabilities (runner.driver_capabilities)
     runs/<key16>/          one finished run: run_one's files + done.json (the marker)
     runs/failed/<key16>/   the files of the last failed attempt of a run (for debugging)
     fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT)
@@ -17,6 +18,12 @@ run's result depends on. A run is done iff ``runs/<key16>/done.json`` exists: a 
 built in ``runs/.tmp-*`` and renamed into place only after ``done.json`` is written
 (``os.replace``), so an interrupted run never looks finished and is redone from scratch;
 re-running a campaign skips every done run.
+
+Before the first run :func:`preflight` checks what the ns-3 program and the workloads can
+tell (protocols, attributes, topology fit), and the collected tables of an earlier config
+are removed before this config's copy replaces it, so ``campaign.toml`` always describes
+the tables next to it. A SIGKILL of the campaign also ends its pool workers and ns-3
+processes (``runner.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -40,13 +47,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from disaggsim.sim.config import CampaignConfig, load_config
+from disaggsim.sim.config import CampaignConfig, config_location, load_config
 from disaggsim.sim.hashing import binary_identity, sha256_json
 from disaggsim.sim.runner import (
     CAMPAIGN_FCT,
     RunError,
     RunResult,
     RunSpec,
+    die_with_parent,
+    driver_capabilities,
     find_binary,
     run_one,
 )
@@ -261,8 +270,10 @@ def run_campaign(
     jobs = config.campaign.jobs if jobs is None else jobs
     if jobs < 1:
         raise CampaignError(f"jobs must be >= 1, got {jobs}")
+    resolved = config.resolved_workloads()  # paths and globs: checked before any output
+    binary = find_binary()
     out_dir = config.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _make_out_dir(Path(config_path), out_dir)
     with _campaign_lock(out_dir):
         if config.campaign.executor == "slurm" and config.campaign.slurm_submit:
             from disaggsim.sim.slurm import wait_previous
@@ -271,11 +282,13 @@ def run_campaign(
         runs_dir = out_dir / "runs"
         _remove_stale_tmp(runs_dir)
         _remove_stale_tmp(out_dir / "workloads")
-        binary = find_binary()
-        loaded = [
-            load_workload(w, out_dir / "workloads") for w in config.resolved_workloads()
-        ]
+        loaded = [load_workload(w, out_dir / "workloads") for w in resolved]
         planned = expand_grid(config, loaded, binary)
+        preflight(Path(config_path), config, planned, binary, cache_dir=out_dir / "workloads")
+        # The collected tables belong to the config copy next to them: drop the old ones
+        # before the copy changes; _collect writes new ones once every run is done.
+        for name in (*_TABLES, *(f"campaign{s}" for s in _CONFIG_SUFFIXES)):
+            (out_dir / name).unlink(missing_ok=True)
         config_copy = out_dir / f"campaign{Path(config_path).suffix.lower()}"
         _write_text_atomic(config_copy, Path(config_path).read_text())
         result = CampaignResult(out_dir=out_dir)
@@ -287,6 +300,102 @@ def run_campaign(
             result.runs = _run_local(planned, runs_dir, jobs, progress)
         _collect(planned, runs_dir, result)
     return result
+
+
+#: Collected tables of a campaign directory (written by _collect, removed on a new run).
+_TABLES = ("fct.parquet", "summary.csv", "runs.csv")
+_CONFIG_SUFFIXES = (".toml", ".yaml", ".yml")
+
+
+def _make_out_dir(config_path: Path, out_dir: Path) -> None:
+    """Create ``campaign.out_dir`` or say why it cannot be (CampaignError naming the key)."""
+    where = config_location(config_path, ("campaign", "out_dir"))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CampaignError(
+            f"{where}: campaign.out_dir: {out_dir} exists and is not a directory"
+        )
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CampaignError(
+            f"{where}: campaign.out_dir: cannot create {out_dir}: {exc.strerror or exc}"
+        ) from None
+
+
+def preflight(
+    config_path: Path,
+    config: CampaignConfig,
+    planned: list[PlannedRun],
+    binary: Path,
+    cache_dir: Path | None = None,
+) -> None:
+    """Check everything checkable before the first run, and report every problem at once.
+
+    Checked: each grid protocol is implemented by the ns-3 program and each ns-3 attribute
+    path exists there (:func:`disaggsim.sim.runner.driver_capabilities`, the program's
+    ``--list-capabilities``); each workload's blades fit the topology under every scope
+    and seed (``disaggsim.traces.placement.place``, the same call the run makes) and YAPS
+    host ids are below racks x hosts_per_rack.
+
+    Raises:
+        CampaignError: one line per problem, ``<config>:<line>: <key>: <what is wrong>``.
+    """
+    problems: list[str] = []
+    caps = driver_capabilities(binary, cache_dir)
+    for index, protocol in enumerate(config.grid.protocols):
+        wrong = caps.check_protocol(protocol)
+        if wrong:
+            where = config_location(config_path, ("grid", "protocols"))
+            problems.append(f"{where}: grid.protocols[{index}]: {wrong}")
+    attribute_keys = [(("attributes", a), a) for a in config.attributes] + [
+        (("protocols", name, "attributes", a), a)
+        for name, section in config.protocols.items()
+        for a in section.attributes
+    ]
+    for loc, path in attribute_keys:
+        wrong = caps.check_attribute(path)
+        if wrong:
+            dotted = ".".join(f'"{p}"' if "::" in p else p for p in loc)
+            problems.append(f"{config_location(config_path, loc)}: {dotted}: {wrong}")
+    problems += _placement_problems(config_path, planned)
+    if problems:
+        raise CampaignError(
+            f"{config_path}: {len(problems)} problem(s) found before any run:\n"
+            + "\n".join(problems)
+        )
+
+
+def _placement_problems(config_path: Path, planned: list[PlannedRun]) -> list[str]:
+    from disaggsim.traces.placement import place
+
+    problems: list[str] = []
+    seen: set[tuple[str, str, int]] = set()
+    where = config_location(config_path, ("topology",))
+    for run in planned:
+        spec = run.spec
+        topo = spec.topology
+        n_hosts = topo["racks"] * topo["hosts_per_rack"]
+        key = (spec.flows_path, spec.scope, spec.seed)
+        if spec.generator is not None or key in seen:
+            continue
+        seen.add(key)
+        flows = pq.read_table(spec.flows_path).to_pandas()
+        if spec.hosts_given:
+            hosts = pd.concat([flows["src_host"], flows["dst_host"]])
+            if len(hosts) and int(hosts.max()) >= n_hosts:
+                problems.append(
+                    f"{where}: topology: workload {spec.workload!r} uses host "
+                    f"{int(hosts.max())} but racks x hosts_per_rack = {n_hosts} hosts"
+                )
+            continue
+        try:
+            place(flows, topo["racks"], topo["hosts_per_rack"], spec.scope, spec.seed)
+        except ValueError as exc:
+            problems.append(
+                f"{where}: topology: workload {spec.workload!r} does not fit "
+                f"(scope {spec.scope}, seed {spec.seed}): {exc}"
+            )
+    return problems
 
 
 def _run_local(
@@ -312,7 +421,9 @@ def _run_local(
                 _gather(index, planned, runs_dir, records, failures, None)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            # die_with_parent: a SIGKILL of this process ends the workers, whose ns-3
+            # children then die with them (runner.run_one sets the same in each child).
+            with ProcessPoolExecutor(max_workers=jobs, initializer=die_with_parent) as pool:
                 futures = {pool.submit(execute_run, planned[i], runs_dir): i for i in todo}
                 try:
                     for future in as_completed(futures):

@@ -29,6 +29,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -247,6 +248,8 @@ class CampaignConfig(_Strict):
     limits: LimitsSection = LimitsSection()
     #: Directory of the config file; relative paths are resolved against it (not a key).
     base_dir: Path = Field(default=Path("."), exclude=True)
+    #: The config file (set by :func:`load_config`; not a key): errors name its lines.
+    source: Path | None = Field(default=None, exclude=True)
 
     _attrs = field_validator("attributes")(_check_attributes)
 
@@ -267,8 +270,21 @@ class CampaignConfig(_Strict):
         """Workloads with globs expanded, paths made absolute and names assigned.
 
         Raises:
-            ConfigError: a path or glob matches nothing, or two workloads share a name.
+            ConfigError: a path or glob matches nothing, or two workloads share a name
+                (prefixed with ``<file>:<line>: `` when the config was loaded from a file).
         """
+        try:
+            return self._resolved_workloads()
+        except ConfigError as exc:
+            if self.source is None:
+                raise
+            key = re.match(r"^workloads(\[(\d+)\]\.(\w+))?", str(exc))
+            loc: tuple[int | str, ...] = ("workloads",)
+            if key is not None and key[1]:
+                loc = ("workloads", int(key[2]), key[3])
+            raise ConfigError(f"{config_location(self.source, loc)}: {exc}") from None
+
+    def _resolved_workloads(self) -> list[ResolvedWorkload]:
         out: list[ResolvedWorkload] = []
         for index, workload in enumerate(self.workloads):
             key = f"workloads[{index}]"
@@ -368,14 +384,25 @@ def load_config(path: str | Path) -> CampaignConfig:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
-    data = _parse(path, text)
-    if "base_dir" in data:
-        raise ConfigError(f"{path}: base_dir: not a config key (set by the loader)")
     try:
-        config = CampaignConfig.model_validate({**data, "base_dir": path.parent.resolve()})
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad_line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}:{bad_line}: expected UTF-8 text, got byte {raw[exc.start:exc.start + 1]!r} "
+            f"at offset {exc.start}"
+        ) from None
+    data = _parse(path, text)
+    for key in ("base_dir", "source"):
+        if key in data:
+            raise ConfigError(f"{path}: {key}: not a config key (set by the loader)")
+    try:
+        config = CampaignConfig.model_validate(
+            {**data, "base_dir": path.parent.resolve(), "source": path}
+        )
     except ValidationError as exc:
         errors = exc.errors()
         lines = []
@@ -385,6 +412,9 @@ def load_config(path: str | Path) -> CampaignConfig:
             where = f"{path}:{line}" if line else str(path)
             lines.append(f"{where}: {_format_loc(loc)}: {error['msg']}")
         raise ConfigError("\n".join(lines)) from None
+    problems = _convert_option_problems(path, text, config)
+    if problems:
+        raise ConfigError("\n".join(problems))
     unknown = sorted(set(config.protocols) - set(config.grid.protocols))
     if unknown:
         line = _find_line(text, ("protocols", unknown[0], "attributes"), yaml=_is_yaml(path))
@@ -394,6 +424,62 @@ def load_config(path: str | Path) -> CampaignConfig:
             "protocol to the grid)"
         )
     return config
+
+
+def config_location(path: Path, loc: tuple[int | str, ...]) -> str:
+    """``<file>:<line>`` of the key at ``loc`` in a config file (``<file>`` if not found).
+
+    Used by later checks (``disaggsim.sim.campaign.preflight``) to name the line of a key
+    whose value the ns-3 program or the workloads reject.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return str(path)
+    line = _find_line(text, loc, yaml=_is_yaml(Path(path)))
+    return f"{path}:{line}" if line else str(path)
+
+
+def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> list[str]:
+    """Check ``[convert]`` and each ``workloads[i].convert`` table against the converter's
+    options (``disaggsim.traces.convert.ConvertOptions``: unknown keys and wrong types),
+    so a bad option fails at load time rather than when its workload is converted."""
+    import dataclasses
+
+    from disaggsim.traces.convert import ConvertOptions
+
+    adapter = TypeAdapter(ConvertOptions)
+    known = {f.name for f in dataclasses.fields(ConvertOptions)}
+    tables: list[tuple[tuple[int | str, ...], dict[str, Any]]] = [(("convert",), config.convert)]
+    tables += [
+        (("workloads", i, "convert"), w.convert)
+        for i, w in enumerate(config.workloads)
+        if isinstance(w, TraceSampleWorkload)
+    ]
+    problems: list[str] = []
+    for prefix, options in tables:
+        for key in options:
+            if key not in known:
+                loc = (*prefix, key)
+                problems.append(
+                    f"{_where(path, text, loc)}: {_format_loc(loc)}: unknown converter "
+                    f"option; expected one of {', '.join(sorted(known))}"
+                )
+        try:
+            adapter.validate_python({k: v for k, v in options.items() if k in known})
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = (*prefix, *error["loc"])
+                problems.append(
+                    f"{_where(path, text, loc)}: {_format_loc(loc)}: {error['msg']}, "
+                    f"got {error['input']!r}"
+                )
+    return problems
+
+
+def _where(path: Path, text: str, loc: tuple[int | str, ...]) -> str:
+    line = _find_line(text, loc, yaml=_is_yaml(path))
+    return f"{path}:{line}" if line else str(path)
 
 
 def _is_yaml(path: Path) -> bool:

@@ -7,6 +7,15 @@
  *                  --intraRackCableM=4 --interRackCableM=40 --propNsPerM=5 --mssBytes=1460
  *                  --seed=1 --stopTimeNs=-1 --drainNs=1000000000]
  *                 [--ns3::SomeClass::Attribute=value ...]
+ *   disaggsim-ns3 --list-capabilities
+ *
+ * --list-capabilities prints, one per line, "protocol NAME" for every registered transport
+ * and "attribute ns3::Class::Attribute" for every attribute that the command line's
+ * --ns3::Class::Attribute=value accepts, then exits 0.  Those are each TypeId's own
+ * attributes only: Config::SetDefaultFailSafe, behind that option, looks the name up among
+ * TypeId::GetAttribute (0 .. GetAttributeN - 1), not the parents' (an inherited attribute
+ * is set on the class that declares it).  The Python side (disaggsim.sim.runner
+ * driver_capabilities) reads the listing to validate a campaign before its first run.
  *
  * Topology defaults are the paper's (Gao et al. OSDI'16 §3.3, §4.2, Table 4); each
  * shorthand sets the ns3::ClosTopology attribute of the same meaning, so attributes stay the
@@ -71,9 +80,35 @@ PreScan (int argc, char** argv, const std::string& name, const std::string& fall
     return fallback;
 }
 
+/// Prints the --list-capabilities listing (see the file comment) to \p os.
+void
+ListCapabilities (std::ostream& os)
+{
+    for (const std::string& name : FlowTransportRegistry::GetNames ())
+    {
+        os << "protocol " << name << "\n";
+    }
+    for (uint16_t i = 0; i < TypeId::GetRegisteredN (); ++i)
+    {
+        const TypeId tid = TypeId::GetRegistered (i);
+        for (std::size_t j = 0; j < tid.GetAttributeN (); ++j)
+        {
+            os << "attribute " << tid.GetName () << "::" << tid.GetAttribute (j).name << "\n";
+        }
+    }
+}
+
 int
 Run (int argc, char** argv)
 {
+    for (int i = 1; i < argc; ++i)
+    {
+        if (std::strcmp (argv[i], "--list-capabilities") == 0)
+        {
+            ListCapabilities (std::cout);
+            return 0;
+        }
+    }
     const auto wallStart = std::chrono::steady_clock::now ();
     Time::SetResolution (Time::PS);
     GlobalValue::Bind ("SchedulerType", StringValue ("ns3::HeapScheduler"));

@@ -20,9 +20,11 @@ Files written in the run directory:
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -65,6 +67,130 @@ class BinaryNotFoundError(FileNotFoundError):
 
 class RunError(RuntimeError):
     """An ns-3 run failed: non-zero exit, timeout, or output not in FCT_RECORDS form."""
+
+
+#: ``prctl`` option that makes the kernel signal a process when its parent dies
+#: (linux/prctl.h, prctl(2)).
+_PR_SET_PDEATHSIG = 1
+#: The C library, loaded at import: a ``preexec_fn`` runs between fork and exec, where
+#: loading a library (dlopen's locks, possibly held by another thread) could deadlock.
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent(signum: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send ``signum`` to this process when its parent dies.
+
+    Used in the ns-3 child (``subprocess`` ``preexec_fn``) and in campaign pool workers, so
+    a SIGKILL of ``disaggsim run`` takes its simulations with it instead of leaving them
+    to run to the end (prctl(2) ``PR_SET_PDEATHSIG``; the signal is tied to the thread
+    that forked the process, here always a process's main thread). If the parent died
+    before the call (the process was re-parented already), ``signum`` is raised at once.
+
+    Raises:
+        OSError: prctl failed (not on Linux).
+    """
+    parent = os.getppid()
+    if _LIBC.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
+    if os.getppid() != parent or parent == 1:
+        os.kill(os.getpid(), signum)
+
+
+@dataclass(frozen=True)
+class DriverCapabilities:
+    """What an ns-3 program accepts, from ``disaggsim-ns3 --list-capabilities``.
+
+    Attributes:
+        protocols: registered transports (``--protocol`` values).
+        attributes: every ``ns3::Class::Attribute`` path its command line accepts
+            (inherited attributes listed under each class).
+    """
+
+    protocols: tuple[str, ...]
+    attributes: frozenset[str]
+
+    def check_protocol(self, protocol: str) -> str | None:
+        """None if ``protocol`` is implemented, else what is wrong (one sentence)."""
+        if protocol in self.protocols:
+            return None
+        return f"protocol {protocol!r} is not implemented by the ns-3 program; " + (
+            f"expected one of {', '.join(self.protocols)}"
+        )
+
+    def check_attribute(self, path: str) -> str | None:
+        """None if ``path`` (``ns3::Class::Attribute``) exists, else what is wrong."""
+        if path in self.attributes:
+            return None
+        cls, _, attr = path.rpartition("::")
+        known = sorted(a.rpartition("::")[2] for a in self.attributes if a.startswith(cls + "::"))
+        if not known:
+            return f"attribute {path!r}: the ns-3 program has no TypeId {cls!r}"
+        declared = sorted(a for a in self.attributes if a.rpartition("::")[2] == attr)
+        hint = f"; {attr} is declared by {' and '.join(declared)}" if declared else ""
+        return (
+            f"attribute {path!r}: {cls} has no attribute {attr!r} of its own (ns-3 sets an "
+            f"attribute on the class that declares it){hint}; {cls} has {', '.join(known)}"
+        )
+
+
+def driver_capabilities(binary: Path, cache_dir: Path | None = None) -> DriverCapabilities:
+    """Ask the ns-3 program which protocols and attributes it accepts (cached per binary).
+
+    The listing is cached in memory and, if ``cache_dir`` is given, in
+    ``cache_dir/driver-<id>.json`` where ``<id>`` hashes the program's identity
+    (:func:`disaggsim.sim.hashing.binary_identity`): a rebuilt program is asked again.
+
+    Raises:
+        RunError: the program does not support ``--list-capabilities`` (built from an
+            older source: run ``make build``) or its output is malformed.
+    """
+    from disaggsim.sim.hashing import binary_identity, sha256_json
+
+    ident = sha256_json(binary_identity(binary))[:16]
+    cached = _CAPABILITIES.get(ident)
+    if cached is not None:
+        return cached
+    cache = cache_dir / f"driver-{ident}.json" if cache_dir is not None else None
+    lines: list[str] | None = None
+    if cache is not None and cache.is_file():
+        try:
+            lines = list(json.loads(cache.read_text())["lines"])
+        except (ValueError, KeyError, TypeError):
+            lines = None
+    if lines is None:
+        try:
+            proc = subprocess.run(
+                [str(binary), "--list-capabilities"],
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RunError(f"{binary} --list-capabilities: {exc}") from None
+        lines = proc.stdout.splitlines()
+        if proc.returncode != 0 or not any(x.startswith("protocol ") for x in lines):
+            raise RunError(
+                f"{binary} --list-capabilities failed (exit {proc.returncode}); "
+                "rebuild the ns-3 program with `make build`"
+            )
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"binary": str(binary), "lines": lines}) + "\n")
+            os.replace(tmp, cache)
+    protocols: list[str] = []
+    attributes: set[str] = set()
+    for line in lines:
+        kind, _, value = line.partition(" ")
+        if kind == "protocol":
+            protocols.append(value)
+        elif kind == "attribute":
+            attributes.add(value)
+    caps = DriverCapabilities(tuple(protocols), frozenset(attributes))
+    _CAPABILITIES[ident] = caps
+    return caps
+
+
+_CAPABILITIES: dict[str, DriverCapabilities] = {}
 
 
 @dataclass(frozen=True)
@@ -224,7 +350,13 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
     with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
         try:
             proc = subprocess.run(
-                cmd, stdout=out, stderr=err, timeout=spec.timeout_s, check=False, cwd=run_dir
+                cmd,
+                stdout=out,
+                stderr=err,
+                timeout=spec.timeout_s,
+                check=False,
+                cwd=run_dir,
+                preexec_fn=die_with_parent,  # a killed campaign kills its simulations
             )
         except subprocess.TimeoutExpired:
             raise RunError(

@@ -171,3 +171,57 @@ def test_done_marker_means_skip(tmp_path):
     assert is_done(final)
     record = execute_run(planned, runs)
     assert (record["status"], record["flows"]) == ("skipped", 3)
+
+
+# What the ns-3 program accepts: asked once per binary, cached (preflight, issue 6).
+
+_BINARY = Path(__file__).resolve().parents[1] / "build" / "sim" / "disaggsim-ns3"
+
+
+@pytest.mark.skipif(not _BINARY.exists(), reason=f"{_BINARY} not built (make build)")
+def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) -> None:
+    import shutil
+
+    from disaggsim.sim import runner
+
+    monkeypatch.setattr(runner, "_CAPABILITIES", {})
+    caps = runner.driver_capabilities(_BINARY, tmp_path / "cache")
+    assert caps.protocols == ("dctcp", "ideal", "pfabric", "tcp")
+    (cache,) = (tmp_path / "cache").glob("driver-*.json")
+    # the file is what a later process reads: an edited listing shows through
+    data = json.loads(cache.read_text())
+    data["lines"].append("protocol edited")
+    cache.write_text(json.dumps(data))
+    monkeypatch.setattr(runner, "_CAPABILITIES", {})
+    assert runner.driver_capabilities(_BINARY, tmp_path / "cache").protocols[-1] == "edited"
+    # another binary (different content) is asked again, under its own cache file
+    other = tmp_path / "disaggsim-ns3"
+    shutil.copy2(_BINARY, other)
+    with open(other, "ab") as handle:
+        handle.write(b"\0")
+    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp"
+    assert len(list((tmp_path / "cache").glob("driver-*.json"))) == 2
+
+
+def test_capability_checks_name_what_exists() -> None:
+    from disaggsim.sim.runner import DriverCapabilities
+
+    caps = DriverCapabilities(
+        ("tcp", "dctcp"),
+        frozenset({"ns3::TcpSocket::SegmentSize", "ns3::TcpSocketBase::MinRto",
+                   "ns3::TcpSocketBase::Sack"}),
+    )
+    assert caps.check_protocol("tcp") is None and caps.check_attribute(
+        "ns3::TcpSocket::SegmentSize") is None
+    assert caps.check_protocol("phost") == (
+        "protocol 'phost' is not implemented by the ns-3 program; expected one of tcp, dctcp"
+    )
+    assert caps.check_attribute("ns3::Nope::X") == (
+        "attribute 'ns3::Nope::X': the ns-3 program has no TypeId 'ns3::Nope'"
+    )
+    assert caps.check_attribute("ns3::TcpSocketBase::SegmentSize") == (
+        "attribute 'ns3::TcpSocketBase::SegmentSize': ns3::TcpSocketBase has no attribute "
+        "'SegmentSize' of its own (ns-3 sets an attribute on the class that declares it); "
+        "SegmentSize is declared by ns3::TcpSocket::SegmentSize; ns3::TcpSocketBase has "
+        "MinRto, Sack"
+    )

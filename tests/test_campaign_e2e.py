@@ -6,8 +6,13 @@ Skipped (with the reason) when ``build/sim/disaggsim-ns3`` is not built: run `ma
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -125,12 +130,11 @@ def test_campaign_runs_resumes_and_redoes(tmp_path):
 
 
 def test_failed_run_is_reported_and_not_done(tmp_path):
-    config = _config(
-        tmp_path, '\n[attributes]\n"ns3::TcpSocketBase::NoSuchAttribute" = 1\n'
-    )
+    config = _config(tmp_path)
+    config.write_text(config.read_text().replace("run_timeout_s = 120", "run_timeout_s = 0.001"))
     with pytest.raises(CampaignError, match=r"2 of 2 runs failed") as err:
         run_campaign(config, jobs=1, progress=False)
-    assert "ns-3 exited with code" in str(err.value)
+    assert "exceeded the run timeout of 0.001 s" in str(err.value)
     failed = tmp_path / "out" / "runs" / "failed"
     attempts = list(failed.iterdir())
     assert len(attempts) == 2
@@ -222,3 +226,164 @@ def test_slurm_executor_writes_array_and_collects_later(tmp_path):
     collected = run_campaign(config, progress=False)
     assert (collected.pending, collected.skipped) == (0, 2)
     assert len(collected.fct()) == 2 * N_FLOWS
+
+
+def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_path):
+    extra = textwrap.dedent(
+        """
+        [attributes]
+        "ns3::TcpSocketBase::NoSuchAttribute" = 1
+
+        [protocols.dctcp.attributes]
+        "ns3::NoSuchClass::X" = 2
+        """
+    )
+    config = _config(tmp_path, extra, protocols='["tcp", "dctcp", "phost"]')
+    with pytest.raises(CampaignError) as err:
+        run_campaign(config, progress=False)
+    lines = str(err.value).splitlines()
+    assert lines[0].endswith("tiny.toml: 3 problem(s) found before any run:")
+    assert lines[1].startswith(
+        f"{config}:19: grid.protocols[2]: protocol 'phost' is not implemented"
+    )
+    assert "expected one of dctcp, ideal, pfabric, tcp" in lines[1]
+    assert lines[2].startswith(
+        f'{config}:28: attributes."ns3::TcpSocketBase::NoSuchAttribute": '
+        "attribute 'ns3::TcpSocketBase::NoSuchAttribute': ns3::TcpSocketBase has no attribute"
+    )
+    assert "MinRto" in lines[2]  # the attributes it does have are listed
+    assert lines[3] == (
+        f'{config}:31: protocols.dctcp.attributes."ns3::NoSuchClass::X": attribute '
+        "'ns3::NoSuchClass::X': the ns-3 program has no TypeId 'ns3::NoSuchClass'"
+    )
+    out = tmp_path / "out"
+    assert not (out / "runs").exists() and not (out / "campaign.toml").exists()
+
+
+def test_failed_campaign_leaves_no_tables_of_another_config(tmp_path):
+    config = _config(tmp_path)
+    first = run_campaign(config, jobs=1, progress=False)
+    out = first.out_dir
+    assert all((out / name).is_file() for name in ("fct.parquet", "runs.csv", "summary.csv"))
+    # a new config whose runs fail: its copy replaces the old one, the old tables go
+    changed = config.read_text().replace("seeds = [1]", "seeds = [7]").replace(
+        "run_timeout_s = 120", "run_timeout_s = 0.001"
+    )
+    config.write_text(changed)
+    with pytest.raises(CampaignError, match="runs failed"):
+        run_campaign(config, jobs=1, progress=False)
+    assert (out / "campaign.toml").read_text() == changed
+    assert [p.name for p in out.iterdir() if p.is_file() and not p.name.startswith(".")] == [
+        "campaign.toml"
+    ]
+
+
+# SIGKILL of a real `disaggsim run` mid-campaign (issue 6: "the resume test really kills a
+# process rather than deleting a marker file").
+
+
+def _proc_state(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]  # R, S, Z, ...
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _ns3_under(directory: Path) -> list[int]:
+    """Live ns-3 processes whose working directory is a run directory under ``directory``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            exe = os.readlink(entry / "exe")
+        except OSError:
+            continue
+        if cwd.startswith(str(directory)) and exe.endswith("disaggsim-ns3"):
+            if _proc_state(int(entry.name)) not in (None, "Z"):
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.parametrize("jobs", [1, 2])  # ns-3 a child of the campaign / of a pool worker
+def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs):
+    n_runs, n_flows = 3, 150
+    text = _config(tmp_path).read_text()
+    text = text.replace("seeds = [1]", "seeds = [1, 2, 3]").replace(
+        'scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]'
+    ).replace(f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}")
+    clean_cfg, killed_cfg = tmp_path / "clean.toml", tmp_path / "killed.toml"
+    clean_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "clean"'))
+    killed_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "killed"'))
+    clean_result = run_campaign(clean_cfg, progress=False)
+    clean = clean_result.fct()
+    assert len(clean) == n_runs * n_flows
+    # a run takes long enough that one killed just after it started cannot have finished
+    # in the 1 s allowed below (else this test could not tell PDEATHSIG from luck)
+    assert min(r["wall_s"] for r in clean_result.runs) >= 2.0, clean_result.runs
+
+    runs = tmp_path / "killed" / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "disaggsim.cli", "run", str(killed_cfg), "--quiet",
+         "--jobs", str(jobs)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        seen: set[int] = set()
+        fresh: list[int] = []
+        while time.monotonic() < deadline:
+            done = len(list(runs.glob("*/done.json"))) if runs.is_dir() else 0
+            running = _ns3_under(runs) if runs.is_dir() else []
+            fresh = [pid for pid in running if pid not in seen]
+            seen.update(running)
+            if done >= 1 and fresh:  # an ns-3 started within the last poll (~50 ms)
+                break
+            assert proc.poll() is None, "the campaign ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("no run finished within 300 s")
+        done_before = done
+        fresh_dirs = [Path(os.readlink(f"/proc/{pid}/cwd")) for pid in fresh]
+        workers = _children(proc.pid)  # pool workers (they hold the campaign lock too)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+        killed_at = time.monotonic()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    # the simulations die with the campaign (PR_SET_PDEATHSIG), they do not run to the end
+    while left := _ns3_under(runs) + [p for p in workers if _proc_state(p) not in (None, "Z")]:
+        assert time.monotonic() - killed_at < 1.0, f"{left} outlived their killed campaign"
+        time.sleep(0.02)
+    for run_dir in fresh_dirs:  # ns-3 writes stats.json last: the run was cut short
+        assert run_dir.name.startswith(".tmp-") and not (run_dir / "stats.json").exists()
+    assert 1 <= done_before < n_runs
+
+    again = run_campaign(killed_cfg, progress=False)
+    assert again.skipped >= done_before and again.ran == n_runs - again.skipped
+    fct = again.fct()
+    keys = ["workload", "protocol", "rate_gbps", "scope", "seed", "flow_id"]
+    assert not fct.duplicated(keys).any()  # 0 duplicated
+    pd.testing.assert_frame_equal(  # 0 lost, and every row as in the clean run
+        fct.sort_values(keys).reset_index(drop=True),
+        clean.sort_values(keys).reset_index(drop=True),
+    )

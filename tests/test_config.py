@@ -147,14 +147,14 @@ def test_workload_paths_globs_and_names(tmp_path):
     text = BASE.replace(
         '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
         '[[workloads]]\nkind = "trace_sample"\npath = "samples/*"\n'
-        'convert = { window = 3 }\n\n'
+        'convert = { idle_gap_ns = 3 }\n\n'
         '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
-    ) + '\n[convert]\nwindow = 1\nlocal = true\n'
+    ) + '\n[convert]\nidle_gap_ns = 1\nattribute_disk = false\n'
     config = load_config(_write(tmp_path, text))
     workloads = config.resolved_workloads()
     assert [w.name for w in workloads] == ["alpha", "beta", "flows"]
     assert workloads[0].path == (tmp_path / "samples" / "alpha").resolve()
-    assert workloads[0].convert_options == {"window": 3, "local": True}
+    assert workloads[0].convert_options == {"idle_gap_ns": 3, "attribute_disk": False}
     assert workloads[2].convert_options == {}
 
     dup = _write(tmp_path, BASE + '\n[[workloads]]\nkind = "flow_table"\npath = "flows.csv"\n')
@@ -192,3 +192,35 @@ def test_synthetic_workload(tmp_path):
     bad = _write(tmp_path, text.replace("load = 0.5", "load = 1.5", 1))
     with pytest.raises(ConfigError, match=rf"^{bad}:9: workloads\[0\]\.load: Input should be less"):
         load_config(bad)
+
+
+def test_converter_options_are_checked_at_load(tmp_path):
+    text = BASE + '\n[convert]\nidle_gap_ns = "fast"\nbogus = 1\n'
+    path = _write(tmp_path, text)
+    lines = text.splitlines()
+    gap, bogus = lines.index('idle_gap_ns = "fast"') + 1, lines.index("bogus = 1") + 1
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value).splitlines() == [
+        f"{path}:{bogus}: convert.bogus: unknown converter option; expected one of "
+        "allow_truncated_pcap, attribute_disk, attribute_memory, blk_actions, disk_partition, "
+        "idle_gap_ns, kinds, memory_merge, memory_partition, tolerance_ns, use_device_sizes",
+        f"{path}:{gap}: convert.idle_gap_ns: Input should be a valid integer, unable to parse "
+        "string as an integer, got 'fast'",
+    ]
+
+
+def test_non_utf8_config_names_the_line(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_bytes(BASE.encode() + b'\n# caf\xe9\n')
+    line = BASE.count("\n") + 2
+    with pytest.raises(ConfigError, match=rf"^{path}:{line}: expected UTF-8 text, got byte"):
+        load_config(path)
+
+
+def test_resolution_errors_name_the_config_line(tmp_path):
+    text = BASE.replace("flows.csv", "nope.csv")
+    path = _write(tmp_path, text)
+    line = text.splitlines().index('path = "nope.csv"') + 1
+    with pytest.raises(ConfigError, match=rf"^{path}:{line}: workloads\[0\]\.path: "):
+        load_config(path).resolved_workloads()

@@ -113,3 +113,30 @@ def test_unknown_protocol_is_rejected(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "expected one of" in proc.stderr and "tcp" in proc.stderr
     assert not (tmp_path / "fct.csv").exists()
+
+
+def test_list_capabilities_lists_protocols_and_settable_attributes(tmp_path: Path) -> None:
+    proc = subprocess.run([str(BINARY), "--list-capabilities"], capture_output=True, text=True,
+                          timeout=120, check=True)
+    lines = proc.stdout.splitlines()
+    kinds = {line.split(" ", 1)[0] for line in lines}
+    assert kinds == {"protocol", "attribute"}
+    protocols = [line.split(" ", 1)[1] for line in lines if line.startswith("protocol ")]
+    # the FlowTransportRegistrar entries of transports/*/helper/*.cc
+    assert protocols == ["dctcp", "ideal", "pfabric", "tcp"]
+    attributes = {line.split(" ", 1)[1] for line in lines if line.startswith("attribute ")}
+    # ns3::ClosTopology's own attributes (topologies/model/clos-topology.cc) ...
+    assert {"ns3::ClosTopology::Racks", "ns3::ClosTopology::BufferBytes",
+            "ns3::ClosTopology::EcmpSalt"} <= attributes
+    # ... and only the declaring class's: ns-3's command line (Config::SetDefaultFailSafe)
+    # sets ns3::TcpSocket::SegmentSize but rejects it under the subclass TcpSocketBase
+    assert "ns3::TcpSocket::SegmentSize" in attributes
+    assert "ns3::TcpSocketBase::SegmentSize" not in attributes
+    flows = tmp_path / "flows.csv"
+    _write_flows(flows, [(0, 0, 0, 1, 1460)])
+    ok = _run(tmp_path, flows, "--ns3::TcpSocket::SegmentSize=1000",
+              "--ns3::ClosTopology::EcmpSalt=3", "--ns3::TcpSocketBase::MinRto=+1ms")
+    assert ok.returncode == 0, ok.stderr
+    for unlisted in ("ns3::TcpSocketBase::SegmentSize", "ns3::TcpSocketBase::NoSuch"):
+        bad = _run(tmp_path, flows, f"--{unlisted}=1000")
+        assert bad.returncode != 0 and "Invalid command-line argument" in bad.stderr

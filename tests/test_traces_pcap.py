@@ -185,8 +185,14 @@ def test_truncated_last_record(tmp_path: Path) -> None:
     cut.write_bytes(data[:-5])
     with pytest.raises(TraceFormatError, match=r"cut.pcap:byte \d+: field 'record'"):
         read_pcap(cut)
-    t = read_pcap(cut, allow_truncated_tail=True)
+    with pytest.warns(pcap.TruncatedCaptureWarning, match=r"cut.pcap:byte \d+: .*last \d+ bytes"):
+        t = read_pcap(cut, allow_truncated_tail=True)
     assert t.n_records == 16
+    whole = read_pcap(FIX / "lo_us.pcap")
+    assert whole.n_records == 17  # the prefix is every complete record, unchanged
+    assert t.ts_ns.tolist() == whole.ts_ns[: len(t)].tolist()
+    last = len(data) - 5 - (16 + len(_frames("lo_us.pcap")[-1]) - 5)
+    assert t.truncated_tail_bytes == len(data) - 5 - last
 
 
 def test_unsupported_linktype(tmp_path: Path) -> None:
@@ -323,4 +329,110 @@ def test_truncated_tail_of_a_large_capture(tmp_path: Path) -> None:
     # The last record's body is cut (unless it is shorter than 3 B; seed 0: it is not).
     with pytest.raises(TraceFormatError, match=rf"byte {offsets[-1]}: field 'record'"):
         read_pcap(path)
-    assert read_pcap(path, allow_truncated_tail=True).n_records == len(offsets) - 1
+    with pytest.warns(pcap.TruncatedCaptureWarning, match=rf"byte {offsets[-1]}: "):
+        table = read_pcap(path, allow_truncated_tail=True)
+    assert table.n_records == len(offsets) - 1
+    assert table.truncated_tail_bytes == path.stat().st_size - offsets[-1]
+
+
+# pcapng written by hand (pcapng spec, draft-ietf-opsawg-pcapng: SHB, IDB, EPB, SPB).
+
+
+def _block(kind: int, body: bytes) -> bytes:
+    body += bytes(-len(body) % 4)
+    total = 12 + len(body)
+    return struct.pack("<II", kind, total) + body + struct.pack("<I", total)
+
+
+def _option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + value + bytes(-len(value) % 4)
+
+
+def _pcapng(
+    frames: list[bytes],
+    units: list[int],
+    *,
+    tsresol: int | None = None,
+    tsoffset: int | None = None,
+    after: bytes = b"",
+) -> bytes:
+    shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    opts = b""
+    if tsresol is not None:
+        opts += _option(9, bytes([tsresol]))
+    if tsoffset is not None:
+        opts += _option(14, struct.pack("<q", tsoffset))
+    if opts:
+        opts += _option(0, b"")
+    idb = _block(1, struct.pack("<HHI", 1, 0, 262144) + opts)
+    epbs = b"".join(
+        _block(6, struct.pack("<IIIII", 0, u >> 32, u & 0xFFFFFFFF, len(f), len(f)) + f)
+        for f, u in zip(frames, units, strict=True)
+    )
+    return shb + idb + epbs + after
+
+
+def test_pcapng_tsresol_and_tsoffset_are_exact(tmp_path: Path) -> None:
+    frames = [_frames("lo_us.pcap")[i] for i in (3, 5)]
+    path = tmp_path / "o.pcapng"
+    # 100 ns units (tsresol 7), clock 1 h behind: ts = units * 100 ns - 3600 s, exactly
+    units = [17_000_000_000_000_001, 17_000_000_000_000_123]
+    path.write_bytes(_pcapng(frames, units, tsresol=7, tsoffset=-3600))
+    t = read_pcap(path)
+    assert t.ts_ns.tolist() == [u * 100 - 3600 * 10**9 for u in units]
+    assert t.payload_bytes.tolist() == [100, 30000]
+
+
+@pytest.mark.parametrize(
+    ("units", "tsoffset"),
+    [([1_000_000], 2**62), ([1_000_000], -(2**62)), ([2**64 - 1], 0)],
+)
+def test_pcapng_time_beyond_int64_ns_is_an_error(
+    tmp_path: Path, units: list[int], tsoffset: int
+) -> None:
+    path = tmp_path / "big.pcapng"
+    data = _pcapng(_frames("lo_us.pcap")[3:4], units, tsoffset=tsoffset)
+    path.write_bytes(data)
+    epb_at = len(data) - len(_block(6, bytes(20) + _frames("lo_us.pcap")[3]))
+    with pytest.raises(
+        TraceFormatError, match=rf"big.pcapng:byte {epb_at}: field 'timestamp': .*if_tsoffset"
+    ):
+        read_pcap(path)
+
+
+def test_pcapng_simple_packet_block_is_an_error(tmp_path: Path) -> None:
+    frame = _frames("lo_us.pcap")[3]
+    good = _pcapng([frame], [5])
+    spb = _block(3, struct.pack("<I", len(frame)) + frame)
+    (tmp_path / "s.pcapng").write_bytes(good + spb)
+    with pytest.raises(TraceFormatError, match=rf"s.pcapng:byte {len(good)}: .*Simple Packet"):
+        read_pcap(tmp_path / "s.pcapng")
+
+
+def test_pcapng_corrupted_trailer_names_its_offset(tmp_path: Path) -> None:
+    data = bytearray((FIX / "lo.pcapng").read_bytes())
+    # the fixture's third block (first EPB after SHB and IDB): flip its trailing length
+    shb_len = struct.unpack_from("<I", data, 4)[0]
+    idb_len = struct.unpack_from("<I", data, shb_len + 4)[0]
+    epb = shb_len + idb_len
+    epb_len = struct.unpack_from("<I", data, epb + 4)[0]
+    struct.pack_into("<I", data, epb + epb_len - 4, epb_len + 4)
+    (tmp_path / "t.pcapng").write_bytes(bytes(data))
+    with pytest.raises(
+        TraceFormatError,
+        match=rf"t.pcapng:byte {epb + epb_len - 4}: field 'block_total_length \(trailing\)'",
+    ):
+        read_pcap(tmp_path / "t.pcapng")
+
+
+def test_pcapng_cut_mid_block_keeps_the_prefix_when_allowed(tmp_path: Path) -> None:
+    data = (FIX / "lo.pcapng").read_bytes()
+    whole = read_pcap(FIX / "lo.pcapng")
+    (tmp_path / "c.pcapng").write_bytes(data[:-7])
+    with pytest.raises(TraceFormatError, match=r"c.pcapng:byte \d+: field 'block'"):
+        read_pcap(tmp_path / "c.pcapng")
+    with pytest.warns(pcap.TruncatedCaptureWarning, match=r"c.pcapng:byte \d+"):
+        t = read_pcap(tmp_path / "c.pcapng", allow_truncated_tail=True)
+    assert t.n_records == whole.n_records - 1
+    assert t.ts_ns.tolist() == whole.ts_ns[: len(t)].tolist()
+    assert 7 < t.truncated_tail_bytes < 12 + 20 + 65536

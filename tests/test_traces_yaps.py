@@ -60,6 +60,12 @@ def test_reads_yaps_style_numbers(tmp_path: Path) -> None:
         ("1 1.0 0 0 0 0 0 3 4\n", r"y.txt:1: field 'size_packets'"),
         ("1 1.0 0 0 2 0 0 -3 4\n", r"y.txt:1: field 'src'"),
         ("1 1.0 0 z 2 0 0 3 4\n", r"y.txt:1: field 'temp3'"),
+        # ns-3 would reject these mid-campaign, naming the generated CSV instead:
+        ("1 1.0 0 0 2 0 0 3 4\n\n1 1.5 0 0 2 0 0 4 3\n", r"y.txt:3: field 'id': .*line 1\)"),
+        ("1 1.0 0 0 2 0 0 3 4\n2 1.0 0 0 2 0 0 5 5\n", r"y.txt:2: field 'dst': .*src \(5\)"),
+        ("1 0.999999999 0 0 2 0 0 3 4\n", r"y.txt:1: field 'start_time': .*>= 1 s"),
+        ("1 1.0 0 0 \u00b2 0 0 3 4\n", r"y.txt:1: expected ASCII text"),
+        ("1 1.0 0 0 2 0 0 3 4\n2 1.\u0663 0 0 2 0 0 3 4\n", r"y.txt:2: expected ASCII"),
     ],
 )
 def test_malformed(tmp_path: Path, line: str, match: str) -> None:

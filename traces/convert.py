@@ -129,6 +129,9 @@ class ConvertOptions:
         memory_merge: ``"contiguous"`` or ``"batch"`` (``blades.memory_flows``).
         blk_actions: blkparse action letters kept from blktraces (default issue, ``"D"``).
         kinds: which flow kinds to emit (subset of ``disaggsim.schemas.FLOW_KINDS``).
+        allow_truncated_pcap: keep the complete records of a capture cut mid-record (a
+            killed tcpdump) and warn, as tcpdump does, instead of failing
+            (``pcap.read_pcap`` ``allow_truncated_tail``).
     """
 
     idle_gap_ns: int | None = DEFAULT_IDLE_GAP_NS
@@ -141,6 +144,7 @@ class ConvertOptions:
     memory_merge: Literal["contiguous", "batch"] = "contiguous"
     blk_actions: str = "D"
     kinds: tuple[str, ...] = FLOW_KINDS
+    allow_truncated_pcap: bool = False
 
 
 @dataclass
@@ -453,8 +457,10 @@ def convert(
     for n in sample.nodes:
         if n.pcap is None:
             continue
-        packets = read_pcap(n.pcap)
+        packets = read_pcap(n.pcap, allow_truncated_tail=opts.allow_truncated_pcap)
         rep.records[f"n{n.node}.pcap_packets"] = len(packets)
+        if packets.truncated_tail_bytes:
+            rep.records[f"n{n.node}.pcap_truncated_bytes"] = packets.truncated_tail_bytes
         if len(packets):
             earliest.append(int(packets.ts_ns.min()))
             rep.time_ranges[str(n.pcap)] = (int(packets.ts_ns.min()), int(packets.ts_ns.max()))

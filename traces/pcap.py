@@ -24,7 +24,9 @@ capture still gives the true application bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -75,6 +77,8 @@ class PacketTable:
     ``src_port``, ``dst_port`` uint16 (0 for non-TCP/UDP and non-first fragments),
     ``ip_total_len`` uint16, ``payload_bytes`` int64 (L4 payload), ``record_index`` int64
     (0-based index of the packet record in the file, non-IPv4 records included).
+    ``truncated_tail_bytes``: bytes of a last record cut short and dropped (0 unless read
+    with ``allow_truncated_tail``).
     """
 
     ts_ns: np.ndarray
@@ -91,6 +95,8 @@ class PacketTable:
     n_skipped: int
     source_file: str
     skipped_reasons: dict[str, int] = field(default_factory=dict)
+    #: Bytes dropped at the end of a capture cut mid-record (``allow_truncated_tail``).
+    truncated_tail_bytes: int = 0
 
     def __len__(self) -> int:
         return int(self.ts_ns.shape[0])
@@ -126,16 +132,25 @@ def int_to_ip(value: int) -> str:
     return ".".join(str((int(value) >> s) & 0xFF) for s in (24, 16, 8, 0))
 
 
+class TruncatedCaptureWarning(UserWarning):
+    """A capture cut mid-record was read up to its last complete record (what tcpdump
+    and Wireshark do with a capture whose writer was killed)."""
+
+
 def read_pcap(path: str | Path, *, allow_truncated_tail: bool = False) -> PacketTable:
     """Read a classic pcap or a pcapng file into a :class:`PacketTable`.
 
-    The format is detected from the first four bytes. ``allow_truncated_tail`` drops a
-    last record cut short (a capture killed mid-write) instead of raising.
+    The format is detected from the first four bytes. ``allow_truncated_tail`` keeps the
+    complete records of a capture whose last record (pcap) or block (pcapng) is cut short
+    (a capture killed mid-write), warns with :class:`TruncatedCaptureWarning` naming the
+    file, the byte offset and the bytes dropped, and sets ``truncated_tail_bytes``;
+    without it such a file is an error.
 
     Raises:
         TraceFormatError: unknown magic, unsupported link type, a record header or body
-            running past the end of the file, or an implausible record length (names the
-            file and byte offset).
+            running past the end of the file, an implausible record length, a malformed
+            pcapng block, a Simple Packet Block (no timestamp) or timestamps beyond the
+            int64 ns range (names the file and byte offset).
         FileNotFoundError: ``path`` does not exist.
     """
     p = Path(path)
@@ -151,8 +166,18 @@ def read_pcap(path: str | Path, *, allow_truncated_tail: bool = False) -> Packet
         raise TraceFormatError(p, "byte 0", "magic", "a pcap or pcapng file header", bytes(data))
     first = struct.unpack("<I", data[:4])[0]
     if first == PCAPNG_SHB:
-        return _read_pcapng(p)
+        return _read_pcapng(p, allow_truncated_tail)
     return _read_classic(p, data, padded, allow_truncated_tail)
+
+
+def _warn_truncated(p: Path, offset: int, size: int) -> None:
+    warnings.warn(
+        TruncatedCaptureWarning(
+            f"{p}:byte {offset}: capture cut mid-record; kept the complete records before "
+            f"it and dropped the last {size - offset} bytes"
+        ),
+        stacklevel=3,
+    )
 
 
 def _read_classic(
@@ -181,13 +206,18 @@ def _read_classic(
         first_ts_s=first_ts_s,
     )
     offsets = _record_offsets(p, data, buf, endian, hints, allow_truncated_tail)
+    end = 24 if offsets.shape[0] == 0 else int(offsets[-1]) + 16 + int(
+        struct.unpack_from(endian + "I", data, int(offsets[-1]) + 8)[0]
+    )
+    if end < len(data):
+        _warn_truncated(p, end, len(data))
     hdr = np.ascontiguousarray(_take(buf, offsets, 16)).view(endian + "u4")  # (n, 4)
     ts_sec = hdr[:, 0].astype(np.int64)
     ts_frac = hdr[:, 1].astype(np.int64)
     caplen = hdr[:, 2].astype(np.int64)
     frac_ns = 1 if magic == PCAP_MAGIC_NS else 1000
     ts_ns = ts_sec * 1_000_000_000 + ts_frac * frac_ns
-    return _decode_frames(
+    table = _decode_frames(
         p,
         buf,
         offsets + _RECORD_HEADER_BYTES,
@@ -196,6 +226,7 @@ def _read_classic(
         linktype,
         np.arange(offsets.shape[0], dtype=np.int64),
     )
+    return dataclasses.replace(table, truncated_tail_bytes=len(data) - end)
 
 
 #: Sequential walk of the first records (gives the mean record size for the chunking).
@@ -542,81 +573,195 @@ def _decode_chunk(
     }
 
 
-def _read_pcapng(p: Path) -> PacketTable:
-    """pcapng via dpkt: dpkt parses the SHB and first IDB, then each EPB/PB block."""
+#: dpkt's errors for a block it cannot unpack, and Python's for the same from struct/bytes.
+_DPKT_ERRORS: Final = (dpkt.Error, ValueError, struct.error, IndexError, TypeError)
+PCAPNG_BT_SPB: Final = 3
+
+
+def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
+    """pcapng via dpkt: dpkt parses the SHB and first IDB, then each EPB/PB block.
+
+    Every block's framing (type, total length, trailing length) is checked here with its
+    byte offset; dpkt's unpacking errors become TraceFormatError at that offset.
+    """
+    size = p.stat().st_size
+    truncated_at: int | None = None
     with p.open("rb") as f:
         head = f.read(12)
         little = head[8:12] == b"\x4d\x3c\x2b\x1a"
         f.seek(0)
         try:
             reader = dpkt.pcapng.Reader(f)
-        except (ValueError, dpkt.UnpackError) as exc:
+        except _DPKT_ERRORS as exc:
             raise TraceFormatError(
-                p, "byte 0", "section header", "a pcapng SHB and IDB", str(exc)
-            ) from exc
+                p, "byte 0", "section header", "a pcapng SHB and IDB", str(exc) or repr(exc)
+            ) from None
+        idb_at = f"byte {struct.unpack(('<' if little else '>') + 'I', head[4:8])[0]}"
         linktype = int(reader.datalink())
         if linktype not in SUPPORTED_LINKTYPES:
-            raise TraceFormatError(p, None, "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype)
-        units_per_s, offset_s = _pcapng_time_base(reader.idb, little)
+            raise TraceFormatError(
+                p, idb_at, "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype
+            )
+        units_per_s, offset_s = _pcapng_time_base(p, idb_at, reader.idb, little)
         endian = "<" if little else ">"
         epb_cls = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
         pb_cls = dpkt.pcapng.PacketBlockLE if little else dpkt.pcapng.PacketBlock
         frames: list[bytes] = []
         ts_units: list[int] = []
+        block_pos: list[int] = []
         while True:
             pos = f.tell()
             hdr = f.read(8)
             if not hdr:
                 break
             if len(hdr) < 8:
+                if allow_truncated_tail:
+                    truncated_at = pos
+                    break
                 raise TraceFormatError(p, f"byte {pos}", "block", "an 8-byte block header")
             blk_type, blk_len = struct.unpack(endian + "II", hdr)
             if blk_len < 12 or blk_len % 4:
                 raise TraceFormatError(
                     p, f"byte {pos}", "block_total_length", "a multiple of 4 >= 12", blk_len
                 )
-            body = f.read(blk_len - 8)
-            if len(body) != blk_len - 8:
+            if blk_len - 8 > size - pos - 8:  # do not read a bogus length's worth of memory
+                if allow_truncated_tail:
+                    truncated_at = pos
+                    break
                 raise TraceFormatError(
                     p, f"byte {pos}", "block", "a complete block (file ends inside it)"
                 )
-            if blk_type == dpkt.pcapng.PCAPNG_BT_EPB:
-                blk = epb_cls(hdr + body)
-                if blk.iface_id != 0:
+            body = f.read(blk_len - 8)
+            trailer = struct.unpack(endian + "I", body[-4:])[0]
+            if trailer != blk_len:
+                raise TraceFormatError(
+                    p,
+                    f"byte {pos + blk_len - 4}",
+                    "block_total_length (trailing)",
+                    f"{blk_len}, the leading length of the block at byte {pos}",
+                    trailer,
+                )
+            if blk_type in (dpkt.pcapng.PCAPNG_BT_EPB, dpkt.pcapng.PCAPNG_BT_PB):
+                try:
+                    blk = (epb_cls if blk_type == dpkt.pcapng.PCAPNG_BT_EPB else pb_cls)(
+                        hdr + body
+                    )
+                except _DPKT_ERRORS as exc:
+                    raise TraceFormatError(
+                        p,
+                        f"byte {pos}",
+                        "packet block",
+                        "a well-formed packet block",
+                        str(exc) or type(exc).__name__,
+                    ) from None
+                if blk_type == dpkt.pcapng.PCAPNG_BT_EPB and blk.iface_id != 0:
                     raise TraceFormatError(
                         p, f"byte {pos}", "interface_id", "0 (one interface per file)", blk.iface_id
                     )
-            elif blk_type == dpkt.pcapng.PCAPNG_BT_PB:
-                blk = pb_cls(hdr + body)
+            elif blk_type == PCAPNG_BT_SPB:
+                raise TraceFormatError(
+                    p,
+                    f"byte {pos}",
+                    "block",
+                    "Enhanced Packet Blocks (this is a Simple Packet Block, which has no "
+                    "timestamp, so its packet cannot be placed in time; re-capture without "
+                    "it or convert the file with `editcap`)",
+                )
             elif blk_type == dpkt.pcapng.PCAPNG_BT_IDB:
                 raise TraceFormatError(
                     p, f"byte {pos}", "block", "a single interface description block"
                 )
+            elif blk_type == PCAPNG_SHB:
+                raise TraceFormatError(p, f"byte {pos}", "block", "a single section")
             else:
                 continue  # name resolution, statistics, custom blocks
             frames.append(bytes(blk.pkt_data))
             ts_units.append((blk.ts_high << 32) | blk.ts_low)
+            block_pos.append(pos)
+    if truncated_at is not None:
+        _warn_truncated(p, truncated_at, size)
     lengths = np.fromiter((len(fr) for fr in frames), dtype=np.int64, count=len(frames))
     data_off = np.zeros(len(frames), dtype=np.int64)
     if len(frames) > 1:
         data_off[1:] = np.cumsum(lengths)[:-1]
     buf = np.frombuffer(b"".join(frames) + bytes(_WINDOW_BYTES), dtype=np.uint8)
-    units = np.asarray(ts_units, dtype=np.int64)
-    sec, rem = np.divmod(units, units_per_s)
-    ts_ns = (sec + offset_s) * 1_000_000_000 + rem * 1_000_000_000 // units_per_s
-    return _decode_frames(
+    ts_ns = _pcapng_ts_ns(p, ts_units, block_pos, units_per_s, offset_s)
+    table = _decode_frames(
         p, buf, data_off, lengths, ts_ns, linktype, np.arange(len(frames), dtype=np.int64)
     )
+    if truncated_at is not None:
+        table = dataclasses.replace(table, truncated_tail_bytes=size - truncated_at)
+    return table
 
 
-def _pcapng_time_base(idb: dpkt.pcapng.InterfaceDescriptionBlock, little: bool) -> tuple[int, int]:
-    """(units per second, offset in s) from ``if_tsresol`` (9) and ``if_tsoffset`` (14)."""
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def _pcapng_ts_ns(
+    p: Path, ts_units: list[int], block_pos: list[int], units_per_s: int, offset_s: int
+) -> np.ndarray:
+    """Timestamps in int64 ns since the epoch: ``(units // units_per_s + offset_s) * 1e9 +
+    (units % units_per_s) * 1e9 // units_per_s``, exact.
+
+    Raises:
+        TraceFormatError: a timestamp (with ``if_tsoffset``) outside the int64 ns range
+            (years 1677-2262), naming the packet block's byte offset.
+    """
+    if not ts_units:
+        return np.zeros(0, dtype=np.int64)
+
+    def exact(u: int) -> int:
+        sec, rem = divmod(u, units_per_s)
+        return (sec + offset_s) * 1_000_000_000 + rem * 1_000_000_000 // units_per_s
+
+    # exact() is non-decreasing in u: checking the extremes bounds every packet.
+    for u in (min(ts_units), max(ts_units)):
+        ns = exact(u)
+        if not _INT64_MIN <= ns <= _INT64_MAX:
+            raise TraceFormatError(
+                p,
+                f"byte {block_pos[ts_units.index(u)]}",
+                "timestamp",
+                "a time within the int64 ns range (years 1677-2262) after adding the "
+                f"interface's if_tsoffset of {offset_s} s",
+                f"{u} units of 1/{units_per_s} s",
+            )
+    if units_per_s > 1_000_000_000:  # finer than ns: rem * 1e9 could overflow int64
+        return np.fromiter((exact(u) for u in ts_units), dtype=np.int64, count=len(ts_units))
+    units = np.asarray(ts_units, dtype=np.uint64)
+    sec = (units // np.uint64(units_per_s)).astype(np.int64)
+    rem = (units % np.uint64(units_per_s)).astype(np.int64)
+    return (sec + offset_s) * 1_000_000_000 + rem * 1_000_000_000 // units_per_s
+
+
+def _pcapng_time_base(
+    p: Path, idb_at: str, idb: dpkt.pcapng.InterfaceDescriptionBlock, little: bool
+) -> tuple[int, int]:
+    """(units per second, offset in s) from ``if_tsresol`` (9) and ``if_tsoffset`` (14).
+
+    Raises:
+        TraceFormatError: an option too short for its value, or a resolution finer than
+            2^-64 / 10^-19 s (more units per second than a uint64 timestamp can count).
+    """
     units_per_s, offset_s = 1_000_000, 0  # pcapng default resolution: µs
     for opt in idb.opts:
         if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL:
+            if len(opt.data) < 1:
+                raise TraceFormatError(
+                    p, idb_at, "if_tsresol", "a 1-byte option", bytes(opt.data)
+                )
             v = opt.data[0]
             units_per_s = 2 ** (v & 0x7F) if v & 0x80 else 10 ** (v & 0x7F)
+            if units_per_s > 2**64:
+                raise TraceFormatError(
+                    p, idb_at, "if_tsresol", "a resolution of at most 2^64 or 10^19 units/s", v
+                )
         elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET:
+            if len(opt.data) < 8:
+                raise TraceFormatError(
+                    p, idb_at, "if_tsoffset", "an 8-byte signed offset", bytes(opt.data)
+                )
             offset_s = struct.unpack("<q" if little else ">q", opt.data[:8])[0]
     return units_per_s, offset_s
 

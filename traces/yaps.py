@@ -16,8 +16,9 @@ start time is written with 9 decimals from integer ns, so it round-trips exactly
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,7 @@ from disaggsim.traces.errors import TraceFormatError
 YAPS_MSS_BYTES: Final = 1460
 YAPS_START_OFFSET_NS: Final = 1_000_000_000
 _U32_MAX: Final = 2**32 - 1
+_I64_MAX: Final = 2**63 - 1
 
 
 def write_yaps(
@@ -66,14 +68,16 @@ def write_yaps(
 
 
 def _uint(p: Path, lineno: int, field: str, text: str) -> int:
-    if not text.isdigit() or int(text) > _U32_MAX:
+    if not (text.isascii() and text.isdigit()) or int(text) > _U32_MAX:
         raise TraceFormatError(p, lineno, field, "an unsigned 32-bit integer", text)
     return int(text)
 
 
 def _seconds_to_ns(p: Path, lineno: int, text: str) -> int:
     whole, dot, frac = text.partition(".")
-    if not whole.isdigit() or (dot and frac and not frac.isdigit()):
+    if not (whole.isascii() and whole.isdigit()) or (
+        dot and frac and not (frac.isascii() and frac.isdigit())
+    ):
         raise TraceFormatError(
             p, lineno, "start_time", "a non-negative decimal number of seconds", text
         )
@@ -81,7 +85,23 @@ def _seconds_to_ns(p: Path, lineno: int, text: str) -> int:
     ns = int(whole) * 1_000_000_000 + int(digits)
     if len(frac) > 9 and int(frac[9]) >= 5:
         ns += 1  # round half up past ns resolution
+    if ns > _I64_MAX:
+        raise TraceFormatError(
+            p, lineno, "start_time", "a time below 2^63 ns (about 292 years)", text
+        )
     return ns
+
+
+def _lines(p: Path, fh: BinaryIO) -> Iterator[tuple[int, str]]:
+    """Numbered lines of ``fh``, decoded one by one; a byte that is not ASCII is a
+    TraceFormatError naming the line (YAPS files are ASCII)."""
+    for lineno, raw in enumerate(fh, start=1):
+        try:
+            yield lineno, raw.decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise TraceFormatError(
+                p, lineno, None, "ASCII text", f"byte {raw[exc.start:exc.start + 1]!r}"
+            ) from None
 
 
 def read_yaps(
@@ -93,15 +113,18 @@ def read_yaps(
     """Read a YAPS flow file into SIM_FLOWS (size_bytes = packets * mss_bytes).
 
     Stricter than YAPS (which stops silently at the first bad line): every non-empty line
-    must have exactly 9 fields with the types above.
+    must have exactly 9 fields with the types above, flow ids must be unique, src != dst,
+    and start times at least ``start_offset_ns`` (1 s: the files' time origin, see the
+    module docstring), so that ns-3 never sees a flow it would reject mid-campaign.
 
     Raises:
         TraceFormatError: file:line, the field, and what was expected.
     """
     p = Path(path)
     rows: list[tuple[int, int, int, int, int]] = []
-    with p.open() as fh:
-        for lineno, line in enumerate(fh, start=1):
+    line_of_id: dict[int, int] = {}
+    with p.open("rb") as fh:
+        for lineno, line in _lines(p, fh):
             fields = line.split()
             if not fields:
                 continue
@@ -114,7 +137,21 @@ def read_yaps(
                     line.rstrip("\n"),
                 )
             fid = _uint(p, lineno, "id", fields[0])
+            if fid in line_of_id:
+                raise TraceFormatError(
+                    p, lineno, "id", f"a flow id not used before (line {line_of_id[fid]})", fid
+                )
+            line_of_id[fid] = lineno
             start = _seconds_to_ns(p, lineno, fields[1]) - start_offset_ns
+            if start < 0:
+                raise TraceFormatError(
+                    p,
+                    lineno,
+                    "start_time",
+                    f"a start time >= {start_offset_ns / 1e9:g} s (YAPS flows start at "
+                    "the offset)",
+                    fields[1],
+                )
             for k, name in ((2, "temp2"), (3, "temp3"), (5, "temp5"), (6, "temp6")):
                 try:
                     float(fields[k])
@@ -127,6 +164,10 @@ def read_yaps(
                 )
             src = _uint(p, lineno, "src", fields[7])
             dst = _uint(p, lineno, "dst", fields[8])
+            if src == dst:
+                raise TraceFormatError(
+                    p, lineno, "dst", f"a host other than src ({src})", fields[8]
+                )
             rows.append((fid, start, src, dst, packets * mss_bytes))
     df = pd.DataFrame(rows, columns=SIM_FLOWS.names)
     for f in SIM_FLOWS:
