@@ -185,7 +185,9 @@ class GridSection(_Strict):
         "datacenter",
         "rack",
     ]
-    seeds: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)] = [1]
+    #: ns-3 RNG seeds (and ECMP hash salts). At least 1: ns-3's RngSeedManager::SetSeed
+    #: aborts the program on seed 0 ("invalid Seed 0").
+    seeds: Annotated[list[Annotated[int, Field(ge=1, lt=2**32)]], Field(min_length=1)] = [1]
 
     @field_validator("protocols")
     @classmethod

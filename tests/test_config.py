@@ -224,3 +224,13 @@ def test_resolution_errors_name_the_config_line(tmp_path):
     line = text.splitlines().index('path = "nope.csv"') + 1
     with pytest.raises(ConfigError, match=rf"^{path}:{line}: workloads\[0\]\.path: "):
         load_config(path).resolved_workloads()
+
+
+def test_seed_zero_is_rejected_before_ns3_aborts_on_it(tmp_path):
+    # ns-3 aborts on RngSeedManager::SetSeed(0) ("invalid Seed 0", SIGABRT), and the driver
+    # passes the grid seed straight to it, so 0 and values beyond uint32 are config errors.
+    for seeds in ("[0]", "[4294967296]"):
+        path = _write(tmp_path, BASE + f"seeds = {seeds}\n")
+        expected = rf"^{path}:11: grid\.seeds\[0\]: Input should be (greater|less) than"
+        with pytest.raises(ConfigError, match=expected):
+            load_config(path)
