@@ -1,4 +1,4 @@
-"""Shared pieces of the trace-reader fuzz tests (tests/test_fuzz_{paging,blktrace,meta}.py).
+"""Shared pieces of the fuzz tests (tests/test_fuzz_*.py): settings, mutations, error checks.
 
 Inputs are mutations of real seed files: truncation, bit flips, byte insertion/deletion,
 empty files and wrong formats. Every run is derandomized (fixed seed) and bounded.

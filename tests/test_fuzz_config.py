@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from _fuzz_traces import FUZZ_SETTINGS
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disaggsim.cli import main
@@ -25,13 +26,7 @@ from disaggsim.sim.config import CampaignConfig, ConfigError, load_config
 
 SAMPLE = Path(__file__).parent / "fixtures" / "traces" / "sample_lo"
 CORPUS = Path(__file__).parent / "fixtures" / "fuzz" / "config"
-FUZZ = settings(
-    derandomize=True,
-    max_examples=400,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = settings(FUZZ_SETTINGS, max_examples=400)
 VALID = f"""\
 [campaign]
 name = "fuzz"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from _fuzz_traces import FUZZ_SETTINGS
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disaggsim.cli import main
@@ -29,13 +30,7 @@ FIX = Path(__file__).parent / "fixtures" / "traces"
 CORPUS = Path(__file__).parent / "fixtures" / "fuzz" / "pcap"
 SEEDS = ["lo_us.pcap", "lo_ns.pcap", "lo_be.pcap", "lo.pcapng", "any_sll2.pcap", "lo_raw.pcap"]
 SEED_BYTES = {name: (FIX / name).read_bytes() for name in SEEDS}
-FUZZ = settings(
-    derandomize=True,
-    max_examples=400,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = settings(FUZZ_SETTINGS, max_examples=400)
 
 
 @st.composite

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from _fuzz_traces import FUZZ_SETTINGS
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disaggsim.cli import main
@@ -27,13 +28,7 @@ from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.yaps import read_yaps, write_yaps
 
 CORPUS = Path(__file__).parent / "fixtures" / "fuzz" / "yaps"
-FUZZ = settings(
-    derandomize=True,
-    max_examples=800,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = settings(FUZZ_SETTINGS, max_examples=800)
 VALID = pd.DataFrame(
     {
         "flow_id": [0, 1, 2, 3, 4],
