@@ -171,9 +171,9 @@ def test_flow_table_workload_is_placed_and_kinds_joined(tmp_path):
             [[workloads]]
             kind = "flow_table"
             path = "flows.csv"
-            [topology]
+            [topology]  # rack scope keeps the 6-blade cluster in one rack
             racks = 2
-            hosts_per_rack = 4
+            hosts_per_rack = 8
             spines = 2
             [grid]
             protocols = ["tcp"]
