@@ -87,6 +87,10 @@ class _Replicable(_WorkloadBase):
     #: CDFs built from the trace, akshayknarayan/disaggregation-flowgen
     #: processForSimulation.py). The run's seed seeds both.
     replication: Literal["replay", "pair-cdf"] = "replay"
+    #: Merge the flows of one blade pair and kind that start at the same ns into one flow
+    #: (``disaggsim.traces.replication.squash_coarrivals``): the artifact sends a paging
+    #: batch as one flow per blade pair (flowgen-spark/ProcessTrace.scala).
+    squash: bool = False
 
 
 class TraceSampleWorkload(_Replicable):

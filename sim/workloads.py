@@ -98,6 +98,8 @@ def workload_key(workload: ResolvedWorkload) -> str:
     replication = replication_options(workload)
     if replication is not None:
         inputs["replication"] = replication
+    if isinstance(spec, TraceSampleWorkload | FlowTableWorkload) and spec.squash:
+        inputs["squash"] = True
     return sha256_json(inputs)
 
 
@@ -142,6 +144,12 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     frame = _convert(workload)
     assert not isinstance(workload.spec, SyntheticWorkload)
     frame = _cut(frame, workload.spec.window_ns, workload.spec.max_flows)
+    if isinstance(workload.spec, TraceSampleWorkload | FlowTableWorkload) and (
+        workload.spec.squash
+    ):
+        from disaggsim.traces.replication import squash_coarrivals
+
+        frame = squash_coarrivals(frame)
     if frame.empty:
         raise WorkloadError(f"{workload.path}: workload {workload.name!r} has no flows")
     content = sha256_frame(frame)

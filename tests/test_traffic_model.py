@@ -335,7 +335,7 @@ def test_campaign_with_replication(tmp_path: Path) -> None:
 
     cluster_table().to_parquet(tmp_path / "flows.parquet")
     result = run_campaign(_config(tmp_path, 'delays = "authors-sim"',
-                                  'copies = 3\nreplication = "replay"'), jobs=1,
+                                  'copies = 3\nreplication = "replay"\nsquash = true'), jobs=1,
                           progress=False)
     fct = result.fct()
     table = cluster_table()
@@ -344,3 +344,20 @@ def test_campaign_with_replication(tmp_path: Path) -> None:
     assert ((rack["src_host"] // 16) == (rack["dst_host"] // 16)).all()
     assert set(rack["kind"]) == {"mem_read", "disk_write"}
     assert (fct["finished"] == 1).all()
+
+
+def test_squash_coarrivals_by_hand() -> None:
+    from disaggsim.traces.replication import squash_coarrivals
+
+    table = pd.DataFrame({
+        "flow_id": [5, 3, 4, 6, 7], "start_ns": [10, 10, 10, 10, 20],
+        "src": [1, 1, 1, 1, 1], "dst": [0, 0, 0, 0, 0],
+        "size_bytes": [4096, 4096, 8192, 4096, 4096],
+        "kind": ["mem_read", "mem_read", "mem_read", "mem_write", "mem_read"],
+        "node": 0, "source_file": "x", "source_record": [50, 30, 40, 60, 70]})
+    out = squash_coarrivals(table)
+    # flows 3, 4, 5 (same start, pair and kind) -> one flow 3 of 16384 B; 6 differs in kind.
+    assert out["flow_id"].tolist() == [3, 6, 7]
+    assert out["size_bytes"].tolist() == [16384, 4096, 4096]
+    assert out["source_record"].tolist() == [30, 60, 70]
+    assert list(out.columns) == FLOW_TABLE.names

@@ -38,6 +38,30 @@ from disaggsim.traces import paircdf
 MODES = ("replay", "pair-cdf")
 
 
+def squash_coarrivals(flow_table: pd.DataFrame) -> pd.DataFrame:
+    """Merge the flows of one blade pair and kind that start at the same ns into one flow.
+
+    The artifact sends a paging batch's pages between two blades as one flow
+    (flowgen-spark/ProcessTrace.scala aggregates memory flows by (batch id, src, dst)) and
+    merges co-arriving flows of a pair before building its CDFs (processForSimulation.py
+    ``squashCoArrivals``); our converter writes one flow per page run. The merged flow keeps
+    the lowest flow_id and its node, source_file and source_record; its size is the sum.
+
+    Args:
+        flow_table: FLOW_TABLE rows.
+
+    Returns:
+        FLOW_TABLE rows, one per (start_ns, src, dst, kind), sorted by flow_id.
+    """
+    keys = ["start_ns", "src", "dst", "kind"]
+    ordered = flow_table[FLOW_TABLE.names].sort_values("flow_id", kind="stable")
+    grouped = ordered.groupby(keys, sort=False)
+    first = grouped.head(1).set_index(keys)
+    first["size_bytes"] = grouped["size_bytes"].sum()
+    out = first.reset_index()[FLOW_TABLE.names]
+    return out.sort_values("flow_id", kind="stable").reset_index(drop=True)
+
+
 @dataclass(frozen=True)
 class Replicated:
     """The result of :func:`replicate`.
