@@ -12,10 +12,15 @@ enough to commit (``notebooks/data/``):
 
 :func:`fig7_figure` draws the bars of Figure 7 (one panel per scope x rate, one group of
 bars per workload, one bar per protocol, the seeds' spread as error bars);
-:func:`fct_by_size_figure` the FCT-by-size curves.
+:func:`fct_by_size_figure` the FCT-by-size curves; :func:`write_tables` writes the two
+tables as CSV (``python -c "from disaggsim.analysis.fig7 import write_tables;
+write_tables('results/paper-fig7', 'notebooks/data')"``).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -122,3 +127,29 @@ def fct_by_size_figure(by_size: pd.DataFrame, workload: str) -> Figure:
                 ax.set_ylabel("mean FCT (µs)")
     axes[0][0].legend(fontsize="small")
     return fig
+
+
+def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) -> list[Path]:
+    """Write a campaign's Figure 7 tables as CSV (what ``notebooks/data/`` holds).
+
+    Args:
+        out_dir: the campaign's ``out_dir`` (reads ``fct.parquet``).
+        data_dir: where ``paper_fig7_slowdown.csv`` and ``paper_fig7_fct_by_size.csv`` go.
+        min_flows: FCT-by-size rows with fewer flows are left out (keeps the file small).
+
+    Returns:
+        The two paths, each written through a temporary file and renamed.
+    """
+    slowdown, by_size = fig7_tables(pd.read_parquet(Path(out_dir) / "fct.parquet"))
+    by_size = by_size[by_size["flows"] >= min_flows]
+    data = Path(data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in (("paper_fig7_slowdown.csv", slowdown),
+                        ("paper_fig7_fct_by_size.csv", by_size)):
+        path = data / name
+        tmp = path.with_name(f".{name}.tmp")
+        frame.to_csv(tmp, index=False, float_format="%.6g")
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths

@@ -37,3 +37,17 @@ def test_fig7_tables_by_hand() -> None:
     assert len(fct_by_size_figure(by_size, "w").axes) == 1
     with pytest.raises(ValueError, match="lacks columns"):
         fig7_tables(records().drop(columns=["seed"]))
+
+
+def test_write_tables(tmp_path) -> None:
+    from disaggsim.analysis.fig7 import write_tables
+
+    records().to_parquet(tmp_path / "fct.parquet")
+    slow_path, size_path = write_tables(tmp_path, tmp_path / "data", min_flows=2)
+    slowdown = pd.read_csv(slow_path)
+    assert sorted(slowdown["slowdown_mean"]) == [1.25, 2.0]
+    by_size = pd.read_csv(size_path)
+    # every (protocol, size) group has one finished flow: none reaches min_flows = 2
+    assert by_size.empty
+    _, size_path = write_tables(tmp_path, tmp_path / "data", min_flows=1)
+    assert len(pd.read_csv(size_path)) == 4
