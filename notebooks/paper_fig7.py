@@ -84,17 +84,20 @@ show(fig7_figure(slowdown))
 
 # %% [markdown]
 # The paper's ordering: TCP worst, pFabric nearest to the ideal. Checked here per
-# configuration (the seeds' spread is the run-to-run noise):
+# configuration (the seeds' spread is the run-to-run noise). DCTCP differs from TCP only
+# once switch queues pass its marking threshold; on a lightly loaded fabric the two tie.
 
 # %%
 spread = slowdown.groupby(["workload", "scope", "rate_gbps", "protocol"])[
     "slowdown_mean"].agg(lambda s: s.max() - s.min()).unstack("protocol")
+others = table.drop(columns=["tcp", "dctcp"], errors="ignore")
 ordering = pd.DataFrame({
-    "tcp_worst": table.idxmax(axis=1) == "tcp",
+    "tcp_worst": table["tcp"] >= others.max(axis=1),
     "pfabric_best_real": table.drop(columns=["ideal"], errors="ignore").idxmin(axis=1)
     == "pfabric",
-    "tcp_minus_pfabric": (table["tcp"] - table["pfabric"]).round(3),
-    "max_seed_spread": spread.max(axis=1).round(3),
+    "tcp_minus_pfabric": (table["tcp"] - table["pfabric"]).round(4),
+    "dctcp_minus_tcp": (table["dctcp"] - table["tcp"]).round(4),
+    "max_seed_spread": spread.max(axis=1).round(4),
 })
 display(ordering)
 
