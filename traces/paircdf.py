@@ -21,6 +21,9 @@ flows from them:
 
 Differences, on purpose: ``processForSimulation.py``'s ``squashCoArrivals`` never emits the
 last squashed flow of a pair (the final ``prev`` is not yielded); here every flow counts.
+``make_flows`` starts three generators per pair ("each node represents 3x of that
+resource": its 15 hosts stand for 5 traced nodes' blades); here one per pair, so a copy
+carries its trace's load (use more ``copies`` for more).
 Instead of the artifact's random subsample of tables with >= 65,536 distinct values we keep
 evenly spaced ones (first and last included), so the result does not depend on a seed.
 
