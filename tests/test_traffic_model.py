@@ -361,3 +361,14 @@ def test_squash_coarrivals_by_hand() -> None:
     assert out["size_bytes"].tolist() == [16384, 4096, 4096]
     assert out["source_record"].tolist() == [30, 60, 70]
     assert list(out.columns) == FLOW_TABLE.names
+
+
+def test_paircdf_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster_table().to_parquet(tmp_path / "flows.parquet")
+    assert paircdf.main([str(tmp_path / "flows.parquet"), str(tmp_path / "cdf")]) == 0
+    assert "18 blade pairs -> 36 files" in capsys.readouterr().out
+    assert paircdf.read_pair_cdfs(tmp_path / "cdf").keys() == paircdf.build_pair_cdfs(
+        cluster_table()).keys()
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    assert paircdf.main([str(tmp_path / "bad.csv"), str(tmp_path / "x")]) == 2
+    assert "missing columns" in capsys.readouterr().err
