@@ -98,7 +98,24 @@ class _WorkloadBase(_Strict):
     max_flows: Annotated[int | None, Field(gt=0)] = None
 
 
-class TraceSampleWorkload(_WorkloadBase):
+class _Replicable(_WorkloadBase):
+    #: Copies of the traced cluster that load the fabric (``disaggsim.traces.replication``;
+    #: the OSDI'16 artifact's generator, NetSys/simulator run/flow_generator.cpp). At rack
+    #: scope each copy takes one rack, at datacenter scope its blades go anywhere. 1: the
+    #: trace alone.
+    copies: Annotated[int, Field(ge=1)] = 1
+    #: How a copy's flows are made: "replay" (the trace, shifted by a random offset per copy
+    #: and wrapped around) or "pair-cdf" (drawn from per-blade-pair size and inter-arrival
+    #: CDFs built from the trace, akshayknarayan/disaggregation-flowgen
+    #: processForSimulation.py). The run's seed seeds both.
+    replication: Literal["replay", "pair-cdf"] = "replay"
+    #: Merge the flows of one blade pair and kind that start at the same ns into one flow
+    #: (``disaggsim.traces.replication.squash_coarrivals``): the artifact sends a paging
+    #: batch as one flow per blade pair (flowgen-spark/ProcessTrace.scala).
+    squash: bool = False
+
+
+class TraceSampleWorkload(_Replicable):
     """A trace sample directory (``traces/samples/<name>/`` with ``meta.json``), converted
     to a flow table by ``disaggsim.traces.convert.convert``. ``path`` may be a glob
     (``../traces/samples/*``): it expands to every matching directory holding ``meta.json``,
@@ -110,7 +127,7 @@ class TraceSampleWorkload(_WorkloadBase):
     convert: dict[str, Any] = Field(default_factory=dict)
 
 
-class FlowTableWorkload(_WorkloadBase):
+class FlowTableWorkload(_Replicable):
     """A flow table already converted (``disaggsim convert`` output): ``.parquet`` or ``.csv``
     with the columns of ``disaggsim.schemas.FLOW_TABLE``."""
 
@@ -171,6 +188,10 @@ class TopologySection(_Strict):
     inter_rack_cable_m: Annotated[float, Field(ge=0)] = 40.0
     prop_ns_per_m: Annotated[float, Field(ge=0)] = 5.0
     mss_bytes: Annotated[int, Field(gt=0, le=9000)] = 1460
+    #: Link-delay preset (``disaggsim.sim.delays``): "table4" (the keys above) or
+    #: "authors-sim" (the authors' simulator's DDC delays: 110 ns host links, 400 ns spine
+    #: links, no switching delay; the switching and cable keys are then ignored).
+    delays: Literal["table4", "authors-sim"] = "table4"
 
 
 class GridSection(_Strict):

@@ -291,7 +291,12 @@ def repo_root() -> Path:
 
 def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path) -> list[str]:
     """The ``disaggsim-ns3`` command line of a run (flags: ``disaggsim-ns3 --help``)."""
+    from disaggsim.sim.delays import preset
+
     topo = spec.topology
+    delays = preset(topo.get("delays", "table4"))
+    switch_delay_ns = topo["switch_delay_ns"] if delays.switch_delay_ns is None else (
+        delays.switch_delay_ns)
     cmd = [
         spec.binary,
         f"--flows={flows_csv}",
@@ -304,7 +309,7 @@ def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path)
         f"--accessRateGbps={_num(spec.rate_gbps)}",
         f"--spineRateFactor={_num(topo['spine_rate_factor'])}",
         f"--bufferBytes={topo['buffer_bytes']}",
-        f"--switchDelayNs={topo['switch_delay_ns']}",
+        f"--switchDelayNs={switch_delay_ns}",
         f"--intraRackCableM={_num(topo['intra_rack_cable_m'])}",
         f"--interRackCableM={_num(topo['inter_rack_cable_m'])}",
         f"--propNsPerM={_num(topo['prop_ns_per_m'])}",
@@ -313,6 +318,7 @@ def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path)
     ]
     if spec.stop_time_ns is not None:
         cmd.append(f"--stopTimeNs={spec.stop_time_ns}")
+    cmd += [f"--{path}={value}" for path, value in sorted(delays.attributes.items())]
     cmd += [f"--{path}={value}" for path, value in sorted(spec.attributes.items())]
     return cmd
 
@@ -423,9 +429,21 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
     from disaggsim.traces.placement import place
 
     flow_table = pq.read_table(spec.flows_path).to_pandas()
-    sim_flows, blade_to_host = place(
-        flow_table, topo["racks"], topo["hosts_per_rack"], spec.scope, spec.seed
-    )
+    cluster_of = None
+    replication_json = Path(spec.flows_path).parent / "replication.json"
+    if replication_json.is_file():  # written by disaggsim.sim.workloads (copies > 1)
+        from disaggsim.traces.replication import replicate
+
+        options = json.loads(replication_json.read_text())
+        replicated = replicate(flow_table, options["copies"], options["mode"], spec.seed)
+        flow_table, cluster_of = replicated.flows, replicated.cluster_of
+    try:
+        sim_flows, blade_to_host = place(
+            flow_table, topo["racks"], topo["hosts_per_rack"], spec.scope, spec.seed,
+            cluster_of,
+        )
+    except ValueError as exc:
+        raise RunError(f"{spec.workload}: placement: {exc}") from None
     _write_placement(blade_to_host, run_dir / "placement.csv")
     return sim_flows, flow_table
 

@@ -3,6 +3,12 @@
 YAPS files hold host-level flows: they are cached as SIM_FLOWS and simulated without blade
 placement. Synthetic workloads are generated per run (nothing to cache).
 
+Replication (``copies > 1``, ``disaggsim.traces.replication``) is per run (its offsets or
+draws follow the run's seed): the cached table stays the traced cluster's, and
+``<key>/replication.json`` (``{"copies": N, "mode": "replay" | "pair-cdf"}``) tells the
+runner to replicate it; the options are part of the cache key and of the content hash, so
+runs with other options are other runs.
+
 Each workload is converted once per campaign and the result kept under
 ``<out_dir>/workloads/<key>/flows.parquet``, where ``key`` hashes the workload's inputs: the
 kind, the content of its input files, the converter options, the ``window_ns``/``max_flows``
@@ -89,7 +95,24 @@ def workload_key(workload: ResolvedWorkload) -> str:
         inputs["converter"] = converter_identity()
     if isinstance(spec, TraceSampleWorkload):
         inputs["convert_options"] = workload.convert_options
+    replication = replication_options(workload)
+    if replication is not None:
+        inputs["replication"] = replication
+    if isinstance(spec, TraceSampleWorkload | FlowTableWorkload) and spec.squash:
+        inputs["squash"] = True
     return sha256_json(inputs)
+
+
+#: Name of the replication side file in a workload's cache directory.
+REPLICATION_FILE = "replication.json"
+
+
+def replication_options(workload: ResolvedWorkload) -> dict[str, Any] | None:
+    """``{"copies": N, "mode": ...}`` of a workload with ``copies > 1``, else None."""
+    spec = workload.spec
+    if isinstance(spec, TraceSampleWorkload | FlowTableWorkload) and spec.copies > 1:
+        return {"copies": spec.copies, "mode": spec.replication}
+    return None
 
 
 def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload:
@@ -121,9 +144,18 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     frame = _convert(workload)
     assert not isinstance(workload.spec, SyntheticWorkload)
     frame = _cut(frame, workload.spec.window_ns, workload.spec.max_flows)
+    if isinstance(workload.spec, TraceSampleWorkload | FlowTableWorkload) and (
+        workload.spec.squash
+    ):
+        from disaggsim.traces.replication import squash_coarrivals
+
+        frame = squash_coarrivals(frame)
     if frame.empty:
         raise WorkloadError(f"{workload.path}: workload {workload.name!r} has no flows")
     content = sha256_frame(frame)
+    replication = replication_options(workload)
+    if replication is not None:
+        content = sha256_json({"flows": content, "replication": replication})
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=cache_dir))
     try:
@@ -137,6 +169,8 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
             "content_sha256": content,
             "flows": len(frame),
         }
+        if replication is not None:
+            (tmp / REPLICATION_FILE).write_text(json.dumps(replication) + "\n")
         (tmp / "done.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if final.exists():  # an interrupted earlier attempt (no done.json)
             shutil.rmtree(final)

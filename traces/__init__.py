@@ -9,6 +9,8 @@ Modules (each a plain function library; I/O only in the readers and writers):
 - ``blades``: accesses -> flows between compute, memory and disk blades
 - ``convert``: a sample directory -> ``disaggsim.schemas.FLOW_TABLE`` (``disaggsim convert``)
 - ``placement``: blades -> simulated hosts (rack- or datacenter-scale) -> ``SIM_FLOWS``
+- ``replication``: copies of the traced cluster that load the fabric (replay, pair-cdf)
+- ``paircdf``: per-blade-pair size / inter-arrival CDFs in the artifact's file format
 - ``yaps``: YAPS (pHost simulator) flow files <-> ``SIM_FLOWS``
 - ``collect*``: the trace collector (``disaggsim collect``)
 """

@@ -7,19 +7,34 @@ for datacenter-scale "from anywhere in the datacenter". The simulated topology (
 after pFabric) has 9 racks of 16 hosts; hosts are numbered rack-major
 (``host = rack * hosts_per_rack + index``, ``disaggsim.schemas.SIM_FLOWS``).
 
-- ``"datacenter"``: every blade on a distinct host drawn uniformly at random.
-- ``"rack"``: the blades of one node (its compute, memory and disk blade) on distinct hosts
-  of one rack; each node's rack drawn uniformly among the racks that still have room.
+The unit of placement is a **cluster**: the blades of one traced cluster (all its nodes'
+compute, memory and disk blades), which talk to each other (memory and disk are
+partitioned over every node's blades, ``disaggsim.traces.convert``). A flow table holds
+one cluster, or several copies of it (``disaggsim.traces.replication``), told apart by
+``cluster_of``.
+
+- ``"rack"``: every blade of a cluster on a distinct host of **one** rack, so every
+  blade-to-blade flow stays in its rack; each cluster's rack drawn uniformly among the racks
+  that still have room (with one cluster per rack when clusters fill racks, as the authors'
+  generator does: NetSys/simulator run/flow_generator.cpp,
+  ``customCdfFlowGenerator_getDestinations_rackscale``, one 15-blade cluster on hosts 0-14
+  of each rack). A cluster larger than a rack is an error naming the hosts it needs.
+- ``"datacenter"``: every blade on a distinct host drawn uniformly from the whole fabric
+  (``customCdfFlowGenerator_getDestinations_dcscale`` in the same file).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from disaggsim.schemas import SIM_FLOWS, blade_node
+from disaggsim.schemas import SIM_FLOWS
+
+#: Placement scopes (paper §4.2).
+SCOPES = ("datacenter", "rack")
 
 
 def place(
@@ -28,6 +43,7 @@ def place(
     hosts_per_rack: int,
     scope: Literal["datacenter", "rack"],
     seed: int,
+    cluster_of: Mapping[int, int] | None = None,
 ) -> tuple[pd.DataFrame, dict[int, int]]:
     """Map the blades of a flow table onto hosts and return per-host flows.
 
@@ -36,6 +52,8 @@ def place(
         racks, hosts_per_rack: topology size (> 0).
         scope: ``"datacenter"`` or ``"rack"`` (module docstring).
         seed: seed of the numpy PCG64 generator; the same inputs and seed give the same map.
+        cluster_of: blade id -> cluster id, for tables that hold several copies of a
+            cluster (``disaggsim.traces.replication``). None: all blades form one cluster.
 
     Returns:
         ``(sim_flows, blade_to_host)``: ``sim_flows`` has the ``SIM_FLOWS`` columns
@@ -43,11 +61,15 @@ def place(
         ``blade_to_host`` maps every blade id in the table to its host.
 
     Raises:
-        ValueError: more blades than hosts, a node with more blades than a rack has hosts,
-            racks that run out of room, a bad scope or size.
+        ValueError: more blades than hosts; at rack scope a cluster with more blades than a
+            rack has hosts (the message says how many hosts it needs) or clusters that
+            outnumber the racks with room; a blade missing from ``cluster_of``; a bad scope
+            or size.
     """
     if racks <= 0 or hosts_per_rack <= 0:
         raise ValueError(f"racks and hosts_per_rack must be > 0, got {racks}, {hosts_per_rack}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be 'datacenter' or 'rack', got {scope!r}")
     blades = np.unique(
         np.concatenate([flow_table["src"].to_numpy(), flow_table["dst"].to_numpy()])
     ).astype(int)
@@ -61,20 +83,33 @@ def place(
     if scope == "datacenter":
         hosts = rng.choice(n_hosts, size=blades.size, replace=False)
         blade_to_host = {int(b): int(h) for b, h in zip(blades, hosts, strict=True)}
-    elif scope == "rack":
-        free = [list(range(r * hosts_per_rack, (r + 1) * hosts_per_rack)) for r in range(racks)]
-        by_node: dict[int, list[int]] = {}
+    else:
+        by_cluster: dict[int, list[int]] = {}
         for b in blades:
-            by_node.setdefault(blade_node(int(b)), []).append(int(b))
-        for node in sorted(by_node):
-            members = by_node[node]
+            if cluster_of is None:
+                cluster = 0
+            elif int(b) in cluster_of:
+                cluster = int(cluster_of[int(b)])
+            else:
+                raise ValueError(f"blade {int(b)} has no cluster in cluster_of")
+            by_cluster.setdefault(cluster, []).append(int(b))
+        free = [list(range(r * hosts_per_rack, (r + 1) * hosts_per_rack)) for r in range(racks)]
+        for cluster in sorted(by_cluster):
+            members = by_cluster[cluster]
             if len(members) > hosts_per_rack:
                 raise ValueError(
-                    f"node {node} has {len(members)} blades, a rack has {hosts_per_rack} hosts"
+                    f"rack scope: cluster {cluster} has {len(members)} blades and needs "
+                    f"{len(members)} hosts in one rack, but a rack has {hosts_per_rack} hosts "
+                    "(raise topology.hosts_per_rack or use scope 'datacenter')"
                 )
             candidates = [r for r in range(racks) if len(free[r]) >= len(members)]
             if not candidates:
-                raise ValueError(f"no rack has {len(members)} free hosts left for node {node}")
+                raise ValueError(
+                    f"rack scope: no rack has {len(members)} free hosts left for cluster "
+                    f"{cluster} ({len(by_cluster)} clusters of up to "
+                    f"{max(map(len, by_cluster.values()))} blades on {racks} racks of "
+                    f"{hosts_per_rack} hosts; use fewer copies)"
+                )
             rack = int(rng.choice(candidates))
             picks = rng.choice(len(free[rack]), size=len(members), replace=False)
             chosen = [free[rack][int(i)] for i in picks]
@@ -82,8 +117,6 @@ def place(
                 blade_to_host[b] = h
             taken = set(chosen)
             free[rack] = [h for h in free[rack] if h not in taken]
-    else:
-        raise ValueError(f"scope must be 'datacenter' or 'rack', got {scope!r}")
     src = flow_table["src"].map(blade_to_host).to_numpy()
     dst = flow_table["dst"].map(blade_to_host).to_numpy()
     sim = pd.DataFrame(

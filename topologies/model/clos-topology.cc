@@ -75,6 +75,20 @@ ClosTopology::GetTypeId ()
                            "§3.3)",
                            TimeValue (NanoSeconds (5)),
                            MakeTimeAccessor (&ClosTopology::m_propagationPerM), MakeTimeChecker ())
+            .AddAttribute ("HostLinkDelay",
+                           "Propagation delay of a host-ToR link, each way; negative (default): "
+                           "IntraRackCableM x PropagationPerM (Table 4).  The authors' DDC "
+                           "simulator uses 10 ns up + 210 ns down (NetSys/simulator "
+                           "coresim/queue.cpp, ddc != 0): 110 ns each way gives every path "
+                           "the same delay",
+                           TimeValue (NanoSeconds (-1)),
+                           MakeTimeAccessor (&ClosTopology::m_hostLinkDelay), MakeTimeChecker ())
+            .AddAttribute ("SpineLinkDelay",
+                           "Propagation delay of a ToR-spine link, each way; negative (default): "
+                           "InterRackCableM x PropagationPerM (Table 4).  The authors' DDC "
+                           "simulator uses 400 ns (NetSys/simulator coresim/queue.cpp)",
+                           TimeValue (NanoSeconds (-1)),
+                           MakeTimeAccessor (&ClosTopology::m_spineLinkDelay), MakeTimeChecker ())
             .AddAttribute ("EcmpSalt",
                            "Salt of the ToRs' per-flow ECMP hash (the driver sets the run seed)",
                            UintegerValue (0), MakeUintegerAccessor (&ClosTopology::m_ecmpSalt),
@@ -113,12 +127,20 @@ ClosTopology::GetSpineRate () const
 Time
 ClosTopology::GetIntraRackDelay () const
 {
+    if (!m_hostLinkDelay.IsNegative ())
+    {
+        return m_hostLinkDelay;
+    }
     return PicoSeconds (std::llround (m_intraRackCableM * m_propagationPerM.GetPicoSeconds ()));
 }
 
 Time
 ClosTopology::GetInterRackDelay () const
 {
+    if (!m_spineLinkDelay.IsNegative ())
+    {
+        return m_spineLinkDelay;
+    }
     return PicoSeconds (std::llround (m_interRackCableM * m_propagationPerM.GetPicoSeconds ()));
 }
 

@@ -84,9 +84,11 @@ class ClosTopology : public Object
         return m_switchingDelay;
     }
 
-    /// \returns the propagation delay of a host-ToR cable.
+    /// \returns the propagation delay of a host-ToR cable: HostLinkDelay if it is set (>= 0),
+    /// else IntraRackCableM x PropagationPerM.  The cables and IdealFct both read it.
     Time GetIntraRackDelay () const;
-    /// \returns the propagation delay of a ToR-spine cable.
+    /// \returns the propagation delay of a ToR-spine cable: SpineLinkDelay if it is set
+    /// (>= 0), else InterRackCableM x PropagationPerM.  The cables and IdealFct both read it.
     Time GetInterRackDelay () const;
 
     Ptr<Node> GetHost (uint32_t host) const;
@@ -130,6 +132,8 @@ class ClosTopology : public Object
     double m_intraRackCableM{4};
     double m_interRackCableM{40};
     Time m_propagationPerM;
+    Time m_hostLinkDelay;  //!< explicit host-ToR delay (negative: from the cable length)
+    Time m_spineLinkDelay; //!< explicit ToR-spine delay (negative: from the cable length)
     uint32_t m_ecmpSalt{0};
 
     bool m_built{false};

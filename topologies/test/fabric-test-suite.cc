@@ -20,12 +20,28 @@ using namespace ns3;
 namespace
 {
 
-/// Build a Clos with default (paper) attributes except \p accessRate.
+/// Set the delays of the authors' DDC simulator (NetSys/simulator coresim/queue.cpp with
+/// ddc != 0: 10 ns host uplink + 210 ns ToR downlink = 110 ns each way, 400 ns ToR-spine;
+/// no switching delay of its own): the "authors-sim" preset of disaggsim.sim.delays.
+void
+SetAuthorsSimDelays (Ptr<ClosTopology> topology)
+{
+    topology->SetAttribute ("HostLinkDelay", TimeValue (NanoSeconds (110)));
+    topology->SetAttribute ("SpineLinkDelay", TimeValue (NanoSeconds (400)));
+    topology->SetAttribute ("SwitchingDelay", TimeValue (Seconds (0)));
+}
+
+/// Build a Clos with default (paper) attributes except \p accessRate (and the authors'
+/// simulator's delays if \p authorsSim).
 Ptr<ClosTopology>
-BuildClos (const std::string& accessRate)
+BuildClos (const std::string& accessRate, bool authorsSim = false)
 {
     Ptr<ClosTopology> topology = CreateObject<ClosTopology> ();
     topology->SetAttribute ("AccessRate", DataRateValue (DataRate (accessRate)));
+    if (authorsSim)
+    {
+        SetAuthorsSimDelays (topology);
+    }
     topology->Build ();
     return topology;
 }
@@ -226,6 +242,21 @@ class IdealFctTestCase : public TestCase
         clos->SetAttribute ("AccessRate", DataRateValue (DataRate ("100Gbps")));
         NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (5, 140, 4096, 40, 1460).GetPicoSeconds (),
                                int64_t (1592680), "inter-rack 4096 B at 100 Gbps");
+        // The authors' simulator's delays (110 ns host links, 400 ns spine links, no
+        // switching delay), same page at 100 Gbps: intra-rack 341.6 + 2 x 110 = 561.6 ns;
+        // inter-rack 341.6 + 2 x 110 + 2 x 400 + 91.08 = 1452.68 ns.
+        SetAuthorsSimDelays (clos);
+        NS_TEST_ASSERT_MSG_EQ (clos->GetIntraRackDelay (), NanoSeconds (110), "host link");
+        NS_TEST_ASSERT_MSG_EQ (clos->GetInterRackDelay (), NanoSeconds (400), "spine link");
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (5, 6, 4096, 40, 1460).GetPicoSeconds (),
+                               int64_t (561600), "authors-sim intra-rack 4096 B at 100 Gbps");
+        NS_TEST_ASSERT_MSG_EQ (clos->IdealFct (5, 140, 4096, 40, 1460).GetPicoSeconds (),
+                               int64_t (1452680), "authors-sim inter-rack 4096 B at 100 Gbps");
+        // A negative delay falls back to the cable length: back to Table 4's 20 / 200 ns.
+        clos->SetAttribute ("HostLinkDelay", TimeValue (NanoSeconds (-1)));
+        clos->SetAttribute ("SpineLinkDelay", TimeValue (NanoSeconds (-1)));
+        NS_TEST_ASSERT_MSG_EQ (clos->GetIntraRackDelay (), NanoSeconds (20), "4 m x 5 ns/m");
+        NS_TEST_ASSERT_MSG_EQ (clos->GetInterRackDelay (), NanoSeconds (200), "40 m x 5 ns/m");
     }
 };
 
@@ -233,10 +264,12 @@ class IdealFctTestCase : public TestCase
 class CutThroughTimingTestCase : public TestCase
 {
   public:
-    CutThroughTimingTestCase (const std::string& rate, uint32_t dst)
-          : TestCase ("cut-through timing, " + rate + ", host 0 -> host " + std::to_string (dst))
+    CutThroughTimingTestCase (const std::string& rate, uint32_t dst, bool authorsSim = false)
+          : TestCase ("cut-through timing, " + rate + ", host 0 -> host " + std::to_string (dst) +
+                      (authorsSim ? ", authors-sim delays" : ""))
           , m_rate (rate)
           , m_dst (dst)
+          , m_authorsSim (authorsSim)
     {
     }
 
@@ -249,7 +282,7 @@ class CutThroughTimingTestCase : public TestCase
 
     void DoRun () override
     {
-        Ptr<ClosTopology> clos = BuildClos (m_rate);
+        Ptr<ClosTopology> clos = BuildClos (m_rate, m_authorsSim);
         clos->GetHostDevice (m_dst)->SetFabricReceiveCallback (
             MakeCallback (&CutThroughTimingTestCase::Received, this));
         // Three frames: 1500 B, 1500 B, 200 B (+18 B each), sent back to back at t = 0.
@@ -271,8 +304,12 @@ class CutThroughTimingTestCase : public TestCase
         {
             double txNs = (sizes[k] + 18) * 8 / bitsPerNs;
             maxReserializationNs = std::max (maxReserializationNs, txNs - txNs / 4);
-            double expectedNs =
-                sentNs + txNs + (interRack ? 440 + 720 + maxReserializationNs : 40 + 240);
+            // Table 4: 2 x 20 ns host cables, 2 x 200 ns spine cables, 240 ns per switch.
+            // Authors' simulator: 2 x 110 ns host links, 2 x 400 ns spine links, no switching.
+            double fixedNs = m_authorsSim
+                                 ? (interRack ? 220 + 800 + maxReserializationNs : 220)
+                                 : (interRack ? 440 + 720 + maxReserializationNs : 40 + 240);
+            double expectedNs = sentNs + txNs + fixedNs;
             NS_TEST_ASSERT_MSG_EQ_TOL (m_arrivals[k].GetPicoSeconds () / 1000.0, expectedNs, 0.001,
                                        "arrival of frame " << k);
             sentNs += txNs;
@@ -286,6 +323,7 @@ class CutThroughTimingTestCase : public TestCase
 
     std::string m_rate;
     uint32_t m_dst;
+    bool m_authorsSim;
     std::vector<Time> m_arrivals;
 };
 
@@ -382,6 +420,8 @@ class FabricTestSuite : public TestSuite
         {
             AddTestCase (new CutThroughTimingTestCase (rate, 1), TestCase::QUICK);
             AddTestCase (new CutThroughTimingTestCase (rate, 100), TestCase::QUICK);
+            AddTestCase (new CutThroughTimingTestCase (rate, 1, true), TestCase::QUICK);
+            AddTestCase (new CutThroughTimingTestCase (rate, 100, true), TestCase::QUICK);
         }
         AddTestCase (new SendOverheadTestCase, TestCase::QUICK);
     }

@@ -1,0 +1,155 @@
+"""Figure 7 of Gao et al., OSDI'16 (§4.3): mean slowdown per protocol per application.
+
+:func:`fig7_tables` reduces a campaign's FCT records (``disaggsim.sim.runner.CAMPAIGN_FCT``)
+to two small tables that the notebook ``notebooks/paper_fig7.py`` draws and that are small
+enough to commit (``notebooks/data/``):
+
+- per workload x protocol x rate_gbps x scope x seed: flows, unfinished flows and the mean
+  slowdown (the paper's metric: FCT over the FCT alone in the network, averaged over all
+  flows, §4.3);
+- per workload x protocol x rate_gbps x scope and flow size: flows and mean FCT in µs (the
+  artifact's FCT-by-size tables, NetSys/disaggregation rmem/fcts/, one line per size).
+
+:func:`fig7_figure` draws the bars of Figure 7 (one panel per scope x rate, one group of
+bars per workload, one bar per protocol, the seeds' spread as error bars);
+:func:`fct_by_size_figure` the FCT-by-size curves; :func:`write_tables` writes the two
+tables as CSV (``python -c "from disaggsim.analysis.fig7 import write_tables;
+write_tables('results/paper-fig7', 'notebooks/data')"``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+#: Keys of a run (CAMPAIGN_KEYS order).
+RUN_KEYS = ["workload", "protocol", "rate_gbps", "scope", "seed"]
+#: Protocol order of the paper's Figure 7 legend.
+PROTOCOL_ORDER = ["tcp", "dctcp", "pfabric", "ideal"]
+
+
+def fig7_tables(fct: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Reduce FCT records to (slowdown per run, mean FCT per size).
+
+    Args:
+        fct: CAMPAIGN_FCT rows.
+
+    Returns:
+        ``(slowdown, by_size)``: ``slowdown`` has RUN_KEYS + flows, unfinished,
+        slowdown_mean; ``by_size`` has workload, protocol, rate_gbps, scope, size_bytes,
+        flows, fct_us_mean (seeds pooled, finished flows only).
+
+    Raises:
+        ValueError: a missing column or an empty table.
+    """
+    needed = [*RUN_KEYS, "size_bytes", "fct_ns", "slowdown", "finished"]
+    missing = [c for c in needed if c not in fct.columns]
+    if missing:
+        raise ValueError(f"fig7_tables: FCT table lacks columns {missing}")
+    if fct.empty:
+        raise ValueError("fig7_tables: empty FCT table")
+    done = fct[fct["finished"] == 1]
+    slowdown = fct.groupby(RUN_KEYS, sort=True).agg(
+        flows=("flow_id", "size"), unfinished=("finished", lambda s: int((s == 0).sum())))
+    slowdown["slowdown_mean"] = done.groupby(RUN_KEYS, sort=True)["slowdown"].mean()
+    by_size = done.groupby(["workload", "protocol", "rate_gbps", "scope", "size_bytes"],
+                           sort=True).agg(flows=("fct_ns", "size"),
+                                          fct_us_mean=("fct_ns", "mean"))
+    by_size["fct_us_mean"] = by_size["fct_us_mean"] / 1e3
+    return slowdown.reset_index(), by_size.reset_index()
+
+
+def _protocols(frame: pd.DataFrame) -> list[str]:
+    present = frame["protocol"].unique().tolist()
+    return [p for p in PROTOCOL_ORDER if p in present] + sorted(
+        p for p in present if p not in PROTOCOL_ORDER)
+
+
+def fig7_figure(slowdown: pd.DataFrame) -> Figure:
+    """Bars of mean slowdown: panel per (scope, rate), group per workload, bar per protocol.
+
+    Bar height: the mean over seeds of each run's mean slowdown; error bar: min-max over
+    seeds (run-to-run noise).
+    """
+    scopes = sorted(slowdown["scope"].unique())
+    rates = sorted(slowdown["rate_gbps"].unique())
+    workloads = sorted(slowdown["workload"].unique())
+    protocols = _protocols(slowdown)
+    fig = Figure(figsize=(4.5 * len(rates), 3.2 * len(scopes)), layout="constrained")
+    axes = fig.subplots(len(scopes), len(rates), squeeze=False, sharey=True)
+    width = 0.8 / len(protocols)
+    for i, scope in enumerate(scopes):
+        for j, rate in enumerate(rates):
+            ax = axes[i][j]
+            panel = slowdown[(slowdown["scope"] == scope) & (slowdown["rate_gbps"] == rate)]
+            for k, protocol in enumerate(protocols):
+                stats = panel[panel["protocol"] == protocol].groupby("workload")[
+                    "slowdown_mean"].agg(["mean", "min", "max"]).reindex(workloads)
+                x = np.arange(len(workloads)) + (k - (len(protocols) - 1) / 2) * width
+                err = np.vstack([stats["mean"] - stats["min"], stats["max"] - stats["mean"]])
+                ax.bar(x, stats["mean"], width, yerr=err, capsize=2, label=protocol)
+            ax.set_xticks(np.arange(len(workloads)), workloads)
+            ax.set_title(f"{scope}, {rate:g} Gb/s")
+            if j == 0:
+                ax.set_ylabel("mean slowdown")
+            ax.axhline(1.0, color="grey", linewidth=0.5)
+    axes[0][0].legend(fontsize="small")
+    return fig
+
+
+def fct_by_size_figure(by_size: pd.DataFrame, workload: str) -> Figure:
+    """Mean FCT (µs) against flow size (bytes, log x) of one workload, one line per
+    protocol, one panel per (scope, rate)."""
+    data = by_size[by_size["workload"] == workload]
+    if data.empty:
+        raise ValueError(f"fct_by_size_figure: no rows for workload {workload!r}")
+    scopes = sorted(data["scope"].unique())
+    rates = sorted(data["rate_gbps"].unique())
+    fig = Figure(figsize=(4.5 * len(rates), 3.2 * len(scopes)), layout="constrained")
+    axes = fig.subplots(len(scopes), len(rates), squeeze=False, sharex=True)
+    for i, scope in enumerate(scopes):
+        for j, rate in enumerate(rates):
+            ax = axes[i][j]
+            panel = data[(data["scope"] == scope) & (data["rate_gbps"] == rate)]
+            for protocol in _protocols(panel):
+                line = panel[panel["protocol"] == protocol].sort_values("size_bytes")
+                ax.plot(line["size_bytes"], line["fct_us_mean"], marker=".", markersize=3,
+                        label=protocol)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{workload}: {scope}, {rate:g} Gb/s")
+            ax.set_xlabel("flow size (bytes)")
+            if j == 0:
+                ax.set_ylabel("mean FCT (µs)")
+    axes[0][0].legend(fontsize="small")
+    return fig
+
+
+def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) -> list[Path]:
+    """Write a campaign's Figure 7 tables as CSV (what ``notebooks/data/`` holds).
+
+    Args:
+        out_dir: the campaign's ``out_dir`` (reads ``fct.parquet``).
+        data_dir: where ``paper_fig7_slowdown.csv`` and ``paper_fig7_fct_by_size.csv`` go.
+        min_flows: FCT-by-size rows with fewer flows are left out (keeps the file small).
+
+    Returns:
+        The two paths, each written through a temporary file and renamed.
+    """
+    slowdown, by_size = fig7_tables(pd.read_parquet(Path(out_dir) / "fct.parquet"))
+    by_size = by_size[by_size["flows"] >= min_flows]
+    data = Path(data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in (("paper_fig7_slowdown.csv", slowdown),
+                        ("paper_fig7_fct_by_size.csv", by_size)):
+        path = data / name
+        tmp = path.with_name(f".{name}.tmp")
+        frame.to_csv(tmp, index=False, float_format="%.6g")
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths

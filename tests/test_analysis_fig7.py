@@ -1,0 +1,53 @@
+"""Figure 7 tables: mean slowdown per run and mean FCT per size, hand-computed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from disaggsim.analysis.fig7 import fct_by_size_figure, fig7_figure, fig7_tables
+
+
+def records() -> pd.DataFrame:
+    rows = []
+    # run (w, tcp, 100, rack, seed 1): slowdowns 1, 3 (sizes 4096, 8192), one unfinished.
+    # run (w, pfabric, 100, rack, seed 1): slowdowns 1, 1.5.
+    for proto, sds, fcts in (("tcp", [1.0, 3.0], [1000, 6000]),
+                             ("pfabric", [1.0, 1.5], [1000, 3000])):
+        for i, (sd, fct) in enumerate(zip(sds, fcts, strict=True)):
+            rows.append({"flow_id": i, "workload": "w", "protocol": proto, "rate_gbps": 100.0,
+                         "scope": "rack", "seed": 1, "size_bytes": 4096 * (i + 1),
+                         "fct_ns": fct, "slowdown": sd, "finished": 1})
+    rows.append({"flow_id": 9, "workload": "w", "protocol": "tcp", "rate_gbps": 100.0,
+                 "scope": "rack", "seed": 1, "size_bytes": 4096, "fct_ns": -1,
+                 "slowdown": float("nan"), "finished": 0})
+    return pd.DataFrame(rows)
+
+
+def test_fig7_tables_by_hand() -> None:
+    slowdown, by_size = fig7_tables(records())
+    tcp = slowdown[slowdown["protocol"] == "tcp"].iloc[0]
+    assert (tcp["flows"], tcp["unfinished"]) == (3, 1)
+    assert tcp["slowdown_mean"] == pytest.approx(2.0)
+    pf = slowdown[slowdown["protocol"] == "pfabric"].iloc[0]
+    assert pf["slowdown_mean"] == pytest.approx(1.25)
+    row = by_size[(by_size["protocol"] == "tcp") & (by_size["size_bytes"] == 8192)].iloc[0]
+    assert (row["flows"], row["fct_us_mean"]) == (1, pytest.approx(6.0))
+    assert len(fig7_figure(slowdown).axes) == 1
+    assert len(fct_by_size_figure(by_size, "w").axes) == 1
+    with pytest.raises(ValueError, match="lacks columns"):
+        fig7_tables(records().drop(columns=["seed"]))
+
+
+def test_write_tables(tmp_path) -> None:
+    from disaggsim.analysis.fig7 import write_tables
+
+    records().to_parquet(tmp_path / "fct.parquet")
+    slow_path, size_path = write_tables(tmp_path, tmp_path / "data", min_flows=2)
+    slowdown = pd.read_csv(slow_path)
+    assert sorted(slowdown["slowdown_mean"]) == [1.25, 2.0]
+    by_size = pd.read_csv(size_path)
+    # every (protocol, size) group has one finished flow: none reaches min_flows = 2
+    assert by_size.empty
+    _, size_path = write_tables(tmp_path, tmp_path / "data", min_flows=1)
+    assert len(pd.read_csv(size_path)) == 4
