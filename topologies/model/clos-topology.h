@@ -133,6 +133,27 @@ class ClosTopology : public Object
     /// \returns the frames dropped at every host NIC queue.
     uint64_t GetHostNicDrops () const;
 
+    /**
+     * \brief The transport seam for extra nodes (FlowTransport::Install, after Build): attach
+     * \p node to a new port of the ToR of \p rack, like a host (a FabricNetDevice at \p rate
+     * on \p node, a switch-queue port on the ToR, a cable of \p delay), e.g. the Fastpass
+     * arbiter.  The node becomes fabric endpoint GetNHosts() + i (the i-th attachment): every
+     * ToR and spine gets a route to it (its ToR: the new port; other ToRs: every uplink;
+     * spines: the port to \p rack), so FabricHeader::dstHost = that id reaches it.  Its NIC
+     * queue comes from SetHostQueue's factory, unlimited (MaxBytes 0).
+     * \returns the endpoint id.  \throws via NS_ABORT if called before Build, rack is out of
+     * range or the ids would exceed 16 bits.
+     */
+    uint32_t AttachToTor (uint32_t rack, Ptr<Node> node, DataRate rate, Time delay);
+    /// \returns the number of AttachToTor endpoints.
+    uint32_t GetNAttached () const
+    {
+        return static_cast<uint32_t> (m_attachedDevices.size ());
+    }
+    /// \returns the device of endpoint \p endpoint (GetNHosts() <= endpoint < GetNHosts() +
+    /// GetNAttached()).
+    Ptr<FabricNetDevice> GetAttachedDevice (uint32_t endpoint) const;
+
   private:
     uint32_t m_racks{9};
     uint32_t m_hostsPerRack{16};
@@ -155,6 +176,7 @@ class ClosTopology : public Object
     std::vector<Ptr<FabricNetDevice>> m_hostDevices;
     std::vector<Ptr<FabricSwitch>> m_tors;
     std::vector<Ptr<FabricSwitch>> m_spineSwitches;
+    std::vector<Ptr<FabricNetDevice>> m_attachedDevices;
 };
 
 } // namespace ns3

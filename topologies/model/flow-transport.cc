@@ -51,6 +51,12 @@ FlowTransport::GetDerivedConfig () const
     return {};
 }
 
+Time
+FlowTransport::GetLoneFlowExtraDelay (const FlowSpec& flow) const
+{
+    return Time (0);
+}
+
 std::vector<std::pair<std::string, std::string>>
 FlowTransport::GetStatistics () const
 {

@@ -35,7 +35,10 @@ struct FlowSpec
 /**
  * \brief A transport that carries flows across a ClosTopology.  The driver calls, in order:
  * ConfigureFabric (before Build: choose port queues through ClosTopology::SetSwitchQueue /
- * SetHostQueue), Install (after Build: host stacks), AddFlow for every flow, then runs the
+ * SetHostQueue), Install (after Build: host stacks, and any node of the transport's own: a
+ * transport that needs a node on the fabric, such as Fastpass's arbiter, creates it in
+ * Install and attaches it with ClosTopology::AttachToTor, which gives it a port on a ToR, a
+ * cable and an endpoint id routed by every switch), AddFlow for every flow, then runs the
  * simulator.  Completions are reported through the "FlowFinished" trace source with the
  * flow id and the simulation time the receiver got the last byte.  Trace time t is
  * simulation time GetTraceOrigin() + t (a transport may need a warm-up, e.g. to open
@@ -77,6 +80,14 @@ class FlowTransport : public Object
     virtual std::vector<std::pair<std::string, std::string>> GetDerivedConfig () const;
     /// \returns the transport's own counters after a run (name, value), for STATS.json.
     virtual std::vector<std::pair<std::string, std::string>> GetStatistics () const;
+    /**
+     * \returns the fixed delay a lone flow \p flow (alone on an idle fabric, started at trace
+     * time flow.startNs) takes beyond ClosTopology::IdealFct, the ideal every report divides
+     * by: 0 for transports that start at line rate (the default), the request-allocation
+     * round trip for a centralized scheduler such as Fastpass.  The conformance suite checks
+     * FCT == IdealFct + this value exactly; each transport's own suite derives it by hand.
+     */
+    virtual Time GetLoneFlowExtraDelay (const FlowSpec& flow) const;
 
     /// Signature of the FlowFinished trace source.
     typedef void (*FlowFinishedCallback) (uint64_t flowId, Time finish);
