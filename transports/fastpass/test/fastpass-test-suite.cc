@@ -27,6 +27,7 @@
 #include "ns3/random-variable-stream.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
@@ -48,7 +49,8 @@ struct Bench
     std::map<uint64_t, Time> finish;
 
     Bench (uint32_t racks, uint32_t hostsPerRack, uint32_t spines, uint32_t factor, Time processing,
-           const ObjectFactory* switchQueue = nullptr, uint32_t bufferBytes = 36864)
+           const ObjectFactory* switchQueue = nullptr, uint32_t bufferBytes = 36864,
+           const std::string& order = "FewestRemaining")
     {
         topology = CreateObject<ClosTopology> ();
         topology->SetAttribute ("Racks", UintegerValue (racks));
@@ -58,6 +60,7 @@ struct Bench
         topology->SetAttribute ("BufferBytes", UintegerValue (bufferBytes));
         transport = CreateObject<FastpassFlowTransport> ();
         transport->SetAttribute ("ProcessingLatency", TimeValue (processing));
+        transport->SetAttribute ("Order", StringValue (order));
         transport->ConfigureFabric (topology);
         if (switchQueue != nullptr)
         {
@@ -243,13 +246,14 @@ struct SlotChecker
 class RandomLoadCase : public TestCase
 {
   public:
-    RandomLoadCase (uint32_t spines, uint32_t factor)
+    RandomLoadCase (uint32_t spines, uint32_t factor, std::string order)
           : TestCase ("random load on 3 racks x 4 hosts, " + std::to_string (spines) + " spines x" +
-                      std::to_string (factor) +
+                      std::to_string (factor) + ", order " + order +
                       ": timeslots are maximal matchings, uplinks within capacity, frames "
                       "sent exactly in their timeslots")
           , m_spines (spines)
           , m_factor (factor)
+          , m_order (std::move (order))
     {
     }
 
@@ -258,7 +262,7 @@ class RandomLoadCase : public TestCase
     {
         RngSeedManager::SetSeed (3);
         {
-            Bench bench (3, 4, m_spines, m_factor, NanoSeconds (500));
+            Bench bench (3, 4, m_spines, m_factor, NanoSeconds (500), nullptr, 36864, m_order);
             SlotChecker checker;
             checker.Connect (bench);
             Ptr<UniformRandomVariable> u = CreateObject<UniformRandomVariable> ();
@@ -298,6 +302,7 @@ class RandomLoadCase : public TestCase
 
     uint32_t m_spines;
     uint32_t m_factor;
+    std::string m_order;
 };
 
 class PermutationCase : public TestCase
@@ -481,8 +486,9 @@ class FastpassSuite : public TestSuite
           : TestSuite ("disaggsim-fastpass", UNIT)
     {
         AddTestCase (new LoneFlowCase, TestCase::QUICK);
-        AddTestCase (new RandomLoadCase (2, 4), TestCase::QUICK);
-        AddTestCase (new RandomLoadCase (4, 1), TestCase::QUICK);
+        AddTestCase (new RandomLoadCase (2, 4, "FewestRemaining"), TestCase::QUICK);
+        AddTestCase (new RandomLoadCase (4, 1, "FewestRemaining"), TestCase::QUICK);
+        AddTestCase (new RandomLoadCase (2, 4, "LeastRecentlyAllocated"), TestCase::QUICK);
         AddTestCase (new PermutationCase, TestCase::QUICK);
         AddTestCase (new LossCase, TestCase::QUICK);
         AddTestCase (new IncastCase, TestCase::QUICK);
