@@ -255,6 +255,8 @@ FastpassFlowTransport::Install (Ptr<ClosTopology> topology)
     arbiterConfig.batchSlots = m_batchSlots;
     arbiterConfig.processingLatency = m_processingLatency;
     arbiterConfig.leadSlots = m_leadSlots;
+    // Any ALLOC has arrived a lead after it left; a REQUEST then takes less than a lead.
+    arbiterConfig.lossHorizon = m_timeslot * static_cast<int64_t> (2 * m_leadSlots);
     arbiterConfig.order = m_order;
     m_arbiter = CreateObject<FastpassArbiter> ();
     m_arbiter->Setup (topology->GetAttachedDevice (m_arbiterEndpoint),
@@ -365,6 +367,7 @@ FastpassFlowTransport::GetStatistics () const
         {"fastpass.grants", std::to_string (m_arbiter ? m_arbiter->GetGrants () : 0)},
         {"fastpass.passes", std::to_string (m_arbiter ? m_arbiter->GetPasses () : 0)},
         {"fastpass.alloc_frames", std::to_string (m_arbiter ? m_arbiter->GetAllocFrames () : 0)},
+        {"fastpass.lost_grants", std::to_string (m_arbiter ? m_arbiter->GetLostGrants () : 0)},
         {"fastpass.data_packets_sent", std::to_string (sent)},
         {"fastpass.retransmissions", std::to_string (retransmissions)},
         {"fastpass.late_allocations", std::to_string (late)},

@@ -122,11 +122,13 @@ FastpassArbiter::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
     }
     ++m_requests;
     OnRequest (header.flowId, static_cast<uint16_t> (header.value0 >> 16),
-               static_cast<uint16_t> (header.value0 & 0xFFFF), header.value1);
+               static_cast<uint16_t> (header.value0 & 0xFFFF), header.value1,
+               static_cast<uint32_t> (header.slot));
 }
 
 void
-FastpassArbiter::OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total)
+FastpassArbiter::OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total,
+                            uint32_t received)
 {
     if (total == 0)
     {
@@ -134,8 +136,15 @@ FastpassArbiter::OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_
         m_granted.erase (flowId);
         return;
     }
-    const uint32_t granted = m_granted[flowId];
-    SetDemand (flowId, src, dst, total > granted ? total - granted : 0);
+    Granted& granted = m_granted[flowId];
+    if (granted.slots > received && Simulator::Now () - granted.lastSent > m_config.lossHorizon)
+    {
+        NS_LOG_INFO ("flow " << flowId << ": " << granted.slots - received
+                             << " granted timeslots lost with their ALLOC");
+        m_lostGrants += granted.slots - received;
+        granted.slots = received;
+    }
+    SetDemand (flowId, src, dst, total > granted.slots ? total - granted.slots : 0);
 }
 
 void
@@ -251,7 +260,9 @@ FastpassArbiter::AllocateSlot (uint64_t slot,
         Demand& demand = it->second;
         m_order.erase ({OrderKey (demand), grant.flowId});
         --demand.remaining;
-        ++m_granted[grant.flowId];
+        Granted& granted = m_granted[grant.flowId];
+        ++granted.slots;
+        granted.lastSent = Simulator::Now () + m_config.processingLatency;
         demand.lastAllocated = stamp;
         ++m_grants;
         perSender[grant.src].push_back (FastpassAllocEntry{

@@ -46,6 +46,9 @@ struct FastpassArbiterConfig
     Time processingLatency;
     /// Timeslots between a pass and the first timeslot it allocates.
     uint64_t leadSlots{0};
+    /// A REQUEST arriving this long after the flow's last ALLOC left was sent after that
+    /// ALLOC arrived: granted timeslots its sender has not received were lost.
+    Time lossHorizon;
     FastpassOrder order{FastpassOrder::FEWEST_REMAINING};
 };
 
@@ -72,7 +75,10 @@ struct FastpassSlotRecord
  *
  * Endpoints send it REQUEST frames: the total timeslots a flow has wanted since its start
  * (cumulative, so a repeated or reordered REQUEST and ALLOCs still in flight never make the
- * arbiter grant a timeslot twice); its demand is that total minus the timeslots granted.  Every
+ * arbiter grant a timeslot twice); its demand is that total minus the timeslots granted.
+ * A REQUEST also says how many granted timeslots the sender has received: if it arrives more
+ * than lossHorizon after the flow's last ALLOC left, the missing ones were lost with their
+ * ALLOC and are granted again.  Every
  * batchSlots timeslots (a pass at time j * batchSlots * timeslot, only while demand is
  * pending) it allocates the batch of timeslots [j * batchSlots + leadSlots, + batchSlots):
  * the pipelined allocation of §3.2, one batch ahead of time, as the authors' simulator's
@@ -120,6 +126,12 @@ class FastpassArbiter : public FabricHost
         return m_allocFrames;
     }
 
+    /// \returns granted timeslots re-granted because their ALLOC was lost.
+    uint64_t GetLostGrants () const
+    {
+        return m_lostGrants;
+    }
+
     /// \returns the number of flows with demand pending.
     std::size_t GetNPendingFlows () const
     {
@@ -140,8 +152,9 @@ class FastpassArbiter : public FabricHost
 
     uint64_t OrderKey (const Demand& demand) const;
     void SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining);
-    /// REQUEST: the flow wants \p total timeslots since its start (0 = forget it).
-    void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total);
+    /// REQUEST: the flow wants \p total timeslots since its start (0 = forget it) and its
+    /// sender has received \p received of the timeslots granted so far.
+    void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total, uint32_t received);
     void Erase (uint64_t flowId, const Demand& demand);
     void SchedulePass ();
     void Pass ();
@@ -153,10 +166,16 @@ class FastpassArbiter : public FabricHost
 
     FastpassArbiterConfig m_config;
     std::unordered_map<uint64_t, Demand> m_demands;
-    std::unordered_map<uint64_t, uint32_t> m_granted; ///< timeslots granted per flow, ever
-    std::set<std::pair<uint64_t, uint64_t>> m_order;  ///< (OrderKey, flowId)
-    std::vector<uint32_t> m_srcFlows;                 ///< flows with demand per sender
-    std::vector<uint32_t> m_dstFlows;                 ///< flows with demand per receiver
+    struct Granted
+    {
+        uint32_t slots{0}; ///< timeslots granted to the flow, ever
+        Time lastSent;     ///< when the last ALLOC naming the flow left
+    };
+
+    std::unordered_map<uint64_t, Granted> m_granted;
+    std::set<std::pair<uint64_t, uint64_t>> m_order; ///< (OrderKey, flowId)
+    std::vector<uint32_t> m_srcFlows;                ///< flows with demand per sender
+    std::vector<uint32_t> m_dstFlows;                ///< flows with demand per receiver
     uint32_t m_activeSrcs{0};
     uint32_t m_activeDsts{0};
     std::vector<uint64_t> m_srcStamp; ///< slot + 1 if the sender is used in that slot
@@ -166,6 +185,7 @@ class FastpassArbiter : public FabricHost
     uint64_t m_grants{0};
     uint64_t m_passes{0};
     uint64_t m_allocFrames{0};
+    uint64_t m_lostGrants{0};
     TracedCallback<const FastpassSlotRecord&> m_slotTrace;
 };
 

@@ -44,7 +44,8 @@ struct FastpassAllocEntry
  * - REQUEST (endpoint -> arbiter): flow flowId from host value0 >> 16 to host value0 & 0xFFFF
  *   wants value1 timeslots in total since its start (cumulative; the authors' simulator's
  *   FastpassRTS carries the absolute remaining count instead, NetSys/simulator
- *   coresim/packet.cpp; 0 withdraws the flow).
+ *   coresim/packet.cpp; 0 withdraws the flow); `slot` = the ALLOC entries the sender has
+ *   received for the flow (the arbiter re-grants the ones lost, FastpassArbiter).
  * - ALLOC (arbiter -> sender): the batch starting at timeslot `slot` gives the sender the
  *   timeslots of `allocs` (value1 = their number).
  * - DATA (sender -> receiver): packet value0 of flow flowId, sent in timeslot `slot`.

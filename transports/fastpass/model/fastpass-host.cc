@@ -124,6 +124,7 @@ FastpassHost::Request (uint64_t flowId, const Sender& sender)
     header.value0 = (static_cast<uint32_t> (GetHostIndex ()) << 16) | sender.dst;
     header.value1 = sender.sent + static_cast<uint32_t> (sender.retransmit.size ()) +
                     (sender.nPackets - sender.nextNew);
+    header.slot = sender.granted;
     SendControl (m_config.arbiter, header, flowId);
 }
 
@@ -314,6 +315,7 @@ FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
                     sender->second.deadline = at + m_config.retransmitTimeout;
                     sender->second.backoff = 1;
                     ++sender->second.pendingSlots;
+                    ++sender->second.granted;
                 }
             }
             break;

@@ -122,6 +122,7 @@ class FastpassHost : public FabricHost
         uint32_t sentAtProbe{0};  ///< nextNew when the last PROBE left
         uint32_t pendingSlots{0}; ///< allocated timeslots not yet reached
         uint32_t sent{0};         ///< data packets sent (retransmissions included)
+        uint32_t granted{0};      ///< ALLOC entries received
         uint32_t backoff{1};      ///< timeout multiplier, doubled per silent timeout (<= 64)
     };
 

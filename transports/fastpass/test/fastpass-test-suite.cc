@@ -12,7 +12,7 @@
  *    two data frames (peak <= one data frame + one ALLOC) and no data frame waits for another
  *    (its only waits are behind control frames, which share the FIFO ports).
  * 4. Loss: a data frame dropped in a switch is recovered through PROBE/MISSING and the
- *    arbiter.
+ *    arbiter; a dropped ALLOC through the repeated REQUEST and the arbiter.
  * 5. Incast: 3000 flows from 4 hosts to 2 receivers within 1 ms all finish.
  */
 #include "topologies/model/drop-tail-ecn-queue.h"
@@ -395,11 +395,24 @@ class DropOnceQueue : public DropTailEcnQueue
     }
 
     static uint32_t s_dropped;
+    static bool s_dropAlloc; ///< drop host 0's first ALLOC instead of a data frame
 
   protected:
     bool DoEnqueue (FabricQueueItem&& item) override
     {
-        if (s_dropped == 0 && item.header.payloadBytes > 0 && item.header.srcHost == 0)
+        if (s_dropped == 0 && s_dropAlloc && item.header.payloadBytes == 0 &&
+            item.header.dstHost == 0)
+        {
+            FastpassHeader header;
+            item.packet->PeekHeader (header);
+            if (header.type == FastpassHeader::ALLOC)
+            {
+                ++s_dropped;
+                return false;
+            }
+        }
+        if (s_dropped == 0 && !s_dropAlloc && item.header.payloadBytes > 0 &&
+            item.header.srcHost == 0)
         {
             FastpassHeader header;
             item.packet->PeekHeader (header);
@@ -414,6 +427,7 @@ class DropOnceQueue : public DropTailEcnQueue
 };
 
 uint32_t DropOnceQueue::s_dropped = 0;
+bool DropOnceQueue::s_dropAlloc = false;
 
 class LossCase : public TestCase
 {
@@ -443,6 +457,40 @@ class LossCase : public TestCase
             NS_TEST_ASSERT_MSG_GT (bench.finish[0], bench.finish[1] + MicroSeconds (1),
                                    "the lossy flow waits for the timeout");
         }
+        Simulator::Destroy ();
+    }
+};
+
+class AllocLossCase : public TestCase
+{
+  public:
+    AllocLossCase ()
+          : TestCase ("a lost ALLOC: the repeated REQUEST says what arrived, the arbiter grants "
+                      "the lost timeslots again")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        DropOnceQueue::s_dropped = 0;
+        DropOnceQueue::s_dropAlloc = true;
+        {
+            ObjectFactory queue;
+            queue.SetTypeId (DropOnceQueue::GetTypeId ());
+            Bench bench (2, 4, 2, 4, NanoSeconds (0), &queue);
+            bench.transport->AddFlow (FlowSpec{0, 0, 0, 5, 20 * 1460});
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (DropOnceQueue::s_dropped, 1, "one ALLOC dropped");
+            NS_TEST_ASSERT_MSG_EQ (bench.finish.size (), 1, "the flow finishes");
+            const auto stats = bench.transport->GetStatistics ();
+            std::map<std::string, std::string> s (stats.begin (), stats.end ());
+            // The first batch (8 timeslots) was lost: granted again, nothing resent.
+            NS_TEST_ASSERT_MSG_EQ (s["fastpass.lost_grants"], "8", "the lost batch");
+            NS_TEST_ASSERT_MSG_EQ (s["fastpass.data_packets_sent"], "20", "20 packets");
+            NS_TEST_ASSERT_MSG_EQ (s["fastpass.retransmissions"], "0", "nothing resent");
+        }
+        DropOnceQueue::s_dropAlloc = false;
         Simulator::Destroy ();
     }
 };
@@ -491,6 +539,7 @@ class FastpassSuite : public TestSuite
         AddTestCase (new RandomLoadCase (2, 4, "LeastRecentlyAllocated"), TestCase::QUICK);
         AddTestCase (new PermutationCase, TestCase::QUICK);
         AddTestCase (new LossCase, TestCase::QUICK);
+        AddTestCase (new AllocLossCase, TestCase::QUICK);
         AddTestCase (new IncastCase, TestCase::QUICK);
     }
 };
