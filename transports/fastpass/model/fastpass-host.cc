@@ -164,12 +164,6 @@ FastpassHost::StartReceiver (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
 }
 
 void
-FastpassHost::RemoveSender (uint64_t flowId)
-{
-    m_senders.erase (flowId);
-}
-
-void
 FastpassHost::SendData (uint64_t flowId, uint64_t slot, uint16_t spine)
 {
     auto timeIt = m_dataTimes.find (Simulator::Now ().GetPicoSeconds ());

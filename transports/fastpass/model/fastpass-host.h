@@ -70,7 +70,6 @@ class FastpassHost : public FabricHost
     void StartSender (uint64_t flowId, uint16_t dst, uint64_t sizeBytes);
     /// Expect flow \p flowId of \p sizeBytes from host \p src.
     void StartReceiver (uint64_t flowId, uint16_t src, uint64_t sizeBytes);
-    void RemoveSender (uint64_t flowId);
 
     uint64_t GetDataPacketsSent () const
     {
