@@ -354,4 +354,101 @@ ClosTopology::IdealFctNs (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes
     return (ideal.GetPicoSeconds () + 500) / 1000;
 }
 
+Time
+ClosTopology::BaseRtt (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
+{
+    NS_ABORT_MSG_IF (GetNHosts () < 2, "ClosTopology::BaseRtt: fewer than 2 hosts");
+    const uint32_t src = 0;
+    const uint32_t dst = m_racks > 1 ? m_hostsPerRack : 1;
+    return IdealFct (src, dst, mssBytes, perPacketHeaderBytes, mssBytes) +
+           IdealFct (dst, src, 0, perPacketHeaderBytes, mssBytes);
+}
+
+double
+ClosTopology::BdpBytes (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
+{
+    return static_cast<double> (m_accessRate.GetBitRate ()) *
+           BaseRtt (perPacketHeaderBytes, mssBytes).GetSeconds () / 8.0;
+}
+
+uint64_t
+ClosTopology::GetSwitchPortDrops () const
+{
+    uint64_t drops = 0;
+    for (const Ptr<FabricNetDevice>& port : GetSwitchPorts ())
+    {
+        drops += port->GetQueue ()->GetDroppedPackets ();
+    }
+    return drops;
+}
+
+uint64_t
+ClosTopology::GetHostNicDrops () const
+{
+    uint64_t drops = 0;
+    for (const Ptr<FabricNetDevice>& device : m_hostDevices)
+    {
+        drops += device->GetQueue ()->GetDroppedPackets ();
+    }
+    return drops;
+}
+
+uint32_t
+ClosTopology::AttachToTor (uint32_t rack, Ptr<Node> node, DataRate rate, Time delay)
+{
+    NS_ABORT_MSG_IF (!m_built, "ClosTopology::AttachToTor: call after Build()");
+    NS_ABORT_MSG_IF (rack >= m_racks, "ClosTopology::AttachToTor: no rack " << rack);
+    const uint32_t endpoint = GetNHosts () + GetNAttached ();
+    NS_ABORT_MSG_IF (endpoint > 65535, "ClosTopology::AttachToTor: at most 65536 endpoints");
+    Ptr<FabricNetDevice> device = CreateObject<FabricNetDevice> ();
+    device->SetDataRate (rate);
+    Ptr<FabricQueue> nicQueue = m_hostQueueFactory.Create<FabricQueue> ();
+    nicQueue->SetMaxBytes (0);
+    device->SetQueue (nicQueue);
+    node->AddDevice (device);
+    Ptr<FabricNetDevice> torPort = CreateObject<FabricNetDevice> ();
+    torPort->SetDataRate (rate);
+    Ptr<FabricQueue> portQueue = m_switchQueueFactory.Create<FabricQueue> ();
+    portQueue->SetMaxBytes (m_bufferBytes);
+    torPort->SetQueue (portQueue);
+    m_switchNodes.Get (rack)->AddDevice (torPort);
+    Ptr<FabricChannel> channel = CreateObject<FabricChannel> ();
+    channel->SetAttribute ("Delay", TimeValue (delay));
+    device->Attach (channel);
+    torPort->Attach (channel);
+    const uint32_t port = m_tors[rack]->AddPort (torPort);
+    std::vector<uint32_t> uplinks;
+    for (uint32_t s = 0; s < m_spines; ++s)
+    {
+        uplinks.push_back (m_hostsPerRack + s);
+    }
+    for (uint32_t r = 0; r < m_racks; ++r)
+    {
+        if (r == rack)
+        {
+            m_tors[r]->SetRoute (endpoint, {port});
+        }
+        else
+        {
+            m_tors[r]->SetRoute (endpoint, uplinks);
+        }
+    }
+    for (uint32_t s = 0; s < m_spines; ++s)
+    {
+        m_spineSwitches[s]->SetRoute (endpoint, {rack});
+    }
+    m_attachedDevices.push_back (device);
+    NS_LOG_INFO ("endpoint " << endpoint << " attached to ToR " << rack << " port " << port);
+    return endpoint;
+}
+
+Ptr<FabricNetDevice>
+ClosTopology::GetAttachedDevice (uint32_t endpoint) const
+{
+    NS_ABORT_MSG_IF (endpoint < GetNHosts () ||
+                         endpoint - GetNHosts () >= m_attachedDevices.size (),
+                     "ClosTopology: no attached endpoint " << endpoint);
+    return m_attachedDevices[endpoint - GetNHosts ()];
+}
+
 } // namespace ns3

@@ -120,6 +120,42 @@ class ClosTopology : public Object
     int64_t IdealFctNs (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes,
                         uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
 
+    /**
+     * \returns the base round trip every transport sizes its window or timers from: the
+     * IdealFct of one full data packet (\p mssBytes payload) from host 0 to the farthest
+     * host (host HostsPerRack, the first of rack 1; host 1 in a one-rack fabric) plus the
+     * IdealFct of a header-only control packet (ACK, token) back (topologies/doc/clos.md, "Base
+     * RTT"). \throws via NS_ABORT if the fabric has fewer than 2 hosts or mssBytes is 0.
+     */
+    Time BaseRtt (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
+    /// \returns BaseRtt x access rate, in bytes (the bandwidth-delay product).
+    double BdpBytes (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
+    /// \returns the frames dropped at every switch port (FabricQueue::GetDroppedPackets).
+    uint64_t GetSwitchPortDrops () const;
+    /// \returns the frames dropped at every host NIC queue.
+    uint64_t GetHostNicDrops () const;
+
+    /**
+     * \brief The transport seam for extra nodes (FlowTransport::Install, after Build): attach
+     * \p node to a new port of the ToR of \p rack, like a host (a FabricNetDevice at \p rate
+     * on \p node, a switch-queue port on the ToR, a cable of \p delay), e.g. the Fastpass
+     * arbiter.  The node becomes fabric endpoint GetNHosts() + i (the i-th attachment): every
+     * ToR and spine gets a route to it (its ToR: the new port; other ToRs: every uplink;
+     * spines: the port to \p rack), so FabricHeader::dstHost = that id reaches it.  Its NIC
+     * queue comes from SetHostQueue's factory, unlimited (MaxBytes 0).
+     * \returns the endpoint id.  \throws via NS_ABORT if called before Build, rack is out of
+     * range or the ids would exceed 16 bits.
+     */
+    uint32_t AttachToTor (uint32_t rack, Ptr<Node> node, DataRate rate, Time delay);
+    /// \returns the number of AttachToTor endpoints.
+    uint32_t GetNAttached () const
+    {
+        return static_cast<uint32_t> (m_attachedDevices.size ());
+    }
+    /// \returns the device of endpoint \p endpoint (GetNHosts() <= endpoint < GetNHosts() +
+    /// GetNAttached()).
+    Ptr<FabricNetDevice> GetAttachedDevice (uint32_t endpoint) const;
+
   private:
     uint32_t m_racks{9};
     uint32_t m_hostsPerRack{16};
@@ -144,6 +180,7 @@ class ClosTopology : public Object
     std::vector<Ptr<FabricNetDevice>> m_hostDevices;
     std::vector<Ptr<FabricSwitch>> m_tors;
     std::vector<Ptr<FabricSwitch>> m_spineSwitches;
+    std::vector<Ptr<FabricNetDevice>> m_attachedDevices;
 };
 
 } // namespace ns3

@@ -39,7 +39,11 @@ enum class FabricEcn : uint8_t
  * uplink at a ToR (per-flow ECMP); rank is a scheduling priority for priority queues such as
  * pFabric's (lower = more urgent; 0 for FIFO transports); payloadBytes is the transport
  * payload the frame carries (0 for pure control packets such as TCP ACKs), used for the
- * data-packet statistics.
+ * data-packet statistics.  pinnedUplink, when not kFabricAnyUplink, pins the frame's path:
+ * a switch whose route to dstHost is an ECMP group of several ports takes port
+ * group[pinnedUplink % size] instead of hashing flowHash (on the Clos fabric the uplink group
+ * of a ToR is spine 0..S-1, so the value is the spine; Fastpass's per-packet path selection,
+ * transports/fastpass/doc/fastpass.md §4).  Single-port routes ignore it.
  */
 struct FabricHeader
 {
@@ -50,6 +54,7 @@ struct FabricHeader
     uint32_t flowHash{0};
     uint32_t rank{0};
     uint32_t payloadBytes{0};
+    uint16_t pinnedUplink{0xFFFF};
 
     /// \returns true if the frame is ECN-capable (ECT(0) or ECT(1)) and may be CE-marked.
     bool IsEct () const
@@ -59,6 +64,9 @@ struct FabricHeader
 };
 
 std::ostream& operator<< (std::ostream& os, const FabricHeader& header);
+
+/// FabricHeader::pinnedUplink value of a frame that follows per-flow ECMP.
+constexpr uint16_t kFabricAnyUplink = 0xFFFF;
 
 /// First host address of the fabric: host i has IPv4 address 10.0.0.1 + i (one /8 subnet).
 constexpr uint32_t kFabricFirstHostIpv4 = 0x0A000001;

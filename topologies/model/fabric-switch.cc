@@ -91,6 +91,10 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
     {
         return group[0];
     }
+    if (header.pinnedUplink != kFabricAnyUplink)
+    {
+        return group[header.pinnedUplink % group.size ()];
+    }
     uint32_t hash = header.flowHash;
     if (m_ecmpSalt != 0)
     {

@@ -1,0 +1,424 @@
+/*
+ * disaggsim: the Fastpass endpoint of one host: its flows' senders and receivers.
+ */
+#include "fastpass-host.h"
+
+#include "topologies/model/fabric-header.h"
+
+#include "ns3/abort.h"
+#include "ns3/log.h"
+#include "ns3/packet.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("FastpassHost");
+NS_OBJECT_ENSURE_REGISTERED (FastpassHost);
+
+TypeId
+FastpassHost::GetTypeId ()
+{
+    static TypeId tid = TypeId ("ns3::FastpassHost")
+                            .SetParent<FabricHost> ()
+                            .SetGroupName ("Disaggsim")
+                            .AddConstructor<FastpassHost> ();
+    return tid;
+}
+
+FastpassHost::FastpassHost () = default;
+
+FastpassHost::~FastpassHost () = default;
+
+void
+FastpassHost::DoDispose ()
+{
+    m_timer.Cancel ();
+    m_controlEvent.Cancel ();
+    m_control.clear ();
+    m_senders.clear ();
+    m_receivers.clear ();
+    m_received = MakeNullCallback<void, uint64_t> ();
+    m_senderDone = MakeNullCallback<void, uint64_t> ();
+    FabricHost::DoDispose ();
+}
+
+void
+FastpassHost::SetConfig (const FastpassHostConfig& config)
+{
+    m_config = config;
+}
+
+void
+FastpassHost::SetReceivedCallback (Callback<void, uint64_t> callback)
+{
+    m_received = callback;
+}
+
+void
+FastpassHost::SetSenderDoneCallback (Callback<void, uint64_t> callback)
+{
+    m_senderDone = callback;
+}
+
+void
+FastpassHost::SendControl (uint16_t dst, FastpassHeader& header, uint64_t flowId)
+{
+    header.flowId = flowId;
+    Ptr<Packet> packet = Create<Packet> ();
+    packet->AddHeader (header);
+    FabricHeader frame;
+    frame.srcHost = GetHostIndex ();
+    frame.dstHost = dst;
+    frame.protocol = kFastpassProtocol;
+    frame.flowHash = static_cast<uint32_t> (flowId * 0x9E3779B97F4A7C15ULL >> 32);
+    m_control.emplace_back (packet, frame);
+    TrySendControl ();
+}
+
+void
+FastpassHost::Transmit (Ptr<Packet> packet, const FabricHeader& frame)
+{
+    const Time now = Simulator::Now ();
+    const Time start = std::max (now, m_nicFreeAt);
+    m_nicFreeAt = start + GetDevice ()->TxTime (packet->GetSize () + kFabricHeaderBytes);
+    Send (packet, frame);
+}
+
+void
+FastpassHost::TrySendControl ()
+{
+    const Time now = Simulator::Now ();
+    while (!m_control.empty ())
+    {
+        const auto& [packet, frame] = m_control.front ();
+        const Time end = now + GetDevice ()->TxTime (packet->GetSize () + kFabricHeaderBytes);
+        auto next = m_dataTimes.lower_bound (now.GetPicoSeconds ());
+        const bool busy = m_nicFreeAt > now;
+        if (busy || (next != m_dataTimes.end () && end.GetPicoSeconds () > *next))
+        {
+            // One control frame at a time, on an idle NIC (so an ALLOC arriving now finds at
+            // most one ahead of its first packet), ending before the next timeslot: retry
+            // when the NIC frees or after that timeslot's packet.
+            const Time at = busy ? m_nicFreeAt : PicoSeconds (*next);
+            if (!m_controlEvent.IsRunning () || Simulator::GetDelayLeft (m_controlEvent) > at - now)
+            {
+                m_controlEvent.Cancel ();
+                m_controlEvent =
+                    Simulator::Schedule (at - now, &FastpassHost::TrySendControl, this);
+            }
+            return;
+        }
+        Transmit (packet, frame);
+        m_control.pop_front ();
+    }
+}
+
+void
+FastpassHost::Request (uint64_t flowId, const Sender& sender)
+{
+    FastpassHeader header;
+    header.type = FastpassHeader::REQUEST;
+    header.value0 = (static_cast<uint32_t> (GetHostIndex ()) << 16) | sender.dst;
+    header.value1 = sender.sent + static_cast<uint32_t> (sender.retransmit.size ()) +
+                    (sender.nPackets - sender.nextNew);
+    header.slot = sender.granted;
+    SendControl (m_config.arbiter, header, flowId);
+}
+
+void
+FastpassHost::Withdraw (uint64_t flowId, const Sender& sender)
+{
+    FastpassHeader header;
+    header.type = FastpassHeader::REQUEST;
+    header.value0 = (static_cast<uint32_t> (GetHostIndex ()) << 16) | sender.dst;
+    header.value1 = 0;
+    SendControl (m_config.arbiter, header, flowId);
+}
+
+void
+FastpassHost::StartSender (uint64_t flowId, uint16_t dst, uint64_t sizeBytes)
+{
+    Sender sender;
+    sender.dst = dst;
+    sender.sizeBytes = sizeBytes;
+    sender.nPackets =
+        static_cast<uint32_t> ((sizeBytes + m_config.mssBytes - 1) / m_config.mssBytes);
+    sender.deadline = Simulator::Now () + m_config.retransmitTimeout;
+    auto it = m_senders.emplace (flowId, sender).first;
+    Request (flowId, it->second);
+    ArmTimer ();
+}
+
+void
+FastpassHost::StartReceiver (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
+{
+    Receiver receiver;
+    receiver.src = src;
+    receiver.nPackets =
+        static_cast<uint32_t> ((sizeBytes + m_config.mssBytes - 1) / m_config.mssBytes);
+    receiver.got.assign (receiver.nPackets, false);
+    m_receivers.emplace (flowId, std::move (receiver));
+}
+
+void
+FastpassHost::SendData (uint64_t flowId, uint64_t slot, uint16_t spine)
+{
+    auto timeIt = m_dataTimes.find (Simulator::Now ().GetPicoSeconds ());
+    if (timeIt != m_dataTimes.end ())
+    {
+        m_dataTimes.erase (timeIt);
+    }
+    auto it = m_senders.find (flowId);
+    if (it == m_senders.end ())
+    {
+        ++m_unusedSlots;
+        return;
+    }
+    Sender& sender = it->second;
+    if (sender.pendingSlots > 0)
+    {
+        --sender.pendingSlots;
+    }
+    uint32_t index;
+    if (!sender.retransmit.empty ())
+    {
+        index = sender.retransmit.front ();
+        sender.retransmit.pop_front ();
+        ++m_retransmissions;
+    }
+    else if (sender.nextNew < sender.nPackets)
+    {
+        index = sender.nextNew++;
+    }
+    else
+    {
+        ++m_unusedSlots;
+        return;
+    }
+    const uint64_t offset = static_cast<uint64_t> (index) * m_config.mssBytes;
+    const uint32_t payload =
+        static_cast<uint32_t> (std::min<uint64_t> (m_config.mssBytes, sender.sizeBytes - offset));
+    FastpassHeader header;
+    header.type = FastpassHeader::DATA;
+    header.flowId = flowId;
+    header.value0 = index;
+    header.slot = slot;
+    Ptr<Packet> packet = Create<Packet> (payload);
+    packet->AddHeader (header);
+    FabricHeader frame;
+    frame.srcHost = GetHostIndex ();
+    frame.dstHost = sender.dst;
+    frame.protocol = kFastpassProtocol;
+    frame.flowHash = static_cast<uint32_t> (flowId * 0x9E3779B97F4A7C15ULL >> 32);
+    frame.payloadBytes = payload;
+    frame.pinnedUplink = spine;
+    ++m_dataPacketsSent;
+    ++sender.sent;
+    sender.deadline = Simulator::Now () + m_config.retransmitTimeout;
+    sender.backoff = 1;
+    Transmit (packet, frame);
+    if (!m_control.empty ())
+    {
+        TrySendControl ();
+    }
+}
+
+void
+FastpassHost::ArmTimer ()
+{
+    if (!m_timer.IsRunning ())
+    {
+        m_timer = Simulator::Schedule (m_config.retransmitTimeout, &FastpassHost::OnTimer, this);
+    }
+}
+
+void
+FastpassHost::OnTimer ()
+{
+    const Time now = Simulator::Now ();
+    Time next = Time::Max ();
+    std::vector<uint64_t> due;
+    for (auto& [flowId, sender] : m_senders)
+    {
+        if (sender.deadline <= now)
+        {
+            due.push_back (flowId);
+            sender.deadline = now + m_config.retransmitTimeout * sender.backoff;
+            sender.backoff = std::min<uint32_t> (2 * sender.backoff, 64);
+        }
+        next = std::min (next, sender.deadline);
+    }
+    std::sort (due.begin (), due.end ()); // deterministic order
+    for (uint64_t flowId : due)
+    {
+        Sender& sender = m_senders[flowId];
+        const uint32_t wanted =
+            static_cast<uint32_t> (sender.retransmit.size ()) + (sender.nPackets - sender.nextNew);
+        if (wanted > sender.pendingSlots)
+        {
+            // Timeslots still to get beyond the allocated ones: repeat the demand.
+            ++m_repeatedRequests;
+            Request (flowId, sender);
+            continue;
+        }
+        if (wanted > 0)
+        {
+            continue; // allocated, waiting for its timeslots
+        }
+        ++m_probes;
+        sender.sentAtProbe = sender.nextNew;
+        FastpassHeader header;
+        header.type = FastpassHeader::PROBE;
+        SendControl (sender.dst, header, flowId);
+    }
+    if (next != Time::Max ())
+    {
+        m_timer = Simulator::Schedule (next - now, &FastpassHost::OnTimer, this);
+    }
+}
+
+void
+FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
+{
+    FastpassHeader header;
+    packet->RemoveHeader (header);
+    switch (header.type)
+    {
+        case FastpassHeader::ALLOC:
+        {
+            const Time now = Simulator::Now ();
+            for (const FastpassAllocEntry& entry : header.allocs)
+            {
+                const uint64_t slot = header.slot + entry.slotOffset;
+                Time at =
+                    PicoSeconds (static_cast<int64_t> (slot) * m_config.timeslot.GetPicoSeconds ());
+                if (at < now)
+                {
+                    ++m_lateAllocations;
+                    at = now;
+                }
+                m_dataTimes.insert (at.GetPicoSeconds ());
+                Simulator::Schedule (at - now, &FastpassHost::SendData, this, entry.flowId, slot,
+                                     entry.spine);
+                auto sender = m_senders.find (entry.flowId);
+                if (sender != m_senders.end ())
+                {
+                    sender->second.deadline = at + m_config.retransmitTimeout;
+                    sender->second.backoff = 1;
+                    ++sender->second.pendingSlots;
+                    ++sender->second.granted;
+                }
+            }
+            break;
+        }
+        case FastpassHeader::DATA:
+        {
+            auto it = m_receivers.find (header.flowId);
+            if (it == m_receivers.end ())
+            {
+                FastpassHeader done; // finished already: repeat DONE
+                done.type = FastpassHeader::DONE;
+                SendControl (frame.srcHost, done, header.flowId);
+                break;
+            }
+            Receiver& receiver = it->second;
+            NS_ABORT_MSG_IF (header.value0 >= receiver.nPackets,
+                             "FastpassHost: packet " << header.value0 << " of flow "
+                                                     << header.flowId << " out of range");
+            if (!receiver.got[header.value0])
+            {
+                receiver.got[header.value0] = true;
+                if (++receiver.received == receiver.nPackets)
+                {
+                    const uint16_t src = receiver.src;
+                    m_receivers.erase (it);
+                    FastpassHeader done;
+                    done.type = FastpassHeader::DONE;
+                    SendControl (src, done, header.flowId);
+                    if (!m_received.IsNull ())
+                    {
+                        m_received (header.flowId);
+                    }
+                }
+            }
+            break;
+        }
+        case FastpassHeader::PROBE:
+        {
+            auto it = m_receivers.find (header.flowId);
+            FastpassHeader reply;
+            if (it == m_receivers.end ())
+            {
+                reply.type = FastpassHeader::DONE;
+            }
+            else
+            {
+                reply.type = FastpassHeader::MISSING;
+                for (uint32_t i = 0;
+                     i < it->second.nPackets && reply.missing.size () < kFastpassMaxMissingPerReply;
+                     ++i)
+                {
+                    if (!it->second.got[i])
+                    {
+                        reply.missing.push_back (i);
+                    }
+                }
+                reply.value1 = static_cast<uint32_t> (reply.missing.size ());
+            }
+            SendControl (frame.srcHost, reply, header.flowId);
+            break;
+        }
+        case FastpassHeader::MISSING:
+        {
+            auto it = m_senders.find (header.flowId);
+            if (it == m_senders.end ())
+            {
+                break;
+            }
+            Sender& sender = it->second;
+            // Only packets sent before the PROBE (retransmitTimeout before it: they had time to
+            // arrive) are lost; later ones may be on their way, unsent ones are not lost.
+            sender.retransmit.clear ();
+            for (uint32_t index : header.missing)
+            {
+                if (index < sender.sentAtProbe)
+                {
+                    sender.retransmit.push_back (index);
+                }
+            }
+            if (sender.retransmit.empty ())
+            {
+                break; // nothing lost: the arbiter still holds the demand of the unsent packets
+            }
+            sender.reRequested = true;
+            Request (header.flowId, sender);
+            break;
+        }
+        case FastpassHeader::DONE:
+        {
+            auto it = m_senders.find (header.flowId);
+            if (it == m_senders.end ())
+            {
+                break;
+            }
+            if (it->second.reRequested || it->second.nextNew < it->second.nPackets)
+            {
+                Withdraw (header.flowId, it->second); // what is left at the arbiter
+            }
+            m_senders.erase (it);
+            if (!m_senderDone.IsNull ())
+            {
+                m_senderDone (header.flowId);
+            }
+            break;
+        }
+        default:
+            NS_LOG_WARN ("host " << GetHostIndex () << ": unexpected Fastpass frame type "
+                                 << static_cast<uint32_t> (header.type));
+    }
+}
+
+} // namespace ns3
