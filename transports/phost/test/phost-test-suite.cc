@@ -1,0 +1,1 @@
+#include "transports/phost/helper/phost-helper.h"
