@@ -59,7 +59,8 @@ PhostFlowTransport::GetTypeId ()
                            MakeTimeChecker (Time (0)))
             .AddAttribute ("DowngradeTokens",
                            "Consecutive tokens with no data of the flow in between that "
-                           "downgrade it (pHost §3.2); 0 = derived: FreeTokens (one BDP)",
+                           "downgrade it (pHost §3.2); 0 = derived: InFlightWindow (inter-rack "
+                           "free tokens + 2: more than a round trip of tokens)",
                            UintegerValue (0),
                            MakeUintegerAccessor (&PhostFlowTransport::m_downgradeTokens),
                            MakeUintegerChecker<uint32_t> ())
@@ -78,6 +79,14 @@ PhostFlowTransport::GetTypeId ()
                            TimeValue (Time (0)),
                            MakeTimeAccessor (&PhostFlowTransport::m_retransmissionTimeout),
                            MakeTimeChecker (Time (0)))
+            .AddAttribute ("InFlightWindow",
+                           "A destination skips its token slot while this many packets it "
+                           "granted (free ones included) in the last 3 BaseRtt have not "
+                           "arrived (doc §3: drains the queue free packets build); 0 = "
+                           "derived: inter-rack free tokens + 2",
+                           UintegerValue (0),
+                           MakeUintegerAccessor (&PhostFlowTransport::m_inFlightWindow),
+                           MakeUintegerChecker<uint32_t> ())
             .AddAttribute ("PriorityLevels",
                            "Switch priority levels (pHost §3.3): 2 = control packets (RTS, "
                            "token, ACK) above data; 3 also puts free-token data above "
@@ -139,8 +148,7 @@ PhostFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_params.tokenExpiry = !m_tokenExpiry.IsZero ()
                                ? m_tokenExpiry
                                : PicoSeconds (packetTime.GetPicoSeconds () * 3 / 2);
-    m_params.downgradeTokens =
-        m_downgradeTokens != 0 ? m_downgradeTokens : std::max<uint32_t> (1, interPackets);
+    m_params.downgradeTokens = m_downgradeTokens != 0 ? m_downgradeTokens : interPackets + 2;
     m_params.downgradeTime = !m_downgradeTime.IsZero () ? m_downgradeTime : 3 * m_baseRtt;
     // A granted packet may wait behind one full switch buffer on its way: allow for that
     // on top of the simulator's 25 packet times (doc §4).
@@ -150,6 +158,9 @@ PhostFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_params.retransmissionTimeout = !m_retransmissionTimeout.IsZero ()
                                          ? m_retransmissionTimeout
                                          : std::max (25 * packetTime, 3 * m_baseRtt) + bufferDrain;
+    m_params.inFlightWindow = m_inFlightWindow != 0 ? m_inFlightWindow : interPackets + 2;
+    m_params.inFlightHorizon = 3 * m_baseRtt;
+    m_params.answerTime = 2 * m_baseRtt;
     m_params.priorityLevels = m_priorityLevels;
     m_params.controlLevel = 0;
     m_params.freeDataLevel = 1;
@@ -224,6 +235,7 @@ PhostFlowTransport::GetDerivedConfig () const
         {"phost.free_tokens_inter_rack_pkts", std::to_string (m_params.freeTokensInterRack)},
         {"phost.token_expiry_ps", std::to_string (m_params.tokenExpiry.GetPicoSeconds ())},
         {"phost.downgrade_tokens", std::to_string (m_params.downgradeTokens)},
+        {"phost.in_flight_window_pkts", std::to_string (m_params.inFlightWindow)},
         {"phost.downgrade_time_ns", std::to_string (m_params.downgradeTime.GetNanoSeconds ())},
         {"phost.retransmission_timeout_ns",
          std::to_string (m_params.retransmissionTimeout.GetNanoSeconds ())},
@@ -234,7 +246,7 @@ std::vector<std::pair<std::string, std::string>>
 PhostFlowTransport::GetStatistics () const
 {
     uint64_t tokensSent = 0, reissued = 0, expired = 0, downgrades = 0, rts = 0, data = 0,
-             duplicates = 0;
+             duplicates = 0, skipped = 0;
     for (const Ptr<PhostHost>& host : m_hosts)
     {
         PhostDestination& dst = host->GetDestination ();
@@ -243,6 +255,7 @@ PhostFlowTransport::GetStatistics () const
         reissued += dst.GetTokensReissued ();
         downgrades += dst.GetDowngrades ();
         duplicates += dst.GetDuplicates ();
+        skipped += dst.GetSlotsSkipped ();
         expired += src.GetTokensExpired ();
         rts += src.GetRtsResent ();
         data += src.GetDataPacketsSent ();
@@ -255,6 +268,7 @@ PhostFlowTransport::GetStatistics () const
         {"phost.rts_resent", std::to_string (rts)},
         {"phost.data_packets_sent", std::to_string (data)},
         {"phost.duplicate_data_packets", std::to_string (duplicates)},
+        {"phost.token_slots_skipped", std::to_string (skipped)},
     };
 }
 

@@ -23,8 +23,9 @@ namespace ns3
  *   Parameters left at 0 are derived from the topology (doc §4): with T = wire time of a
  *   full data packet at the access rate and rtt = ClosTopology::BaseRtt,
  *   TokenExpiry = 1.5 T, DowngradeTokens =
- *   FreeTokens, DowngradeTime = 3 rtt, RetransmissionTimeout = max(25 T, 3 rtt) +
+ *   inter-rack FreeTokens + 2, DowngradeTime = 3 rtt, RetransmissionTimeout = max(25 T, 3 rtt) +
  *   BufferBytes x 8 / rate (a granted packet may wait behind one full switch buffer).
+ *   InFlightWindow = inter-rack FreeTokens + 2, counted over the last 3 rtt.
  *   FreeTokens is one BDP of the flow's own path: ceil(rtt_path / T) with rtt_path the
  *   ideal time of a full packet there and a 40 B token back (intra- or inter-rack).
  * - Install: a PhostHost on every host's port (no IPv4 stack).
@@ -81,6 +82,7 @@ class PhostFlowTransport : public FlowTransport
     Time m_downgradeTime;
     Time m_retransmissionTimeout;
     uint32_t m_priorityLevels{2};
+    uint32_t m_inFlightWindow{0};
 
     PhostParams m_params;
     Time m_baseRtt;

@@ -47,6 +47,8 @@ PhostDestination::Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
         flow.nPackets =
             static_cast<uint32_t> ((sizeBytes + m_params.mssBytes - 1) / m_params.mssBytes);
         flow.received.assign (flow.nPackets, false);
+        flow.grantedAt.assign (flow.nPackets, Time (-1));
+        flow.counted.assign (flow.nPackets, false);
         flow.order = m_nextOrder++;
         // The free packets (§3.1) count as granted now.
         flow.nextNew = std::min (flow.nPackets, m_params.FreeTokens (src, m_host.GetHostIndex ()));
@@ -54,6 +56,7 @@ PhostDestination::Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
         for (uint32_t p = 0; p < flow.nextNew; ++p)
         {
             flow.granted.emplace_back (p, now);
+            NoteGrant (flowId, flow, p, now);
         }
         Activate (flowId);
     }
@@ -92,6 +95,11 @@ PhostDestination::ReceiveData (uint64_t flowId, uint16_t src, uint64_t sizeBytes
     }
     flow.received[packet] = true;
     ++flow.nReceived;
+    if (flow.counted[packet])
+    {
+        flow.counted[packet] = false;
+        --m_inFlight; // answered while still counted
+    }
     if (flow.nReceived == flow.nPackets)
     {
         Finish (flowId);
@@ -198,9 +206,52 @@ PhostDestination::EnsureTick ()
 }
 
 void
+PhostDestination::NoteGrant (uint64_t flowId, Flow& flow, uint32_t packet, Time now)
+{
+    flow.grantedAt[packet] = now;
+    m_grants.push_back (Grant{now, flowId, packet});
+    if (!flow.counted[packet])
+    {
+        flow.counted[packet] = true;
+        ++m_inFlight;
+    }
+}
+
+void
+PhostDestination::AgeGrants (Time now)
+{
+    while (!m_grants.empty () && m_grants.front ().at < now - m_params.inFlightHorizon)
+    {
+        const Grant grant = m_grants.front ();
+        m_grants.pop_front ();
+        auto it = m_flows.find (grant.flowId);
+        if (it == m_flows.end ())
+        {
+            continue; // finished: every grant of it was answered
+        }
+        Flow& flow = it->second;
+        // Still counted unless it arrived, or a later grant of the packet replaced this one.
+        if (flow.counted[grant.packet] && flow.grantedAt[grant.packet] == grant.at)
+        {
+            flow.counted[grant.packet] = false;
+            --m_inFlight;
+        }
+    }
+}
+
+void
 PhostDestination::Tick ()
 {
     const Time now = Simulator::Now ();
+    AgeGrants (now);
+    if (m_inFlight >= m_params.inFlightWindow && !m_active.empty ())
+    {
+        // A BDP of granted packets is still on its way: skip this slot, so a queue that
+        // free packets built at the access link drains (doc/phost.md §3).
+        ++m_slotsSkipped;
+        m_tick = Simulator::Schedule (m_params.packetTime, &PhostDestination::Tick, this);
+        return;
+    }
     auto it = m_active.begin ();
     while (it != m_active.end ())
     {
@@ -217,19 +268,35 @@ PhostDestination::Tick ()
             continue;
         }
         flow.granted.emplace_back (packet, now);
+        NoteGrant (flowId, flow, packet, now);
         m_host.SendControl (PhostHeader::TOKEN, flowId, packet, flow.sizeBytes, flow.src);
         m_host.NotifyTokenSent (flowId, packet);
         ++m_tokensSent;
         m_tokensReissued += reissue ? 1 : 0;
         m_lastToken = now;
         m_anyToken = true;
-        if (++flow.tokensSinceData >= m_params.downgradeTokens)
+        if (flow.tokensSinceData++ == 0)
+        {
+            flow.firstUnanswered = now;
+        }
+        // §3.2: tokens that had time to be answered (a round trip and a queue) and were not.
+        if (flow.tokensSinceData >= m_params.downgradeTokens &&
+            now - flow.firstUnanswered >= m_params.answerTime)
         {
             // §3.2: no packet back for these tokens: the source serves another flow.
             ++m_downgrades;
             flow.tokensSinceData = 0;
             m_host.NotifyDowngraded (flowId);
             SetDowngraded (flowId, true);
+            // Its source is not answering: its grants no longer hold the in-flight window.
+            for (const auto& [granted, at] : flow.granted)
+            {
+                if (flow.counted[granted])
+                {
+                    flow.counted[granted] = false;
+                    --m_inFlight;
+                }
+            }
             Simulator::Cancel (flow.downgradeEnd);
             flow.downgradeEnd = Simulator::Schedule (
                 m_params.downgradeTime, &PhostDestination::SetDowngraded, this, flowId, false);

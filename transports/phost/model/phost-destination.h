@@ -35,9 +35,15 @@ class PhostHost;
  *   never-granted one.  A flow whose every packet is granted and not yet due for
  *   re-issue waits off the SRPT list until its oldest grant times out.
  * - Downgrade: DowngradeTokens tokens in a row to a flow with no data packet of that flow
- *   arriving in between downgrade it for DowngradeTime: meanwhile it ranks after every flow
+ *   arriving in between, the first sent at least 2 BaseRtt ago (time to be answered),
+ *   downgrade it for DowngradeTime: meanwhile it ranks after every flow
  *   that is not downgraded, so the tokens go to other senders (its source is busy with a
  *   more urgent flow elsewhere); it still gets the tokens no other flow can use.
+ * - In-flight window: a token slot is skipped while InFlightWindow granted packets (free
+ *   ones included) granted within the last InFlightHorizon have not arrived.  Free packets
+ *   of new flows add to the token-clocked data, and tokens paced at exactly the link rate
+ *   would never drain the queue they build; this drains it.  A lone flow never reaches the
+ *   window (one BDP in flight).
  * - When every packet arrived: FlowFinished, and an ACK to the source (again for every RTS
  *   of a finished flow, in case the ACK was lost).
  */
@@ -70,6 +76,11 @@ class PhostDestination
         return m_duplicates;
     }
 
+    uint64_t GetSlotsSkipped () const
+    {
+        return m_slotsSkipped;
+    }
+
     /// \returns flows known and not finished.
     std::size_t GetNFlows () const
     {
@@ -84,9 +95,12 @@ class PhostDestination
         uint32_t nPackets{0};
         uint32_t nReceived{0};
         std::vector<bool> received;
-        uint32_t nextNew{0};                           ///< first packet never granted
+        std::vector<Time> grantedAt; ///< per packet: time of its latest grant (-1: none)
+        std::vector<bool> counted;   ///< per packet: its latest grant counts as in flight
+        uint32_t nextNew{0};         ///< first packet never granted
         std::deque<std::pair<uint32_t, Time>> granted; ///< (packet, grant time), oldest first
         uint32_t tokensSinceData{0};
+        Time firstUnanswered; ///< the first of those tokens
         uint64_t order{0};
         bool active{false};
         bool downgraded{false};
@@ -108,6 +122,9 @@ class PhostDestination
     void SetDowngraded (uint64_t flowId, bool downgraded);
     /// \returns true and the packet to grant now, or false (nothing due).
     bool NextGrant (Flow& flow, uint32_t& packet, bool& reissue);
+    void NoteGrant (uint64_t flowId, Flow& flow, uint32_t packet, Time now);
+    /// Stop counting grants older than InFlightHorizon as in flight.
+    void AgeGrants (Time now);
     void EnsureTick ();
     void Tick ();
     void Finish (uint64_t flowId);
@@ -125,6 +142,17 @@ class PhostDestination
     uint64_t m_tokensReissued{0};
     uint64_t m_downgrades{0};
     uint64_t m_duplicates{0};
+    uint64_t m_slotsSkipped{0};
+
+    struct Grant
+    {
+        Time at;
+        uint64_t flowId;
+        uint32_t packet;
+    };
+
+    std::deque<Grant> m_grants; ///< grants of the last InFlightHorizon, oldest first
+    uint32_t m_inFlight{0};     ///< of those, packets not arrived yet
 };
 
 } // namespace ns3

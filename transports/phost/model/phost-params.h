@@ -26,11 +26,14 @@ struct PhostParams
     Time tokenExpiry;                ///< a token unused for this long lapses (§3.1)
     uint32_t downgradeTokens{0};     ///< unanswered tokens that downgrade a flow (§3.2)
     Time downgradeTime;              ///< how long a downgraded flow gets no token (§3.2)
-    Time retransmissionTimeout;      ///< a granted packet not arrived after this is re-granted
-    uint32_t priorityLevels{2};      ///< switch priority levels (§3.3)
-    uint32_t controlLevel{0};        ///< FabricHeader::rank of RTS, tokens, ACKs
-    uint32_t freeDataLevel{1};       ///< rank of data sent on free tokens
-    uint32_t tokenDataLevel{1};      ///< rank of data sent on tokens
+    Time answerTime;            ///< a token unanswered this long counts for a downgrade (2 BaseRtt)
+    Time retransmissionTimeout; ///< a granted packet not arrived after this is re-granted
+    uint32_t inFlightWindow{0}; ///< granted packets in flight that pause the tokens
+    Time inFlightHorizon;       ///< grants older than this no longer count as in flight
+    uint32_t priorityLevels{2}; ///< switch priority levels (§3.3)
+    uint32_t controlLevel{0};   ///< FabricHeader::rank of RTS, tokens, ACKs
+    uint32_t freeDataLevel{1};  ///< rank of data sent on free tokens
+    uint32_t tokenDataLevel{1}; ///< rank of data sent on tokens
 
     /// \returns the free tokens of a flow from host \p src to host \p dst: one BDP of its
     /// own path (a packet there and a token back).
