@@ -73,9 +73,8 @@ PhostFlowTransport::GetTypeId ()
             .AddAttribute ("RetransmissionTimeout",
                            "A granted packet not arrived this long after its token (or the "
                            "flow's RTS, for free packets) gets its token again (pHost §3.2); "
-                           "also the RTS retry interval; 0 = derived: max(25 T, 3 BaseRtt) + "
-                           "the drain time of one switch buffer (NetSys/simulator "
-                           "capability_window_timeout 25 packet times; doc §4)",
+                           "also the first RTS retry interval (doubling after each retry); "
+                           "0 = derived: 3 BaseRtt (doc §4)",
                            TimeValue (Time (0)),
                            MakeTimeAccessor (&PhostFlowTransport::m_retransmissionTimeout),
                            MakeTimeChecker (Time (0)))
@@ -150,14 +149,8 @@ PhostFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
                                : PicoSeconds (packetTime.GetPicoSeconds () * 3 / 2);
     m_params.downgradeTokens = m_downgradeTokens != 0 ? m_downgradeTokens : interPackets + 2;
     m_params.downgradeTime = !m_downgradeTime.IsZero () ? m_downgradeTime : 3 * m_baseRtt;
-    // A granted packet may wait behind one full switch buffer on its way: allow for that
-    // on top of the simulator's 25 packet times (doc §4).
-    UintegerValue bufferBytes;
-    topology->GetAttribute ("BufferBytes", bufferBytes);
-    const Time bufferDrain = FabricNetDevice::TxTimeFor (bufferBytes.Get (), bps);
-    m_params.retransmissionTimeout = !m_retransmissionTimeout.IsZero ()
-                                         ? m_retransmissionTimeout
-                                         : std::max (25 * packetTime, 3 * m_baseRtt) + bufferDrain;
+    m_params.retransmissionTimeout =
+        !m_retransmissionTimeout.IsZero () ? m_retransmissionTimeout : 3 * m_baseRtt;
     m_params.inFlightWindow = m_inFlightWindow != 0 ? m_inFlightWindow : interPackets + 2;
     m_params.inFlightHorizon = 3 * m_baseRtt;
     m_params.answerTime = 2 * m_baseRtt;

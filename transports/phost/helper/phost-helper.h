@@ -23,8 +23,7 @@ namespace ns3
  *   Parameters left at 0 are derived from the topology (doc §4): with T = wire time of a
  *   full data packet at the access rate and rtt = ClosTopology::BaseRtt,
  *   TokenExpiry = 1.5 T, DowngradeTokens =
- *   inter-rack FreeTokens + 2, DowngradeTime = 3 rtt, RetransmissionTimeout = max(25 T, 3 rtt) +
- *   BufferBytes x 8 / rate (a granted packet may wait behind one full switch buffer).
+ *   inter-rack FreeTokens + 2, DowngradeTime = 3 rtt, RetransmissionTimeout = 3 rtt.
  *   InFlightWindow = inter-rack FreeTokens + 2, counted over the last 3 rtt.
  *   FreeTokens is one BDP of the flow's own path: ceil(rtt_path / T) with rtt_path the
  *   ideal time of a full packet there and a 40 B token back (intra- or inter-rack).

@@ -80,7 +80,11 @@ PhostSource::RtsTimeout (uint64_t flowId)
     }
     ++m_rtsResent;
     SendRts (flowId, it->second);
-    it->second.rtsTimer = Simulator::Schedule (m_params.retransmissionTimeout,
+    // Exponential backoff: under a heavy incast the destination may rightly keep a flow
+    // waiting for many timeouts (SRPT); retrying at a fixed interval floods its port.
+    it->second.rtsBackoff = std::min<uint32_t> (it->second.rtsBackoff * 2, 1024);
+    it->second.rtsTimer = Simulator::Schedule (m_params.retransmissionTimeout *
+                                                   static_cast<int64_t> (it->second.rtsBackoff),
                                                &PhostSource::RtsTimeout, this, flowId);
 }
 

@@ -35,8 +35,9 @@ class PhostHost;
  * - Token expiry: a token lapses if it is not used within TokenExpiry of its arrival.
  * - Free tokens: one BDP of the flow's own path (PhostParams::FreeTokens), so that on an
  *   idle path the first token arrives just as the last free packet leaves.
- * - The RTS is sent again every RetransmissionTimeout until a token or the ACK arrives (the
- *   destination owns recovery once it knows the flow).
+ * - The RTS is sent again after RetransmissionTimeout, then after 2, 4, ... (at most 1024)
+ *   timeouts, until a token or the ACK arrives (the destination owns recovery once it knows
+ *   the flow).
  */
 class PhostSource
 {
@@ -85,6 +86,7 @@ class PhostSource
         bool ready{false};
         bool rtsInFirstPacket{false};
         bool tokenSeen{false};
+        uint32_t rtsBackoff{1}; ///< the next RTS retry is this many timeouts away
         EventId rtsTimer;
     };
 
