@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <unordered_map>
 
 using namespace ns3;
@@ -224,7 +225,15 @@ Run (int argc, char** argv)
     {
         recorder.indexOfFlow[flows[i].flowId] = i;
         lastStartNs = std::max (lastStartNs, flows[i].startNs);
-        transport->AddFlow (flows[i]);
+        try
+        {
+            transport->AddFlow (flows[i]);
+        }
+        catch (const std::invalid_argument& error)
+        {
+            std::cerr << "disaggsim-ns3: " << flowsPath << ": " << error.what () << "\n";
+            return 2;
+        }
     }
     // Asked after every flow is known: a transport may size a warm-up phase from the flows
     // (TCP opens every connection before trace time 0, transports/tcp/doc/tcp.md).

@@ -1,0 +1,44 @@
+/*
+ * disaggsim: the switch port of pHost: a few strict priority levels, one shared buffer.
+ */
+#ifndef DISAGGSIM_PHOST_QUEUE_H
+#define DISAGGSIM_PHOST_QUEUE_H
+
+#include "topologies/model/fabric-queue.h"
+
+#include <deque>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief Strict-priority FIFO levels over one shared drop-tail buffer: the commodity switch
+ * pHost asks for (pHost CoNEXT'15 §1, §3.3: a few priority levels, no per-flow state).  A
+ * frame's level is FabricHeader::rank (0 = highest; a rank beyond the last level goes to the
+ * last).  The buffer limit is the base's MaxBytes (ClosTopology::BufferBytes, 36864 B):
+ * an arriving frame that does not fit is dropped, whatever its level (drop-tail, no
+ * eviction: commodity shared-buffer behaviour).
+ */
+class PhostQueue : public FabricQueue
+{
+  public:
+    static TypeId GetTypeId ();
+    PhostQueue ();
+    ~PhostQueue () override;
+
+    /// \returns the frames waiting at level \p level.
+    uint32_t GetNPacketsAt (uint32_t level) const;
+
+  protected:
+    bool DoEnqueue (FabricQueueItem&& item) override;
+    FabricQueueItem DoDequeue () override;
+
+  private:
+    uint32_t m_levels{2};
+    std::vector<std::deque<FabricQueueItem>> m_fifo;
+};
+
+} // namespace ns3
+
+#endif // DISAGGSIM_PHOST_QUEUE_H

@@ -1,0 +1,416 @@
+/*
+ * disaggsim: pHost tests with exact expected values where derivable
+ * (transports/phost/doc/phost.md).
+ *
+ * Fabric: ClosTopology with 2 racks x 4 hosts, 2 spines (4x uplinks), 40 Gbps access links,
+ * 36864 B switch ports, the paper's cables and switching delay.  A full data packet is
+ * 1460 + 22 + 18 = 1500 B on the wire: T = 300 ns at 40 Gbps.
+ */
+#include "transports/phost/helper/phost-helper.h"
+#include "transports/phost/model/phost-header.h"
+#include "transports/phost/model/phost-queue.h"
+
+#include "ns3/data-rate.h"
+#include "ns3/simulator.h"
+#include "ns3/test.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+constexpr uint32_t kMss = 1460;
+
+/// A pHost port that drops, once, data packet DropPacket of flow DropFlow (test instrument
+/// for loss recovery; every other rule is PhostQueue's).
+class DropOnceQueue : public PhostQueue
+{
+  public:
+    static TypeId GetTypeId ()
+    {
+        static TypeId tid = TypeId ("ns3::PhostTestDropOnceQueue")
+                                .SetParent<PhostQueue> ()
+                                .AddConstructor<DropOnceQueue> ();
+        return tid;
+    }
+
+    static uint64_t s_flow;
+    static uint32_t s_packet;
+    static uint32_t s_dropped;
+
+  protected:
+    bool DoEnqueue (FabricQueueItem&& item) override
+    {
+        if (s_dropped == 0 && item.header.payloadBytes > 0)
+        {
+            PhostHeader header;
+            item.packet->PeekHeader (header);
+            if (header.flowId == s_flow && header.packet == s_packet)
+            {
+                ++s_dropped;
+                return false;
+            }
+        }
+        return PhostQueue::DoEnqueue (std::move (item));
+    }
+};
+
+uint64_t DropOnceQueue::s_flow = 0;
+uint32_t DropOnceQueue::s_packet = 0;
+uint32_t DropOnceQueue::s_dropped = 0;
+NS_OBJECT_ENSURE_REGISTERED (DropOnceQueue);
+
+struct Token
+{
+    Time at;
+    uint16_t dst;
+    uint64_t flowId;
+    uint32_t packet;
+};
+
+/// The small fabric with pHost on it; records finishes, tokens and downgrades.
+struct Fabric
+{
+    Ptr<ClosTopology> topology;
+    Ptr<PhostFlowTransport> transport;
+    std::map<uint64_t, Time> finish;
+    std::vector<Token> tokens;
+    std::vector<uint64_t> downgraded;
+
+    explicit Fabric (const std::string& switchQueueType = "")
+    {
+        topology = CreateObject<ClosTopology> ();
+        topology->SetAttribute ("Racks", UintegerValue (2));
+        topology->SetAttribute ("HostsPerRack", UintegerValue (4));
+        topology->SetAttribute ("Spines", UintegerValue (2));
+        topology->SetAttribute ("AccessRate", DataRateValue (DataRate ("40Gbps")));
+        transport = CreateObject<PhostFlowTransport> ();
+        transport->ConfigureFabric (topology);
+        if (!switchQueueType.empty ())
+        {
+            ObjectFactory factory;
+            factory.SetTypeId (switchQueueType);
+            topology->SetSwitchQueue (factory);
+        }
+        topology->Build ();
+        transport->Install (topology);
+        transport->TraceConnectWithoutContext ("FlowFinished",
+                                               MakeCallback (&Fabric::OnFinished, this));
+        for (uint32_t h = 0; h < topology->GetNHosts (); ++h)
+        {
+            Ptr<PhostHost> host = transport->GetHostStack (h);
+            host->TraceConnectWithoutContext (
+                "TokenSent", MakeBoundCallback (&Fabric::OnToken, this, static_cast<uint16_t> (h)));
+            host->TraceConnectWithoutContext ("Downgraded",
+                                              MakeCallback (&Fabric::OnDowngraded, this));
+        }
+    }
+
+    void OnFinished (uint64_t flowId, Time at)
+    {
+        finish[flowId] = at;
+    }
+
+    static void OnToken (Fabric* fabric, uint16_t dst, uint64_t flowId, uint32_t packet)
+    {
+        fabric->tokens.push_back (Token{Simulator::Now (), dst, flowId, packet});
+    }
+
+    void OnDowngraded (uint64_t flowId)
+    {
+        downgraded.push_back (flowId);
+    }
+
+    void Add (uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes, int64_t startNs = 0)
+    {
+        transport->AddFlow (FlowSpec{id, startNs, src, dst, bytes});
+    }
+
+    Time Ideal (uint32_t src, uint32_t dst, uint64_t bytes) const
+    {
+        return topology->IdealFct (src, dst, bytes, kPhostHeaderBytes, kMss);
+    }
+
+    std::vector<Token> TokensOf (uint64_t flowId) const
+    {
+        std::vector<Token> out;
+        std::copy_if (tokens.begin (), tokens.end (), std::back_inserter (out),
+                      [flowId] (const Token& t) { return t.flowId == flowId; });
+        return out;
+    }
+};
+
+class LoneFlowTest : public TestCase
+{
+  public:
+    LoneFlowTest ()
+          : TestCase ("a lone 200-packet flow has slowdown 1.0 within and across racks; its "
+                      "tokens leave one per 300 ns, one per packet beyond the free ones")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        for (uint32_t dst : {1U, 4U})
+        {
+            {
+                Fabric fabric;
+                const PhostParams& params = fabric.transport->GetParams ();
+                NS_TEST_ASSERT_MSG_EQ (params.packetTime, NanoSeconds (300),
+                                       "T = 1500 B x 8 / 40 Gbps");
+                const uint64_t bytes = 200ULL * kMss;
+                fabric.Add (1, 0, dst, bytes, 1000);
+                Simulator::Run ();
+                NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (1), 1, "the flow finishes");
+                NS_TEST_ASSERT_MSG_EQ (fabric.finish[1] - NanoSeconds (1000),
+                                       fabric.Ideal (0, dst, bytes),
+                                       "FCT = IdealFct exactly (slowdown 1.0)");
+                const uint32_t free = params.FreeTokens (0, dst);
+                const std::vector<Token> tokens = fabric.TokensOf (1);
+                NS_TEST_ASSERT_MSG_EQ (tokens.size (), 200 - free,
+                                       "one token per packet beyond the free ones");
+                for (std::size_t i = 0; i < tokens.size (); ++i)
+                {
+                    NS_TEST_ASSERT_MSG_EQ (tokens[i].packet, free + i,
+                                           "tokens name packets in order");
+                    if (i > 0)
+                    {
+                        NS_TEST_ASSERT_MSG_EQ (tokens[i].at - tokens[i - 1].at, NanoSeconds (300),
+                                               "one token per MTU time of the access link");
+                    }
+                }
+                NS_TEST_ASSERT_MSG_EQ (fabric.downgraded.size (), 0,
+                                       "a lone flow is never downgraded");
+            }
+            Simulator::Destroy ();
+        }
+    }
+};
+
+class SrptGrantTest : public TestCase
+{
+  public:
+    SrptGrantTest ()
+          : TestCase ("a destination with three senders grants in SRPT order")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Fabric fabric;
+            // Large first, small last: arrival order is the opposite of SRPT order.
+            fabric.Add (30, 4, 0, 300ULL * kMss);
+            fabric.Add (20, 5, 0, 200ULL * kMss);
+            fabric.Add (10, 6, 0, 100ULL * kMss);
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 3, "all finish");
+            NS_TEST_ASSERT_MSG_LT (fabric.finish[10], fabric.finish[20], "small before medium");
+            NS_TEST_ASSERT_MSG_LT (fabric.finish[20], fabric.finish[30], "medium before large");
+            // Once all three are known (their RTS arrive within 3 T), tokens go to the flow
+            // with the fewest packets left: flow ids never decrease after that.
+            const Time known = fabric.tokens.front ().at + NanoSeconds (900);
+            uint64_t last = 0;
+            uint32_t ordered = 0;
+            for (const Token& token : fabric.tokens)
+            {
+                if (token.at < known)
+                {
+                    continue;
+                }
+                NS_TEST_ASSERT_MSG_GT_OR_EQ (token.flowId, last,
+                                             "SRPT grant order at " << token.at << " packet "
+                                                                    << token.packet);
+                last = token.flowId;
+                ++ordered;
+            }
+            NS_TEST_ASSERT_MSG_GT (ordered, 500, "most tokens checked");
+        }
+        Simulator::Destroy ();
+    }
+};
+
+class DowngradeTest : public TestCase
+{
+  public:
+    DowngradeTest ()
+          : TestCase ("a sender that ignores tokens is downgraded and the others proceed")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Fabric fabric;
+            // Host 1 serves its shorter flow Y (to host 2) and ignores host 0's tokens for X;
+            // host 0 prefers X (shorter than Z from host 3) until it downgrades X.
+            fabric.Add (1, 1, 2, 100ULL * kMss); // Y
+            fabric.Add (2, 1, 0, 200ULL * kMss); // X
+            fabric.Add (3, 3, 0, 400ULL * kMss); // Z
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 3, "all finish");
+            const auto xDowngrades =
+                std::count (fabric.downgraded.begin (), fabric.downgraded.end (), 2);
+            const auto zDowngrades =
+                std::count (fabric.downgraded.begin (), fabric.downgraded.end (), 3);
+            NS_TEST_ASSERT_MSG_GT (xDowngrades, 0, "host 0 downgrades X");
+            NS_TEST_ASSERT_MSG_EQ (zDowngrades, 0, "Z answers its tokens: never downgraded");
+            // While host 1 still serves Y, host 0's tokens go to Z.  Without the downgrade X
+            // (fewer packets left than Z) would take every token and Z would get none before
+            // Y finishes; with it Z gets tokens for over a quarter of Y's 100 x 300 ns.
+            const std::vector<Token> z = fabric.TokensOf (3);
+            const auto zBeforeY = std::count_if (
+                z.begin (), z.end (), [&] (const Token& t) { return t.at < fabric.finish[1]; });
+            NS_TEST_ASSERT_MSG_GT (zBeforeY, 25, "Z proceeds while X's source is busy");
+            NS_TEST_ASSERT_MSG_LT (fabric.finish[1], fabric.finish[2], "Y (SRPT at host 1) first");
+        }
+        Simulator::Destroy ();
+    }
+};
+
+class LossRecoveryTest : public TestCase
+{
+  public:
+    LossRecoveryTest ()
+          : TestCase ("a lost data packet is recovered by a re-issued token")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        DropOnceQueue::s_flow = 1;
+        DropOnceQueue::s_packet = 50;
+        DropOnceQueue::s_dropped = 0;
+        {
+            Fabric fabric ("ns3::PhostTestDropOnceQueue");
+            const uint64_t bytes = 200ULL * kMss;
+            fabric.Add (1, 0, 4, bytes);
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (DropOnceQueue::s_dropped, 1, "packet 50 was dropped once");
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (1), 1, "the flow finishes");
+            const std::vector<Token> tokens = fabric.TokensOf (1);
+            const auto for50 = std::count_if (tokens.begin (), tokens.end (),
+                                              [] (const Token& t) { return t.packet == 50; });
+            NS_TEST_ASSERT_MSG_EQ (for50, 2, "packet 50 granted twice: the token is re-issued");
+            const PhostParams& params = fabric.transport->GetParams ();
+            Time first;
+            for (const Token& t : tokens)
+            {
+                if (t.packet == 50)
+                {
+                    first = t.at;
+                    break;
+                }
+            }
+            Time again;
+            for (const Token& t : tokens)
+            {
+                if (t.packet == 50 && t.at > first)
+                {
+                    again = t.at;
+                }
+            }
+            NS_TEST_ASSERT_MSG_GT_OR_EQ (again - first, params.retransmissionTimeout,
+                                         "re-issued after the retransmission timeout");
+            NS_TEST_ASSERT_MSG_LT (again - first, params.retransmissionTimeout + params.packetTime,
+                                   "at the first token slot after it");
+            const auto stats = fabric.transport->GetStatistics ();
+            const bool oneReissued =
+                std::find (stats.begin (), stats.end (),
+                           std::make_pair (std::string ("phost.tokens_reissued"),
+                                           std::string ("1"))) != stats.end ();
+            NS_TEST_ASSERT_MSG_EQ (oneReissued, true, "exactly one token re-issued");
+            NS_TEST_ASSERT_MSG_GT (fabric.finish[1], fabric.Ideal (0, 4, bytes),
+                                   "the loss costs time");
+        }
+        Simulator::Destroy ();
+    }
+};
+
+class IncastTest : public TestCase
+{
+  public:
+    IncastTest ()
+          : TestCase ("incast of 7 senders to one receiver: after the free-token burst every "
+                      "switch queue stays within the in-flight window (12 packets)")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Fabric fabric;
+            for (uint32_t src = 1; src < 8; ++src)
+            {
+                fabric.Add (src, src, 0, 100ULL * kMss);
+            }
+            // The free packets (4 per intra-rack, 8 per inter-rack sender: 44 x 300 ns) are
+            // through the receiver's link after 13.2 us plus a round trip; from then on only
+            // tokens clock data in, one packet per T.
+            const PhostParams& params = fabric.transport->GetParams ();
+            const Time burst = params.packetTime * 44 + 2 * fabric.transport->GetBaseRtt () +
+                               params.retransmissionTimeout;
+            Simulator::Schedule (burst,
+                                 [&fabric] ()
+                                 {
+                                     for (const Ptr<FabricNetDevice>& port :
+                                          fabric.topology->GetSwitchPorts ())
+                                     {
+                                         port->GetQueue ()->ResetStatistics ();
+                                     }
+                                 });
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 7, "every flow finishes");
+            uint32_t peak = 0;
+            for (const Ptr<FabricNetDevice>& port : fabric.topology->GetSwitchPorts ())
+            {
+                peak = std::max (peak, port->GetQueue ()->GetPeakBytes ());
+            }
+            // The destination never has more than InFlightWindow granted packets on their way
+            // (12 here: a BDP of 10 + 2), so no queue can hold more: a third of the 36864 B
+            // buffer.  (Measured: 12040 B = 8 packets at the receiver's ToR port, where the
+            // answers of near and far senders to consecutive tokens meet.)
+            NS_TEST_ASSERT_MSG_EQ (params.inFlightWindow, 12, "window of this fabric");
+            NS_TEST_ASSERT_MSG_LT_OR_EQ (peak, params.inFlightWindow * 1500,
+                                         "bottleneck queue within the in-flight window");
+            // 700 packets through one 40 Gbps link take 210 us; losses in the burst cost at
+            // most a few retransmission timeouts on top.
+            Time last;
+            for (const auto& [id, at] : fabric.finish)
+            {
+                last = std::max (last, at);
+            }
+            NS_TEST_ASSERT_MSG_LT (last, MicroSeconds (210) + 4 * params.retransmissionTimeout,
+                                   "the receiver's link stays busy");
+        }
+        Simulator::Destroy ();
+    }
+};
+
+class PhostTestSuite : public TestSuite
+{
+  public:
+    PhostTestSuite ()
+          : TestSuite ("disaggsim-phost", UNIT)
+    {
+        AddTestCase (new LoneFlowTest (), TestCase::QUICK);
+        AddTestCase (new SrptGrantTest (), TestCase::QUICK);
+        AddTestCase (new DowngradeTest (), TestCase::QUICK);
+        AddTestCase (new LossRecoveryTest (), TestCase::QUICK);
+        AddTestCase (new IncastTest (), TestCase::QUICK);
+    }
+};
+
+PhostTestSuite g_phostTestSuite;
+
+} // namespace
