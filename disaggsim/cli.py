@@ -91,7 +91,8 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
 
     source = Path(args.fct)
     fct = pd.read_parquet(source / "fct.parquet" if source.is_dir() else source)
-    summary = export.export_fct(
+    write = export.export_fct_distribution if args.distribution else export.export_fct
+    summary = write(
         fct,
         Path(args.out),
         protocol=args.protocol,
@@ -179,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--drop-unfinished", action="store_true", help="drop unfinished flows instead of failing"
+    )
+    c.add_argument(
+        "--distribution",
+        action="store_true",
+        help="write <bytes> <cum_prob> <fct_us> CDF points per size (swapdev fct-sample)",
     )
     c.set_defaults(func=_cmd_export_fct)
     return p
