@@ -219,22 +219,13 @@ def _umount_if_mounted(mountpoint: Path) -> None:
         env.sh(["umount", "-l", str(mountpoint)], check=False)
 
 
-def swap_device(
-    stack: contextlib.ExitStack,
-    work: Path,
-    size_bytes: int,
-    limit_bytes: int,
-    model: DelayModel,
-    name: str = "disaggsim-swapdev",
+def fuse_loop_device(
+    stack: contextlib.ExitStack, work: Path, size_bytes: int, model: DelayModel
 ) -> SwapDevice:
-    """Start the swap backend; every step's undo goes on ``stack`` (root only).
+    """Start ``swapdev-fuse`` (``size_bytes`` of RAM, mlocked as touched) on ``work/mnt`` and
+    a direct-I/O loop device on its ``dev.img``; undo on ``stack``. ``memcg`` is unset.
 
-    ``size_bytes`` of RAM-backed swap served by ``swapdev-fuse`` (mlocked as touched) behind
-    a direct-I/O loop device, at the highest swap priority; zswap off; memory cgroup
-    ``name`` limited to ``limit_bytes``. Set ``vm.page-cluster`` with :func:`page_cluster`.
-
-    Raises:
-        RuntimeError: another swap area is active, the cgroup exists, or a step failed.
+    Raises RuntimeError if the daemon exits or ``losetup`` fails.
     """
     build = build_dir()
     work.mkdir(parents=True, exist_ok=True)
@@ -258,11 +249,32 @@ def swap_device(
     _wait_for(mnt / "dev.img", daemon, 10.0)
     loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(mnt / "dev.img")]).strip()
     stack.callback(env.sh, ["losetup", "-d", loop], False)
+    return SwapDevice(daemon, loop, Path(), trace, hist, log)
+
+
+def swap_device(
+    stack: contextlib.ExitStack,
+    work: Path,
+    size_bytes: int,
+    limit_bytes: int,
+    model: DelayModel,
+    name: str = "disaggsim-swapdev",
+) -> SwapDevice:
+    """Start the swap backend; every step's undo goes on ``stack`` (root only).
+
+    :func:`fuse_loop_device` of ``size_bytes``, enabled as swap at the highest priority;
+    zswap off; memory cgroup ``name`` limited to ``limit_bytes``. Set ``vm.page-cluster``
+    with :func:`page_cluster`.
+
+    Raises:
+        RuntimeError: another swap area is active, the cgroup exists, or a step failed.
+    """
+    dev = fuse_loop_device(stack, work, size_bytes, model)
     env.disable_zswap(stack)
-    env.swap_area(stack, os.path.basename(loop))
-    memcg = env.memcg_group(stack, name)
-    (memcg / "memory.limit_in_bytes").write_text(str(limit_bytes))
-    return SwapDevice(daemon, loop, memcg, trace, hist, log)
+    env.swap_area(stack, os.path.basename(dev.loop))
+    dev.memcg = env.memcg_group(stack, name)
+    (dev.memcg / "memory.limit_in_bytes").write_text(str(limit_bytes))
+    return dev
 
 
 def run_in_memcg(
