@@ -7,7 +7,8 @@ The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
     gen         -> disaggsim.traces.workloads.generate
     run         -> disaggsim.sim.campaign.run_campaign
     report      -> disaggsim.analysis.stats.summarize + disaggsim.analysis.plots
-    export-fct  -> disaggsim.analysis.export.export_fct
+    export-fct  -> disaggsim.analysis.export.export_fct (--distribution: export_fct_distribution)
+    emulate     -> disaggsim.swapdev.emulate.emulate
 """
 
 from __future__ import annotations
@@ -109,6 +110,18 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
     )
 
 
+def _cmd_emulate(args: argparse.Namespace) -> None:
+    from disaggsim.swapdev import emulate
+
+    cfg = emulate.load_emulate_config(args.config)
+    try:
+        out = emulate.emulate(cfg, progress=not args.quiet)
+    except (RuntimeError, TimeoutError) as exc:
+        raise CliError(str(exc)) from exc
+    print((out / "summary.csv").read_text(), end="")
+    print(f"results: {out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``disaggsim`` argument parser (one subparser per pipeline step)."""
     p = argparse.ArgumentParser(
@@ -187,6 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="write <bytes> <cum_prob> <fct_us> CDF points per size (swapdev fct-sample)",
     )
     c.set_defaults(func=_cmd_export_fct)
+
+    c = sub.add_parser(
+        "emulate",
+        help="run an application on the latency-injection device: JCT vs injected delay (root)",
+    )
+    c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py)")
+    c.add_argument("--quiet", action="store_true", help="no per-run progress")
+    c.set_defaults(func=_cmd_emulate)
     return p
 
 

@@ -259,6 +259,8 @@ int sd_run_finish(struct sd_run *r, const char *who)
 		}
 		free(tmp);
 	}
+	if (r->reads + r->writes == 0)
+		return rc; /* a process that never paged (a helper of the real application) */
 	fprintf(stderr,
 		"swapdev %s: %llu swap-ins (%llu pages), %llu swap-outs (%llu pages), "
 		"mean applied delay %llu ns\n",
