@@ -176,7 +176,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     Order: repeat-major (every model once, then again), so slow drifts of a shared
     machine spread over all models. Raises RuntimeError if a run fails.
     """
-    out = cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name
+    out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     out.mkdir(parents=True, exist_ok=True)
     models: list[ModelSection | None] = [None, *cfg.models]
     runs: list[Run] = []
