@@ -105,7 +105,8 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
         unfinished="drop" if args.drop_unfinished else "error",
     )
     print(
-        f"{summary.sizes} flow sizes from {summary.flows} flows -> {summary.path}"
+        f"{summary.sizes} {'CDF points' if args.distribution else 'flow sizes'} from "
+        f"{summary.flows} flows -> {summary.path}"
         + (f" ({summary.unfinished} unfinished flows dropped)" if summary.unfinished else "")
     )
 

@@ -164,3 +164,17 @@ def test_c_trace_writer_parses_with_the_python_reader(tmp_path: Path) -> None:
     assert list(df["page"]) == [r[3] for r in records]
     assert list(df["npages"]) == [r[4] for r in records]
     assert list(df["realtime_ns"]) == [r[1] * 1000 for r in records]
+
+
+def test_cli_export_fct_distribution(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from disaggsim.cli import main
+
+    fct = hand_fcts().assign(protocol="pfabric", kind="mem_read")
+    fct.to_parquet(tmp_path / "fct.parquet")
+    out = tmp_path / "dist.txt"
+    assert main(["export-fct", str(tmp_path / "fct.parquet"), "--distribution",
+                 "--out", str(out)]) == 0
+    assert "103 CDF points from 254 flows" in capsys.readouterr().out
+    assert out.read_text().splitlines()[:3] == [
+        "4096 0.25 1.000", "4096 0.75 2.000", "4096 1 4.000"
+    ]
