@@ -153,8 +153,10 @@ def run_memtouch_uffd(
     passes: int = 1,
     random_order: bool = False,
     timeout_s: float = 600,
+    fork_check: bool = False,
 ) -> RunResult:
-    """Run memtouch over ``mib`` MiB with ``local_bytes`` of local memory on the uffd backend.
+    """Run memtouch over ``mib`` MiB with ``local_bytes`` of local memory on the uffd backend
+    (``fork_check``: a child forked after the write pass checks every page too).
 
     Raises RuntimeError (with the device's stderr) if memtouch fails or finds bad pages.
     """
@@ -169,6 +171,7 @@ def run_memtouch_uffd(
         "SWAPDEV_HIST": str(hist),
     }
     argv = [str(build / "memtouch"), str(mib), str(passes)] + (["--random"] if random_order else [])
+    argv += ["--fork"] if fork_check else []
     # LD_PRELOAD only in memtouch's own environment (env(1) is not preloaded).
     proc = subprocess.run(
         ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *argv],

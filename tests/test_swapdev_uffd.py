@@ -101,3 +101,17 @@ def test_fct_mean_table_drives_the_delay(tmp_path: Path) -> None:
     assert result.histograms["target"].sum_ns == expected
     assert result.histograms["target"].min_ns == 7000
     assert abs(result.histograms["applied"].quantile_ns(0.5) - 7000) < 0.02 * 7000 + 200
+
+
+def test_fork_child_sees_the_remote_pages(tmp_path: Path) -> None:
+    """A child forked while 3/4 of the pages are remote reads them all intact (the library
+    brings them home before fork: the child's copies are not registered), and the parent
+    goes back under its budget (the swap-outs after the fork are logged)."""
+    result = device.run_memtouch_uffd(
+        tmp_path, 64, 16 << 20, device.DelayModel("none"), fork_check=True
+    )
+    assert result.report["fork_status"] == 0
+    assert result.report["bad_pages"] == 0
+    df = paging.read_rmem(result.trace)
+    # Remote pages before the fork: >= 48 MiB; brought home and evicted again after it.
+    assert df[df["op"] == "W"]["npages"].sum() >= 2 * (48 << 20) // 4096

@@ -16,8 +16,9 @@
  *
  * The handler spins on a non-blocking uffd (a blocking read() can hang: notes
  * swap-and-rdma.md §1) for SWAPDEV_SPIN_US (default 500) after the last fault, then poll()s.
- * Not supported: fork() children of the application (their registered ranges would read
- * as zero pages), mappings registered before the library loads.
+ * fork(): every remote page is brought back first (the child's copies are not registered);
+ * the child then runs without the device. Not seen: mappings made before the library
+ * loads, and glibc malloc's own mmaps (not called through the PLT).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,12 +102,29 @@ static void fifo_compact(void)
 	fifo_len = kept;
 }
 
+/* Double the ring (after fork() brought every page home, all of them are resident). */
+static void fifo_grow(void)
+{
+	uint64_t cap = 2 * fifo_cap, i;
+	struct fifo_ent *ring = sys_mmap(NULL, cap * sizeof(*ring), PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (ring == MAP_FAILED)
+		die("cannot grow the FIFO: %s", strerror(errno));
+	for (i = 0; i < fifo_len; i++)
+		ring[i] = fifo[(fifo_head + i) % fifo_cap];
+	syscall(SYS_munmap, fifo, fifo_cap * sizeof(*fifo));
+	fifo = ring;
+	fifo_cap = cap;
+	fifo_head = 0;
+}
+
 static void fifo_push(uint32_t slot, uint64_t page)
 {
 	if (fifo_len == fifo_cap)
 		fifo_compact();
 	if (fifo_len == fifo_cap)
-		die("internal: FIFO overflow");
+		fifo_grow();
 	fifo[(fifo_head + fifo_len) % fifo_cap] =
 		(struct fifo_ent){slot, regions[slot].gen, page};
 	fifo_len++;
@@ -387,6 +405,48 @@ int madvise(void *addr, size_t len, int advice)
 	return (int)syscall(SYS_madvise, addr, len, advice);
 }
 
+/*
+ * fork(): the child's copies of registered mappings lose userfaultfd, so a page that is
+ * remote would read as zeros there. Before fork every remote page comes home (the budget
+ * is restored in the parent right after); the child runs without the device.
+ */
+static void atfork_prepare(void)
+{
+	int i;
+	uint64_t p;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < MAX_REGIONS; i++) {
+		struct region *r = &regions[i];
+
+		if (!r->gen)
+			continue;
+		for (p = 0; p < r->npages; p++)
+			if (r->state[p] & ST_REMOTE) {
+				copy_in(r->start + p * PAGE, r->remote + p * PAGE);
+				r->state[p] = ST_RESIDENT;
+				resident_pages++;
+				fifo_push((uint32_t)i, p);
+			}
+	}
+}
+
+static void atfork_parent(void)
+{
+	while (resident_pages > budget_pages) /* back under the budget (logged swap-outs) */
+		evict_some();
+	pthread_mutex_unlock(&lock);
+}
+
+static void atfork_child(void)
+{
+	enabled = 0;
+	run.trace = NULL; /* the parent's buffered trace is the parent's to write */
+	run.hist_path = NULL;
+	run.reads = run.writes = 0;
+	pthread_mutex_unlock(&lock);
+}
+
 __attribute__((constructor)) static void swapdev_init(void)
 {
 	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
@@ -416,7 +476,8 @@ __attribute__((constructor)) static void swapdev_init(void)
 		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
 	if (ioctl(uffd, UFFDIO_API, &api))
 		die("UFFDIO_API: %s", strerror(errno));
-	if (pthread_create(&handler, NULL, handler_main, NULL))
+	if (pthread_create(&handler, NULL, handler_main, NULL) ||
+	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
 		die("cannot start the handler thread");
 	enabled = 1;
 }

@@ -6,7 +6,9 @@
  * per-access latency quantiles of the read passes (ns), the read throughput (GB/s, 1e9 B/s),
  * major faults, and bad_pages (pages whose content was wrong; 0 means intact).
  *
- *   memtouch MIB [PASSES] [--random] [--seed N]
+ * With --fork, a child forked after the write pass checks every page too (fork_bad_pages).
+ *
+ *   memtouch MIB [PASSES] [--random] [--seed N] [--fork]
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -15,6 +17,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #define PAGE 4096ul
@@ -54,7 +58,8 @@ static long majflt(void)
 int main(int argc, char **argv)
 {
 	uint64_t mib = 0, passes = 1, seed = 1, npages, i, p, bad = 0, slow = 0, sum = 0;
-	int rnd = 0, a;
+	int rnd = 0, do_fork = 0, a;
+	long fork_bad = -1;
 	uint64_t *mem, *order;
 	uint32_t *lat;
 	uint64_t t0, t_write, t_read = 0;
@@ -64,6 +69,8 @@ int main(int argc, char **argv)
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--random"))
 			rnd = 1;
+		else if (!strcmp(argv[a], "--fork"))
+			do_fork = 1;
 		else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
 			seed = strtoull(argv[++a], NULL, 10);
 		else if (!mib)
@@ -104,6 +111,29 @@ int main(int argc, char **argv)
 		for (p = 0; p < WORDS; p++)
 			mem[i * WORDS + p] = pattern(i, p, seed);
 	t_write = now_ns() - t0;
+	if (do_fork) {
+		int status;
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			uint64_t nbad = 0;
+
+			for (i = 0; i < npages; i++)
+				for (p = 0; p < WORDS; p++)
+					if (mem[i * WORDS + p] != pattern(i, p, seed)) {
+						nbad++;
+						break;
+					}
+			_exit(nbad ? 1 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+			perror("memtouch: fork");
+			return 2;
+		}
+		fork_bad = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+	}
 	mf0 = majflt();
 	n = 0;
 	for (p = 0; p < passes; p++) {
@@ -137,10 +167,11 @@ int main(int argc, char **argv)
 	printf("{\"pages\": %llu, \"passes\": %llu, \"accesses\": %zu, \"bad_pages\": %llu, "
 	       "\"slow_accesses\": %llu, \"majflt\": %ld, \"write_s\": %.6f, \"read_s\": %.6f, "
 	       "\"read_gbps\": %.4f, \"mean_ns\": %.1f, \"p50_ns\": %u, \"p90_ns\": %u, "
-	       "\"p99_ns\": %u, \"p995_ns\": %u, \"max_ns\": %u}\n",
+	       "\"p99_ns\": %u, \"p995_ns\": %u, \"max_ns\": %u, \"fork_status\": %ld}\n",
 	       (unsigned long long)npages, (unsigned long long)passes, n, (unsigned long long)bad,
 	       (unsigned long long)slow, majflt() - mf0, t_write / 1e9, t_read / 1e9,
 	       (double)(npages * passes * PAGE) / (double)t_read, (double)sum / (double)n,
-	       lat[n / 2], lat[n * 90 / 100], lat[n * 99 / 100], lat[n * 995 / 1000], lat[n - 1]);
-	return bad ? 1 : 0;
+	       lat[n / 2], lat[n * 90 / 100], lat[n * 99 / 100], lat[n * 995 / 1000], lat[n - 1],
+	       fork_bad);
+	return bad || fork_bad > 0 ? 1 : 0;
 }
