@@ -162,6 +162,14 @@ def _run_once(cfg: EmulateConfig, model: device.DelayModel, work: Path) -> float
             start = time.monotonic()
             proc = device.run_in_memcg(dev.memcg, argv, timeout)
             jct = time.monotonic() - start
+            oom = (dev.memcg / "memory.oom_control").read_text()
+            if proc.returncode != 0 and "oom_kill 0" not in oom:
+                raise RuntimeError(
+                    f"the memory cgroup's OOM killer ended the application under {model}: "
+                    f"{local} bytes local are too few for the swap device's write-back "
+                    "rate (memcg v1 gives up reclaim); raise app.local_fraction or use "
+                    "backend = \"uffd\""
+                )
     if proc.returncode != 0:
         raise RuntimeError(
             f"application failed ({proc.returncode}) under {model}: {proc.stderr[-2000:]}"

@@ -87,3 +87,32 @@ def test_cli_reports_config_errors_without_traceback(
     assert main(["emulate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("disaggsim emulate: error: ") and f"{path}:4: emulate.backend" in err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="swap, loop and memcg need root")
+def test_swap_oom_is_reported_and_the_machine_left_as_found(tmp_path: Path) -> None:
+    """An application that cannot be swapped (mlockall, then 128 MiB in a 32 MiB group)
+    is killed by the memcg OOM killer: emulate says so, and undoes every change."""
+    from disaggsim.traces import collect_env
+
+    path = tmp_path / "oom.toml"
+    script = (
+        "import ctypes\nctypes.CDLL(None).mlockall(3)\nb = bytearray(128 << 20)\n"
+        "print(len(b))"
+    )
+    path.write_text(
+        CONFIG.replace('backend = "uffd"', 'backend = "swap"')
+        .replace('repeats = 2', 'repeats = 1')
+        .replace('command = ["{build}/memtouch", "64", "1"]',
+                 f'command = ["/usr/bin/python3", "-c", {script!r}]'.replace("'", '"'))
+        .replace("local_fraction = 0.25", "local_fraction = 0.5")
+    )
+    cfg = emulate.load_emulate_config(path)
+    with device.system_lock():
+        before = collect_env.system_state()
+        page_cluster = device.PAGE_CLUSTER.read_text()
+    with pytest.raises(RuntimeError, match="OOM killer"):
+        emulate.emulate(cfg, progress=False)
+    with device.system_lock():
+        assert collect_env.system_state() == before
+        assert device.PAGE_CLUSTER.read_text() == page_cluster
