@@ -115,3 +115,21 @@ def test_fork_child_sees_the_remote_pages(tmp_path: Path) -> None:
     df = paging.read_rmem(result.trace)
     # Remote pages before the fork: >= 48 MiB; brought home and evicted again after it.
     assert df[df["op"] == "W"]["npages"].sum() >= 2 * (48 << 20) // 4096
+
+
+def test_fct_sample_draws_per_request(tmp_path: Path) -> None:
+    """fct-sample with a two-point CDF for 4 KiB (1 us or 9 us, p = 1/2 each; larger
+    requests use it too): the target histogram holds exactly those two values, each about
+    half the requests (binomial sd 0.3% at n ~ 40 k; tolerance 2%)."""
+    table = tmp_path / "dist.txt"
+    table.write_text("4096 0.5 1.000\n4096 1 9.000\n")
+    result = device.run_memtouch_uffd(
+        tmp_path, 64, 16 << 20, device.DelayModel("fct-sample", fct_file=table, seed=3)
+    )
+    target = result.histograms["target"]
+    values = {lower: count for lower, _, count in target.buckets}
+    # Bucket lower bounds: [512, 1024) has 8 ns buckets, [8192, 16384) 128 ns ones.
+    assert set(values) == {1000, 8960}
+    assert (target.min_ns, target.max_ns) == (1000, 9000)
+    assert abs(values[1000] / target.n - 0.5) < 0.02
+    assert target.sum_ns == 1000 * values[1000] + 9000 * values[8960]
