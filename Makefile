@@ -7,7 +7,7 @@ VENV := .venv
 BUILD := build
 APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja-build g++ \
 	pkg-config tcpdump blktrace memcached iproute2 kmod util-linux e2fsprogs procps psmisc \
-	slurmctld slurmd slurm-client munge
+	slurmctld slurmd slurm-client munge fuse3 libfuse3-dev
 JOBS ?= 2
 
 .PHONY: all deps venv build quickstart test lint clean
@@ -35,6 +35,8 @@ venv: $(VENV)/.stamp
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+	cmake -S swapdev -B $(BUILD)/swapdev -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)/swapdev -j $(JOBS)
 
 # The main job: convert the bundled real traces, run the quickstart campaign, print the
 # summary table and write the plots (results/quickstart/).
@@ -42,12 +44,13 @@ quickstart: deps venv build
 	$(VENV)/bin/disaggsim run configs/quickstart.toml
 
 lint: venv
-	$(VENV)/bin/ruff check disaggsim traces sim analysis bench tests
+	$(VENV)/bin/ruff check disaggsim traces sim analysis bench tests swapdev
 	$(VENV)/bin/mypy
 
 # The tests: C++ ns-3 test suites (ctest), Python tests (pytest), the notebooks (nbmake).
 test: deps venv build lint
 	ctest --test-dir $(BUILD) --output-on-failure
+	ctest --test-dir $(BUILD)/swapdev --output-on-failure
 	$(VENV)/bin/jupytext --to ipynb notebooks/*.py
 	$(VENV)/bin/pytest -q --nbmake notebooks/*.ipynb tests
 

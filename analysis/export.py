@@ -210,3 +210,144 @@ def read_fct_export(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(
         {"size_bytes": pd.Series(sizes, dtype="int64"), "mean_fct_us": means}
     )
+
+
+#: Default number of CDF points per flow size in a distribution export.
+DISTRIBUTION_POINTS: int = 100
+
+
+def fct_distribution(
+    fct_df: pd.DataFrame,
+    protocol: str | None = None,
+    rate_gbps: float | None = None,
+    scope: str | None = None,
+    workload: str | None = None,
+    seed: int | None = None,
+    kinds: Sequence[str] | None = MEMORY_KINDS,
+    unfinished: Literal["error", "drop"] = "error",
+    max_points: int = DISTRIBUTION_POINTS,
+) -> tuple[pd.DataFrame, int]:
+    """The empirical FCT distribution of each flow size: the input of the swap device's
+    ``fct-sample`` model, which draws one FCT per remote access instead of the mean
+    (``swapdev/core/sd_delay.h``).
+
+    Selection, kinds and ``unfinished`` as :func:`fct_by_size`. For a size with ``n``
+    finished flows and sorted FCTs ``f_1 <= ... <= f_n``: if ``n <= max_points``, one point
+    per distinct FCT ``v`` with ``cum_prob = #{f_i <= v} / n`` (the exact empirical CDF);
+    else the inverse empirical CDF at ``p = k / max_points``, ``f_ceil(p n)``, for
+    ``k = 1..max_points``, points of equal FCT merged. The last point of each size has
+    ``cum_prob = 1``.
+
+    Returns:
+        (DataFrame ``size_bytes`` (int64), ``cum_prob`` (float64, in (0, 1]), ``fct_ns``
+        (int64), sorted by size then cum_prob; the number of unfinished flows dropped).
+
+    Raises:
+        ValueError: as :func:`fct_by_size`, or ``max_points < 1``.
+    """
+    if max_points < 1:
+        raise ValueError(f"FCT export: max_points must be >= 1, got {max_points}")
+    # Reuse fct_by_size's selection and checks; then take the rows themselves.
+    _, dropped = fct_by_size(fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished)
+    frame = fct_df
+    for column, wanted in (
+        ("protocol", protocol),
+        ("rate_gbps", rate_gbps),
+        ("scope", scope),
+        ("workload", workload),
+        ("seed", seed),
+    ):
+        if wanted is None or column not in frame.columns:
+            continue
+        if column == "rate_gbps":
+            frame = frame[(frame[column].astype(float) - float(wanted)).abs() < 1e-9]
+        else:
+            frame = frame[frame[column] == wanted]
+    if kinds is not None:
+        frame = frame[frame["kind"].isin(list(kinds))]
+    frame = frame[frame["finished"] != 0]
+    sizes: list[int] = []
+    cums: list[float] = []
+    fcts: list[int] = []
+    for size, group in frame.groupby("size_bytes", sort=True):
+        values = sorted(int(v) for v in group["fct_ns"])
+        n = len(values)
+        if n <= max_points:
+            points = [(values[i], (i + 1) / n) for i in range(n)]
+        else:
+            points = [
+                (values[math.ceil(k * n / max_points) - 1], k / max_points)
+                for k in range(1, max_points + 1)
+            ]
+        for index, (value, cum) in enumerate(points):
+            if index + 1 < len(points) and points[index + 1][0] == value:
+                continue  # merged into the last point of equal FCT
+            sizes.append(int(size))  # type: ignore[arg-type]
+            cums.append(cum)
+            fcts.append(value)
+    table = pd.DataFrame(
+        {
+            "size_bytes": pd.Series(sizes, dtype="int64"),
+            "cum_prob": pd.Series(cums, dtype="float64"),
+            "fct_ns": pd.Series(fcts, dtype="int64"),
+        }
+    )
+    return table, dropped
+
+
+def _prob_str(p: float) -> str:
+    """A probability as a plain decimal of at most 9 places (the device reads ppb)."""
+    if p >= 1.0:
+        return "1"
+    text = f"{p:.9f}".rstrip("0").rstrip(".")
+    if text in ("0", ""):
+        text = "0.000000001"
+    return text
+
+
+def export_fct_distribution(
+    fct_df: pd.DataFrame,
+    out_path: str | Path,
+    protocol: str | None = None,
+    rate_gbps: float | None = None,
+    scope: str | None = None,
+    workload: str | None = None,
+    seed: int | None = None,
+    kinds: Sequence[str] | None = MEMORY_KINDS,
+    unfinished: Literal["error", "drop"] = "error",
+    max_points: int = DISTRIBUTION_POINTS,
+) -> ExportSummary:
+    """Write the per-size FCT distribution (:func:`fct_distribution`) for ``fct-sample``.
+
+    Format ("FCT distribution export"): one line per CDF point, sorted by size then
+    probability, ``<bytes> <cum_prob> <fct_us>``: ``cum_prob`` a plain decimal in (0, 1]
+    with at most 9 places (``1`` on each size's last line), ``fct_us`` with 3 decimals
+    (whole ns), e.g.::
+
+        4096 0.25 2.996
+        4096 1 4.028
+
+    Written atomically, like :func:`export_fct`. ``sizes`` in the summary counts lines.
+    """
+    table, dropped = fct_distribution(
+        fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished, max_points
+    )
+    lines = [
+        f"{size} {_prob_str(cum)} {fct // 1000}.{fct % 1000:03d}\n"
+        for size, cum, fct in zip(
+            table["size_bytes"], table["cum_prob"], table["fct_ns"], strict=True
+        )
+    ]
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as handle:
+            handle.writelines(lines)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    by_size, _ = fct_by_size(fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished)
+    return ExportSummary(out, len(table), int(by_size["flows"].sum()), dropped)

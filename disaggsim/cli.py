@@ -7,8 +7,9 @@ The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
     gen         -> disaggsim.traces.workloads.generate
     run         -> disaggsim.sim.campaign.run_campaign
     report      -> disaggsim.analysis.stats.summarize + disaggsim.analysis.plots
-    export-fct  -> disaggsim.analysis.export.export_fct
+    export-fct  -> disaggsim.analysis.export.export_fct (--distribution: export_fct_distribution)
     latency-budget -> disaggsim.analysis.latency_budget (Table 4, sweep) + plots
+    emulate     -> disaggsim.swapdev.emulate.emulate
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
             "an fct.parquet file; run the campaign first)"
         )
     fct = pd.read_parquet(table)
-    summary = export.export_fct(
+    write = export.export_fct_distribution if args.distribution else export.export_fct
+    summary = write(
         fct,
         Path(args.out),
         protocol=args.protocol,
@@ -137,7 +139,8 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
         unfinished="drop" if args.drop_unfinished else "error",
     )
     print(
-        f"{summary.sizes} flow sizes from {summary.flows} flows -> {summary.path}"
+        f"{summary.sizes} {'CDF points' if args.distribution else 'flow sizes'} from "
+        f"{summary.flows} flows -> {summary.path}"
         + (f" ({summary.unfinished} unfinished flows dropped)" if summary.unfinished else "")
     )
 
@@ -155,6 +158,18 @@ def _cmd_latency_budget(args: argparse.Namespace) -> None:
         from disaggsim.analysis import plots
 
         print(f"plot: {plots.plot_latency_sweep(table, Path(args.plot))}")
+
+
+def _cmd_emulate(args: argparse.Namespace) -> None:
+    from disaggsim.swapdev import emulate
+
+    cfg = emulate.load_emulate_config(args.config)
+    try:
+        out = emulate.emulate(cfg, progress=not args.quiet)
+    except (RuntimeError, TimeoutError) as exc:
+        raise CliError(str(exc)) from exc
+    print((out / "summary.csv").read_text(), end="")
+    print(f"results: {out}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -249,6 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--drop-unfinished", action="store_true", help="drop unfinished flows instead of failing"
     )
+    c.add_argument(
+        "--distribution",
+        action="store_true",
+        help="write <bytes> <cum_prob> <fct_us> CDF points per size (swapdev fct-sample)",
+    )
     c.set_defaults(func=_cmd_export_fct)
 
     c = sub.add_parser(
@@ -262,6 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--plot", help="also draw latency vs link rate to this .png/.pdf/.svg")
     c.set_defaults(func=_cmd_latency_budget)
+
+    c = sub.add_parser(
+        "emulate",
+        help="run an application on the latency-injection device: JCT vs injected delay (root)",
+    )
+    c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py)")
+    c.add_argument("--quiet", action="store_true", help="no per-run progress")
+    c.set_defaults(func=_cmd_emulate)
     return p
 
 

@@ -1,0 +1,363 @@
+"""Run workloads on the latency-injection remote-memory device (paper §3.1).
+
+Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run with
+:class:`DelayModel`:
+
+- ``swap``: unmodified applications in a memory cgroup (v1) whose limit is the local
+  memory; the kernel swaps to a loop device (direct I/O) on a file served by
+  ``swapdev-fuse``, a RAM-backed FUSE daemon that busy-waits every request's delay. The
+  daemon is mlocked and runs outside the cgroup. ``vm.page-cluster`` is set for the run
+  (0: one page per swap-in, as the paper's per-page model) and restored.
+- ``uffd``: ``libswapdev_uffd.so`` preloaded into the application; it keeps a local-memory
+  budget itself and resolves every fault with userfaultfd (microsecond accuracy).
+
+Every machine change is pushed on an :class:`contextlib.ExitStack` with its undo (using
+``disaggsim.traces.collect_env``), so the machine is left as found on success, on error and
+on SIGINT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal
+
+from disaggsim.traces import collect_env as env
+
+#: Where ``make build`` puts the device (override with ``DISAGGSIM_SWAPDEV_BUILD``).
+REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
+
+ModelKind = Literal["none", "fixed", "fct-mean", "fct-sample"]
+
+
+def build_dir() -> Path:
+    """The swapdev build directory; raises FileNotFoundError if it is not built."""
+    path = Path(os.environ.get("DISAGGSIM_SWAPDEV_BUILD", REPO_ROOT / "build" / "swapdev"))
+    if not (path / "memtouch").exists():
+        raise FileNotFoundError(f"{path}: swapdev is not built (run `make build`)")
+    return path
+
+
+@dataclass(frozen=True)
+class DelayModel:
+    """One run's delay model (``swapdev/core/sd_delay.h``).
+
+    kind: ``none``; ``fixed`` (``latency_ns`` + size * 8 / ``bandwidth_bps`` per request,
+    paper §3.1, rmem.c); ``fct-mean`` (``fct_file``: ``<bytes> <fct_us>`` from
+    ``disaggsim export-fct`` / the artifact's ``fcts_*.txt``, or ``<pages> <fct_ns>``
+    /proc/rmem_cdf lines with ``fct_format="pages-ns"``); ``fct-sample`` (``fct_file``:
+    ``<bytes> <cum_prob> <fct_us>`` from ``disaggsim export-fct --distribution``).
+    """
+
+    kind: ModelKind = "none"
+    latency_ns: int = 0
+    bandwidth_bps: int = 0
+    fct_file: Path | None = None
+    fct_format: Literal["bytes-us", "pages-ns"] = "bytes-us"
+    seed: int = 1
+
+    def env(self) -> dict[str, str]:
+        """The ``SWAPDEV_*`` environment that configures the device for this model."""
+        out = {
+            "SWAPDEV_MODEL": self.kind,
+            "SWAPDEV_LATENCY_NS": str(self.latency_ns),
+            "SWAPDEV_BANDWIDTH_BPS": str(self.bandwidth_bps),
+            "SWAPDEV_FCT_FORMAT": self.fct_format,
+            "SWAPDEV_SEED": str(self.seed),
+        }
+        if self.fct_file is not None:
+            out["SWAPDEV_FCT_FILE"] = str(self.fct_file)
+        return out
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A delay histogram written by the device: bucket ``[lower_ns, upper_ns)`` counts."""
+
+    n: int
+    sum_ns: int
+    min_ns: int
+    max_ns: int
+    buckets: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @property
+    def mean_ns(self) -> float:
+        return self.sum_ns / self.n if self.n else 0.0
+
+    def quantile_ns(self, q: float) -> float:
+        """The q-quantile (0..1), linear within its bucket (buckets are <= 1.6% wide)."""
+        if not self.n:
+            raise ValueError("empty histogram")
+        rank = q * self.n
+        seen = 0
+        for lower, upper, count in self.buckets:
+            if seen + count >= rank:
+                upper = min(upper, self.max_ns + 1)
+                return lower + (upper - lower) * max(rank - seen, 0) / count
+            seen += count
+        return float(self.max_ns)
+
+
+def read_histograms(path: Path) -> dict[str, Histogram]:
+    """Read the device's histogram file (``SWAPDEV_HIST``): ``applied`` and ``target``.
+
+    Format: per histogram a ``# NAME n=.. sum_ns=.. min_ns=.. max_ns=..`` line, then
+    ``NAME <lower_ns> <upper_ns> <count>`` per non-empty bucket. Raises ValueError naming
+    the file and line on anything else.
+    """
+    heads: dict[str, dict[str, int]] = {}
+    rows: dict[str, list[tuple[int, int, int]]] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        fields = line.split()
+        try:
+            if fields[0] == "#":
+                heads[fields[1]] = {k: int(v) for k, v in (f.split("=") for f in fields[2:])}
+                rows.setdefault(fields[1], [])
+            else:
+                lower, upper, count = (int(x) for x in fields[1:4])
+                rows[fields[0]].append((lower, upper, count))
+        except (IndexError, KeyError, ValueError):
+            raise ValueError(
+                f"{path}:{number}: expected '# NAME n=.. sum_ns=..' or "
+                f"'NAME <lower_ns> <upper_ns> <count>', got {line!r}"
+            ) from None
+    return {
+        name: Histogram(h["n"], h["sum_ns"], h["min_ns"], h["max_ns"], rows[name])
+        for name, h in heads.items()
+    }
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One memtouch run on the device: its JSON report (``swapdev/tools/memtouch.c``), the
+    delay histograms and the rmem trace path."""
+
+    report: dict[str, float]
+    histograms: dict[str, Histogram]
+    trace: Path
+    stderr: str
+
+
+def run_memtouch_uffd(
+    out_dir: Path,
+    mib: int,
+    local_bytes: int,
+    model: DelayModel,
+    passes: int = 1,
+    random_order: bool = False,
+    timeout_s: float = 600,
+    fork_check: bool = False,
+) -> RunResult:
+    """Run memtouch over ``mib`` MiB with ``local_bytes`` of local memory on the uffd backend
+    (``fork_check``: a child forked after the write pass checks every page too).
+
+    Raises RuntimeError (with the device's stderr) if memtouch fails or finds bad pages.
+    """
+    build = build_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace, hist = out_dir / "uffd.rmem", out_dir / "uffd.hist"
+    run_env = {
+        **os.environ,
+        **model.env(),
+        "SWAPDEV_LOCAL_BYTES": str(local_bytes),
+        "SWAPDEV_TRACE": str(trace),
+        "SWAPDEV_HIST": str(hist),
+    }
+    argv = [str(build / "memtouch"), str(mib), str(passes)] + (["--random"] if random_order else [])
+    argv += ["--fork"] if fork_check else []
+    # LD_PRELOAD only in memtouch's own environment (env(1) is not preloaded).
+    proc = subprocess.run(
+        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *argv],
+        env=run_env, capture_output=True, text=True, timeout=timeout_s,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"memtouch (uffd) failed ({proc.returncode}): {proc.stdout}{proc.stderr}"
+        )
+    return RunResult(json.loads(proc.stdout), read_histograms(hist), trace, proc.stderr)
+
+
+@contextlib.contextmanager
+def page_cluster(value: int) -> Iterator[None]:
+    """Set the global ``vm.page-cluster`` (swap readahead = 2**value pages) and restore it."""
+    old = PAGE_CLUSTER.read_text().strip()
+    PAGE_CLUSTER.write_text(f"{value}\n")
+    try:
+        yield
+    finally:
+        PAGE_CLUSTER.write_text(f"{old}\n")
+
+
+@dataclass
+class SwapDevice:
+    """A running swap backend: the daemon, its loop device, and the limited memory cgroup."""
+
+    daemon: subprocess.Popen[bytes]
+    loop: str
+    memcg: Path
+    trace: Path
+    hist: Path
+    log: Path
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"swapdev-fuse exited ({proc.returncode}) before serving {path}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"swapdev-fuse: {path} did not appear in {timeout_s} s")
+        time.sleep(0.05)
+
+
+def _umount_if_mounted(mountpoint: Path) -> None:
+    if str(mountpoint) in Path("/proc/mounts").read_text():
+        env.sh(["umount", "-l", str(mountpoint)], check=False)
+
+
+def fuse_loop_device(
+    stack: contextlib.ExitStack, work: Path, size_bytes: int, model: DelayModel
+) -> SwapDevice:
+    """Start ``swapdev-fuse`` (``size_bytes`` of RAM, mlocked as touched) on ``work/mnt`` and
+    a direct-I/O loop device on its ``dev.img``; undo on ``stack``. ``memcg`` is unset.
+
+    Raises RuntimeError if the daemon exits or ``losetup`` fails.
+    """
+    build = build_dir()
+    work.mkdir(parents=True, exist_ok=True)
+    mnt = work / "mnt"
+    mnt.mkdir(exist_ok=True)
+    trace, hist, log = work / "swap.rmem", work / "swap.hist", work / "swapdev-fuse.log"
+    daemon_env = {
+        **model.env(),
+        "SWAPDEV_SIZE_BYTES": str(size_bytes),
+        "SWAPDEV_TRACE": str(trace),
+        "SWAPDEV_HIST": str(hist),
+    }
+    stack.callback(_umount_if_mounted, mnt)  # runs last: a killed daemon leaves its mount
+    logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
+    stack.callback(logf.close)
+    daemon = subprocess.Popen(
+        [str(build / "swapdev-fuse"), str(mnt)], stdout=logf, stderr=subprocess.STDOUT,
+        start_new_session=True, env={**os.environ, **daemon_env},
+    )
+    stack.callback(env.stop_process, daemon, 30.0)
+    _wait_for(mnt / "dev.img", daemon, 10.0)
+    loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(mnt / "dev.img")]).strip()
+    stack.callback(env.sh, ["losetup", "-d", loop], False)
+    return SwapDevice(daemon, loop, Path(), trace, hist, log)
+
+
+def swap_device(
+    stack: contextlib.ExitStack,
+    work: Path,
+    size_bytes: int,
+    limit_bytes: int,
+    model: DelayModel,
+    name: str = "disaggsim-swapdev",
+) -> SwapDevice:
+    """Start the swap backend; every step's undo goes on ``stack`` (root only).
+
+    :func:`fuse_loop_device` of ``size_bytes``, enabled as swap at the highest priority;
+    zswap off; memory cgroup ``name`` limited to ``limit_bytes``. Set ``vm.page-cluster``
+    with :func:`page_cluster`.
+
+    Raises:
+        RuntimeError: another swap area is active, the cgroup exists, or a step failed.
+    """
+    dev = fuse_loop_device(stack, work, size_bytes, model)
+    env.disable_zswap(stack)
+    env.swap_area(stack, os.path.basename(dev.loop))
+    dev.memcg = env.memcg_group(stack, name)
+    (dev.memcg / "memory.limit_in_bytes").write_text(str(limit_bytes))
+    return dev
+
+
+def run_in_memcg(
+    memcg: Path, argv: list[str], timeout_s: float, extra_env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` inside memory cgroup ``memcg`` (it joins before exec); capture output."""
+    script = 'echo $$ > "$0" && exec "$@"'
+    return subprocess.run(
+        ["sh", "-c", script, str(memcg / "cgroup.procs"), *argv],
+        capture_output=True, text=True, timeout=timeout_s,
+        env={**os.environ, **(extra_env or {})},
+    )
+
+
+def run_memtouch_swap(
+    work: Path,
+    mib: int,
+    limit_bytes: int,
+    model: DelayModel,
+    passes: int = 1,
+    random_order: bool = False,
+    swap_bytes: int | None = None,
+    page_cluster_value: int = 0,
+    timeout_s: float = 600,
+) -> RunResult:
+    """Run memtouch over ``mib`` MiB in a cgroup of ``limit_bytes`` on the swap backend.
+
+    Sets up and tears down the whole device (root only). Raises RuntimeError if memtouch
+    fails or finds bad pages.
+    """
+    size = swap_bytes if swap_bytes is not None else 2 * mib * 2**20
+    argv = [str(build_dir() / "memtouch"), str(mib), str(passes)]
+    argv += ["--random"] if random_order else []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(page_cluster(page_cluster_value))
+        dev = swap_device(stack, work, size, limit_bytes, model)
+        proc = run_in_memcg(dev.memcg, argv, timeout_s)
+        stack.close()  # daemon exits: trace and histogram written
+        log = dev.log.read_text(errors="replace")
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"memtouch (swap) failed ({proc.returncode}): {proc.stdout}{proc.stderr}\n{log}"
+            )
+        return RunResult(json.loads(proc.stdout), read_histograms(dev.hist), dev.trace, log)
+
+
+#: Taken around runs that change swap, loop devices, memcg or sysctls (shared with the
+#: collector's system tests).
+SYSTEM_LOCK: Final = Path("/run/lock/disaggsim-system.lock")
+
+
+@contextlib.contextmanager
+def system_lock(timeout_s: float = 1800) -> Iterator[None]:
+    """Hold the machine-state lock (``flock`` on :data:`SYSTEM_LOCK`) for the block.
+
+    Raises TimeoutError if another holder keeps it for ``timeout_s``.
+    """
+    import fcntl
+
+    with open(SYSTEM_LOCK, "a") as handle:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"{SYSTEM_LOCK}: held by another run for {timeout_s} s"
+                    ) from None
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def fixed_delay_ns(latency_ns: int, bandwidth_bps: int, size_bytes: int) -> int:
+    """The ``fixed`` model's delay of one request (the C core's formula, for checks):
+    ``latency_ns + size_bytes * 8 * 1e9 // bandwidth_bps`` (no bandwidth term if 0)."""
+    if bandwidth_bps == 0:
+        return latency_ns
+    return latency_ns + size_bytes * 8 * 10**9 // bandwidth_bps

@@ -1,0 +1,271 @@
+#define _GNU_SOURCE
+#include "sd_user.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const err_text[] = {
+	"ok",
+	"not a number of the expected form (digits, optional '.' fraction; no sign or exponent)",
+	"wrong number of fields",
+	"value out of range",
+	"out of order (sizes must not decrease; within a size cum_prob must increase and fct_us not decrease)",
+	"point storage full",
+	"incomplete (a size's CDF must end at cum_prob 1)",
+};
+
+static const char *sd_strerror(int rc)
+{
+	return rc <= 0 && rc >= -6 ? err_text[-rc] : "error";
+}
+
+int sd_env_u64(const char *name, uint64_t dflt, uint64_t *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long x;
+
+	if (!v || !*v) {
+		*out = dflt;
+		return 0;
+	}
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-') {
+		fprintf(stderr, "swapdev: %s=%s: expected an unsigned integer\n", name, v);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int load_table(struct sd_run *r, const char *path, int fmt)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	unsigned long lineno = 0, skipped = 0;
+	int rc = 0, field;
+	static const char *const expect[] = {"<bytes> <fct_us>", "<pages> <fct_ns>",
+					     "<bytes> <cum_prob> <fct_us>"};
+
+	if (!f) {
+		fprintf(stderr, "swapdev: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fmt == SD_FMT_DIST) {
+		uint32_t lines = 0;
+		struct sd_fct_point *pts;
+
+		while ((n = getline(&line, &cap, f)) >= 0)
+			lines++;
+		rewind(f);
+		pts = calloc(lines ? lines : 1, sizeof(*pts));
+		if (!pts) {
+			fclose(f);
+			return -1;
+		}
+		sd_model_set_points(&r->model, pts, lines);
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		struct sd_line l;
+
+		lineno++;
+		rc = sd_parse_line(line, (sd_u64)n, fmt, &l, &field);
+		if (rc) {
+			fprintf(stderr, "swapdev: %s:%lu: field %d: %s; expected '%s', got '%.*s'\n",
+				path, lineno, field, sd_strerror(rc), expect[fmt],
+				(int)strcspn(line, "\r\n"), line);
+			break;
+		}
+		rc = sd_model_add(&r->model, fmt, &l);
+		if (rc == SD_ERR_SKIPPED) {
+			skipped++;
+			rc = 0;
+		} else if (rc) {
+			fprintf(stderr, "swapdev: %s:%lu: %s ('%.*s')\n", path, lineno,
+				sd_strerror(rc), (int)strcspn(line, "\r\n"), line);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (rc)
+		return -1;
+	if (sd_model_finalize(&r->model)) {
+		fprintf(stderr, "swapdev: %s: %s\n", path,
+			fmt == SD_FMT_DIST ? sd_strerror(SD_ERR_INCOMPLETE)
+					   : "no entry of 1..4095 pages (rmem.c FCT_MAX_SIZE)");
+		return -1;
+	}
+	if (skipped)
+		fprintf(stderr,
+			"swapdev: %s: %lu lines outside 1..4095 pages ignored (as rmem.c cdf_write)\n",
+			path, skipped);
+	return 0;
+}
+
+int sd_run_init(struct sd_run *r)
+{
+	const char *kind = getenv("SWAPDEV_MODEL");
+	const char *fct = getenv("SWAPDEV_FCT_FILE");
+	const char *ffmt = getenv("SWAPDEV_FCT_FORMAT");
+	const char *tp = getenv("SWAPDEV_TRACE");
+	const char *hp = getenv("SWAPDEV_HIST");
+	uint64_t lat, bw, seed;
+	int k;
+
+	memset(r, 0, sizeof(*r));
+	if (!kind || !*kind || !strcmp(kind, "none"))
+		k = SD_MODEL_NONE;
+	else if (!strcmp(kind, "fixed"))
+		k = SD_MODEL_FIXED;
+	else if (!strcmp(kind, "fct-mean"))
+		k = SD_MODEL_FCT_MEAN;
+	else if (!strcmp(kind, "fct-sample"))
+		k = SD_MODEL_FCT_SAMPLE;
+	else {
+		fprintf(stderr,
+			"swapdev: SWAPDEV_MODEL=%s: expected none, fixed, fct-mean or fct-sample\n",
+			kind);
+		return -1;
+	}
+	sd_model_init(&r->model, k);
+	sd_hist_init(&r->applied);
+	sd_hist_init(&r->target);
+	if (sd_env_u64("SWAPDEV_LATENCY_NS", 0, &lat) || sd_env_u64("SWAPDEV_BANDWIDTH_BPS", 0, &bw) ||
+	    sd_env_u64("SWAPDEV_SEED", 1, &seed))
+		return -1;
+	sd_model_set_fixed(&r->model, lat, bw);
+	sd_model_seed(&r->model, seed);
+	if (k == SD_MODEL_FCT_MEAN || k == SD_MODEL_FCT_SAMPLE) {
+		int fmt = SD_FMT_DIST;
+
+		if (!fct || !*fct) {
+			fprintf(stderr, "swapdev: SWAPDEV_MODEL=%s needs SWAPDEV_FCT_FILE\n", kind);
+			return -1;
+		}
+		if (k == SD_MODEL_FCT_MEAN) {
+			if (!ffmt || !*ffmt || !strcmp(ffmt, "bytes-us"))
+				fmt = SD_FMT_BYTES_US;
+			else if (!strcmp(ffmt, "pages-ns"))
+				fmt = SD_FMT_PAGES_NS;
+			else {
+				fprintf(stderr,
+					"swapdev: SWAPDEV_FCT_FORMAT=%s: expected bytes-us or pages-ns\n",
+					ffmt);
+				return -1;
+			}
+		}
+		if (load_table(r, fct, fmt))
+			return -1;
+	}
+	if (tp && *tp) {
+		r->trace_path = strdup(tp);
+		if (asprintf(&r->trace_tmp, "%s.tmp.%d", tp, (int)getpid()) < 0)
+			return -1;
+		r->trace = fopen(r->trace_tmp, "w");
+		if (!r->trace) {
+			fprintf(stderr, "swapdev: %s: %s\n", r->trace_tmp, strerror(errno));
+			return -1;
+		}
+		setvbuf(r->trace, NULL, _IOFBF, 1 << 20);
+	}
+	if (hp && *hp)
+		r->hist_path = strdup(hp);
+	return 0;
+}
+
+void sd_run_delay(struct sd_run *r, uint64_t start_ns, uint64_t delay_ns)
+{
+	uint64_t now = sd_now_ns();
+
+	if (delay_ns) {
+		uint64_t end = start_ns + delay_ns;
+
+		while (now < end)
+			now = sd_now_ns();
+	}
+	sd_hist_add(&r->target, delay_ns);
+	sd_hist_add(&r->applied, now - start_ns);
+}
+
+void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages)
+{
+	char buf[128];
+	sd_u64 n;
+
+	if (is_read) {
+		r->reads++;
+		r->read_pages += npages;
+	} else {
+		r->writes++;
+		r->write_pages += npages;
+	}
+	if (!r->trace)
+		return;
+	n = sd_rmem_format(buf, sizeof(buf), r->batch_id, sd_realtime_us(), is_read, start_page,
+			   npages);
+	fwrite(buf, 1, n, r->trace);
+}
+
+void sd_run_end_batch(struct sd_run *r)
+{
+	r->batch_id++;
+}
+
+static int write_hist(FILE *f, const char *name, const struct sd_hist *h)
+{
+	uint32_t i;
+
+	fprintf(f, "# %s n=%llu sum_ns=%llu min_ns=%llu max_ns=%llu\n", name,
+		(unsigned long long)h->n, (unsigned long long)h->sum_ns,
+		(unsigned long long)(h->n ? h->min_ns : 0), (unsigned long long)h->max_ns);
+	for (i = 0; i < SD_HIST_BUCKETS; i++)
+		if (h->counts[i])
+			fprintf(f, "%s %llu %llu %llu\n", name, (unsigned long long)sd_hist_lower(i),
+				(unsigned long long)sd_hist_upper(i),
+				(unsigned long long)h->counts[i]);
+	return ferror(f);
+}
+
+int sd_run_finish(struct sd_run *r, const char *who)
+{
+	int rc = 0;
+
+	if (r->trace) {
+		if (fclose(r->trace) || rename(r->trace_tmp, r->trace_path)) {
+			fprintf(stderr, "swapdev: %s: %s\n", r->trace_path, strerror(errno));
+			unlink(r->trace_tmp);
+			rc = -1;
+		}
+		r->trace = NULL;
+	}
+	if (r->hist_path) {
+		char *tmp;
+		FILE *f;
+
+		if (asprintf(&tmp, "%s.tmp.%d", r->hist_path, (int)getpid()) < 0)
+			return -1;
+		f = fopen(tmp, "w");
+		if (!f || write_hist(f, "applied", &r->applied) ||
+		    write_hist(f, "target", &r->target) || fclose(f) || rename(tmp, r->hist_path)) {
+			fprintf(stderr, "swapdev: %s: %s\n", r->hist_path, strerror(errno));
+			unlink(tmp);
+			rc = -1;
+		}
+		free(tmp);
+	}
+	if (r->reads + r->writes == 0)
+		return rc; /* a process that never paged (a helper of the real application) */
+	fprintf(stderr,
+		"swapdev %s: %llu swap-ins (%llu pages), %llu swap-outs (%llu pages), "
+		"mean applied delay %llu ns\n",
+		who, (unsigned long long)r->reads, (unsigned long long)r->read_pages,
+		(unsigned long long)r->writes, (unsigned long long)r->write_pages,
+		(unsigned long long)(r->applied.n ? r->applied.sum_ns / r->applied.n : 0));
+	return rc;
+}

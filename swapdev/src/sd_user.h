@@ -1,0 +1,67 @@
+/*
+ * User-space side shared by both backends: run configuration from SWAPDEV_* environment
+ * variables, FCT table loading, the busy-wait, the rmem trace writer and the histogram dump.
+ */
+#ifndef SD_USER_H
+#define SD_USER_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "../core/sd_delay.h"
+
+struct sd_run {
+	struct sd_model model;
+	struct sd_hist applied; /* measured busy-wait per request */
+	struct sd_hist target;  /* what the model asked for */
+	FILE *trace;            /* rmem trace (NULL: off) */
+	char *trace_path;
+	char *trace_tmp;
+	char *hist_path;
+	uint64_t batch_id;
+	uint64_t reads, writes, read_pages, write_pages;
+};
+
+static inline uint64_t sd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t sd_realtime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * Load the model and outputs from the environment:
+ *   SWAPDEV_MODEL       none | fixed | fct-mean | fct-sample (default none)
+ *   SWAPDEV_LATENCY_NS  fixed: per-request latency (ns)
+ *   SWAPDEV_BANDWIDTH_BPS fixed: bandwidth in bit/s (0 or unset: none)
+ *   SWAPDEV_FCT_FILE    fct-mean: "<bytes> <fct_us>" table (export-fct, artifact fcts_*.txt)
+ *                       or "<pages> <fct_ns>" lines (/proc/rmem_cdf) with
+ *                       SWAPDEV_FCT_FORMAT=pages-ns; fct-sample: "<bytes> <cum_prob> <fct_us>"
+ *   SWAPDEV_SEED        fct-sample: PRNG seed (default 1)
+ *   SWAPDEV_TRACE       write an rmem paging trace here (atomically, at exit)
+ *   SWAPDEV_HIST        write the applied/target delay histograms here at exit
+ * On error prints "swapdev: <file>:<line>: ..." to stderr and returns -1.
+ */
+int sd_run_init(struct sd_run *r);
+/* Busy-wait until the request that started at start_ns has taken delay_ns; record it. */
+void sd_run_delay(struct sd_run *r, uint64_t start_ns, uint64_t delay_ns);
+/* Log one remote access (is_read: swap-in) of the current batch and count it. */
+void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages);
+/* Close the current batch (the next sd_run_log starts batch_id + 1). */
+void sd_run_end_batch(struct sd_run *r);
+/* Flush and install the trace and histogram files; print a summary to stderr. */
+int sd_run_finish(struct sd_run *r, const char *who);
+/* Parse an unsigned integer environment variable (default if unset); -1 on bad value. */
+int sd_env_u64(const char *name, uint64_t dflt, uint64_t *out);
+
+#endif

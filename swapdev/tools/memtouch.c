@@ -1,0 +1,177 @@
+/*
+ * memtouch: the device's test and benchmark workload. Maps MIB MiB of anonymous memory,
+ * writes a known pattern over every page, then reads every page back PASSES times
+ * (sequentially, or in a random order with --random), timing the first access of each page
+ * with CLOCK_MONOTONIC and checking every word of it. Prints one JSON object:
+ * per-access latency quantiles of the read passes (ns), the read throughput (GB/s, 1e9 B/s),
+ * major faults, and bad_pages (pages whose content was wrong; 0 means intact).
+ *
+ * With --fork, a child forked after the write pass checks every page too (fork_bad_pages).
+ *
+ *   memtouch MIB [PASSES] [--random] [--seed N] [--fork]
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <time.h>
+
+#define PAGE 4096ul
+#define WORDS (PAGE / 8)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t pattern(uint64_t page, uint64_t word, uint64_t seed)
+{
+	uint64_t z = (page << 9 | word) + seed * 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	return z ^ (z >> 27);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static long majflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_majflt;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t mib = 0, passes = 1, seed = 1, npages, i, p, bad = 0, slow = 0, sum = 0;
+	int rnd = 0, do_fork = 0, a;
+	long fork_bad = -1;
+	uint64_t *mem, *order;
+	uint32_t *lat;
+	uint64_t t0, t_write, t_read = 0;
+	long mf0;
+	size_t n;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--random"))
+			rnd = 1;
+		else if (!strcmp(argv[a], "--fork"))
+			do_fork = 1;
+		else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
+			seed = strtoull(argv[++a], NULL, 10);
+		else if (!mib)
+			mib = strtoull(argv[a], NULL, 10);
+		else
+			passes = strtoull(argv[a], NULL, 10);
+	}
+	if (!mib || !passes) {
+		fprintf(stderr, "usage: memtouch MIB [PASSES] [--random] [--seed N]\n");
+		return 2;
+	}
+	npages = mib * 256;
+	mem = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	order = malloc(npages * sizeof(*order));
+	lat = malloc(npages * passes * sizeof(*lat));
+	if (mem == MAP_FAILED || !order || !lat) {
+		perror("memtouch: allocation");
+		return 2;
+	}
+	madvise(mem, npages * PAGE, MADV_NOHUGEPAGE);
+	for (i = 0; i < npages; i++)
+		order[i] = i;
+	if (rnd) {
+		uint64_t s = seed;
+
+		for (i = npages - 1; i > 0; i--) {
+			uint64_t j, tmp;
+
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			j = (s >> 33) % (i + 1);
+			tmp = order[i];
+			order[i] = order[j];
+			order[j] = tmp;
+		}
+	}
+	t0 = now_ns();
+	for (i = 0; i < npages; i++)
+		for (p = 0; p < WORDS; p++)
+			mem[i * WORDS + p] = pattern(i, p, seed);
+	t_write = now_ns() - t0;
+	if (do_fork) {
+		int status;
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			uint64_t nbad = 0;
+
+			for (i = 0; i < npages; i++)
+				for (p = 0; p < WORDS; p++)
+					if (mem[i * WORDS + p] != pattern(i, p, seed)) {
+						nbad++;
+						break;
+					}
+			_exit(nbad ? 1 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+			perror("memtouch: fork");
+			return 2;
+		}
+		fork_bad = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+	}
+	mf0 = majflt();
+	n = 0;
+	for (p = 0; p < passes; p++) {
+		uint64_t tp = now_ns();
+
+		for (i = 0; i < npages; i++) {
+			uint64_t pg = order[i], w, t1, t2;
+			volatile uint64_t *q = &mem[pg * WORDS];
+
+			t1 = now_ns();
+			w = q[0];
+			t2 = now_ns();
+			lat[n++] = (uint32_t)(t2 - t1 > 0xffffffffu ? 0xffffffffu : t2 - t1);
+			if (w != pattern(pg, 0, seed)) {
+				bad++;
+				continue;
+			}
+			for (w = 1; w < WORDS; w++)
+				if (q[w] != pattern(pg, w, seed)) {
+					bad++;
+					break;
+				}
+		}
+		t_read += now_ns() - tp;
+	}
+	for (i = 0; i < n; i++) {
+		sum += lat[i];
+		slow += lat[i] >= 1000;
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u32);
+	printf("{\"pages\": %llu, \"passes\": %llu, \"accesses\": %zu, \"bad_pages\": %llu, "
+	       "\"slow_accesses\": %llu, \"majflt\": %ld, \"write_s\": %.6f, \"read_s\": %.6f, "
+	       "\"read_gbps\": %.4f, \"mean_ns\": %.1f, \"p50_ns\": %u, \"p90_ns\": %u, "
+	       "\"p99_ns\": %u, \"p995_ns\": %u, \"max_ns\": %u, \"fork_status\": %ld}\n",
+	       (unsigned long long)npages, (unsigned long long)passes, n, (unsigned long long)bad,
+	       (unsigned long long)slow, majflt() - mf0, t_write / 1e9, t_read / 1e9,
+	       (double)(npages * passes * PAGE) / (double)t_read, (double)sum / (double)n,
+	       lat[n / 2], lat[n * 90 / 100], lat[n * 99 / 100], lat[n * 995 / 1000], lat[n - 1],
+	       fork_bad);
+	return bad || fork_bad > 0 ? 1 : 0;
+}
