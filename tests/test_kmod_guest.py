@@ -38,6 +38,8 @@ pytestmark = pytest.mark.skipif(
 # listed size, between listed sizes, and beyond rmem.c's 4095-page table.
 SIZES = [0, 512, 4095, 4096, 8191, 8192, 12288, 32768, 36864, 65536, 1 << 20,
          (1 << 20) + 4096, 4095 * PAGE, 4096 * PAGE, 1 << 30]
+# fct-sample draws: 4 KiB (FCTs 3 or 4 us), 12 KiB (the 8 KiB row), 1 MiB (250/350 us).
+SAMPLE_SIZES = [4096, 12288, 1 << 20] * 100
 
 
 def hand_fcts() -> pd.DataFrame:
@@ -70,6 +72,8 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     table = (inp / "fcts.txt").read_text().splitlines()
     (inp / "rmem_cdf.txt").write_text("\n".join(artifact_pages_ns(table)) + "\n")
     (inp / "sizes.txt").write_text(" ".join(map(str, SIZES)) + "\n")
+    export.export_fct_distribution(hand_fcts(), inp / "dist.txt", kinds=None)
+    (inp / "sizes_sample.txt").write_text(" ".join(map(str, SAMPLE_SIZES)) + "\n")
     proc = subprocess.run([str(RUN), str(out), str(inp)], capture_output=True, text=True,
                           timeout=600)
     results: dict[str, str] = {}
@@ -183,6 +187,22 @@ def test_rmem_cdf_lookup_matches_userspace_core(guest: dict[str, object]) -> Non
     # Reading /proc/rmem_cdf back gives the table in the artifact's format.
     readback = (out / "rmem_cdf_readback.txt").read_text().splitlines()
     assert readback == (inp / "rmem_cdf.txt").read_text().splitlines()
+
+
+def test_fct_sample_draws_match_userspace_core(guest: dict[str, object]) -> None:
+    """/proc/rmem_dist loads an export-fct --distribution table; with the same seed (1)
+    the module's draws are the userspace core's draw for draw."""
+    r = res(guest)
+    inp, out = out_dir(guest, "in"), out_dir(guest, "out")
+    assert r["dist_load_rc"] == "0"
+    kernel = (out / "kernel_sample.txt").read_text().splitlines()
+    user = sd_tool({"SWAPDEV_MODEL": "fct-sample", "SWAPDEV_FCT_FILE": str(inp / "dist.txt"),
+                    "SWAPDEV_SEED": "1"}, SAMPLE_SIZES)
+    assert kernel == user
+    draws = [int(line.split()[1]) for line in kernel]
+    assert set(draws[0::3]) == {3000, 4000}  # the 4 KiB flows' FCTs, both drawn
+    assert set(draws[1::3]) == {4250}
+    assert set(draws[2::3]) == {250000, 350000}
 
 
 def test_rmem_cdf_bad_line_is_rejected(guest: dict[str, object]) -> None:

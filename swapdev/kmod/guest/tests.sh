@@ -2,7 +2,7 @@
 # The rmem driver's guest tests (one boot). Each result is one "key value" line in
 # /host/results.txt; the host's tests/test_kmod_guest.py asserts them. Artifacts for the
 # host: /host/rmem.log (the rmem trace), /host/kernel_lookup.txt, /host/rmem_cdf_readback.txt.
-# Inputs from the host: /opt/rmem/in/{rmem_cdf.txt,sizes.txt}.
+# Inputs from the host: /opt/rmem/in/{rmem_cdf.txt,sizes.txt,dist.txt,sizes_sample.txt}.
 R=/host/results.txt
 : > $R
 res() { echo "$1 $2" >> $R; echo "RESULT $1 $2"; }
@@ -111,6 +111,15 @@ echo fct-mean > /sys/module/rmem/parameters/delay_model
 exec 3<>/proc/rmem_delay
 cat $IN/sizes.txt >&3
 cat <&3 > /host/kernel_lookup.txt
+exec 3>&-
+# fct-sample: the export-fct --distribution table, draws from the module's PRNG (seed 1,
+# no draw before this point) in the order of sizes_sample.txt.
+cat $IN/dist.txt > /proc/rmem_dist
+res dist_load_rc $?
+echo fct-sample > /sys/module/rmem/parameters/delay_model
+exec 3<>/proc/rmem_delay
+cat $IN/sizes_sample.txt >&3
+cat <&3 > /host/kernel_sample.txt
 exec 3>&-
 echo none > /sys/module/rmem/parameters/delay_model
 printf '12 abc\n' > /proc/rmem_cdf 2>/dev/null
