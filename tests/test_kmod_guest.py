@@ -184,7 +184,8 @@ def test_rmem_cdf_lookup_matches_userspace_core(guest: dict[str, object]) -> Non
     assert got[0] == got[4095] == 0 and got[4096] == got[8191] == 3500
     assert got[12288] == 4250 and got[36864] == 9000 and got[65536] == 12500
     assert got[(1 << 20) + 4096] == 300000 and got[1 << 30] == 300000
-    # Reading /proc/rmem_cdf back gives the table in the artifact's format.
+    # Reading /proc/rmem_cdf back gives the artifact's conversion of the export, line for
+    # line (the guest converted it with the README's awk command).
     readback = (out / "rmem_cdf_readback.txt").read_text().splitlines()
     assert readback == (inp / "rmem_cdf.txt").read_text().splitlines()
 

@@ -3,6 +3,7 @@
 # (copied to /opt/rmem/in) and OUT_DIR shared over 9p, and wait for it to power off.
 #   swapdev/kmod/guest/run-tests.sh OUT_DIR IN_DIR [BUILD_DIR]
 # OUT_DIR receives results.txt ("key value" lines), guest.log, console.log and artifacts.
+# RMEM_GUEST_SCRIPT=bench runs bench.sh instead of tests.sh.
 # KVM is not used (it cannot run a stock kernel on this machine kind; see
 # /work/shared/notes/swap-and-rdma.md §6). Times out after RMEM_GUEST_TIMEOUT s (240).
 set -euo pipefail
@@ -20,7 +21,7 @@ gzip -1c "$STAGE/in.cpio" >> "$STAGE/initrd"
 rm -f "$OUT/results.txt"
 timeout "${RMEM_GUEST_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 1024 -smp 2 \
 	-nographic -no-reboot -kernel "$B/vmlinuz" -initrd "$STAGE/initrd" \
-	-append "console=ttyS0 panic=-1 quiet" \
+	-append "console=ttyS0 panic=-1 quiet rmemtest=${RMEM_GUEST_SCRIPT:-tests}" \
 	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
 	-virtfs local,path="$OUT",mount_tag=host,security_model=none,id=host \
 	> "$OUT/console.log" 2>&1 </dev/null

@@ -2,7 +2,7 @@
 # The rmem driver's guest tests (one boot). Each result is one "key value" line in
 # /host/results.txt; the host's tests/test_kmod_guest.py asserts them. Artifacts for the
 # host: /host/rmem.log (the rmem trace), /host/kernel_lookup.txt, /host/rmem_cdf_readback.txt.
-# Inputs from the host: /opt/rmem/in/{rmem_cdf.txt,sizes.txt,dist.txt,sizes_sample.txt}.
+# Inputs from the host: /opt/rmem/in/{fcts.txt,sizes.txt,dist.txt,sizes_sample.txt}.
 R=/host/results.txt
 : > $R
 res() { echo "$1 $2" >> $R; echo "RESULT $1 $2"; }
@@ -104,7 +104,9 @@ res rdma_log_dropped "$(stat_of log_dropped)"
 res rdma_errors "$(stat_of errors)"
 delay_pair rdma 300 2000000 8192000000
 
-cat $IN/rmem_cdf.txt > /proc/rmem_cdf
+# The export-fct table through the README's conversion (rmem/convert_fct_to_ns.py's
+# arithmetic: pages = bytes / 4096, ns = int(us * 1000), both in doubles as Python's).
+awk '{printf "%d %d\n", int($1 / 4096), int($2 * 1000)}' $IN/fcts.txt > /proc/rmem_cdf
 res cdf_load_rc $?
 cat /proc/rmem_cdf > /host/rmem_cdf_readback.txt
 echo fct-mean > /sys/module/rmem/parameters/delay_model
