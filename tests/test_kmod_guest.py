@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -145,17 +146,17 @@ def test_fixed_delay_raises_service_time_ram(guest: dict[str, object]) -> None:
 
 
 def test_fixed_delay_raises_service_time_rdma(guest: dict[str, object]) -> None:
-    """RDMA backend: the applied delay is exact (2 ms + 4 us per 4 KiB request) and the
-    median service time rises by at least 95% of it. The upper side is not bounded here:
-    under TCG a vCPU spinning for 2 ms holds back rxe's packet processing on the shared
-    host cores, which inflates the RDMA part (the RAM test bounds both sides)."""
+    """RDMA backend (rxe): the applied delay is exact (200 us + 4 us per 4 KiB request)
+    and the median service time of 300 O_DIRECT reads rises by it within 25%: the RDMA
+    part itself (about 100 us under TCG) varies with the load on the shared host cores.
+    (Spins of milliseconds inflate it more, see bench/RESULTS.md.)"""
     r = res(guest)
     want = fixed_ns(r, "rdma")
-    assert want == 2004000
+    assert want == 204000
     assert int(r["rdma_fixed_delay_mean_ns"]) == want
     assert int(r["rdma_none_svc_n"]) == int(r["rdma_fixed_svc_n"]) == 300
     delta = int(r["rdma_fixed_svc_p50_ns"]) - int(r["rdma_none_svc_p50_ns"])
-    assert delta >= 0.95 * want, (delta, want)
+    assert abs(delta - want) <= 0.25 * want, (delta, want)
 
 
 def sd_tool(env: dict[str, str], sizes: list[int]) -> list[str]:
@@ -227,6 +228,29 @@ def test_rmem_log_parses_with_the_converter(guest: dict[str, object]) -> None:
     # Every swapped page is in the trace (plus mkswap's and the partition scan's I/O).
     assert pages_in >= int(r["rdma_pswpin"])
     assert pages_out >= int(r["rdma_pswpout"])
+
+
+def test_rmem_log_converts_to_flows(guest: dict[str, object], tmp_path: Path) -> None:
+    """`disaggsim convert` on a sample whose paging trace is the module's log: one memory
+    flow per logged request, the same bytes, reads and writes kept apart."""
+    log = out_dir(guest, "out") / "rmem.log"
+    sample = tmp_path / "sample"
+    sample.mkdir()
+    shutil.copy(log, sample / "node0.rmem")
+    (sample / "meta.json").write_text(json.dumps({
+        "sample": "rmem-guest", "page_bytes": PAGE, "swap_bytes": 128 << 20,
+        "nodes": [{"node": 0, "ip": "10.0.2.15", "paging": "node0.rmem"}]}))
+    cli = Path(sys.executable).parent / "disaggsim"
+    proc = subprocess.run([str(cli), "convert", str(sample), "--out", str(tmp_path / "flows")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    flows = pd.read_parquet(tmp_path / "flows.parquet")
+    trace = paging.read_rmem(log)
+    assert len(flows) == len(trace)
+    assert int(flows["size_bytes"].sum()) == int(trace["size_bytes"].sum())
+    counts = flows["kind"].value_counts()
+    assert counts["mem_read"] == int((trace["op"] == "R").sum())
+    assert counts["mem_write"] == int((trace["op"] == "W").sum())
 
 
 def rdma_counts(line: str) -> dict[str, int]:

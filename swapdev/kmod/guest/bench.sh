@@ -31,6 +31,16 @@ bench() { # NAME
 		t1=$(cut -d' ' -f1 /proc/uptime)
 		res "$1_seq128k_${dir}_MBps" "$(awk -v a=$t0 -v b=$t1 'BEGIN {printf "%.1f", 64 * 1.048576 / (b - a)}')"
 	done
+	# fixed-delay sweep: median service time per configured latency (no bandwidth term)
+	for lat in 0 20000 200000 2000000; do
+		echo $lat > /sys/module/rmem/parameters/latency_ns
+		echo fixed > /sys/module/rmem/parameters/delay_model
+		echo 1 > /proc/rmem_stats
+		dd if=/dev/rmem0 of=/dev/null bs=4096 count=300 iflag=direct 2>/dev/null
+		res "$1_fixed${lat}_svc_p50_ns" "$(stat_of svc_p50_ns)"
+		res "$1_fixed${lat}_delay_mean_ns" "$(stat_of delay_mean_ns)"
+	done
+	echo none > /sys/module/rmem/parameters/delay_model
 	mkswap /dev/rmem0 >/dev/null && swapon /dev/rmem0
 	echo 16M > $CG/memory.max
 	res "$1_memtouch" "$(sh -c "echo \$\$ > $CG/cgroup.procs; exec /opt/rmem/memtouch 64 1")"
