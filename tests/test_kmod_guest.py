@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,7 +106,7 @@ def out_dir(guest: dict[str, object], name: str) -> Path:
 
 def test_guest_kernel_and_rxe(guest: dict[str, object]) -> None:
     r = res(guest)
-    assert r["kernel"] == "6.12.117+deb12-amd64"
+    assert re.fullmatch(r"6\.12\.\d+\+deb12-amd64", r["kernel"])  # Debian's own kernel
     assert r["rxe_add_rc"] == "0" and r["rxe_state"] == "ACTIVE"
     assert r["server_ready"] == "1"
     assert r["rdma_insmod_rc"] == "0" and r["rdma_connected"] == "1"

@@ -14,7 +14,16 @@
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 B=$(mkdir -p "${1:-$REPO/build/kmod-guest}" && cd "${1:-$REPO/build/kmod-guest}" && pwd)
-KVER=6.12.117+deb12-amd64
+# The kernel: RMEM_GUEST_KVER, else the one already cached, else the newest Debian 6.12
+# image apt knows (bookworm-security replaces old ABIs, so no version is pinned; tested with
+# 6.12.117+deb12-amd64).
+KVER=${RMEM_GUEST_KVER:-}
+[ -z "$KVER" ] && [ -e "$B/root/.stamp" ] && KVER=$(cat "$B/root/.stamp")
+if [ -z "$KVER" ]; then
+	KVER=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb12-amd64$' |
+		awk '{print $1}' | sed 's/^linux-image-//' | sort -V | tail -1)
+fi
+[ -n "$KVER" ] || { echo "build-image: no linux-image-6.12.*+deb12-amd64 in apt (apt-get update?)" >&2; exit 2; }
 PKGS="linux-image-$KVER linux-headers-$KVER linux-headers-${KVER%-amd64}-common linux-kbuild-${KVER%-amd64}"
 R=$B/root
 HDR=$R/usr/src/linux-headers-$KVER
@@ -23,15 +32,15 @@ for tool in qemu-system-x86_64 busybox pahole cpio xz depmod modprobe rdma gcc; 
 	command -v $tool >/dev/null || { echo "build-image: $tool not found (make deps)" >&2; exit 2; }
 done
 
-if [ ! -e "$R/.stamp" ]; then
+if [ "$(cat "$R/.stamp" 2>/dev/null)" != "$KVER" ]; then
 	mkdir -p "$B/debs"
 	(cd "$B/debs" && for p in $PKGS; do ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p"; done)
 	rm -rf "$R" && mkdir -p "$R"
-	for f in "$B"/debs/*.deb; do dpkg -x "$f" "$R"; done
+	for p in $PKGS; do dpkg -x "$(ls "$B"/debs/${p}_*.deb | head -1)" "$R"; done
 	# The headers' Makefile includes the -common tree by absolute path.
 	sed -i "s|^include /usr/src/|include $R/usr/src/|" "$HDR/Makefile"
 	depmod -b "$R" "$KVER"
-	touch "$R/.stamp"
+	echo "$KVER" > "$R/.stamp"
 fi
 cp "$R/boot/vmlinuz-$KVER" "$B/vmlinuz"
 

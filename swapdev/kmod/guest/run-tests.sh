@@ -5,7 +5,7 @@
 # OUT_DIR receives results.txt ("key value" lines), guest.log, console.log and artifacts.
 # RMEM_GUEST_SCRIPT=bench runs bench.sh instead of tests.sh.
 # KVM is not used (it cannot run a stock kernel on this machine kind; see
-# /work/shared/notes/swap-and-rdma.md §6). Times out after RMEM_GUEST_TIMEOUT s (240).
+# /work/shared/notes/swap-and-rdma.md §6). Times out after RMEM_GUEST_TIMEOUT s (480; a run takes about 100 s).
 set -euo pipefail
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 IN=$(cd "$2" && pwd)
@@ -19,7 +19,7 @@ cp "$IN"/* "$STAGE/opt/rmem/in/"
 cat "$B/base.cpio.gz" > "$STAGE/initrd"
 gzip -1c "$STAGE/in.cpio" >> "$STAGE/initrd"
 rm -f "$OUT/results.txt"
-timeout "${RMEM_GUEST_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 1024 -smp 2 \
+timeout "${RMEM_GUEST_TIMEOUT:-480}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 1024 -smp 2 \
 	-nographic -no-reboot -kernel "$B/vmlinuz" -initrd "$STAGE/initrd" \
 	-append "console=ttyS0 panic=-1 quiet rmemtest=${RMEM_GUEST_SCRIPT:-tests}" \
 	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
