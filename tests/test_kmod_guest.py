@@ -122,7 +122,10 @@ def test_swap_keeps_data_over_4x_the_limit(guest: dict[str, object], backend: st
     stats = json.loads(r[f"{backend}_memtouch_json"])
     assert stats["pages"] == mib * 256
     assert stats["bad_pages"] == 0  # every word of every page read back intact
-    # At most `limit` MiB stay resident: the rest went out to rmem0 and came back.
+    # The group stayed well below its data (memory.high = limit, the peak includes the
+    # overshoot before reclaim catches up), so most pages went out to rmem0 and came back.
+    assert int(r[f"{backend}_high_events"]) > 0
+    assert int(r[f"{backend}_peak_bytes"]) <= (mib << 20) // 2
     assert int(r[f"{backend}_pswpout"]) >= (mib - limit) * 256
     assert int(r[f"{backend}_pswpin"]) >= (mib - limit) * 256
     assert r[f"{backend}_swapoff_rc"] == "0"
@@ -274,6 +277,16 @@ def test_unload_is_clean(guest: dict[str, object]) -> None:
     assert after["cm_id"] == before["cm_id"] + 1  # the server's listening id
     # After the server is gone too: exactly the resources of a fresh rxe device.
     assert rdma_counts(r["rdma_res_after_kill"]) == before
+
+
+def test_bad_parameters_and_refused_connection(guest: dict[str, object]) -> None:
+    r = res(guest)
+    # busybox insmod retries a failed finit_module with init_module: one message per try.
+    assert r["badparam_insmod_rc"] == "22" and int(r["badparam_dmesg"]) >= 1  # EINVAL
+    assert r["refused_insmod_rc"] == "111" and int(r["refused_dmesg"]) >= 1  # ECONNREFUSED
+    # The failed connect released its PD, CQ, QP and CM id.
+    assert r["rdma_res_after_refused"] == r["rdma_res_server_idle"]
+    assert r["badmodel_rc"] != "0" and r["badmodel_model"] == "none"
 
 
 def test_killed_server_fails_io_without_hang(guest: dict[str, object]) -> None:
