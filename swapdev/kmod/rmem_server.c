@@ -75,6 +75,7 @@ static void on_connect_request(struct rdma_cm_id *id, const struct rdma_conn_par
 	struct ibv_qp_init_attr attr = { 0 };
 	struct rdma_conn_param param = { 0 };
 	struct rmem_accept_data ad = { 0 };
+	struct ibv_device_attr dev;
 	struct ibv_cq *cq;
 	int i = pd_for(id->verbs);
 
@@ -105,17 +106,21 @@ static void on_connect_request(struct rdma_cm_id *id, const struct rdma_conn_par
 	ad.rkey = htole32(pds[i].mr->rkey);
 	param.private_data = &ad;
 	param.private_data_len = sizeof(ad);
-	/* Serve as many outstanding RDMA READs as the client initiates. */
-	param.responder_resources = req->initiator_depth;
-	param.initiator_depth = req->responder_resources;
+	/* Serve as many outstanding RDMA READs as the client initiates, up to the device's limit. */
+	if (ibv_query_device(id->verbs, &dev))
+		goto reject_qp;
+	param.responder_resources = req->initiator_depth < dev.max_qp_rd_atom ?
+					    req->initiator_depth : dev.max_qp_rd_atom;
+	param.initiator_depth = req->responder_resources < dev.max_qp_init_rd_atom ?
+					req->responder_resources : dev.max_qp_init_rd_atom;
 	param.rnr_retry_count = 7;
-	if (rdma_accept(id, &param)) {
-		rdma_destroy_qp(id);
-		goto reject_cq;
-	}
+	if (rdma_accept(id, &param))
+		goto reject_qp;
 	printf("accepted client, rkey 0x%x\n", pds[i].mr->rkey);
 	fflush(stdout);
 	return;
+reject_qp:
+	rdma_destroy_qp(id);
 reject_cq:
 	ibv_destroy_cq(cq);
 reject:
