@@ -30,8 +30,9 @@
  *                      read lists the non-zero entries in the same format.
  *   /proc/rmem_dist    write "<bytes> <cum_prob> <fct_us>" lines (export-fct --distribution)
  *                      for fct-sample; replaced on close.
- *   /proc/rmem_delay   write sizes in bytes; read "<size_bytes> <delay_ns>" per size under
- *                      the current model (the lookup, for checking a loaded table).
+ *   /proc/rmem_delay   write sizes in bytes (each write() holds whole numbers, at most a
+ *                      page); read "<size_bytes> <delay_ns>" per size under the current
+ *                      model, on the same open file (the lookup, for checking a table).
  *   /proc/rmem_log     read drains the trace: "<batch_id> <time_us> <±page> <npages>" lines
  *                      (epoch µs; '-' = read/swap-in), traces/paging.py read_rmem's format.
  *   /proc/rmem_stats   "key value" lines: request counts, per-request service time (queue_rq
