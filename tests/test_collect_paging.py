@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
@@ -27,9 +26,10 @@ from disaggsim.traces.collect_paging import (
     assign_batches,
     attribute_requests,
     group_requests,
-    rmem_lines,
+    rmem_rows,
     write_node_paging,
 )
+from disaggsim.traces.paging import read_rmem_meta, write_rmem
 
 DEV = (7 << 20) | 0
 
@@ -69,7 +69,7 @@ def test_followup_records_join_their_queue_record() -> None:
     assert loose == [stray]
 
 
-def test_batches_end_at_unplug_and_share_first_timestamp() -> None:
+def test_batches_end_at_unplug_and_share_first_timestamp(tmp_path: Path) -> None:
     records = [
         rec(10_000, BLK_TA_QUEUE, pid=5, sector=0, write=True),
         rec(11_000, BLK_TA_QUEUE, pid=5, sector=8, write=True),
@@ -82,10 +82,13 @@ def test_batches_end_at_unplug_and_share_first_timestamp() -> None:
     attribute_requests(reqs, {5: 0, 6: 0})
     assign_batches(reqs, loose)
     assert [r.batch_id for r in reqs] == [0, 0, 1, 2, 3]
-    lines = rmem_lines(reqs, t0_ns=10_000)
-    # "<batch> <us since t0> <+out/-in><page> <npages>"
-    # Pages 0 and 1 of batch 0 are contiguous: one line of 2 pages.
-    assert lines == ["0 0 +0 2\n", "1 3 +2 1\n", "2 4 -3 1\n", "3 4990 +4 1\n"]
+    rows = rmem_rows(reqs, t0_ns=10_000)
+    # (batch, µs since t0, op, page, npages); pages 0 and 1 of batch 0 are contiguous: one
+    # row of 2 pages.
+    assert rows.to_records(index=False).tolist() == [
+        (0, 0, "W", 0, 2), (1, 3, "W", 2, 1), (2, 4, "R", 3, 1), (3, 4990, "W", 4, 1)]
+    write_rmem(rows, tmp_path / "n.rmem")  # "<batch> <µs> <+out/-in><page> <npages>"
+    assert (tmp_path / "n.rmem").read_text() == "0 0 +0 2\n1 3 +2 1\n2 4 -3 1\n3 4990 +4 1\n"
 
 
 def test_write_node_paging_files(tmp_path: Path) -> None:
@@ -101,8 +104,7 @@ def test_write_node_paging_files(tmp_path: Path) -> None:
     assert (tmp_path / "node0.rmem").read_text() == "0 1 +1 1\n"
     assert (tmp_path / "node1.rmem").read_text() == "0 3 -1 1\n"
     assert (tmp_path / "unattributed.rmem").read_text() == "0 5 -1000 1\n"
-    meta = json.loads((tmp_path / "node0.rmem.meta").read_text())
-    assert meta == {"start_time_us": 1_700_000_000_000_000}
+    assert read_rmem_meta(tmp_path / "node0.rmem.meta") == 1_700_000_000_000_000
     node0 = read_blktrace(tmp_path / "node0.swap")
     assert [(r.act, r.cpu, r.sequence) for r in node0] == [
         (BLK_TA_QUEUE, 1, 1), (BLK_TA_COMPLETE, 0, 1)]

@@ -26,7 +26,7 @@ Output layout (what ``disaggsim convert`` reads)::
 Times: blktrace records carry CLOCK_MONOTONIC ns (``trace_clock=mono``); add
 ``meta["trace_clock_offset_ns"]`` (CLOCK_REALTIME - CLOCK_MONOTONIC at the start) to get unix
 ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time zero; the rmem
-timestamps are µs since it (``nodeN.rmem.meta``: ``{"start_time_us": ...}``).
+timestamps are µs since it (``nodeN.rmem.meta``: that time as an integer of unix µs).
 
 Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM
 (:class:`~disaggsim.traces.collect_env.UndoStack`): every undo step runs even if another

@@ -26,13 +26,13 @@ form a batch and share the batch's first timestamp.
 
 from __future__ import annotations
 
-import json
-import os
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+
+import pandas as pd
 
 from disaggsim.traces.blktrace import SECTOR_BYTES
 from disaggsim.traces.collect_blk import (
@@ -43,6 +43,7 @@ from disaggsim.traces.collect_blk import (
     BlkRecord,
     PerCpuWriter,
 )
+from disaggsim.traces.paging import write_rmem
 
 PAGE_BYTES: Final = 4096
 SECTORS_PER_PAGE: Final = PAGE_BYTES // SECTOR_BYTES
@@ -183,11 +184,12 @@ def assign_batches(requests: list[SwapRequest], loose: list[BlkRecord]) -> None:
         open_batch[key] = (req.batch_id, req.batch_time_ns, t)
 
 
-def rmem_lines(requests: list[SwapRequest], t0_ns: int) -> list[str]:
-    """Format requests as ``rmem`` lines, timestamps in µs since ``t0_ns`` (trace clock).
+def rmem_rows(requests: list[SwapRequest], t0_ns: int) -> pd.DataFrame:
+    """The requests as ``rmem`` rows (``paging.write_rmem`` columns ``batch_id, time_us, op,
+    page, npages``), timestamps in µs since ``t0_ns`` (trace clock).
 
     Within a batch, requests of the same direction on consecutive pages (the block layer
-    would merge them, ``M`` records) become one line ``start_page npages``. Batch ids are
+    would merge them, ``M`` records) become one row ``page npages``. Batch ids are
     renumbered 0, 1, ... in order within the given requests (one node's file). Requests
     queued before ``t0_ns`` are clamped to timestamp 0.
     """
@@ -202,13 +204,15 @@ def rmem_lines(requests: list[SwapRequest], t0_ns: int) -> list[str]:
             continue
         ts_us = max(0, req.batch_time_ns - t0_ns) // 1000
         runs.append([bid, ts_us, w, req.start_page, req.npages])
-    return [f"{b} {t} {'+' if w else '-'}{p} {n}\n" for b, t, w, p, n in runs]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    return pd.DataFrame(
+        {
+            "batch_id": [r[0] for r in runs],
+            "time_us": [r[1] for r in runs],
+            "op": ["W" if r[2] else "R" for r in runs],
+            "page": [r[3] for r in runs],
+            "npages": [r[4] for r in runs],
+        }
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +238,8 @@ def write_node_paging(
 
     Writes ``nodeN.swap.blktrace.<cpu>`` (the node's requests, all their records, plus the
     plug/unplug records of the node's tasks), ``nodeN.rmem`` and ``nodeN.rmem.meta``
-    (JSON ``{"start_time_us": ...}``: unix µs of the trace's time zero ``t0_ns``) for every
-    node, and ``unattributed.swap.blktrace.<cpu>`` / ``unattributed.rmem`` for the rest.
+    (an integer: unix µs of the trace's time zero ``t0_ns``), both by ``paging.write_rmem``,
+    for every node, and ``unattributed.swap.blktrace.<cpu>`` / ``unattributed.rmem`` for the rest.
     ``swap_records`` must be time-ordered records of the swap device only. ``keep_actions``
     limits the action codes written to the blktrace files (None: all); attribution and
     batching always use all records.
@@ -259,10 +263,9 @@ def write_node_paging(
             if keep_actions is None or rec.act in keep_actions:
                 writer.write(rec)
         writer.close()
-        _write_atomic(out_dir / f"{name}.rmem", "".join(rmem_lines(by_node.get(node, []), t0_ns)))
-        _write_atomic(
-            out_dir / f"{name}.rmem.meta", json.dumps({"start_time_us": start_time_us}) + "\n"
-        )
+        # The rmem format has one writer, next to its reader (traces/paging.py).
+        write_rmem(rmem_rows(by_node.get(node, []), t0_ns), out_dir / f"{name}.rmem",
+                   start_time_us=start_time_us)
     by_method: dict[str, int] = defaultdict(int)
     ins: dict[int, int] = defaultdict(int)
     outs: dict[int, int] = defaultdict(int)

@@ -457,7 +457,9 @@ def write_rmem(
         raise ValueError("write_rmem: op must be 'R' or 'W'")
     if (df["npages"] <= 0).any() or (df["page"] < 0).any() or (df["time_us"] < 0).any():
         raise ValueError("write_rmem: npages must be > 0, page and time_us >= 0")
-    sign = np.where(ops == "R", "-", "")
+    # Batch form: '-' swap-in (read), '+' swap-out (write), as the collector has always written
+    # and the README documents; the indexed form signs only the timestamps of reads.
+    sign = np.where(ops == "R", "-", "+" if form == "batch" else "")
     batch = df["batch_id"].astype(np.int64).astype(str).to_numpy()
     ts = df["time_us"].astype(np.int64).astype(str).to_numpy()
     page = df["page"].astype(np.int64).astype(str).to_numpy()
