@@ -11,7 +11,7 @@ Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run
 - ``uffd``: ``libswapdev_uffd.so`` preloaded into the application; it keeps a local-memory
   budget itself and resolves every fault with userfaultfd (microsecond accuracy).
 
-Every machine change is pushed on an :class:`contextlib.ExitStack` with its undo (using
+Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
 ``disaggsim.traces.collect_env``), so the machine is left as found on success, on error and
 on SIGINT.
 """
@@ -223,7 +223,7 @@ def _umount_if_mounted(mountpoint: Path) -> None:
 
 
 def fuse_loop_device(
-    stack: contextlib.ExitStack, work: Path, size_bytes: int, model: DelayModel
+    stack: env.UndoStack, work: Path, size_bytes: int, model: DelayModel
 ) -> SwapDevice:
     """Start ``swapdev-fuse`` (``size_bytes`` of RAM, mlocked as touched) on ``work/mnt`` and
     a direct-I/O loop device on its ``dev.img``; undo on ``stack``. ``memcg`` is unset.
@@ -256,7 +256,7 @@ def fuse_loop_device(
 
 
 def swap_device(
-    stack: contextlib.ExitStack,
+    stack: env.UndoStack,
     work: Path,
     size_bytes: int,
     limit_bytes: int,
@@ -311,7 +311,7 @@ def run_memtouch_swap(
     size = swap_bytes if swap_bytes is not None else 2 * mib * 2**20
     argv = [str(build_dir() / "memtouch"), str(mib), str(passes)]
     argv += ["--random"] if random_order else []
-    with contextlib.ExitStack() as stack:
+    with env.UndoStack() as stack:
         stack.enter_context(page_cluster(page_cluster_value))
         dev = swap_device(stack, work, size, limit_bytes, model)
         proc = run_in_memcg(dev.memcg, argv, timeout_s)

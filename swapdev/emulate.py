@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from disaggsim.sim.config import ConfigError, _find_line, _format_loc, _parse
 from disaggsim.swapdev import device
+from disaggsim.traces import collect_env
 from disaggsim.traces._atomic import atomic_path
 
 
@@ -155,7 +156,7 @@ def _run_once(cfg: EmulateConfig, model: device.DelayModel, work: Path) -> float
         )
         jct = time.monotonic() - start
     else:
-        with contextlib.ExitStack() as stack:
+        with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))
             size = max(2 * cfg.app.working_set_bytes, 64 << 20)
             dev = device.swap_device(stack, work, size - size % 4096, local, model)

@@ -238,15 +238,15 @@ def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_pa
         "ns3::NoSuchClass::X" = 2
         """
     )
-    config = _config(tmp_path, extra, protocols='["tcp", "dctcp", "phost"]')
+    config = _config(tmp_path, extra, protocols='["tcp", "dctcp", "homa"]')
     with pytest.raises(CampaignError) as err:
         run_campaign(config, progress=False)
     lines = str(err.value).splitlines()
     assert lines[0].endswith("tiny.toml: 3 problem(s) found before any run:")
     assert lines[1].startswith(
-        f"{config}:19: grid.protocols[2]: protocol 'phost' is not implemented"
+        f"{config}:19: grid.protocols[2]: protocol 'homa' is not implemented"
     )
-    assert "expected one of dctcp, ideal, pfabric, tcp" in lines[1]
+    assert "expected one of dctcp, fastpass, ideal, pfabric, phost, tcp" in lines[1]
     assert lines[2].startswith(
         f'{config}:28: attributes."ns3::TcpSocketBase::NoSuchAttribute": '
         "attribute 'ns3::TcpSocketBase::NoSuchAttribute': ns3::TcpSocketBase has no attribute"

@@ -326,13 +326,20 @@ def test_task_killed_by_slurm_is_reported_and_resubmitted(cluster, tmp_path):
 
 
 def test_run_failing_inside_its_task_is_reported_with_its_error(cluster, tmp_path):
-    """A run the ns-3 program rejects fails in its task; the task's other run is kept."""
+    """A run the ns-3 program rejects fails in its task; the task's other run is kept.
+
+    The bad value passes the campaign's preflight (which checks protocol and attribute
+    names, not values) and makes ns-3 abort ("Can't Parse Time bogus") inside the task.
+    """
     grid = """
     [grid]
-    protocols = ["tcp", "nosuchproto"]
+    protocols = ["tcp", "dctcp"]
     rates_gbps = [40]
     scopes = ["datacenter"]
     seeds = [1]
+
+    [protocols.dctcp.attributes]
+    "ns3::TcpSocketBase::MinRto" = "bogus"
     """
     config = _config(tmp_path, "failing", 'executor = "slurm"\nslurm_tasks = 1\n', grid, 12)
     with pytest.raises(CampaignError) as info:
@@ -342,7 +349,7 @@ def test_run_failing_inside_its_task_is_reported_with_its_error(cluster, tmp_pat
     assert f"slurm array {job_id}: 1 of 2 runs not done" in message
     # the task ran to its end (exit 1 -> FAILED) and named the failed run and its error
     assert f"array task {job_id}_0 (Slurm state FAILED;" in message
-    assert "websearch nosuchproto 40Gbps datacenter seed=1: RunError:" in message
+    assert "websearch dctcp 40Gbps datacenter seed=1: RunError:" in message
     assert "websearch tcp" not in message
     assert len(list((tmp_path / "failing" / "runs").glob("*/done.json"))) == 1
 
