@@ -64,6 +64,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
+from disaggsim.traces.apps.pgbench import PgbenchConfig
 from disaggsim.traces.collect_apps import (
     AppConfig,
     Cluster,
@@ -104,7 +105,8 @@ class CollectConfig(BaseModel):
     """What to run and record (``disaggsim collect``). Sizes in bytes, times in seconds.
 
     - ``sample``: the sample's name (meta.json ``sample``).
-    - ``apps``: applications run together on the cluster (``memcached-ycsb``, ``dask-sort``).
+    - ``apps``: applications run together on the cluster (``memcached-ycsb``, ``dask-sort``,
+      ``postgres-pgbench``).
     - ``duration_s``: traced phase; memcached-ycsb runs this long, dask-sort runs to the end
       of the job (then ``duration_s`` only bounds its timeout).
     - ``memory_limit_fraction``: memcg limit / working set (paper §3.1-3.2: 0.25).
@@ -171,6 +173,14 @@ PRESETS: Final[dict[str, CollectConfig]] = {
         sample="dask-sort-large",
         apps=[DaskSortConfig(files_per_node=4, records_per_file=100_000, reducers_per_node=2)],
         duration_s=90, calibration_duration_s=90,
+    ),
+    "postgres-pgbench": CollectConfig(
+        sample="postgres-pgbench",
+        # shared_buffers (192 MB) holds the prewarmed accounts table + index (~150 MB); the
+        # 25 % limit leaves ~a third of it resident, so account reads swap pages back in.
+        apps=[PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=100)],
+        duration_s=8, calibration_duration_s=8, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+        disk_bytes=1 * GIB, swap_bytes=1 * GIB,
     ),
     "smoke": CollectConfig(
         sample="smoke",
