@@ -65,6 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
 from disaggsim.traces.apps.pgbench import PgbenchConfig
+from disaggsim.traces.apps.spark import SparkConfig
 from disaggsim.traces.collect_apps import (
     AppConfig,
     Cluster,
@@ -181,6 +182,51 @@ PRESETS: Final[dict[str, CollectConfig]] = {
         apps=[PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=100)],
         duration_s=8, calibration_duration_s=8, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
         disk_bytes=1 * GIB, swap_bytes=1 * GIB,
+    ),
+    # Spark (PySpark jobs on a standalone cluster; traces/apps/spark.py). At 25 % the JVMs'
+    # own heaps and code thrash: the 1.2 M-word WordCount at 25 % made 750 k swap requests in
+    # 61 s (91 MB of traces), so the bundled samples use 50 % and small inputs, keeping only
+    # Q/D/C block records; the *-large presets are the release-size traces at 25 %.
+    "spark-wordcount": CollectConfig(
+        sample="spark-wordcount",
+        apps=[SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=5_000)],
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+        memory_limit_fraction=0.5, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+    ),
+    "spark-sort": CollectConfig(
+        sample="spark-sort",
+        apps=[SparkConfig(job="sort", splits_per_node=2, records_per_split=25_000)],
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+        memory_limit_fraction=0.5, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+    ),
+    "spark-pagerank": CollectConfig(
+        sample="spark-pagerank",
+        apps=[SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=20_000,
+                          graph_scale=14, iterations=5)],
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+        memory_limit_fraction=0.5, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+    ),
+    "spark-wordcount-large": CollectConfig(
+        sample="spark-wordcount-large",
+        apps=[SparkConfig(job="wordcount", splits_per_node=4, lines_per_split=50_000)],
+        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+    ),
+    "spark-sort-large": CollectConfig(
+        sample="spark-sort-large",
+        apps=[SparkConfig(job="sort", splits_per_node=4, records_per_split=100_000)],
+        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+    ),
+    "spark-pagerank-large": CollectConfig(
+        sample="spark-pagerank-large",
+        apps=[SparkConfig(job="pagerank", splits_per_node=4, edges_per_split=200_000,
+                          graph_scale=18, iterations=10)],
+        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+    ),
+    "postgres-pgbench-large": CollectConfig(
+        sample="postgres-pgbench-large",
+        apps=[PgbenchConfig(scale=50, shared_buffers_mb=1024, clients_per_node=8,
+                            rate_tps=400)],
+        duration_s=60, calibration_duration_s=60, swap_bytes=4 * GIB,
     ),
     "smoke": CollectConfig(
         sample="smoke",
