@@ -7,7 +7,7 @@ VENV := .venv
 BUILD := build
 APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja-build g++ \
 	pkg-config tcpdump blktrace memcached iproute2 kmod util-linux e2fsprogs procps psmisc \
-	postgresql
+	postgresql openjdk-17-jre-headless
 JOBS ?= 2
 
 .PHONY: all deps venv build quickstart test lint clean
