@@ -185,27 +185,29 @@ PRESETS: Final[dict[str, CollectConfig]] = {
     ),
     # Spark (PySpark jobs on a standalone cluster; traces/apps/spark.py). The JVMs page
     # heavily: a 1.2 M-word WordCount at 25 % made 750 k swap requests in 61 s (91 MB of
-    # traces), a 300 k-word one at 50 % 360 k in 36 s (30 MB; both before young_gen_mb), so
-    # the bundled samples use 50 %, small inputs and Q/D/C block records; the *-large presets
-    # are the release-size traces at the paper's 25 %.
+    # traces), a 300 k-word one at 50 % 360 k in 36 s (30 MB; both before young_gen_mb) and
+    # a 150 k-word one at 50 % 205 k in 12 s (17 MB), so the bundled samples use 75 %, small
+    # inputs and keep only the block issue records (D: what convert reads; Q/D/C made 8-11 MB
+    # samples, 90 % of it swap blktrace); the *-large presets are the release-size traces at
+    # the paper's 25 % with every record.
     "spark-wordcount": CollectConfig(
         sample="spark-wordcount",
         apps=[SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=2_500)],
-        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
-        memory_limit_fraction=0.5, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
+        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
     ),
     "spark-sort": CollectConfig(
         sample="spark-sort",
         apps=[SparkConfig(job="sort", splits_per_node=2, records_per_split=15_000)],
-        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
-        memory_limit_fraction=0.5, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
+        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
     ),
     "spark-pagerank": CollectConfig(
         sample="spark-pagerank",
         apps=[SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=20_000,
                           graph_scale=14, iterations=3)],
-        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
-        memory_limit_fraction=0.5, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
+        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
     ),
     "spark-wordcount-large": CollectConfig(
         sample="spark-wordcount-large",
