@@ -9,7 +9,8 @@ APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja
 	pkg-config tcpdump blktrace memcached iproute2 kmod util-linux e2fsprogs procps psmisc \
 	slurmctld slurmd slurm-client munge fuse3 libfuse3-dev \
 	qemu-system-x86 busybox-static dwarves rdma-core ibverbs-providers libibverbs-dev \
-	librdmacm-dev cpio xz-utils
+	librdmacm-dev cpio xz-utils \
+	postgresql openjdk-17-jre-headless
 JOBS ?= 2
 
 .PHONY: all deps venv build quickstart test test-guest lint clean

@@ -64,6 +64,8 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
+from disaggsim.traces.apps.pgbench import PgbenchConfig
+from disaggsim.traces.apps.spark import SparkConfig
 from disaggsim.traces.collect_apps import (
     AppConfig,
     Cluster,
@@ -104,7 +106,8 @@ class CollectConfig(BaseModel):
     """What to run and record (``disaggsim collect``). Sizes in bytes, times in seconds.
 
     - ``sample``: the sample's name (meta.json ``sample``).
-    - ``apps``: applications run together on the cluster (``memcached-ycsb``, ``dask-sort``).
+    - ``apps``: applications run together on the cluster (``memcached-ycsb``, ``dask-sort``,
+      ``postgres-pgbench``).
     - ``duration_s``: traced phase; memcached-ycsb runs this long, dask-sort runs to the end
       of the job (then ``duration_s`` only bounds its timeout).
     - ``memory_limit_fraction``: memcg limit / working set (paper §3.1-3.2: 0.25).
@@ -171,6 +174,62 @@ PRESETS: Final[dict[str, CollectConfig]] = {
         sample="dask-sort-large",
         apps=[DaskSortConfig(files_per_node=4, records_per_file=100_000, reducers_per_node=2)],
         duration_s=90, calibration_duration_s=90,
+    ),
+    "postgres-pgbench": CollectConfig(
+        sample="postgres-pgbench",
+        # shared_buffers (192 MB) holds the prewarmed accounts table + index (~150 MB); the
+        # 25 % limit leaves ~a third of it resident, so account reads swap pages back in.
+        apps=[PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=100)],
+        duration_s=8, calibration_duration_s=8, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+        disk_bytes=1 * GIB, swap_bytes=1 * GIB,
+    ),
+    # Spark (PySpark jobs on a standalone cluster; traces/apps/spark.py). The JVMs page
+    # heavily: a 1.2 M-word WordCount at 25 % made 750 k swap requests in 61 s (91 MB of
+    # traces), a 300 k-word one at 50 % 360 k in 36 s (30 MB; both before young_gen_mb) and
+    # a 150 k-word one at 50 % 205 k in 12 s (17 MB), so the bundled samples use 75 %, small
+    # inputs and keep only the block issue records (D: what convert reads; Q/D/C made 8-11 MB
+    # samples, 90 % of it swap blktrace); the *-large presets are the release-size traces at
+    # the paper's 25 % with every record.
+    "spark-wordcount": CollectConfig(
+        sample="spark-wordcount",
+        apps=[SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=2_500)],
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
+        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+    ),
+    "spark-sort": CollectConfig(
+        sample="spark-sort",
+        apps=[SparkConfig(job="sort", splits_per_node=2, records_per_split=15_000)],
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
+        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+    ),
+    "spark-pagerank": CollectConfig(
+        sample="spark-pagerank",
+        apps=[SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=20_000,
+                          graph_scale=14, iterations=3)],
+        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
+        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+    ),
+    "spark-wordcount-large": CollectConfig(
+        sample="spark-wordcount-large",
+        apps=[SparkConfig(job="wordcount", splits_per_node=4, lines_per_split=50_000)],
+        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+    ),
+    "spark-sort-large": CollectConfig(
+        sample="spark-sort-large",
+        apps=[SparkConfig(job="sort", splits_per_node=4, records_per_split=100_000)],
+        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+    ),
+    "spark-pagerank-large": CollectConfig(
+        sample="spark-pagerank-large",
+        apps=[SparkConfig(job="pagerank", splits_per_node=4, edges_per_split=200_000,
+                          graph_scale=18, iterations=10)],
+        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+    ),
+    "postgres-pgbench-large": CollectConfig(
+        sample="postgres-pgbench-large",
+        apps=[PgbenchConfig(scale=50, shared_buffers_mb=1024, clients_per_node=8,
+                            rate_tps=400)],
+        duration_s=60, calibration_duration_s=60, swap_bytes=4 * GIB,
     ),
     "smoke": CollectConfig(
         sample="smoke",

@@ -13,7 +13,12 @@ Applications (both real programs from Debian/PyPI, with traffic crossing nodes):
   (:mod:`disaggsim.traces.apps.ycsb`, pymemcache) on every other node;
 - ``dask-sort``: a Dask distributed scheduler on node 0, one worker per node with its local
   directory on the node's data disk, sorting sort-benchmark records
-  (:mod:`disaggsim.traces.apps.dask_sort`).
+  (:mod:`disaggsim.traces.apps.dask_sort`);
+- ``postgres-pgbench``: Debian's PostgreSQL on node 0, ``pgbench`` TPC-B-like clients on every
+  other node, the SQL workload (:mod:`disaggsim.traces.apps.pgbench`);
+- ``spark``: a Spark standalone cluster (PyPI pyspark, Debian OpenJDK), master and driver on
+  node 0, a worker and its executor on every node, running WordCount, Sort or PageRank
+  (:mod:`disaggsim.traces.apps.spark`, :mod:`disaggsim.traces.apps.spark_jobs`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from disaggsim.traces.apps.pgbench import PgbenchConfig, PostgresPgbench
+from disaggsim.traces.apps.spark import SparkConfig, SparkStandalone
 from disaggsim.traces.collect_env import (
     UndoStack,
     node_ip,
@@ -72,7 +79,8 @@ class DaskSortConfig(BaseModel):
     port: int = 8786
 
 
-AppConfig = Annotated[MemcachedYcsbConfig | DaskSortConfig, Field(discriminator="kind")]
+AppConfig = Annotated[MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig,
+                      Field(discriminator="kind")]
 
 
 @dataclass
@@ -284,9 +292,13 @@ def _drop_cache(path: Path) -> None:
 
 
 def make_app(
-    cfg: MemcachedYcsbConfig | DaskSortConfig, cluster: Cluster
-) -> MemcachedYcsb | DaskSort:
+    cfg: MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig, cluster: Cluster
+) -> MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone:
     """Instantiate the runner of an application config."""
     if isinstance(cfg, MemcachedYcsbConfig):
         return MemcachedYcsb(cfg, cluster)
+    if isinstance(cfg, PgbenchConfig):
+        return PostgresPgbench(cfg, cluster)
+    if isinstance(cfg, SparkConfig):
+        return SparkStandalone(cfg, cluster)
     return DaskSort(cfg, cluster)
