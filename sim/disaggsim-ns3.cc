@@ -186,14 +186,10 @@ Run (int argc, char** argv)
     Config::SetDefault ("ns3::ClosTopology::PropagationPerM",
                         TimeValue (PicoSeconds (std::llround (propNsPerM * 1000))));
     Config::SetDefault ("ns3::ClosTopology::EcmpSalt", UintegerValue (seed));
-    if (mssBytes != 0)
+    // A transport without an MSS attribute (flow-transport.h) has a fixed MSS: --mssBytes is
+    // then accepted only if it names that MSS (the campaign runner always passes it).
+    if (mssBytes != 0 && !entry->mssAttribute.empty ())
     {
-        if (entry->mssAttribute.empty ())
-        {
-            std::cerr << "disaggsim-ns3: --mssBytes: transport '" << protocol
-                      << "' has no MSS attribute\n";
-            return 2;
-        }
         Config::SetDefault (entry->mssAttribute, UintegerValue (mssBytes));
     }
     RngSeedManager::SetSeed (seed);
@@ -201,6 +197,13 @@ Run (int argc, char** argv)
     // Topology, transport.
     Ptr<FlowTransport> transport = entry->create ();
     Ptr<ClosTopology> topology = ClosHelper ().Install (transport);
+    if (mssBytes != 0 && entry->mssAttribute.empty () && transport->GetMssBytes () != mssBytes)
+    {
+        std::cerr << "disaggsim-ns3: --mssBytes=" << mssBytes << ": transport '" << protocol
+                  << "' has no MSS attribute; its MSS is " << transport->GetMssBytes ()
+                  << " bytes\n";
+        return 2;
+    }
 
     // Flows.
     std::vector<FlowSpec> flows;

@@ -18,14 +18,13 @@ CollectFabricStats (ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats)
         ns3::Ptr<ns3::FabricNetDevice> device = topology->GetHostDevice (h);
         stats.dataPacketsDelivered += device->GetRxDataPackets ();
         stats.packetsDelivered += device->GetRxPackets ();
-        stats.packetsDropped += device->GetQueue ()->GetDroppedPackets ();
         stats.ceMarks += device->GetQueue ()->GetMarkedPackets ();
     }
     for (const auto& port : topology->GetSwitchPorts ())
     {
-        stats.packetsDropped += port->GetQueue ()->GetDroppedPackets ();
         stats.ceMarks += port->GetQueue ()->GetMarkedPackets ();
     }
+    stats.packetsDropped = topology->GetHostNicDrops () + topology->GetSwitchPortDrops ();
 }
 
 long

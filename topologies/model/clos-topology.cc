@@ -332,4 +332,43 @@ ClosTopology::IdealFctNs (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes
     return (ideal.GetPicoSeconds () + 500) / 1000;
 }
 
+Time
+ClosTopology::BaseRtt (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
+{
+    NS_ABORT_MSG_IF (GetNHosts () < 2, "ClosTopology::BaseRtt: fewer than 2 hosts");
+    const uint32_t src = 0;
+    const uint32_t dst = m_racks > 1 ? m_hostsPerRack : 1;
+    return IdealFct (src, dst, mssBytes, perPacketHeaderBytes, mssBytes) +
+           IdealFct (dst, src, 0, perPacketHeaderBytes, mssBytes);
+}
+
+double
+ClosTopology::BdpBytes (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
+{
+    return static_cast<double> (m_accessRate.GetBitRate ()) *
+           BaseRtt (perPacketHeaderBytes, mssBytes).GetSeconds () / 8.0;
+}
+
+uint64_t
+ClosTopology::GetSwitchPortDrops () const
+{
+    uint64_t drops = 0;
+    for (const Ptr<FabricNetDevice>& port : GetSwitchPorts ())
+    {
+        drops += port->GetQueue ()->GetDroppedPackets ();
+    }
+    return drops;
+}
+
+uint64_t
+ClosTopology::GetHostNicDrops () const
+{
+    uint64_t drops = 0;
+    for (const Ptr<FabricNetDevice>& device : m_hostDevices)
+    {
+        drops += device->GetQueue ()->GetDroppedPackets ();
+    }
+    return drops;
+}
+
 } // namespace ns3

@@ -118,6 +118,21 @@ class ClosTopology : public Object
     int64_t IdealFctNs (uint32_t srcHost, uint32_t dstHost, uint64_t sizeBytes,
                         uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
 
+    /**
+     * \returns the base round trip every transport sizes its window or timers from: the
+     * IdealFct of one full data packet (\p mssBytes payload) from host 0 to the farthest
+     * host (host HostsPerRack, the first of rack 1; host 1 in a one-rack fabric) plus the
+     * IdealFct of a header-only control packet (ACK, token) back (topologies/doc/clos.md, "Base
+     * RTT"). \throws via NS_ABORT if the fabric has fewer than 2 hosts or mssBytes is 0.
+     */
+    Time BaseRtt (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
+    /// \returns BaseRtt x access rate, in bytes (the bandwidth-delay product).
+    double BdpBytes (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const;
+    /// \returns the frames dropped at every switch port (FabricQueue::GetDroppedPackets).
+    uint64_t GetSwitchPortDrops () const;
+    /// \returns the frames dropped at every host NIC queue.
+    uint64_t GetHostNicDrops () const;
+
   private:
     uint32_t m_racks{9};
     uint32_t m_hostsPerRack{16};

@@ -6,8 +6,10 @@
 #include "ns3/abort.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace ns3
 {
@@ -53,6 +55,64 @@ std::vector<std::pair<std::string, std::string>>
 FlowTransport::GetStatistics () const
 {
     return {};
+}
+
+void
+FlowTransport::DoDispose ()
+{
+    m_flowTopology = nullptr;
+    Object::DoDispose ();
+}
+
+void
+FlowTransport::ApplyHostBufferBytes (Ptr<ClosTopology> topology, uint32_t hostBufferBytes,
+                                     const std::string& attribute)
+{
+    UintegerValue current;
+    topology->GetAttribute ("HostBufferBytes", current);
+    if (current.Get () != 0 && current.Get () != hostBufferBytes)
+    {
+        throw std::invalid_argument (
+            "ns3::ClosTopology::HostBufferBytes=" + std::to_string (current.Get ()) +
+            " conflicts with " + attribute + "=" + std::to_string (hostBufferBytes) +
+            ", which sets the host NIC buffer of this transport; set " + attribute + " instead");
+    }
+    topology->SetAttribute ("HostBufferBytes", UintegerValue (hostBufferBytes));
+}
+
+std::string
+FlowTransport::ValidateFlow (const FlowSpec& flow, uint32_t nHosts)
+{
+    std::ostringstream why;
+    if (flow.srcHost >= nHosts || flow.dstHost >= nHosts)
+    {
+        why << "flow " << flow.flowId << ": host out of range (" << flow.srcHost << " -> "
+            << flow.dstHost << ", the fabric has hosts 0.." << nHosts - 1 << ")";
+    }
+    else if (flow.srcHost == flow.dstHost)
+    {
+        why << "flow " << flow.flowId << ": src_host == dst_host (" << flow.srcHost << ")";
+    }
+    else if (flow.sizeBytes == 0)
+    {
+        why << "flow " << flow.flowId << ": size_bytes is 0 (expected > 0)";
+    }
+    return why.str ();
+}
+
+void
+FlowTransport::AddFlow (const FlowSpec& flow)
+{
+    if (!m_flowTopology)
+    {
+        throw std::logic_error (GetInstanceTypeId ().GetName () + ": AddFlow before Install");
+    }
+    const std::string why = ValidateFlow (flow, m_flowTopology->GetNHosts ());
+    if (!why.empty ())
+    {
+        throw std::invalid_argument (GetInstanceTypeId ().GetName () + ": " + why);
+    }
+    DoAddFlow (flow);
 }
 
 void

@@ -12,6 +12,7 @@
 #include "ns3/traced-callback.h"
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,18 @@ class FlowTransport : public Object
     ~FlowTransport () override;
 
     virtual void ConfigureFabric (Ptr<ClosTopology> topology) = 0;
+    /// Build the host stacks; the base keeps \p topology for AddFlow's validation.
     virtual void Install (Ptr<ClosTopology> topology) = 0;
-    virtual void AddFlow (const FlowSpec& flow) = 0;
+    /**
+     * Check \p flow against the topology given to Install (ValidateFlow), then hand it to
+     * DoAddFlow.  The one validation path of every transport.
+     * \throws std::invalid_argument naming the flow id and the bad field if the flow has a
+     * host out of range, srcHost == dstHost or sizeBytes == 0; std::logic_error if called
+     * before Install.
+     */
+    void AddFlow (const FlowSpec& flow);
+    /// \returns "" if \p flow is valid on a fabric of \p nHosts hosts, else the reason.
+    static std::string ValidateFlow (const FlowSpec& flow, uint32_t nHosts);
 
     /// \returns the bytes each data packet carries above the 18 B frame header (e.g. 40 B of
     /// IPv4 + TCP headers); used for the ideal FCT.
@@ -73,8 +84,25 @@ class FlowTransport : public Object
   protected:
     /// Fire FlowFinished for \p flowId at the current simulation time.
     void NotifyFlowFinished (uint64_t flowId);
+    /// Transport hook: take a validated flow (hosts in range and distinct, size > 0).
+    virtual void DoAddFlow (const FlowSpec& flow) = 0;
+    /**
+     * Set ClosTopology::HostBufferBytes to \p hostBufferBytes, the transport's own attribute
+     * \p attribute (before Build).  A user's non-zero ClosTopology::HostBufferBytes that
+     * differs is an error, not silently replaced.
+     * \throws std::invalid_argument naming both attributes in that case.
+     */
+    static void ApplyHostBufferBytes (Ptr<ClosTopology> topology, uint32_t hostBufferBytes,
+                                      const std::string& attribute);
+    /// Record the topology AddFlow validates against (called by each Install).
+    void SetFlowTopology (Ptr<const ClosTopology> topology)
+    {
+        m_flowTopology = topology;
+    }
+    void DoDispose () override;
 
   private:
+    Ptr<const ClosTopology> m_flowTopology;
     TracedCallback<uint64_t, Time> m_flowFinished;
 };
 

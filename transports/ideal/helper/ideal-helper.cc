@@ -70,17 +70,13 @@ void
 IdealFlowTransport::Install (Ptr<ClosTopology> topology)
 {
     m_topology = topology;
+    SetFlowTopology (topology);
 }
 
 void
-IdealFlowTransport::AddFlow (const FlowSpec& flow)
+IdealFlowTransport::DoAddFlow (const FlowSpec& flow)
 {
-    NS_ABORT_MSG_IF (!m_topology, "IdealFlowTransport: AddFlow before Install");
     NS_ABORT_MSG_IF (m_computed, "IdealFlowTransport: flows must be added before the run");
-    NS_ABORT_MSG_IF (flow.srcHost >= m_topology->GetNHosts () ||
-                         flow.dstHost >= m_topology->GetNHosts () || flow.srcHost == flow.dstHost,
-                     "IdealFlowTransport: flow " << flow.flowId << " has bad hosts " << flow.srcHost
-                                                 << " -> " << flow.dstHost);
     m_flows.push_back (flow);
     if (!m_scheduled)
     {

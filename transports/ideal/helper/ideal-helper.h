@@ -33,7 +33,6 @@ class IdealFlowTransport : public FlowTransport
 
     void ConfigureFabric (Ptr<ClosTopology> topology) override;
     void Install (Ptr<ClosTopology> topology) override;
-    void AddFlow (const FlowSpec& flow) override;
     uint32_t GetPerPacketHeaderBytes () const override;
     uint32_t GetMssBytes () const override;
 
@@ -42,6 +41,7 @@ class IdealFlowTransport : public FlowTransport
 
   protected:
     void DoDispose () override;
+    void DoAddFlow (const FlowSpec& flow) override;
 
   private:
     void Compute ();

@@ -82,7 +82,8 @@ PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     topology->SetHostQueue (hostQueue);
     // The host NIC size is pFabric's (YAPS gives hosts the switch queue_size): it overrides
     // ClosTopology::HostBufferBytes, which the topology applies as the queue's MaxBytes.
-    topology->SetAttribute ("HostBufferBytes", UintegerValue (m_hostBufferBytes));
+    ApplyHostBufferBytes (topology, m_hostBufferBytes,
+                          "ns3::PfabricFlowTransport::HostBufferBytes");
 
     // Resolve the window and the timeout (doc/pfabric.md §6).
     Ptr<PfabricSender> prototype = CreateObject<PfabricSender> ();
@@ -98,13 +99,8 @@ PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     prototype->GetAttribute ("Rto", rto);
     m_mssBytes = static_cast<uint32_t> (mss.Get ());
 
-    uint32_t src = 0;
-    uint32_t dst = topology->GetNRacks () > 1 ? topology->GetHostsPerRack () : 1;
-    NS_ABORT_MSG_IF (topology->GetNHosts () < 2, "PfabricFlowTransport: fewer than 2 hosts");
-    Time data = topology->IdealFct (src, dst, m_mssBytes, kPfabricHeaderBytes, m_mssBytes);
-    Time ack = topology->IdealFct (dst, src, 0, kPfabricHeaderBytes, m_mssBytes);
-    m_baseRtt = data + ack;
-    double bdpBytes = topology->GetAccessRate ().GetBitRate () * m_baseRtt.GetSeconds () / 8.0;
+    m_baseRtt = topology->BaseRtt (kPfabricHeaderBytes, m_mssBytes);
+    double bdpBytes = topology->BdpBytes (kPfabricHeaderBytes, m_mssBytes);
     uint32_t packetBytes = m_mssBytes + kPfabricHeaderBytes + kFabricHeaderBytes;
     uint32_t derivedCwnd =
         std::max<uint32_t> (2, static_cast<uint32_t> (std::ceil (bdpBytes / packetBytes)));
@@ -127,55 +123,16 @@ PfabricFlowTransport::Install (Ptr<ClosTopology> topology)
         host->Setup (topology->GetHostDevice (i), static_cast<uint16_t> (i));
         m_hosts.push_back (host);
     }
+    m_starts.SetStartCallback ([this] (uint64_t index) { StartFlow (m_flows[index]); });
+    SetFlowTopology (topology);
 }
 
 void
-PfabricFlowTransport::AddFlow (const FlowSpec& flow)
+PfabricFlowTransport::DoAddFlow (const FlowSpec& flow)
 {
-    NS_ABORT_MSG_IF (m_hosts.empty (), "PfabricFlowTransport: AddFlow before Install");
-    NS_ABORT_MSG_IF (flow.srcHost >= m_hosts.size () || flow.dstHost >= m_hosts.size () ||
-                         flow.srcHost == flow.dstHost,
-                     "PfabricFlowTransport: flow " << flow.flowId << " has bad hosts "
-                                                   << flow.srcHost << " -> " << flow.dstHost);
-    NS_ABORT_MSG_IF (flow.sizeBytes == 0,
-                     "PfabricFlowTransport: flow " << flow.flowId << " has size 0");
-    if (!m_flows.empty () && flow.startNs < m_flows.back ().startNs)
-    {
-        m_sorted = false;
-    }
+    m_starts.Add (m_flows.size (), flow.startNs);
     m_flows.push_back (flow);
-    if (!m_startScheduled)
-    {
-        m_startScheduled = true;
-        Simulator::ScheduleNow (&PfabricFlowTransport::StartDue, this);
-    }
-}
-
-void
-PfabricFlowTransport::StartDue ()
-{
-    if (!m_sorted)
-    {
-        std::stable_sort (
-            m_flows.begin () + static_cast<std::ptrdiff_t> (m_nextStart), m_flows.end (),
-            [] (const FlowSpec& a, const FlowSpec& b) { return a.startNs < b.startNs; });
-        m_sorted = true;
-    }
-    int64_t nowNs = Simulator::Now ().GetNanoSeconds ();
-    while (m_nextStart < m_flows.size () && m_flows[m_nextStart].startNs <= nowNs)
-    {
-        StartFlow (m_flows[m_nextStart]);
-        ++m_nextStart;
-    }
-    if (m_nextStart < m_flows.size ())
-    {
-        Simulator::Schedule (NanoSeconds (m_flows[m_nextStart].startNs - nowNs),
-                             &PfabricFlowTransport::StartDue, this);
-    }
-    else
-    {
-        m_startScheduled = false;
-    }
+    m_starts.ScheduleNow ();
 }
 
 void
@@ -238,34 +195,13 @@ PfabricFlowTransport::GetPriorityDrops () const
 uint64_t
 PfabricFlowTransport::GetSwitchPriorityDrops () const
 {
-    uint64_t drops = 0;
-    if (!m_topology)
-    {
-        return 0;
-    }
-    for (const Ptr<FabricNetDevice>& port : m_topology->GetSwitchPorts ())
-    {
-        Ptr<PfabricQueue> queue = DynamicCast<PfabricQueue> (port->GetQueue ());
-        drops += queue ? queue->GetDroppedPackets () : 0;
-    }
-    return drops;
+    return m_topology ? m_topology->GetSwitchPortDrops () : 0;
 }
 
 uint64_t
 PfabricFlowTransport::GetHostPriorityDrops () const
 {
-    uint64_t drops = 0;
-    if (!m_topology)
-    {
-        return 0;
-    }
-    for (uint32_t i = 0; i < m_topology->GetNHosts (); ++i)
-    {
-        Ptr<PfabricQueue> queue =
-            DynamicCast<PfabricQueue> (m_topology->GetHostDevice (i)->GetQueue ());
-        drops += queue ? queue->GetDroppedPackets () : 0;
-    }
-    return drops;
+    return m_topology ? m_topology->GetHostNicDrops () : 0;
 }
 
 std::vector<std::pair<std::string, std::string>>

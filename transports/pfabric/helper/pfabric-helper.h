@@ -4,6 +4,7 @@
 #ifndef DISAGGSIM_PFABRIC_HELPER_H
 #define DISAGGSIM_PFABRIC_HELPER_H
 
+#include "topologies/model/flow-start-scheduler.h"
 #include "topologies/model/flow-transport.h"
 #include "transports/pfabric/model/pfabric-host.h"
 #include "transports/pfabric/model/pfabric-receiver.h"
@@ -24,9 +25,9 @@ namespace ns3
  *   = unlimited: back-pressure, the host never drops its own packets; 36 KB = YAPS, whose
  *   host queues are dropping pFabric queues of queue_size).  The
  *   window and timeout are resolved here: a PfabricSender attribute left at 0 is derived
- *   from the topology's BDP (doc §6): rtt = ideal one-way time of a full inter-rack data
- *   packet + that of an ACK; InitialCwnd = max(2, ceil(rate x rtt / 8 / 1500 B));
- *   MaxCwnd = InitialCwnd + 3; Rto = max(3 x rtt, PfabricSender::MinRto = 45 us).
+ *   from the topology's BDP (doc §6): rtt = ClosTopology::BaseRtt (ideal one-way time of a
+ *   full inter-rack data packet + that of an ACK); InitialCwnd = max(2, ceil(rate x rtt / 8 / 1500
+ * B)); MaxCwnd = InitialCwnd + 3; Rto = max(3 x rtt, PfabricSender::MinRto = 45 us).
  * - Install: a PfabricHost on every host's port (no IPv4 stack).
  * - AddFlow: the flow's sender and receiver are created at its start time (trace time =
  *   simulation time, no warm-up) and released once its last byte is acknowledged.
@@ -41,7 +42,6 @@ class PfabricFlowTransport : public FlowTransport
 
     void ConfigureFabric (Ptr<ClosTopology> topology) override;
     void Install (Ptr<ClosTopology> topology) override;
-    void AddFlow (const FlowSpec& flow) override;
     uint32_t GetPerPacketHeaderBytes () const override;
     uint32_t GetMssBytes () const override;
     std::vector<TypeId> GetConfigTypeIds () const override;
@@ -106,9 +106,9 @@ class PfabricFlowTransport : public FlowTransport
 
   protected:
     void DoDispose () override;
+    void DoAddFlow (const FlowSpec& flow) override;
 
   private:
-    void StartDue ();
     void StartFlow (const FlowSpec& flow);
     void OnFlowReceived (uint64_t flowId, Time received);
     void OnFlowAcked (uint64_t flowId, Time start, Time acked);
@@ -118,10 +118,8 @@ class PfabricFlowTransport : public FlowTransport
 
     Ptr<ClosTopology> m_topology;
     std::vector<Ptr<PfabricHost>> m_hosts;
-    std::vector<FlowSpec> m_flows; // by start time
-    std::size_t m_nextStart{0};
-    bool m_sorted{true};
-    bool m_startScheduled{false};
+    std::vector<FlowSpec> m_flows; // in the order added
+    FlowStartScheduler m_starts;
     struct Active
     {
         Ptr<PfabricSender> sender;

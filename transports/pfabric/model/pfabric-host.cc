@@ -22,7 +22,7 @@ TypeId
 PfabricHost::GetTypeId ()
 {
     static TypeId tid = TypeId ("ns3::PfabricHost")
-                            .SetParent<Object> ()
+                            .SetParent<FabricHost> ()
                             .SetGroupName ("Disaggsim")
                             .AddConstructor<PfabricHost> ();
     return tid;
@@ -35,19 +35,22 @@ PfabricHost::~PfabricHost () = default;
 void
 PfabricHost::DoDispose ()
 {
-    m_device = nullptr;
+    m_nicQueue = nullptr;
     m_senders.clear ();
     m_receivers.clear ();
-    Object::DoDispose ();
+    FabricHost::DoDispose ();
 }
 
 void
 PfabricHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex)
 {
-    m_device = device;
-    m_hostIndex = hostIndex;
-    m_nicQueue = DynamicCast<PfabricQueue> (device->GetQueue ());
-    device->SetFabricReceiveCallback (MakeCallback (&PfabricHost::Receive, this));
+    FabricHost::Setup (device, hostIndex, kPfabricProtocol);
+}
+
+void
+PfabricHost::DoSetup ()
+{
+    m_nicQueue = DynamicCast<PfabricQueue> (GetDevice ()->GetQueue ());
 }
 
 void
@@ -77,28 +80,13 @@ PfabricHost::RemoveReceiver (uint64_t flowId)
 bool
 PfabricHost::NicHoldsFlow (uint64_t flowId) const
 {
-    return m_nicQueue &&
-           m_nicQueue->HoldsFlow (PfabricFlowKey (PfabricFlowHash (flowId, 0, false)), m_hostIndex);
+    return m_nicQueue && m_nicQueue->HoldsFlow (PfabricFlowKey (PfabricFlowHash (flowId, 0, false)),
+                                                GetHostIndex ());
 }
 
 void
-PfabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
+PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
 {
-    if (!m_device->SendFabric (packet, frame))
-    {
-        ++m_nicDrops;
-    }
-}
-
-void
-PfabricHost::Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& frame,
-                      Time txTime)
-{
-    if (frame.protocol != kPfabricProtocol)
-    {
-        NS_LOG_WARN ("host " << m_hostIndex << ": not a pFabric frame: " << frame);
-        return;
-    }
     PfabricHeader header;
     packet->PeekHeader (header);
     if (header.flags & PfabricHeader::ACK)
@@ -114,7 +102,7 @@ PfabricHost::Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const Fab
     auto it = m_receivers.find (header.flowId);
     if (it == m_receivers.end ())
     {
-        NS_LOG_WARN ("host " << m_hostIndex << ": data of unknown flow " << header.flowId);
+        NS_LOG_WARN ("host " << GetHostIndex () << ": data of unknown flow " << header.flowId);
         return;
     }
     it->second->ReceiveData (header.seq, frame.payloadBytes,

@@ -4,7 +4,7 @@
 #ifndef DISAGGSIM_PFABRIC_HOST_H
 #define DISAGGSIM_PFABRIC_HOST_H
 
-#include "topologies/model/fabric-header.h"
+#include "topologies/model/fabric-host.h"
 
 #include "ns3/nstime.h"
 #include "ns3/object.h"
@@ -24,11 +24,11 @@ class PfabricSender;
  * \brief Puts pFabric packets on a host's FabricNetDevice and hands arriving ones to the
  * flow's sender (ACKs) or receiver (data, probes), by flow id.
  *
- * pFabric runs directly on the fabric port (FabricNetDevice::SendFabric and the fabric
+ * pFabric runs directly on the fabric port (the FabricHost base: SendFabric and the fabric
  * receive callback): no IPv4 stack, no sockets.  The host's egress queue is the device's
  * (a PfabricQueue, as in YAPS where host NICs have the pFabric discipline too).
  */
-class PfabricHost : public Object
+class PfabricHost : public FabricHost
 {
   public:
     static TypeId GetTypeId ();
@@ -38,42 +38,25 @@ class PfabricHost : public Object
     /// Attach to \p device, the port of host \p hostIndex (rack-major host number).
     void Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex);
 
-    uint16_t GetHostIndex () const
-    {
-        return m_hostIndex;
-    }
-
     void AddSender (uint64_t flowId, Ptr<PfabricSender> sender);
     void AddReceiver (uint64_t flowId, Ptr<PfabricReceiver> receiver);
     /// Forget a finished flow's endpoints (its late packets are then ignored).
     void RemoveSender (uint64_t flowId);
     void RemoveReceiver (uint64_t flowId);
 
-    /// Queue \p packet with \p frame at the host's port (it may be dropped there).
-    void Send (Ptr<Packet> packet, const FabricHeader& frame);
-
     /// \returns true if a data packet of flow \p flowId sent by this host still waits in the
     /// host's own NIC queue (not yet on the wire; Linux tcp_output.c skb_still_in_host_queue).
     bool NicHoldsFlow (uint64_t flowId) const;
 
-    uint64_t GetNicDrops () const
-    {
-        return m_nicDrops;
-    }
-
   protected:
     void DoDispose () override;
+    void DoSetup () override;
+    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) override;
 
   private:
-    void Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& frame,
-                  Time txTime);
-
-    Ptr<FabricNetDevice> m_device;
     Ptr<PfabricQueue> m_nicQueue; ///< the device's queue if it is a PfabricQueue
-    uint16_t m_hostIndex{0};
     std::unordered_map<uint64_t, Ptr<PfabricSender>> m_senders;
     std::unordered_map<uint64_t, Ptr<PfabricReceiver>> m_receivers;
-    uint64_t m_nicDrops{0};
 };
 
 } // namespace ns3

@@ -161,13 +161,7 @@ TcpFlowTransport::SetDctcpDefaults ()
 uint32_t
 TcpFlowTransport::DctcpMarkThresholdBytes (Ptr<const ClosTopology> topology, uint32_t mssBytes)
 {
-    uint32_t src = 0;
-    uint32_t dst = topology->GetNRacks () > 1 ? topology->GetHostsPerRack ()
-                                              : std::min<uint32_t> (1, topology->GetNHosts () - 1);
-    Time rtt = topology->IdealFct (src, dst, mssBytes, kTcpIpv4HeaderBytes, mssBytes) +
-               topology->IdealFct (dst, src, 0, kTcpIpv4HeaderBytes, mssBytes);
-    const double bdpBytes =
-        static_cast<double> (topology->GetAccessRate ().GetBitRate ()) * rtt.GetSeconds () / 8.0;
+    const double bdpBytes = topology->BdpBytes (kTcpIpv4HeaderBytes, mssBytes);
     const uint32_t packetBytes = mssBytes + kTcpIpv4HeaderBytes + kFabricHeaderBytes;
     auto packets = static_cast<uint32_t> (std::ceil (bdpBytes / 7.0 / packetBytes));
     return std::max<uint32_t> (1, packets) * packetBytes;
@@ -200,7 +194,7 @@ TcpFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
                    UintegerValue (m_hostBufferBytes > 0 ? m_markThresholdBytes : 0));
     topology->SetHostQueue (hostQueue);
     // The topology applies HostBufferBytes as the host queues' MaxBytes.
-    topology->SetAttribute ("HostBufferBytes", UintegerValue (m_hostBufferBytes));
+    ApplyHostBufferBytes (topology, m_hostBufferBytes, "ns3::TcpFlowTransport::HostBufferBytes");
 }
 
 void
@@ -229,18 +223,12 @@ TcpFlowTransport::Install (Ptr<ClosTopology> topology)
         receiver->Listen ();
         m_receivers.push_back (receiver);
     }
+    SetFlowTopology (topology);
 }
 
 void
-TcpFlowTransport::AddFlow (const FlowSpec& flow)
+TcpFlowTransport::DoAddFlow (const FlowSpec& flow)
 {
-    NS_ABORT_MSG_IF (!m_topology, "TcpFlowTransport: Install() before AddFlow()");
-    NS_ABORT_MSG_IF (flow.srcHost >= m_topology->GetNHosts () ||
-                         flow.dstHost >= m_topology->GetNHosts (),
-                     "TcpFlowTransport: flow " << flow.flowId << " has a host out of range");
-    NS_ABORT_MSG_IF (flow.srcHost == flow.dstHost,
-                     "TcpFlowTransport: flow " << flow.flowId << " has src_host == dst_host");
-    NS_ABORT_MSG_IF (flow.sizeBytes == 0, "TcpFlowTransport: flow " << flow.flowId << " is empty");
     NS_ABORT_MSG_IF (m_begun && Simulator::Now ().IsStrictlyPositive (),
                      "TcpFlowTransport: AddFlow() after the simulation started");
     m_flows.push_back (flow);
@@ -321,17 +309,13 @@ TcpFlowTransport::Begin ()
                          << NeededWarmup ().GetMicroSeconds () << "us");
     const auto byRound = [this] (uint64_t a, uint64_t b)
     { return m_flowRound[a] < m_flowRound[b]; };
-    const auto byStart = [this] (uint64_t a, uint64_t b)
-    { return m_flows[a].startNs < m_flows[b].startNs; };
     m_openOrder.resize (m_flows.size ());
-    m_startOrder.resize (m_flows.size ());
     for (uint64_t i = 0; i < m_flows.size (); ++i)
     {
         m_openOrder[i] = i;
-        m_startOrder[i] = i;
+        m_starts.Add (i, m_flows[i].startNs);
     }
     std::stable_sort (m_openOrder.begin (), m_openOrder.end (), byRound);
-    std::stable_sort (m_startOrder.begin (), m_startOrder.end (), byStart);
     m_senders.resize (m_flows.size ());
     if (!m_openOrder.empty ())
     {
@@ -339,12 +323,9 @@ TcpFlowTransport::Begin ()
                              &TcpFlowTransport::OpenRound, this);
     }
     // One time step early: TcpSocketBase::Send defers SendPendingData by TimeStep(1).
-    if (!m_startOrder.empty ())
-    {
-        Simulator::Schedule (origin + NanoSeconds (m_flows[m_startOrder[0]].startNs) -
-                                 TimeStep (1) - Simulator::Now (),
-                             &TcpFlowTransport::StartDue, this);
-    }
+    m_starts.SetOrigin (origin, TimeStep (1));
+    m_starts.SetStartCallback ([this] (uint64_t index) { StartFlow (index); });
+    m_starts.Begin ();
 }
 
 void
@@ -385,26 +366,14 @@ TcpFlowTransport::OpenRound ()
 }
 
 void
-TcpFlowTransport::StartDue ()
+TcpFlowTransport::StartFlow (uint64_t flowIndex)
 {
-    const Time origin = GetTraceOrigin ();
-    const Time now = Simulator::Now ();
-    auto startTime = [this, &origin] (uint64_t index)
-    { return origin + NanoSeconds (m_flows[index].startNs) - TimeStep (1); };
-    while (m_nextStart < m_startOrder.size () && startTime (m_startOrder[m_nextStart]) <= now)
+    Ptr<TcpFlowSender> sender = m_senders[flowIndex];
+    NS_ASSERT (sender);
+    sender->Start ();
+    if (!sender->WasConnectedAtStart ())
     {
-        Ptr<TcpFlowSender> sender = m_senders[m_startOrder[m_nextStart++]];
-        NS_ASSERT (sender);
-        sender->Start ();
-        if (!sender->WasConnectedAtStart ())
-        {
-            ++m_lateConnections;
-        }
-    }
-    if (m_nextStart < m_startOrder.size ())
-    {
-        Simulator::Schedule (startTime (m_startOrder[m_nextStart]) - now,
-                             &TcpFlowTransport::StartDue, this);
+        ++m_lateConnections;
     }
 }
 

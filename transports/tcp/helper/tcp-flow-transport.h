@@ -4,6 +4,7 @@
 #ifndef DISAGGSIM_TCP_FLOW_TRANSPORT_H
 #define DISAGGSIM_TCP_FLOW_TRANSPORT_H
 
+#include "topologies/model/flow-start-scheduler.h"
 #include "topologies/model/flow-transport.h"
 #include "transports/tcp/model/tcp-flow-receiver.h"
 #include "transports/tcp/model/tcp-flow-sender.h"
@@ -70,7 +71,6 @@ class TcpFlowTransport : public FlowTransport
 
     void ConfigureFabric (Ptr<ClosTopology> topology) override;
     void Install (Ptr<ClosTopology> topology) override;
-    void AddFlow (const FlowSpec& flow) override;
     uint32_t GetPerPacketHeaderBytes () const override;
     uint32_t GetMssBytes () const override;
     Time GetTraceOrigin () const override;
@@ -109,6 +109,7 @@ class TcpFlowTransport : public FlowTransport
 
   protected:
     void DoDispose () override;
+    void DoAddFlow (const FlowSpec& flow) override;
 
   private:
     /// Fill m_flowRound, m_firstRound (as late as possible, see the class doc).  A cache of
@@ -118,7 +119,7 @@ class TcpFlowTransport : public FlowTransport
     Time NeededWarmup () const;
     void Begin ();
     void OpenRound ();
-    void StartDue ();
+    void StartFlow (uint64_t flowIndex);
     void SenderBound (uint64_t flowIndex, uint16_t port);
     void FlowFinished (uint64_t flowIndex);
 
@@ -146,8 +147,7 @@ class TcpFlowTransport : public FlowTransport
     mutable Time m_origin;
     std::vector<uint64_t> m_openOrder; // flow indices by round
     std::size_t m_nextOpen{0};
-    std::vector<uint64_t> m_startOrder; // flow indices by start time
-    std::size_t m_nextStart{0};
+    FlowStartScheduler m_starts;               // flow indices by start time
     std::vector<Ptr<TcpFlowSender>> m_senders; // per flow, while active
     std::vector<uint32_t> m_hostConnections;   // per host: opened, flow not finished
     bool m_begun{false};

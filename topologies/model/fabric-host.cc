@@ -1,0 +1,73 @@
+/*
+ * disaggsim: a transport's stack on one host's raw fabric port.
+ */
+#include "fabric-host.h"
+
+#include "fabric-net-device.h"
+
+#include "ns3/log.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("FabricHost");
+NS_OBJECT_ENSURE_REGISTERED (FabricHost);
+
+TypeId
+FabricHost::GetTypeId ()
+{
+    static TypeId tid = TypeId ("ns3::FabricHost").SetParent<Object> ().SetGroupName ("Disaggsim");
+    return tid;
+}
+
+FabricHost::FabricHost () = default;
+
+FabricHost::~FabricHost () = default;
+
+void
+FabricHost::DoDispose ()
+{
+    m_device = nullptr;
+    Object::DoDispose ();
+}
+
+void
+FabricHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex, uint16_t protocol)
+{
+    m_device = device;
+    m_hostIndex = hostIndex;
+    m_protocol = protocol;
+    device->SetFabricReceiveCallback (MakeCallback (&FabricHost::Receive, this));
+    DoSetup ();
+}
+
+void
+FabricHost::DoSetup ()
+{
+}
+
+bool
+FabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
+{
+    if (!m_device->SendFabric (packet, frame))
+    {
+        ++m_nicDrops;
+        return false;
+    }
+    return true;
+}
+
+void
+FabricHost::Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& frame,
+                     Time txTime)
+{
+    if (frame.protocol != m_protocol)
+    {
+        NS_LOG_WARN ("host " << m_hostIndex << ": frame of protocol " << frame.protocol
+                             << ", expected " << m_protocol);
+        return;
+    }
+    DoReceive (packet, frame);
+}
+
+} // namespace ns3

@@ -1,0 +1,283 @@
+/*
+ * disaggsim: the conformance suite every registered transport must pass (one suite, run over
+ * FlowTransportRegistry::GetNames(), so a new transport is checked with no edit here).
+ *
+ * Fabric: ClosTopology with 2 racks x 4 hosts, 2 spines (4x uplinks), the paper's cables and
+ * switching delay (OSDI'16 Table 4), at 40 and 100 Gbps access links.
+ *
+ * 1. A lone flow of 3 full packets + 100 B finishes exactly at ClosTopology::IdealFct
+ *    (slowdown 1, to 1e-9) within a rack (host 0 -> 1) and across racks (0 -> 4).
+ * 2. Four concurrent flows on disjoint host pairs (0->4, 1->5, 4->1, 5->0; no shared
+ *    access link, uplinks 4x faster) lose nothing, so each flow's payload arrives exactly
+ *    once: the payload bytes the Rx trace of the destination reports from the source equal
+ *    the flow's size, and its data frames ceil(size / mss).  Transports that send no packets
+ *    (the flow-level Ideal reference) are exempt from these packet checks only.
+ * 3. The stats add up: every flow finishes once; frames the hosts transmitted = frames the
+ *    hosts received + frames the switches dropped (the run drains, nothing is in flight).
+ * 4. AddFlow rejects a zero-size flow, src == dst and a host out of range with
+ *    std::invalid_argument, and any flow before Install with std::logic_error.
+ */
+#include "topologies/model/clos-topology.h"
+#include "topologies/model/flow-transport.h"
+
+#include "ns3/config.h"
+#include "ns3/data-rate.h"
+#include "ns3/simulator.h"
+#include "ns3/test.h"
+#include "ns3/uinteger.h"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+using namespace ns3;
+
+namespace
+{
+
+/// One fabric with one transport on it; records finishes and per-pair delivered payload.
+struct Bench
+{
+    Ptr<ClosTopology> topology;
+    Ptr<FlowTransport> transport;
+    std::map<uint64_t, Time> finish;
+    std::map<uint64_t, uint32_t> finishCount;
+    std::map<std::pair<uint16_t, uint16_t>, uint64_t> payloadBytes;
+    std::map<std::pair<uint16_t, uint16_t>, uint64_t> dataFrames;
+    uint64_t hostTx{0};
+    uint64_t hostRx{0};
+
+    Bench (const FlowTransportRegistry::Entry& entry, double rateGbps)
+    {
+        entry.setDefaults ();
+        topology = CreateObject<ClosTopology> ();
+        topology->SetAttribute ("Racks", UintegerValue (2));
+        topology->SetAttribute ("HostsPerRack", UintegerValue (4));
+        topology->SetAttribute ("Spines", UintegerValue (2));
+        topology->SetAttribute ("AccessRate",
+                                DataRateValue (DataRate (static_cast<uint64_t> (rateGbps * 1e9))));
+        transport = entry.create ();
+        transport->ConfigureFabric (topology);
+        topology->Build ();
+        transport->Install (topology);
+        transport->TraceConnectWithoutContext ("FlowFinished",
+                                               MakeCallback (&Bench::OnFinished, this));
+        for (uint32_t h = 0; h < topology->GetNHosts (); ++h)
+        {
+            topology->GetHostDevice (h)->TraceConnectWithoutContext (
+                "Rx", MakeCallback (&Bench::OnRx, this));
+            topology->GetHostDevice (h)->TraceConnectWithoutContext (
+                "Tx", MakeCallback (&Bench::OnTx, this));
+        }
+    }
+
+    void OnFinished (uint64_t flowId, Time at)
+    {
+        finish[flowId] = at;
+        ++finishCount[flowId];
+    }
+
+    void OnRx (Ptr<const Packet> packet, const FabricHeader& frame)
+    {
+        ++hostRx;
+        if (frame.payloadBytes > 0)
+        {
+            payloadBytes[{frame.srcHost, frame.dstHost}] += frame.payloadBytes;
+            ++dataFrames[{frame.srcHost, frame.dstHost}];
+        }
+    }
+
+    void OnTx (Ptr<const Packet> packet, const FabricHeader& frame)
+    {
+        ++hostTx;
+    }
+
+    /// Run to the end (every timer drains) and return the trace origin.
+    Time Run ()
+    {
+        const Time origin = transport->GetTraceOrigin ();
+        Simulator::Run ();
+        return origin;
+    }
+
+    double Slowdown (const FlowSpec& flow, Time origin) const
+    {
+        Time ideal =
+            topology->IdealFct (flow.srcHost, flow.dstHost, flow.sizeBytes,
+                                transport->GetPerPacketHeaderBytes (), transport->GetMssBytes ());
+        Time fct = finish.at (flow.flowId) - origin - NanoSeconds (flow.startNs);
+        return fct.GetSeconds () / ideal.GetSeconds ();
+    }
+};
+
+class LoneFlowCase : public TestCase
+{
+  public:
+    LoneFlowCase (std::string protocol, double rateGbps, uint32_t dst)
+          : TestCase (protocol + ": lone flow 0 -> " + std::to_string (dst) + " at " +
+                      std::to_string (static_cast<int> (rateGbps)) + " Gbps has slowdown 1")
+          , m_protocol (std::move (protocol))
+          , m_rateGbps (rateGbps)
+          , m_dst (dst)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Bench bench (*FlowTransportRegistry::Find (m_protocol), m_rateGbps);
+            const uint32_t mss = bench.transport->GetMssBytes ();
+            const FlowSpec flow{7, 1000, 0, m_dst, 3ULL * mss + 100};
+            bench.transport->AddFlow (flow);
+            const Time origin = bench.Run ();
+            NS_TEST_ASSERT_MSG_EQ (bench.finishCount[7], 1, "the flow finishes exactly once");
+            NS_TEST_ASSERT_MSG_EQ_TOL (bench.Slowdown (flow, origin), 1.0, 1e-9,
+                                       "a lone flow finishes at the ideal FCT");
+        }
+        Simulator::Destroy ();
+    }
+
+    std::string m_protocol;
+    double m_rateGbps;
+    uint32_t m_dst;
+};
+
+class DeliveryCase : public TestCase
+{
+  public:
+    DeliveryCase (std::string protocol, double rateGbps)
+          : TestCase (protocol + ": every byte is delivered once and the stats add up at " +
+                      std::to_string (static_cast<int> (rateGbps)) + " Gbps")
+          , m_protocol (std::move (protocol))
+          , m_rateGbps (rateGbps)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Bench bench (*FlowTransportRegistry::Find (m_protocol), m_rateGbps);
+            const uint32_t mss = bench.transport->GetMssBytes ();
+            const std::vector<FlowSpec> flows = {
+                {1, 0, 0, 4, 200000},
+                {2, 500, 1, 5, 7ULL * mss},
+                {3, 800, 4, 1, 1},
+                {4, 800, 5, 0, 50000},
+            };
+            for (const FlowSpec& flow : flows)
+            {
+                bench.transport->AddFlow (flow);
+            }
+            bench.Run ();
+            const bool sendsPackets = bench.hostTx > 0;
+            for (const FlowSpec& flow : flows)
+            {
+                NS_TEST_ASSERT_MSG_EQ (bench.finishCount[flow.flowId], 1,
+                                       "flow " << flow.flowId << " finishes exactly once");
+                if (sendsPackets)
+                {
+                    const auto pair = std::make_pair (static_cast<uint16_t> (flow.srcHost),
+                                                      static_cast<uint16_t> (flow.dstHost));
+                    NS_TEST_ASSERT_MSG_EQ (bench.payloadBytes[pair], flow.sizeBytes,
+                                           "flow " << flow.flowId << ": payload delivered once");
+                    NS_TEST_ASSERT_MSG_EQ (bench.dataFrames[pair], (flow.sizeBytes + mss - 1) / mss,
+                                           "flow " << flow.flowId << ": one frame per packet");
+                }
+            }
+            NS_TEST_ASSERT_MSG_EQ (bench.topology->GetSwitchPortDrops (), 0,
+                                   "disjoint pairs: no switch drop");
+            NS_TEST_ASSERT_MSG_EQ (bench.hostTx,
+                                   bench.hostRx + bench.topology->GetSwitchPortDrops (),
+                                   "frames sent = frames received + frames dropped");
+        }
+        Simulator::Destroy ();
+    }
+
+    std::string m_protocol;
+    double m_rateGbps;
+};
+
+class RejectCase : public TestCase
+{
+  public:
+    explicit RejectCase (std::string protocol)
+          : TestCase (protocol + ": zero-size and bad flows are rejected")
+          , m_protocol (std::move (protocol))
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        const FlowTransportRegistry::Entry& entry = *FlowTransportRegistry::Find (m_protocol);
+        {
+            Ptr<FlowTransport> loose = entry.create ();
+            bool logic = false;
+            try
+            {
+                loose->AddFlow (FlowSpec{1, 0, 0, 1, 1000});
+            }
+            catch (const std::logic_error& error)
+            {
+                logic = dynamic_cast<const std::invalid_argument*> (&error) == nullptr;
+            }
+            NS_TEST_ASSERT_MSG_EQ (logic, true, "AddFlow before Install is a logic_error");
+            loose->Dispose ();
+
+            Bench bench (entry, 40);
+            const std::vector<std::pair<FlowSpec, std::string>> bad = {
+                {FlowSpec{1, 0, 0, 1, 0}, "size_bytes is 0"},
+                {FlowSpec{2, 0, 3, 3, 1000}, "src_host == dst_host"},
+                {FlowSpec{3, 0, 0, 8, 1000}, "host out of range"},
+                {FlowSpec{4, 0, 9, 1, 1000}, "host out of range"},
+            };
+            for (const auto& [flow, why] : bad)
+            {
+                std::string message;
+                try
+                {
+                    bench.transport->AddFlow (flow);
+                }
+                catch (const std::invalid_argument& error)
+                {
+                    message = error.what ();
+                }
+                NS_TEST_ASSERT_MSG_NE (message.find (why), std::string::npos,
+                                       "flow " << flow.flowId << " rejected: '" << message << "'");
+                NS_TEST_ASSERT_MSG_NE (message.find ("flow " + std::to_string (flow.flowId)),
+                                       std::string::npos, "the error names the flow");
+            }
+            bench.Run ();
+            NS_TEST_ASSERT_MSG_EQ (bench.finish.size (), 0, "no rejected flow ran");
+        }
+        Simulator::Destroy ();
+    }
+
+    std::string m_protocol;
+};
+
+class TransportConformanceSuite : public TestSuite
+{
+  public:
+    TransportConformanceSuite ()
+          : TestSuite ("disaggsim-transport-conformance", UNIT)
+    {
+        for (const std::string& name : FlowTransportRegistry::GetNames ())
+        {
+            for (double rate : {40.0, 100.0})
+            {
+                AddTestCase (new LoneFlowCase (name, rate, 1), TestCase::QUICK);
+                AddTestCase (new LoneFlowCase (name, rate, 4), TestCase::QUICK);
+                AddTestCase (new DeliveryCase (name, rate), TestCase::QUICK);
+            }
+            AddTestCase (new RejectCase (name), TestCase::QUICK);
+        }
+    }
+};
+
+TransportConformanceSuite g_transportConformanceSuite;
+
+} // namespace
