@@ -27,8 +27,9 @@ YAPS fixes 144 hosts / 9 ToRs / 4 cores in ``run/experiment.cpp``.
 
 The two simulators run interleaved (ours, theirs, ours, theirs, ...) ``--repeats`` times
 per setup; the table gives whole-process wall-time medians (``time.perf_counter`` around
-the process) and peak RSS (``ru_maxrss`` of the child, via ``os.wait4``), and the 1-minute
-load average before each run, since the 2-core machine is shared.
+the process), CPU-time medians (user + system) and peak RSS (both from GNU time,
+``/usr/bin/time``), and the 1-minute load average before each run, since the
+2-core machine is shared.
 
 Usage: ``.venv/bin/python bench/bench_vs_reference.py --reference-git DIR [--setups a,b,c]
 [--repeats 2] [--flows 10000] [--incast-flows 12000] [--binary build/sim/disaggsim-ns3]
@@ -193,22 +194,29 @@ def incast_flows(n_flows: int, seed: int) -> pd.DataFrame:
     return out
 
 
-def timed(cmd: list[str], log: Path) -> tuple[float, float]:
-    """Run ``cmd`` with stdout/stderr to ``log``; return (wall s, peak RSS MiB).
+def timed(cmd: list[str], log: Path) -> tuple[float, float, float]:
+    """Run ``cmd`` with stdout/stderr to ``log``; return (wall s, CPU s, peak RSS MiB).
+
+    Wall s is ``time.perf_counter`` around the process.  CPU s (user + system) and peak
+    RSS come from GNU time (``/usr/bin/time``): a child forked from this Python process
+    would report the parent's pre-exec RSS as its ``ru_maxrss``.  On a shared machine CPU s
+    varies far less than wall time, which includes the time other processes hold the cores.
 
     Raises:
         RuntimeError: non-zero exit (the log's tail).
     """
+    usage = log.with_suffix(".time")
     with log.open("wb") as fh:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%U %S %M", "-o", str(usage), *cmd], stdout=fh, stderr=fh
+        )
         wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         tail = log.read_bytes()[-3000:].decode(errors="replace")
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{tail}")
-    return wall, usage.ru_maxrss / 1024
+    user_s, sys_s, rss_kb = usage.read_text().split()[-3:]
+    return wall, float(user_s) + float(sys_s), int(rss_kb) / 1024
 
 
 def main() -> int:
@@ -288,12 +296,13 @@ def main() -> int:
             for rep in range(args.repeats):
                 for sim, cmd in (("disaggsim", ours_cmd), ("yaps", yaps_cmd)):
                     load = os.getloadavg()[0]
-                    wall, rss = timed(cmd, work / f"log_{name}_{sim}.txt")
+                    wall, cpu, rss = timed(cmd, work / f"log_{name}_{sim}.txt")
                     row = {
                         "setup": name,
                         "sim": sim,
                         "rep": rep,
                         "wall_s": wall,
+                        "cpu_s": cpu,
                         "peak_rss_mib": rss,
                         "load_avg_1min": load,
                         "flows": len(flows),
@@ -307,21 +316,26 @@ def main() -> int:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     lines = [
-        "| setup | flows | data pkts | disaggsim wall s | MiB | YAPS wall s | MiB "
-        "| ratio | load avg |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| setup | flows | data pkts | disaggsim wall s | CPU s | MiB | YAPS wall s | CPU s "
+        "| MiB | wall ratio | CPU ratio | load avg |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name in args.setups.split(","):
         mine = [r for r in rows if r["setup"] == name and r["sim"] == "disaggsim"]
         theirs = [r for r in rows if r["setup"] == name and r["sim"] == "yaps"]
-        w_ours = statistics.median(r["wall_s"] for r in mine)
-        w_theirs = statistics.median(r["wall_s"] for r in theirs)
+
+        def med(runs: list[dict[str, Any]], key: str) -> float:
+            return float(statistics.median(r[key] for r in runs))
+
         loads = [r["load_avg_1min"] for r in mine + theirs]
         lines.append(
-            f"| ({name}) | {mine[0]['flows']} | {mine[0]['data_packets']:,} | {w_ours:.1f} "
-            f"| {statistics.median(r['peak_rss_mib'] for r in mine):.0f} | {w_theirs:.1f} "
-            f"| {statistics.median(r['peak_rss_mib'] for r in theirs):.0f} "
-            f"| {w_ours / w_theirs:.2f} | {min(loads):.1f}-{max(loads):.1f} |"
+            f"| ({name}) | {mine[0]['flows']} | {mine[0]['data_packets']:,} "
+            f"| {med(mine, 'wall_s'):.1f} | {med(mine, 'cpu_s'):.1f} "
+            f"| {med(mine, 'peak_rss_mib'):.0f} | {med(theirs, 'wall_s'):.1f} "
+            f"| {med(theirs, 'cpu_s'):.1f} | {med(theirs, 'peak_rss_mib'):.0f} "
+            f"| {med(mine, 'wall_s') / med(theirs, 'wall_s'):.2f} "
+            f"| {med(mine, 'cpu_s') / med(theirs, 'cpu_s'):.2f} "
+            f"| {min(loads):.1f}-{max(loads):.1f} |"
         )
     print("\n".join(lines))
     args.json.parent.mkdir(parents=True, exist_ok=True)
