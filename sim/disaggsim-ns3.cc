@@ -139,11 +139,11 @@ Run (int argc, char** argv)
     int64_t stopTimeNs = -1;
     int64_t drainNs = 1000000000;
     // The event queue.  Any ns3::Scheduler gives the same event order (ns-3 breaks time ties
-    // by insertion uid), so results do not depend on this choice, only speed does: the
-    // calendar queue (Brown 1988) is O(1) per event where ns-3's binary heap costs
-    // O(log n) with poor locality; 2.1x faster on the incast of bench/bench_vs_reference.py
-    // (bench/RESULTS.md, "Event scheduler").
-    std::string scheduler = "ns3::CalendarScheduler";
+    // by insertion uid), so results do not depend on this choice, only speed does.  Measured
+    // on pFabric (bench/RESULTS.md, "Event scheduler"): std::priority_queue beats ns-3's
+    // HeapScheduler (its sift-down dominated the profile) and the calendar queue, which is
+    // fast on a dense incast but degrades on long runs with few events pending.
+    std::string scheduler = "ns3::PriorityQueueScheduler";
     CommandLine cmd (__FILE__);
     cmd.Usage ("Simulate SIM_FLOWS over a Clos fabric; write FCT_RECORDS and STATS.json.");
     cmd.AddValue ("flows", "SIM_FLOWS CSV to read", flowsPath);
