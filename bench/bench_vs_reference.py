@@ -234,7 +234,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument(
-        "--scheduler", default="ns3::PriorityQueueScheduler", help="driver --scheduler (event queue)"
+        "--scheduler",
+        default="ns3::PriorityQueueScheduler",
+        help="driver --scheduler (event queue)",
     )
     parser.add_argument("--json", type=Path, default=FIGURES / "vs_reference.json")
     args = parser.parse_args()
