@@ -112,7 +112,6 @@ Run (int argc, char** argv)
     }
     const auto wallStart = std::chrono::steady_clock::now ();
     Time::SetResolution (Time::PS);
-    GlobalValue::Bind ("SchedulerType", StringValue ("ns3::HeapScheduler"));
     GlobalValue::Bind ("ChecksumEnabled", BooleanValue (false));
 
     const std::string protocol = PreScan (argc, argv, "protocol", "tcp");
@@ -140,6 +139,12 @@ Run (int argc, char** argv)
     uint32_t seed = 1;
     int64_t stopTimeNs = -1;
     int64_t drainNs = 1000000000;
+    // The event queue.  Any ns3::Scheduler gives the same event order (ns-3 breaks time ties
+    // by insertion uid), so results do not depend on this choice, only speed does.  Measured
+    // on pFabric (bench/RESULTS.md, "Event scheduler"): std::priority_queue beats ns-3's
+    // HeapScheduler (its sift-down dominated the profile) and the calendar queue, which is
+    // fast on a dense incast but degrades on long runs with few events pending.
+    std::string scheduler = "ns3::PriorityQueueScheduler";
     CommandLine cmd (__FILE__);
     cmd.Usage ("Simulate SIM_FLOWS over a Clos fabric; write FCT_RECORDS and STATS.json.");
     cmd.AddValue ("flows", "SIM_FLOWS CSV to read", flowsPath);
@@ -166,7 +171,20 @@ Run (int argc, char** argv)
     cmd.AddValue ("seed", "ns-3 RNG seed and ECMP hash salt", seed);
     cmd.AddValue ("stopTimeNs", "trace time to stop at; -1 = last start + drainNs", stopTimeNs);
     cmd.AddValue ("drainNs", "simulated time after the last start (when stopTimeNs = -1)", drainNs);
+    cmd.AddValue ("scheduler",
+                  "ns-3 event scheduler TypeId (ns3::HeapScheduler, ns3::CalendarScheduler, "
+                  "ns3::MapScheduler, ns3::PriorityQueueScheduler, ns3::ListScheduler)",
+                  scheduler);
     cmd.Parse (argc, argv);
+    TypeId schedulerTid;
+    if (!TypeId::LookupByNameFailSafe (scheduler, &schedulerTid) ||
+        !schedulerTid.IsChildOf (TypeId::LookupByName ("ns3::Scheduler")))
+    {
+        std::cerr << "disaggsim-ns3: --scheduler: expected an ns3::Scheduler TypeId, got '"
+                  << scheduler << "'\n";
+        return 2;
+    }
+    GlobalValue::Bind ("SchedulerType", StringValue (scheduler));
 
     if (flowsPath.empty () || outPath.empty () || statsPath.empty ())
     {
@@ -288,7 +306,7 @@ Run (int argc, char** argv)
         {"stop_time_ns", std::to_string (stopTimeNs)},
         {"trace_origin_ns", std::to_string (origin.GetNanoSeconds ())},
         {"time_resolution", "ps"},
-        {"scheduler", "ns3::HeapScheduler"},
+        {"scheduler", scheduler},
         {"checksums", "off"},
     };
     std::vector<TypeId> types = {ClosTopology::GetTypeId ()};

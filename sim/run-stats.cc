@@ -30,6 +30,27 @@ CollectFabricStats (ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats)
 long
 PeakRssKb ()
 {
+    // VmHWM of /proc/self/status: the peak of this address space, which exec starts afresh.
+    // getrusage's ru_maxrss is not reset by exec, so a driver forked from a large parent
+    // (Python with pandas: ~100 MiB) reported the parent's RSS as its own peak
+    // (bench/RESULTS.md, "Side by side with the authors' simulator").
+    if (std::FILE* status = std::fopen ("/proc/self/status", "r"))
+    {
+        char line[256];
+        long hwmKb = -1;
+        while (std::fgets (line, sizeof (line), status) != nullptr)
+        {
+            if (std::sscanf (line, "VmHWM: %ld kB", &hwmKb) == 1)
+            {
+                break;
+            }
+        }
+        std::fclose (status);
+        if (hwmKb >= 0)
+        {
+            return hwmKb;
+        }
+    }
     struct rusage usage;
     getrusage (RUSAGE_SELF, &usage);
     return usage.ru_maxrss; // KiB on Linux

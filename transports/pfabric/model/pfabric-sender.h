@@ -118,45 +118,49 @@ class PfabricSender : public Object
     void OnRto ();
     void IncreaseCwnd ();
 
-    // configuration (attributes)
-    uint32_t m_mssBytes{1460};
-    uint32_t m_initialCwnd{0};
-    uint32_t m_maxCwnd{0};
-    uint32_t m_initialSsthresh{100000};
+    // Members are grouped by use, not by meaning: the first block is everything the timer
+    // event (OnRtoEvent -> OnRto -> SendPending -> SendFrame) and an ACK touch, packed into
+    // about three cache lines.  In a heavy incast ~12k senders are in flight, each timer
+    // event touches a cold sender, and perf showed OnRtoEvent's first loads of
+    // m_rtoDeadline and m_deferRtoWhileQueued (on two different lines) as ~10 % of the run
+    // (bench/RESULTS.md, "Profile").  Order does not change behaviour.
+
+    // Re-arming on every ACK only moves m_rtoDeadline; at most one timer event is pending
+    // (rescheduled when it fires early), so the scheduler does not fill with cancelled
+    // timers.  Expiry times are the same as with cancel-and-reschedule.
+    Time m_rtoDeadline{Time::Max ()};
     Time m_rto;
-    Time m_minRto;
-    uint32_t m_probeAfterTimeouts{5};
     bool m_deferRtoWhileQueued{true};
-    uint64_t m_deferredTimeouts{0};
+    bool m_finished{false};
+    bool m_probing{false};
     bool m_spray{true};
-
-    // flow
-    Ptr<PfabricHost> m_host;
-    uint64_t m_flowId{0};
     uint16_t m_dstHost{0};
-    uint64_t m_sizeBytes{0};
-    uint32_t m_nPackets{0};
-    Time m_start;
-
     // window state, in packets of m_mssBytes (offset = index * mss)
     uint32_t m_nextPacket{0};
     uint32_t m_cumAckPacket{0};
-    std::vector<bool> m_sacked;
+    uint32_t m_nPackets{0};
     uint32_t m_sackedAbove{0};
     uint32_t m_cwnd{12};
     uint32_t m_ssthresh{100000};
     uint32_t m_ackCount{0};
-    // Re-arming on every ACK only moves m_rtoDeadline; at most one timer event is pending
-    // (rescheduled when it fires early), so the scheduler does not fill with cancelled
-    // timers.  Expiry times are the same as with cancel-and-reschedule.
-    EventId m_rtoEvent;
-    Time m_rtoDeadline{Time::Max ()};
     uint32_t m_consecutiveTimeouts{0};
-    bool m_probing{false};
-    bool m_finished{false};
-
+    uint32_t m_mssBytes{1460};
+    uint32_t m_maxCwnd{0};
+    uint32_t m_probeAfterTimeouts{5};
+    uint64_t m_sizeBytes{0};
+    uint64_t m_flowId{0};
     uint64_t m_timeouts{0};
     uint64_t m_dataPacketsSent{0};
+    Ptr<PfabricHost> m_host;
+    std::vector<bool> m_sacked;
+
+    // cold: configuration and bookkeeping
+    uint32_t m_initialCwnd{0};
+    uint32_t m_initialSsthresh{100000};
+    Time m_minRto;
+    uint64_t m_deferredTimeouts{0};
+    Time m_start;
+    EventId m_rtoEvent;
     TracedCallback<uint64_t, Time, Time> m_flowAcked;
 };
 
