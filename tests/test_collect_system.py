@@ -23,6 +23,7 @@ from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse 
 from disaggsim.traces.collect import PRESETS, CollectConfig, collect
 from disaggsim.traces.collect_apps import MemcachedYcsbConfig
 from disaggsim.traces.collect_env import MEMCG_ROOT, system_state
+from disaggsim.traces.paging import read_rmem_meta
 
 
 def _skip_reason() -> str | None:
@@ -83,7 +84,7 @@ def test_smoke_collection_restores_state_and_outputs_parse(tmp_path: Path) -> No
         assert len(lines) - node_outs <= node["swap_in_requests"]
         ins += len(lines) - node_outs
         outs += node_outs
-        assert json.loads((out / (node["paging"] + ".meta")).read_text())["start_time_us"] == (
+        assert read_rmem_meta(out / (node["paging"] + ".meta")) == (
             meta["start_realtime_ns"] // 1000)
     # memcached (node 0) runs at 25 % of its working set: it swaps out and back in.
     assert meta["nodes"][0]["memory_limit_binding"], meta["nodes"][0]

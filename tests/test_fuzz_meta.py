@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from disaggsim.cli import main
 from disaggsim.traces.blktrace import read_records
+from disaggsim.traces.paging import read_rmem_meta
 
 SAMPLE = Path(__file__).resolve().parents[1] / "traces" / "samples" / "dask-sort"
 CLI_SETTINGS = settings(FUZZ_SETTINGS, max_examples=60)
@@ -61,7 +62,7 @@ def _to_artifact(src: Path, d: Path) -> None:
     meta = json.loads((src / "meta.json").read_text())
     for n in meta["nodes"]:
         i, host = n["node"], f"h{n['node']}"
-        start_us = json.loads((src / (n["paging"] + ".meta")).read_text())["start_time_us"]
+        start_us = read_rmem_meta(src / (n["paging"] + ".meta"))
         out = []
         for idx, line in enumerate((src / n["paging"]).read_text().splitlines()):
             _, ts, page, npages = line.split()

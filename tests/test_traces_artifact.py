@@ -38,6 +38,7 @@ from disaggsim.traces.convert import (
     load_sample,
     read_flow_table,
 )
+from disaggsim.traces.paging import read_rmem_meta
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "traces" / "samples"
@@ -89,7 +90,7 @@ def make_artifact_run(sample: Path, out: Path, tz: str = "UTC") -> dict[str, obj
     empty = aligned = 0
     for node in meta["nodes"]:
         n, host = node["node"], f"ec2-10-77-0-{node['node'] + 1}.compute-1.amazonaws.com"
-        start_us = json.loads((sample / (node["paging"] + ".meta")).read_text())["start_time_us"]
+        start_us = read_rmem_meta(sample / (node["paging"] + ".meta"))
         lines, p = _paging_lines(sample / node["paging"], start_us)
         pages = {k: pages[k] + p[k] for k in pages}
         empty += not lines
