@@ -14,7 +14,8 @@ and marginal (growth over the first run's peak RSS / growth in flows, in hosts).
 Writes the rows as JSON and a plot (``bench/figures/hosts.png``).
 
 Usage: ``.venv/bin/python bench/bench_hosts.py [--racks 9,36,72] [--flows-per-host 10.4]
-[--binary build/sim/disaggsim-ns3] [--json bench/figures/hosts.json]``.
+[--spines 16 --spine-rate-factor 1] [--binary build/sim/disaggsim-ns3]
+[--json bench/figures/hosts.json]``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ from bench_pfabric import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run  # no
 FIGURES = Path(__file__).resolve().parent / "figures"
 
 
-def fabric_for(racks: int) -> Fabric:
-    """YAPS's fabric at 9 racks, else 16 spines at 1x (full bisection, module docstring)."""
+def fabric_for(racks: int, spines: int | None = None, factor: int = 1) -> Fabric:
+    """YAPS's fabric at 9 racks, else 16 spines at 1x (full bisection, module docstring).
+
+    ``spines`` given: that many spines at ``factor`` x the access rate at every size.
+    """
+    if spines is not None:
+        return Fabric(racks, spines, factor)
     return YAPS_FABRIC if racks == YAPS_FABRIC.racks else Fabric(racks, 16, 1)
 
 
@@ -65,6 +71,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--racks", default="9,36,72")
     parser.add_argument("--flows-per-host", type=float, default=1500 / 144)
+    parser.add_argument("--spines", type=int, default=None, help="spines at every size")
+    parser.add_argument("--spine-rate-factor", type=int, default=1, help="with --spines")
     parser.add_argument("--seed", type=int, default=1, help="workload seed")
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument("--json", type=Path, default=FIGURES / "hosts.json")
@@ -75,7 +83,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_hosts.") as tmp:
         for racks in (int(n) for n in args.racks.split(",")):
-            fabric = fabric_for(racks)
+            fabric = fabric_for(racks, args.spines, args.spine_rate_factor)
             hosts = racks * HOSTS_PER_RACK
             n_flows = round(args.flows_per_host * hosts)
             load_avg = os.getloadavg()[0]
