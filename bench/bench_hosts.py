@@ -14,7 +14,7 @@ and marginal (growth over the first run's peak RSS / growth in flows, in hosts).
 Writes the rows as JSON and a plot (``bench/figures/hosts.png``).
 
 Usage: ``.venv/bin/python bench/bench_hosts.py [--racks 9,36,72] [--flows-per-host 10.4]
-[--spines 16 --spine-rate-factor 1] [--binary build/sim/disaggsim-ns3]
+[--flows N (fixed total)] [--spines 16 --spine-rate-factor 1] [--binary build/sim/disaggsim-ns3]
 [--json bench/figures/hosts.json]``.
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -71,6 +72,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--racks", default="9,36,72")
     parser.add_argument("--flows-per-host", type=float, default=1500 / 144)
+    parser.add_argument("--flows", type=int, default=None, help="fixed total flows instead")
     parser.add_argument("--spines", type=int, default=None, help="spines at every size")
     parser.add_argument("--spine-rate-factor", type=int, default=1, help="with --spines")
     parser.add_argument("--seed", type=int, default=1, help="workload seed")
@@ -85,7 +87,7 @@ def main() -> int:
         for racks in (int(n) for n in args.racks.split(",")):
             fabric = fabric_for(racks, args.spines, args.spine_rate_factor)
             hosts = racks * HOSTS_PER_RACK
-            n_flows = round(args.flows_per_host * hosts)
+            n_flows = args.flows or round(args.flows_per_host * hosts)
             load_avg = os.getloadavg()[0]
             res = run(
                 args.binary,
@@ -131,8 +133,9 @@ def main() -> int:
     base = rows[0]
     for r in rows:
         d_kib = (r["peak_rss_mib"] - base["peak_rss_mib"]) * 1024
-        r["marginal_kib_per_flow"] = d_kib / max(r["flows"] - base["flows"], 1)
-        r["marginal_kib_per_host"] = d_kib / max(r["hosts"] - base["hosts"], 1)
+        d_flows, d_hosts = r["flows"] - base["flows"], r["hosts"] - base["hosts"]
+        r["marginal_kib_per_flow"] = d_kib / d_flows if d_flows else math.nan
+        r["marginal_kib_per_host"] = d_kib / d_hosts if d_hosts else math.nan
         print(
             f"| {r['hosts']:,} | {r['racks']}x16, {r['spines']} spines x{r['spine_rate_factor']} "
             f"| {r['flows']:,} | {r['finished']:,} | {r['wall_s']:.1f} | {r['events']:,} "
