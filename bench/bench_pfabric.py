@@ -72,6 +72,18 @@ class Setup:
     matrix: str
 
 
+@dataclass(frozen=True)
+class Fabric:
+    """Clos size: racks of HOSTS_PER_RACK hosts, spines, ToR-spine rate / access rate."""
+
+    racks: int
+    spines: int
+    spine_rate_factor: int
+
+
+#: The YAPS fabric: 144 hosts, 4 spines with 4x uplinks (full bisection).
+YAPS_FABRIC = Fabric(RACKS, 4, 4)
+
 SETUPS = {
     "a": Setup("a", 40.0, "permutation"),
     "b": Setup("b", 10.0, "all_to_all"),
@@ -134,6 +146,7 @@ def driver_command(
     stats_json: Path,
     driver_seed: int = 0,
     attributes: Mapping[str, str] | None = None,
+    fabric: Fabric | None = None,
 ) -> list[str]:
     """Driver command line of one run on a YAPS fidelity setup (module docstring).
 
@@ -148,10 +161,13 @@ def driver_command(
         attributes: ``ns3::Type::Attribute`` -> value overrides, appended after the
             defaults (for pFabric ``PFABRIC_YAPS_ATTRIBUTES``); ns-3's CommandLine applies
             them in order, so a key given here wins.
+        fabric: racks, spines and spine rate factor; default ``YAPS_FABRIC`` (9 racks of
+            16 hosts, 4 spines at 4x: full bisection).
 
     Returns:
         The argv list.
     """
+    fabric = fabric or YAPS_FABRIC
     cmd = [
         str(binary),
         f"--flows={flows_csv}",
@@ -159,10 +175,10 @@ def driver_command(
         f"--stats={stats_json}",
         f"--protocol={protocol}",
         f"--accessRateGbps={setup.rate_gbps:g}",
-        f"--racks={RACKS}",
+        f"--racks={fabric.racks}",
         f"--hostsPerRack={HOSTS_PER_RACK}",
-        "--spines=4",
-        "--spineRateFactor=4",
+        f"--spines={fabric.spines}",
+        f"--spineRateFactor={fabric.spine_rate_factor}",
         "--bufferBytes=36864",
         f"--intraRackCableM={CABLE_M:g}",
         f"--interRackCableM={CABLE_M:g}",
@@ -188,6 +204,7 @@ def run(
     cdf: str | Path = "websearch",
     attributes: Mapping[str, str] | None = None,
     keep_files: bool = True,
+    fabric: Fabric | None = None,
 ) -> dict[str, Any]:
     """Generate the workload, run the driver once, return its stats and FCT table.
 
@@ -206,6 +223,7 @@ def run(
             SIGCOMM'10).
         attributes: extra ``ns3::Type::Attribute`` overrides (``driver_command``).
         keep_files: False deletes the three files once read.
+        fabric: racks and spines (``driver_command``); default ``YAPS_FABRIC``.
 
     Returns:
         ``{"stats": driver stats JSON (dict), "fct": FCT_RECORDS DataFrame, "wall_s":
@@ -215,23 +233,24 @@ def run(
         RuntimeError: the driver exits non-zero (its stderr tail included).
         ValueError: from ``generate`` (load, flows or CDF out of range).
     """
+    fabric = fabric or YAPS_FABRIC
     flows = generate(
         cdf,
         load,
-        RACKS * HOSTS_PER_RACK,
+        fabric.racks * HOSTS_PER_RACK,
         n_flows,
         setup.rate_gbps,
         setup.matrix,  # type: ignore[arg-type]
         seed=seed,
         header_bytes=YAPS_HEADER_BYTES,
     )
-    tag = f"{setup.name}_{protocol}_{load:g}_{n_flows}_{seed}_{driver_seed}"
+    tag = f"{setup.name}_{protocol}_{load:g}_{n_flows}_{seed}_{driver_seed}_{fabric.racks}"
     flows_csv = workdir / f"flows_{tag}.csv"
     out_csv = workdir / f"fct_{tag}.csv"
     stats_json = workdir / f"stats_{tag}.json"
     write_sim_flows_csv(flows, flows_csv)
     cmd = driver_command(
-        binary, setup, protocol, flows_csv, out_csv, stats_json, driver_seed, attributes
+        binary, setup, protocol, flows_csv, out_csv, stats_json, driver_seed, attributes, fabric
     )
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -13,8 +13,11 @@ packet over the smallest run's; the exit status is 1 if any ratio leaves [0.67, 
 The simulator's speed depends on what else the 2 shared cores are doing; the table prints
 the load average before each run.
 
+Writes the rows as JSON and a plot of wall time and peak RSS against flows next to it
+(``--plot-only`` re-draws the plot from the JSON).
+
 Usage: ``.venv/bin/python bench/bench_scaling.py [--flows 2500,5000,10000,20000]
-[--binary build/sim/disaggsim-ns3] [--json bench/figures/scaling.json]``.
+[--binary build/sim/disaggsim-ns3] [--json bench/figures/scaling.json] [--plot-only]``.
 """
 
 from __future__ import annotations
@@ -32,13 +35,42 @@ from bench_pfabric import SETUPS, run  # noqa: E402
 FIGURES = Path(__file__).resolve().parent / "figures"
 
 
+def plot(rows: list[dict[str, float]], path: Path) -> None:
+    """Wall time and peak RSS (VmHWM) against flows, two panels, written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    flows = [r["flows"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax1.plot(flows, [r["wall_s"] for r in rows], "o-")
+    ax1.set_xlabel("flows")
+    ax1.set_ylabel("wall s")
+    ax1.set_title("pFabric, setup (a), 144 hosts")
+    ax2.plot(flows, [r["peak_rss_mib"] for r in rows], "o-")
+    ax2.set_xlabel("flows")
+    ax2.set_ylabel("peak RSS (VmHWM), MiB")
+    for ax in (ax1, ax2):
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    os.replace(tmp, path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", default="2500,5000,10000,20000")
     parser.add_argument("--seed", type=int, default=1, help="workload seed")
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument("--json", type=Path, default=FIGURES / "scaling.json")
+    parser.add_argument("--plot-only", action="store_true", help="re-draw from --json")
     args = parser.parse_args()
+    if args.plot_only:
+        plot(json.loads(args.json.read_text()), args.json.with_suffix(".png"))
+        return 0
     if not args.binary.is_file():
         print(f"bench_scaling: driver {args.binary} not found (build first)", file=sys.stderr)
         return 2
@@ -90,6 +122,7 @@ def main() -> int:
     tmp_path = args.json.with_name(args.json.name + ".tmp")
     tmp_path.write_text(json.dumps(rows, indent=1))
     os.replace(tmp_path, args.json)
+    plot(rows, args.json.with_suffix(".png"))
     return 0 if ok else 1
 
 
