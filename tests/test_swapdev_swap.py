@@ -102,20 +102,15 @@ def test_fixed_delay_per_request(runs: dict[str, device.RunResult]) -> None:
 def test_swap_in_latency_moves_by_the_injected_delay(
     runs: dict[str, device.RunResult], locked: dict[str, list[str]], tmp_path: Path
 ) -> None:
-    """End to end: the median swap-in fault latency grows by the injected 10.8 us within
-    3 us (measured +9.8 us on a quiet machine). On this VM some swap runs with a delay land
-    in a slow mode where every fault takes ~60 us more (the guest's adaptive halt-polling:
-    bench/RESULTS.md "Latency-injection device"), so up to two more fixed runs are made and
-    the best is checked; every attempt's shift is in the failure message."""
-    floor = runs["none"].report["p50_ns"]
-    shifts = [runs["fixed"].report["p50_ns"] - floor]
-    model = device.DelayModel("fixed", latency_ns=10_000, bandwidth_bps=40 * 10**9)
-    for attempt in range(2):
-        if abs(shifts[-1] - 10_819) < 3000:
-            break
-        result = device.run_memtouch_swap(tmp_path / f"retry{attempt}", MIB, LIMIT, model)
-        shifts.append(result.report["p50_ns"] - floor)
-    assert min(abs(s - 10_819) for s in shifts) < 3000, (floor, shifts)
+    """End to end, the injected 10.8 us (10 us + 4 KiB at 40 Gbps) is on the application's
+    path: the median swap-in fault latency is at least 8 us above the no-delay run.
+
+    Only a lower bound is asserted: on this VM CPU contention, and a slow mode where every
+    fault takes ~60 us more (the guest's adaptive halt-polling: bench/RESULTS.md
+    "Latency-injection device"), can only add to the shift (+9.8 us measured on a quiet
+    machine). The device-side accuracy is exact and tested in test_fixed_delay_per_request."""
+    shift = runs["fixed"].report["p50_ns"] - runs["none"].report["p50_ns"]
+    assert shift >= 8_000, (runs["none"].report, runs["fixed"].report)
 
 
 def test_failures_leave_the_machine_as_found(

@@ -76,17 +76,23 @@ def test_fixed_delay_is_applied_per_request(tmp_path: Path) -> None:
 
 
 def test_fault_latency_moves_by_the_injected_delay(tmp_path: Path) -> None:
-    """End to end, as the application sees it: median per-access latency of a sequential
-    read pass over 4x local memory (every access a fault) with +10 us fixed latency minus
-    the same with no delay is 10 us within 1.5 us (the floor's run-to-run spread on this
-    shared 2-vCPU machine; measured deltas 9.9-10.1 us)."""
+    """A sequential read pass over 4x local memory (every access a fault) with +10 us fixed
+    latency: the device applies 10 us per request (median of its applied-delay histogram
+    within 2% + 200 ns), and the application sees it on its path (median per-access
+    latency at least 8.5 us above the same pass with no delay).
+
+    Only a lower bound is asserted end to end: CPU contention on a shared machine can only
+    add to the delta (it measured 9.9-10.1 us quiet, 23.8 us under load); the quiet-machine
+    accuracy is a bench figure (bench/RESULTS.md, swapdev)."""
     floor = device.run_memtouch_uffd(tmp_path / "none", MIB, LOCAL, device.DelayModel("none"))
     fixed = device.run_memtouch_uffd(
         tmp_path / "fixed", MIB, LOCAL, device.DelayModel("fixed", latency_ns=10_000)
     )
     assert floor.report["slow_accesses"] >= PAGES - LOCAL // 4096
+    applied = fixed.histograms["applied"].quantile_ns(0.5)
+    assert abs(applied - 10_000) < 0.02 * 10_000 + 200, fixed.histograms["applied"]
     delta = fixed.report["p50_ns"] - floor.report["p50_ns"]
-    assert abs(delta - 10_000) < 1500, (floor.report, fixed.report)
+    assert delta >= 8_500, (floor.report, fixed.report)
 
 
 def test_fct_mean_table_drives_the_delay(tmp_path: Path) -> None:
