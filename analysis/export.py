@@ -20,14 +20,14 @@ with ``.0`` appended when the result has no ``.`` or exponent (CPython 2.7
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import pandas as pd
+
+from disaggsim.traces._atomic import atomic_path
 
 #: Flow kinds whose FCTs the swap device injects: remote memory accesses (paper §4.4).
 MEMORY_KINDS: tuple[str, ...] = ("mem_read", "mem_write")
@@ -163,18 +163,17 @@ def export_fct(
         f"{size} {py2_float_str(mean)}\n"
         for size, mean in zip(table["size_bytes"], table["mean_fct_us"], strict=True)
     ]
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as handle:
-            handle.writelines(lines)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    out = _write_lines_atomic(out_path, lines)
     return ExportSummary(out, len(table), int(table["flows"].sum()), dropped)
+
+
+def _write_lines_atomic(out_path: str | Path, lines: list[str]) -> Path:
+    """Write ``lines`` (ASCII, ``\\n``) to ``out_path`` through a temp file renamed into
+    place, so a reader never sees half an export (``traces._atomic.atomic_path``)."""
+    out = Path(out_path)
+    with atomic_path(out) as tmp:
+        tmp.write_text("".join(lines), encoding="ascii", newline="\n")
+    return out
 
 
 def read_fct_export(path: str | Path) -> pd.DataFrame:
@@ -338,16 +337,6 @@ def export_fct_distribution(
             table["size_bytes"], table["cum_prob"], table["fct_ns"], strict=True
         )
     ]
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as handle:
-            handle.writelines(lines)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    out = _write_lines_atomic(out_path, lines)
     by_size, _ = fct_by_size(fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished)
     return ExportSummary(out, len(table), int(by_size["flows"].sum()), dropped)
