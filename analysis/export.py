@@ -58,30 +58,18 @@ def py2_float_str(value: float) -> str:
     return text
 
 
-def fct_by_size(
+def _select_finished(
     fct_df: pd.DataFrame,
-    protocol: str | None = None,
-    rate_gbps: float | None = None,
-    scope: str | None = None,
-    workload: str | None = None,
-    seed: int | None = None,
-    kinds: Sequence[str] | None = MEMORY_KINDS,
-    unfinished: Literal["error", "drop"] = "error",
+    protocol: str | None,
+    rate_gbps: float | None,
+    scope: str | None,
+    workload: str | None,
+    seed: int | None,
+    kinds: Sequence[str] | None,
+    unfinished: Literal["error", "drop"],
 ) -> tuple[pd.DataFrame, int]:
-    """Mean FCT (µs) per distinct ``size_bytes`` of one run configuration.
-
-    Each of protocol, rate_gbps, scope, workload, seed selects rows; left as None it must
-    have a single value in the table (seeds may be pooled: ``seed=None`` with several
-    seeds averages over them). ``kinds`` keeps those flow kinds (None: all flows).
-
-    Returns:
-        (DataFrame with ``size_bytes`` (int64), ``mean_fct_us`` and ``flows`` (finished
-        flows of that size), sorted by size; the number of unfinished flows dropped).
-
-    Raises:
-        ValueError: a selector matches nothing or is ambiguous; no flow is left; unfinished
-            flows are selected and ``unfinished="error"``.
-    """
+    """The finished flows of one run configuration, and how many unfinished ones were left
+    out: the selection, checks and errors that :func:`fct_by_size` documents."""
     frame = fct_df
     for column, wanted in (
         ("protocol", protocol),
@@ -127,6 +115,36 @@ def fct_by_size(
     finished = frame[done]
     if finished.empty:
         raise ValueError("FCT export: no finished flow in the selection")
+    return finished, dropped
+
+
+def fct_by_size(
+    fct_df: pd.DataFrame,
+    protocol: str | None = None,
+    rate_gbps: float | None = None,
+    scope: str | None = None,
+    workload: str | None = None,
+    seed: int | None = None,
+    kinds: Sequence[str] | None = MEMORY_KINDS,
+    unfinished: Literal["error", "drop"] = "error",
+) -> tuple[pd.DataFrame, int]:
+    """Mean FCT (µs) per distinct ``size_bytes`` of one run configuration.
+
+    Each of protocol, rate_gbps, scope, workload, seed selects rows; left as None it must
+    have a single value in the table (seeds may be pooled: ``seed=None`` with several
+    seeds averages over them). ``kinds`` keeps those flow kinds (None: all flows).
+
+    Returns:
+        (DataFrame with ``size_bytes`` (int64), ``mean_fct_us`` and ``flows`` (finished
+        flows of that size), sorted by size; the number of unfinished flows dropped).
+
+    Raises:
+        ValueError: a selector matches nothing or is ambiguous; no flow is left; unfinished
+            flows are selected and ``unfinished="error"``.
+    """
+    finished, dropped = _select_finished(
+        fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished
+    )
     table = (
         finished.assign(fct_us=finished["fct_ns"].astype(float) / 1000.0)
         .groupby("size_bytes", sort=True)["fct_us"]
@@ -246,25 +264,9 @@ def fct_distribution(
     """
     if max_points < 1:
         raise ValueError(f"FCT export: max_points must be >= 1, got {max_points}")
-    # Reuse fct_by_size's selection and checks; then take the rows themselves.
-    _, dropped = fct_by_size(fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished)
-    frame = fct_df
-    for column, wanted in (
-        ("protocol", protocol),
-        ("rate_gbps", rate_gbps),
-        ("scope", scope),
-        ("workload", workload),
-        ("seed", seed),
-    ):
-        if wanted is None or column not in frame.columns:
-            continue
-        if column == "rate_gbps":
-            frame = frame[(frame[column].astype(float) - float(wanted)).abs() < 1e-9]
-        else:
-            frame = frame[frame[column] == wanted]
-    if kinds is not None:
-        frame = frame[frame["kind"].isin(list(kinds))]
-    frame = frame[frame["finished"] != 0]
+    frame, dropped = _select_finished(
+        fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished
+    )
     sizes: list[int] = []
     cums: list[float] = []
     fcts: list[int] = []
