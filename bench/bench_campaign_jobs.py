@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from disaggsim.traces._atomic import atomic_path
+
 FIGURES = Path(__file__).resolve().parent / "figures"
 DISAGGSIM = Path(sys.executable).parent / "disaggsim"
 
@@ -146,9 +148,8 @@ def main() -> int:
             f"| {r['tree_peak_rss_mib']:.0f} | {r['load_avg_1min']:.1f} |"
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = args.json.with_name(args.json.name + ".tmp")
-    tmp_path.write_text(json.dumps(rows, indent=1))
-    os.replace(tmp_path, args.json)
+    with atomic_path(args.json) as tmp:  # never half a file
+        tmp.write_text(json.dumps(rows, indent=1))
     plot(rows, args.json.with_suffix(".png"))
     return 0
 

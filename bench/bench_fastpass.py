@@ -25,13 +25,14 @@ memory of each run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import SETUPS, run, summarize, yaps_slowdowns  # noqa: E402
+
+from disaggsim.traces._atomic import atomic_path
 
 TARGETS = {
     "a": {"mean": 1.53, "p99": 2.88, "small_mean": 1.69},
@@ -129,9 +130,8 @@ def main() -> int:
             print("\n".join(lines[-10:]), flush=True)
     report = "\n".join(lines) + "\n"
     if args.out is not None:
-        tmp_path = args.out.with_name(args.out.name + ".tmp")
-        tmp_path.write_text(report)
-        os.replace(tmp_path, args.out)
+        with atomic_path(args.out) as tmp:  # never half a file
+            tmp.write_text(report)
     return 0
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run  # noqa: E402
 
+from disaggsim.traces._atomic import atomic_path
+
 FIGURES = Path(__file__).resolve().parent / "figures"
 
 
@@ -145,9 +147,8 @@ def main() -> int:
             f"| {r['marginal_kib_per_host']:.1f} | {r['load_avg_1min']:.1f} |"
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = args.json.with_name(args.json.name + ".tmp")
-    tmp_path.write_text(json.dumps(rows, indent=1))
-    os.replace(tmp_path, args.json)
+    with atomic_path(args.json) as tmp:  # never half a file
+        tmp.write_text(json.dumps(rows, indent=1))
     plot(rows, args.json.with_suffix(".png"))
     return 0
 

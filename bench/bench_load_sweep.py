@@ -61,6 +61,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import SETUPS, Setup, run, summarize, yaps_slowdowns  # noqa: E402
 
+from disaggsim.traces._atomic import atomic_path
+
 LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 PROTOCOLS = ("pfabric", "ideal", "dctcp", "tcp")
 FIGURES = Path(__file__).resolve().parent / "figures"
@@ -146,9 +148,8 @@ def save_point(path: Path, point_key: str, summary: dict[str, float]) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = json.loads(path.read_text()) if path.is_file() else {}
         data[point_key] = summary
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:  # never half a file
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
 def flows_of(protocol: str, flows: int, tcp_flows: int) -> int:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.workloads import MSS_BYTES, YAPS_HEADER_BYTES, generate, write_sim_flows_csv
 
 HOSTS_PER_RACK = 16
@@ -347,9 +347,8 @@ def main() -> int:
     report = "\n".join(lines) + "\n"
     print(report)
     if args.out is not None:
-        tmp_path = args.out.with_name(args.out.name + ".tmp")
-        tmp_path.write_text(report)
-        os.replace(tmp_path, args.out)
+        with atomic_path(args.out) as tmp:  # never half a file
+            tmp.write_text(report)
     return 0 if all_pass else 1
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,8 @@ from bench_pfabric import (  # noqa: E402
     summarize,
     yaps_slowdowns,
 )
+
+from disaggsim.traces._atomic import atomic_path  # noqa: E402
 
 PHOST_TARGETS = {
     "a": {"mean": 1.546, "p99": 3.80, "small_mean": 1.39, "small_p99": 2.87},
@@ -176,9 +177,8 @@ def main() -> int:
             print("\n".join(lines[-6:]), flush=True)
     report = "\n".join(lines) + "\n"
     if args.out is not None:
-        tmp_path = args.out.with_name(args.out.name + ".tmp")
-        tmp_path.write_text(report)
-        os.replace(tmp_path, args.out)
+        with atomic_path(args.out) as tmp:  # never half a file
+            tmp.write_text(report)
     return 0
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import SETUPS, run  # noqa: E402
 
+from disaggsim.traces._atomic import atomic_path
+
 FIGURES = Path(__file__).resolve().parent / "figures"
 
 
@@ -119,9 +121,8 @@ def main() -> int:
         )
     print("\n".join(lines))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = args.json.with_name(args.json.name + ".tmp")
-    tmp_path.write_text(json.dumps(rows, indent=1))
-    os.replace(tmp_path, args.json)
+    with atomic_path(args.json) as tmp:  # never half a file
+        tmp.write_text(json.dumps(rows, indent=1))
     plot(rows, args.json.with_suffix(".png"))
     return 0 if ok else 1
 

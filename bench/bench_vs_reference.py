@@ -59,6 +59,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import HOSTS_PER_RACK, RACKS, SETUPS, Setup, driver_command  # noqa: E402
 
+from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.workloads import YAPS_HEADER_BYTES, generate, write_sim_flows_csv
 from disaggsim.traces.yaps import write_yaps
 
@@ -341,9 +342,8 @@ def main() -> int:
         )
     print("\n".join(lines))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    tmp_json = args.json.with_name(args.json.name + ".tmp")
-    tmp_json.write_text(json.dumps({"rows": rows, "table": lines}, indent=1) + "\n")
-    os.replace(tmp_json, args.json)
+    with atomic_path(args.json) as tmp:  # never half a file
+        tmp.write_text(json.dumps({"rows": rows, "table": lines}, indent=1) + "\n")
     return 0
 
 
