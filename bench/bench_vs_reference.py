@@ -1,7 +1,10 @@
-"""Wall time and peak memory of our pFabric against the authors' simulator, side by side.
+"""Wall time and peak memory of our pFabric, pHost or Fastpass against the authors' simulator.
 
 The authors' packet simulator is YAPS (the pHost paper's simulator, NetSys/simulator on
-GitHub); its pFabric configuration is ``py/run_experiments.py`` (``conf_str_pfabric``).
+GitHub); its configurations are ``py/run_experiments.py``'s ``conf_str_pfabric``,
+``conf_str_phost`` and ``conf_str_fastpass`` (``--protocol``; only the lines that differ
+from pFabric's are kept in ``YAPS_PROTOCOL_LINES``).  Ours runs the same protocol with its
+default attributes (pFabric with bench_pfabric.py's YAPS attributes).
 This bench builds it from its public source in a temporary directory (never in this
 repository): ``git archive`` of the given git directory (the ``fetch`` tool's mirror, e.g.
 ``/work/.mirror/NetSys+simulator/repo``), then every source of ``simulator_SOURCES`` in
@@ -31,7 +34,8 @@ the process), CPU-time medians (user + system) and peak RSS (both from GNU time,
 ``/usr/bin/time``), and the 1-minute load average before each run, since the
 2-core machine is shared.
 
-Usage: ``.venv/bin/python bench/bench_vs_reference.py --reference-git DIR [--setups a,b,c]
+Usage: ``.venv/bin/python bench/bench_vs_reference.py --reference-git DIR
+[--protocol pfabric|phost|fastpass] [--setups a,b,c]
 [--repeats 2] [--flows 10000] [--incast-flows 12000] [--binary build/sim/disaggsim-ns3]
 [--json bench/figures/vs_reference.json]``.
 """
@@ -113,6 +117,39 @@ interarrival_cdf: none
 num_host_types: 13
 permutation_tm: 0
 """
+
+#: The lines of ``py/run_experiments.py``'s ``conf_str_phost`` and ``conf_str_fastpass``
+#: that differ from ``conf_str_pfabric`` (everything else is equal there).
+YAPS_PROTOCOL_LINES: dict[str, dict[str, str]] = {
+    "pfabric": {},
+    "phost": {
+        "init_cwnd": "2",
+        "max_cwnd": "6",
+        "retx_timeout": "9.50003e-06",
+        "flow_type": "112",
+        "host_type": "12",
+    },
+    "fastpass": {
+        "init_cwnd": "6",
+        "max_cwnd": "12",
+        "flow_type": "114",
+        "host_type": "14",
+    },
+}
+
+
+def yaps_conf(protocol: str, bandwidth: str, flows: int, trace: Path) -> str:
+    """YAPS configuration text for ``protocol`` (``YAPS_CONF`` with its protocol's lines).
+
+    Raises:
+        KeyError: ``protocol`` is not one of ``YAPS_PROTOCOL_LINES``.
+    """
+    overrides = YAPS_PROTOCOL_LINES[protocol]
+    out = []
+    for line in YAPS_CONF.format(bandwidth=bandwidth, flows=flows, trace=trace).splitlines():
+        key = line.split(":", 1)[0]
+        out.append(f"{key}: {overrides[key]}" if key in overrides else line)
+    return "\n".join(out) + "\n"
 
 
 def build_reference(git_dir: Path, workdir: Path) -> Path:
@@ -228,6 +265,7 @@ def main() -> int:
         default=os.environ.get("YAPS_GIT"),
         help="git directory of NetSys/simulator (or $YAPS_GIT)",
     )
+    parser.add_argument("--protocol", choices=sorted(YAPS_PROTOCOL_LINES), default="pfabric")
     parser.add_argument("--setups", default="a,b,c")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--flows", type=int, default=10_000)
@@ -282,15 +320,13 @@ def main() -> int:
             write_sim_flows_csv(flows, flows_csv)
             write_yaps(flows, trace)
             conf.write_text(
-                YAPS_CONF.format(
-                    bandwidth=f"{setup.rate_gbps * 1e9:.1f}", flows=len(flows), trace=trace
-                )
+                yaps_conf(args.protocol, f"{setup.rate_gbps * 1e9:.1f}", len(flows), trace)
             )
             packets = int(np.ceil(flows["size_bytes"] / 1460).sum())
             ours_cmd = driver_command(
                 args.binary,
                 setup,
-                "pfabric",
+                args.protocol,
                 flows_csv,
                 work / f"fct_{name}.csv",
                 work / f"stats_{name}.json",
@@ -301,6 +337,7 @@ def main() -> int:
                     load = os.getloadavg()[0]
                     wall, cpu, rss = timed(cmd, work / f"log_{name}_{sim}.txt")
                     row = {
+                        "protocol": args.protocol,
                         "setup": name,
                         "sim": sim,
                         "rep": rep,
@@ -319,6 +356,7 @@ def main() -> int:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     lines = [
+        f"protocol: {args.protocol}",
         "| setup | flows | data pkts | disaggsim wall s | CPU s | MiB | YAPS wall s | CPU s "
         "| MiB | wall ratio | CPU ratio | load avg |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
