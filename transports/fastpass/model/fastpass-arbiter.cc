@@ -115,12 +115,25 @@ FastpassArbiter::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
 {
     FastpassHeader header;
     packet->RemoveHeader (header);
-    if (header.type != FastpassHeader::REQUEST)
+    if (header.type == FastpassHeader::AREQ && m_config.perDestination)
+    {
+        ++m_requests;
+        const auto src = static_cast<uint16_t> (header.value0);
+        for (const FastpassAreqEntry& entry : header.areqs)
+        {
+            ++m_requestEntries;
+            OnRequest (FastpassPairKey (src, entry.dst), src, entry.dst, entry.total,
+                       entry.received);
+        }
+        return;
+    }
+    if (header.type != FastpassHeader::REQUEST || m_config.perDestination)
     {
         NS_LOG_WARN ("arbiter: unexpected frame type " << static_cast<uint32_t> (header.type));
         return;
     }
     ++m_requests;
+    ++m_requestEntries;
     OnRequest (header.flowId, static_cast<uint16_t> (header.value0 >> 16),
                static_cast<uint16_t> (header.value0 & 0xFFFF), header.value1,
                static_cast<uint32_t> (header.slot));
@@ -130,7 +143,7 @@ void
 FastpassArbiter::OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total,
                             uint32_t received)
 {
-    if (total == 0)
+    if (total == 0 && !m_config.perDestination)
     {
         SetDemand (flowId, src, dst, 0);
         m_granted.erase (flowId);
@@ -381,7 +394,7 @@ FastpassArbiter::SendAllocations (uint64_t batchFirstSlot,
             continue;
         }
         FastpassHeader header;
-        header.type = FastpassHeader::ALLOC;
+        header.type = m_config.perDestination ? FastpassHeader::DST_ALLOC : FastpassHeader::ALLOC;
         header.slot = batchFirstSlot;
         header.value1 = static_cast<uint32_t> (perSender[host].size ());
         header.allocs = std::move (perSender[host]);

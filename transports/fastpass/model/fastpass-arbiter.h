@@ -50,7 +50,18 @@ struct FastpassArbiterConfig
     /// ALLOC arrived: granted timeslots its sender has not received were lost.
     Time lossHorizon;
     FastpassOrder order{FastpassOrder::FEWEST_REMAINING};
+    /// FCP (Fastpass §5; doc §3): endpoints send AREQ frames with one cumulative demand per
+    /// destination and demand is kept per (sender, receiver) pair; ALLOCs name destinations
+    /// (DST_ALLOC).  false: one REQUEST per flow, demand per flow, ALLOCs name flows.
+    bool perDestination{true};
 };
+
+/// The demand key of the pair (src, dst) under FCP (FastpassArbiterConfig::perDestination).
+inline uint64_t
+FastpassPairKey (uint16_t src, uint16_t dst)
+{
+    return (static_cast<uint64_t> (src) << 16) | dst;
+}
 
 /// One packet the allocator placed in a timeslot.
 struct FastpassGrant
@@ -106,9 +117,16 @@ class FastpassArbiter : public FabricHost
     /// Signature of SlotAllocated.
     typedef void (*SlotAllocatedCallback) (const FastpassSlotRecord& record);
 
+    /// \returns REQUEST (per flow) or AREQ (FCP) frames received.
     uint64_t GetRequests () const
     {
         return m_requests;
+    }
+
+    /// \returns demands (flows, or FCP destinations) those frames listed.
+    uint64_t GetRequestEntries () const
+    {
+        return m_requestEntries;
     }
 
     uint64_t GetGrants () const
@@ -152,8 +170,9 @@ class FastpassArbiter : public FabricHost
 
     uint64_t OrderKey (const Demand& demand) const;
     void SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining);
-    /// REQUEST: the flow wants \p total timeslots since its start (0 = forget it) and its
-    /// sender has received \p received of the timeslots granted so far.
+    /// REQUEST: the flow (or FCP pair) \p flowId wants \p total timeslots since its start
+    /// (per flow, 0 = forget it) and its sender has received \p received of the timeslots
+    /// granted so far.
     void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total, uint32_t received);
     void Erase (uint64_t flowId, const Demand& demand);
     void SchedulePass ();
@@ -182,6 +201,7 @@ class FastpassArbiter : public FabricHost
     std::vector<uint64_t> m_dstStamp;
     EventId m_passEvent;
     uint64_t m_requests{0};
+    uint64_t m_requestEntries{0};
     uint64_t m_grants{0};
     uint64_t m_passes{0};
     uint64_t m_allocFrames{0};
