@@ -166,14 +166,19 @@ class FastpassArbiter : public FabricHost
         uint16_t dst{0};
         uint32_t remaining{0};
         uint64_t lastAllocated{0}; ///< 1 + last allocated timeslot, 0 = never
+        /// FCP: timeslots the pair's shortest flow still needs (the FewestRemaining key;
+        /// per flow it is `remaining`), decremented per grant down to 1.
+        uint32_t shortest{0};
     };
 
     uint64_t OrderKey (const Demand& demand) const;
-    void SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining);
+    void SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining,
+                    uint32_t shortest);
     /// REQUEST: the flow (or FCP pair) \p flowId wants \p total timeslots since its start
     /// (per flow, 0 = forget it) and its sender has received \p received of the timeslots
     /// granted so far.
-    void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total, uint32_t received);
+    void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total, uint32_t received,
+                    uint32_t shortest);
     void Erase (uint64_t flowId, const Demand& demand);
     void SchedulePass ();
     void Pass ();

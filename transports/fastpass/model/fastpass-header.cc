@@ -66,6 +66,7 @@ FastpassHeader::Serialize (Buffer::Iterator start) const
         start.WriteHtonU16 (entry.dst);
         start.WriteHtonU32 (entry.total);
         start.WriteHtonU32 (entry.received);
+        start.WriteHtonU32 (entry.shortest);
     }
     for (uint32_t index : missing)
     {
@@ -104,6 +105,7 @@ FastpassHeader::Deserialize (Buffer::Iterator start)
             entry.dst = start.ReadNtohU16 ();
             entry.total = start.ReadNtohU32 ();
             entry.received = start.ReadNtohU32 ();
+            entry.shortest = start.ReadNtohU32 ();
         }
     }
     else if (type == ALLOC)

@@ -29,10 +29,11 @@ constexpr uint32_t kFastpassMissingEntryBytes = 4;
 /// Most packet indices one MISSING reply lists (the sender probes again for the rest).
 constexpr uint32_t kFastpassMaxMissingPerReply = 64;
 /// Serialized bytes of one destination of an endpoint REQUEST (FCP): destination 2,
-/// cumulative timeslots wanted 4, timeslots received 4.  The A-REQ of the authors' Fastpass
-/// (yonch/fastpass src/protocol/fpproto.h) carries 2 + 2 B (16-bit destination and count);
-/// ours keeps 32-bit counts and the received count of the lost-ALLOC check.
-constexpr uint32_t kFastpassAreqEntryBytes = 10;
+/// cumulative timeslots wanted 4, timeslots received 4, shortest flow's unallocated
+/// timeslots 4.  The A-REQ of the authors' Fastpass (yonch/fastpass src/protocol/fpproto.h)
+/// carries 2 + 2 B (16-bit destination and count); ours keeps 32-bit counts, the received
+/// count of the lost-ALLOC check and the size hint of the min-FCT order (doc §3).
+constexpr uint32_t kFastpassAreqEntryBytes = 14;
 /// Most destinations one endpoint REQUEST lists: FASTPASS_PKT_MAX_AREQ = 10 of the authors'
 /// Fastpass endpoint (yonch/fastpass src/protocol/fpproto.h); further ones wait for the
 /// next frame.
@@ -53,12 +54,14 @@ struct FastpassAllocEntry
 };
 
 /// One destination of an endpoint REQUEST (FCP, doc §3): the host wants `total` timeslots
-/// to `dst` in all since it started and has received `received` of the ones granted.
+/// to `dst` in all since it started and has received `received` of the ones granted; its
+/// shortest flow to `dst` still needs `shortest` timeslots beyond the allocated ones.
 struct FastpassAreqEntry
 {
     uint16_t dst{0};
     uint32_t total{0};
     uint32_t received{0};
+    uint32_t shortest{0};
 };
 
 /**

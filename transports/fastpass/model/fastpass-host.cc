@@ -103,6 +103,36 @@ FastpassHost::NeededFor (const Destination& destination) const
     return needed;
 }
 
+std::pair<uint64_t, uint32_t>
+FastpassHost::ShortestUncovered (const Destination& destination) const
+{
+    std::vector<std::pair<uint32_t, uint64_t>> needs; // (need, flow), served in this order
+    for (uint64_t flowId : destination.flows)
+    {
+        const Sender& sender = m_senders.at (flowId);
+        const uint32_t need =
+            static_cast<uint32_t> (sender.retransmit.size ()) + (sender.nPackets - sender.nextNew);
+        if (need > 0)
+        {
+            needs.emplace_back (sender.retransmit.empty () ? need : 0, flowId);
+        }
+    }
+    std::sort (needs.begin (), needs.end ());
+    uint32_t covered = destination.pending;
+    for (const auto& [key, flowId] : needs)
+    {
+        const Sender& sender = m_senders.at (flowId);
+        const uint32_t need =
+            static_cast<uint32_t> (sender.retransmit.size ()) + (sender.nPackets - sender.nextNew);
+        if (need > covered)
+        {
+            return {flowId, need - covered};
+        }
+        covered -= need;
+    }
+    return {UINT64_MAX, 0};
+}
+
 Ptr<Packet>
 FastpassHost::BuildAreq (FabricHeader& frame, uint32_t maxEntries, uint32_t& nEntries) const
 {
@@ -121,7 +151,7 @@ FastpassHost::BuildAreq (FabricHeader& frame, uint32_t maxEntries, uint32_t& nEn
         // total minus what it granted (so ALLOCs in flight are not granted twice).
         header.areqs.push_back (FastpassAreqEntry{
             dst, destination.received + NeededFor (destination) - destination.pending,
-            destination.received});
+            destination.received, ShortestUncovered (destination).second});
     }
     nEntries = static_cast<uint32_t> (header.areqs.size ());
     header.value1 = nEntries;
@@ -210,6 +240,8 @@ FastpassHost::TrySendControl ()
             m_nextAreq = now + m_config.requestGap;
             for (uint32_t i = 0; i < nEntries; ++i)
             {
+                Destination& destination = m_destinations[*m_dirty.begin ()];
+                destination.hintFlow = ShortestUncovered (destination).first;
                 m_dirty.erase (m_dirty.begin ());
             }
         }
@@ -506,6 +538,13 @@ FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
             for (uint16_t dst : named)
             {
                 m_destinations[dst].backoff = 1;
+                // The allocated timeslots cover the flow the arbiter ranks the destination
+                // by: tell it the next one (its size sets the min-FCT order).
+                const uint64_t next = ShortestUncovered (m_destinations[dst]).first;
+                if (next != UINT64_MAX && next != m_destinations[dst].hintFlow)
+                {
+                    MarkDirty (dst);
+                }
                 for (uint64_t flowId : m_destinations[dst].flows)
                 {
                     Sender& sender = m_senders.at (flowId);

@@ -150,6 +150,8 @@ class FastpassHost : public FabricHost
         uint32_t received{0};
         uint32_t pending{0};
         uint32_t backoff{1}; ///< timeout multiplier of a repeated demand (<= 64)
+        /// The flow whose need the last AREQ gave as `shortest` (UINT64_MAX = none).
+        uint64_t hintFlow{UINT64_MAX};
     };
 
     struct Receiver
@@ -174,6 +176,10 @@ class FastpassHost : public FabricHost
     void MarkDirty (uint16_t dst);
     /// FCP: timeslots still needed for \p dst (packets to retransmit + never sent).
     uint32_t NeededFor (const Destination& destination) const;
+    /// FCP: the flow to the destination that the host's fewest-remaining order serves first
+    /// once its allocated timeslots not reached yet are used up, and the timeslots it still
+    /// needs beyond them ({UINT64_MAX, 0} if none).
+    std::pair<uint64_t, uint32_t> ShortestUncovered (const Destination& destination) const;
     /// FCP: the next AREQ, listing up to \p maxEntries (<= kFastpassMaxAreqPerFrame) dirty
     /// destinations; \p nEntries = how many it lists.
     Ptr<Packet> BuildAreq (FabricHeader& frame, uint32_t maxEntries, uint32_t& nEntries) const;
