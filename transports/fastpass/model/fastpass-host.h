@@ -48,8 +48,17 @@ struct FastpassHostConfig
  * the gap after that timeslot's packet (the timeslot's guard, FastpassFlowTransport
  * GuardBytes).
  *
- * Sender: at the flow's start it sends the arbiter a REQUEST for ceil(size / mss) timeslots;
- * for each ALLOC entry it sends one data packet exactly at the start of the allocated
+ * Requests (doc §3).  FCP (perDestination, default): the host keeps one cumulative demand per
+ * destination (timeslots received + still needed beyond the allocated ones) and sends the
+ * arbiter one AREQ per send opportunity (flows starting at one instant share it; then at
+ * most one per requestGap) listing the destinations whose demand changed, at most
+ * kFastpassMaxAreqPerFrame and no more than fit before the next data timeslot, each with
+ * its shortest flow's unallocated timeslots (the arbiter's min-FCT key).  A DST_ALLOC names
+ * destinations; each timeslot goes to the destination's flow with a packet to retransmit,
+ * else the one with fewest packets left.  Per flow (perDestination false): each flow sends
+ * its own REQUEST for ceil(size / mss) timeslots and ALLOC entries name flows.
+ *
+ * Sender: for each ALLOC entry it sends one data packet exactly at the start of the allocated
  * timeslot, on the allocated spine (FabricHeader::pinnedUplink), new packets in order after
  * any packet to retransmit.  Loss (§5: the endpoint, not the network, recovers, through the
  * arbiter): a sender that hears nothing (no DONE, no ALLOC) for retransmitTimeout after
