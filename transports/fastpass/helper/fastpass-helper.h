@@ -19,14 +19,16 @@ namespace ns3
 /**
  * \brief Installs Fastpass (Perry et al. SIGCOMM'14) on a ClosTopology: a FastpassHost on
  * every host and a FastpassArbiter on a node of its own, attached to the ToR of ArbiterRack
- * (ClosTopology::AttachToTor) (transports/fastpass/doc/fastpass.md).
+ * (ClosTopology::AttachToTor) (transports/fastpass/doc/fastpass.md).  Hosts request
+ * timeslots per destination (FCP, PerDestinationRequests, default) or per flow.
  *
  * Derived at ConfigureFabric/Install (attributes left at 0): the timeslot (one full data
  * frame, MssBytes + 40 B, + GuardBytes at the access rate: §3), the allocation lead (processing
  * latency + the slowest arbiter -> host delivery of an ALLOC frame of a full batch + the
  * serialization of one such frame per host at the arbiter's NIC + the longest host control frame +
- * one timeslot per switch port on the way, for the data frames it may find queued, rounded up to
- * whole timeslots: every allocation arrives before its timeslot) and the retransmit timeout (lead +
+ * one timeslot per switch port on the way, for the data frames it may find queued, + the spread
+ * of data-path delays at the last port, rounded up to whole timeslots: every allocation arrives
+ * before its timeslot) and the retransmit timeout (lead +
  * batch + 3 x ClosTopology::BaseRtt).  Reports divide by ClosTopology::IdealFct (line rate, no
  * arbiter round trip), stated in GetDerivedConfig as fastpass.slowdown_ideal; the fixed lone-flow
  * overhead above it is GetLoneFlowExtraDelay.

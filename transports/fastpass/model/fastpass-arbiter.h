@@ -84,9 +84,12 @@ struct FastpassSlotRecord
 /**
  * \brief The Fastpass arbiter (transports/fastpass/doc/fastpass.md §3, §4).
  *
- * Endpoints send it REQUEST frames: the total timeslots a flow has wanted since its start
- * (cumulative, so a repeated or reordered REQUEST and ALLOCs still in flight never make the
- * arbiter grant a timeslot twice); its demand is that total minus the timeslots granted.
+ * Endpoints send it their demands (doc §3): under FCP (perDestination, default) AREQ
+ * frames, one cumulative count per destination, and demand is kept per (src, dst) pair
+ * (FastpassPairKey), ranked in FewestRemaining order by the pair's shortest flow; otherwise
+ * REQUEST frames, one flow each.  A count is the total timeslots wanted since the start
+ * (cumulative, so a repeated or reordered request and ALLOCs still in flight never make the
+ * arbiter grant a timeslot twice); the demand is that total minus the timeslots granted.
  * A REQUEST also says how many granted timeslots the sender has received: if it arrives more
  * than lossHorizon after the flow's last ALLOC left, the missing ones were lost with their
  * ALLOC and are granted again.  Every
@@ -103,7 +106,7 @@ struct FastpassSlotRecord
  * many colours (König's theorem, alternating-path recolouring) and colour c means spine
  * c mod nSpines, so no ToR-spine link carries more packets in a timeslot than it can
  * serialize in one.  processingLatency after the pass, each sender gets one ALLOC frame with
- * its timeslots of the batch.
+ * its timeslots of the batch (DST_ALLOC, naming destinations, under FCP).
  */
 class FastpassArbiter : public FabricHost
 {
