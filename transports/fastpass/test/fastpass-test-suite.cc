@@ -2,7 +2,8 @@
  * disaggsim: Fastpass tests against hand-derived values and independent checks
  * (transports/fastpass/doc/fastpass.md).
  *
- * 1. Lone flow: FCT = ideal FCT + the request-allocation delay, derived by hand below.
+ * 1. Lone flow: FCT = ideal FCT + the request-allocation delay, derived by hand below (FCP
+ *    AREQ and per-flow REQUEST).
  * 2. Random load: every allocated timeslot is a matching (each host sends and receives at
  *    most one packet), maximal (checked here against the unserved demands), its inter-rack
  *    packets are spread so that no ToR-spine link gets more packets than it serializes in a
@@ -11,9 +12,13 @@
  * 3. Permutation at full load on a fabric of equal-rate links: no switch queue ever holds
  *    two data frames (peak <= one data frame + one ALLOC) and no data frame waits for another
  *    (its only waits are behind control frames, which share the FIFO ports).
- * 4. Loss: a data frame dropped in a switch is recovered through PROBE/MISSING and the
- *    arbiter; a dropped ALLOC through the repeated REQUEST and the arbiter.
- * 5. Incast: 3000 flows from 4 hosts to 2 receivers within 1 ms all finish.
+ * 4. Aggregation (FCP): 100 flows of one host starting together cost one AREQ; 100 starting
+ *    over a batch at most one per timeslot (per-flow requests: one per flow).
+ * 5. Loss (both request modes): a data frame dropped in a switch is recovered through
+ *    PROBE/MISSING and the arbiter; a dropped ALLOC through the repeated request and the
+ *    arbiter.
+ * 6. Incast: 3000 flows from 4 hosts to 2 receivers within 1 ms (40 Gbps) and 2000 from 3 to
+ *    1 within 100 us (10 Gbps) all finish with no frame dropped (REQUESTs included).
  */
 #include "topologies/model/drop-tail-ecn-queue.h"
 #include "transports/fastpass/helper/fastpass-helper.h"
@@ -451,8 +456,11 @@ bool DropOnceQueue::s_dropAlloc = false;
 class LossCase : public TestCase
 {
   public:
-    LossCase ()
-          : TestCase ("a data frame lost in a switch is re-requested from the arbiter and resent")
+    explicit LossCase (bool perDestination)
+          : TestCase (std::string ("a data frame lost in a switch is re-requested from the "
+                                   "arbiter and resent, ") +
+                      (perDestination ? "FCP" : "per-flow requests"))
+          , m_perDestination (perDestination)
     {
     }
 
@@ -463,7 +471,11 @@ class LossCase : public TestCase
         {
             ObjectFactory queue;
             queue.SetTypeId (DropOnceQueue::GetTypeId ());
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (m_perDestination));
             Bench bench (2, 4, 2, 4, NanoSeconds (0), &queue);
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (true));
             bench.transport->AddFlow (FlowSpec{0, 0, 0, 5, 10 * 1460});
             bench.transport->AddFlow (FlowSpec{1, 0, 1, 4, 10 * 1460});
             Simulator::Run ();
@@ -478,14 +490,18 @@ class LossCase : public TestCase
         }
         Simulator::Destroy ();
     }
+
+    bool m_perDestination;
 };
 
 class AllocLossCase : public TestCase
 {
   public:
-    AllocLossCase ()
-          : TestCase ("a lost ALLOC: the repeated REQUEST says what arrived, the arbiter grants "
-                      "the lost timeslots again")
+    explicit AllocLossCase (bool perDestination)
+          : TestCase (std::string ("a lost ALLOC: the repeated REQUEST says what arrived, the "
+                                   "arbiter grants the lost timeslots again, ") +
+                      (perDestination ? "FCP" : "per-flow requests"))
+          , m_perDestination (perDestination)
     {
     }
 
@@ -497,7 +513,11 @@ class AllocLossCase : public TestCase
         {
             ObjectFactory queue;
             queue.SetTypeId (DropOnceQueue::GetTypeId ());
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (m_perDestination));
             Bench bench (2, 4, 2, 4, NanoSeconds (0), &queue);
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (true));
             bench.transport->AddFlow (FlowSpec{0, 0, 0, 5, 20 * 1460});
             Simulator::Run ();
             NS_TEST_ASSERT_MSG_EQ (DropOnceQueue::s_dropped, 1, "one ALLOC dropped");
@@ -512,6 +532,8 @@ class AllocLossCase : public TestCase
         DropOnceQueue::s_dropAlloc = false;
         Simulator::Destroy ();
     }
+
+    bool m_perDestination;
 };
 
 class IncastCase : public TestCase
@@ -524,7 +546,7 @@ class IncastCase : public TestCase
                       std::to_string (receivers.size ()) + " receiver(s) within " +
                       std::to_string (windowNs / 1000) + " us at " +
                       std::to_string (static_cast<int> (rateGbps)) +
-                      " Gbps all finish, no data frame lost, receivers busy every timeslot")
+                      " Gbps all finish, no frame dropped, receivers busy every timeslot")
           , m_nFlows (nFlows)
           , m_senders (std::move (senders))
           , m_receivers (std::move (receivers))
@@ -735,8 +757,10 @@ class FastpassSuite : public TestSuite
         AddTestCase (new PermutationCase, TestCase::QUICK);
         AddTestCase (new AggregationCase (true), TestCase::QUICK);
         AddTestCase (new AggregationCase (false), TestCase::QUICK);
-        AddTestCase (new LossCase, TestCase::QUICK);
-        AddTestCase (new AllocLossCase, TestCase::QUICK);
+        AddTestCase (new LossCase (true), TestCase::QUICK);
+        AddTestCase (new LossCase (false), TestCase::QUICK);
+        AddTestCase (new AllocLossCase (true), TestCase::QUICK);
+        AddTestCase (new AllocLossCase (false), TestCase::QUICK);
         AddTestCase (new IncastCase (3000, {17, 40, 77, 130}, {3, 100}, 40, 1000000),
                      TestCase::QUICK);
         AddTestCase (new IncastCase (2000, {5, 60, 120}, {33}, 10, 100000), TestCase::QUICK);
