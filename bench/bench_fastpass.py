@@ -4,8 +4,10 @@ The two setups of ``bench/bench_pfabric.py`` (whose fabric, workload generation 
 slowdown code this reuses): (a) 40 Gbps permutation, (b) 10 Gbps all-to-all, web search
 workload at load 0.6, 144 hosts in 9 racks of 16, 4 spines with 4x uplinks, 36 KB switch
 ports, 0.2 us per link, cut-through after the 40 B header.  Fastpass runs with its defaults
-(transports/fastpass/doc/fastpass.md): arbiter on ToR 0 at the access rate, batches of 8
-timeslots, fewest-remaining order, no processing latency.
+(transports/fastpass/doc/fastpass.md): FCP requests per destination, arbiter on ToR 0 at the
+access rate, batches of 8 timeslots, fewest-remaining order, no processing latency;
+``--attr`` changes one factor at a time (doc §8 knobs) for the difference table of
+bench/RESULTS.md.
 
 Slowdown two ways, as bench_pfabric.py: ``yaps-style`` (FCT + the DONE/ACK return over the
 authors' oracle ``2 x hops x 0.2 us + packets x 1500 B x 8 / rate``; their Fastpass flow
@@ -17,7 +19,8 @@ Targets (NetSys/simulator Fastpass, from the lead): (a) mean 1.53, p99 2.88, <10
 explained in bench/RESULTS.md.
 
 Usage: ``.venv/bin/python bench/bench_fastpass.py [--flows N] [--setup a|b|both]
-[--binary build/sim/disaggsim-ns3] [--out report.md] [--attr ns3::Type::Attr=value ...]``.
+[--binary build/sim/disaggsim-ns3] [--out report.md] [--attr ns3::Type::Attr=value ...]
+[--keep DIR]``.
 Prints wall time, data packets delivered per wall second, events per wall second and peak
 memory of each run.
 """
@@ -63,6 +66,12 @@ def main() -> int:
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument("--out", type=Path, default=None, help="also write a markdown report")
     parser.add_argument("--attr", action="append", default=[], help="ns3::Type::Attr=value")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep the flow table, FCT records and stats in this directory",
+    )
     args = parser.parse_args()
     try:
         attributes = parse_attributes(args.attr)
@@ -79,6 +88,10 @@ def main() -> int:
         "",
     ]
     with tempfile.TemporaryDirectory(prefix="bench_fastpass.") as tmp:
+        workdir = Path(tmp)
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            workdir = args.keep
         for name in names:
             setup = SETUPS[name]
             res = run(
@@ -87,9 +100,9 @@ def main() -> int:
                 "fastpass",
                 args.flows,
                 args.seed,
-                Path(tmp),
+                workdir,
                 attributes=attributes,
-                keep_files=False,
+                keep_files=args.keep is not None,
             )
             fct, stats = res["fct"], res["stats"]
             done = fct[fct["finished"] == 1]

@@ -7,6 +7,7 @@
 #include "transports/fastpass/model/fastpass-header.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
@@ -35,9 +36,11 @@ const FlowTransportRegistrar g_fastpassRegistrar ({
 
 /// Wire bytes of a control frame without entries (REQUEST, DONE, PROBE).
 constexpr uint32_t kControlWireBytes = kFastpassHeaderBytes + kFabricHeaderBytes;
-/// Wire bytes of the longest control frame a host sends (MISSING listing 64 packets).
+/// Wire bytes of the longest control frame a host sends (MISSING listing 64 packets; an AREQ
+/// of 10 destinations is 140 B).
 constexpr uint32_t kMaxControlWireBytes =
-    kControlWireBytes + kFastpassMaxMissingPerReply * kFastpassMissingEntryBytes;
+    std::max (kControlWireBytes + kFastpassMaxMissingPerReply * kFastpassMissingEntryBytes,
+              kControlWireBytes + kFastpassMaxAreqPerFrame * kFastpassAreqEntryBytes);
 } // namespace
 
 TypeId
@@ -122,7 +125,39 @@ FastpassFlowTransport::GetTypeId ()
                            MakeEnumAccessor (&FastpassFlowTransport::m_order),
                            MakeEnumChecker (FastpassOrder::FEWEST_REMAINING, "FewestRemaining",
                                             FastpassOrder::LEAST_RECENTLY_ALLOCATED,
-                                            "LeastRecentlyAllocated"));
+                                            "LeastRecentlyAllocated"))
+            .AddAttribute ("PerDestinationRequests",
+                           "true: FCP (Fastpass §5), a host sends one AREQ per send opportunity "
+                           "listing the cumulative demand of each destination (at most 10, "
+                           "FASTPASS_PKT_MAX_AREQ of yonch/fastpass src/protocol/fpproto.h) "
+                           "and the arbiter keeps demand per (src, dst); false: one REQUEST "
+                           "per flow and demand per flow, as NetSys/simulator's FastpassRTS",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&FastpassFlowTransport::m_perDestination),
+                           MakeBooleanChecker ())
+            .AddAttribute ("RequestGap",
+                           "FCP: least time between two AREQs of one host, which carry all "
+                           "demand that arose meanwhile; 0 = one timeslot (one control send "
+                           "opportunity per timeslot, the guard gap; the authors' endpoint "
+                           "paces requests too, yonch/fastpass sch_fastpass.c req_min_gap)",
+                           TimeValue (Time (0)),
+                           MakeTimeAccessor (&FastpassFlowTransport::m_requestGapAttr),
+                           MakeTimeChecker (Time (0)))
+            .AddAttribute ("SendOnArrival",
+                           "Experiment knob: a host sends the packet of ALLOC entry i at the "
+                           "ALLOC's arrival + i timeslots (NetSys/simulator "
+                           "FastpassHost::receive_schedule_pkt) instead of at its timeslot; "
+                           "gives up the per-timeslot guarantees (doc §8)",
+                           BooleanValue (false),
+                           MakeBooleanAccessor (&FastpassFlowTransport::m_sendOnArrival),
+                           MakeBooleanChecker ())
+            .AddAttribute ("SprayPackets",
+                           "Experiment knob: hosts spray data packets over the spines round "
+                           "robin (NetSys/simulator ext/fastpassTopology.cpp, spray_counter++ "
+                           "% 4) instead of the arbiter's spine (doc §8)",
+                           BooleanValue (false),
+                           MakeBooleanAccessor (&FastpassFlowTransport::m_spray),
+                           MakeBooleanChecker ());
     return tid;
 }
 
@@ -218,7 +253,8 @@ FastpassFlowTransport::Install (Ptr<ClosTopology> topology)
 
     // Allocation lead: every ALLOC frame of a pass reaches its host before the batch starts.
     const uint32_t allocWire =
-        kFabricHeaderBytes + kFastpassHeaderBytes + m_batchSlots * kFastpassAllocEntryBytes;
+        kFabricHeaderBytes + kFastpassHeaderBytes +
+        m_batchSlots * (m_perDestination ? kFastpassDstAllocEntryBytes : kFastpassAllocEntryBytes);
     Time lead = m_leadAttr;
     if (lead.IsZero ())
     {
@@ -234,8 +270,17 @@ FastpassFlowTransport::Install (Ptr<ClosTopology> topology)
             kMaxControlWireBytes, m_topology->GetAccessRate ().GetBitRate ());
         // + one timeslot per switch port on the way (3 across racks, 1 within): the ALLOC
         // may find one timeslot's worth of data frames ahead of it at each (FIFO ports).
+        // At the last port (towards the host) data frames of different timeslots arrive
+        // over paths whose delays differ by up to `spread` (a frame from another rack vs
+        // one from the same rack): at most 1 + spread / T of them queue there.
         const int64_t hops = topology->GetNRacks () > 1 ? 3 : 1;
-        lead = m_processingLatency + slowest + drain + control + m_timeslot * hops;
+        Time spread (0);
+        if (topology->GetNRacks () > 1 && topology->GetHostsPerRack () > 1)
+        {
+            const uint32_t frame = m_mssBytes + kFastpassHeaderBytes + kFabricHeaderBytes;
+            spread = OneWay (0, topology->GetHostsPerRack (), frame) - OneWay (0, 1, frame);
+        }
+        lead = m_processingLatency + slowest + drain + control + m_timeslot * hops + spread;
     }
     const int64_t slotPs = m_timeslot.GetPicoSeconds ();
     m_leadSlots = static_cast<uint64_t> ((lead.GetPicoSeconds () + slotPs - 1) / slotPs);
@@ -258,6 +303,7 @@ FastpassFlowTransport::Install (Ptr<ClosTopology> topology)
     // Any ALLOC has arrived a lead after it left; a REQUEST then takes less than a lead.
     arbiterConfig.lossHorizon = m_timeslot * static_cast<int64_t> (2 * m_leadSlots);
     arbiterConfig.order = m_order;
+    arbiterConfig.perDestination = m_perDestination;
     m_arbiter = CreateObject<FastpassArbiter> ();
     m_arbiter->Setup (topology->GetAttachedDevice (m_arbiterEndpoint),
                       static_cast<uint16_t> (m_arbiterEndpoint), kFastpassProtocol);
@@ -268,6 +314,10 @@ FastpassFlowTransport::Install (Ptr<ClosTopology> topology)
     hostConfig.timeslot = m_timeslot;
     hostConfig.mssBytes = m_mssBytes;
     hostConfig.retransmitTimeout = m_rto;
+    hostConfig.perDestination = m_perDestination;
+    hostConfig.requestGap = m_requestGapAttr.IsStrictlyPositive () ? m_requestGapAttr : m_timeslot;
+    hostConfig.sendOnArrival = m_sendOnArrival;
+    hostConfig.spray = m_spray;
     m_hosts.clear ();
     for (uint32_t i = 0; i < nHosts; ++i)
     {
@@ -306,6 +356,12 @@ FastpassFlowTransport::OnReceived (uint64_t flowId)
     NotifyFlowFinished (flowId);
 }
 
+uint32_t
+FastpassFlowTransport::RequestWireBytes () const
+{
+    return kControlWireBytes + (m_perDestination ? kFastpassAreqEntryBytes : 0);
+}
+
 Time
 FastpassFlowTransport::GetLoneFlowExtraDelay (const FlowSpec& flow) const
 {
@@ -314,7 +370,7 @@ FastpassFlowTransport::GetLoneFlowExtraDelay (const FlowSpec& flow) const
     const int64_t slotPs = m_timeslot.GetPicoSeconds ();
     const int64_t epochPs = slotPs * m_batchSlots;
     const int64_t arrival =
-        startPs + OneWay (flow.srcHost, m_arbiterEndpoint, kControlWireBytes).GetPicoSeconds ();
+        startPs + OneWay (flow.srcHost, m_arbiterEndpoint, RequestWireBytes ()).GetPicoSeconds ();
     const int64_t epoch = (arrival + epochPs - 1) / epochPs;
     const int64_t firstSlot =
         epoch * static_cast<int64_t> (m_batchSlots) + static_cast<int64_t> (m_leadSlots);
@@ -353,8 +409,10 @@ FastpassFlowTransport::GetStatistics () const
     uint64_t unused = 0;
     uint64_t probes = 0;
     uint64_t repeated = 0;
+    uint64_t requestFrames = 0;
     for (const Ptr<FastpassHost>& host : m_hosts)
     {
+        requestFrames += host->GetRequestFrames ();
         sent += host->GetDataPacketsSent ();
         retransmissions += host->GetRetransmissions ();
         late += host->GetLateAllocations ();
@@ -364,6 +422,9 @@ FastpassFlowTransport::GetStatistics () const
     }
     return {
         {"fastpass.requests", std::to_string (m_arbiter ? m_arbiter->GetRequests () : 0)},
+        {"fastpass.request_entries",
+         std::to_string (m_arbiter ? m_arbiter->GetRequestEntries () : 0)},
+        {"fastpass.request_frames_sent", std::to_string (requestFrames)},
         {"fastpass.grants", std::to_string (m_arbiter ? m_arbiter->GetGrants () : 0)},
         {"fastpass.passes", std::to_string (m_arbiter ? m_arbiter->GetPasses () : 0)},
         {"fastpass.alloc_frames", std::to_string (m_arbiter ? m_arbiter->GetAllocFrames () : 0)},
@@ -403,6 +464,8 @@ FastpassFlowTransport::GetDerivedConfig () const
         {"fastpass.lead_slots", std::to_string (m_leadSlots)},
         {"fastpass.retransmit_timeout_ns", std::to_string (m_rto.GetNanoSeconds ())},
         {"fastpass.arbiter_endpoint", std::to_string (m_arbiterEndpoint)},
+        {"fastpass.requests_mode",
+         m_perDestination ? "per destination (FCP AREQ)" : "per flow (REQUEST)"},
         {"fastpass.slowdown_ideal",
          "ClosTopology::IdealFct (line rate from the flow start; excludes the request, "
          "allocation and timeslot wait)"},

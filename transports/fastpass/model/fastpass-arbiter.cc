@@ -54,8 +54,12 @@ FastpassArbiter::SetConfig (const FastpassArbiterConfig& config)
 uint64_t
 FastpassArbiter::OrderKey (const Demand& demand) const
 {
-    return m_config.order == FastpassOrder::FEWEST_REMAINING ? demand.remaining
-                                                             : demand.lastAllocated;
+    if (m_config.order == FastpassOrder::FEWEST_REMAINING)
+    {
+        return m_config.perDestination ? std::min (demand.shortest, demand.remaining)
+                                       : demand.remaining;
+    }
+    return demand.lastAllocated;
 }
 
 void
@@ -73,7 +77,8 @@ FastpassArbiter::Erase (uint64_t flowId, const Demand& demand)
 }
 
 void
-FastpassArbiter::SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining)
+FastpassArbiter::SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining,
+                            uint32_t shortest)
 {
     NS_ABORT_MSG_IF (src >= m_config.nHosts || dst >= m_config.nHosts,
                      "FastpassArbiter: request of flow " << flowId << " names host " << src
@@ -88,6 +93,7 @@ FastpassArbiter::SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_
             return;
         }
         it->second.remaining = remaining;
+        it->second.shortest = std::max<uint32_t> (shortest, 1);
     }
     else
     {
@@ -95,7 +101,9 @@ FastpassArbiter::SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_
         {
             return;
         }
-        it = m_demands.emplace (flowId, Demand{src, dst, remaining, 0}).first;
+        it = m_demands
+                 .emplace (flowId, Demand{src, dst, remaining, 0, std::max<uint32_t> (shortest, 1)})
+                 .first;
     }
     const Demand& demand = it->second;
     m_order.insert ({OrderKey (demand), flowId});
@@ -115,24 +123,37 @@ FastpassArbiter::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
 {
     FastpassHeader header;
     packet->RemoveHeader (header);
-    if (header.type != FastpassHeader::REQUEST)
+    if (header.type == FastpassHeader::AREQ && m_config.perDestination)
+    {
+        ++m_requests;
+        const auto src = static_cast<uint16_t> (header.value0);
+        for (const FastpassAreqEntry& entry : header.areqs)
+        {
+            ++m_requestEntries;
+            OnRequest (FastpassPairKey (src, entry.dst), src, entry.dst, entry.total,
+                       entry.received, entry.shortest);
+        }
+        return;
+    }
+    if (header.type != FastpassHeader::REQUEST || m_config.perDestination)
     {
         NS_LOG_WARN ("arbiter: unexpected frame type " << static_cast<uint32_t> (header.type));
         return;
     }
     ++m_requests;
+    ++m_requestEntries;
     OnRequest (header.flowId, static_cast<uint16_t> (header.value0 >> 16),
                static_cast<uint16_t> (header.value0 & 0xFFFF), header.value1,
-               static_cast<uint32_t> (header.slot));
+               static_cast<uint32_t> (header.slot), header.value1);
 }
 
 void
 FastpassArbiter::OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total,
-                            uint32_t received)
+                            uint32_t received, uint32_t shortest)
 {
-    if (total == 0)
+    if (total == 0 && !m_config.perDestination)
     {
-        SetDemand (flowId, src, dst, 0);
+        SetDemand (flowId, src, dst, 0, 0);
         m_granted.erase (flowId);
         return;
     }
@@ -144,7 +165,7 @@ FastpassArbiter::OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_
         m_lostGrants += granted.slots - received;
         granted.slots = received;
     }
-    SetDemand (flowId, src, dst, total > granted.slots ? total - granted.slots : 0);
+    SetDemand (flowId, src, dst, total > granted.slots ? total - granted.slots : 0, shortest);
 }
 
 void
@@ -260,6 +281,7 @@ FastpassArbiter::AllocateSlot (uint64_t slot,
         Demand& demand = it->second;
         m_order.erase ({OrderKey (demand), grant.flowId});
         --demand.remaining;
+        demand.shortest = std::max<uint32_t> (demand.shortest, 2) - 1;
         Granted& granted = m_granted[grant.flowId];
         ++granted.slots;
         granted.lastSent = Simulator::Now () + m_config.processingLatency;
@@ -381,7 +403,7 @@ FastpassArbiter::SendAllocations (uint64_t batchFirstSlot,
             continue;
         }
         FastpassHeader header;
-        header.type = FastpassHeader::ALLOC;
+        header.type = m_config.perDestination ? FastpassHeader::DST_ALLOC : FastpassHeader::ALLOC;
         header.slot = batchFirstSlot;
         header.value1 = static_cast<uint32_t> (perSender[host].size ());
         header.allocs = std::move (perSender[host]);

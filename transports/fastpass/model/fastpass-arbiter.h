@@ -50,7 +50,18 @@ struct FastpassArbiterConfig
     /// ALLOC arrived: granted timeslots its sender has not received were lost.
     Time lossHorizon;
     FastpassOrder order{FastpassOrder::FEWEST_REMAINING};
+    /// FCP (Fastpass §5; doc §3): endpoints send AREQ frames with one cumulative demand per
+    /// destination and demand is kept per (sender, receiver) pair; ALLOCs name destinations
+    /// (DST_ALLOC).  false: one REQUEST per flow, demand per flow, ALLOCs name flows.
+    bool perDestination{true};
 };
+
+/// The demand key of the pair (src, dst) under FCP (FastpassArbiterConfig::perDestination).
+inline uint64_t
+FastpassPairKey (uint16_t src, uint16_t dst)
+{
+    return (static_cast<uint64_t> (src) << 16) | dst;
+}
 
 /// One packet the allocator placed in a timeslot.
 struct FastpassGrant
@@ -73,9 +84,12 @@ struct FastpassSlotRecord
 /**
  * \brief The Fastpass arbiter (transports/fastpass/doc/fastpass.md §3, §4).
  *
- * Endpoints send it REQUEST frames: the total timeslots a flow has wanted since its start
- * (cumulative, so a repeated or reordered REQUEST and ALLOCs still in flight never make the
- * arbiter grant a timeslot twice); its demand is that total minus the timeslots granted.
+ * Endpoints send it their demands (doc §3): under FCP (perDestination, default) AREQ
+ * frames, one cumulative count per destination, and demand is kept per (src, dst) pair
+ * (FastpassPairKey), ranked in FewestRemaining order by the pair's shortest flow; otherwise
+ * REQUEST frames, one flow each.  A count is the total timeslots wanted since the start
+ * (cumulative, so a repeated or reordered request and ALLOCs still in flight never make the
+ * arbiter grant a timeslot twice); the demand is that total minus the timeslots granted.
  * A REQUEST also says how many granted timeslots the sender has received: if it arrives more
  * than lossHorizon after the flow's last ALLOC left, the missing ones were lost with their
  * ALLOC and are granted again.  Every
@@ -92,7 +106,7 @@ struct FastpassSlotRecord
  * many colours (König's theorem, alternating-path recolouring) and colour c means spine
  * c mod nSpines, so no ToR-spine link carries more packets in a timeslot than it can
  * serialize in one.  processingLatency after the pass, each sender gets one ALLOC frame with
- * its timeslots of the batch.
+ * its timeslots of the batch (DST_ALLOC, naming destinations, under FCP).
  */
 class FastpassArbiter : public FabricHost
 {
@@ -106,9 +120,16 @@ class FastpassArbiter : public FabricHost
     /// Signature of SlotAllocated.
     typedef void (*SlotAllocatedCallback) (const FastpassSlotRecord& record);
 
+    /// \returns REQUEST (per flow) or AREQ (FCP) frames received.
     uint64_t GetRequests () const
     {
         return m_requests;
+    }
+
+    /// \returns demands (flows, or FCP destinations) those frames listed.
+    uint64_t GetRequestEntries () const
+    {
+        return m_requestEntries;
     }
 
     uint64_t GetGrants () const
@@ -148,13 +169,19 @@ class FastpassArbiter : public FabricHost
         uint16_t dst{0};
         uint32_t remaining{0};
         uint64_t lastAllocated{0}; ///< 1 + last allocated timeslot, 0 = never
+        /// FCP: timeslots the pair's shortest flow still needs (the FewestRemaining key;
+        /// per flow it is `remaining`), decremented per grant down to 1.
+        uint32_t shortest{0};
     };
 
     uint64_t OrderKey (const Demand& demand) const;
-    void SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining);
-    /// REQUEST: the flow wants \p total timeslots since its start (0 = forget it) and its
-    /// sender has received \p received of the timeslots granted so far.
-    void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total, uint32_t received);
+    void SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t remaining,
+                    uint32_t shortest);
+    /// REQUEST: the flow (or FCP pair) \p flowId wants \p total timeslots since its start
+    /// (per flow, 0 = forget it) and its sender has received \p received of the timeslots
+    /// granted so far.
+    void OnRequest (uint64_t flowId, uint16_t src, uint16_t dst, uint32_t total, uint32_t received,
+                    uint32_t shortest);
     void Erase (uint64_t flowId, const Demand& demand);
     void SchedulePass ();
     void Pass ();
@@ -182,6 +209,7 @@ class FastpassArbiter : public FabricHost
     std::vector<uint64_t> m_dstStamp;
     EventId m_passEvent;
     uint64_t m_requests{0};
+    uint64_t m_requestEntries{0};
     uint64_t m_grants{0};
     uint64_t m_passes{0};
     uint64_t m_allocFrames{0};

@@ -29,9 +29,11 @@ FastpassHeader::GetInstanceTypeId () const
 uint32_t
 FastpassHeader::GetSerializedSize () const
 {
-    return kFastpassHeaderBytes +
-           static_cast<uint32_t> (allocs.size ()) * kFastpassAllocEntryBytes +
-           static_cast<uint32_t> (missing.size ()) * kFastpassMissingEntryBytes;
+    const uint32_t allocBytes =
+        type == DST_ALLOC ? kFastpassDstAllocEntryBytes : kFastpassAllocEntryBytes;
+    return kFastpassHeaderBytes + static_cast<uint32_t> (allocs.size ()) * allocBytes +
+           static_cast<uint32_t> (missing.size ()) * kFastpassMissingEntryBytes +
+           static_cast<uint32_t> (areqs.size ()) * kFastpassAreqEntryBytes;
 }
 
 void
@@ -46,9 +48,25 @@ FastpassHeader::Serialize (Buffer::Iterator start) const
     start.WriteHtonU32 (static_cast<uint32_t> (slot));
     for (const FastpassAllocEntry& entry : allocs)
     {
+        if (type == DST_ALLOC)
+        {
+            NS_ABORT_MSG_IF (entry.spine >= 0xFF && entry.spine != 0xFFFF,
+                             "FastpassHeader: spine " << entry.spine << " exceeds 254");
+            start.WriteHtonU16 (static_cast<uint16_t> (entry.flowId));
+            start.WriteU8 (entry.slotOffset);
+            start.WriteU8 (static_cast<uint8_t> (entry.spine));
+            continue;
+        }
         start.WriteHtonU64 (entry.flowId);
         start.WriteU8 (entry.slotOffset);
         start.WriteHtonU16 (entry.spine);
+    }
+    for (const FastpassAreqEntry& entry : areqs)
+    {
+        start.WriteHtonU16 (entry.dst);
+        start.WriteHtonU32 (entry.total);
+        start.WriteHtonU32 (entry.received);
+        start.WriteHtonU32 (entry.shortest);
     }
     for (uint32_t index : missing)
     {
@@ -67,7 +85,30 @@ FastpassHeader::Deserialize (Buffer::Iterator start)
     slot |= start.ReadNtohU32 ();
     allocs.clear ();
     missing.clear ();
-    if (type == ALLOC)
+    areqs.clear ();
+    if (type == DST_ALLOC)
+    {
+        allocs.resize (value1);
+        for (FastpassAllocEntry& entry : allocs)
+        {
+            entry.flowId = start.ReadNtohU16 ();
+            entry.slotOffset = start.ReadU8 ();
+            const uint8_t spine = start.ReadU8 ();
+            entry.spine = spine == 0xFF ? 0xFFFF : spine; // 0xFF = any uplink (intra-rack)
+        }
+    }
+    else if (type == AREQ)
+    {
+        areqs.resize (value1);
+        for (FastpassAreqEntry& entry : areqs)
+        {
+            entry.dst = start.ReadNtohU16 ();
+            entry.total = start.ReadNtohU32 ();
+            entry.received = start.ReadNtohU32 ();
+            entry.shortest = start.ReadNtohU32 ();
+        }
+    }
+    else if (type == ALLOC)
     {
         allocs.resize (value1);
         for (FastpassAllocEntry& entry : allocs)
@@ -93,7 +134,7 @@ FastpassHeader::Print (std::ostream& os) const
 {
     os << "type=" << static_cast<uint32_t> (type) << " flow=" << flowId << " v0=" << value0
        << " v1=" << value1 << " slot=" << slot << " allocs=" << allocs.size ()
-       << " missing=" << missing.size ();
+       << " missing=" << missing.size () << " areqs=" << areqs.size ();
 }
 
 } // namespace ns3

@@ -27,6 +27,17 @@ struct FastpassHostConfig
     Time timeslot;           ///< slot k starts at simulation time k x timeslot
     uint32_t mssBytes{1460}; ///< payload of a full data packet
     Time retransmitTimeout;  ///< silence after which a sender probes its receiver
+    /// FCP (Fastpass §5): one AREQ per send opportunity with a cumulative demand per
+    /// destination, ALLOCs naming destinations; false: one REQUEST per flow.
+    bool perDestination{true};
+    /// FCP: least time between two AREQs of the host (FastpassFlowTransport RequestGap).
+    Time requestGap;
+    /// Experiment knob (bench/RESULTS.md): send the packet of ALLOC entry i at the ALLOC's
+    /// arrival + i timeslots, as NetSys/simulator's hosts do, instead of at its timeslot.
+    bool sendOnArrival{false};
+    /// Experiment knob: spray data packets over the uplinks round robin per host (as
+    /// NetSys/simulator's host queue, spray_counter++ % 4) instead of the arbiter's spine.
+    bool spray{false};
 };
 
 /**
@@ -37,8 +48,17 @@ struct FastpassHostConfig
  * the gap after that timeslot's packet (the timeslot's guard, FastpassFlowTransport
  * GuardBytes).
  *
- * Sender: at the flow's start it sends the arbiter a REQUEST for ceil(size / mss) timeslots;
- * for each ALLOC entry it sends one data packet exactly at the start of the allocated
+ * Requests (doc §3).  FCP (perDestination, default): the host keeps one cumulative demand per
+ * destination (timeslots received + still needed beyond the allocated ones) and sends the
+ * arbiter one AREQ per send opportunity (flows starting at one instant share it; then at
+ * most one per requestGap) listing the destinations whose demand changed, at most
+ * kFastpassMaxAreqPerFrame and no more than fit before the next data timeslot, each with
+ * its shortest flow's unallocated timeslots (the arbiter's min-FCT key).  A DST_ALLOC names
+ * destinations; each timeslot goes to the destination's flow with a packet to retransmit,
+ * else the one with fewest packets left.  Per flow (perDestination false): each flow sends
+ * its own REQUEST for ceil(size / mss) timeslots and ALLOC entries name flows.
+ *
+ * Sender: for each ALLOC entry it sends one data packet exactly at the start of the allocated
  * timeslot, on the allocated spine (FabricHeader::pinnedUplink), new packets in order after
  * any packet to retransmit.  Loss (§5: the endpoint, not the network, recovers, through the
  * arbiter): a sender that hears nothing (no DONE, no ALLOC) for retransmitTimeout after
@@ -98,6 +118,12 @@ class FastpassHost : public FabricHost
         return m_probes;
     }
 
+    /// \returns REQUEST (per flow) or AREQ (FCP) frames sent.
+    uint64_t GetRequestFrames () const
+    {
+        return m_requestFrames;
+    }
+
     /// \returns REQUESTs repeated after a timeout without allocation.
     uint64_t GetRepeatedRequests () const
     {
@@ -125,6 +151,18 @@ class FastpassHost : public FabricHost
         uint32_t backoff{1};      ///< timeout multiplier, doubled per silent timeout (<= 64)
     };
 
+    /// FCP state of one destination: its flows, ALLOC entries received and allocated
+    /// timeslots not reached yet.
+    struct Destination
+    {
+        std::set<uint64_t> flows;
+        uint32_t received{0};
+        uint32_t pending{0};
+        uint32_t backoff{1}; ///< timeout multiplier of a repeated demand (<= 64)
+        /// The flow whose need the last AREQ gave as `shortest` (UINT64_MAX = none).
+        uint64_t hintFlow{UINT64_MAX};
+    };
+
     struct Receiver
     {
         uint16_t src{0};
@@ -136,18 +174,41 @@ class FastpassHost : public FabricHost
     void SendControl (uint16_t dst, FastpassHeader& header, uint64_t flowId);
     /// Hand queued control frames to the NIC while each ends before the next data timeslot.
     void TrySendControl ();
+    /// Run TrySendControl at \p at unless it is due earlier.
+    void RetryControlAt (Time at);
     /// Hand a frame to the NIC and account its serialization in m_nicFreeAt.
     void Transmit (Ptr<Packet> packet, const FabricHeader& frame);
     /// REQUEST the sender's cumulative demand: packets sent + to retransmit + never sent.
     void Request (uint64_t flowId, const Sender& sender);
     void Withdraw (uint64_t flowId, const Sender& sender);
+    /// FCP: destination \p dst has new demand; the next AREQ lists it.
+    void MarkDirty (uint16_t dst);
+    /// FCP: timeslots still needed for \p dst (packets to retransmit + never sent).
+    uint32_t NeededFor (const Destination& destination) const;
+    /// FCP: the flow to the destination that the host's fewest-remaining order serves first
+    /// once its allocated timeslots not reached yet are used up, and the timeslots it still
+    /// needs beyond them ({UINT64_MAX, 0} if none).
+    std::pair<uint64_t, uint32_t> ShortestUncovered (const Destination& destination) const;
+    /// FCP: the next AREQ, listing up to \p maxEntries (<= kFastpassMaxAreqPerFrame) dirty
+    /// destinations; \p nEntries = how many it lists.
+    Ptr<Packet> BuildAreq (FabricHeader& frame, uint32_t maxEntries, uint32_t& nEntries) const;
     void SendData (uint64_t flowId, uint64_t slot, uint16_t spine);
+    /// FCP: a timeslot for \p dst: the flow to it with a packet to retransmit, else the one
+    /// with fewest packets left, sends.
+    void SendDataTo (uint16_t dst, uint64_t slot, uint16_t spine);
+    void SendPacket (uint64_t flowId, Sender& sender, uint64_t slot, uint16_t spine);
     void ArmTimer ();
     void OnTimer ();
 
     FastpassHostConfig m_config;
     std::unordered_map<uint64_t, Sender> m_senders;
     std::unordered_map<uint64_t, Receiver> m_receivers;
+    std::unordered_map<uint16_t, Destination> m_destinations;
+    std::set<uint16_t> m_dirty; ///< FCP destinations whose demand the next AREQ carries
+    EventId m_areqEvent;
+    Time m_nextAreq; ///< earliest time of the next AREQ (requestGap after the last)
+    uint64_t m_requestFrames{0};
+    uint32_t m_sprayCounter{0};
     Callback<void, uint64_t> m_received;
     Callback<void, uint64_t> m_senderDone;
     EventId m_timer;

@@ -2,7 +2,8 @@
  * disaggsim: Fastpass tests against hand-derived values and independent checks
  * (transports/fastpass/doc/fastpass.md).
  *
- * 1. Lone flow: FCT = ideal FCT + the request-allocation delay, derived by hand below.
+ * 1. Lone flow: FCT = ideal FCT + the request-allocation delay, derived by hand below (FCP
+ *    AREQ and per-flow REQUEST).
  * 2. Random load: every allocated timeslot is a matching (each host sends and receives at
  *    most one packet), maximal (checked here against the unserved demands), its inter-rack
  *    packets are spread so that no ToR-spine link gets more packets than it serializes in a
@@ -11,14 +12,19 @@
  * 3. Permutation at full load on a fabric of equal-rate links: no switch queue ever holds
  *    two data frames (peak <= one data frame + one ALLOC) and no data frame waits for another
  *    (its only waits are behind control frames, which share the FIFO ports).
- * 4. Loss: a data frame dropped in a switch is recovered through PROBE/MISSING and the
- *    arbiter; a dropped ALLOC through the repeated REQUEST and the arbiter.
- * 5. Incast: 3000 flows from 4 hosts to 2 receivers within 1 ms all finish.
+ * 4. Aggregation (FCP): 100 flows of one host starting together cost one AREQ; 100 starting
+ *    over a batch at most one per timeslot (per-flow requests: one per flow).
+ * 5. Loss (both request modes): a data frame dropped in a switch is recovered through
+ *    PROBE/MISSING and the arbiter; a dropped ALLOC through the repeated request and the
+ *    arbiter.
+ * 6. Incast: 3000 flows from 4 hosts to 2 receivers within 1 ms (40 Gbps) and 2000 from 3 to
+ *    1 within 100 us (10 Gbps) all finish with no frame dropped (REQUESTs included).
  */
 #include "topologies/model/drop-tail-ecn-queue.h"
 #include "transports/fastpass/helper/fastpass-helper.h"
 #include "transports/fastpass/model/fastpass-header.h"
 
+#include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
 #include "ns3/double.h"
@@ -81,8 +87,11 @@ struct Bench
 class LoneFlowCase : public TestCase
 {
   public:
-    LoneFlowCase ()
-          : TestCase ("lone flow: FCT = ideal + request + processing + allocation + slot wait")
+    explicit LoneFlowCase (bool perDestination)
+          : TestCase (std::string ("lone flow, ") +
+                      (perDestination ? "FCP AREQ" : "per-flow REQUEST") +
+                      ": FCT = ideal + request + processing + allocation + slot wait")
+          , m_perDestination (perDestination)
     {
     }
 
@@ -92,45 +101,60 @@ class LoneFlowCase : public TestCase
         {
             // 2 racks x 4 hosts, 2 spines at 160 Gbps, 40 Gbps access, arbiter on ToR 0
             // with a 4 m cable at 40 Gbps, ProcessingLatency 1 us, batches of 8.
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (m_perDestination));
             Bench bench (2, 4, 2, 4, MicroSeconds (1));
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (true));
             const FlowSpec flow{1, 1000, 0, 4, 3 * 1460 + 100};
             bench.transport->AddFlow (flow);
             Simulator::Run ();
             // By hand (ps resolution; cables 20 ns (4 m) and 200 ns (40 m), switch 240 ns):
             // timeslot T = 1500 B + 94 B guard at 40 Gbps = 318.8 ns; epoch 8 T = 2550.4 ns.
             NS_TEST_ASSERT_MSG_EQ (bench.transport->GetTimeslot (), PicoSeconds (318800), "T");
-            // Lead: an ALLOC of 8 entries is 18 + 22 + 8 x 11 = 128 B (25.6 ns at 40 Gbps,
-            // 6.4 ns at 160 Gbps).  Slowest delivery (to rack 1): head at ToR 20; ToR sends
-            // to the spine at 20 + 240 + (25.6 - 6.4) = 279.2; head at spine 479.2; spine
-            // sends at 719.2; head at ToR 1 919.2; ToR sends at 1159.2; tail at host
-            // 1159.2 + 25.6 + 20 = 1204.8 ns.  Drain of 7 other ALLOCs: 179.2 ns.  Longest
-            // host control frame (MISSING of 64: 296 B): 59.2 ns.  Lead = 1000 + 1204.8 +
-            // 179.2 + 59.2 + 3 switch ports x 318.8 (data frames it may queue behind) =
-            // 3399.6 ns -> 11 timeslots.
-            NS_TEST_ASSERT_MSG_EQ (bench.transport->GetLeadSlots (), 11, "lead");
-            // REQUEST (40 B, 8 ns) host 0 -> arbiter on the same ToR: 20 + 240 + 8 + 20 =
-            // 288 ns: at the arbiter at 1288 ns.  Next pass at 2550.4 ns; its ALLOC leaves
-            // at 3550.4 ns and gives timeslots 1 x 8 + 11 = 19..26: the packets leave at
-            // 6057.2, 6376, 6694.8 and 7013.6 ns.  A full packet (1500 B) reaches the last
+            // Lead.  An ALLOC of 8 timeslots is 18 + 22 + 8 x 4 = 72 B under FCP (14.4 ns at
+            // 40 Gbps, 3.6 ns at 160 Gbps), 18 + 22 + 8 x 11 = 128 B per flow (25.6 / 6.4
+            // ns).  Slowest delivery (to rack 1), FCP: head at ToR 20; ToR sends to the
+            // spine at 20 + 240 + (14.4 - 3.6) = 270.8; head at spine 470.8; spine sends at
+            // 710.8; head at ToR 1 910.8; ToR sends at 1150.8; tail at host 1150.8 + 14.4 +
+            // 20 = 1185.2 ns (per flow: 1204.8).  Drain of 7 other ALLOCs: 100.8 ns (179.2).
+            // Longest host control frame (MISSING of 64: 296 B): 59.2 ns.  3 switch ports x
+            // 318.8 (data frames it may queue behind) = 956.4 ns, + the spread of data paths
+            // at the last port: a full frame takes 1685 ns across racks (below), 20 + 240 +
+            // 300 + 20 = 580 ns within one: 1105 ns.  Lead = 1000 + 1185.2 + 100.8 + 59.2 +
+            // 956.4 + 1105 = 4406.6 ns -> 14 timeslots (per flow 4504.6 ns -> 15).
+            const int64_t lead = m_perDestination ? 14 : 15;
+            NS_TEST_ASSERT_MSG_EQ (bench.transport->GetLeadSlots (), lead, "lead");
+            // REQUEST (FCP AREQ of one destination: 50 B, 10 ns; per flow 40 B, 8 ns) host
+            // 0 -> arbiter on the same ToR: 20 + 240 + 10 + 20 = 290 ns (288): at the arbiter
+            // at 1290 (1288) ns.  Next pass at 2550.4 ns; its ALLOC leaves at 3550.4 ns and
+            // gives timeslots 8 + 14 = 22..25 (23..26): the packets leave at 7013.6, 7332.4,
+            // 7651.2 and 7970 ns (+ 318.8 per flow).  A full packet (1500 B) reaches the last
             // link (ToR 1 -> host 4) 300 + 20 + 2 x 200 + 3 x 240 + (300 - 75) - 300 - 20 =
-            // 1365 ns after leaving: the third is on it 8059.8 .. 8359.8 ns.  The last (140 B:
-            // 28 ns at 40 Gbps, 7 at 160) would reach it 28 + 20 + 400 + 720 + 21 - 28 - 20 =
-            // 1141 ns after leaving, at 8154.6 ns, so it waits: 8359.8 .. 8387.8, at host 4 at
-            // 8407.8 ns.
+            // 1365 ns after leaving: the third is on it 9016.2 .. 9316.2 ns.  The last (140
+            // B: 28 ns at 40 Gbps, 7 at 160) would reach it 28 + 20 + 400 + 720 + 21 - 28 -
+            // 20 = 1141 ns after leaving, at 9111 ns, so it waits: 9316.2 .. 9344.2, at host
+            // 4 at 9364.2 ns (per flow 9683 ns).
+            const int64_t finishPs = m_perDestination ? 9364200 : 9683000;
             NS_TEST_ASSERT_MSG_EQ (bench.finish.count (1), 1, "finished");
-            NS_TEST_ASSERT_MSG_EQ (bench.finish[1], PicoSeconds (8407800), "hand-derived finish");
-            // Ideal: 3 x 300 + 28 + 40 + 400 + 720 + (300 - 75) = 2313 ns; FCT 7407.8 ns =
-            // ideal + request-allocation delay 5094.8 ns (slowdown 3.20).
+            NS_TEST_ASSERT_MSG_EQ (bench.finish[1], PicoSeconds (finishPs), "hand-derived finish");
+            // Ideal: 3 x 300 + 28 + 40 + 400 + 720 + (300 - 75) = 2313 ns; FCT 8364.2 ns =
+            // ideal + request-allocation delay 6051.2 ns (slowdown 3.62; per flow 8683 ns).
             const Time ideal = bench.topology->IdealFct (0, 4, flow.sizeBytes, 22, 1460);
             NS_TEST_ASSERT_MSG_EQ (ideal, NanoSeconds (2313), "ideal FCT");
             NS_TEST_ASSERT_MSG_EQ (bench.transport->GetLoneFlowExtraDelay (flow),
-                                   PicoSeconds (7407800 - 2313000), "declared extra delay");
+                                   PicoSeconds (finishPs - 1000000 - 2313000),
+                                   "declared extra delay");
             // OneWay agrees with IdealFct for one full packet across racks.
             NS_TEST_ASSERT_MSG_EQ (bench.transport->OneWay (0, 4, 1500),
                                    bench.topology->IdealFct (0, 4, 1460, 22, 1460), "one way");
+            NS_TEST_ASSERT_MSG_EQ (bench.transport->OneWay (0, 4, 1500), NanoSeconds (1685),
+                                   "one way across racks");
         }
         Simulator::Destroy ();
     }
+
+    bool m_perDestination;
 };
 
 /// Records the allocator's timeslots and the data frames on the host links.
@@ -405,7 +429,7 @@ class DropOnceQueue : public DropTailEcnQueue
         {
             FastpassHeader header;
             item.packet->PeekHeader (header);
-            if (header.type == FastpassHeader::ALLOC)
+            if (header.type == FastpassHeader::ALLOC || header.type == FastpassHeader::DST_ALLOC)
             {
                 ++s_dropped;
                 return false;
@@ -432,8 +456,11 @@ bool DropOnceQueue::s_dropAlloc = false;
 class LossCase : public TestCase
 {
   public:
-    LossCase ()
-          : TestCase ("a data frame lost in a switch is re-requested from the arbiter and resent")
+    explicit LossCase (bool perDestination)
+          : TestCase (std::string ("a data frame lost in a switch is re-requested from the "
+                                   "arbiter and resent, ") +
+                      (perDestination ? "FCP" : "per-flow requests"))
+          , m_perDestination (perDestination)
     {
     }
 
@@ -444,7 +471,11 @@ class LossCase : public TestCase
         {
             ObjectFactory queue;
             queue.SetTypeId (DropOnceQueue::GetTypeId ());
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (m_perDestination));
             Bench bench (2, 4, 2, 4, NanoSeconds (0), &queue);
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (true));
             bench.transport->AddFlow (FlowSpec{0, 0, 0, 5, 10 * 1460});
             bench.transport->AddFlow (FlowSpec{1, 0, 1, 4, 10 * 1460});
             Simulator::Run ();
@@ -459,14 +490,18 @@ class LossCase : public TestCase
         }
         Simulator::Destroy ();
     }
+
+    bool m_perDestination;
 };
 
 class AllocLossCase : public TestCase
 {
   public:
-    AllocLossCase ()
-          : TestCase ("a lost ALLOC: the repeated REQUEST says what arrived, the arbiter grants "
-                      "the lost timeslots again")
+    explicit AllocLossCase (bool perDestination)
+          : TestCase (std::string ("a lost ALLOC: the repeated REQUEST says what arrived, the "
+                                   "arbiter grants the lost timeslots again, ") +
+                      (perDestination ? "FCP" : "per-flow requests"))
+          , m_perDestination (perDestination)
     {
     }
 
@@ -478,7 +513,11 @@ class AllocLossCase : public TestCase
         {
             ObjectFactory queue;
             queue.SetTypeId (DropOnceQueue::GetTypeId ());
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (m_perDestination));
             Bench bench (2, 4, 2, 4, NanoSeconds (0), &queue);
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (true));
             bench.transport->AddFlow (FlowSpec{0, 0, 0, 5, 20 * 1460});
             Simulator::Run ();
             NS_TEST_ASSERT_MSG_EQ (DropOnceQueue::s_dropped, 1, "one ALLOC dropped");
@@ -493,6 +532,8 @@ class AllocLossCase : public TestCase
         DropOnceQueue::s_dropAlloc = false;
         Simulator::Destroy ();
     }
+
+    bool m_perDestination;
 };
 
 class IncastCase : public TestCase
@@ -505,7 +546,7 @@ class IncastCase : public TestCase
                       std::to_string (receivers.size ()) + " receiver(s) within " +
                       std::to_string (windowNs / 1000) + " us at " +
                       std::to_string (static_cast<int> (rateGbps)) +
-                      " Gbps all finish, no data frame lost, receivers busy every timeslot")
+                      " Gbps all finish, no frame dropped, receivers busy every timeslot")
           , m_nFlows (nFlows)
           , m_senders (std::move (senders))
           , m_receivers (std::move (receivers))
@@ -534,14 +575,17 @@ class IncastCase : public TestCase
             {
                 bench.topology->GetHostDevice (r)->TraceConnectWithoutContext ("Rx", rxCb);
             }
-            // Drops: the synchronized REQUESTs of thousands of flows may overflow the
-            // arbiter's ToR port (recovered by repeated REQUESTs); nothing else may drop.
+            // Drops: none.  Per-flow REQUESTs of thousands of synchronized flows overflowed
+            // the arbiter's ToR port (62 dropped at 10 Gbps); FCP's AREQs carry a host's
+            // demand in one frame per send opportunity.
             uint64_t dataDrops = 0;
+            uint64_t requestDrops = 0;
             uint64_t otherDrops = 0;
             const uint32_t arbiter = bench.transport->GetArbiterEndpoint ();
             auto onDrop = [&] (const FabricQueueItem& item, uint32_t bytes)
             {
                 dataDrops += item.header.payloadBytes > 0 ? 1 : 0;
+                requestDrops += item.header.payloadBytes == 0 && item.header.dstHost == arbiter;
                 otherDrops += item.header.payloadBytes == 0 && item.header.dstHost != arbiter;
             };
             Callback<void, const FabricQueueItem&, uint32_t> dropCb (onDrop);
@@ -564,7 +608,14 @@ class IncastCase : public TestCase
             Simulator::Run ();
             NS_TEST_ASSERT_MSG_EQ (bench.finish.size (), m_nFlows, "every flow finishes");
             NS_TEST_ASSERT_MSG_EQ (dataDrops, 0, "no data frame dropped");
-            NS_TEST_ASSERT_MSG_EQ (otherDrops, 0, "control frames dropped only at the arbiter");
+            NS_TEST_ASSERT_MSG_EQ (requestDrops, 0, "no REQUEST dropped");
+            NS_TEST_ASSERT_MSG_EQ (otherDrops, 0, "no other control frame dropped");
+            NS_TEST_ASSERT_MSG_EQ (bench.topology->GetSwitchPortDrops (), 0, "no drop at all");
+            const auto stats = bench.transport->GetStatistics ();
+            std::map<std::string, std::string> st (stats.begin (), stats.end ());
+            // Every flow's demand reached the arbiter, in far fewer frames than flows.
+            NS_TEST_ASSERT_MSG_LT (std::stoull (st["fastpass.repeated_requests"]), m_nFlows / 5,
+                                   "demand repeated per destination, not per flow");
             Time last (0);
             for (const auto& [flowId, at] : bench.finish)
             {
@@ -597,19 +648,119 @@ class IncastCase : public TestCase
     int64_t m_windowNs;
 };
 
+class AggregationCase : public TestCase
+{
+  public:
+    explicit AggregationCase (bool perDestination)
+          : TestCase (std::string ("100 flows from one host: ") +
+                      (perDestination ? "FCP sends O(1) AREQ frames per batch"
+                                      : "per-flow requests send one frame per flow"))
+          , m_perDestination (perDestination)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        RngSeedManager::SetSeed (7);
+        {
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (m_perDestination));
+            Bench bench (3, 8, 2, 4, NanoSeconds (0));
+            Config::SetDefault ("ns3::FastpassFlowTransport::PerDestinationRequests",
+                                BooleanValue (true));
+            const uint32_t arbiter = bench.transport->GetArbiterEndpoint ();
+            const Time T = bench.transport->GetTimeslot ();
+            const Time epoch = T * 8;
+            // When host 0's request frames (REQUEST or AREQ) leave.
+            std::vector<Time> sent;
+            auto onTx = [&] (Ptr<const Packet> packet, const FabricHeader& frame)
+            {
+                if (frame.dstHost == arbiter)
+                {
+                    sent.push_back (Simulator::Now ());
+                }
+            };
+            auto countIn = [&] (int64_t fromNs, Time length)
+            {
+                uint32_t n = 0;
+                for (const Time& at : sent)
+                {
+                    n += at >= NanoSeconds (fromNs) && at < NanoSeconds (fromNs) + length ? 1 : 0;
+                }
+                return n;
+            };
+            Callback<void, Ptr<const Packet>, const FabricHeader&> txCb (onTx);
+            bench.topology->GetHostDevice (0)->TraceConnectWithoutContext ("Tx", txCb);
+            // Batch 1: 100 flows to 10 destinations (hosts 8..17), all at one instant.
+            const int64_t first = epoch.GetNanoSeconds () + 1;
+            for (uint32_t i = 0; i < 100; ++i)
+            {
+                bench.transport->AddFlow (FlowSpec{i, first, 0, 8 + i % 10, 10 * 1460});
+            }
+            // Batch 100: 100 flows to 20 destinations (hosts 1..20) at distinct times
+            // within 7 timeslots.
+            Ptr<UniformRandomVariable> u = CreateObject<UniformRandomVariable> ();
+            const int64_t second = 100 * epoch.GetNanoSeconds ();
+            for (uint32_t i = 0; i < 100; ++i)
+            {
+                bench.transport->AddFlow (
+                    FlowSpec{100 + i, second + static_cast<int64_t> (u->GetInteger (0, 7 * 318)), 0,
+                             1 + i % 20, 3 * 1460});
+            }
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (bench.finish.size (), 200, "every flow finishes");
+            // Frames within a batch of the starts (retransmit timeouts come much later).
+            const uint32_t atOnce = countIn (first, epoch);
+            const uint32_t spread = countIn (second, epoch);
+            const auto stats = bench.transport->GetStatistics ();
+            std::map<std::string, std::string> st (stats.begin (), stats.end ());
+            if (m_perDestination)
+            {
+                // One AREQ lists all 10 destinations (the cap is 10).
+                NS_TEST_ASSERT_MSG_EQ (atOnce, 1, "one AREQ for 100 simultaneous flows");
+                // Flows starting over a batch while the host sends data: at most one AREQ
+                // per timeslot (RequestGap), each with the destinations that fit in the
+                // guard gap, whatever the number of flows.
+                NS_TEST_ASSERT_MSG_LT_OR_EQ (spread, 8, "at most B AREQs per batch");
+                NS_TEST_ASSERT_MSG_GT_OR_EQ (spread, 2, "20 destinations need 2 AREQs");
+                // Later AREQs (a destination's shortest flow allocated: the next one's size
+                // for the min-FCT order; timeouts of starved destinations) still cover many
+                // flows each: fewer frames in all than the 200 flows.
+                NS_TEST_ASSERT_MSG_LT (sent.size (), 200, "fewer AREQs than flows");
+            }
+            else
+            {
+                NS_TEST_ASSERT_MSG_EQ (atOnce, 100, "one REQUEST per flow");
+                NS_TEST_ASSERT_MSG_GT_OR_EQ (sent.size (), 200, "at least one REQUEST per flow");
+            }
+            NS_TEST_ASSERT_MSG_EQ (st["fastpass.retransmissions"], "0", "nothing lost");
+            NS_TEST_ASSERT_MSG_EQ (bench.topology->GetSwitchPortDrops (), 0, "no drop");
+        }
+        Simulator::Destroy ();
+    }
+
+    bool m_perDestination;
+};
+
 class FastpassSuite : public TestSuite
 {
   public:
     FastpassSuite ()
           : TestSuite ("disaggsim-fastpass", UNIT)
     {
-        AddTestCase (new LoneFlowCase, TestCase::QUICK);
+        AddTestCase (new LoneFlowCase (true), TestCase::QUICK);
+        AddTestCase (new LoneFlowCase (false), TestCase::QUICK);
         AddTestCase (new RandomLoadCase (2, 4, "FewestRemaining"), TestCase::QUICK);
         AddTestCase (new RandomLoadCase (4, 1, "FewestRemaining"), TestCase::QUICK);
         AddTestCase (new RandomLoadCase (2, 4, "LeastRecentlyAllocated"), TestCase::QUICK);
         AddTestCase (new PermutationCase, TestCase::QUICK);
-        AddTestCase (new LossCase, TestCase::QUICK);
-        AddTestCase (new AllocLossCase, TestCase::QUICK);
+        AddTestCase (new AggregationCase (true), TestCase::QUICK);
+        AddTestCase (new AggregationCase (false), TestCase::QUICK);
+        AddTestCase (new LossCase (true), TestCase::QUICK);
+        AddTestCase (new LossCase (false), TestCase::QUICK);
+        AddTestCase (new AllocLossCase (true), TestCase::QUICK);
+        AddTestCase (new AllocLossCase (false), TestCase::QUICK);
         AddTestCase (new IncastCase (3000, {17, 40, 77, 130}, {3, 100}, 40, 1000000),
                      TestCase::QUICK);
         AddTestCase (new IncastCase (2000, {5, 60, 120}, {33}, 10, 100000), TestCase::QUICK);
