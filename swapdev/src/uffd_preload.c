@@ -21,13 +21,17 @@
  * When the budget is full, SWAPDEV_EVICT_BATCH local pages (default 32, the kernel's
  * SWAP_CLUSTER_MAX) go remote as one batch; each contiguous run is one swap-out request
  * (delayed, logged '+'). SWAPDEV_EVICTION chooses them:
- *   - clock (default): second chance (Corbato 1968; the kernel's active/inactive lists;
- *     FluidMem's LRU over userfaultfd, Caldwell et al., 2020). Local pages form a ring in
- *     fault-in order; the hand takes the oldest: a mapped page was referenced since the
- *     hand last passed it (it faulted back in), so it is made inactive and goes to the back
- *     of the ring; an inactive page was not touched for a whole revolution and goes remote
- *     (its data is already in the store: no copy).
- *   - fifo: the oldest local page goes remote, referenced or not (FIFO of fault-in).
+ *   - clock (default): the two-handed clock (BSD and SVR4 pageout; the kernel's active and
+ *     inactive lists, mm/vmscan.c; FluidMem's LRU over userfaultfd, Caldwell et al. 2020).
+ *     Mapped pages form the active queue in the order they were faulted in; inactive
+ *     pages the inactive queue. The front hand takes the oldest mapped page and makes it
+ *     inactive (clears its reference bit) until half the budget is inactive (the kernel's
+ *     inactive_ratio 1 below 1 GiB, mm/vmscan.c inactive_is_low); the back hand sends the
+ *     oldest inactive pages remote (their data is in the store already: no copy). A page
+ *     touched while inactive faults back at once (minor) and rejoins the active queue, so
+ *     a page goes remote only if it was not touched while half the budget's worth of
+ *     evictions passed.
+ *   - fifo: the oldest local page goes remote, touched or not (FIFO of fault-in).
  * This kernel has no page_idle (CONFIG_IDLE_PAGE_TRACKING off) and no DAMON_VADDR, and
  * neither pagemap nor kpageflags shows a PTE's accessed bit (doc/swapdev.md, "Eviction").
  *
@@ -60,7 +64,6 @@
 #define ST_RESIDENT 1
 #define ST_REMOTE 2
 #define ST_INACTIVE 4
-#define ST_QUEUED 8 /* the page has an entry in the ring (at most one) */
 #define ST_LOCAL (ST_RESIDENT | ST_INACTIVE)
 
 struct region {
@@ -69,13 +72,20 @@ struct region {
 	uint64_t page_base; /* first page number in the trace's remote page space */
 	uint32_t gen;
 	uint8_t *state;
+	uint32_t *tag; /* per page: the tag of its latest queue entry (older ones are stale) */
 	char *store; /* copies of the inactive and remote pages, at their offset */
 };
 
 struct ring_ent {
 	uint32_t slot;
 	uint32_t gen;
-	uint64_t page;
+	uint32_t page;
+	uint32_t tag;
+};
+
+struct ring {
+	struct ring_ent *ent;
+	uint64_t cap, head, len;
 };
 
 static struct region regions[MAX_REGIONS];
@@ -85,10 +95,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int uffd = -1;
 static int enabled;
 static int clock_policy;
-static uint64_t budget_pages, local_pages, min_map_bytes, evict_batch, spin_ns;
+static uint64_t budget_pages, local_pages, inactive_pages, min_map_bytes, evict_batch, spin_ns;
 static uint64_t deactivated;
-static struct ring_ent *ring;
-static uint64_t ring_cap, ring_head, ring_len;
+static struct ring active, inactive; /* fifo: only active */
 static char *zero_page;
 static struct sd_run run;
 static pthread_t handler;
@@ -110,49 +119,47 @@ static void die(const char *fmt, ...)
 	_exit(2);
 }
 
-/* Double the ring (after fork() brought every page home, all of them are local). */
-static void ring_grow(void)
+static void ring_init(struct ring *q, uint64_t cap)
 {
-	uint64_t cap = 2 * ring_cap, i;
-	struct ring_ent *bigger = sys_mmap(NULL, cap * sizeof(*bigger), PROT_READ | PROT_WRITE,
-					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (bigger == MAP_FAILED)
-		die("cannot grow the page ring: %s", strerror(errno));
-	for (i = 0; i < ring_len; i++)
-		bigger[i] = ring[(ring_head + i) % ring_cap];
-	syscall(SYS_munmap, ring, ring_cap * sizeof(*ring));
-	ring = bigger;
-	ring_cap = cap;
-	ring_head = 0;
+	q->ent = sys_mmap(NULL, cap * sizeof(*q->ent), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->ent == MAP_FAILED)
+		die("cannot map a page queue of %llu entries: %s", (unsigned long long)cap,
+		    strerror(errno));
+	q->cap = cap;
+	q->head = q->len = 0;
 }
 
-/* Queue page at the back of the ring unless it has an entry already. */
-static void ring_push(uint32_t slot, uint64_t page)
+/* Queue page at the back of q; its entries queued before are stale from now on. */
+static void ring_push(struct ring *q, uint32_t slot, uint64_t page)
 {
-	uint8_t *st = &regions[slot].state[page];
+	struct region *r = &regions[slot];
 
-	if (*st & ST_QUEUED)
-		return;
-	if (ring_len == ring_cap)
-		ring_grow();
-	ring[(ring_head + ring_len) % ring_cap] =
-		(struct ring_ent){slot, regions[slot].gen, page};
-	ring_len++;
-	*st |= ST_QUEUED;
+	if (q->len == q->cap) { /* double it (after fork() brought every page home) */
+		struct ring bigger;
+		uint64_t i;
+
+		ring_init(&bigger, 2 * q->cap);
+		for (i = 0; i < q->len; i++)
+			bigger.ent[i] = q->ent[(q->head + i) % q->cap];
+		bigger.len = q->len;
+		syscall(SYS_munmap, q->ent, q->cap * sizeof(*q->ent));
+		*q = bigger;
+	}
+	q->ent[(q->head + q->len) % q->cap] =
+		(struct ring_ent){slot, r->gen, (uint32_t)page, ++r->tag[page]};
+	q->len++;
 }
 
-/* Pop the oldest entry of a live region; 0 if the ring is empty. */
-static int ring_pop(struct ring_ent *e)
+/* Pop the oldest entry that is its page's latest (of a live region); 0 if none is left. */
+static int ring_pop(struct ring *q, struct ring_ent *e)
 {
-	while (ring_len) {
-		*e = ring[ring_head];
-		ring_head = (ring_head + 1) % ring_cap;
-		ring_len--;
-		if (regions[e->slot].gen == e->gen) {
-			regions[e->slot].state[e->page] &= (uint8_t)~ST_QUEUED;
+	while (q->len) {
+		*e = q->ent[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+		if (regions[e->slot].gen == e->gen && regions[e->slot].tag[e->page] == e->tag)
 			return 1;
-		}
 	}
 	return 0;
 }
@@ -253,38 +260,51 @@ static void run_add(struct run_acc *a, uint32_t slot, uint64_t page)
 	a->n++;
 }
 
+/* The front hand: make the oldest mapped pages inactive until want pages are. */
+static void deactivate_some(uint64_t want)
+{
+	struct run_acc deact = {0};
+	struct ring_ent e;
+
+	while (inactive_pages < want && ring_pop(&active, &e)) {
+		if (regions[e.slot].state[e.page] != ST_RESIDENT)
+			continue; /* discarded since it was queued */
+		if (run_breaks(&deact, e.slot, e.page))
+			flush_deactivate(&deact);
+		run_add(&deact, e.slot, e.page);
+		regions[e.slot].state[e.page] = ST_INACTIVE;
+		inactive_pages++;
+		deactivated++;
+		ring_push(&inactive, e.slot, e.page);
+	}
+	flush_deactivate(&deact);
+}
+
 /*
- * Free evict_batch local pages (fewer if there are not as many). FIFO: the oldest go
- * remote. CLOCK: the hand takes the oldest; a mapped page (referenced since the hand last
- * passed) is made inactive and requeued, an inactive one goes remote. Every entry is taken
- * at most twice, so the loop ends within two revolutions.
+ * Send evict_batch local pages remote (fewer if there are not as many): FIFO, the oldest
+ * mapped ones; CLOCK, the oldest inactive ones (the back hand), after the front hand has
+ * made half the budget (at least a batch) inactive.
  */
 static void evict_some(void)
 {
-	struct run_acc deact = {0}, evict = {0};
+	struct run_acc evict = {0};
 	struct ring_ent e;
-	uint64_t taken = 0;
+	uint64_t taken = 0, spread = budget_pages / 2;
 
-	while (taken < evict_batch && ring_pop(&e)) {
+	if (clock_policy)
+		deactivate_some(spread > evict_batch ? spread : evict_batch);
+	while (taken < evict_batch && ring_pop(clock_policy ? &inactive : &active, &e)) {
 		uint8_t st = regions[e.slot].state[e.page];
 
-		if (!(st & ST_LOCAL))
+		if (st != (clock_policy ? ST_INACTIVE : ST_RESIDENT))
 			continue; /* discarded since it was queued */
-		if (clock_policy && (st & ST_RESIDENT)) {
-			if (run_breaks(&deact, e.slot, e.page))
-				flush_deactivate(&deact);
-			run_add(&deact, e.slot, e.page);
-			regions[e.slot].state[e.page] = ST_INACTIVE;
-			ring_push(e.slot, e.page);
-			deactivated++;
-			continue;
-		}
 		if (run_breaks(&evict, e.slot, e.page))
 			flush_evict(&evict, !clock_policy);
 		run_add(&evict, e.slot, e.page);
+		if (clock_policy)
+			inactive_pages--;
 		taken++;
 	}
-	flush_deactivate(&deact);
 	flush_evict(&evict, !clock_policy);
 	sd_run_end_batch(&run);
 }
@@ -331,11 +351,13 @@ static void handle_fault(const struct uffd_msg *m)
 		return;
 	}
 	if (r->state[page] & ST_INACTIVE) {
-		/* Referenced again within a revolution of the hand: local, no delay, not logged. */
+		/* Touched before the back hand came: local, no delay, not logged; active again. */
 		uint64_t t0 = sd_now_ns();
 
 		copy_in(addr, r->store + page * PAGE);
-		r->state[page] = (uint8_t)((r->state[page] & ST_QUEUED) | ST_RESIDENT);
+		r->state[page] = ST_RESIDENT;
+		inactive_pages--;
+		ring_push(&active, (uint32_t)slot, page);
 		sd_hist_add(&run.minor, sd_now_ns() - t0);
 		pthread_mutex_unlock(&lock);
 		return;
@@ -352,9 +374,9 @@ static void handle_fault(const struct uffd_msg *m)
 	} else {
 		copy_in(addr, zero_page);
 	}
-	r->state[page] = (uint8_t)((r->state[page] & ST_QUEUED) | ST_RESIDENT);
+	r->state[page] = ST_RESIDENT;
 	local_pages++;
-	ring_push((uint32_t)slot, page);
+	ring_push(&active, (uint32_t)slot, page);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -411,7 +433,10 @@ static void register_region(uintptr_t start, size_t len)
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	regions[i].store = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (regions[i].state == MAP_FAILED || regions[i].store == MAP_FAILED)
+	regions[i].tag = sys_mmap(NULL, npages * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (regions[i].state == MAP_FAILED || regions[i].store == MAP_FAILED ||
+	    regions[i].tag == MAP_FAILED)
 		die("cannot map %zu bytes of store: %s", len, strerror(errno));
 	register_range(start, len);
 	regions[i].start = start;
@@ -424,8 +449,8 @@ static void register_region(uintptr_t start, size_t len)
 
 /*
  * Forget [addr, addr+len) in every region; materialize: bring its inactive and remote
- * pages back into the application's mapping first. A page keeps ST_QUEUED (its ring entry
- * is dropped when the hand reaches it, or reused if the page faults in again).
+ * pages back into the application's mapping first (their queue entries are dropped when
+ * a hand reaches them).
  */
 static void release_range(uintptr_t addr, size_t len, int materialize, int drop_region)
 {
@@ -447,9 +472,11 @@ static void release_range(uintptr_t addr, size_t len, int materialize, int drop_
 		for (p = p0; p < p1; p++) {
 			if (r->state[p] & ST_LOCAL)
 				local_pages--;
+			if (r->state[p] & ST_INACTIVE)
+				inactive_pages--;
 			if (materialize && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
 				copy_in(r->start + p * PAGE, r->store + p * PAGE);
-			r->state[p] &= ST_QUEUED;
+			r->state[p] = 0;
 		}
 		if (drop_region || (lo == r->start && hi == end)) {
 			struct uffdio_range rg = {.start = r->start, .len = r->npages * PAGE};
@@ -457,6 +484,7 @@ static void release_range(uintptr_t addr, size_t len, int materialize, int drop_
 			if (materialize)
 				ioctl(uffd, UFFDIO_UNREGISTER, &rg);
 			syscall(SYS_munmap, r->state, r->npages);
+			syscall(SYS_munmap, r->tag, r->npages * sizeof(uint32_t));
 			syscall(SYS_munmap, r->store, r->npages * PAGE);
 			memset(r, 0, sizeof(*r));
 		}
@@ -530,11 +558,12 @@ static void atfork_prepare(void)
 			if (!(st & (ST_INACTIVE | ST_REMOTE)))
 				continue;
 			copy_in(r->start + p * PAGE, r->store + p * PAGE);
-			r->state[p] = (uint8_t)((st & ST_QUEUED) | ST_RESIDENT);
-			if (st & ST_REMOTE) {
+			r->state[p] = ST_RESIDENT;
+			if (st & ST_REMOTE)
 				local_pages++;
-				ring_push((uint32_t)i, p);
-			}
+			else
+				inactive_pages--;
+			ring_push(&active, (uint32_t)i, p);
 		}
 	}
 }
@@ -580,12 +609,11 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (evict_batch > budget_pages)
 		evict_batch = budget_pages;
 	spin_ns = spin_us * 1000;
-	ring_cap = budget_pages + 64;
-	ring = sys_mmap(NULL, ring_cap * sizeof(*ring), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ring_init(&active, budget_pages + 64);
+	ring_init(&inactive, budget_pages / 2 + evict_batch + 64);
 	zero_page = sys_mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ring == MAP_FAILED || zero_page == MAP_FAILED)
-		die("cannot map the page ring: %s", strerror(errno));
+	if (zero_page == MAP_FAILED)
+		die("cannot map the zero page: %s", strerror(errno));
 	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uffd < 0)
 		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));

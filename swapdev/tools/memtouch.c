@@ -8,7 +8,11 @@
  *
  * With --fork, a child forked after the write pass checks every page too (fork_bad_pages).
  *
- *   memtouch MIB [PASSES] [--random] [--seed N] [--fork]
+ * With --hotcold HOT,SCAN (the eviction policy's oracle workload) each of the PASSES rounds
+ * reads the hot set, pages 0..HOT-1, then the next SCAN pages of a cold stream over pages
+ * HOT..end (wrapping), so the hot pages are read once per HOT + SCAN accesses.
+ *
+ *   memtouch MIB [PASSES] [--random | --hotcold HOT,SCAN] [--seed N] [--fork]
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -58,6 +62,7 @@ static long majflt(void)
 int main(int argc, char **argv)
 {
 	uint64_t mib = 0, passes = 1, seed = 1, npages, i, p, bad = 0, slow = 0, sum = 0;
+	uint64_t hot = 0, scan = 0, per_pass, cold_next = 0;
 	int rnd = 0, do_fork = 0, a;
 	long fork_bad = -1;
 	uint64_t *mem, *order;
@@ -71,7 +76,14 @@ int main(int argc, char **argv)
 			rnd = 1;
 		else if (!strcmp(argv[a], "--fork"))
 			do_fork = 1;
-		else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
+		else if (!strcmp(argv[a], "--hotcold") && a + 1 < argc) {
+			if (sscanf(argv[++a], "%llu,%llu", (unsigned long long *)&hot,
+				   (unsigned long long *)&scan) != 2 || !hot) {
+				fprintf(stderr, "memtouch: --hotcold %s: expected HOT,SCAN pages\n",
+					argv[a]);
+				return 2;
+			}
+		} else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
 			seed = strtoull(argv[++a], NULL, 10);
 		else if (!mib)
 			mib = strtoull(argv[a], NULL, 10);
@@ -79,13 +91,21 @@ int main(int argc, char **argv)
 			passes = strtoull(argv[a], NULL, 10);
 	}
 	if (!mib || !passes) {
-		fprintf(stderr, "usage: memtouch MIB [PASSES] [--random] [--seed N]\n");
+		fprintf(stderr,
+			"usage: memtouch MIB [PASSES] [--random | --hotcold HOT,SCAN] [--seed N] "
+			"[--fork]\n");
 		return 2;
 	}
 	npages = mib * 256;
+	if (hot && (rnd || hot >= npages)) {
+		fprintf(stderr, "memtouch: --hotcold needs HOT < %llu pages and no --random\n",
+			(unsigned long long)npages);
+		return 2;
+	}
+	per_pass = hot ? hot + scan : npages;
 	mem = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	order = malloc(npages * sizeof(*order));
-	lat = malloc(npages * passes * sizeof(*lat));
+	order = malloc((npages > per_pass ? npages : per_pass) * sizeof(*order));
+	lat = malloc(per_pass * passes * sizeof(*lat));
 	if (mem == MAP_FAILED || !order || !lat) {
 		perror("memtouch: allocation");
 		return 2;
@@ -139,7 +159,15 @@ int main(int argc, char **argv)
 	for (p = 0; p < passes; p++) {
 		uint64_t tp = now_ns();
 
-		for (i = 0; i < npages; i++) {
+		if (hot) { /* this round's order: the hot set, then the cold stream's next pages */
+			for (i = 0; i < hot; i++)
+				order[i] = i;
+			for (i = 0; i < scan; i++) {
+				order[hot + i] = hot + cold_next;
+				cold_next = (cold_next + 1) % (npages - hot);
+			}
+		}
+		for (i = 0; i < per_pass; i++) {
 			uint64_t pg = order[i], w, t1, t2;
 			volatile uint64_t *q = &mem[pg * WORDS];
 
@@ -170,7 +198,7 @@ int main(int argc, char **argv)
 	       "\"p99_ns\": %u, \"p995_ns\": %u, \"max_ns\": %u, \"fork_status\": %ld}\n",
 	       (unsigned long long)npages, (unsigned long long)passes, n, (unsigned long long)bad,
 	       (unsigned long long)slow, majflt() - mf0, t_write / 1e9, t_read / 1e9,
-	       (double)(npages * passes * PAGE) / (double)t_read, (double)sum / (double)n,
+	       (double)(per_pass * passes * PAGE) / (double)t_read, (double)sum / (double)n,
 	       lat[n / 2], lat[n * 90 / 100], lat[n * 99 / 100], lat[n * 995 / 1000], lat[n - 1],
 	       fork_bad);
 	return bad || fork_bad > 0 ? 1 : 0;
