@@ -10,7 +10,9 @@
  *
  * With --hotcold HOT,SCAN (the eviction policy's oracle workload) each of the PASSES rounds
  * reads the hot set, pages 0..HOT-1, then the next SCAN pages of a cold stream over pages
- * HOT..end (wrapping), so the hot pages are read once per HOT + SCAN accesses.
+ * HOT..end (wrapping), so the hot pages are read once per HOT + SCAN accesses. It also
+ * reports hot_slow_accesses, the reads of hot pages after round 0 taking >= 1 us (faults),
+ * and their median latency hot_slow_p50_ns.
  *
  *   memtouch MIB [PASSES] [--random | --hotcold HOT,SCAN] [--seed N] [--fork]
  */
@@ -66,7 +68,8 @@ int main(int argc, char **argv)
 	int rnd = 0, do_fork = 0, a;
 	long fork_bad = -1;
 	uint64_t *mem, *order;
-	uint32_t *lat;
+	uint32_t *lat, *hot_lat;
+	uint64_t n_hot_slow = 0;
 	uint64_t t0, t_write, t_read = 0;
 	long mf0;
 	size_t n;
@@ -106,7 +109,8 @@ int main(int argc, char **argv)
 	mem = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	order = malloc((npages > per_pass ? npages : per_pass) * sizeof(*order));
 	lat = malloc(per_pass * passes * sizeof(*lat));
-	if (mem == MAP_FAILED || !order || !lat) {
+	hot_lat = malloc((hot ? hot * passes : 1) * sizeof(*hot_lat));
+	if (mem == MAP_FAILED || !order || !lat || !hot_lat) {
 		perror("memtouch: allocation");
 		return 2;
 	}
@@ -175,6 +179,8 @@ int main(int argc, char **argv)
 			w = q[0];
 			t2 = now_ns();
 			lat[n++] = (uint32_t)(t2 - t1 > 0xffffffffu ? 0xffffffffu : t2 - t1);
+			if (hot && p > 0 && i < hot && lat[n - 1] >= 1000)
+				hot_lat[n_hot_slow++] = lat[n - 1];
 			if (w != pattern(pg, 0, seed)) {
 				bad++;
 				continue;
@@ -192,14 +198,16 @@ int main(int argc, char **argv)
 		slow += lat[i] >= 1000;
 	}
 	qsort(lat, n, sizeof(*lat), cmp_u32);
+	qsort(hot_lat, n_hot_slow, sizeof(*hot_lat), cmp_u32);
 	printf("{\"pages\": %llu, \"passes\": %llu, \"accesses\": %zu, \"bad_pages\": %llu, "
 	       "\"slow_accesses\": %llu, \"majflt\": %ld, \"write_s\": %.6f, \"read_s\": %.6f, "
 	       "\"read_gbps\": %.4f, \"mean_ns\": %.1f, \"p50_ns\": %u, \"p90_ns\": %u, "
-	       "\"p99_ns\": %u, \"p995_ns\": %u, \"max_ns\": %u, \"fork_status\": %ld}\n",
+	       "\"p99_ns\": %u, \"p995_ns\": %u, \"max_ns\": %u, \"fork_status\": %ld, "
+	       "\"hot_slow_accesses\": %llu, \"hot_slow_p50_ns\": %u}\n",
 	       (unsigned long long)npages, (unsigned long long)passes, n, (unsigned long long)bad,
 	       (unsigned long long)slow, majflt() - mf0, t_write / 1e9, t_read / 1e9,
 	       (double)(per_pass * passes * PAGE) / (double)t_read, (double)sum / (double)n,
 	       lat[n / 2], lat[n * 90 / 100], lat[n * 99 / 100], lat[n * 995 / 1000], lat[n - 1],
-	       fork_bad);
+	       fork_bad, (unsigned long long)n_hot_slow, n_hot_slow ? hot_lat[n_hot_slow / 2] : 0);
 	return bad || fork_bad > 0 ? 1 : 0;
 }
