@@ -10,9 +10,9 @@ Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run
   (0: one page per swap-in, as the paper's per-page model) and restored.
 - ``uffd``: ``libswapdev_uffd.so`` preloaded into the application; it keeps a local-memory
   budget itself and resolves every fault with userfaultfd (microsecond accuracy). Its
-  eviction policy (``SWAPDEV_EVICTION``, :data:`EvictionPolicy`) is ``clock`` (a two-handed
-  clock whose reference bits are minor refaults) or ``fifo`` (of fault-in); see
-  ``swapdev/doc/swapdev.md``, "Eviction".
+  eviction policy (``SWAPDEV_EVICTION``, :data:`EvictionPolicy`) is ``fifo`` (of fault-in,
+  the default) or ``clock`` (a two-handed clock whose reference bits are minor refaults);
+  see ``swapdev/doc/swapdev.md``, "Eviction".
 
 Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
 ``disaggsim.traces.collect_env``), so the machine is left as found on success, on error and
@@ -167,7 +167,7 @@ def run_memtouch_uffd(
     random_order: bool = False,
     timeout_s: float = 600,
     fork_check: bool = False,
-    eviction: EvictionPolicy = "clock",
+    eviction: EvictionPolicy = "fifo",
     hotcold: tuple[int, int] | None = None,
 ) -> RunResult:
     """Run memtouch over ``mib`` MiB with ``local_bytes`` of local memory on the uffd backend

@@ -21,17 +21,19 @@
  * When the budget is full, SWAPDEV_EVICT_BATCH local pages (default 32, the kernel's
  * SWAP_CLUSTER_MAX) go remote as one batch; each contiguous run is one swap-out request
  * (delayed, logged '+'). SWAPDEV_EVICTION chooses them:
- *   - clock (default): the two-handed clock (BSD and SVR4 pageout; the kernel's active and
- *     inactive lists, mm/vmscan.c; FluidMem's LRU over userfaultfd, Caldwell et al. 2020).
- *     Mapped pages form the active queue in the order they were faulted in; inactive
- *     pages the inactive queue. The front hand takes the oldest mapped page and makes it
- *     inactive (clears its reference bit) until half the budget is inactive (the kernel's
- *     inactive_ratio 1 below 1 GiB, mm/vmscan.c inactive_is_low); the back hand sends the
- *     oldest inactive pages remote (their data is in the store already: no copy). A page
- *     touched while inactive faults back at once (minor) and rejoins the active queue, so
- *     a page goes remote only if it was not touched while half the budget's worth of
- *     evictions passed.
- *   - fifo: the oldest local page goes remote, touched or not (FIFO of fault-in).
+ *   - fifo (default): the oldest local page goes remote, touched or not (FIFO of fault-in).
+ *   - clock: the two-handed clock (BSD and SVR4 pageout; the kernel's active and inactive
+ *     lists, mm/vmscan.c; FluidMem's LRU over userfaultfd, Caldwell et al. 2020). Mapped
+ *     pages form the active queue in the order they were faulted in, inactive pages the
+ *     inactive queue. The front hand takes the oldest mapped page and makes it inactive
+ *     (clears its reference bit) until SWAPDEV_INACTIVE_PERMILLE of the budget is inactive
+ *     (default 500: the kernel's inactive_ratio 1 below 1 GiB, mm/vmscan.c
+ *     inactive_is_low); the back hand sends the oldest inactive pages remote (their data is
+ *     in the store already: no copy). A page touched while inactive faults back at once
+ *     (minor) and rejoins the active queue, so a page goes remote only if it went untouched
+ *     while the inactive target's worth of evictions passed. Every reference sample costs
+ *     a user-space fault (~3 us here), which is why fifo is the default: on a random-access
+ *     application CLOCK multiplies the faults (doc/swapdev.md, "Eviction").
  * This kernel has no page_idle (CONFIG_IDLE_PAGE_TRACKING off) and no DAMON_VADDR, and
  * neither pagemap nor kpageflags shows a PTE's accessed bit (doc/swapdev.md, "Eviction").
  *
@@ -96,7 +98,7 @@ static int uffd = -1;
 static int enabled;
 static int clock_policy;
 static uint64_t budget_pages, local_pages, inactive_pages, min_map_bytes, evict_batch, spin_ns;
-static uint64_t deactivated;
+static uint64_t deactivated, inactive_target;
 static struct ring active, inactive; /* fifo: only active */
 static char *zero_page;
 static struct sd_run run;
@@ -283,16 +285,16 @@ static void deactivate_some(uint64_t want)
 /*
  * Send evict_batch local pages remote (fewer if there are not as many): FIFO, the oldest
  * mapped ones; CLOCK, the oldest inactive ones (the back hand), after the front hand has
- * made half the budget (at least a batch) inactive.
+ * made the inactive target (at least a batch) inactive.
  */
 static void evict_some(void)
 {
 	struct run_acc evict = {0};
 	struct ring_ent e;
-	uint64_t taken = 0, spread = budget_pages / 2;
+	uint64_t taken = 0;
 
 	if (clock_policy)
-		deactivate_some(spread > evict_batch ? spread : evict_batch);
+		deactivate_some(inactive_target > evict_batch ? inactive_target : evict_batch);
 	while (taken < evict_batch && ring_pop(clock_policy ? &inactive : &active, &e)) {
 		uint8_t st = regions[e.slot].state[e.page];
 
@@ -594,13 +596,15 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (sd_env_u64("SWAPDEV_LOCAL_BYTES", 0, &local_bytes) ||
 	    sd_env_u64("SWAPDEV_MIN_MAP_BYTES", 1 << 20, &min_map_bytes) ||
 	    sd_env_u64("SWAPDEV_EVICT_BATCH", 32, &evict_batch) ||
-	    sd_env_u64("SWAPDEV_SPIN_US", 500, &spin_us))
+	    sd_env_u64("SWAPDEV_SPIN_US", 500, &spin_us) ||
+	    sd_env_u64("SWAPDEV_INACTIVE_PERMILLE", 500, &inactive_target))
 		_exit(2);
-	if (local_bytes < PAGE * 64 || evict_batch == 0)
-		die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB and SWAPDEV_EVICT_BATCH >= 1");
-	if (!policy || !*policy || !strcmp(policy, "clock"))
+	if (local_bytes < PAGE * 64 || evict_batch == 0 || inactive_target > 1000)
+		die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB, SWAPDEV_EVICT_BATCH >= 1 and "
+		    "SWAPDEV_INACTIVE_PERMILLE <= 1000");
+	if (policy && !strcmp(policy, "clock"))
 		clock_policy = 1;
-	else if (strcmp(policy, "fifo"))
+	else if (policy && *policy && strcmp(policy, "fifo"))
 		die("SWAPDEV_EVICTION=%s: expected clock or fifo", policy);
 	if (sd_run_init(&run))
 		_exit(2);
@@ -609,8 +613,9 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (evict_batch > budget_pages)
 		evict_batch = budget_pages;
 	spin_ns = spin_us * 1000;
+	inactive_target = budget_pages * inactive_target / 1000;
 	ring_init(&active, budget_pages + 64);
-	ring_init(&inactive, budget_pages / 2 + evict_batch + 64);
+	ring_init(&inactive, inactive_target + evict_batch + 64);
 	zero_page = sys_mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (zero_page == MAP_FAILED)
 		die("cannot map the zero page: %s", strerror(errno));
