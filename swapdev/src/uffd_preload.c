@@ -22,10 +22,9 @@
  * SWAP_CLUSTER_MAX) go remote as one batch; each contiguous run is one swap-out request
  * (delayed, logged '+'). SWAPDEV_EVICTION chooses them:
  *   - fifo (default): the oldest local page goes remote, touched or not (FIFO of fault-in).
- *   - clock: the two-handed clock (BSD and SVR4 pageout; the kernel's active and inactive
- *     lists, mm/vmscan.c; FluidMem's LRU over userfaultfd, Caldwell et al. 2020). Mapped
- *     pages form the active queue in the order they were faulted in, inactive pages the
- *     inactive queue. The front hand takes the oldest mapped page and makes it inactive
+ *   - clock: the two-handed clock (BSD and SVR4 pageout) laid out as the kernel's active
+ *     and inactive lists (mm/vmscan.c). Mapped pages form the active queue in the order
+ *     they were faulted in, inactive pages the inactive queue. The front hand takes the oldest mapped page and makes it inactive
  *     (clears its reference bit) until SWAPDEV_INACTIVE_PERMILLE of the budget is inactive
  *     (default 500: the kernel's inactive_ratio 1 below 1 GiB, mm/vmscan.c
  *     inactive_is_low); the back hand sends the oldest inactive pages remote (their data is
