@@ -80,7 +80,7 @@ struct region {
 struct ring_ent {
 	uint32_t slot;
 	uint32_t gen;
-	uint32_t page;
+	uint64_t page;
 	uint32_t tag;
 };
 
@@ -148,7 +148,7 @@ static void ring_push(struct ring *q, uint32_t slot, uint64_t page)
 		*q = bigger;
 	}
 	q->ent[(q->head + q->len) % q->cap] =
-		(struct ring_ent){slot, r->gen, (uint32_t)page, ++r->tag[page]};
+		(struct ring_ent){slot, r->gen, page, ++r->tag[page]};
 	q->len++;
 }
 
@@ -226,7 +226,7 @@ static void evict_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
 	sd_run_log(&run, 0, r->page_base + first, n);
 }
 
-/* Contiguous runs of pages of one region, flushed by a callback. */
+/* A contiguous run of pages of one region, collected to be taken out in one go. */
 struct run_acc {
 	uint32_t slot;
 	uint64_t first, n;
@@ -246,7 +246,7 @@ static void flush_evict(struct run_acc *a, int mapped)
 	a->n = 0;
 }
 
-/* Add (slot, page) to a; returns 1 if it did not extend the run (flush a first). */
+/* 1 if (slot, page) would not extend the run in a (flush a before adding it). */
 static int run_breaks(const struct run_acc *a, uint32_t slot, uint64_t page)
 {
 	return a->n && !(slot == a->slot && page == a->first + a->n);
@@ -435,7 +435,7 @@ static void register_region(uintptr_t start, size_t len)
 	regions[i].store = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	regions[i].tag = sys_mmap(NULL, npages * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (regions[i].state == MAP_FAILED || regions[i].store == MAP_FAILED ||
 	    regions[i].tag == MAP_FAILED)
 		die("cannot map %zu bytes of store: %s", len, strerror(errno));
