@@ -9,7 +9,10 @@ Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run
   daemon is mlocked and runs outside the cgroup. ``vm.page-cluster`` is set for the run
   (0: one page per swap-in, as the paper's per-page model) and restored.
 - ``uffd``: ``libswapdev_uffd.so`` preloaded into the application; it keeps a local-memory
-  budget itself and resolves every fault with userfaultfd (microsecond accuracy).
+  budget itself and resolves every fault with userfaultfd (microsecond accuracy). Its
+  eviction policy (``SWAPDEV_EVICTION``, :data:`EvictionPolicy`) is ``fifo`` (of fault-in,
+  the default) or ``clock`` (a two-handed clock whose reference bits are minor refaults);
+  see ``swapdev/doc/swapdev.md``, "Eviction".
 
 Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
 ``disaggsim.traces.collect_env``), so the machine is left as found on success, on error and
@@ -35,6 +38,8 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
 
 ModelKind = Literal["none", "fixed", "fct-mean", "fct-sample"]
+#: The uffd backend's replacement policies (``SWAPDEV_EVICTION``; ``src/uffd_preload.c``).
+EvictionPolicy = Literal["clock", "fifo"]
 
 
 def build_dir() -> Path:
@@ -144,6 +149,14 @@ class RunResult:
     trace: Path
     stderr: str
 
+    @property
+    def minor_refaults(self) -> int:
+        """uffd ``clock``: faults on inactive pages, served locally with no delay (the
+        ``minor`` histogram; not remote accesses, not in ``applied``/``target`` or the
+        trace); 0 for ``fifo`` and the swap backend."""
+        minor = self.histograms.get("minor")
+        return minor.n if minor is not None else 0
+
 
 def run_memtouch_uffd(
     out_dir: Path,
@@ -154,9 +167,14 @@ def run_memtouch_uffd(
     random_order: bool = False,
     timeout_s: float = 600,
     fork_check: bool = False,
+    eviction: EvictionPolicy = "fifo",
+    hotcold: tuple[int, int] | None = None,
 ) -> RunResult:
     """Run memtouch over ``mib`` MiB with ``local_bytes`` of local memory on the uffd backend
-    (``fork_check``: a child forked after the write pass checks every page too).
+    with replacement policy ``eviction`` (``fork_check``: a child forked after the write
+    pass checks every page too; ``hotcold=(hot_pages, scan_pages)``: each of the ``passes``
+    rounds reads pages ``0..hot_pages-1``, then the next ``scan_pages`` of a cold stream
+    over the rest, ``swapdev/tools/memtouch.c``).
 
     Raises RuntimeError (with the device's stderr) if memtouch fails or finds bad pages.
     """
@@ -167,11 +185,13 @@ def run_memtouch_uffd(
         **os.environ,
         **model.env(),
         "SWAPDEV_LOCAL_BYTES": str(local_bytes),
+        "SWAPDEV_EVICTION": eviction,
         "SWAPDEV_TRACE": str(trace),
         "SWAPDEV_HIST": str(hist),
     }
     argv = [str(build / "memtouch"), str(mib), str(passes)] + (["--random"] if random_order else [])
     argv += ["--fork"] if fork_check else []
+    argv += ["--hotcold", f"{hotcold[0]},{hotcold[1]}"] if hotcold else []
     # LD_PRELOAD only in memtouch's own environment (env(1) is not preloaded).
     proc = subprocess.run(
         ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *argv],

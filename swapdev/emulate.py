@@ -14,6 +14,7 @@ Config (TOML; unknown keys are errors naming the file and line)::
     backend = "swap"                # swap | uffd
     repeats = 3                     # runs per model; the median is reported, with min-max
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
+    eviction = "fifo"               # uffd replacement policy: fifo | clock
     timeout_s = 600                 # per run
     [app]
     command = ["python3", "-c", "..."]   # "{build}" expands to build/swapdev
@@ -64,6 +65,7 @@ class EmulateSection(_Strict):
     backend: Literal["swap", "uffd"] = "swap"
     repeats: int = Field(3, ge=1)
     page_cluster: int = Field(0, ge=0, le=10)
+    eviction: device.EvictionPolicy = "fifo"
     timeout_s: float = Field(600, gt=0)
 
 
@@ -147,6 +149,7 @@ def _run_once(cfg: EmulateConfig, model: device.DelayModel, work: Path) -> float
     if cfg.emulate.backend == "uffd":
         run_env = {
             **os.environ, **model.env(), "SWAPDEV_LOCAL_BYTES": str(local),
+            "SWAPDEV_EVICTION": cfg.emulate.eviction,
             "SWAPDEV_HIST": str(work / "uffd.hist"), "SWAPDEV_TRACE": "",
         }
         start = time.monotonic()

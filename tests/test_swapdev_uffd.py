@@ -1,12 +1,15 @@
 """The userfaultfd backend (``libswapdev_uffd.so``) on real faults: data intact at 4x the
-local memory, the applied delay per request equal to the model (device side: exact target
-sums; end to end: the median fault latency moves by the injected delay), and its rmem trace
-readable by ``traces/paging.py``. Needs root (userfaultfd with vm.unprivileged_userfaultfd=0).
+local memory under both eviction policies, the applied delay per request equal to the model
+(device side: exact target sums; end to end: the median fault latency moves by the injected
+delay), its rmem trace readable by ``traces/paging.py``, and the policies themselves on a
+hot set + cold scan (CLOCK keeps the hot set local, FIFO does not). Needs root (userfaultfd
+with vm.unprivileged_userfaultfd=0).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,10 +44,14 @@ def check_trace(result: device.RunResult, pages: int) -> tuple[int, int]:
     return len(reads), len(writes)
 
 
+@pytest.mark.parametrize("eviction", ["clock", "fifo"])
 @pytest.mark.parametrize("random_order", [False, True])
-def test_pattern_survives_4x_local_memory(tmp_path: Path, random_order: bool) -> None:
+def test_pattern_survives_4x_local_memory(
+    tmp_path: Path, random_order: bool, eviction: device.EvictionPolicy
+) -> None:
     result = device.run_memtouch_uffd(
-        tmp_path, MIB, LOCAL, device.DelayModel("none"), passes=2, random_order=random_order
+        tmp_path, MIB, LOCAL, device.DelayModel("none"), passes=2, random_order=random_order,
+        eviction=eviction,
     )
     assert result.report["bad_pages"] == 0  # memtouch checked every word of every page
     assert result.report["accesses"] == 2 * PAGES
@@ -139,3 +146,67 @@ def test_fct_sample_draws_per_request(tmp_path: Path) -> None:
     assert (target.min_ns, target.max_ns) == (1000, 9000)
     assert abs(values[1000] / target.n - 0.5) < 0.02
     assert target.sum_ns == 1000 * values[1000] + 9000 * values[8960]
+
+
+# The policy oracle: 64 MiB written once, then ROUNDS rounds of "read the HOT hot pages, then
+# the next SCAN pages of a cold stream", with BUDGET pages local (SWAPDEV_EVICT_BATCH 32).
+HC_MIB, HC_BUDGET, HOT, SCAN, ROUNDS, BATCH = 64, 2048, 1024, 256, 40, 32
+
+
+def hot_cold_swap_ins(result: device.RunResult) -> tuple[int, int]:
+    """(swap-ins of hot pages, swap-ins of cold pages) in the run's rmem trace (memtouch's
+    mapping is the only registered one, so its page p is trace page p)."""
+    df = paging.read_rmem(result.trace)
+    reads = df[df["op"] == "R"]
+    return int((reads["page"] < HOT).sum()), int((reads["page"] >= HOT).sum())
+
+
+def test_clock_keeps_the_hot_set_local_and_fifo_does_not(tmp_path: Path) -> None:
+    """Expected counts, from the access pattern alone:
+
+    - The write pass writes all 16384 pages in order, so afterwards only the last <= BUDGET
+      are local: the hot pages and the cold stream's pages HOT .. HOT + ROUNDS*SCAN - 1
+      (below 16384 - BUDGET) are remote, and each stream page is read once: exactly
+      ROUNDS*SCAN cold swap-ins under either policy.
+    - CLOCK: a page goes remote only after BUDGET/2 evictions passed while it sat inactive
+      and untouched. After round 0 (each hot page fetched once: HOT swap-ins) a round
+      evicts SCAN + BATCH <= BUDGET/2 pages and touches every hot page, so none goes remote
+      again: exactly HOT hot swap-ins.
+    - FIFO: a page leaves after at most BUDGET + BATCH later fault-ins, whether touched or
+      not; a round has >= SCAN fault-ins, so a hot page is fetched again at least every
+      ceil((BUDGET + BATCH) / SCAN) + 1 rounds: >= HOT * (1 + (ROUNDS-1) // period).
+    Minor refaults (CLOCK only) are no remote accesses: not in the trace, the histograms
+    count exactly the trace's requests."""
+    assert SCAN + BATCH <= HC_BUDGET // 2 and HOT + SCAN + BATCH < HC_BUDGET
+    assert HOT + ROUNDS * SCAN <= HC_MIB * 256 - HC_BUDGET
+    counts = {}
+    for eviction in ("clock", "fifo"):
+        result = device.run_memtouch_uffd(
+            tmp_path / eviction, HC_MIB, HC_BUDGET * 4096, device.DelayModel("none"),
+            passes=ROUNDS, eviction=eviction, hotcold=(HOT, SCAN),
+        )
+        assert result.report["bad_pages"] == 0
+        assert result.report["accesses"] == ROUNDS * (HOT + SCAN)
+        n_requests = len(paging.read_rmem(result.trace))
+        assert result.histograms["applied"].n == result.histograms["target"].n == n_requests
+        counts[eviction] = (*hot_cold_swap_ins(result), result.minor_refaults)
+    period = -(-(HC_BUDGET + BATCH) // SCAN) + 1
+    clock_hot, clock_cold, clock_minor = counts["clock"]
+    fifo_hot, fifo_cold, fifo_minor = counts["fifo"]
+    assert clock_cold == fifo_cold == ROUNDS * SCAN
+    assert clock_hot == HOT, counts
+    assert fifo_hot >= HOT * (1 + (ROUNDS - 1) // period), counts
+    # CLOCK learns the references by minor refaults of hot pages: at most one per access.
+    assert 0 < clock_minor <= ROUNDS * HOT
+    assert fifo_minor == 0
+
+
+def test_unknown_eviction_policy_is_an_error(tmp_path: Path) -> None:
+    build = device.build_dir()
+    proc = subprocess.run(
+        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", str(build / "memtouch"), "4"],
+        env={**os.environ, "SWAPDEV_LOCAL_BYTES": str(1 << 20), "SWAPDEV_EVICTION": "lru"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "SWAPDEV_EVICTION=lru: expected clock or fifo" in proc.stderr

@@ -136,6 +136,7 @@ int sd_run_init(struct sd_run *r)
 	sd_model_init(&r->model, k);
 	sd_hist_init(&r->applied);
 	sd_hist_init(&r->target);
+	sd_hist_init(&r->minor);
 	if (sd_env_u64("SWAPDEV_LATENCY_NS", 0, &lat) || sd_env_u64("SWAPDEV_BANDWIDTH_BPS", 0, &bw) ||
 	    sd_env_u64("SWAPDEV_SEED", 1, &seed))
 		return -1;
@@ -252,20 +253,27 @@ int sd_run_finish(struct sd_run *r, const char *who)
 			return -1;
 		f = fopen(tmp, "w");
 		if (!f || write_hist(f, "applied", &r->applied) ||
-		    write_hist(f, "target", &r->target) || fclose(f) || rename(tmp, r->hist_path)) {
+		    write_hist(f, "target", &r->target) ||
+		    (r->report_minor && write_hist(f, "minor", &r->minor)) || fclose(f) ||
+		    rename(tmp, r->hist_path)) {
 			fprintf(stderr, "swapdev: %s: %s\n", r->hist_path, strerror(errno));
 			unlink(tmp);
 			rc = -1;
 		}
 		free(tmp);
 	}
-	if (r->reads + r->writes == 0)
+	if (r->reads + r->writes + r->minor.n == 0)
 		return rc; /* a process that never paged (a helper of the real application) */
 	fprintf(stderr,
 		"swapdev %s: %llu swap-ins (%llu pages), %llu swap-outs (%llu pages), "
-		"mean applied delay %llu ns\n",
+		"mean applied delay %llu ns",
 		who, (unsigned long long)r->reads, (unsigned long long)r->read_pages,
 		(unsigned long long)r->writes, (unsigned long long)r->write_pages,
 		(unsigned long long)(r->applied.n ? r->applied.sum_ns / r->applied.n : 0));
+	if (r->report_minor)
+		fprintf(stderr, ", %llu minor refaults (local, no delay; mean %llu ns)",
+			(unsigned long long)r->minor.n,
+			(unsigned long long)(r->minor.n ? r->minor.sum_ns / r->minor.n : 0));
+	fputc('\n', stderr);
 	return rc;
 }

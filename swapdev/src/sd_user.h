@@ -15,6 +15,8 @@ struct sd_run {
 	struct sd_model model;
 	struct sd_hist applied; /* measured busy-wait per request */
 	struct sd_hist target;  /* what the model asked for */
+	struct sd_hist minor;   /* uffd CLOCK: minor refaults (local, no delay), service time */
+	int report_minor;       /* write the "minor" histogram too (uffd) */
 	FILE *trace;            /* rmem trace (NULL: off) */
 	char *trace_path;
 	char *trace_tmp;
@@ -59,7 +61,8 @@ void sd_run_delay(struct sd_run *r, uint64_t start_ns, uint64_t delay_ns);
 void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages);
 /* Close the current batch (the next sd_run_log starts batch_id + 1). */
 void sd_run_end_batch(struct sd_run *r);
-/* Flush and install the trace and histogram files; print a summary to stderr. */
+/* Flush and install the trace and histogram files; print a summary to stderr (with the
+ * minor refaults if report_minor). */
 int sd_run_finish(struct sd_run *r, const char *who);
 /* Parse an unsigned integer environment variable (default if unset); -1 on bad value. */
 int sd_env_u64(const char *name, uint64_t dflt, uint64_t *out);

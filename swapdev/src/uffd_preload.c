@@ -3,22 +3,44 @@
  * local-memory budget with remote memory behind it, at microsecond accuracy.
  *
  * Every private anonymous writable mmap() of at least SWAPDEV_MIN_MAP_BYTES (default 1 MiB)
- * is registered with userfaultfd (MISSING | WP). A handler thread resolves each fault:
- *   - first touch: a zero page (UFFDIO_COPY), no delay (not a remote access);
- *   - a page evicted earlier: busy-wait the model's delay for a 4 KiB swap-in, then
- *     UFFDIO_COPY from the "remote" store, logged as '-' in the rmem trace.
- * When SWAPDEV_LOCAL_BYTES of these pages are resident, SWAPDEV_EVICT_BATCH pages (default
- * 32, the kernel's SWAP_CLUSTER_MAX) leave in FIFO order of their fault-in: each contiguous
- * run is write-protected (so a concurrent writer waits instead of losing its write), copied
- * to the remote store, dropped with MADV_DONTNEED, and delayed as one swap-out request ('+').
- * Userfaultfd reports only faults, not later accesses, so without page-table access bits
- * the replacement order is FIFO (CLOCK with every reference bit clear).
+ * is registered with userfaultfd (MISSING | WP). Each such region has a store of the same
+ * size (a private mapping of this process, not registered) that holds the copies of the
+ * pages taken out of the application's page table, page p at offset p. Taking a run of
+ * pages out: write-protect it (so a concurrent writer waits instead of losing its write),
+ * copy it to the store, MADV_DONTNEED it. A page is in one of these states:
+ *   - mapped (ST_RESIDENT): local, in the application's page table;
+ *   - inactive (ST_INACTIVE, CLOCK only): local, taken out to the store so that its next
+ *     access faults: the MMU's reference bit, made visible to user space;
+ *   - remote (ST_REMOTE): in the store, and every access pays the model's delay.
+ * The local budget SWAPDEV_LOCAL_BYTES counts mapped + inactive pages (both are held in
+ * local memory). A handler thread resolves each fault with UFFDIO_COPY:
+ *   - first touch: a zero page, no delay (not a remote access);
+ *   - inactive page: a minor refault; copied back at once with no delay and not logged (it
+ *     is not a remote access), counted in the "minor" histogram (its service time);
+ *   - remote page: busy-wait the model's delay for a 4 KiB swap-in, copy it back, log '-'.
+ * When the budget is full, SWAPDEV_EVICT_BATCH local pages (default 32, the kernel's
+ * SWAP_CLUSTER_MAX) go remote as one batch; each contiguous run is one swap-out request
+ * (delayed, logged '+'). SWAPDEV_EVICTION chooses them:
+ *   - fifo (default): the oldest local page goes remote, touched or not (FIFO of fault-in).
+ *   - clock: the two-handed clock (BSD and SVR4 pageout) laid out as the kernel's active
+ *     and inactive lists (mm/vmscan.c). Mapped pages form the active queue in the order
+ *     they were faulted in, inactive pages the inactive queue. The front hand takes the oldest mapped page and makes it inactive
+ *     (clears its reference bit) until SWAPDEV_INACTIVE_PERMILLE of the budget is inactive
+ *     (default 500: the kernel's inactive_ratio 1 below 1 GiB, mm/vmscan.c
+ *     inactive_is_low); the back hand sends the oldest inactive pages remote (their data is
+ *     in the store already: no copy). A page touched while inactive faults back at once
+ *     (minor) and rejoins the active queue, so a page goes remote only if it went untouched
+ *     while the inactive target's worth of evictions passed. Every reference sample costs
+ *     a user-space fault (~3 us here), which is why fifo is the default: on a random-access
+ *     application CLOCK multiplies the faults (doc/swapdev.md, "Eviction").
+ * This kernel has no page_idle (CONFIG_IDLE_PAGE_TRACKING off) and no DAMON_VADDR, and
+ * neither pagemap nor kpageflags shows a PTE's accessed bit (doc/swapdev.md, "Eviction").
  *
  * The handler spins on a non-blocking uffd (a blocking read() can hang: notes
  * swap-and-rdma.md §1) for SWAPDEV_SPIN_US (default 500) after the last fault, then poll()s.
- * fork(): every remote page is brought back first (the child's copies are not registered);
- * the child then runs without the device. Not seen: mappings made before the library
- * loads, and glibc malloc's own mmaps (not called through the PLT).
+ * fork(): every inactive and remote page is brought back first (the child's copies are not
+ * registered); the child then runs without the device. Not seen: mappings made before the
+ * library loads, and glibc malloc's own mmaps (not called through the PLT).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +64,8 @@
 #define MAX_REGIONS 256
 #define ST_RESIDENT 1
 #define ST_REMOTE 2
+#define ST_INACTIVE 4
+#define ST_LOCAL (ST_RESIDENT | ST_INACTIVE)
 
 struct region {
 	uintptr_t start;
@@ -49,13 +73,20 @@ struct region {
 	uint64_t page_base; /* first page number in the trace's remote page space */
 	uint32_t gen;
 	uint8_t *state;
-	char *remote;
+	uint32_t *tag; /* per page: the tag of its latest queue entry (older ones are stale) */
+	char *store; /* copies of the inactive and remote pages, at their offset */
 };
 
-struct fifo_ent {
+struct ring_ent {
 	uint32_t slot;
 	uint32_t gen;
 	uint64_t page;
+	uint32_t tag;
+};
+
+struct ring {
+	struct ring_ent *ent;
+	uint64_t cap, head, len;
 };
 
 static struct region regions[MAX_REGIONS];
@@ -64,9 +95,10 @@ static uint64_t next_page_base;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int uffd = -1;
 static int enabled;
-static uint64_t budget_pages, resident_pages, min_map_bytes, evict_batch, spin_ns;
-static struct fifo_ent *fifo;
-static uint64_t fifo_cap, fifo_head, fifo_len;
+static int clock_policy;
+static uint64_t budget_pages, local_pages, inactive_pages, min_map_bytes, evict_batch, spin_ns;
+static uint64_t deactivated, inactive_target;
+static struct ring active, inactive; /* fifo: only active */
 static char *zero_page;
 static struct sd_run run;
 static pthread_t handler;
@@ -88,46 +120,49 @@ static void die(const char *fmt, ...)
 	_exit(2);
 }
 
-/* Drop entries of pages that were unmapped or discarded since they were pushed. */
-static void fifo_compact(void)
+static void ring_init(struct ring *q, uint64_t cap)
 {
-	uint64_t i, kept = 0;
+	q->ent = sys_mmap(NULL, cap * sizeof(*q->ent), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->ent == MAP_FAILED)
+		die("cannot map a page queue of %llu entries: %s", (unsigned long long)cap,
+		    strerror(errno));
+	q->cap = cap;
+	q->head = q->len = 0;
+}
 
-	for (i = 0; i < fifo_len; i++) {
-		struct fifo_ent e = fifo[(fifo_head + i) % fifo_cap];
+/* Queue page at the back of q; its entries queued before are stale from now on. */
+static void ring_push(struct ring *q, uint32_t slot, uint64_t page)
+{
+	struct region *r = &regions[slot];
 
-		if (regions[e.slot].gen == e.gen && (regions[e.slot].state[e.page] & ST_RESIDENT))
-			fifo[(fifo_head + kept++) % fifo_cap] = e;
+	if (q->len == q->cap) { /* double it (after fork() brought every page home) */
+		struct ring bigger;
+		uint64_t i;
+
+		ring_init(&bigger, 2 * q->cap);
+		for (i = 0; i < q->len; i++)
+			bigger.ent[i] = q->ent[(q->head + i) % q->cap];
+		bigger.len = q->len;
+		syscall(SYS_munmap, q->ent, q->cap * sizeof(*q->ent));
+		*q = bigger;
 	}
-	fifo_len = kept;
+	q->ent[(q->head + q->len) % q->cap] =
+		(struct ring_ent){slot, r->gen, page, ++r->tag[page]};
+	q->len++;
 }
 
-/* Double the ring (after fork() brought every page home, all of them are resident). */
-static void fifo_grow(void)
+/* Pop the oldest entry that is its page's latest (of a live region); 0 if none is left. */
+static int ring_pop(struct ring *q, struct ring_ent *e)
 {
-	uint64_t cap = 2 * fifo_cap, i;
-	struct fifo_ent *ring = sys_mmap(NULL, cap * sizeof(*ring), PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (ring == MAP_FAILED)
-		die("cannot grow the FIFO: %s", strerror(errno));
-	for (i = 0; i < fifo_len; i++)
-		ring[i] = fifo[(fifo_head + i) % fifo_cap];
-	syscall(SYS_munmap, fifo, fifo_cap * sizeof(*fifo));
-	fifo = ring;
-	fifo_cap = cap;
-	fifo_head = 0;
-}
-
-static void fifo_push(uint32_t slot, uint64_t page)
-{
-	if (fifo_len == fifo_cap)
-		fifo_compact();
-	if (fifo_len == fifo_cap)
-		fifo_grow();
-	fifo[(fifo_head + fifo_len) % fifo_cap] =
-		(struct fifo_ent){slot, regions[slot].gen, page};
-	fifo_len++;
+	while (q->len) {
+		*e = q->ent[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+		if (regions[e->slot].gen == e->gen && regions[e->slot].tag[e->page] == e->tag)
+			return 1;
+	}
+	return 0;
 }
 
 static void wp(uintptr_t addr, size_t len, int on)
@@ -161,50 +196,117 @@ static int copy_in(uintptr_t addr, const void *src)
 	}
 }
 
-/* Swap out one contiguous run of resident pages of region slot. */
-static void evict_run(uint32_t slot, uint64_t first, uint64_t n)
+/*
+ * Take n application pages from first out of the page table into the store: the run is
+ * write-protected (so a concurrent writer waits instead of losing its write), copied and
+ * dropped with MADV_DONTNEED; the next access faults.
+ */
+static void page_out(struct region *r, uint64_t first, uint64_t n)
 {
-	struct region *r = &regions[slot];
 	uintptr_t addr = r->start + first * PAGE;
-	uint64_t t0 = sd_now_ns(), i;
 
 	wp(addr, n * PAGE, 1);
-	memcpy(r->remote + first * PAGE, (void *)addr, n * PAGE);
+	memcpy(r->store + first * PAGE, (void *)addr, n * PAGE);
 	if (syscall(SYS_madvise, addr, n * PAGE, MADV_DONTNEED))
 		die("MADV_DONTNEED: %s", strerror(errno));
+}
+
+/* Send one contiguous run of local pages of region slot remote: one swap-out request. */
+static void evict_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
+{
+	struct region *r = &regions[slot];
+	uint64_t t0 = sd_now_ns(), i;
+
+	if (mapped)
+		page_out(r, first, n);
 	for (i = 0; i < n; i++)
 		r->state[first + i] = ST_REMOTE;
-	resident_pages -= n;
+	local_pages -= n;
 	sd_run_delay(&run, t0, sd_delay_ns(&run.model, n * PAGE));
 	sd_run_log(&run, 0, r->page_base + first, n);
 }
 
+/* A contiguous run of pages of one region, collected to be taken out in one go. */
+struct run_acc {
+	uint32_t slot;
+	uint64_t first, n;
+};
+
+static void flush_deactivate(struct run_acc *a)
+{
+	if (a->n)
+		page_out(&regions[a->slot], a->first, a->n);
+	a->n = 0;
+}
+
+static void flush_evict(struct run_acc *a, int mapped)
+{
+	if (a->n)
+		evict_run(a->slot, a->first, a->n, mapped);
+	a->n = 0;
+}
+
+/* 1 if (slot, page) would not extend the run in a (flush a before adding it). */
+static int run_breaks(const struct run_acc *a, uint32_t slot, uint64_t page)
+{
+	return a->n && !(slot == a->slot && page == a->first + a->n);
+}
+
+static void run_add(struct run_acc *a, uint32_t slot, uint64_t page)
+{
+	if (!a->n) {
+		a->slot = slot;
+		a->first = page;
+	}
+	a->n++;
+}
+
+/* The front hand: make the oldest mapped pages inactive until want pages are. */
+static void deactivate_some(uint64_t want)
+{
+	struct run_acc deact = {0};
+	struct ring_ent e;
+
+	while (inactive_pages < want && ring_pop(&active, &e)) {
+		if (regions[e.slot].state[e.page] != ST_RESIDENT)
+			continue; /* discarded since it was queued */
+		if (run_breaks(&deact, e.slot, e.page))
+			flush_deactivate(&deact);
+		run_add(&deact, e.slot, e.page);
+		regions[e.slot].state[e.page] = ST_INACTIVE;
+		inactive_pages++;
+		deactivated++;
+		ring_push(&inactive, e.slot, e.page);
+	}
+	flush_deactivate(&deact);
+}
+
+/*
+ * Send evict_batch local pages remote (fewer if there are not as many): FIFO, the oldest
+ * mapped ones; CLOCK, the oldest inactive ones (the back hand), after the front hand has
+ * made the inactive target (at least a batch) inactive.
+ */
 static void evict_some(void)
 {
+	struct run_acc evict = {0};
+	struct ring_ent e;
 	uint64_t taken = 0;
-	uint32_t run_slot = 0;
-	uint64_t run_first = 0, run_n = 0;
 
-	while (taken < evict_batch && fifo_len) {
-		struct fifo_ent e = fifo[fifo_head];
+	if (clock_policy)
+		deactivate_some(inactive_target > evict_batch ? inactive_target : evict_batch);
+	while (taken < evict_batch && ring_pop(clock_policy ? &inactive : &active, &e)) {
+		uint8_t st = regions[e.slot].state[e.page];
 
-		fifo_head = (fifo_head + 1) % fifo_cap;
-		fifo_len--;
-		if (regions[e.slot].gen != e.gen || !(regions[e.slot].state[e.page] & ST_RESIDENT))
-			continue; /* unmapped or discarded since */
-		if (run_n && e.slot == run_slot && e.page == run_first + run_n) {
-			run_n++;
-		} else {
-			if (run_n)
-				evict_run(run_slot, run_first, run_n);
-			run_slot = e.slot;
-			run_first = e.page;
-			run_n = 1;
-		}
+		if (st != (clock_policy ? ST_INACTIVE : ST_RESIDENT))
+			continue; /* discarded since it was queued */
+		if (run_breaks(&evict, e.slot, e.page))
+			flush_evict(&evict, !clock_policy);
+		run_add(&evict, e.slot, e.page);
+		if (clock_policy)
+			inactive_pages--;
 		taken++;
 	}
-	if (run_n)
-		evict_run(run_slot, run_first, run_n);
+	flush_evict(&evict, !clock_policy);
 	sd_run_end_batch(&run);
 }
 
@@ -249,21 +351,33 @@ static void handle_fault(const struct uffd_msg *m)
 		pthread_mutex_unlock(&lock);
 		return;
 	}
-	if (resident_pages >= budget_pages)
+	if (r->state[page] & ST_INACTIVE) {
+		/* Touched before the back hand came: local, no delay, not logged; active again. */
+		uint64_t t0 = sd_now_ns();
+
+		copy_in(addr, r->store + page * PAGE);
+		r->state[page] = ST_RESIDENT;
+		inactive_pages--;
+		ring_push(&active, (uint32_t)slot, page);
+		sd_hist_add(&run.minor, sd_now_ns() - t0);
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	if (local_pages >= budget_pages)
 		evict_some();
 	if (r->state[page] & ST_REMOTE) {
 		uint64_t t0 = sd_now_ns();
 
 		sd_run_delay(&run, t0, sd_delay_ns(&run.model, PAGE));
-		copy_in(addr, r->remote + page * PAGE);
+		copy_in(addr, r->store + page * PAGE);
 		sd_run_log(&run, 1, r->page_base + page, 1);
 		sd_run_end_batch(&run);
 	} else {
 		copy_in(addr, zero_page);
 	}
 	r->state[page] = ST_RESIDENT;
-	resident_pages++;
-	fifo_push((uint32_t)slot, page);
+	local_pages++;
+	ring_push(&active, (uint32_t)slot, page);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -293,12 +407,19 @@ static void *handler_main(void *arg)
 	return NULL;
 }
 
-static void register_region(uintptr_t start, size_t len)
+static void register_range(uintptr_t start, size_t len)
 {
 	struct uffdio_register reg = {
 		.range = {.start = start, .len = len},
 		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
 	};
+
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+		die("UFFDIO_REGISTER %#lx+%zu: %s", (unsigned long)start, len, strerror(errno));
+}
+
+static void register_region(uintptr_t start, size_t len)
+{
 	size_t npages = len / PAGE;
 	int i;
 
@@ -311,12 +432,14 @@ static void register_region(uintptr_t start, size_t len)
 	}
 	regions[i].state = sys_mmap(NULL, npages, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	regions[i].remote = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
-				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (regions[i].state == MAP_FAILED || regions[i].remote == MAP_FAILED)
-		die("cannot map %zu bytes of remote store: %s", len, strerror(errno));
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		die("UFFDIO_REGISTER %#lx+%zu: %s", (unsigned long)start, len, strerror(errno));
+	regions[i].store = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	regions[i].tag = sys_mmap(NULL, npages * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (regions[i].state == MAP_FAILED || regions[i].store == MAP_FAILED ||
+	    regions[i].tag == MAP_FAILED)
+		die("cannot map %zu bytes of store: %s", len, strerror(errno));
+	register_range(start, len);
 	regions[i].start = start;
 	regions[i].npages = npages;
 	regions[i].page_base = next_page_base;
@@ -325,7 +448,11 @@ static void register_region(uintptr_t start, size_t len)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Forget [addr, addr+len) in every region; materialize: bring remote pages back first. */
+/*
+ * Forget [addr, addr+len) in every region; materialize: bring its inactive and remote
+ * pages back into the application's mapping first (their queue entries are dropped when
+ * a hand reaches them).
+ */
 static void release_range(uintptr_t addr, size_t len, int materialize, int drop_region)
 {
 	int i;
@@ -335,17 +462,21 @@ static void release_range(uintptr_t addr, size_t len, int materialize, int drop_
 		struct region *r = &regions[i];
 		uintptr_t end = r->start + r->npages * PAGE;
 		uintptr_t lo, hi;
-		uint64_t p;
+		uint64_t p, p0, p1;
 
 		if (!r->gen || addr >= end || addr + len <= r->start)
 			continue;
 		lo = addr > r->start ? addr : r->start;
 		hi = addr + len < end ? addr + len : end;
-		for (p = (lo - r->start) / PAGE; p < (hi - r->start + PAGE - 1) / PAGE; p++) {
-			if (r->state[p] & ST_RESIDENT)
-				resident_pages--;
-			else if (materialize && (r->state[p] & ST_REMOTE))
-				copy_in(r->start + p * PAGE, r->remote + p * PAGE);
+		p0 = (lo - r->start) / PAGE;
+		p1 = (hi - r->start + PAGE - 1) / PAGE;
+		for (p = p0; p < p1; p++) {
+			if (r->state[p] & ST_LOCAL)
+				local_pages--;
+			if (r->state[p] & ST_INACTIVE)
+				inactive_pages--;
+			if (materialize && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
+				copy_in(r->start + p * PAGE, r->store + p * PAGE);
 			r->state[p] = 0;
 		}
 		if (drop_region || (lo == r->start && hi == end)) {
@@ -354,7 +485,8 @@ static void release_range(uintptr_t addr, size_t len, int materialize, int drop_
 			if (materialize)
 				ioctl(uffd, UFFDIO_UNREGISTER, &rg);
 			syscall(SYS_munmap, r->state, r->npages);
-			syscall(SYS_munmap, r->remote, r->npages * PAGE);
+			syscall(SYS_munmap, r->tag, r->npages * sizeof(uint32_t));
+			syscall(SYS_munmap, r->store, r->npages * PAGE);
 			memset(r, 0, sizeof(*r));
 		}
 	}
@@ -407,8 +539,8 @@ int madvise(void *addr, size_t len, int advice)
 
 /*
  * fork(): the child's copies of registered mappings lose userfaultfd, so a page that is
- * remote would read as zeros there. Before fork every remote page comes home (the budget
- * is restored in the parent right after); the child runs without the device.
+ * inactive or remote would read as zeros there. Before fork every such page comes home
+ * (the budget is restored in the parent right after); the child runs without the device.
  */
 static void atfork_prepare(void)
 {
@@ -421,19 +553,25 @@ static void atfork_prepare(void)
 
 		if (!r->gen)
 			continue;
-		for (p = 0; p < r->npages; p++)
-			if (r->state[p] & ST_REMOTE) {
-				copy_in(r->start + p * PAGE, r->remote + p * PAGE);
-				r->state[p] = ST_RESIDENT;
-				resident_pages++;
-				fifo_push((uint32_t)i, p);
-			}
+		for (p = 0; p < r->npages; p++) {
+			uint8_t st = r->state[p];
+
+			if (!(st & (ST_INACTIVE | ST_REMOTE)))
+				continue;
+			copy_in(r->start + p * PAGE, r->store + p * PAGE);
+			r->state[p] = ST_RESIDENT;
+			if (st & ST_REMOTE)
+				local_pages++;
+			else
+				inactive_pages--;
+			ring_push(&active, (uint32_t)i, p);
+		}
 	}
 }
 
 static void atfork_parent(void)
 {
-	while (resident_pages > budget_pages) /* back under the budget (logged swap-outs) */
+	while (local_pages > budget_pages) /* back under the budget (logged swap-outs) */
 		evict_some();
 	pthread_mutex_unlock(&lock);
 }
@@ -449,28 +587,37 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void swapdev_init(void)
 {
-	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+	struct uffdio_api api = {.api = UFFD_API,
+				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+	const char *policy = getenv("SWAPDEV_EVICTION");
 	uint64_t local_bytes, spin_us;
 
 	if (sd_env_u64("SWAPDEV_LOCAL_BYTES", 0, &local_bytes) ||
 	    sd_env_u64("SWAPDEV_MIN_MAP_BYTES", 1 << 20, &min_map_bytes) ||
 	    sd_env_u64("SWAPDEV_EVICT_BATCH", 32, &evict_batch) ||
-	    sd_env_u64("SWAPDEV_SPIN_US", 500, &spin_us))
+	    sd_env_u64("SWAPDEV_SPIN_US", 500, &spin_us) ||
+	    sd_env_u64("SWAPDEV_INACTIVE_PERMILLE", 500, &inactive_target))
 		_exit(2);
-	if (local_bytes < PAGE * 64 || evict_batch == 0)
-		die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB and SWAPDEV_EVICT_BATCH >= 1");
+	if (local_bytes < PAGE * 64 || evict_batch == 0 || inactive_target > 1000)
+		die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB, SWAPDEV_EVICT_BATCH >= 1 and "
+		    "SWAPDEV_INACTIVE_PERMILLE <= 1000");
+	if (policy && !strcmp(policy, "clock"))
+		clock_policy = 1;
+	else if (policy && *policy && strcmp(policy, "fifo"))
+		die("SWAPDEV_EVICTION=%s: expected clock or fifo", policy);
 	if (sd_run_init(&run))
 		_exit(2);
+	run.report_minor = clock_policy;
 	budget_pages = local_bytes / PAGE;
 	if (evict_batch > budget_pages)
 		evict_batch = budget_pages;
 	spin_ns = spin_us * 1000;
-	fifo_cap = 2 * budget_pages + 64;
-	fifo = sys_mmap(NULL, fifo_cap * sizeof(*fifo), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	inactive_target = budget_pages * inactive_target / 1000;
+	ring_init(&active, budget_pages + 64);
+	ring_init(&inactive, inactive_target + evict_batch + 64);
 	zero_page = sys_mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (fifo == MAP_FAILED || zero_page == MAP_FAILED)
-		die("cannot map the FIFO: %s", strerror(errno));
+	if (zero_page == MAP_FAILED)
+		die("cannot map the zero page: %s", strerror(errno));
 	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uffd < 0)
 		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
@@ -486,6 +633,9 @@ __attribute__((destructor)) static void swapdev_fini(void)
 {
 	/* The handler keeps serving faults until the process is gone; only the outputs close. */
 	pthread_mutex_lock(&lock);
+	if (enabled && clock_policy && deactivated)
+		fprintf(stderr, "swapdev uffd: clock, %llu pages made inactive\n",
+			(unsigned long long)deactivated);
 	sd_run_finish(&run, "uffd");
 	pthread_mutex_unlock(&lock);
 }
