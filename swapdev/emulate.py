@@ -38,7 +38,8 @@ written atomically:
   bandwidth_bps, repeat, status`` (``ok``/``timeout``), ``jct_s`` (empty on timeout),
   ``wall_s``, ``swap_in_bytes, swap_out_bytes`` (the device's own counters),
   ``swap_bandwidth_bytes_per_s`` (in + out over the JCT), ``memory_bandwidth_bytes_per_s``
-  and ``memory_bandwidth_source`` (see :func:`memory_bandwidth_probe`);
+  and ``memory_bandwidth_source`` (see :func:`memory_bandwidth_probe`), ``peak_rss_bytes``
+  (presets: the data-holding processes' summed ``VmHWM``, a check of the working set);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
   median zero-delay JCT at that fraction), ``relative_min, relative_max`` and the medians
@@ -243,6 +244,7 @@ class Run:
     swap_out_bytes: int | None = None
     memory_bandwidth_bytes_per_s: float | None = None
     memory_bandwidth_source: str = ""
+    peak_rss_bytes: int | None = None
 
     @property
     def swap_bandwidth_bytes_per_s(self) -> float | None:
@@ -311,7 +313,7 @@ def _run_command_once(
     timeout = cfg.emulate.timeout_s
     work.mkdir(parents=True, exist_ok=True)
     if cfg.emulate.backend == "uffd":
-        extra = emulate_apps.uffd_env(model, local, cfg.app.use_jemalloc)
+        extra = device.uffd_env(model, local, cfg.app.use_jemalloc)
         extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
         status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
         counters = emulate_apps.device_counters(proc.stderr)
@@ -359,6 +361,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     with lock, collect_env.UndoStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="disaggsim-emulate-", dir="/var/tmp")))
+        tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
         if spec.app is not None:
             session = stack.enter_context(emulate_apps.cluster_session(stack, spec, tmp))
@@ -379,7 +382,8 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps,
                               rep, res.status, res.jct_s, res.wall_s, res.swap_in_bytes,
                               res.swap_out_bytes,
-                              None if mem is None else mem / res.wall_s, mem_source)
+                              None if mem is None else mem / res.wall_s, mem_source,
+                              res.peak_rss_bytes)
                     runs.append(run)
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)

@@ -51,9 +51,6 @@ from disaggsim.traces.collect_apps import (
     make_app,
 )
 
-#: Debian's jemalloc (package libjemalloc2).
-JEMALLOC: Final = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
-
 PYTHON_SORT: Final = (
     "import random\nrandom.seed(1)\na = [random.random() for _ in range(2_000_000)]\n"
     "a.sort()\nprint(sum(a[::1000]))"
@@ -82,18 +79,19 @@ PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
     "python-sort": Preset("python-sort", 100 << 20, command=("/usr/bin/python3", "-c",
                                                              PYTHON_SORT)),
-    # memcached's VmHWM after the load phase and a run at 100 % local: 78 MiB (jemalloc).
+    # memcached's VmHWM after the YCSB load and run phases without the device, with
+    # jemalloc: 80576 kB (79 MiB).
     "memcached-ycsb": Preset(
         "memcached-ycsb", 80 << 20,
         app=MemcachedYcsbConfig(recordcount=50_000, workload="a", target_ops_per_s=0,
                                 operationcount=50_000, memcached_cache_mb=256),
         holders=("memcached",), jemalloc=True,
     ),
-    # A Dask worker's VmHWM during the sort at 100 % local: about 120 MiB (Python runtime,
-    # distributed, NumPy buffers).
+    # A Dask worker's VmHWM during the sort with a budget that never binds (uffd, 4 GiB):
+    # 136 MB = 130 MiB (Python runtime, distributed, NumPy buffers; 2 workers: 273 MB).
     "dask-sort": Preset(
-        "dask-sort", 120 << 20,
-        app=DaskSortConfig(files_per_node=2, records_per_file=50_000, reducers_per_node=2),
+        "dask-sort", 130 << 20,
+        app=DaskSortConfig(files_per_node=2, records_per_file=100_000, reducers_per_node=2),
         holders=("dask-worker",), jemalloc=True,
     ),
 }
@@ -113,29 +111,35 @@ def device_counters(text: str) -> tuple[int, int]:
     return pages_in * 4096, pages_out * 4096
 
 
+def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, int]:
+    """Swap-in and swap-out bytes of the device's rmem trace (absolute epoch µs stamps)
+    between ``start_ns`` and ``end_ns`` (epoch ns): the job's own paging, without the
+    set-up's (a preset's load phase). Read with the converter's reader
+    (:func:`disaggsim.traces.paging.read_rmem`). Raises FileNotFoundError if the device
+    wrote no trace (it did not exit cleanly)."""
+    from disaggsim.traces.paging import read_rmem
+
+    if trace.stat().st_size == 0:
+        return 0, 0
+    df = read_rmem(trace, time_base="absolute")
+    inside = df[(df["realtime_ns"] >= start_ns) & (df["realtime_ns"] <= end_ns)]
+    by_op = inside.groupby("op")["size_bytes"].sum()
+    return int(by_op.get("R", 0)), int(by_op.get("W", 0))
+
+
 @dataclass
 class Outcome:
     """One run: ``status`` ``ok`` or ``timeout``; JCT (None on timeout), the device's swap
-    bytes and the wall time of the timed part (s)."""
+    bytes, the wall time of the timed part (s) and the data-holding processes' summed
+    peak RSS (``VmHWM``, bytes; None for a command)."""
 
     status: str
     jct_s: float | None
     swap_in_bytes: int
     swap_out_bytes: int
     wall_s: float
+    peak_rss_bytes: int | None = None
     detail: dict[str, object] = field(default_factory=dict)
-
-
-def uffd_env(model: device.DelayModel, local_bytes: int, jemalloc: bool) -> dict[str, str]:
-    """The environment that preloads the uffd device (and jemalloc) with a local budget."""
-    build = device.build_dir()
-    preload = [str(build / "libswapdev_uffd.so")]
-    if jemalloc:
-        if not JEMALLOC.exists():
-            raise RuntimeError(f"{JEMALLOC}: not installed (apt-get install libjemalloc2)")
-        preload.append(str(JEMALLOC))
-    return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
-            "LD_PRELOAD": " ".join(preload)}
 
 
 def _kill_group(proc: subprocess.Popen[str], memcg: Path | None) -> None:
@@ -236,7 +240,7 @@ def run_preset_once(
     for cg in [*cluster.memcgs, *session.holder_memcgs]:
         env.memcg_reset(cg)
     timed_out = threading.Event()
-    fuse_log: Path | None = None
+    fuse_trace: Path | None = None
     with env.UndoStack() as stack:
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
@@ -244,19 +248,22 @@ def run_preset_once(
             dev = device.fuse_loop_device(stack, run_dir / "dev", size - size % 4096, model)
             env.disable_zswap(stack)
             env.swap_area(stack, os.path.basename(dev.loop))
-            fuse_log = dev.log
+            fuse_trace = dev.trace
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text(str(local_bytes))
             extra: dict[str, str] = {}
         else:
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text("-1")
-            extra = uffd_env(model, local_bytes, jemalloc)
+            extra = device.uffd_env(model, local_bytes, jemalloc)
 
         def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
-            if log_name.startswith(preset.holders):
-                return session.holder_memcgs[node], extra
-            return None, {}
+            if not log_name.startswith(preset.holders):
+                return None, {}
+            if backend == "uffd":  # its own trace: the job's window is counted from it
+                return session.holder_memcgs[node], {
+                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.rmem")}
+            return session.holder_memcgs[node], extra
 
         cluster.placement = placement
         app = make_app(preset.app, cluster)
@@ -270,6 +277,7 @@ def run_preset_once(
 
         timer = threading.Timer(timeout_s, expire)
         start = time.monotonic()
+        window_ns = [time.time_ns(), 0]
         timer.start()
         try:
             results = app.run(stack, timeout_s)
@@ -280,11 +288,35 @@ def run_preset_once(
         finally:
             timer.cancel()
         wall = time.monotonic() - start
-    # The stack stopped every process (SIGTERM): the device wrote its summaries.
-    text = "".join(p.read_text(errors="replace") for p in run_dir.glob("*.log"))
-    if fuse_log is not None:
-        text = fuse_log.read_text(errors="replace")
-    swap_in, swap_out = device_counters(text)
+        window_ns[1] = time.time_ns()
+        peak_rss = sum(_vmhwm_bytes(proc.pid) for proc in cluster.procs
+                       if cluster.logs[proc.pid].name.startswith(preset.holders))
+    # The stack stopped every process (SIGTERM): the device wrote its outputs.
+    if fuse_trace is not None:
+        swap_in, swap_out = swap_bytes_in_window(fuse_trace, window_ns[0], window_ns[1])
+    else:
+        swap_in = swap_out = 0
+        for proc in cluster.procs:
+            log = cluster.logs[proc.pid]
+            if log.name.startswith(preset.holders):
+                trace = log.with_suffix(".rmem")
+                if not trace.exists():
+                    raise RuntimeError(f"{trace}: the device wrote no trace (the process "
+                                       f"did not exit cleanly; see {log})")
+                got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
+                swap_in, swap_out = swap_in + got[0], swap_out + got[1]
     if timed_out.is_set():
-        return Outcome("timeout", None, swap_in, swap_out, wall)
-    return Outcome("ok", _jct(preset, results), swap_in, swap_out, wall, {"results": results})
+        return Outcome("timeout", None, swap_in, swap_out, wall, peak_rss or None)
+    return Outcome("ok", _jct(preset, results), swap_in, swap_out, wall, peak_rss or None,
+                   {"results": results})
+
+
+def _vmhwm_bytes(pid: int) -> int:
+    """Peak resident set (``VmHWM``) of a live process, 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
