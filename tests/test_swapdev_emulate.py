@@ -268,3 +268,43 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
         assert collect_env.system_state() == before
     sleeps = subprocess.run(["pgrep", "-f", "^sleep 60$"], capture_output=True, text=True)
     assert sleeps.stdout == ""  # the background sleep was killed with its group
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, memcg, swap need root")
+@pytest.mark.parametrize(("preset", "backend", "fraction"), [
+    ("memcached-ycsb", "uffd", 0.25), ("memcached-ycsb", "swap", 0.5),
+    ("dask-sort", "uffd", 0.5),
+])
+def test_presets_run_the_collectors_applications(
+    tmp_path: Path, preset: str, backend: str, fraction: float
+) -> None:
+    """The collector's memcached + YCSB and Dask sort run on the device with part of their
+    data holders' memory local: the JCT is the application's own job time (YCSB run phase
+    / Dask job), the holders page during the job (swap bytes > 0, at most what the job
+    could move), their peak RSS shows the limit binding, the machine is left as found."""
+    from disaggsim.swapdev.emulate_apps import PRESETS
+    from disaggsim.traces import collect_env
+
+    device.build_dir()
+    path = tmp_path / f"{preset}.toml"
+    path.write_text(
+        f'[emulate]\nname = "p"\nout_dir = "out"\nbackend = "{backend}"\nrepeats = 1\n'
+        f'timeout_s = 300\n[app]\npreset = "{preset}"\nlocal_fraction = {fraction}\n'
+        '[[models]]\nkind = "fixed"\nlatency_ns = 20000\n'
+    )
+    with device.system_lock():
+        before = collect_env.system_state()
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    with device.system_lock():
+        assert collect_env.system_state() == before
+    with open(out / "runs.csv") as handle:
+        runs = {r["model"]: r for r in csv.DictReader(handle)}
+    ws = PRESETS[preset].working_set_bytes
+    holders = 2 if preset == "dask-sort" else 1
+    for r in runs.values():
+        assert r["status"] == "ok" and 0.1 < float(r["jct_s"]) < float(r["wall_s"]), r
+        swapped = int(r["swap_in_bytes"]) + int(r["swap_out_bytes"])
+        assert 0 < swapped, r
+        peak = int(r["peak_rss_bytes"])
+        if backend == "swap":  # the memcg limit holds the resident set
+            assert peak <= holders * (fraction * ws + (4 << 20)), r
