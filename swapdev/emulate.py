@@ -66,7 +66,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from disaggsim.sim.config import load_config_model
+from disaggsim.sim.config import ConfigError, load_config_model
 from disaggsim.swapdev import device, emulate_apps
 from disaggsim.traces import collect_env
 from disaggsim.traces._atomic import atomic_path
@@ -185,7 +185,12 @@ def load_emulate_config(path: str | Path) -> EmulateConfig:
         ConfigError: unreadable, syntax error, unknown key, bad value or grid; the message
             starts with ``<file>[:<line>]: <key path>: ``.
     """
-    return load_config_model(path, EmulateConfig)[0]
+    cfg = load_config_model(path, EmulateConfig)[0]
+    try:
+        expand_models(cfg)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return cfg
 
 
 @dataclass(frozen=True)

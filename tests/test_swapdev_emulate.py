@@ -101,6 +101,14 @@ def test_grids_expand_and_the_old_single_value_form_still_loads(tmp_path: Path) 
     assert emulate.load_emulate_config(path).emulate.repeats == 5  # the default
 
 
+def test_two_models_with_the_same_label_are_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "dup.toml"
+    path.write_text(CONFIG + '\n[[models]]\nkind = "fixed"\nlatency_ns = [5000, 20000]\n')
+    with pytest.raises(ConfigError, match=rf"^{path}: models: the same point twice: "
+                                          "fixed-20000ns"):
+        emulate.load_emulate_config(path)
+
+
 def _run(fraction: float, model: str, lat: int, rep: int, jct: float | None,
          status: str = "ok", bw: int = 0) -> emulate.Run:
     kind = "none" if model == "none" else "fixed"
