@@ -135,8 +135,8 @@ class Outcome:
 
     status: str
     jct_s: float | None
-    swap_in_bytes: int
-    swap_out_bytes: int
+    swap_in_bytes: int | None
+    swap_out_bytes: int | None
     wall_s: float
     peak_rss_bytes: int | None = None
     detail: dict[str, object] = field(default_factory=dict)
@@ -291,7 +291,10 @@ def run_preset_once(
         window_ns[1] = time.time_ns()
         peak_rss = sum(_vmhwm_bytes(proc.pid) for proc in cluster.procs
                        if cluster.logs[proc.pid].name.startswith(preset.holders))
-    # The stack stopped every process (SIGTERM): the device wrote its outputs.
+    # The stack stopped every process (SIGTERM): the device wrote its outputs; after a
+    # timeout the holders were SIGKILLed and wrote nothing.
+    if timed_out.is_set():
+        return Outcome("timeout", None, None, None, wall, peak_rss or None)
     if fuse_trace is not None:
         swap_in, swap_out = swap_bytes_in_window(fuse_trace, window_ns[0], window_ns[1])
     else:
@@ -305,8 +308,6 @@ def run_preset_once(
                                        f"did not exit cleanly; see {log})")
                 got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
                 swap_in, swap_out = swap_in + got[0], swap_out + got[1]
-    if timed_out.is_set():
-        return Outcome("timeout", None, swap_in, swap_out, wall, peak_rss or None)
     return Outcome("ok", _jct(preset, results), swap_in, swap_out, wall, peak_rss or None,
                    {"results": results})
 

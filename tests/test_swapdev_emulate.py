@@ -316,3 +316,26 @@ def test_presets_run_the_collectors_applications(
         peak = int(r["peak_rss_bytes"])
         if backend == "swap":  # the memcg limit holds the resident set
             assert peak <= holders * (fraction * ws + (4 << 20)), r
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and memcg need root")
+def test_a_preset_past_its_timeout_is_killed_and_the_cluster_undone(tmp_path: Path) -> None:
+    """memcached + YCSB with a 1 s limit on its run phase (50 k operations take several):
+    the watchdog kills every process of the run, the run is reported as a timeout with no
+    JCT and no swap bytes, and the cluster (namespaces, cgroups) is gone afterwards."""
+    from disaggsim.traces import collect_env
+
+    path = tmp_path / "mc.toml"
+    path.write_text('[emulate]\nname = "t"\nout_dir = "out"\nbackend = "uffd"\nrepeats = 1\n'
+                    'timeout_s = 1\n[app]\npreset = "memcached-ycsb"\nlocal_fraction = 0.5\n'
+                    '[[models]]\nkind = "fixed"\nlatency_ns = 1000\n')
+    with device.system_lock():
+        before = collect_env.system_state()
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    with device.system_lock():
+        assert collect_env.system_state() == before
+    with open(out / "runs.csv") as handle:
+        runs = list(csv.DictReader(handle))
+    assert [(r["status"], r["jct_s"], r["swap_in_bytes"]) for r in runs] == [
+        ("timeout", "", "")] * 2
+    assert all(1.0 <= float(r["wall_s"]) < 5.0 for r in runs)
