@@ -95,6 +95,9 @@ def _check_grid(values: list[Any], what: str) -> list[Any]:
 
 
 class EmulateSection(_Strict):
+    """``[emulate]``: name, output, backend, repeats per point, page-cluster, per-run limit
+    (s)."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     out_dir: Path = Path("results/emulate")
     backend: Literal["swap", "uffd"] = "swap"
@@ -105,6 +108,10 @@ class EmulateSection(_Strict):
 
 
 class AppSection(_Strict):
+    """``[app]``: a preset (:data:`emulate_apps.PRESETS`) or a command; the working set
+    (bytes, per data-holding process; a preset has a measured default), the local
+    fraction(s) of it (0, 1] and whether jemalloc is preloaded with the uffd device."""
+
     preset: Literal["python-sort", "memcached-ycsb", "dask-sort"] | None = None
     command: list[str] | None = Field(None, min_length=1)
     working_set_bytes: int | None = Field(None, gt=0)
@@ -143,6 +150,9 @@ class AppSection(_Strict):
 
 
 class ModelSection(_Strict):
+    """``[[models]]``: one delay model (:class:`device.DelayModel`); a ``fixed`` model's
+    ``latency_ns`` (ns) and ``bandwidth_bps`` (bit/s) may be lists (their product)."""
+
     kind: Literal["fixed", "fct-mean", "fct-sample"]
     latency_ns: list[NonNegInt] = [0]
     bandwidth_bps: list[NonNegInt] = [0]
@@ -172,6 +182,8 @@ class ModelSection(_Strict):
 
 
 class EmulateConfig(_Strict):
+    """A whole emulate config; ``base_dir`` (set by the loader) resolves relative paths."""
+
     emulate: EmulateSection
     app: AppSection
     models: list[ModelSection] = Field(min_length=1)
