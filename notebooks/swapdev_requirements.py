@@ -282,6 +282,7 @@ for name, frame, marker in (("CPython sort", py, "o"), ("memcached + YCSB", mc_p
                label=name)
 ax.axhline(0, color="black", linewidth=0.6)
 ax.set_xscale("symlog", linthresh=1)
+ax.set_xlim(left=0)
 ax.set_xlabel("swap bandwidth, in + out (MB/s)")
 ax.set_ylabel("performance degradation (%)")
 ax.set_title("Fig. 6(a) on this machine (every swept point, uffd backend)", fontsize=10)
