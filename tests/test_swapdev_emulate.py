@@ -101,6 +101,22 @@ def test_grids_expand_and_the_old_single_value_form_still_loads(tmp_path: Path) 
     assert emulate.load_emulate_config(path).emulate.repeats == 5  # the issue's default
 
 
+def test_presets_resolve_to_their_application_and_working_set(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    cmd = 'command = ["{build}/memtouch", "64", "1"]'
+    path.write_text(CONFIG.replace(cmd, 'preset = "python-sort"')
+                    .replace("working_set_bytes = 67108864\n", ""))
+    spec = emulate.load_emulate_config(path).app.preset_spec
+    assert spec.command[:2] == ("/usr/bin/python3", "-c") and spec.app is None
+    assert spec.working_set_bytes == 100 << 20  # the committed sweeps' 100 MiB
+    path.write_text(CONFIG.replace(cmd, 'preset = "memcached-ycsb"'))
+    cfg = emulate.load_emulate_config(path)
+    spec = cfg.app.preset_spec
+    assert spec.working_set_bytes == 67108864  # the config overrides the preset's
+    assert spec.holders == ("memcached",) and cfg.app.use_jemalloc
+    assert spec.app is not None and spec.app.operationcount == 50_000
+
+
 def test_two_models_with_the_same_label_are_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "dup.toml"
     path.write_text(CONFIG + '\n[[models]]\nkind = "fixed"\nlatency_ns = [5000, 20000]\n')
@@ -339,3 +355,22 @@ def test_a_preset_past_its_timeout_is_killed_and_the_cluster_undone(tmp_path: Pa
     assert [(r["status"], r["jct_s"], r["swap_in_bytes"]) for r in runs] == [
         ("timeout", "", "")] * 2
     assert all(1.0 <= float(r["wall_s"]) < 5.0 for r in runs)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="swap, loop and memcg need root")
+def test_swap_backend_counts_at_least_the_over_limit_volume(tmp_path: Path) -> None:
+    """memtouch writes 64 MiB in a 16 MiB memory cgroup, then reads it back: the kernel
+    must swap at least the 48 MiB over the limit out and (the read pass) back in; the
+    swapdev-fuse daemon's own counters say so, and the bandwidth is that over the JCT."""
+    path = tmp_path / "swap.toml"
+    path.write_text(CONFIG.replace('backend = "uffd"', 'backend = "swap"')
+                    .replace("repeats = 2", "repeats = 1"))
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    with open(out / "runs.csv") as handle:
+        runs = list(csv.DictReader(handle))
+    over = (64 - 16) << 20
+    for r in runs:
+        swap_in, swap_out = int(r["swap_in_bytes"]), int(r["swap_out_bytes"])
+        assert r["status"] == "ok" and swap_out >= over and swap_in >= over * 0.9, r
+        assert float(r["swap_bandwidth_bytes_per_s"]) == pytest.approx(
+            (swap_in + swap_out) / float(r["jct_s"]))
