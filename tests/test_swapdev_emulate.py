@@ -192,10 +192,12 @@ def test_uffd_sweep_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
         rows = {r["model"]: r for r in csv.DictReader(handle)}
     assert set(rows) == {"none", "fixed-20000ns"}
     assert float(rows["none"]["relative_jct"]) == 1.0
-    jct_none = float(rows["none"]["median_jct_s"])
-    jct_fixed = float(rows["fixed-20000ns"]["median_jct_s"])
+    # Fastest runs: a loaded machine only adds time, so the minima are the closest to
+    # each model's floor; the busy-waited 20 us per swap-in is a hard addition on top.
+    jct_none = float(rows["none"]["min_jct_s"])
+    jct_fixed = float(rows["fixed-20000ns"]["min_jct_s"])
     assert jct_fixed - jct_none > 12_000 * 20e-6  # at least the read pass's swap-ins
-    assert float(rows["fixed-20000ns"]["relative_jct"]) > 1.0
+    assert float(rows["fixed-20000ns"]["relative_min"]) > float(rows["none"]["relative_min"])
     with open(out / "runs.csv") as handle:
         runs = list(csv.DictReader(handle))
     assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}  # 2 models x 2 repeats
