@@ -30,9 +30,12 @@ def _cmd_collect(args: argparse.Namespace) -> None:
     from disaggsim.traces import collect
 
     config = collect.PRESETS[args.preset] if args.preset else collect.load_config(Path(args.config))
+    if args.paging_recorder:
+        config = config.model_copy(update={"paging_recorder": args.paging_recorder})
     command = "disaggsim collect " + (
         f"--preset {args.preset}" if args.preset else f"--config {args.config}"
-    ) + f" --out {args.out}"
+    ) + f" --out {args.out}" + (
+        f" --paging-recorder {args.paging_recorder}" if args.paging_recorder else "")
     try:
         out = collect.collect(config, Path(args.out), command=command)
     except (RuntimeError, PermissionError, FileExistsError) as exc:  # incl. RestoreError
@@ -192,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src.add_argument("--config", help="collector config (TOML or JSON, CollectConfig)")
     c.add_argument("--out", required=True, help="output sample directory (must not exist)")
+    c.add_argument(
+        "--paging-recorder", choices=["blktrace", "swapdev-uffd"],
+        help="record paging from the swap area's block trace (default) or with the "
+        "latency-injection device (uffd backend), as the replays use it",
+    )
     c.set_defaults(func=_cmd_collect)
 
     c = sub.add_parser("convert", help="convert a trace sample directory to a per-blade flow table")

@@ -26,11 +26,14 @@
 # (uffd backend: CPython sorting 2 M random floats, 100 MiB working set; configs and
 # commands in bench/RESULTS.md, "Requirement sweep" and "FCT replay"):
 #
-# - `bench/figures/requirements/sweep-local{60,63,67,75,90}/` — fixed model, latency
+# - `bench/figures/requirements/sweep-local{60,...,90}/` — fixed model, latency
 #   {1, 5, 10} µs x bandwidth {40, 100} Gb/s plus (3 µs, 100 Gb/s), at 60-90% local
 #   memory, and `request_counts.csv` (the device's paging requests and bytes per run);
 # - `bench/figures/replay/` — pFabric FCTs of the quickstart campaign (40/100 Gb/s,
-#   rack/datacenter) replayed as per-request delays (`fct-mean`, `fct-sample`).
+#   rack/datacenter) replayed as per-request delays (`fct-mean`, `fct-sample`);
+# - `bench/figures/requirements/memcached-ycsb/` — a second real application, the
+#   collector's memcached + YCSB (configs/emulate-sweep-memcached-ycsb.toml): fixed model
+#   at 25/50/75% local memory, with the swap bandwidth of every run (Figure 6).
 #
 # It reads only CSV files (seconds, no root, no device). The numbers were measured on a
 # shared, loaded 2-vCPU machine: medians of the repeats with min-max error bars.
@@ -72,7 +75,19 @@ LABEL = re.compile(r"^fixed-(?P<lat>\d+)us-(?P<bw>\d+)g$")
 
 
 def load_sweep(root: Path) -> pd.DataFrame:
-    """One row per (local fraction, model): relative JCT median/min/max (fraction in %)."""
+    """One row per (local fraction, model): relative JCT median/min/max (fraction in %).
+
+    Reads ``sweep-python-sort/summary.csv`` (configs/emulate-sweep-python-sort.toml, one
+    run of the whole grid) if it exists, else the committed per-fraction results
+    ``sweep-local<pct>/summary.csv``."""
+    combined = root / "sweep-python-sort" / "summary.csv"
+    if combined.exists():
+        table = pd.read_csv(combined)
+        table["local_pct"] = (table["local_fraction"] * 100).round().astype(int)
+        parsed = table["model"].str.extract(LABEL)
+        table["latency_us"] = pd.to_numeric(parsed["lat"]).fillna(0)
+        table["bandwidth_gbps"] = pd.to_numeric(parsed["bw"])
+        return table
     frames = []
     for summary in sorted(root.glob("sweep-local*/summary.csv")):
         frame = pd.read_csv(summary)
@@ -203,3 +218,76 @@ ax.grid(alpha=0.3, axis="y")
 fig.tight_layout()
 show(fig, "replay/replay.png")
 display(models[["model", "median_jct_s", "relative_jct", "relative_min", "relative_max"]])
+
+# %% [markdown]
+# ## A second application: memcached + YCSB (Figures 3-5 and Table 3)
+#
+# The collector's memcached + YCSB workload A (50 k records, 50 k operations of one
+# unthrottled client; JCT = the YCSB run phase) with memcached's memory on the uffd device
+# (`configs/emulate-sweep-memcached-ycsb.toml`). `table3.csv` is written by
+# `disaggsim emulate` itself (`disaggsim.swapdev.emulate.table3`: the smallest swept
+# fraction from which every larger one stays under 1.05).
+
+# %%
+MEMCACHED = FIGURES / "requirements" / "memcached-ycsb"
+mc = pd.read_csv(MEMCACHED / "summary.csv")
+mc["local_pct"] = (mc["local_fraction"] * 100).round().astype(int)
+fig = Figure(figsize=(3.2 * mc["local_pct"].nunique(), 3.4))
+axes = fig.subplots(1, mc["local_pct"].nunique(), sharey=True)
+for ax, (pct, at) in zip(axes, mc.groupby("local_pct"), strict=True):
+    ref = at[at["model"] == "none"].iloc[0]
+    for bw, marker in ((40e9, "o"), (100e9, "s")):
+        rows = at[at["bandwidth_bps"] == bw].sort_values("latency_ns")
+        x = [0.0, *(rows["latency_ns"] / 1000)]
+        y = [1.0, *rows["relative_jct"]]
+        lo = [1.0 - ref["relative_min"], *(rows["relative_jct"] - rows["relative_min"])]
+        hi = [ref["relative_max"] - 1.0, *(rows["relative_max"] - rows["relative_jct"])]
+        ax.errorbar(x, y, yerr=[lo, hi], marker=marker, capsize=3, label=f"{bw / 1e9:g} Gb/s")
+    ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_title(f"{pct}% local memory", fontsize=9)
+    ax.set_xlabel("injected latency per request (µs)")
+    ax.grid(alpha=0.3)
+axes[0].set_ylabel("JCT / zero-delay JCT")
+axes[0].legend(fontsize=8)
+fig.suptitle("memcached + YCSB-A, uffd backend (median of repeats, min-max)", fontsize=10)
+fig.tight_layout()
+show(fig, "requirements/memcached-ycsb/requirements_sweep.png")
+display(pd.read_csv(MEMCACHED / "table3.csv"))
+
+# %% [markdown]
+# ## Figure 6: degradation against swap bandwidth
+#
+# The paper plots each application's degradation against (a) its swap bandwidth and (b)
+# its memory bandwidth, read from the memory controllers' uncore counters (§3.2, footnote
+# 3). Here (a) comes from the device's own counts: for memcached the bytes swapped in and
+# out during the job (the device's rmem log, `swap_bandwidth_bytes_per_s` in
+# `summary.csv`), for the CPython sort the device's bytes per run
+# (`request_counts.csv`) over each point's median JCT. (b) is not measurable on this VM:
+# it exposes no hardware PMU (`perf stat -e cache-misses` reports `<not supported>`), so
+# `disaggsim emulate` leaves `memory_bandwidth_bytes_per_s` empty and names the reason in
+# `memory_bandwidth_source`; no panel is drawn rather than an invented number.
+
+# %%
+py = sweep[sweep["model"] != "none"].copy()
+py["swap_mbps"] = [
+    counts.loc[pct, "bytes"] / jct / 1e6
+    for pct, jct in zip(py["local_pct"], py["median_jct_s"], strict=True)
+]
+mc_points = mc[mc["model"] != "none"].copy()
+mc_points["swap_mbps"] = mc_points["swap_bandwidth_bytes_per_s"] / 1e6
+fig = Figure(figsize=(5.5, 3.8))
+ax = fig.subplots()
+for name, frame, marker in (("CPython sort", py, "o"), ("memcached + YCSB", mc_points, "s")):
+    ax.scatter(frame["swap_mbps"], (frame["relative_jct"] - 1) * 100, marker=marker, s=18,
+               label=name)
+ax.axhline(0, color="black", linewidth=0.6)
+ax.set_xscale("symlog", linthresh=1)
+ax.set_xlim(left=0)
+ax.set_xlabel("swap bandwidth, in + out (MB/s)")
+ax.set_ylabel("performance degradation (%)")
+ax.set_title("Fig. 6(a) on this machine (every swept point, uffd backend)", fontsize=10)
+ax.legend(fontsize=8)
+ax.grid(alpha=0.3)
+fig.tight_layout()
+show(fig, "requirements/fig6_swap_bandwidth.png")
+print("memory bandwidth:", mc["memory_bandwidth_source"].iloc[0])

@@ -23,7 +23,7 @@ import glob as globmod
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -406,6 +406,43 @@ def load_config(path: str | Path) -> CampaignConfig:
             message starts with ``<file>[:<line>]: <key path>: ``.
     """
     path = Path(path)
+    config, text = load_config_model(path, CampaignConfig, {"source": path})
+    problems = _convert_option_problems(path, text, config)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    unknown = sorted(set(config.protocols) - set(config.grid.protocols))
+    if unknown:
+        line = _find_line(text, ("protocols", unknown[0], "attributes"), yaml=_is_yaml(path))
+        raise ConfigError(
+            f"{path}{f':{line}' if line else ''}: protocols.{unknown[0]}: not in "
+            f"grid.protocols {config.grid.protocols} (remove the section or add the "
+            "protocol to the grid)"
+        )
+    return config
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_config_model(
+    path: str | Path, model: type[M], extra: dict[str, Any] | None = None
+) -> tuple[M, str]:
+    """Read a TOML (or ``.yaml``/``.yml``) config file and validate it as ``model``.
+
+    The one config-loading path of the project's config files (campaigns here, ``disaggsim
+    emulate`` configs in :mod:`disaggsim.swapdev.emulate`). ``base_dir`` (the file's
+    resolved directory) and ``extra`` are added to the file's top-level table; the file
+    must not set them itself.
+
+    Returns:
+        The validated model and the file's text (for later checks that name lines, see
+        :func:`config_location`).
+
+    Raises:
+        ConfigError: unreadable file, not UTF-8, syntax error, unknown key, wrong type or
+            value; every message line starts with ``<file>[:<line>]: <key path>: ``.
+    """
+    path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -419,34 +456,20 @@ def load_config(path: str | Path) -> CampaignConfig:
             f"at offset {exc.start}"
         ) from None
     data = _parse(path, text)
-    for key in ("base_dir", "source"):
+    added = {"base_dir": path.parent.resolve(), **(extra or {})}
+    for key in added:
         if key in data:
             raise ConfigError(f"{path}: {key}: not a config key (set by the loader)")
     try:
-        config = CampaignConfig.model_validate(
-            {**data, "base_dir": path.parent.resolve(), "source": path}
-        )
+        return model.model_validate({**data, **added}), text
     except ValidationError as exc:
-        errors = exc.errors()
         lines = []
-        for error in errors:
+        for error in exc.errors():
             loc = _clean_loc(error["loc"])
             line = _find_line(text, loc, yaml=_is_yaml(path))
             where = f"{path}:{line}" if line else str(path)
             lines.append(f"{where}: {_format_loc(loc)}: {error['msg']}")
         raise ConfigError("\n".join(lines)) from None
-    problems = _convert_option_problems(path, text, config)
-    if problems:
-        raise ConfigError("\n".join(problems))
-    unknown = sorted(set(config.protocols) - set(config.grid.protocols))
-    if unknown:
-        line = _find_line(text, ("protocols", unknown[0], "attributes"), yaml=_is_yaml(path))
-        raise ConfigError(
-            f"{path}{f':{line}' if line else ''}: protocols.{unknown[0]}: not in "
-            f"grid.protocols {config.grid.protocols} (remove the section or add the "
-            "protocol to the grid)"
-        )
-    return config
 
 
 def config_location(path: Path, loc: tuple[int | str, ...]) -> str:

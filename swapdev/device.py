@@ -204,6 +204,33 @@ def run_memtouch_uffd(
     return RunResult(json.loads(proc.stdout), read_histograms(hist), trace, proc.stderr)
 
 
+#: Debian's jemalloc (package libjemalloc2), preloaded after the uffd device by
+#: :func:`uffd_env` so that an application's heap comes from mmap calls the device sees.
+JEMALLOC: Final = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
+
+
+def uffd_env(
+    model: DelayModel, local_bytes: int, jemalloc: bool, eviction: EvictionPolicy = "fifo"
+) -> dict[str, str]:
+    """The environment that runs a process on the uffd backend with ``local_bytes`` of
+    local memory and replacement policy ``eviction``: ``LD_PRELOAD`` of the device (and
+    jemalloc) plus the model's variables.
+
+    The device registers only mmap calls made through the PLT (``uffd_preload.c``), so
+    glibc malloc's own large blocks stay local; with ``jemalloc`` the heap comes from
+    jemalloc's mmap calls, which the device sees. Set ``SWAPDEV_TRACE``/``SWAPDEV_HIST``
+    on top for outputs. Raises RuntimeError if jemalloc is asked for and not installed,
+    FileNotFoundError if swapdev is not built.
+    """
+    preload = [str(build_dir() / "libswapdev_uffd.so")]
+    if jemalloc:
+        if not JEMALLOC.exists():
+            raise RuntimeError(f"{JEMALLOC}: not installed (apt-get install libjemalloc2)")
+        preload.append(str(JEMALLOC))
+    return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
+            "SWAPDEV_EVICTION": eviction, "LD_PRELOAD": " ".join(preload)}
+
+
 @contextlib.contextmanager
 def page_cluster(value: int) -> Iterator[None]:
     """Set the global ``vm.page-cluster`` (swap readahead = 2**value pages) and restore it."""

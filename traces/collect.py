@@ -57,9 +57,9 @@ import tempfile
 import threading
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
@@ -97,7 +97,12 @@ from disaggsim.traces.collect_env import (
     ns_exec,
     swap_area,
 )
-from disaggsim.traces.collect_paging import PAGE_BYTES, write_node_paging
+from disaggsim.traces.collect_paging import (
+    PAGE_BYTES,
+    PagingSummary,
+    write_device_paging,
+    write_node_paging,
+)
 
 GIB: Final = 1 << 30
 
@@ -126,6 +131,17 @@ class CollectConfig(BaseModel):
       always use every record.
     - ``blk_buffer_kb``: ftrace ring buffer per CPU.
     - ``work_dir``: where the loop devices' backing files go (default: a temp dir in /var/tmp).
+    - ``paging_recorder``: ``"blktrace"`` (the shared swap area's block records, attributed
+      to nodes: :mod:`disaggsim.traces.collect_paging`), or ``"swapdev-uffd"``: the
+      latency-injection device records the paging, so traces and replays come from the same
+      instrument (paper §3.1: the same swap device both injects delays and logs accesses).
+      Every application process runs on the uffd backend with zero delay
+      (:func:`disaggsim.swapdev.device.uffd_env`, jemalloc preloaded so the heap is seen)
+      and a local budget of its node's memory limit (the budget is per process, the memcg
+      limit per node: a node's other processes, e.g. the Dask scheduler beside a worker,
+      get a budget each); no swap area, the node groups unlimited. The device's own rmem
+      logs become ``nodeN.rmem`` (:func:`~disaggsim.traces.collect_paging.
+      write_device_paging`); there are no ``nodeN.swap`` blktrace files.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -146,6 +162,7 @@ class CollectConfig(BaseModel):
     blk_buffer_kb: Annotated[int, Field(ge=1024)] = 32768
     work_dir: Path | None = None
     seed: int = 1
+    paging_recorder: Literal["blktrace", "swapdev-uffd"] = "blktrace"
 
     @field_validator("blk_keep_actions")
     @classmethod
@@ -473,8 +490,11 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
         tracefs = ensure_tracefs(stack)
         disable_zswap(stack)
         make_cluster_network(stack, n)
-        swap_dev = loop_device(stack, work / "swap.img", config.swap_bytes)
-        swap_area(stack, swap_dev)
+        on_device = config.paging_recorder == "swapdev-uffd"
+        swap_dev = None
+        if not on_device:
+            swap_dev = loop_device(stack, work / "swap.img", config.swap_bytes)
+            swap_area(stack, swap_dev)
         disk_devs, data_dirs, memcgs = [], [], []
         for i in range(n):
             dev = loop_device(stack, work / f"node{i}.disk.img", config.disk_bytes)
@@ -512,8 +532,13 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             memcg_reset(cg)
             limit = max(config.memory_limit_floor_bytes,
                         int(ws * config.memory_limit_fraction) // PAGE_BYTES * PAGE_BYTES)
-            (cg / "memory.limit_in_bytes").write_text(str(limit))
+            if not on_device:  # on the device, the device keeps the budget
+                (cg / "memory.limit_in_bytes").write_text(str(limit))
             limits.append(limit)
+        device_traces: dict[int, list[Path]] = {}
+        if on_device:
+            work.chmod(0o711)  # memcached drops to "nobody": its device log goes here
+            cluster.placement = _device_placement(limits, work / "device", device_traces)
 
         with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
@@ -531,10 +556,13 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
                      for i in range(n)]
             devices = {kernel_dev(*_dev_numbers(d)): partial / f"node{i}.disk"
                        for i, d in enumerate(disk_devs)}
-            swap_kdev = kernel_dev(*_dev_numbers(swap_dev))
-            devices[swap_kdev] = partial / ".raw" / "swap"
-            restore_tracer = arm_blk_tracer(tracefs, [*disk_devs, swap_dev],
-                                            config.blk_buffer_kb, config.blk_act_mask)
+            swap_kdev = -1
+            if swap_dev is not None:
+                swap_kdev = kernel_dev(*_dev_numbers(swap_dev))
+                devices[swap_kdev] = partial / ".raw" / "swap"
+            restore_tracer = arm_blk_tracer(
+                tracefs, [*disk_devs, *([swap_dev] if swap_dev else [])],
+                config.blk_buffer_kb, config.blk_act_mask)
             run_stack.undo("tracefs settings", restore_tracer)
             keep = parse_keep_actions(config.blk_keep_actions)
             splitter = BlkTraceSplitter(tracefs.root / "trace_pipe", devices, n_cpus,
@@ -546,6 +574,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             run_t0 = time.monotonic()
             results = _run_apps(apps, run_stack, config.duration_s, "traced run")
             duration_s = time.monotonic() - run_t0
+            end_realtime_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + offset_ns
             steps.update()
 
             steps.set_postfix_str("stop tracing")
@@ -556,14 +585,22 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             memstats = [memcg_stat(cg) for cg in memcgs]
             max_usage = [memcg_read_int(cg, "memory.max_usage_in_bytes") for cg in memcgs]
             failcnt = [memcg_read_int(cg, "memory.failcnt") for cg in memcgs]
-        # run_stack closed: applications stopped, tracer restored.
+        # run_stack closed: applications stopped (the device wrote its logs), tracer restored.
 
         steps.set_postfix_str("outputs")
         start_realtime_ns = t0_ns + offset_ns
-        swap_records = read_blktrace(partial / ".raw" / "swap")
-        summary = write_node_paging(swap_records, tracker.pid_node, n, n_cpus, partial, t0_ns,
-                                    start_realtime_ns // 1000,
-                                    parse_keep_actions(config.blk_keep_actions))
+        summary: PagingSummary
+        missing = [str(t) for ts in device_traces.values() for t in ts if not t.exists()]
+        if on_device:
+            # A process killed before it could exit (SIGKILL) leaves no log: listed in meta.
+            written = {nd: [t for t in ts if t.exists()] for nd, ts in device_traces.items()}
+            summary = write_device_paging(written, n, partial, start_realtime_ns,
+                                          end_realtime_ns)
+        else:
+            swap_records = read_blktrace(partial / ".raw" / "swap")
+            summary = write_node_paging(swap_records, tracker.pid_node, n, n_cpus, partial,
+                                        t0_ns, start_realtime_ns // 1000,
+                                        parse_keep_actions(config.blk_keep_actions))
         shutil.rmtree(partial / ".raw")
         app_meta = []
         for app in apps:
@@ -574,7 +611,8 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
         for i in range(n):
             nodes.append({
                 "node": i, "ip": node_ip(i), "pcap": f"node{i}.pcap",
-                "disk_blktrace": f"node{i}.disk", "swap_blktrace": f"node{i}.swap",
+                "disk_blktrace": f"node{i}.disk",
+                "swap_blktrace": None if on_device else f"node{i}.swap",
                 "paging": f"node{i}.rmem", "disk_device": disk_devs[i],
                 "working_set_bytes": working_set[i], "memory_limit_bytes": limits[i],
                 "memory_limit_floor_applied": limits[i] == config.memory_limit_floor_bytes,
@@ -595,6 +633,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             "trace_clock": "mono", "trace_clock_offset_ns": offset_ns,
             "start_monotonic_ns": t0_ns, "start_realtime_ns": start_realtime_ns,
             "page_bytes": PAGE_BYTES, "swap_bytes": config.swap_bytes,
+            "paging_recorder": config.paging_recorder,
             "swap_device": swap_dev, "disk_bytes": config.disk_bytes,
             "memory_limit_fraction": config.memory_limit_fraction,
             "working_set_given": config.working_set_bytes is not None,
@@ -605,7 +644,9 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
                 "by_method": summary.by_method,
                 "unattributed_swap_ins": summary.swap_ins.get(-1, 0),
                 "unattributed_swap_outs": summary.swap_outs.get(-1, 0),
-                "unattributed_files": ["unattributed.swap", "unattributed.rmem"],
+                "unattributed_files": [] if on_device else ["unattributed.swap",
+                                                            "unattributed.rmem"],
+                **({"device_traces_missing": missing} if on_device else {}),
             },
             "blk_records_other_devices": splitter.n_foreign,
             "blk_keep_actions": config.blk_keep_actions,
@@ -620,6 +661,26 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             out_dir.rmdir()
         os.replace(partial, out_dir)
     return out_dir
+
+
+def _device_placement(
+    limits: list[int], trace_dir: Path, traces: dict[int, list[Path]]
+) -> Callable[[int, str], tuple[Path | None, dict[str, str]]]:
+    """``Cluster.placement`` that runs every process on the uffd device (zero delay, its
+    node's limit as budget, jemalloc) with its own rmem log in ``trace_dir`` (world-writable:
+    memcached drops to "nobody"); records each node's logs in ``traces``."""
+    from disaggsim.swapdev.device import DelayModel, uffd_env
+
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    trace_dir.chmod(0o777)
+
+    def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
+        trace = trace_dir / f"{log_name}.rmem"
+        traces.setdefault(node, []).append(trace)
+        return None, {**uffd_env(DelayModel("none"), limits[node], jemalloc=True),
+                      "SWAPDEV_TRACE": str(trace)}
+
+    return placement
 
 
 def _discard_partial(partial: Path, out_dir: Path) -> None:
@@ -668,10 +729,14 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--preset", choices=sorted(PRESETS))
     src.add_argument("--config", type=Path, help="TOML/JSON CollectConfig")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--paging-recorder", choices=["blktrace", "swapdev-uffd"],
+                    help="override the config's paging_recorder")
     args = ap.parse_args(argv)
     argv_used = sys.argv[1:] if argv is None else argv
     try:
         config = PRESETS[args.preset] if args.preset else load_config(args.config)
+        if args.paging_recorder:
+            config = config.model_copy(update={"paging_recorder": args.paging_recorder})
         out = collect(config, args.out,
                       command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
     except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:

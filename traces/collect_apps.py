@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -58,6 +59,9 @@ class MemcachedYcsbConfig(BaseModel):
     recordcount: Annotated[int, Field(ge=1)] = 60_000
     workload: Literal["a", "b"] = "a"
     target_ops_per_s: Annotated[float, Field(ge=0)] = 300.0
+    #: Operations per client in the run phase (YCSB ``operationcount``); 0: run for the
+    #: whole duration. ``disaggsim emulate`` sets it so the run phase is a job.
+    operationcount: Annotated[int, Field(ge=0)] = 0
     memcached_cache_mb: Annotated[int, Field(ge=16)] = 1024
     memcached_threads: Annotated[int, Field(ge=1)] = 2
     #: memcached ``-o`` options. Default: no LRU crawler / maintainer threads, as memcached
@@ -83,9 +87,20 @@ AppConfig = Annotated[MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | Spa
                       Field(discriminator="kind")]
 
 
+#: ``Cluster.placement(node, log_name)``: the memory cgroup (None: the node's) and the extra
+#: environment of one process, e.g. the latency-injection device's LD_PRELOAD.
+Placement = Callable[[int, str], tuple[Path | None, dict[str, str]]]
+
+
 @dataclass
 class Cluster:
-    """What an application needs to know about the emulated cluster."""
+    """What an application needs to know about the emulated cluster.
+
+    ``placement`` (optional) changes where one process runs: ``disaggsim emulate`` puts the
+    processes that hold an application's data in their own limited memory cgroup or on the
+    userfaultfd device, and ``disaggsim collect --paging-recorder swapdev-uffd`` preloads the
+    device into every process (:mod:`disaggsim.swapdev`).
+    """
 
     n_nodes: int
     memcgs: list[Path]
@@ -94,17 +109,22 @@ class Cluster:
     seed: int
     #: pid -> the log file its output goes to (for the error message when it fails).
     logs: dict[int, Path] = field(default_factory=dict)
+    placement: Placement | None = None
+    #: Every process started, in order (a time limit stops them all).
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def spawn(
         self, stack: UndoStack, node: int, argv: list[str], log_name: str
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` on ``node`` (its netns and memcg), logging to ``log_dir``."""
         log = self.log_dir / f"{log_name}.log"
+        memcg, extra = self.placement(node, log_name) if self.placement else (None, {})
         proc = spawn_in_node(
-            stack, self.memcgs[node], node_ns(node), argv, log,
-            env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"},
+            stack, memcg or self.memcgs[node], node_ns(node), argv, log,
+            env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **extra},
         )
         self.logs[proc.pid] = log
+        self.procs.append(proc)
         return proc
 
     def _log_tail(self, proc: subprocess.Popen[bytes], lines: int = 8) -> str:
@@ -203,6 +223,7 @@ class MemcachedYcsb:
                 "--server", self.server, "--recordcount", str(self.cfg.recordcount),
                 "--workload", self.cfg.workload, "--duration-s", str(duration_s),
                 "--target-ops-per-s", str(self.cfg.target_ops_per_s),
+                "--operationcount", str(self.cfg.operationcount),
                 "--seed", str(self.cl.seed * 1000 + node)], f"ycsb-run-node{node}"))
         self.cl.wait(procs, duration_s + 300, "YCSB run")
         return {f"node{n}": _last_json(self.cl.log_dir / f"ycsb-run-node{n}.log")

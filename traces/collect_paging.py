@@ -273,3 +273,56 @@ def write_node_paging(
         by_method[req.how] += 1
         (outs if req.queue.is_write else ins)[req.node] += 1
     return PagingSummary(dict(ins), dict(outs), dict(by_method))
+
+
+def write_device_paging(
+    traces: Mapping[int, list[Path]],
+    n_nodes: int,
+    out_dir: Path,
+    start_realtime_ns: int,
+    end_realtime_ns: int,
+) -> PagingSummary:
+    """Write ``nodeN.rmem`` (+ ``.meta``) from the latency-injection device's own logs
+    (``disaggsim collect`` with ``paging_recorder = "swapdev-uffd"``).
+
+    ``traces[node]``: the rmem traces the uffd device (``swapdev/src/uffd_preload.c``)
+    wrote for each process of the node, read with :func:`~disaggsim.traces.paging.read_rmem`
+    (absolute epoch µs stamps). Every access between ``start_realtime_ns`` and
+    ``end_realtime_ns`` (the traced phase) is kept; timestamps become µs since the start,
+    as the collector's other traces. Each process numbers its remote pages and batches from
+    0, so the processes of a node are laid out one after the other (page and batch offsets:
+    the previous processes' largest page/batch + 1), as distinct address ranges of one
+    node's memory. Swap-in/out counts are per rmem row (a swap-out row is one evicted run).
+    Every node gets a file (empty if nothing paged); written by ``paging.write_rmem``.
+    """
+    from disaggsim.traces.paging import read_rmem
+
+    ins: dict[int, int] = defaultdict(int)
+    outs: dict[int, int] = defaultdict(int)
+    start_us = start_realtime_ns // 1000
+    for node in range(n_nodes):
+        frames = []
+        page_base = batch_base = 0
+        for trace in traces.get(node, []):
+            if trace.stat().st_size == 0:
+                continue
+            df = read_rmem(trace, time_base="absolute")
+            kept = df[(df["realtime_ns"] >= start_realtime_ns)
+                      & (df["realtime_ns"] <= end_realtime_ns)]
+            frames.append(pd.DataFrame({
+                "batch_id": kept["batch_id"] + batch_base,
+                "time_us": kept["realtime_ns"] // 1000 - start_us,
+                "op": kept["op"],
+                "page": kept["page"] + page_base,
+                "npages": kept["npages"],
+            }))
+            page_base += int((df["page"] + df["npages"]).max())
+            batch_base += int(df["batch_id"].max()) + 1
+        rows = (pd.concat(frames, ignore_index=True).sort_values("time_us", kind="stable")
+                if frames else pd.DataFrame({"batch_id": [], "time_us": [], "op": [],
+                                             "page": [], "npages": []}))
+        ins[node] = int((rows["op"] == "R").sum())
+        outs[node] = int((rows["op"] == "W").sum())
+        write_rmem(rows, out_dir / f"node{node}.rmem", start_time_us=start_us)
+    return PagingSummary(dict(ins), dict(outs), {"device": sum(ins.values()) +
+                                                 sum(outs.values())})

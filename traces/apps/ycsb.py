@@ -200,8 +200,11 @@ def run(
     duration_s: float,
     target_ops_per_s: float,
     seed: int,
+    operationcount: int = 0,
 ) -> dict[str, float]:
-    """YCSB run phase for ``duration_s`` at ``target_ops_per_s`` (0 = as fast as possible).
+    """YCSB run phase for ``duration_s`` at ``target_ops_per_s`` (0 = as fast as possible);
+    with ``operationcount`` > 0 it ends after that many operations (YCSB's
+    ``operationcount``) if that comes first, so ``run_s`` is a job completion time.
 
     Returns counts and latency percentiles (µs).
     """
@@ -219,7 +222,7 @@ def run(
     ops = 0
     while True:
         now = time.monotonic()
-        if now >= end:
+        if now >= end or (operationcount and ops >= operationcount):
             break
         if interval:
             due = t0 + ops * interval
@@ -260,12 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration-s", type=float, default=10.0)
     ap.add_argument("--target-ops-per-s", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--operationcount", type=int, default=0, help="0: run for --duration-s")
     args = ap.parse_args(argv)
     if args.phase == "load":
         stats = load(args.server, args.recordcount, args.client_id, args.clients)
     else:
         stats = run(args.server, args.recordcount, args.workload, args.duration_s,
-                    args.target_ops_per_s, args.seed)
+                    args.target_ops_per_s, args.seed, args.operationcount)
     print(json.dumps(stats), flush=True)
     return 0
 

@@ -1,0 +1,325 @@
+"""The applications ``disaggsim emulate`` runs on the latency-injection device, one run each.
+
+Three named presets (``[app] preset = ...``), with different memory access patterns, plus
+any command (``[app] command = [...]``):
+
+- ``python-sort``: CPython builds and sorts 2 M random floats (100 MiB working set; random
+  accesses over its object arenas during the sort). JCT: wall time of the process.
+- ``memcached-ycsb``: the collector's memcached + YCSB (:class:`~disaggsim.traces.
+  collect_apps.MemcachedYcsb`, started by the collector's own code on a 2-node emulated
+  cluster): memcached on node 0 holds 50 k records of ~1.1 KB, one YCSB client on node 1
+  runs workload A (50 % reads, 50 % updates, Zipfian keys) for 50 k operations,
+  unthrottled. The data-holding process is memcached. JCT: the YCSB run phase's wall time
+  (``run_s``; the load phase is not timed).
+- ``dask-sort``: the collector's Dask distributed sort (:class:`~disaggsim.traces.
+  collect_apps.DaskSort`) on 2 nodes, 2 x 50 k records of 100 B per node; the
+  data-holding processes are the two workers. JCT: the driver's job time (``sort_s``).
+
+Local memory: ``local_fraction`` x ``working_set_bytes`` per data-holding process. On the
+``swap`` backend those processes run in their own memory cgroup (v1) with that limit (the
+other processes, clients and the Dask scheduler, are not limited); on the ``uffd`` backend
+they get the device preloaded with that budget. The uffd device sees only ``mmap`` calls
+made through the PLT (``swapdev/src/uffd_preload.c``): glibc malloc's own large mmaps are
+invisible to it, so memcached's slabs and Dask's NumPy buffers would stay local. For these
+presets the device is preloaded together with jemalloc (Debian ``libjemalloc2``), whose
+heap comes from ``mmap`` calls the device sees; ``[app] jemalloc`` overrides that.
+
+Working sets (``working_set_bytes`` defaults, measured on this machine as the peak
+``VmHWM`` of the data-holding process in a run without a limit): see :data:`PRESETS`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from disaggsim.swapdev import device
+from disaggsim.traces import collect_env as env
+from disaggsim.traces.collect_apps import (
+    Cluster,
+    DaskSortConfig,
+    MemcachedYcsbConfig,
+    make_app,
+)
+
+PYTHON_SORT: Final = (
+    "import random\nrandom.seed(1)\na = [random.random() for _ in range(2_000_000)]\n"
+    "a.sort()\nprint(sum(a[::1000]))"
+)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One named application: a command, or a collector application on ``n_nodes``.
+
+    ``holders``: log-name prefixes (``Cluster.spawn``) of the processes whose memory is
+    made remote; ``working_set_bytes``: per holder; ``jemalloc``: preload jemalloc with
+    the uffd device by default.
+    """
+
+    name: str
+    working_set_bytes: int
+    command: tuple[str, ...] = ()
+    app: MemcachedYcsbConfig | DaskSortConfig | None = None
+    n_nodes: int = 2
+    holders: tuple[str, ...] = ()
+    jemalloc: bool = False
+
+
+PRESETS: Final[dict[str, Preset]] = {
+    # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
+    "python-sort": Preset("python-sort", 100 << 20, command=("/usr/bin/python3", "-c",
+                                                             PYTHON_SORT)),
+    # memcached's VmHWM after the YCSB load and run phases without the device, with
+    # jemalloc: 80576 kB (79 MiB).
+    "memcached-ycsb": Preset(
+        "memcached-ycsb", 80 << 20,
+        app=MemcachedYcsbConfig(recordcount=50_000, workload="a", target_ops_per_s=0,
+                                operationcount=50_000, memcached_cache_mb=256),
+        holders=("memcached",), jemalloc=True,
+    ),
+    # A Dask worker's VmHWM during the sort with a budget that never binds (uffd, 4 GiB):
+    # 136 MB = 130 MiB (Python runtime, distributed, NumPy buffers; 2 workers: 273 MB).
+    "dask-sort": Preset(
+        "dask-sort", 130 << 20,
+        app=DaskSortConfig(files_per_node=2, records_per_file=100_000, reducers_per_node=2),
+        holders=("dask-worker",), jemalloc=True,
+    ),
+}
+
+_COUNTERS = re.compile(
+    r"swapdev (?:uffd|fuse): (\d+) swap-ins \((\d+) pages\), (\d+) swap-outs \((\d+) pages\)"
+)
+
+
+def device_counters(text: str) -> tuple[int, int]:
+    """Swap-in and swap-out bytes from the device's exit summaries in ``text`` (one line
+    per process that paged, ``sd_run_finish`` in ``swapdev/src/sd_user.c``), summed."""
+    pages_in = pages_out = 0
+    for m in _COUNTERS.finditer(text):
+        pages_in += int(m.group(2))
+        pages_out += int(m.group(4))
+    return pages_in * 4096, pages_out * 4096
+
+
+def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, int]:
+    """Swap-in and swap-out bytes of the device's rmem trace (absolute epoch µs stamps)
+    between ``start_ns`` and ``end_ns`` (epoch ns): the job's own paging, without the
+    set-up's (a preset's load phase). Read with the converter's reader
+    (:func:`disaggsim.traces.paging.read_rmem`). Raises FileNotFoundError if the device
+    wrote no trace (it did not exit cleanly)."""
+    from disaggsim.traces.paging import read_rmem
+
+    if trace.stat().st_size == 0:
+        return 0, 0
+    df = read_rmem(trace, time_base="absolute")
+    inside = df[(df["realtime_ns"] >= start_ns) & (df["realtime_ns"] <= end_ns)]
+    by_op = inside.groupby("op")["size_bytes"].sum()
+    return int(by_op.get("R", 0)), int(by_op.get("W", 0))
+
+
+@dataclass
+class Outcome:
+    """One run: ``status`` ``ok`` or ``timeout``; JCT (None on timeout), the device's swap
+    bytes, the wall time of the timed part (s) and the data-holding processes' summed
+    peak RSS (``VmHWM``, bytes; None for a command)."""
+
+    status: str
+    jct_s: float | None
+    swap_in_bytes: int | None
+    swap_out_bytes: int | None
+    wall_s: float
+    peak_rss_bytes: int | None = None
+    detail: dict[str, object] = field(default_factory=dict)
+
+
+def _kill_group(proc: subprocess.Popen[str], memcg: Path | None) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if memcg is not None:  # anything that left the process group
+        for pid in env.memcg_tasks(memcg):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def run_command(
+    argv: list[str], timeout_s: float, extra_env: dict[str, str], memcg: Path | None = None
+) -> tuple[str, float, subprocess.CompletedProcess[str]]:
+    """Run ``argv`` (in ``memcg`` if given) in its own process group; on ``timeout_s`` kill
+    the group (and whatever is left in the cgroup) with SIGKILL.
+
+    Returns (``"ok"`` or ``"timeout"``, wall seconds, the completed process with output).
+    """
+    cmd = argv if memcg is None else ["sh", "-c", 'echo $$ > "$0" && exec "$@"',
+                                      str(memcg / "cgroup.procs"), *argv]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, **extra_env})
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        status = "ok"
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, memcg)
+        out, err = proc.communicate()
+        status = "timeout"
+    wall = time.monotonic() - start
+    return status, wall, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@dataclass
+class ClusterSession:
+    """A collector cluster set up for a series of preset runs (network, memcgs, data)."""
+
+    preset: Preset
+    cluster: Cluster
+    holder_memcgs: list[Path]
+    work: Path
+
+
+@contextmanager
+def cluster_session(stack: env.UndoStack, preset: Preset, work: Path) -> Iterator[ClusterSession]:
+    """Set up the preset's emulated cluster with the collector's code (root; undone on
+    ``stack``): node namespaces, per-node memcgs (unlimited), a limited memcg per node for
+    the data-holding processes, and the application's input data (Dask)."""
+    assert preset.app is not None
+    n = preset.n_nodes
+    env.make_cluster_network(stack, n)
+    memcgs = [env.memcg_group(stack, f"disaggsim-node{i}") for i in range(n)]
+    holders = [env.memcg_group(stack, f"disaggsim-emulate-node{i}") for i in range(n)]
+    data_dirs = []
+    for i in range(n):
+        d = work / f"node{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        data_dirs.append(d)
+    logs = work / "logs"
+    logs.mkdir(exist_ok=True)
+    cluster = Cluster(n, memcgs, data_dirs, logs, seed=1)
+    make_app(preset.app, cluster).prepare_data()
+    yield ClusterSession(preset, cluster, holders, work)
+
+
+def _jct(preset: Preset, results: dict[str, object]) -> float:
+    if isinstance(preset.app, MemcachedYcsbConfig):
+        return max(float(r["run_s"]) for r in results.values()  # type: ignore[index]
+                   if isinstance(r, dict))
+    driver = results["driver"]
+    assert isinstance(driver, dict)
+    return float(driver["sort_s"])
+
+
+def run_preset_once(
+    session: ClusterSession,
+    backend: str,
+    model: device.DelayModel,
+    local_bytes: int,
+    timeout_s: float,
+    run_dir: Path,
+    page_cluster: int,
+    jemalloc: bool,
+    eviction: device.EvictionPolicy = "fifo",
+) -> Outcome:
+    """One run of a cluster preset: start the application (untimed: memcached + YCSB load,
+    Dask scheduler + workers), run its job under ``timeout_s`` (then every process of the
+    run is killed and the run reported as ``timeout``), stop it, read the device counters.
+    ``eviction`` is the uffd backend's replacement policy (``SWAPDEV_EVICTION``).
+
+    Raises RuntimeError if the application fails (its log's last lines quoted).
+    """
+    preset, cluster = session.preset, session.cluster
+    assert preset.app is not None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.chmod(0o777)  # memcached drops to "nobody"; the device writes at its exit
+    cluster.log_dir, cluster.procs, cluster.logs = run_dir, [], {}
+    for cg in [*cluster.memcgs, *session.holder_memcgs]:
+        env.memcg_reset(cg)
+    timed_out = threading.Event()
+    fuse_trace: Path | None = None
+    with env.UndoStack() as stack:
+        if backend == "swap":
+            stack.enter_context(device.page_cluster(page_cluster))
+            size = max(4 * preset.working_set_bytes * max(1, len(preset.holders)), 256 << 20)
+            dev = device.fuse_loop_device(stack, run_dir / "dev", size - size % 4096, model)
+            env.disable_zswap(stack)
+            env.swap_area(stack, os.path.basename(dev.loop))
+            fuse_trace = dev.trace
+            for cg in session.holder_memcgs:
+                (cg / "memory.limit_in_bytes").write_text(str(local_bytes))
+            extra: dict[str, str] = {}
+        else:
+            for cg in session.holder_memcgs:
+                (cg / "memory.limit_in_bytes").write_text("-1")
+            extra = device.uffd_env(model, local_bytes, jemalloc, eviction)
+
+        def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
+            if not log_name.startswith(preset.holders):
+                return None, {}
+            if backend == "uffd":  # its own trace: the job's window is counted from it
+                return session.holder_memcgs[node], {
+                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.rmem")}
+            return session.holder_memcgs[node], extra
+
+        cluster.placement = placement
+        app = make_app(preset.app, cluster)
+        app.start(stack)
+
+        def expire() -> None:
+            timed_out.set()
+            for proc in cluster.procs:
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout_s, expire)
+        start = time.monotonic()
+        window_ns = [time.time_ns(), 0]
+        timer.start()
+        try:
+            results = app.run(stack, timeout_s)
+        except RuntimeError:
+            if not timed_out.is_set():
+                raise
+            results = {}
+        finally:
+            timer.cancel()
+        wall = time.monotonic() - start
+        window_ns[1] = time.time_ns()
+        peak_rss = sum(_vmhwm_bytes(proc.pid) for proc in cluster.procs
+                       if cluster.logs[proc.pid].name.startswith(preset.holders))
+    # The stack stopped every process (SIGTERM): the device wrote its outputs; after a
+    # timeout the holders were SIGKILLed and wrote nothing.
+    if timed_out.is_set():
+        return Outcome("timeout", None, None, None, wall, peak_rss or None)
+    if fuse_trace is not None:
+        swap_in, swap_out = swap_bytes_in_window(fuse_trace, window_ns[0], window_ns[1])
+    else:
+        swap_in = swap_out = 0
+        for proc in cluster.procs:
+            log = cluster.logs[proc.pid]
+            if log.name.startswith(preset.holders):
+                trace = log.with_suffix(".rmem")
+                if not trace.exists():
+                    raise RuntimeError(f"{trace}: the device wrote no trace (the process "
+                                       f"did not exit cleanly; see {log})")
+                got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
+                swap_in, swap_out = swap_in + got[0], swap_out + got[1]
+    return Outcome("ok", _jct(preset, results), swap_in, swap_out, wall, peak_rss or None,
+                   {"results": results})
+
+
+def _vmhwm_bytes(pid: int) -> int:
+    """Peak resident set (``VmHWM``) of a live process, 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
