@@ -43,7 +43,12 @@ import pandas as pd
 from IPython.display import Image, display
 from matplotlib.figure import Figure
 
-from disaggsim.analysis.fig7 import fct_by_size_figure, fig7_figure, fig7_tables
+from disaggsim.analysis.fig7 import (
+    PROTOCOL_ORDER,
+    fct_by_size_figure,
+    fig7_figure,
+    fig7_tables,
+)
 from disaggsim.sim.runner import repo_root
 
 
@@ -78,7 +83,7 @@ print(f"{len(slowdown)} runs, {int(slowdown['flows'].sum())} flows, "
 # %%
 table = slowdown.pivot_table(index=["workload", "scope", "rate_gbps"], columns="protocol",
                              values="slowdown_mean", aggfunc="mean")
-table = table[[p for p in ["tcp", "dctcp", "pfabric", "ideal"] if p in table.columns]]
+table = table[[p for p in PROTOCOL_ORDER if p in table.columns]]
 display(table.round(3))
 show(fig7_figure(slowdown))
 
@@ -86,18 +91,25 @@ show(fig7_figure(slowdown))
 # The paper's ordering: TCP worst, pFabric nearest to the ideal. Checked here per
 # configuration (the seeds' spread is the run-to-run noise). DCTCP differs from TCP only
 # once switch queues pass its marking threshold; on a lightly loaded fabric the two tie.
+# Fastpass is left out of "TCP worst": nearly every flow of these traces is a page or a
+# few pages (ideal FCT ~1 µs), and every Fastpass flow first waits a request-allocation
+# round trip through the arbiter plus the allocation lead (several µs), so its mean
+# slowdown is several times the others' (its column above; the arbiter's cost for short
+# flows that the Fastpass issue names).
 
 # %%
 spread = slowdown.groupby(["workload", "scope", "rate_gbps", "protocol"])[
     "slowdown_mean"].agg(lambda s: s.max() - s.min()).unstack("protocol")
-others = table.drop(columns=["tcp", "dctcp"], errors="ignore")
+others = table.drop(columns=["tcp", "dctcp", "fastpass"], errors="ignore")
 ordering = pd.DataFrame({
     "tcp_worst": table["tcp"] >= others.max(axis=1),
     "pfabric_best_real": table.drop(columns=["ideal"], errors="ignore").idxmin(axis=1)
     == "pfabric",
+    "phost_minus_pfabric": (table["phost"] - table["pfabric"]).round(4)
+    if "phost" in table.columns else None,
     "tcp_minus_pfabric": (table["tcp"] - table["pfabric"]).round(4),
     "dctcp_minus_tcp": (table["dctcp"] - table["tcp"]).round(4),
-    "max_seed_spread": spread.max(axis=1).round(4),
+    "max_seed_spread": spread.drop(columns=["fastpass"], errors="ignore").max(axis=1).round(4),
 })
 display(ordering)
 
