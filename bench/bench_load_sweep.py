@@ -1,4 +1,5 @@
-"""Normalized FCT vs offered load for pFabric, Ideal, TCP and DCTCP (pFabric paper Fig. 8/9).
+"""Normalized FCT vs offered load for pFabric, pHost, Fastpass, Ideal, TCP and DCTCP (pFabric
+paper Fig. 8/9).
 
 Sweeps the offered load 0.1, 0.2, ..., 0.8 on the two YAPS fidelity setups of
 ``bench/bench_pfabric.py`` (web search sizes, 144 hosts in 9 racks of 16, 4 spines with
@@ -16,16 +17,19 @@ slowdown of flows < 100 KB, and mean slowdown of flows >= 10 MB, one line per pr
 Slowdown is FCT_RECORDS ``slowdown`` (FCT over the flow's FCT alone in our Clos model);
 pFabric's YAPS-style slowdown (bench_pfabric.py) is also kept in the table.
 
-Flow counts: pFabric and Ideal run the full 10,000 flows.  TCP and DCTCP (ns-3's own TCP/IP
-stack, ~35 k data packets per wall second, bench/RESULTS.md) run ``--tcp-flows`` flows
-(default 300: ~0.3 M data packets; measured ~9-13 k data packets per wall second for TCP on
-this fabric, where drops and retransmissions are frequent, so 1,000 flows took 118 s per run
-and a 32-run sweep would not fit) of the same workload (same seed, a smaller draw).  300
-flows last ~1-10 ms of simulated time and hold only ~8 flows >= 10 MB, so the TCP/DCTCP
-large-flow mean is noisy and their runs are short of steady state.  TCP and DCTCP use the
-driver's defaults (transports/tcp/doc: init cwnd 10, MinRto 200 us, SACK, DCTCP marking
-threshold) and per-flow ECMP (their frames carry the 5-tuple hash; driver seed 1, as ns-3's
-RNG rejects seed 0), on the same fabric.
+pHost and Fastpass run with their default attributes (transports/phost/doc/phost.md §4,
+transports/fastpass/doc/fastpass.md), as in bench_phost.py and bench_fastpass.py.
+
+Flow counts: pFabric, pHost, Fastpass and Ideal run the full 10,000 flows. TCP and DCTCP
+(ns-3's own TCP/IP stack, ~35 k data packets per wall second, bench/RESULTS.md) run ``--tcp-
+flows`` flows (default 300: ~0.3 M data packets; measured ~9-13 k data packets per wall
+second for TCP on this fabric, where drops and retransmissions are frequent, so 1,000 flows
+took 118 s per run and a 32-run sweep would not fit) of the same workload (same seed, a
+smaller draw). 300 flows last ~1-10 ms of simulated time and hold only ~8 flows >= 10 MB, so
+the TCP/DCTCP large-flow mean is noisy and their runs are short of steady state. TCP and
+DCTCP use the driver's defaults (transports/tcp/doc: init cwnd 10, MinRto 200 us, SACK,
+DCTCP marking threshold) and per-flow ECMP (their frames carry the 5-tuple hash; driver seed
+1, as ns-3's RNG rejects seed 0), on the same fabric.
 
 Each run's summary is cached in ``--data`` (JSON, one entry per setup/protocol/load/flows),
 so an interrupted sweep resumes and ``--plot-only`` re-plots.  At most ``--jobs`` (default 2)
@@ -64,7 +68,7 @@ from bench_pfabric import SETUPS, Setup, run, summarize, yaps_slowdowns  # noqa:
 from disaggsim.traces._atomic import atomic_path
 
 LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-PROTOCOLS = ("pfabric", "ideal", "dctcp", "tcp")
+PROTOCOLS = ("pfabric", "phost", "fastpass", "ideal", "dctcp", "tcp")
 FIGURES = Path(__file__).resolve().parent / "figures"
 PANELS = (
     ("mean", "(a) overall: mean"),
@@ -76,6 +80,8 @@ STYLE = {
     "tcp": ("tab:red", "s"),
     "dctcp": ("tab:orange", "^"),
     "pfabric": ("tab:blue", "o"),
+    "phost": ("tab:purple", "D"),
+    "fastpass": ("tab:green", "v"),
     "ideal": ("black", "x"),
 }
 
