@@ -127,6 +127,7 @@ FabricNetDevice::SetDataRate (DataRate rate)
 {
     m_dataRate = rate;
     m_bitRate = rate.GetBitRate ();
+    m_txCacheBytes[0] = m_txCacheBytes[1] = UINT64_MAX;
 }
 
 void

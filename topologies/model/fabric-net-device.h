@@ -64,10 +64,25 @@ class FabricNetDevice : public NetDevice
     DataRate GetDataRate () const;
     void SetDataRate (DataRate rate);
 
-    /// \returns the serialization time of a frame of \p wireBytes on this port.
-    Time TxTime (uint64_t wireBytes) const
+    /// \returns the serialization time of a frame of \p wireBytes on this port (TxTimeFor,
+    /// remembered for the last two frame sizes: a transport's data and control frames, so
+    /// that most frames cost no 64-bit division).
+    Time TxTime (uint64_t wireBytes)
     {
-        return TxTimeFor (wireBytes, m_bitRate);
+        if (wireBytes == m_txCacheBytes[0])
+        {
+            return m_txCacheTime[0];
+        }
+        if (wireBytes == m_txCacheBytes[1])
+        {
+            return m_txCacheTime[1];
+        }
+        const Time txTime = TxTimeFor (wireBytes, m_bitRate);
+        m_txCacheBytes[1] = m_txCacheBytes[0];
+        m_txCacheTime[1] = m_txCacheTime[0];
+        m_txCacheBytes[0] = wireBytes;
+        m_txCacheTime[0] = txTime;
+        return txTime;
     }
 
     /// Make this a cut-through switch port: frames are delivered here \p switchingDelay after
@@ -162,6 +177,8 @@ class FabricNetDevice : public NetDevice
     Ptr<FabricQueue> m_queue;
     DataRate m_dataRate;
     uint64_t m_bitRate{0};
+    uint64_t m_txCacheBytes[2]{UINT64_MAX, UINT64_MAX}; //!< TxTime's last two frame sizes
+    Time m_txCacheTime[2];                              //!< and their serialization times
     uint16_t m_mtu{1500};
     uint32_t m_ifIndex{0};
     uint32_t m_nodeId{0};
