@@ -144,7 +144,7 @@ FabricNetDevice::SetFabricReceiveCallback (FabricReceiveCallback callback)
 }
 
 bool
-FabricNetDevice::SendFabric (Ptr<Packet> packet, const FabricHeader& header)
+FabricNetDevice::SendFabric (const Ptr<Packet>& packet, const FabricHeader& header)
 {
     return EnqueueFrame (packet, header, HostFrameNotBefore ());
 }
@@ -166,7 +166,8 @@ FabricNetDevice::HostFrameNotBefore ()
 }
 
 bool
-FabricNetDevice::EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore)
+FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
+                               Time notBefore)
 {
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
     if (!m_queue->Enqueue (FabricQueueItem{packet, header, notBefore}))
@@ -227,7 +228,7 @@ FabricNetDevice::TransmitComplete ()
 }
 
 void
-FabricNetDevice::Receive (Ptr<Packet> packet, FabricHeader header, Time txTime)
+FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& header, Time txTime)
 {
     ++m_rxPackets;
     if (header.payloadBytes != 0)
@@ -236,13 +237,14 @@ FabricNetDevice::Receive (Ptr<Packet> packet, FabricHeader header, Time txTime)
     }
     if (!m_rxTrace.IsEmpty ())
     {
-        m_rxTrace (packet, header);
+        m_rxTrace (received, header);
     }
     if (!m_fabricRxCallback.IsNull ())
     {
-        m_fabricRxCallback (this, packet, header, txTime);
+        m_fabricRxCallback (this, received, header, txTime);
         return;
     }
+    Ptr<Packet> packet = received; // the IPv4 CE path below replaces it by a copy
     if (m_rxCallback.IsNull ())
     {
         NS_LOG_WARN ("FabricNetDevice: frame dropped, no protocol handler on this host");

@@ -48,7 +48,7 @@ class FabricNetDevice : public NetDevice
 
     /// Callback for frames received through the fast path: (device, packet, header, txTime
     /// of the frame on the incoming link).
-    typedef Callback<void, Ptr<FabricNetDevice>, Ptr<Packet>, const FabricHeader&, Time>
+    typedef Callback<void, Ptr<FabricNetDevice>, const Ptr<Packet>&, const FabricHeader&, Time>
         FabricReceiveCallback;
 
     /// Signature of the Tx and Rx trace sources.
@@ -109,17 +109,17 @@ class FabricNetDevice : public NetDevice
     void SetFabricReceiveCallback (FabricReceiveCallback callback);
 
     /// Send a frame whose fabric header the caller built (non-IP transports).
-    bool SendFabric (Ptr<Packet> packet, const FabricHeader& header);
+    bool SendFabric (const Ptr<Packet>& packet, const FabricHeader& header);
 
     /// \returns the earliest start of a frame handed down now by this port's host: now + U[0,
     /// SendOverhead], or 0 (no constraint) when SendOverhead is 0.
     Time HostFrameNotBefore ();
 
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
-    bool EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore);
+    bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore);
 
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
-    void Receive (Ptr<Packet> packet, FabricHeader header, Time txTime);
+    void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime);
 
     uint64_t GetTxPackets () const
     {

@@ -141,8 +141,8 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
 }
 
 void
-FabricSwitch::Forward (Ptr<FabricNetDevice> inPort, Ptr<Packet> packet, const FabricHeader& header,
-                       Time txTimeIn)
+FabricSwitch::Forward (Ptr<FabricNetDevice> inPort, const Ptr<Packet>& packet,
+                       const FabricHeader& header, Time txTimeIn)
 {
     FabricNetDevice* out = PeekPointer (m_ports[SelectPort (header)]);
     // Delivered at head + switching delay.  The tail arrives txTimeIn after the head; the

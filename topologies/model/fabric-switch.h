@@ -62,8 +62,8 @@ class FabricSwitch : public Object
     }
 
   private:
-    void Forward (Ptr<FabricNetDevice> inPort, Ptr<Packet> packet, const FabricHeader& header,
-                  Time txTimeIn);
+    void Forward (Ptr<FabricNetDevice> inPort, const Ptr<Packet>& packet,
+                  const FabricHeader& header, Time txTimeIn);
 
     Time m_switchingDelay;
     uint32_t m_ecmpSalt{0};
