@@ -170,7 +170,16 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
                                Time notBefore)
 {
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
-    if (!m_queue->Enqueue (FabricQueueItem{packet, header, notBefore}))
+    FabricQueueItem item{packet, header, notBefore};
+    if (!m_txCompletePending && m_queue->IsEmpty () && Simulator::Now () >= m_busyUntil &&
+        m_queue->PassThrough (item))
+    {
+        // Idle port, empty queue: the frame leaves now, as Enqueue + StartTransmission would
+        // send it, without being stored.
+        Transmit (item);
+        return true;
+    }
+    if (!m_queue->Enqueue (std::move (item)))
     {
         return false;
     }
@@ -198,6 +207,12 @@ FabricNetDevice::StartTransmission ()
     {
         return;
     }
+    Transmit (item);
+}
+
+void
+FabricNetDevice::Transmit (const FabricQueueItem& item)
+{
     Time now = Simulator::Now ();
     Time start = item.notBefore > now ? item.notBefore : now;
     Time txTime = TxTime (item.GetWireBytes ());

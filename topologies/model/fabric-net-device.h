@@ -170,6 +170,8 @@ class FabricNetDevice : public NetDevice
   private:
     bool BuildIpv4Header (Ptr<const Packet> packet, FabricHeader& header) const;
     void StartTransmission ();
+    /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
+    void Transmit (const FabricQueueItem& item);
     void TransmitComplete ();
 
     Ptr<Node> m_node;

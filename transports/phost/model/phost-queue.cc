@@ -37,6 +37,12 @@ PhostQueue::GetNPacketsAt (uint32_t level) const
 }
 
 bool
+PhostQueue::PassesLoneFrame () const
+{
+    return true;
+}
+
+bool
 PhostQueue::DoEnqueue (FabricQueueItem&& item)
 {
     if (m_fifo.size () != m_levels)

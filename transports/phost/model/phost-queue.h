@@ -31,6 +31,8 @@ class PhostQueue : public FabricQueue
     uint32_t GetNPacketsAt (uint32_t level) const;
 
   protected:
+    /// True: a lone frame is stored and removed with no other effect.
+    bool PassesLoneFrame () const override;
     bool DoEnqueue (FabricQueueItem&& item) override;
     FabricQueueItem DoDequeue () override;
 

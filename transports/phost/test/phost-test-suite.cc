@@ -44,6 +44,11 @@ class DropOnceQueue : public PhostQueue
     static uint32_t s_dropped;
 
   protected:
+    bool PassesLoneFrame () const override
+    {
+        return false; // every frame must reach DoEnqueue, which may drop it
+    }
+
     bool DoEnqueue (FabricQueueItem&& item) override
     {
         if (s_dropped == 0 && item.header.payloadBytes > 0)
