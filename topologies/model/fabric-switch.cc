@@ -137,7 +137,9 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
         hash *= 0xC2B2AE35U;
         hash ^= hash >> 16;
     }
-    return group[hash % route.size];
+    // hash % size; a mask when size is a power of two (4 spines): the same port, no division.
+    const uint32_t size = route.size;
+    return group[(size & (size - 1)) == 0 ? hash & (size - 1) : hash % size];
 }
 
 void
