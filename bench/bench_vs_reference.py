@@ -274,8 +274,8 @@ def main() -> int:
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument(
         "--scheduler",
-        default="ns3::PriorityQueueScheduler",
-        help="driver --scheduler (event queue)",
+        default="ns3::FourAryHeapScheduler",
+        help="driver --scheduler (event queue; the driver's default)",
     )
     parser.add_argument("--json", type=Path, default=FIGURES / "vs_reference.json")
     args = parser.parse_args()

@@ -143,8 +143,10 @@ Run (int argc, char** argv)
     // by insertion uid), so results do not depend on this choice, only speed does.  Measured
     // on pFabric (bench/RESULTS.md, "Event scheduler"): std::priority_queue beats ns-3's
     // HeapScheduler (its sift-down dominated the profile) and the calendar queue, which is
-    // fast on a dense incast but degrades on long runs with few events pending.
-    std::string scheduler = "ns3::PriorityQueueScheduler";
+    // fast on a dense incast but degrades on long runs with few events pending; our 4-ary
+    // heap (topologies/model/four-ary-heap-scheduler.h) beats std::priority_queue (pHost
+    // "Speed" in bench/RESULTS.md).
+    std::string scheduler = "ns3::FourAryHeapScheduler";
     CommandLine cmd (__FILE__);
     cmd.Usage ("Simulate SIM_FLOWS over a Clos fabric; write FCT_RECORDS and STATS.json.");
     cmd.AddValue ("flows", "SIM_FLOWS CSV to read", flowsPath);
@@ -172,8 +174,9 @@ Run (int argc, char** argv)
     cmd.AddValue ("stopTimeNs", "trace time to stop at; -1 = last start + drainNs", stopTimeNs);
     cmd.AddValue ("drainNs", "simulated time after the last start (when stopTimeNs = -1)", drainNs);
     cmd.AddValue ("scheduler",
-                  "ns-3 event scheduler TypeId (ns3::HeapScheduler, ns3::CalendarScheduler, "
-                  "ns3::MapScheduler, ns3::PriorityQueueScheduler, ns3::ListScheduler)",
+                  "ns-3 event scheduler TypeId (ns3::FourAryHeapScheduler, ns3::HeapScheduler, "
+                  "ns3::CalendarScheduler, ns3::MapScheduler, ns3::PriorityQueueScheduler, "
+                  "ns3::ListScheduler)",
                   scheduler);
     cmd.Parse (argc, argv);
     TypeId schedulerTid;

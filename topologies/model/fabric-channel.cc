@@ -40,7 +40,7 @@ FabricChannel::Attach (Ptr<FabricNetDevice> device)
 }
 
 void
-FabricChannel::Transmit (Ptr<FabricNetDevice> sender, Ptr<Packet> packet,
+FabricChannel::Transmit (const Ptr<FabricNetDevice>& sender, const Ptr<Packet>& packet,
                          const FabricHeader& header, Time start, Time txTime)
 {
     FabricNetDevice* peer = PeekPointer (m_devices[sender == m_devices[0] ? 1 : 0]);

@@ -40,8 +40,8 @@ class FabricChannel : public Channel
      * Put a frame on the wire from \p sender: schedules its reception at the peer (see class
      * doc).  \p start is when the first bit leaves (>= now), \p txTime its serialization time.
      */
-    void Transmit (Ptr<FabricNetDevice> sender, Ptr<Packet> packet, const FabricHeader& header,
-                   Time start, Time txTime);
+    void Transmit (const Ptr<FabricNetDevice>& sender, const Ptr<Packet>& packet,
+                   const FabricHeader& header, Time start, Time txTime);
 
     Time GetDelay () const
     {

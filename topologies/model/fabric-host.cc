@@ -58,8 +58,8 @@ FabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
 }
 
 void
-FabricHost::Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& frame,
-                     Time txTime)
+FabricHost::Receive (Ptr<FabricNetDevice> device, const Ptr<Packet>& packet,
+                     const FabricHeader& frame, Time txTime)
 {
     if (frame.protocol != m_protocol)
     {

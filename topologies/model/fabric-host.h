@@ -63,7 +63,7 @@ class FabricHost : public Object
     virtual void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) = 0;
 
   private:
-    void Receive (Ptr<FabricNetDevice> device, Ptr<Packet> packet, const FabricHeader& frame,
+    void Receive (Ptr<FabricNetDevice> device, const Ptr<Packet>& packet, const FabricHeader& frame,
                   Time txTime);
 
     Ptr<FabricNetDevice> m_device;

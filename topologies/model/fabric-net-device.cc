@@ -127,6 +127,7 @@ FabricNetDevice::SetDataRate (DataRate rate)
 {
     m_dataRate = rate;
     m_bitRate = rate.GetBitRate ();
+    m_txCacheBytes[0] = m_txCacheBytes[1] = UINT64_MAX;
 }
 
 void
@@ -143,7 +144,7 @@ FabricNetDevice::SetFabricReceiveCallback (FabricReceiveCallback callback)
 }
 
 bool
-FabricNetDevice::SendFabric (Ptr<Packet> packet, const FabricHeader& header)
+FabricNetDevice::SendFabric (const Ptr<Packet>& packet, const FabricHeader& header)
 {
     return EnqueueFrame (packet, header, HostFrameNotBefore ());
 }
@@ -165,10 +166,20 @@ FabricNetDevice::HostFrameNotBefore ()
 }
 
 bool
-FabricNetDevice::EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore)
+FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
+                               Time notBefore)
 {
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
-    if (!m_queue->Enqueue (FabricQueueItem{packet, header, notBefore}))
+    FabricQueueItem item{packet, header, notBefore};
+    if (!m_txCompletePending && m_queue->IsEmpty () && Simulator::Now () >= m_busyUntil &&
+        m_queue->PassThrough (item))
+    {
+        // Idle port, empty queue: the frame leaves now, as Enqueue + StartTransmission would
+        // send it, without being stored.
+        Transmit (item);
+        return true;
+    }
+    if (!m_queue->Enqueue (std::move (item)))
     {
         return false;
     }
@@ -196,6 +207,12 @@ FabricNetDevice::StartTransmission ()
     {
         return;
     }
+    Transmit (item);
+}
+
+void
+FabricNetDevice::Transmit (const FabricQueueItem& item)
+{
     Time now = Simulator::Now ();
     Time start = item.notBefore > now ? item.notBefore : now;
     Time txTime = TxTime (item.GetWireBytes ());
@@ -226,7 +243,7 @@ FabricNetDevice::TransmitComplete ()
 }
 
 void
-FabricNetDevice::Receive (Ptr<Packet> packet, FabricHeader header, Time txTime)
+FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& header, Time txTime)
 {
     ++m_rxPackets;
     if (header.payloadBytes != 0)
@@ -235,13 +252,14 @@ FabricNetDevice::Receive (Ptr<Packet> packet, FabricHeader header, Time txTime)
     }
     if (!m_rxTrace.IsEmpty ())
     {
-        m_rxTrace (packet, header);
+        m_rxTrace (received, header);
     }
     if (!m_fabricRxCallback.IsNull ())
     {
-        m_fabricRxCallback (this, packet, header, txTime);
+        m_fabricRxCallback (this, received, header, txTime);
         return;
     }
+    Ptr<Packet> packet = received; // the IPv4 CE path below replaces it by a copy
     if (m_rxCallback.IsNull ())
     {
         NS_LOG_WARN ("FabricNetDevice: frame dropped, no protocol handler on this host");

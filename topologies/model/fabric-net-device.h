@@ -48,7 +48,7 @@ class FabricNetDevice : public NetDevice
 
     /// Callback for frames received through the fast path: (device, packet, header, txTime
     /// of the frame on the incoming link).
-    typedef Callback<void, Ptr<FabricNetDevice>, Ptr<Packet>, const FabricHeader&, Time>
+    typedef Callback<void, Ptr<FabricNetDevice>, const Ptr<Packet>&, const FabricHeader&, Time>
         FabricReceiveCallback;
 
     /// Signature of the Tx and Rx trace sources.
@@ -64,10 +64,25 @@ class FabricNetDevice : public NetDevice
     DataRate GetDataRate () const;
     void SetDataRate (DataRate rate);
 
-    /// \returns the serialization time of a frame of \p wireBytes on this port.
-    Time TxTime (uint64_t wireBytes) const
+    /// \returns the serialization time of a frame of \p wireBytes on this port (TxTimeFor,
+    /// remembered for the last two frame sizes: a transport's data and control frames, so
+    /// that most frames cost no 64-bit division).
+    Time TxTime (uint64_t wireBytes)
     {
-        return TxTimeFor (wireBytes, m_bitRate);
+        if (wireBytes == m_txCacheBytes[0])
+        {
+            return m_txCacheTime[0];
+        }
+        if (wireBytes == m_txCacheBytes[1])
+        {
+            return m_txCacheTime[1];
+        }
+        const Time txTime = TxTimeFor (wireBytes, m_bitRate);
+        m_txCacheBytes[1] = m_txCacheBytes[0];
+        m_txCacheTime[1] = m_txCacheTime[0];
+        m_txCacheBytes[0] = wireBytes;
+        m_txCacheTime[0] = txTime;
+        return txTime;
     }
 
     /// Make this a cut-through switch port: frames are delivered here \p switchingDelay after
@@ -94,17 +109,17 @@ class FabricNetDevice : public NetDevice
     void SetFabricReceiveCallback (FabricReceiveCallback callback);
 
     /// Send a frame whose fabric header the caller built (non-IP transports).
-    bool SendFabric (Ptr<Packet> packet, const FabricHeader& header);
+    bool SendFabric (const Ptr<Packet>& packet, const FabricHeader& header);
 
     /// \returns the earliest start of a frame handed down now by this port's host: now + U[0,
     /// SendOverhead], or 0 (no constraint) when SendOverhead is 0.
     Time HostFrameNotBefore ();
 
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
-    bool EnqueueFrame (Ptr<Packet> packet, const FabricHeader& header, Time notBefore);
+    bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore);
 
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
-    void Receive (Ptr<Packet> packet, FabricHeader header, Time txTime);
+    void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime);
 
     uint64_t GetTxPackets () const
     {
@@ -155,6 +170,8 @@ class FabricNetDevice : public NetDevice
   private:
     bool BuildIpv4Header (Ptr<const Packet> packet, FabricHeader& header) const;
     void StartTransmission ();
+    /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
+    void Transmit (const FabricQueueItem& item);
     void TransmitComplete ();
 
     Ptr<Node> m_node;
@@ -162,6 +179,8 @@ class FabricNetDevice : public NetDevice
     Ptr<FabricQueue> m_queue;
     DataRate m_dataRate;
     uint64_t m_bitRate{0};
+    uint64_t m_txCacheBytes[2]{UINT64_MAX, UINT64_MAX}; //!< TxTime's last two frame sizes
+    Time m_txCacheTime[2];                              //!< and their serialization times
     uint16_t m_mtu{1500};
     uint32_t m_ifIndex{0};
     uint32_t m_nodeId{0};

@@ -107,6 +107,40 @@ FabricQueue::Enqueue (FabricQueueItem&& item)
 }
 
 bool
+FabricQueue::PassesLoneFrame () const
+{
+    return false;
+}
+
+bool
+FabricQueue::PassThrough (const FabricQueueItem& item)
+{
+    const uint32_t wireBytes = item.GetWireBytes ();
+    if (m_nPackets != 0 || (m_maxBytes != 0 && wireBytes > m_maxBytes) || !PassesLoneFrame ())
+    {
+        return false;
+    }
+    // Enqueue's and Dequeue's effects with an empty queue: the occupancy was 0 until now and
+    // is 0 again now, so the time integral gains nothing.
+    if (!m_enqueueTrace.IsEmpty ())
+    {
+        m_enqueueTrace (item, 0);
+    }
+    ++m_enqueuedPackets;
+    if (wireBytes > m_peakBytes)
+    {
+        m_peakBytes = wireBytes;
+    }
+    m_bytesInQueue = wireBytes;
+    m_bytesInQueue = 0;
+    if (!m_dequeueTrace.IsEmpty ())
+    {
+        m_dequeueTrace (item, wireBytes);
+    }
+    return true;
+}
+
+bool
 FabricQueue::DoSelectVictim (const FabricQueueItem& /* arriving */, FabricQueueItem& /* victim */)
 {
     return false;

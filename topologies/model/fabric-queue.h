@@ -65,6 +65,15 @@ class FabricQueue : public Object
      */
     bool Enqueue (FabricQueueItem&& item);
 
+    /**
+     * Enqueue immediately followed by Dequeue, for a frame that reaches an empty queue of an
+     * idle port and so leaves at once: the same counters, peak, trace calls and (zero)
+     * occupancy-time integral, without storing the frame.  \returns false, having done
+     * nothing, unless the queue is empty, the frame fits, and the discipline allows it
+     * (PassesLoneFrame); then use Enqueue.
+     */
+    bool PassThrough (const FabricQueueItem& item);
+
     /// Remove the next frame to transmit into \p item.  \returns false if the queue is empty.
     bool Dequeue (FabricQueueItem& item);
 
@@ -126,6 +135,13 @@ class FabricQueue : public Object
     typedef void (*ItemTracedCallback) (const FabricQueueItem& item, uint32_t bytesBefore);
 
   protected:
+    /**
+     * Subclass hook: true if DoEnqueue of a frame into the empty queue followed by DoDequeue
+     * has no effect beyond returning that frame (no mark, no drop, no state), so PassThrough
+     * may skip both.  Default false.  A subclass of a discipline that answers true and
+     * overrides DoEnqueue or DoDequeue must answer again.
+     */
+    virtual bool PassesLoneFrame () const;
     /// Subclass hook: store \p item, or return false to have it dropped.
     virtual bool DoEnqueue (FabricQueueItem&& item) = 0;
     /// Subclass hook: remove the next frame (the queue is not empty).

@@ -73,6 +73,29 @@ FabricSwitch::SetRoute (uint32_t dstHost, const std::vector<uint32_t>& ports)
         m_groupOfHost.resize (dstHost + 1, UINT32_MAX);
     }
     m_groupOfHost[dstHost] = group;
+    m_flatDirty = true;
+}
+
+void
+FabricSwitch::BuildFlatRoutes () const
+{
+    m_flatRoutes.assign (m_groupOfHost.size (), FlatRoute{});
+    m_flatPorts.clear ();
+    std::vector<FlatRoute> ofGroup (m_groups.size ());
+    for (std::size_t g = 0; g < m_groups.size (); ++g)
+    {
+        ofGroup[g] = FlatRoute{static_cast<uint32_t> (m_flatPorts.size ()),
+                               static_cast<uint32_t> (m_groups[g].size ())};
+        m_flatPorts.insert (m_flatPorts.end (), m_groups[g].begin (), m_groups[g].end ());
+    }
+    for (std::size_t h = 0; h < m_groupOfHost.size (); ++h)
+    {
+        if (m_groupOfHost[h] != UINT32_MAX)
+        {
+            m_flatRoutes[h] = ofGroup[m_groupOfHost[h]];
+        }
+    }
+    m_flatDirty = false;
 }
 
 const std::vector<uint32_t>&
@@ -86,14 +109,22 @@ FabricSwitch::GetRoute (uint32_t dstHost) const
 uint32_t
 FabricSwitch::SelectPort (const FabricHeader& header) const
 {
-    const std::vector<uint32_t>& group = GetRoute (header.dstHost);
-    if (group.size () == 1)
+    if (m_flatDirty)
+    {
+        BuildFlatRoutes ();
+    }
+    NS_ABORT_MSG_IF (header.dstHost >= m_flatRoutes.size () ||
+                         m_flatRoutes[header.dstHost].size == 0,
+                     "FabricSwitch: no route to host " << header.dstHost);
+    const FlatRoute route = m_flatRoutes[header.dstHost];
+    const uint32_t* group = m_flatPorts.data () + route.first;
+    if (route.size == 1)
     {
         return group[0];
     }
     if (header.pinnedUplink != kFabricAnyUplink)
     {
-        return group[header.pinnedUplink % group.size ()];
+        return group[header.pinnedUplink % route.size];
     }
     uint32_t hash = header.flowHash;
     if (m_ecmpSalt != 0)
@@ -106,12 +137,14 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
         hash *= 0xC2B2AE35U;
         hash ^= hash >> 16;
     }
-    return group[hash % group.size ()];
+    // hash % size; a mask when size is a power of two (4 spines): the same port, no division.
+    const uint32_t size = route.size;
+    return group[(size & (size - 1)) == 0 ? hash & (size - 1) : hash % size];
 }
 
 void
-FabricSwitch::Forward (Ptr<FabricNetDevice> inPort, Ptr<Packet> packet, const FabricHeader& header,
-                       Time txTimeIn)
+FabricSwitch::Forward (Ptr<FabricNetDevice> inPort, const Ptr<Packet>& packet,
+                       const FabricHeader& header, Time txTimeIn)
 {
     FabricNetDevice* out = PeekPointer (m_ports[SelectPort (header)]);
     // Delivered at head + switching delay.  The tail arrives txTimeIn after the head; the

@@ -62,14 +62,27 @@ class FabricSwitch : public Object
     }
 
   private:
-    void Forward (Ptr<FabricNetDevice> inPort, Ptr<Packet> packet, const FabricHeader& header,
-                  Time txTimeIn);
+    void Forward (Ptr<FabricNetDevice> inPort, const Ptr<Packet>& packet,
+                  const FabricHeader& header, Time txTimeIn);
 
     Time m_switchingDelay;
     uint32_t m_ecmpSalt{0};
     std::vector<Ptr<FabricNetDevice>> m_ports;
     std::vector<uint32_t> m_groupOfHost;         // dst host -> index into m_groups
     std::vector<std::vector<uint32_t>> m_groups; // distinct ECMP groups
+    /// Per destination host: its group as (first, size) in m_flatPorts, built at the first
+    /// SelectPort after a SetRoute (one array index per forwarded frame).
+    struct FlatRoute
+    {
+        uint32_t first{0};
+        uint32_t size{0};
+    };
+
+    void BuildFlatRoutes () const;
+
+    mutable std::vector<FlatRoute> m_flatRoutes;
+    mutable std::vector<uint32_t> m_flatPorts;
+    mutable bool m_flatDirty{true};
     uint64_t m_forwarded{0};
 };
 

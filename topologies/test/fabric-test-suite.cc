@@ -6,6 +6,7 @@
 #include "topologies/model/clos-topology.h"
 #include "topologies/model/drop-tail-ecn-queue.h"
 #include "topologies/model/fabric-header.h"
+#include "topologies/model/four-ary-heap-scheduler.h"
 
 #include "ns3/channel.h"
 #include "ns3/core-module.h"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace ns3;
@@ -406,6 +408,83 @@ class SendOverheadTestCase : public TestCase
     std::vector<Time> m_arrivals;
 };
 
+/**
+ * FourAryHeapScheduler against an independent oracle, a std::set of (timestamp, uid) keys
+ * (ns-3's event order): 20,000 random Inserts (many equal timestamps, so the uid decides),
+ * RemoveNexts and Removes of arbitrary pending events; every RemoveNext and PeekNext must
+ * return the oracle's smallest key with its impl and context.
+ */
+class FourAryHeapSchedulerTestCase : public TestCase
+{
+  public:
+    FourAryHeapSchedulerTestCase ()
+          : TestCase ("4-ary heap scheduler returns events in (timestamp, uid) order")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<FourAryHeapScheduler> heap = CreateObject<FourAryHeapScheduler> ();
+        std::set<std::pair<uint64_t, uint32_t>> oracle;
+        std::mt19937_64 rng (7);
+        uint32_t uid = 0;
+        uint64_t now = 0;
+        const auto eventOf = [] (uint64_t ts, uint32_t id)
+        {
+            Scheduler::Event ev;
+            // The scheduler only stores impl: a fake, never dereferenced, pointer that
+            // encodes the uid checks that the right payload travels with each key.
+            ev.impl = reinterpret_cast<EventImpl*> (static_cast<uintptr_t> (id) * 16 + 16);
+            ev.key.m_ts = ts;
+            ev.key.m_uid = id;
+            ev.key.m_context = id ^ 0x5A5A;
+            return ev;
+        };
+        uint64_t removed = 0;
+        for (int step = 0; step < 20000; ++step)
+        {
+            const uint64_t r = rng () % 10;
+            if (r < 5 || oracle.empty ())
+            {
+                const uint64_t ts = now + rng () % 50; // frequent ties
+                heap->Insert (eventOf (ts, uid));
+                oracle.emplace (ts, uid++);
+            }
+            else if (r < 9)
+            {
+                const Scheduler::Event peek = heap->PeekNext ();
+                const Scheduler::Event next = heap->RemoveNext ();
+                const auto want = *oracle.begin ();
+                oracle.erase (oracle.begin ());
+                NS_TEST_ASSERT_MSG_EQ (peek.key.m_uid, next.key.m_uid, "PeekNext = RemoveNext");
+                NS_TEST_ASSERT_MSG_EQ (next.key.m_ts, want.first, "timestamp order");
+                NS_TEST_ASSERT_MSG_EQ (next.key.m_uid, want.second, "uid order among ties");
+                NS_TEST_ASSERT_MSG_EQ (next.key.m_context, (want.second ^ 0x5A5Au), "context");
+                NS_TEST_ASSERT_MSG_EQ (next.impl, eventOf (0, want.second).impl, "impl");
+                now = next.key.m_ts;
+            }
+            else
+            {
+                auto it = oracle.begin ();
+                std::advance (it, static_cast<long> (rng () % oracle.size ()));
+                heap->Remove (eventOf (it->first, it->second));
+                oracle.erase (it);
+                ++removed;
+            }
+            NS_TEST_ASSERT_MSG_EQ (heap->IsEmpty (), oracle.empty (), "IsEmpty");
+        }
+        NS_TEST_ASSERT_MSG_GT (removed, 1000u, "Remove exercised");
+        while (!oracle.empty ())
+        {
+            const Scheduler::Event next = heap->RemoveNext ();
+            NS_TEST_ASSERT_MSG_EQ (next.key.m_uid, oracle.begin ()->second, "drain order");
+            oracle.erase (oracle.begin ());
+        }
+        NS_TEST_ASSERT_MSG_EQ (heap->IsEmpty (), true, "drained");
+    }
+};
+
 class FabricTestSuite : public TestSuite
 {
   public:
@@ -424,6 +503,7 @@ class FabricTestSuite : public TestSuite
             AddTestCase (new CutThroughTimingTestCase (rate, 100, true), TestCase::QUICK);
         }
         AddTestCase (new SendOverheadTestCase, TestCase::QUICK);
+        AddTestCase (new FourAryHeapSchedulerTestCase, TestCase::QUICK);
     }
 };
 

@@ -77,12 +77,14 @@ PhostDestination::ReceiveRts (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
 void
 PhostDestination::ReceiveData (uint64_t flowId, uint16_t src, uint64_t sizeBytes, uint32_t packet)
 {
-    if (m_finished.count (flowId) != 0)
+    // A known flow is not finished: one hash lookup per data packet in the common case.
+    auto known = m_flows.find (flowId);
+    if (known == m_flows.end () && m_finished.count (flowId) != 0)
     {
         ++m_duplicates;
         return;
     }
-    Flow& flow = Register (flowId, src, sizeBytes);
+    Flow& flow = known != m_flows.end () ? known->second : Register (flowId, src, sizeBytes);
     flow.tokensSinceData = 0; // the source answers
     if (packet >= flow.nPackets || flow.received[packet])
     {

@@ -37,6 +37,12 @@ PhostQueue::GetNPacketsAt (uint32_t level) const
 }
 
 bool
+PhostQueue::PassesLoneFrame () const
+{
+    return true;
+}
+
+bool
 PhostQueue::DoEnqueue (FabricQueueItem&& item)
 {
     if (m_fifo.size () != m_levels)
@@ -48,6 +54,34 @@ PhostQueue::DoEnqueue (FabricQueueItem&& item)
     return true;
 }
 
+void
+PhostQueue::Fifo::push_back (FabricQueueItem&& item)
+{
+    if (m_size == m_slots.size ())
+    {
+        // Grow: unroll the ring into a buffer twice as large.
+        std::vector<FabricQueueItem> grown (m_slots.empty () ? 16 : 2 * m_slots.size ());
+        for (std::size_t i = 0; i < m_size; ++i)
+        {
+            grown[i] = std::move (m_slots[(m_head + i) & (m_slots.size () - 1)]);
+        }
+        m_slots.swap (grown);
+        m_head = 0;
+    }
+    m_slots[(m_head + m_size) & (m_slots.size () - 1)] = std::move (item);
+    ++m_size;
+}
+
+FabricQueueItem
+PhostQueue::Fifo::pop_front ()
+{
+    FabricQueueItem item = std::move (m_slots[m_head]);
+    m_slots[m_head].packet = nullptr; // ns-3.37's Ptr has no move: drop the slot's reference
+    m_head = (m_head + 1) & (m_slots.size () - 1);
+    --m_size;
+    return item;
+}
+
 FabricQueueItem
 PhostQueue::DoDequeue ()
 {
@@ -55,9 +89,7 @@ PhostQueue::DoDequeue ()
     {
         if (!fifo.empty ())
         {
-            FabricQueueItem item = std::move (fifo.front ());
-            fifo.pop_front ();
-            return item;
+            return fifo.pop_front ();
         }
     }
     NS_ABORT_MSG ("PhostQueue: DoDequeue on an empty queue");

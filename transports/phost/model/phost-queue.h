@@ -6,7 +6,7 @@
 
 #include "topologies/model/fabric-queue.h"
 
-#include <deque>
+#include <cstddef>
 #include <vector>
 
 namespace ns3
@@ -31,12 +31,38 @@ class PhostQueue : public FabricQueue
     uint32_t GetNPacketsAt (uint32_t level) const;
 
   protected:
+    /// True: a lone frame is stored and removed with no other effect.
+    bool PassesLoneFrame () const override;
     bool DoEnqueue (FabricQueueItem&& item) override;
     FabricQueueItem DoDequeue () override;
 
   private:
+    /// One level's FIFO: a ring buffer of power-of-two capacity that doubles when full (no
+    /// allocation per frame once grown, unlike std::deque's chunks).
+    class Fifo
+    {
+      public:
+        bool empty () const
+        {
+            return m_size == 0;
+        }
+
+        std::size_t size () const
+        {
+            return m_size;
+        }
+
+        void push_back (FabricQueueItem&& item);
+        FabricQueueItem pop_front ();
+
+      private:
+        std::vector<FabricQueueItem> m_slots;
+        std::size_t m_head{0};
+        std::size_t m_size{0};
+    };
+
     uint32_t m_levels{2};
-    std::vector<std::deque<FabricQueueItem>> m_fifo;
+    std::vector<Fifo> m_fifo;
 };
 
 } // namespace ns3
