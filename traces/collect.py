@@ -89,6 +89,7 @@ from disaggsim.traces.collect_env import (
     loop_device,
     make_cluster_network,
     memcg_group,
+    memcg_oom_kills,
     memcg_read_int,
     memcg_reset,
     memcg_stat,
@@ -376,6 +377,56 @@ def _check_host() -> None:
                            "tcpdump util-linux e2fsprogs procps)")
 
 
+#: Attempts at the untraced start+load phase when a node's memory cgroup OOM-kills a process.
+START_ATTEMPTS: Final = 3
+
+
+def _start_apps(
+    apps: list[Any], memcgs: list[Path], run_stack: UndoStack, log_dir: Path, steps: tqdm
+) -> int:
+    """Start every application (its untraced start and load phase) under the memory limits;
+    return how many attempts it took.
+
+    Under memcg v1 a group at its limit whose pages are all active and partly in the swap
+    cache can fail to reclaim, and its OOM killer then ends a process (seen: memcached
+    killed on a swap-in during the YCSB load of the smoke preset, 24 MB limit for ~90 MB,
+    every anonymous page active; dmesg "Memory cgroup out of memory"). Nothing is traced
+    yet, so such an attempt is undone (its processes stopped, its logs kept as
+    ``attemptN-<log>``) and the start repeated, at most ``START_ATTEMPTS`` times; any other
+    failure, or the last attempt's, is raised.
+
+    Raises:
+        RuntimeError: an application failed to start (the message names its log and, after
+            OOM kills, says so).
+    """
+    for attempt in range(1, START_ATTEMPTS + 1):
+        kills_before = [memcg_oom_kills(cg) for cg in memcgs]
+        attempt_stack = UndoStack()
+        try:
+            with attempt_stack:
+                for app in apps:
+                    app.start(attempt_stack)
+                run_stack.enter_context(attempt_stack.pop_all())
+            return attempt
+        except RuntimeError as exc:
+            killed = [i for i, cg in enumerate(memcgs)
+                      if memcg_oom_kills(cg) > kills_before[i]]
+            if not killed:
+                raise
+            where = ", ".join(f"node{i}" for i in killed)
+            if attempt == START_ATTEMPTS:
+                raise RuntimeError(f"{exc}\n(the memory cgroup of {where} OOM-killed a process "
+                                   f"in each of {START_ATTEMPTS} attempts at the start)") from exc
+            steps.write(f"collect: the memory cgroup of {where} OOM-killed a process during "
+                        f"the untraced start (attempt {attempt}/{START_ATTEMPTS}); retrying")
+            for f in list(log_dir.iterdir()):
+                if f.is_file() and not f.name.startswith(("calibration-", "attempt")):
+                    f.rename(f.with_name(f"attempt{attempt}-{f.name}"))
+            for cg in memcgs:
+                memcg_reset(cg)
+    raise AssertionError("unreachable")
+
+
 def _run_apps(
     apps: list[Any], stack: UndoStack, duration_s: float, label: str
 ) -> dict[str, object]:
@@ -542,8 +593,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
 
         with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
-            for app in apps:
-                app.start(run_stack)
+            start_attempts = _start_apps(apps, memcgs, run_stack, partial / "logs", steps)
             steps.update()
             tracker = PidTracker(memcgs)
             run_stack.callback(tracker.stop)
@@ -633,7 +683,7 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
             "trace_clock": "mono", "trace_clock_offset_ns": offset_ns,
             "start_monotonic_ns": t0_ns, "start_realtime_ns": start_realtime_ns,
             "page_bytes": PAGE_BYTES, "swap_bytes": config.swap_bytes,
-            "paging_recorder": config.paging_recorder,
+            "paging_recorder": config.paging_recorder, "start_attempts": start_attempts,
             "swap_device": swap_dev, "disk_bytes": config.disk_bytes,
             "memory_limit_fraction": config.memory_limit_fraction,
             "working_set_given": config.working_set_bytes is not None,

@@ -328,6 +328,16 @@ def memcg_read_int(memcg: Path, name: str) -> int:
     return int((memcg / name).read_text().split()[0])
 
 
+def memcg_oom_kills(memcg: Path) -> int:
+    """Processes the group's own OOM killer has killed (``oom_kill`` of memcg v1's
+    ``memory.oom_control``; 0 where the kernel does not report it)."""
+    for line in (memcg / "memory.oom_control").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill":
+            return int(value)
+    return 0
+
+
 def memcg_stat(memcg: Path) -> dict[str, int]:
     """Parse ``memory.stat`` into ``{key: value}``."""
     out = {}
