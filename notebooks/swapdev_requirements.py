@@ -35,8 +35,9 @@
 #   collector's memcached + YCSB (configs/emulate-sweep-memcached-ycsb.toml): fixed model
 #   at 25/50/75% local memory, with the swap bandwidth of every run (Figure 6).
 #
-# It reads only CSV files (seconds, no root, no device). The numbers were measured on a
-# shared, loaded 2-vCPU machine: medians of the repeats with min-max error bars.
+# It reads only CSV files (seconds, no root, no device). Medians of the repeats with min-max
+# error bars; the CPython sort's sweep ran on a shared, loaded 2-vCPU machine, the
+# memcached sweep on a quiet one (load and dates in bench/RESULTS.md).
 
 # %%
 import io
