@@ -310,6 +310,21 @@ FastpassHost::StartReceiver (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
     m_receivers.emplace (flowId, std::move (receiver));
 }
 
+Time
+FastpassHost::AllocatedSendTime (uint64_t slot, uint32_t slotOffset, Time now)
+{
+    Time at = m_config.sendOnArrival
+                  ? now + m_config.timeslot * static_cast<int64_t> (slotOffset)
+                  : PicoSeconds (static_cast<int64_t> (slot) * m_config.timeslot.GetPicoSeconds ());
+    if (at < now)
+    {
+        ++m_lateAllocations;
+        at = now;
+    }
+    m_dataTimes.insert (at.GetPicoSeconds ());
+    return at;
+}
+
 void
 FastpassHost::SendData (uint64_t flowId, uint64_t slot, uint16_t spine)
 {
@@ -517,17 +532,8 @@ FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
             {
                 const uint64_t slot = header.slot + entry.slotOffset;
                 const auto dst = static_cast<uint16_t> (entry.flowId);
-                Time at = m_config.sendOnArrival
-                              ? now + m_config.timeslot * static_cast<int64_t> (entry.slotOffset)
-                              : PicoSeconds (static_cast<int64_t> (slot) *
-                                             m_config.timeslot.GetPicoSeconds ());
-                if (at < now)
-                {
-                    ++m_lateAllocations;
-                    at = now;
-                }
+                const Time at = AllocatedSendTime (slot, entry.slotOffset, now);
                 lastAt = std::max (lastAt, at);
-                m_dataTimes.insert (at.GetPicoSeconds ());
                 Simulator::Schedule (at - now, &FastpassHost::SendDataTo, this, dst, slot,
                                      entry.spine);
                 Destination& destination = m_destinations[dst];
@@ -560,16 +566,7 @@ FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
             for (const FastpassAllocEntry& entry : header.allocs)
             {
                 const uint64_t slot = header.slot + entry.slotOffset;
-                Time at = m_config.sendOnArrival
-                              ? now + m_config.timeslot * static_cast<int64_t> (entry.slotOffset)
-                              : PicoSeconds (static_cast<int64_t> (slot) *
-                                             m_config.timeslot.GetPicoSeconds ());
-                if (at < now)
-                {
-                    ++m_lateAllocations;
-                    at = now;
-                }
-                m_dataTimes.insert (at.GetPicoSeconds ());
+                const Time at = AllocatedSendTime (slot, entry.slotOffset, now);
                 Simulator::Schedule (at - now, &FastpassHost::SendData, this, entry.flowId, slot,
                                      entry.spine);
                 auto sender = m_senders.find (entry.flowId);

@@ -192,6 +192,11 @@ class FastpassHost : public FabricHost
     /// FCP: the next AREQ, listing up to \p maxEntries (<= kFastpassMaxAreqPerFrame) dirty
     /// destinations; \p nEntries = how many it lists.
     Ptr<Packet> BuildAreq (FabricHeader& frame, uint32_t maxEntries, uint32_t& nEntries) const;
+    /// When this host sends in timeslot \p slot of an allocation that arrived \p now with
+    /// offset \p slotOffset in its batch: the timeslot's start (or, with SendOnArrival, now
+    /// + offset timeslots), never before \p now (a late allocation is counted); recorded in
+    /// the data-time set that keeps control frames out of data timeslots.
+    Time AllocatedSendTime (uint64_t slot, uint32_t slotOffset, Time now);
     void SendData (uint64_t flowId, uint64_t slot, uint16_t spine);
     /// FCP: a timeslot for \p dst: the flow to it with a packet to retransmit, else the one
     /// with fewest packets left, sends.
