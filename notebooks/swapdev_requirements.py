@@ -116,29 +116,41 @@ def predicted(pct: int, latency_us: float, bandwidth_gbps: float, jct0_s: float)
     return 1.0 + delay_s / jct0_s
 
 
-fractions = sorted(sweep["local_pct"].unique())
-fig = Figure(figsize=(3.2 * len(fractions), 3.4))
-axes = fig.subplots(1, len(fractions), sharey=True)
-for ax, pct in zip(axes, fractions, strict=True):
-    at = sweep[sweep["local_pct"] == pct]
-    ref = at[at["model"] == "none"].iloc[0]
-    for bw, marker in ((40, "o"), (100, "s")):
-        rows = at[at["bandwidth_gbps"] == bw].sort_values("latency_us")
-        x = [0.0, *rows["latency_us"]]
-        y = [1.0, *rows["relative_jct"]]
-        lo = [1.0 - ref["relative_min"], *(rows["relative_jct"] - rows["relative_min"])]
-        hi = [ref["relative_max"] - 1.0, *(rows["relative_max"] - rows["relative_jct"])]
-        line = ax.errorbar(x, y, yerr=[lo, hi], marker=marker, capsize=3, label=f"{bw} Gb/s")
-        model = [predicted(pct, lat, bw, ref["median_jct_s"]) for lat in x]
-        ax.plot(x, model, linestyle=":", color=line[0].get_color(), label=f"{bw} Gb/s additive")
-    ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
-    ax.set_title(f"{pct}% local memory", fontsize=9)
-    ax.set_xlabel("injected latency per request (µs)")
-    ax.grid(alpha=0.3)
-axes[0].set_ylabel("JCT / zero-delay JCT")
-axes[0].legend(fontsize=8)
-fig.suptitle("CPython sort, uffd backend (median of repeats, min-max)", fontsize=10)
-fig.tight_layout()
+def sweep_figure(table: pd.DataFrame, title: str, model=None) -> Figure:
+    """Relative JCT against injected latency, one panel per local fraction, one line per
+    bandwidth (``table``: local_pct, model, latency_us, bandwidth_gbps, relative_jct,
+    relative_min/max, median_jct_s); ``model(pct, latency_us, bandwidth_gbps, jct0_s)``
+    adds the additive prediction as a dotted line."""
+    fractions = sorted(table["local_pct"].unique())
+    fig = Figure(figsize=(3.2 * len(fractions), 3.4))
+    axes = fig.subplots(1, len(fractions), sharey=True)
+    for ax, pct in zip(axes, fractions, strict=True):
+        at = table[table["local_pct"] == pct]
+        ref = at[at["model"] == "none"].iloc[0]
+        for bw, marker in ((40, "o"), (100, "s")):
+            rows = at[at["bandwidth_gbps"] == bw].sort_values("latency_us")
+            x = [0.0, *rows["latency_us"]]
+            y = [1.0, *rows["relative_jct"]]
+            lo = [1.0 - ref["relative_min"], *(rows["relative_jct"] - rows["relative_min"])]
+            hi = [ref["relative_max"] - 1.0, *(rows["relative_max"] - rows["relative_jct"])]
+            line = ax.errorbar(x, y, yerr=[lo, hi], marker=marker, capsize=3,
+                               label=f"{bw} Gb/s")
+            if model is not None:
+                pred = [model(pct, lat, bw, ref["median_jct_s"]) for lat in x]
+                ax.plot(x, pred, linestyle=":", color=line[0].get_color(),
+                        label=f"{bw} Gb/s additive")
+        ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_title(f"{pct}% local memory", fontsize=9)
+        ax.set_xlabel("injected latency per request (µs)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("JCT / zero-delay JCT")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+fig = sweep_figure(sweep, "CPython sort, uffd backend (median of repeats, min-max)", predicted)
 show(fig, "requirements/requirements_sweep.png")
 
 # %% [markdown]
@@ -233,25 +245,9 @@ display(models[["model", "median_jct_s", "relative_jct", "relative_min", "relati
 MEMCACHED = FIGURES / "requirements" / "memcached-ycsb"
 mc = pd.read_csv(MEMCACHED / "summary.csv")
 mc["local_pct"] = (mc["local_fraction"] * 100).round().astype(int)
-fig = Figure(figsize=(3.2 * mc["local_pct"].nunique(), 3.4))
-axes = fig.subplots(1, mc["local_pct"].nunique(), sharey=True)
-for ax, (pct, at) in zip(axes, mc.groupby("local_pct"), strict=True):
-    ref = at[at["model"] == "none"].iloc[0]
-    for bw, marker in ((40e9, "o"), (100e9, "s")):
-        rows = at[at["bandwidth_bps"] == bw].sort_values("latency_ns")
-        x = [0.0, *(rows["latency_ns"] / 1000)]
-        y = [1.0, *rows["relative_jct"]]
-        lo = [1.0 - ref["relative_min"], *(rows["relative_jct"] - rows["relative_min"])]
-        hi = [ref["relative_max"] - 1.0, *(rows["relative_max"] - rows["relative_jct"])]
-        ax.errorbar(x, y, yerr=[lo, hi], marker=marker, capsize=3, label=f"{bw / 1e9:g} Gb/s")
-    ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
-    ax.set_title(f"{pct}% local memory", fontsize=9)
-    ax.set_xlabel("injected latency per request (µs)")
-    ax.grid(alpha=0.3)
-axes[0].set_ylabel("JCT / zero-delay JCT")
-axes[0].legend(fontsize=8)
-fig.suptitle("memcached + YCSB-A, uffd backend (median of repeats, min-max)", fontsize=10)
-fig.tight_layout()
+mc["latency_us"] = mc["latency_ns"] / 1000
+mc["bandwidth_gbps"] = mc["bandwidth_bps"] / 1e9
+fig = sweep_figure(mc, "memcached + YCSB-A, uffd backend (median of repeats, min-max)")
 show(fig, "requirements/memcached-ycsb/requirements_sweep.png")
 display(pd.read_csv(MEMCACHED / "table3.csv"))
 

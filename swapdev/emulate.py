@@ -496,6 +496,16 @@ def _csv_text(rows: list[dict[str, object]]) -> str:
     return buf.getvalue()
 
 
+def _save_png(fig: Any, path: Path) -> None:
+    """Lay out ``fig``, write it to ``path`` as PNG atomically, close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
 def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     import matplotlib
 
@@ -537,10 +547,7 @@ def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     if groups:
         ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(out / f"{cfg.emulate.name}.png") as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    _save_png(fig, out / f"{cfg.emulate.name}.png")
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for fraction in dict.fromkeys(r["local_fraction"] for r in ok):
@@ -556,7 +563,4 @@ def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     if ok:
         ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(out / f"{cfg.emulate.name}-fig6.png") as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    _save_png(fig, out / f"{cfg.emulate.name}-fig6.png")
