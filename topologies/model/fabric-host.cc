@@ -27,6 +27,10 @@ FabricHost::~FabricHost () = default;
 void
 FabricHost::DoDispose ()
 {
+    if (m_device)
+    {
+        m_device->SetFabricFrameSink (nullptr);
+    }
     m_device = nullptr;
     Object::DoDispose ();
 }
@@ -37,7 +41,7 @@ FabricHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex, uint16_t pro
     m_device = device;
     m_hostIndex = hostIndex;
     m_protocol = protocol;
-    device->SetFabricReceiveCallback (MakeCallback (&FabricHost::Receive, this));
+    device->SetFabricFrameSink (this);
     DoSetup ();
 }
 
@@ -58,8 +62,8 @@ FabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
 }
 
 void
-FabricHost::Receive (Ptr<FabricNetDevice> device, const Ptr<Packet>& packet,
-                     const FabricHeader& frame, Time txTime)
+FabricHost::ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
+                          const FabricHeader& frame, Time txTime)
 {
     if (frame.protocol != m_protocol)
     {

@@ -24,7 +24,7 @@ namespace ns3
  * subclass's DoReceive, which demultiplexes them by the flow id of its own header to the
  * flow's sender or receiver.
  */
-class FabricHost : public Object
+class FabricHost : public Object, public FabricFrameSink
 {
   public:
     static TypeId GetTypeId ();
@@ -62,10 +62,12 @@ class FabricHost : public Object
     /// A frame of this host's protocol arrived.
     virtual void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) = 0;
 
-  private:
-    void Receive (Ptr<FabricNetDevice> device, const Ptr<Packet>& packet, const FabricHeader& frame,
-                  Time txTime);
+    /// A frame arrived at the host's port (FabricFrameSink): another protocol's is dropped,
+    /// this protocol's goes to DoReceive.
+    void ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
+                       const FabricHeader& frame, Time txTime) override;
 
+  private:
     Ptr<FabricNetDevice> m_device;
     uint16_t m_hostIndex{0};
     uint16_t m_protocol{0};

@@ -83,6 +83,7 @@ FabricNetDevice::DoDispose ()
     m_rxCallback.Nullify ();
     m_promiscCallback.Nullify ();
     m_fabricRxCallback.Nullify ();
+    m_frameSink = nullptr;
     NetDevice::DoDispose ();
 }
 
@@ -253,6 +254,11 @@ FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& heade
     if (!m_rxTrace.IsEmpty ())
     {
         m_rxTrace (received, header);
+    }
+    if (m_frameSink != nullptr)
+    {
+        m_frameSink->ReceiveFrame (this, received, header, txTime);
+        return;
     }
     if (!m_fabricRxCallback.IsNull ())
     {

@@ -18,7 +18,27 @@ namespace ns3
 {
 
 class FabricChannel;
+class FabricNetDevice;
 class Node;
+
+/**
+ * \brief Where a fabric port hands received frames on the fast path: the port's switch or
+ * transport host.
+ *
+ * A direct virtual call instead of an ns-3 Callback (a std::function plus a Ptr copy of the
+ * port per frame): every received frame passes here, and the two layers cost ~2 % of a
+ * pFabric run (bench/RESULTS.md "What moved the numbers").  The sink must outlive the port's
+ * use of it; FabricSwitch and FabricHost own their ports and clear it in DoDispose.
+ */
+class FabricFrameSink
+{
+  public:
+    virtual ~FabricFrameSink () = default;
+    /// A frame arrived at \p port: its \p packet, \p header, and \p txTime, its serialization
+    /// time on the incoming link.
+    virtual void ReceiveFrame (FabricNetDevice* port, const Ptr<Packet>& packet,
+                               const FabricHeader& header, Time txTime) = 0;
+};
 
 /**
  * \brief A fabric port: an egress FabricQueue, a serializer at DataRate, and a FabricChannel.
@@ -108,6 +128,12 @@ class FabricNetDevice : public NetDevice
     /// Deliver received frames to \p callback instead of the node's protocol handlers.
     void SetFabricReceiveCallback (FabricReceiveCallback callback);
 
+    /// Deliver received frames to \p sink (before any callback); nullptr detaches it.
+    void SetFabricFrameSink (FabricFrameSink* sink)
+    {
+        m_frameSink = sink;
+    }
+
     /// Send a frame whose fabric header the caller built (non-IP transports).
     bool SendFabric (const Ptr<Packet>& packet, const FabricHeader& header);
 
@@ -194,6 +220,7 @@ class FabricNetDevice : public NetDevice
     NetDevice::ReceiveCallback m_rxCallback;
     NetDevice::PromiscReceiveCallback m_promiscCallback;
     FabricReceiveCallback m_fabricRxCallback;
+    FabricFrameSink* m_frameSink{nullptr}; //!< fast-path receiver (not owned)
     uint64_t m_txPackets{0};
     uint64_t m_rxPackets{0};
     uint64_t m_rxDataPackets{0};

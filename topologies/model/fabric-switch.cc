@@ -39,11 +39,22 @@ FabricSwitch::FabricSwitch () = default;
 
 FabricSwitch::~FabricSwitch () = default;
 
+void
+FabricSwitch::DoDispose ()
+{
+    for (const Ptr<FabricNetDevice>& port : m_ports)
+    {
+        port->SetFabricFrameSink (nullptr);
+    }
+    m_ports.clear ();
+    Object::DoDispose ();
+}
+
 uint32_t
 FabricSwitch::AddPort (Ptr<FabricNetDevice> port)
 {
     port->SetCutThrough (m_switchingDelay);
-    port->SetFabricReceiveCallback (MakeCallback (&FabricSwitch::Forward, this));
+    port->SetFabricFrameSink (this);
     m_ports.push_back (port);
     return static_cast<uint32_t> (m_ports.size () - 1);
 }
@@ -143,8 +154,8 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
 }
 
 void
-FabricSwitch::Forward (Ptr<FabricNetDevice> inPort, const Ptr<Packet>& packet,
-                       const FabricHeader& header, Time txTimeIn)
+FabricSwitch::ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
+                            const FabricHeader& header, Time txTimeIn)
 {
     FabricNetDevice* out = PeekPointer (m_ports[SelectPort (header)]);
     // Delivered at head + switching delay.  The tail arrives txTimeIn after the head; the

@@ -24,7 +24,7 @@ namespace ns3
  * before tail_in + switching delay - tx_time_out, so a faster egress never underruns.
  * See topologies/doc/clos.md "Timing".
  */
-class FabricSwitch : public Object
+class FabricSwitch : public Object, public FabricFrameSink
 {
   public:
     static TypeId GetTypeId ();
@@ -32,7 +32,7 @@ class FabricSwitch : public Object
     ~FabricSwitch () override;
 
     /// Add an egress/ingress port; \returns its port index.  The port becomes cut-through
-    /// with this switch's SwitchingDelay and hands received frames to Forward().
+    /// with this switch's SwitchingDelay and hands received frames to ReceiveFrame().
     uint32_t AddPort (Ptr<FabricNetDevice> port);
 
     Ptr<FabricNetDevice> GetPort (uint32_t index) const;
@@ -61,10 +61,14 @@ class FabricSwitch : public Object
         return m_forwarded;
     }
 
-  private:
-    void Forward (Ptr<FabricNetDevice> inPort, const Ptr<Packet>& packet,
-                  const FabricHeader& header, Time txTimeIn);
+    /// Forward a frame that arrived at \p inPort (FabricFrameSink).
+    void ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
+                       const FabricHeader& header, Time txTimeIn) override;
 
+  protected:
+    void DoDispose () override;
+
+  private:
     Time m_switchingDelay;
     uint32_t m_ecmpSalt{0};
     std::vector<Ptr<FabricNetDevice>> m_ports;
