@@ -61,6 +61,17 @@ FabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
     return true;
 }
 
+bool
+FabricHost::DropsAtNic (const FabricHeader& frame, uint32_t packetBytes)
+{
+    if (!m_device->DropRefusedFabricFrame (frame, packetBytes + kFabricHeaderBytes))
+    {
+        return false;
+    }
+    ++m_nicDrops;
+    return true;
+}
+
 void
 FabricHost::ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
                           const FabricHeader& frame, Time txTime)

@@ -49,6 +49,11 @@ class FabricHost : public Object, public FabricFrameSink
     /// NIC queue dropped it (counted in GetNicDrops).
     bool Send (Ptr<Packet> packet, const FabricHeader& frame);
 
+    /// Ask the host's NIC queue before building a frame: if it would refuse a frame of
+    /// \p packetBytes (without the fabric header) with \p frame outright, count the drop as
+    /// Send would (FabricNetDevice::DropRefusedFabricFrame) and return true.
+    bool DropsAtNic (const FabricHeader& frame, uint32_t packetBytes);
+
     /// \returns frames handed to Send that the host's NIC queue refused.
     uint64_t GetNicDrops () const
     {

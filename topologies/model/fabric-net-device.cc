@@ -150,6 +150,20 @@ FabricNetDevice::SendFabric (const Ptr<Packet>& packet, const FabricHeader& head
     return EnqueueFrame (packet, header, HostFrameNotBefore ());
 }
 
+bool
+FabricNetDevice::DropRefusedFabricFrame (const FabricHeader& header, uint32_t wireBytes)
+{
+    NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
+    // A refused frame never passes through an idle port: a full queue is not empty, and a
+    // frame larger than the whole buffer fails PassThrough as well.
+    if (!m_queue->DropIfRefused (header, wireBytes))
+    {
+        return false;
+    }
+    HostFrameNotBefore (); // SendFabric draws before enqueueing: keep the random stream
+    return true;
+}
+
 Time
 FabricNetDevice::HostFrameNotBefore ()
 {

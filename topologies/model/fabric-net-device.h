@@ -137,6 +137,12 @@ class FabricNetDevice : public NetDevice
     /// Send a frame whose fabric header the caller built (non-IP transports).
     bool SendFabric (const Ptr<Packet>& packet, const FabricHeader& header);
 
+    /// SendFabric's outcome for a frame of \p wireBytes with \p header when the egress queue
+    /// would drop it outright (FabricQueue::DropIfRefused): the drop is counted and the
+    /// random draw of SendOverhead made as SendFabric would, and true returned; otherwise
+    /// nothing happens and false is returned (then build the frame and SendFabric it).
+    bool DropRefusedFabricFrame (const FabricHeader& header, uint32_t wireBytes);
+
     /// \returns the earliest start of a frame handed down now by this port's host: now + U[0,
     /// SendOverhead], or 0 (no constraint) when SendOverhead is 0.
     Time HostFrameNotBefore ();

@@ -107,6 +107,25 @@ FabricQueue::Enqueue (FabricQueueItem&& item)
 }
 
 bool
+FabricQueue::DropIfRefused (const FabricHeader& header, uint32_t wireBytes)
+{
+    if (m_maxBytes == 0 || m_nBytes + wireBytes <= m_maxBytes || !m_dropTrace.IsEmpty () ||
+        (m_nPackets != 0 && !DoRefusesArrival (header)))
+    {
+        return false;
+    }
+    // Enqueue's outright drop of an arrival: the counter, and the trace, which has no sink.
+    ++m_droppedPackets;
+    return true;
+}
+
+bool
+FabricQueue::DoRefusesArrival (const FabricHeader& arriving) const
+{
+    return true;
+}
+
+bool
 FabricQueue::PassesLoneFrame () const
 {
     return false;

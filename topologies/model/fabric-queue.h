@@ -129,6 +129,17 @@ class FabricQueue : public Object
     /// Restart peak/mean/drop/mark statistics at the current simulation time.
     void ResetStatistics ();
 
+    /**
+     * Admission decided before the frame exists: drop an arrival of \p wireBytes with
+     * \p header now, counted exactly as Enqueue would count it, if Enqueue would drop it
+     * outright (the queue is full and the discipline evicts nothing for it: DoRefusesArrival).
+     * A sender that asks first need not build a frame that its own NIC refuses, which in an
+     * incast is most of them (bench/RESULTS.md, incast (c)).  Declines (returns false, changes
+     * nothing) while the Drop trace has a sink, since a sink is owed the frame.
+     * \returns true if the arrival was dropped and counted.
+     */
+    bool DropIfRefused (const FabricHeader& header, uint32_t wireBytes);
+
     /// Signature of the Enqueue/Dequeue/Drop/Mark trace sources: the frame and the occupancy in
     /// bytes before the operation (for a drop: before the dropped frame left, or at the
     /// arrival of a dropped arriving frame).
@@ -154,6 +165,12 @@ class FabricQueue : public Object
      * returns false: drop-tail.
      */
     virtual bool DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& victim);
+    /**
+     * Subclass hook for DropIfRefused, called only when an arrival with \p arriving does not
+     * fit into a non-empty queue: true if DoSelectVictim would return false for it at once
+     * (no eviction).  Must agree with DoSelectVictim; the default (drop-tail) returns true.
+     */
+    virtual bool DoRefusesArrival (const FabricHeader& arriving) const;
     /**
      * Account for a buffered frame that the subclass has already removed from its storage and
      * will not transmit: occupancy and packet count fall, the drop counter rises, the Drop

@@ -78,6 +78,13 @@ PfabricQueue::DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& 
     return true;
 }
 
+bool
+PfabricQueue::DoRefusesArrival (const FabricHeader& arriving) const
+{
+    // DoSelectVictim's refusal: the arrival is no more urgent than the least urgent frame.
+    return arriving.rank >= m_items[WorstIndex ()].header.rank;
+}
+
 FabricQueueItem
 PfabricQueue::DoDequeue ()
 {

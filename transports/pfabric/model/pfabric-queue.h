@@ -80,6 +80,7 @@ class PfabricQueue : public FabricQueue
     /// Priority dropping: evict the highest-rank frame (the latest on ties) if the arriving
     /// frame's rank is lower, else refuse (the arriving frame is dropped).
     bool DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& victim) override;
+    bool DoRefusesArrival (const FabricHeader& arriving) const override;
 
   private:
     /// \returns the index of the frame to drop first: the highest rank, the latest on ties.

@@ -202,12 +202,6 @@ PfabricSender::SendProbe ()
 void
 PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags)
 {
-    Ptr<Packet> packet = Create<Packet> (payloadBytes);
-    PfabricHeader header;
-    header.flowId = m_flowId;
-    header.seq = packetIndex * m_mssBytes;
-    header.flags = flags;
-    packet->AddHeader (header);
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();
     frame.dstHost = m_dstHost;
@@ -215,6 +209,17 @@ PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t f
     frame.flowHash = PfabricFlowHash (m_flowId, packetIndex, m_spray);
     frame.rank = Remaining (); // priority = remaining flow size (SIGCOMM'13 §4.1)
     frame.payloadBytes = flags == PfabricHeader::PROBE ? 0 : payloadBytes;
+    // In an incast most frames are refused by our own full NIC queue: ask before building.
+    if (m_host->DropsAtNic (frame, payloadBytes + kPfabricHeaderBytes))
+    {
+        return;
+    }
+    Ptr<Packet> packet = Create<Packet> (payloadBytes);
+    PfabricHeader header;
+    header.flowId = m_flowId;
+    header.seq = packetIndex * m_mssBytes;
+    header.flags = flags;
+    packet->AddHeader (header);
     m_host->Send (packet, frame);
 }
 

@@ -280,6 +280,80 @@ class PfabricQueueRulesTest : public TestCase
     }
 };
 
+/// DropIfRefused (a sender asks its NIC before building a frame) agrees with Enqueue: for
+/// each arrival, a twin queue with the same frames is the oracle.
+class PfabricQueueRefusedArrivalTest : public TestCase
+{
+  public:
+    PfabricQueueRefusedArrivalTest ()
+          : TestCase ("PfabricQueue: DropIfRefused drops exactly the arrivals Enqueue drops "
+                      "outright, counted the same")
+    {
+    }
+
+  private:
+    static Ptr<PfabricQueue> Full ()
+    {
+        // 3 x 1500 B in a 4500 B buffer, ranks 10, 30, 20: full, least urgent rank 30.
+        Ptr<PfabricQueue> q = CreateObject<PfabricQueue> ();
+        q->SetMaxBytes (3 * 1500);
+        q->Enqueue (Frame (1500, 10, 1));
+        q->Enqueue (Frame (1500, 30, 2));
+        q->Enqueue (Frame (1500, 20, 3));
+        return q;
+    }
+
+    void DoRun () override
+    {
+        struct Arrival
+        {
+            uint32_t bytes;
+            uint32_t rank;
+            bool refused; // by hand: it does not fit, and rank >= 30 (SIGCOMM'13 §4.2)
+        };
+        const Arrival arrivals[] = {{1500, 5, false}, {1500, 29, false}, {1500, 30, true},
+                                    {1500, 31, true}, {58, 40, true},    {58, 0, false}};
+        for (const Arrival& a : arrivals)
+        {
+            Ptr<PfabricQueue> asked = Full ();
+            Ptr<PfabricQueue> twin = Full ();
+            FabricQueueItem frame = Frame (a.bytes, a.rank, 9);
+            const bool refused = asked->DropIfRefused (frame.header, a.bytes);
+            const bool enqueued = twin->Enqueue (std::move (frame));
+            NS_TEST_ASSERT_MSG_EQ (refused, a.refused, "rank " << a.rank << ": by hand");
+            // Refused <=> Enqueue dropped the arrival without evicting anything.
+            NS_TEST_ASSERT_MSG_EQ (refused, !enqueued && twin->GetNPackets () == 3u,
+                                   "rank " << a.rank << ": as Enqueue");
+            if (refused)
+            {
+                NS_TEST_ASSERT_MSG_EQ (asked->GetDroppedPackets (), twin->GetDroppedPackets (),
+                                       "counted as Enqueue counts it");
+            }
+            else
+            {
+                NS_TEST_ASSERT_MSG_EQ (asked->GetDroppedPackets (), 0u, "nothing counted");
+            }
+            NS_TEST_ASSERT_MSG_EQ (asked->GetNBytes (), 4500u, "the queue is untouched");
+        }
+        // Room for the arrival: never refused, whatever its rank.
+        Ptr<PfabricQueue> roomy = CreateObject<PfabricQueue> ();
+        roomy->SetMaxBytes (3 * 1500);
+        roomy->Enqueue (Frame (1500, 10, 1));
+        NS_TEST_ASSERT_MSG_EQ (roomy->DropIfRefused (Frame (1500, 99, 2).header, 1500), false,
+                               "fits");
+        // A Drop trace sink is owed the frame: DropIfRefused declines, Enqueue decides.
+        Ptr<PfabricQueue> traced = Full ();
+        uint32_t traces = 0;
+        traced->TraceConnectWithoutContext (
+            "Drop", MakeBoundCallback (
+                        +[] (uint32_t* n, const FabricQueueItem&, uint32_t) { ++*n; }, &traces));
+        NS_TEST_ASSERT_MSG_EQ (traced->DropIfRefused (Frame (1500, 50, 2).header, 1500), false,
+                               "declines while traced");
+        NS_TEST_ASSERT_MSG_EQ (traced->GetDroppedPackets (), 0u, "nothing counted");
+        NS_TEST_ASSERT_MSG_EQ (traces, 0u, "nothing traced");
+    }
+};
+
 /// A lone flow finishes exactly at the model's ideal FCT: slowdown 1.0.
 class PfabricLoneFlowTest : public TestCase
 {
@@ -521,6 +595,7 @@ class PfabricTestSuite : public TestSuite
     {
         AddTestCase (new PfabricHeaderTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRulesTest, TestCase::QUICK);
+        AddTestCase (new PfabricQueueRefusedArrivalTest, TestCase::QUICK);
         AddTestCase (new PfabricDerivedConfigTest, TestCase::QUICK);
         AddTestCase (new PfabricLoneFlowTest, TestCase::QUICK);
         AddTestCase (new PfabricLoneFlowByHandTest ("40Gbps"), TestCase::QUICK);
