@@ -5,6 +5,7 @@
 
 #include "ns3/assert.h"
 #include "ns3/log.h"
+#include "ns3/uinteger.h"
 
 #include <algorithm>
 #include <new>
@@ -26,7 +27,14 @@ FourAryHeapScheduler::GetTypeId ()
     static TypeId tid = TypeId ("ns3::FourAryHeapScheduler")
                             .SetParent<Scheduler> ()
                             .SetGroupName ("Disaggsim")
-                            .AddConstructor<FourAryHeapScheduler> ();
+                            .AddConstructor<FourAryHeapScheduler> ()
+                            .AddAttribute ("DelayLanes",
+                                           "Most insertion delays (ts - now) that get a FIFO lane "
+                                           "whose head alone sits in the heap; 0 = a plain 4-ary "
+                                           "heap.  Same event order either way",
+                                           UintegerValue (64),
+                                           MakeUintegerAccessor (&FourAryHeapScheduler::m_maxLanes),
+                                           MakeUintegerChecker<uint32_t> (0, 4096));
     return tid;
 }
 
@@ -129,26 +137,155 @@ FourAryHeapScheduler::SiftDown (std::size_t i, Key key)
 }
 
 void
+FourAryHeapScheduler::Lane::PushBack (Key key)
+{
+    if (count == ring.size ())
+    {
+        std::vector<Key> grown (ring.empty () ? 64 : 2 * ring.size ());
+        for (std::size_t k = 0; k < count; ++k)
+        {
+            grown[k] = ring[(head + k) & (ring.size () - 1)];
+        }
+        ring.swap (grown);
+        head = 0;
+    }
+    ring[(head + count) & (ring.size () - 1)] = key;
+    ++count;
+}
+
+uint32_t
+FourAryHeapScheduler::LaneOf (uint64_t delay)
+{
+    if (m_maxLanes == 0)
+    {
+        return kNoLane;
+    }
+    if (m_laneTable.empty ())
+    {
+        std::size_t slots = 1;
+        while (slots < 4 * std::size_t (m_maxLanes))
+        {
+            slots <<= 1;
+        }
+        m_laneTable.assign (slots, 0);
+    }
+    const std::size_t mask = m_laneTable.size () - 1;
+    // Fibonacci hashing of the delay; linear probing.
+    std::size_t i = static_cast<std::size_t> ((delay * 0x9E3779B97F4A7C15ULL) >> 40) & mask;
+    for (;; i = (i + 1) & mask)
+    {
+        const uint32_t entry = m_laneTable[i];
+        if (entry == 0)
+        {
+            if (m_lanes.size () >= m_maxLanes)
+            {
+                return kNoLane;
+            }
+            m_lanes.emplace_back ();
+            m_lanes.back ().delay = delay;
+            m_laneTable[i] = static_cast<uint32_t> (m_lanes.size ());
+            return static_cast<uint32_t> (m_lanes.size () - 1);
+        }
+        if (m_lanes[entry - 1].delay == delay)
+        {
+            return entry - 1;
+        }
+    }
+}
+
+void
+FourAryHeapScheduler::HeapInsert (Key key)
+{
+    if (m_size == m_capacity)
+    {
+        Grow ();
+    }
+    ++m_size;
+    SiftUp (m_size - 1, key);
+}
+
+void
 FourAryHeapScheduler::Insert (const Scheduler::Event& ev)
 {
     uint32_t slot;
     if (m_freeSlots.empty ())
     {
         slot = static_cast<uint32_t> (m_payload.size ());
-        m_payload.push_back (Payload{ev.impl, ev.key.m_context});
+        m_payload.push_back (Payload{ev.impl, ev.key.m_context, kNoLane});
     }
     else
     {
         slot = m_freeSlots.back ();
         m_freeSlots.pop_back ();
-        m_payload[slot] = Payload{ev.impl, ev.key.m_context};
+        m_payload[slot] = Payload{ev.impl, ev.key.m_context, kNoLane};
     }
-    if (m_size == m_capacity)
+    const Key key = KeyOf (ev.key, slot);
+    // ns-3 never schedules into the past; should an earlier key come, it just misses lanes.
+    const uint32_t lane = ev.key.m_ts >= m_now ? LaneOf (ev.key.m_ts - m_now) : kNoLane;
+    if (lane != kNoLane)
     {
-        Grow ();
+        Lane& l = m_lanes[lane];
+        if (l.count == 0)
+        {
+            // The lane's new head goes into the heap.
+            m_payload[slot].lane = lane;
+            l.PushBack (key);
+            HeapInsert (key);
+            return;
+        }
+        if (l.Back () < key)
+        {
+            // Behind the tail: the lane stays sorted, the heap is untouched.
+            m_payload[slot].lane = lane;
+            l.PushBack (key);
+            return;
+        }
     }
-    ++m_size;
-    SiftUp (m_size - 1, KeyOf (ev.key, slot));
+    HeapInsert (key);
+}
+
+std::size_t
+FourAryHeapScheduler::GetLaneBacklog () const
+{
+    std::size_t backlog = 0;
+    for (const Lane& l : m_lanes)
+    {
+        backlog += l.count > 0 ? l.count - 1 : 0;
+    }
+    return backlog;
+}
+
+void
+FourAryHeapScheduler::HeapRemoveAt (std::size_t i)
+{
+    const Key removed = m_heap[i];
+    const uint32_t lane = m_payload[static_cast<uint32_t> (removed)].lane;
+    if (lane != kNoLane)
+    {
+        Lane& l = m_lanes[lane];
+        NS_ASSERT_MSG (l.count > 0 && l.Front () == removed,
+                       "FourAryHeapScheduler: a lane's head is not in the heap");
+        l.PopFront ();
+        if (l.count > 0)
+        {
+            // The lane's next event is later than the one it replaces: it can only sink.
+            SiftDown (i, l.Front ());
+            return;
+        }
+    }
+    --m_size;
+    if (i < m_size)
+    {
+        const Key last = m_heap[m_size];
+        if (i > 0 && last < m_heap[(i - 1) / 4])
+        {
+            SiftUp (i, last);
+        }
+        else
+        {
+            SiftDown (i, last);
+        }
+    }
 }
 
 bool
@@ -169,11 +306,8 @@ FourAryHeapScheduler::RemoveNext ()
 {
     NS_ASSERT_MSG (m_size > 0, "FourAryHeapScheduler: RemoveNext on an empty queue");
     const Key top = m_heap[0];
-    --m_size;
-    if (m_size > 0)
-    {
-        SiftDown (0, m_heap[m_size]);
-    }
+    m_now = static_cast<uint64_t> (top >> 64);
+    HeapRemoveAt (0);
     return Take (top);
 }
 
@@ -187,22 +321,34 @@ FourAryHeapScheduler::Remove (const Scheduler::Event& ev)
     {
         ++i;
     }
-    NS_ASSERT_MSG (i < m_size, "FourAryHeapScheduler: Remove of an unknown event");
-    const Key removed = m_heap[i];
-    --m_size;
     if (i < m_size)
     {
-        const Key last = m_heap[m_size];
-        if (i > 0 && last < m_heap[(i - 1) / 4])
+        const Key removed = m_heap[i];
+        HeapRemoveAt (i);
+        Take (removed);
+        return;
+    }
+    // Not a head: it waits in a lane behind its head.
+    for (Lane& l : m_lanes)
+    {
+        for (std::size_t k = 1; k < l.count; ++k)
         {
-            SiftUp (i, last);
-        }
-        else
-        {
-            SiftDown (i, last);
+            const std::size_t mask = l.ring.size () - 1;
+            const Key key = l.ring[(l.head + k) & mask];
+            if ((key >> 32) != wanted)
+            {
+                continue;
+            }
+            for (std::size_t j = k; j + 1 < l.count; ++j)
+            {
+                l.ring[(l.head + j) & mask] = l.ring[(l.head + j + 1) & mask];
+            }
+            --l.count;
+            Take (key);
+            return;
         }
     }
-    Take (removed);
+    NS_ASSERT_MSG (false, "FourAryHeapScheduler: Remove of an unknown event");
 }
 
 } // namespace ns3

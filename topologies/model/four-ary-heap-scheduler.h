@@ -27,12 +27,26 @@ namespace ns3
  * in a side table), and the key is compared as one 128-bit integer, so the smallest of four
  * children is picked without branches.
  *
+ * Delay lanes.  Most events of a fabric are scheduled a fixed delay ahead: a frame's
+ * arrival one link delay (plus the cut-through delay) after it starts, a port's transmit
+ * completion one MSS frame time ahead, a timeout one RTO ahead.  Events inserted with the same
+ * delay d = ts - now, with now never decreasing, arrive in (timestamp, uid) order, so each
+ * such delay gets a FIFO lane and only the head of each lane sits in the heap: inserting
+ * behind a lane's tail is O(1), and the heap holds lanes + stray events instead of every
+ * pending event (setup (b) of bench_vs_reference: ~527 pending events, of which the heap now
+ * holds ~50; bench/RESULTS.md "What moved the numbers").  An event goes to a lane only if its
+ * key is above the lane's tail (checked, so the order holds whatever "now" is); otherwise,
+ * or when DelayLanes lanes exist already, it goes to the heap.  Popping a lane's head puts the
+ * lane's next event in its place with one sift-down.  This is the classic merge of sorted
+ * runs under a heap; the pop order is still exactly (timestamp, uid), tested against an
+ * oracle with and without lanes.
+ *
  * | operation | cost |
  * | --- | --- |
- * | Insert | O(log4 n) sift-up (a new event is usually later than its parent: O(1)) |
+ * | Insert | O(1) behind a lane's tail; else O(log4 h) sift-up (h: heap size) |
  * | PeekNext, IsEmpty | O(1) |
- * | RemoveNext | O(log4 n) sift-down |
- * | Remove (Simulator::Remove) | O(n) search by uid, then O(log4 n) |
+ * | RemoveNext | O(log4 h) sift-down |
+ * | Remove (Simulator::Remove) | O(n) search by uid, then O(log4 h) |
  */
 class FourAryHeapScheduler : public Scheduler
 {
@@ -49,6 +63,9 @@ class FourAryHeapScheduler : public Scheduler
     Scheduler::Event RemoveNext () override;
     void Remove (const Scheduler::Event& ev) override;
 
+    /// \returns events now waiting in lanes behind their lane's head (not in the heap).
+    std::size_t GetLaneBacklog () const;
+
   private:
     /// A heap slot is one 128-bit key: m_ts << 64 | m_uid << 32 | payload slot.  The uid is
     /// unique, so the order is (m_ts, m_uid); the low word names the event's payload in
@@ -60,7 +77,42 @@ class FourAryHeapScheduler : public Scheduler
     {
         EventImpl* impl;
         uint32_t context;
+        uint32_t lane; ///< kNoLane, or the lane whose head this event is or will be
     };
+
+    static constexpr uint32_t kNoLane = UINT32_MAX;
+
+    /// A FIFO of keys with one insertion delay, ascending: a ring buffer of 2^k keys.
+    struct Lane
+    {
+        uint64_t delay{0};
+        std::vector<Key> ring;
+        std::size_t head{0};
+        std::size_t count{0};
+
+        Key Front () const
+        {
+            return ring[head];
+        }
+        Key Back () const
+        {
+            return ring[(head + count - 1) & (ring.size () - 1)];
+        }
+        void PushBack (Key key);
+        void PopFront ()
+        {
+            head = (head + 1) & (ring.size () - 1);
+            --count;
+        }
+    };
+
+    /// \returns the lane of insertion delay \p delay, made if there is room; kNoLane if not.
+    uint32_t LaneOf (uint64_t delay);
+    /// Put \p key into the heap.
+    void HeapInsert (Key key);
+    /// Take heap node \p i out of the heap; if it is the head of a lane with more events, the
+    /// lane's next head takes its place.
+    void HeapRemoveAt (std::size_t i);
 
     static Key KeyOf (const Scheduler::EventKey& key, uint32_t slot)
     {
@@ -87,6 +139,12 @@ class FourAryHeapScheduler : public Scheduler
     std::size_t m_size{0};
     std::vector<Payload> m_payload;
     std::vector<uint32_t> m_freeSlots;
+
+    uint32_t m_maxLanes{64}; ///< DelayLanes attribute (0: a plain heap)
+    uint64_t m_now{0};       ///< timestamp of the last event removed: the simulation time
+    std::vector<Lane> m_lanes;
+    /// Open-addressing map insertion delay -> lane + 1 (0 = empty slot), 4 x m_maxLanes slots.
+    std::vector<uint32_t> m_laneTable;
 };
 
 } // namespace ns3

@@ -417,8 +417,12 @@ class SendOverheadTestCase : public TestCase
 class FourAryHeapSchedulerTestCase : public TestCase
 {
   public:
-    FourAryHeapSchedulerTestCase ()
-          : TestCase ("4-ary heap scheduler returns events in (timestamp, uid) order")
+    /// \param lanes the DelayLanes attribute: 64 (default; every delay of the test gets a
+    /// lane), 8 (lanes and stray heap events mixed), 0 (a plain heap).
+    explicit FourAryHeapSchedulerTestCase (uint32_t lanes)
+          : TestCase ("4-ary heap scheduler returns events in (timestamp, uid) order, " +
+                      std::to_string (lanes) + " delay lanes")
+          , m_lanes (lanes)
     {
     }
 
@@ -426,10 +430,13 @@ class FourAryHeapSchedulerTestCase : public TestCase
     void DoRun () override
     {
         Ptr<FourAryHeapScheduler> heap = CreateObject<FourAryHeapScheduler> ();
+        heap->SetAttribute ("DelayLanes", UintegerValue (m_lanes));
+        std::size_t peakBacklog = 0;
         std::set<std::pair<uint64_t, uint32_t>> oracle;
         std::mt19937_64 rng (7);
         uint32_t uid = 0;
         uint64_t now = 0;
+        uint64_t older = 0;
         const auto eventOf = [] (uint64_t ts, uint32_t id)
         {
             Scheduler::Event ev;
@@ -447,7 +454,10 @@ class FourAryHeapSchedulerTestCase : public TestCase
             const uint64_t r = rng () % 10;
             if (r < 5 || oracle.empty ())
             {
-                const uint64_t ts = now + rng () % 50; // frequent ties
+                // Frequent ties; one insert in four counts from an older time, so that a
+                // lane's next key may be below its tail and must go to the heap instead.
+                const uint64_t base = rng () % 4 == 0 ? older : now;
+                const uint64_t ts = base + rng () % 50;
                 heap->Insert (eventOf (ts, uid));
                 oracle.emplace (ts, uid++);
             }
@@ -462,6 +472,10 @@ class FourAryHeapSchedulerTestCase : public TestCase
                 NS_TEST_ASSERT_MSG_EQ (next.key.m_uid, want.second, "uid order among ties");
                 NS_TEST_ASSERT_MSG_EQ (next.key.m_context, (want.second ^ 0x5A5Au), "context");
                 NS_TEST_ASSERT_MSG_EQ (next.impl, eventOf (0, want.second).impl, "impl");
+                if (step % 7 == 0)
+                {
+                    older = now;
+                }
                 now = next.key.m_ts;
             }
             else
@@ -473,8 +487,18 @@ class FourAryHeapSchedulerTestCase : public TestCase
                 ++removed;
             }
             NS_TEST_ASSERT_MSG_EQ (heap->IsEmpty (), oracle.empty (), "IsEmpty");
+            peakBacklog = std::max (peakBacklog, heap->GetLaneBacklog ());
         }
         NS_TEST_ASSERT_MSG_GT (removed, 1000u, "Remove exercised");
+        if (m_lanes == 0)
+        {
+            NS_TEST_ASSERT_MSG_EQ (peakBacklog, 0u, "no lanes: every event in the heap");
+        }
+        else
+        {
+            // Lanes held events behind their heads (so Remove hit lane members too).
+            NS_TEST_ASSERT_MSG_GT (peakBacklog, 10u, "lanes exercised");
+        }
         while (!oracle.empty ())
         {
             const Scheduler::Event next = heap->RemoveNext ();
@@ -483,6 +507,8 @@ class FourAryHeapSchedulerTestCase : public TestCase
         }
         NS_TEST_ASSERT_MSG_EQ (heap->IsEmpty (), true, "drained");
     }
+
+    uint32_t m_lanes;
 };
 
 class FabricTestSuite : public TestSuite
@@ -503,7 +529,10 @@ class FabricTestSuite : public TestSuite
             AddTestCase (new CutThroughTimingTestCase (rate, 100, true), TestCase::QUICK);
         }
         AddTestCase (new SendOverheadTestCase, TestCase::QUICK);
-        AddTestCase (new FourAryHeapSchedulerTestCase, TestCase::QUICK);
+        for (uint32_t lanes : {64u, 8u, 0u})
+        {
+            AddTestCase (new FourAryHeapSchedulerTestCase (lanes), TestCase::QUICK);
+        }
     }
 };
 
