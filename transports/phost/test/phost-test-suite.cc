@@ -199,6 +199,66 @@ class LoneFlowTest : public TestCase
     }
 };
 
+/**
+ * A token that reaches a source while its flow still sends free packets is spent at once
+ * (earliest deadline first: a token lapses 1.5 T after its arrival, a free packet never
+ * does).  Host 0 starts A (2 packets, to host 1) and B (4 packets, to host 2) at t = 0,
+ * within a rack, where a flow has 3 free packets (ceil(0.868 us / T), the intra-rack BDP at
+ * 40 Gbps).  A goes first (SRPT).  B's RTS leaves as a 40 B control frame behind A's first
+ * packet, so host 2 grants B's packet 3 before B's free packets are through.  Derived by
+ * hand from the source's pacing alone: A's packet 0 leaves at 0, the RTS at T (8 ns), A's
+ * packet 1 at T + 8 ns, then B's 4 packets back to back from 2T + 8 ns, so
+ *   FCT(A) = IdealFct(A) + 8 ns,   FCT(B) = 2T + 8 ns + IdealFct(B),
+ * with no token lapsed and none re-issued.  Spending the free packets first let B's token
+ * lapse and cost B a retransmission timeout (3 BaseRtt = 8.6 us) on top.
+ */
+class TokenBeforeFreeTest : public TestCase
+{
+  public:
+    TokenBeforeFreeTest ()
+          : TestCase ("a token arriving while its flow sends free packets is spent at once: two "
+                      "co-arriving flows of one source finish back to back, as derived by hand")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Fabric fabric;
+            const PhostParams& params = fabric.transport->GetParams ();
+            NS_TEST_ASSERT_MSG_EQ (params.FreeTokens (0, 2), 3, "intra-rack BDP at 40 Gbps");
+            const uint64_t bytesA = 2ULL * kMss;
+            const uint64_t bytesB = 4ULL * kMss;
+            fabric.Add (1, 0, 1, bytesA);
+            fabric.Add (2, 0, 2, bytesB);
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 2, "both finish");
+            const Time rts = NanoSeconds (8); // (22 + 18) B x 8 / 40 Gbps
+            const Time T = NanoSeconds (300);
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish[1], fabric.Ideal (0, 1, bytesA) + rts,
+                                   "A: its ideal FCT, its second packet behind B's RTS");
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish[2], 2 * T + rts + fabric.Ideal (0, 2, bytesB),
+                                   "B: right behind A, back to back");
+            const std::vector<Token> tokens = fabric.TokensOf (2);
+            NS_TEST_ASSERT_MSG_EQ (tokens.size (), 1,
+                                   "one token, for B's packet beyond its free 3");
+            NS_TEST_ASSERT_MSG_EQ (tokens.front ().packet, 3, "it names packet 3");
+            NS_TEST_ASSERT_MSG_LT (tokens.front ().at, 2 * T + rts + 2 * T,
+                                   "granted from B's RTS, before B's free packets are through");
+            const auto stats = fabric.transport->GetStatistics ();
+            for (const char* key : {"phost.tokens_expired", "phost.tokens_reissued"})
+            {
+                const bool zero = std::find (stats.begin (), stats.end (),
+                                             std::make_pair (std::string (key),
+                                                             std::string ("0"))) != stats.end ();
+                NS_TEST_ASSERT_MSG_EQ (zero, true, key << " = 0");
+            }
+        }
+        Simulator::Destroy ();
+    }
+};
+
 class SrptGrantTest : public TestCase
 {
   public:
@@ -482,6 +542,7 @@ class PhostTestSuite : public TestSuite
           : TestSuite ("disaggsim-phost", UNIT)
     {
         AddTestCase (new LoneFlowTest (), TestCase::QUICK);
+        AddTestCase (new TokenBeforeFreeTest (), TestCase::QUICK);
         AddTestCase (new SrptGrantTest (), TestCase::QUICK);
         AddTestCase (new DowngradeTest (), TestCase::QUICK);
         AddTestCase (new LossRecoveryTest (), TestCase::QUICK);
