@@ -7,6 +7,7 @@
 #include "transports/phost/model/phost-queue.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -86,6 +87,15 @@ PhostFlowTransport::GetTypeId ()
                            UintegerValue (0),
                            MakeUintegerAccessor (&PhostFlowTransport::m_inFlightWindow),
                            MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("GrantAfterFirstData",
+                           "A flow with free packets that its destination learns from a lone "
+                           "RTS (its source is busy with a more urgent flow) gets no token "
+                           "before its first data packet arrives, or RetransmissionTimeout if "
+                           "none does; false = tokens from the RTS on, the paper's letter "
+                           "(doc §3)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&PhostFlowTransport::m_grantAfterFirstData),
+                           MakeBooleanChecker ())
             .AddAttribute ("PriorityLevels",
                            "Switch priority levels (pHost §3.3): 2 = control packets (RTS, "
                            "token, ACK) above data; 3 also puts free-token data above "
@@ -154,6 +164,7 @@ PhostFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_params.inFlightWindow = m_inFlightWindow != 0 ? m_inFlightWindow : interPackets + 2;
     m_params.inFlightHorizon = 3 * m_baseRtt;
     m_params.answerTime = 2 * m_baseRtt;
+    m_params.grantAfterFirstData = m_grantAfterFirstData;
     m_params.priorityLevels = m_priorityLevels;
     m_params.controlLevel = 0;
     m_params.freeDataLevel = 1;
@@ -229,6 +240,7 @@ PhostFlowTransport::GetDerivedConfig () const
         {"phost.token_expiry_ps", std::to_string (m_params.tokenExpiry.GetPicoSeconds ())},
         {"phost.downgrade_tokens", std::to_string (m_params.downgradeTokens)},
         {"phost.in_flight_window_pkts", std::to_string (m_params.inFlightWindow)},
+        {"phost.grant_after_first_data", m_params.grantAfterFirstData ? "1" : "0"},
         {"phost.downgrade_time_ns", std::to_string (m_params.downgradeTime.GetNanoSeconds ())},
         {"phost.retransmission_timeout_ns",
          std::to_string (m_params.retransmissionTimeout.GetNanoSeconds ())},

@@ -82,6 +82,7 @@ class PhostFlowTransport : public FlowTransport
     Time m_retransmissionTimeout;
     uint32_t m_priorityLevels{2};
     uint32_t m_inFlightWindow{0};
+    bool m_grantAfterFirstData{true};
 
     PhostParams m_params;
     Time m_baseRtt;

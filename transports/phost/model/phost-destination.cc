@@ -36,7 +36,7 @@ PhostDestination::Stop ()
 }
 
 PhostDestination::Flow&
-PhostDestination::Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
+PhostDestination::Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes, bool fromRts)
 {
     auto [it, inserted] = m_flows.try_emplace (flowId);
     Flow& flow = it->second;
@@ -58,7 +58,19 @@ PhostDestination::Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
             flow.granted.emplace_back (p, now);
             NoteGrant (flowId, flow, p, now);
         }
-        Activate (flowId);
+        if (fromRts && flow.nextNew > 0 && m_params.grantAfterFirstData)
+        {
+            // The RTS came alone: its source is busy with another flow and has not started
+            // this one's free packets; a token now would reach it before it can be spent.
+            // Grant from the first data packet on (or, if every free packet is lost, once
+            // they are due for re-issue).
+            flow.awaitingData = true;
+            Deactivate (flowId, flow, now + m_params.retransmissionTimeout);
+        }
+        else
+        {
+            Activate (flowId);
+        }
     }
     return flow;
 }
@@ -71,7 +83,7 @@ PhostDestination::ReceiveRts (uint64_t flowId, uint16_t src, uint64_t sizeBytes)
         m_host.SendControl (PhostHeader::ACK, flowId, 0, sizeBytes, src); // the ACK was lost
         return;
     }
-    Register (flowId, src, sizeBytes);
+    Register (flowId, src, sizeBytes, true);
 }
 
 void
@@ -84,7 +96,7 @@ PhostDestination::ReceiveData (uint64_t flowId, uint16_t src, uint64_t sizeBytes
         ++m_duplicates;
         return;
     }
-    Flow& flow = known != m_flows.end () ? known->second : Register (flowId, src, sizeBytes);
+    Flow& flow = known != m_flows.end () ? known->second : Register (flowId, src, sizeBytes, false);
     flow.tokensSinceData = 0; // the source answers
     if (packet >= flow.nPackets || flow.received[packet])
     {
@@ -111,6 +123,12 @@ PhostDestination::ReceiveData (uint64_t flowId, uint16_t src, uint64_t sizeBytes
     {
         m_active.insert (KeyOf (flow, flowId));
     }
+    else if (flow.awaitingData)
+    {
+        flow.awaitingData = false; // its source has started it: grant from now on
+        Simulator::Cancel (flow.wake);
+        Activate (flowId);
+    }
 }
 
 void
@@ -136,6 +154,7 @@ PhostDestination::Activate (uint64_t flowId)
         return;
     }
     it->second.active = true;
+    it->second.awaitingData = false;
     m_active.insert (KeyOf (it->second, flowId));
     EnsureTick ();
 }

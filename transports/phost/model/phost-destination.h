@@ -27,6 +27,10 @@ class PhostHost;
  *
  * - A flow is known from its RTS, or from any of its data packets (each carries the flow
  *   size).  Its first min(FreeTokens, packets) packets count as granted at that moment.
+ * - GrantAfterFirstData: a flow with free packets known from a lone RTS (its source, busy
+ *   with a more urgent flow, did not send the RTS in a first data packet) gets no token
+ *   before its first data packet arrives, or before RetransmissionTimeout if none does (its
+ *   free packets lost): tokens sent at once would lapse at the busy source.
  * - Token pacing: one token per PacketTime (the wire time of a full data packet on the
  *   host's access link), each to the active flow with the fewest packets still to receive
  *   (SRPT; ties to the flow known first) among flows not downgraded that have a packet to
@@ -104,6 +108,7 @@ class PhostDestination
         uint64_t order{0};
         bool active{false};
         bool downgraded{false};
+        bool awaitingData{false}; ///< known from a lone RTS: no token before its first data
         EventId wake;
         EventId downgradeEnd;
     };
@@ -116,7 +121,8 @@ class PhostDestination
         return {flow.downgraded, flow.nPackets - flow.nReceived, flow.order, flowId};
     }
 
-    Flow& Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes);
+    /// Make the flow known; \p fromRts: from its RTS alone (no data packet yet).
+    Flow& Register (uint64_t flowId, uint16_t src, uint64_t sizeBytes, bool fromRts);
     void Activate (uint64_t flowId);
     void Deactivate (uint64_t flowId, Flow& flow, Time until);
     void SetDowngraded (uint64_t flowId, bool downgraded);

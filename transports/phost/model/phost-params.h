@@ -30,10 +30,11 @@ struct PhostParams
     Time retransmissionTimeout; ///< a granted packet not arrived after this is re-granted
     uint32_t inFlightWindow{0}; ///< granted packets in flight that pause the tokens
     Time inFlightHorizon;       ///< grants older than this no longer count as in flight
-    uint32_t priorityLevels{2}; ///< switch priority levels (§3.3)
-    uint32_t controlLevel{0};   ///< FabricHeader::rank of RTS, tokens, ACKs
-    uint32_t freeDataLevel{1};  ///< rank of data sent on free tokens
-    uint32_t tokenDataLevel{1}; ///< rank of data sent on tokens
+    bool grantAfterFirstData{true}; ///< a flow known from a lone RTS waits for its first data
+    uint32_t priorityLevels{2};     ///< switch priority levels (§3.3)
+    uint32_t controlLevel{0};       ///< FabricHeader::rank of RTS, tokens, ACKs
+    uint32_t freeDataLevel{1};      ///< rank of data sent on free tokens
+    uint32_t tokenDataLevel{1};     ///< rank of data sent on tokens
 
     /// \returns the free tokens of a flow from host \p src to host \p dst: one BDP of its
     /// own path (a packet there and a token back).

@@ -170,27 +170,32 @@ PhostSource::SendNext ()
         uint32_t packet = 0;
         bool found = false;
         bool onFree = false;
-        if (flow.nextFree < flow.freeLimit)
+        // A received token first: it lapses TokenExpiry after its arrival, a free token
+        // never does (the authors' source, too, spends its tokens earliest deadline first:
+        // NetSys/simulator ext/capabilityflow.cpp, CapabilityComparator).
+        while (!flow.tokens.empty ())
+        {
+            const auto [granted, arrival] = flow.tokens.front ();
+            flow.tokens.pop_front ();
+            if (arrival + m_params.tokenExpiry < now)
+            {
+                ++m_tokensExpired; // §3.1: a token not used in time lapses
+                continue;
+            }
+            packet = granted;
+            found = true;
+            break;
+        }
+        // A free packet already sent on a token (a re-issued grant) is not sent again.
+        while (flow.nextFree < flow.freeLimit && flow.sent[flow.nextFree])
+        {
+            ++flow.nextFree;
+        }
+        if (!found && flow.nextFree < flow.freeLimit)
         {
             packet = flow.nextFree++;
             found = true;
             onFree = true;
-        }
-        else
-        {
-            while (!flow.tokens.empty ())
-            {
-                const auto [granted, arrival] = flow.tokens.front ();
-                flow.tokens.pop_front ();
-                if (arrival + m_params.tokenExpiry < now)
-                {
-                    ++m_tokensExpired; // §3.1: a token not used in time lapses
-                    continue;
-                }
-                packet = granted;
-                found = true;
-                break;
-            }
         }
         if (!found)
         {

@@ -31,7 +31,9 @@ class PhostHost;
  * - Sending: at most one data packet per wire time of that packet (the host paces itself to
  *   its access link), for the flow with the fewest packets left to send (SRPT across its
  *   flows, ties to the earlier flow) that holds a usable token or a free token.  A token
- *   names the packet to send.
+ *   names the packet to send.  Within the flow a received token goes before the free ones:
+ *   it lapses TokenExpiry after its arrival, a free token never does (earliest deadline
+ *   first, as the authors' source: NetSys/simulator ext/capabilityflow.cpp).
  * - Token expiry: a token lapses if it is not used within TokenExpiry of its arrival.
  * - Free tokens: one BDP of the flow's own path (PhostParams::FreeTokens), so that on an
  *   idle path the first token arrives just as the last free packet leaves.

@@ -10,6 +10,7 @@
 #include "transports/phost/model/phost-header.h"
 #include "transports/phost/model/phost-queue.h"
 
+#include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/simulator.h"
 #include "ns3/test.h"
@@ -88,7 +89,8 @@ struct Fabric
     std::vector<Token> tokens;
     std::vector<uint64_t> downgraded;
 
-    explicit Fabric (const std::string& switchQueueType = "", uint32_t racks = 2)
+    explicit Fabric (const std::string& switchQueueType = "", uint32_t racks = 2,
+                     bool grantAfterFirstData = true)
     {
         topology = CreateObject<ClosTopology> ();
         topology->SetAttribute ("Racks", UintegerValue (racks));
@@ -96,6 +98,7 @@ struct Fabric
         topology->SetAttribute ("Spines", UintegerValue (2));
         topology->SetAttribute ("AccessRate", DataRateValue (DataRate ("40Gbps")));
         transport = CreateObject<PhostFlowTransport> ();
+        transport->SetAttribute ("GrantAfterFirstData", BooleanValue (grantAfterFirstData));
         transport->ConfigureFabric (topology);
         if (!switchQueueType.empty ())
         {
@@ -193,6 +196,156 @@ class LoneFlowTest : public TestCase
                 }
                 NS_TEST_ASSERT_MSG_EQ (fabric.downgraded.size (), 0,
                                        "a lone flow is never downgraded");
+            }
+            Simulator::Destroy ();
+        }
+    }
+};
+
+/**
+ * A token that reaches a source while its flow still sends free packets is spent at once
+ * (earliest deadline first: a token lapses 1.5 T after its arrival, a free packet never
+ * does).  Host 0 starts A (2 packets, to host 1) and B (4 packets, to host 2) at t = 0,
+ * within a rack, where a flow has 3 free packets (ceil(0.868 us / T), the intra-rack BDP at
+ * 40 Gbps).  A goes first (SRPT).  B's RTS leaves as a 40 B control frame behind A's first
+ * packet, so host 2 grants B's packet 3 before B's free packets are through.  Derived by
+ * hand from the source's pacing alone: A's packet 0 leaves at 0, the RTS at T (8 ns), A's
+ * packet 1 at T + 8 ns, then B's 4 packets back to back from 2T + 8 ns, so
+ *   FCT(A) = IdealFct(A) + 8 ns,   FCT(B) = 2T + 8 ns + IdealFct(B),
+ * with no token lapsed and none re-issued.  Spending the free packets first let B's token
+ * lapse and cost B a retransmission timeout (3 BaseRtt = 8.6 us) on top.
+ * GrantAfterFirstData is off here: host 2 grants B from its lone RTS (the paper's rule).
+ */
+class TokenBeforeFreeTest : public TestCase
+{
+  public:
+    TokenBeforeFreeTest ()
+          : TestCase ("a token arriving while its flow sends free packets is spent at once: two "
+                      "co-arriving flows of one source finish back to back, as derived by hand")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            // Grant from the RTS, the paper's rule: with GrantAfterFirstData the token would
+            // come after B's first data packet and arrive just as its free packets end.
+            Fabric fabric ("", 2, false);
+            const PhostParams& params = fabric.transport->GetParams ();
+            NS_TEST_ASSERT_MSG_EQ (params.FreeTokens (0, 2), 3, "intra-rack BDP at 40 Gbps");
+            const uint64_t bytesA = 2ULL * kMss;
+            const uint64_t bytesB = 4ULL * kMss;
+            fabric.Add (1, 0, 1, bytesA);
+            fabric.Add (2, 0, 2, bytesB);
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 2, "both finish");
+            const Time rts = NanoSeconds (8); // (22 + 18) B x 8 / 40 Gbps
+            const Time T = NanoSeconds (300);
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish[1], fabric.Ideal (0, 1, bytesA) + rts,
+                                   "A: its ideal FCT, its second packet behind B's RTS");
+            NS_TEST_ASSERT_MSG_EQ (fabric.finish[2], 2 * T + rts + fabric.Ideal (0, 2, bytesB),
+                                   "B: right behind A, back to back");
+            const std::vector<Token> tokens = fabric.TokensOf (2);
+            NS_TEST_ASSERT_MSG_EQ (tokens.size (), 1,
+                                   "one token, for B's packet beyond its free 3");
+            NS_TEST_ASSERT_MSG_EQ (tokens.front ().packet, 3, "it names packet 3");
+            NS_TEST_ASSERT_MSG_LT (tokens.front ().at, 2 * T + rts + 2 * T,
+                                   "granted from B's RTS, before B's free packets are through");
+            const auto stats = fabric.transport->GetStatistics ();
+            for (const char* key : {"phost.tokens_expired", "phost.tokens_reissued"})
+            {
+                const bool zero = std::find (stats.begin (), stats.end (),
+                                             std::make_pair (std::string (key),
+                                                             std::string ("0"))) != stats.end ();
+                NS_TEST_ASSERT_MSG_EQ (zero, true, key << " = 0");
+            }
+        }
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * A destination that learns a flow from a lone RTS grants it only from its first data packet
+ * (GrantAfterFirstData): its source is busy with a more urgent flow, and tokens sent at once
+ * would lapse there (1.5 T) long before it turns to this flow.  Host 0 starts A (3 packets,
+ * to host 1), B and C (4 packets each, to hosts 2 and 3) at t = 0, within a rack (3 free
+ * packets per flow, as above).  SRPT at the source sends A, then B (tie with C: the earlier
+ * flow), then C; B's and C's RTS leave as 40 B frames (8 ns each) behind A's first packet.
+ * Derived by hand from the source's pacing alone:
+ *   FCT(A) = IdealFct(A) + 16 ns,  FCT(B) = 3T + 16 ns + IdealFct(B),
+ *   FCT(C) = 7T + 16 ns + IdealFct(C),
+ * one token each for B and C (packet 3), none lapsed or re-issued.  Granting from the RTS,
+ * C's token reaches host 0 while A is still sending, lapses, and C waits a retransmission
+ * timeout (8.6 us) for it again: also checked, with the setting off.
+ */
+class GrantAfterFirstDataTest : public TestCase
+{
+  public:
+    GrantAfterFirstDataTest ()
+          : TestCase ("three co-arriving flows of one source: the flows whose RTS came alone are "
+                      "granted from their first data and finish back to back, as derived by hand")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        for (bool after : {true, false})
+        {
+            {
+                Fabric fabric ("", 2, after);
+                const PhostParams& params = fabric.transport->GetParams ();
+                NS_TEST_ASSERT_MSG_EQ (params.FreeTokens (0, 3), 3, "intra-rack BDP at 40 Gbps");
+                const uint64_t bytesA = 3ULL * kMss;
+                const uint64_t bytes = 4ULL * kMss;
+                fabric.Add (1, 0, 1, bytesA);
+                fabric.Add (2, 0, 2, bytes);
+                fabric.Add (3, 0, 3, bytes);
+                Simulator::Run ();
+                NS_TEST_ASSERT_MSG_EQ (fabric.finish.size (), 3, "all finish");
+                const Time rts2 = NanoSeconds (16); // two 40 B RTS at 40 Gbps
+                const Time T = NanoSeconds (300);
+                NS_TEST_ASSERT_MSG_EQ (fabric.finish[1], fabric.Ideal (0, 1, bytesA) + rts2,
+                                       "A: ideal, behind the two RTS");
+                NS_TEST_ASSERT_MSG_EQ (fabric.finish[2], 3 * T + rts2 + fabric.Ideal (0, 2, bytes),
+                                       "B: right behind A");
+                const Time c = 7 * T + rts2 + fabric.Ideal (0, 3, bytes);
+                const auto stats = fabric.transport->GetStatistics ();
+                const auto has = [&stats] (const char* key, const char* value)
+                {
+                    return std::find (stats.begin (), stats.end (),
+                                      std::make_pair (std::string (key), std::string (value))) !=
+                           stats.end ();
+                };
+                if (after)
+                {
+                    NS_TEST_ASSERT_MSG_EQ (fabric.finish[3], c, "C: right behind B");
+                    const std::vector<Token> tokens = fabric.TokensOf (3);
+                    NS_TEST_ASSERT_MSG_EQ (tokens.size (), 1, "one token for C");
+                    // C's first packet leaves at 7T + 16 ns and reaches host 3 one lone-packet
+                    // FCT later.
+                    NS_TEST_ASSERT_MSG_GT_OR_EQ (tokens.front ().at,
+                                                 7 * T + rts2 + fabric.Ideal (0, 3, kMss),
+                                                 "C granted only after its first data arrived");
+                    NS_TEST_ASSERT_MSG_EQ (has ("phost.tokens_expired", "0"), true, "none lapsed");
+                    NS_TEST_ASSERT_MSG_EQ (has ("phost.tokens_reissued", "0"), true,
+                                           "none re-issued");
+                }
+                else
+                {
+                    const std::vector<Token> tokens = fabric.TokensOf (3);
+                    NS_TEST_ASSERT_MSG_EQ (tokens.size (), 2, "C's token for packet 3, twice");
+                    NS_TEST_ASSERT_MSG_GT (fabric.finish[3],
+                                           tokens.front ().at + params.retransmissionTimeout,
+                                           "C waits for the re-issue, a timeout after its grant");
+                    NS_TEST_ASSERT_MSG_GT (fabric.finish[3], c + MicroSeconds (5),
+                                           "microseconds after its back-to-back finish");
+                    NS_TEST_ASSERT_MSG_EQ (has ("phost.tokens_expired", "1"), true,
+                                           "C's first token lapsed");
+                    NS_TEST_ASSERT_MSG_EQ (has ("phost.tokens_reissued", "1"), true,
+                                           "and was re-issued");
+                }
             }
             Simulator::Destroy ();
         }
@@ -482,6 +635,8 @@ class PhostTestSuite : public TestSuite
           : TestSuite ("disaggsim-phost", UNIT)
     {
         AddTestCase (new LoneFlowTest (), TestCase::QUICK);
+        AddTestCase (new TokenBeforeFreeTest (), TestCase::QUICK);
+        AddTestCase (new GrantAfterFirstDataTest (), TestCase::QUICK);
         AddTestCase (new SrptGrantTest (), TestCase::QUICK);
         AddTestCase (new DowngradeTest (), TestCase::QUICK);
         AddTestCase (new LossRecoveryTest (), TestCase::QUICK);
