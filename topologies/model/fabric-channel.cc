@@ -4,6 +4,7 @@
 #include "fabric-channel.h"
 
 #include "fabric-net-device.h"
+#include "pooled-event.h"
 
 #include "ns3/log.h"
 #include "ns3/node.h"
@@ -13,6 +14,37 @@ namespace ns3
 {
 
 NS_LOG_COMPONENT_DEFINE ("FabricChannel");
+
+namespace
+{
+
+/// A frame's arrival at the far port: FabricNetDevice::Receive (packet, header, txTime), as
+/// MakeEvent would bind it, from the event pool.
+class FrameArrivalEvent final : public PooledEventImpl<FrameArrivalEvent>
+{
+  public:
+    FrameArrivalEvent (FabricNetDevice* port, const Ptr<Packet>& packet, const FabricHeader& header,
+                       Time txTime)
+          : m_port (port)
+          , m_packet (packet)
+          , m_header (header)
+          , m_txTime (txTime)
+    {
+    }
+
+  private:
+    void Notify () override
+    {
+        m_port->Receive (m_packet, m_header, m_txTime);
+    }
+
+    FabricNetDevice* m_port;
+    Ptr<Packet> m_packet;
+    FabricHeader m_header;
+    Time m_txTime;
+};
+
+} // namespace
 NS_OBJECT_ENSURE_REGISTERED (FabricChannel);
 
 TypeId
@@ -47,7 +79,7 @@ FabricChannel::Transmit (const Ptr<FabricNetDevice>& sender, const Ptr<Packet>& 
     Time arrival = peer->IsCutThrough () ? start + m_delay + peer->GetCutThroughDelay ()
                                          : start + txTime + m_delay;
     Simulator::ScheduleWithContext (peer->GetNodeId (), arrival - Simulator::Now (),
-                                    &FabricNetDevice::Receive, peer, packet, header, txTime);
+                                    new FrameArrivalEvent (peer, packet, header, txTime));
 }
 
 std::size_t

@@ -4,6 +4,7 @@
 #include "fabric-net-device.h"
 
 #include "fabric-channel.h"
+#include "pooled-event.h"
 
 #include "ns3/ipv4-header.h"
 #include "ns3/ipv4-l3-protocol.h"
@@ -208,7 +209,7 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
         else
         {
             m_txCompletePending = true;
-            Simulator::Schedule (m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
+            ScheduleTransmitComplete (m_busyUntil - now);
         }
     }
     return true;
@@ -243,8 +244,32 @@ FabricNetDevice::Transmit (const FabricQueueItem& item)
     if (!m_queue->IsEmpty ())
     {
         m_txCompletePending = true;
-        Simulator::Schedule (m_busyUntil - now, &FabricNetDevice::TransmitComplete, this);
+        ScheduleTransmitComplete (m_busyUntil - now);
     }
+}
+
+/// FabricNetDevice::TransmitComplete (), as MakeEvent would bind it, from the event pool.
+class FabricNetDevice::TransmitCompleteEvent final : public PooledEventImpl<TransmitCompleteEvent>
+{
+  public:
+    explicit TransmitCompleteEvent (FabricNetDevice* port)
+          : m_port (port)
+    {
+    }
+
+  private:
+    void Notify () override
+    {
+        m_port->TransmitComplete ();
+    }
+
+    FabricNetDevice* m_port;
+};
+
+void
+FabricNetDevice::ScheduleTransmitComplete (Time delay)
+{
+    Simulator::Schedule (delay, Ptr<EventImpl> (new TransmitCompleteEvent (this), false));
 }
 
 void

@@ -205,6 +205,9 @@ class FabricNetDevice : public NetDevice
     /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
     void Transmit (const FabricQueueItem& item);
     void TransmitComplete ();
+    class TransmitCompleteEvent;
+    /// Schedule TransmitComplete after \p delay (a pooled event: one per busy port's frame).
+    void ScheduleTransmitComplete (Time delay);
 
     Ptr<Node> m_node;
     Ptr<FabricChannel> m_channel;

@@ -7,6 +7,7 @@
 #include "topologies/model/drop-tail-ecn-queue.h"
 #include "topologies/model/fabric-header.h"
 #include "topologies/model/four-ary-heap-scheduler.h"
+#include "topologies/model/pooled-event.h"
 
 #include "ns3/channel.h"
 #include "ns3/core-module.h"
@@ -511,6 +512,70 @@ class FourAryHeapSchedulerTestCase : public TestCase
     uint32_t m_lanes;
 };
 
+/**
+ * EventBlockPool and PooledEventImpl: blocks are distinct and aligned across chunk
+ * boundaries, a freed block is reused (LIFO), and an event deleted through EventImpl's
+ * virtual destructor (as ns-3 deletes a finished event) returns its block to the pool.
+ */
+class PooledEventTestCase : public TestCase
+{
+  public:
+    PooledEventTestCase ()
+          : TestCase ("pooled events: distinct aligned blocks, reused after ns-3 frees them")
+    {
+    }
+
+  private:
+    class CountingEvent final : public PooledEventImpl<CountingEvent>
+    {
+      public:
+        explicit CountingEvent (int* runs)
+              : m_runs (runs)
+        {
+        }
+
+      private:
+        void Notify () override
+        {
+            ++*m_runs;
+        }
+
+        int* m_runs;
+        char m_pad[40]; // a size no other pooled event in the library has
+    };
+
+    void DoRun () override
+    {
+        using Pool = EventBlockPool<72>;
+        std::set<void*> blocks;
+        std::vector<void*> order;
+        for (int i = 0; i < 600; ++i) // more than two 256-block chunks
+        {
+            void* block = Pool::Allocate ();
+            NS_TEST_ASSERT_MSG_EQ (reinterpret_cast<uintptr_t> (block) % alignof (std::max_align_t),
+                                   0u, "aligned");
+            blocks.insert (block);
+            order.push_back (block);
+        }
+        NS_TEST_ASSERT_MSG_EQ (blocks.size (), 600u, "600 distinct blocks");
+        Pool::Release (order[10]);
+        Pool::Release (order[20]);
+        NS_TEST_ASSERT_MSG_EQ (Pool::Allocate (), order[20], "the last freed block first");
+        NS_TEST_ASSERT_MSG_EQ (Pool::Allocate (), order[10], "then the one before");
+
+        int runs = 0;
+        CountingEvent* event = new CountingEvent (&runs);
+        void* address = event;
+        Simulator::Schedule (NanoSeconds (5), Ptr<EventImpl> (event, false));
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (runs, 1, "the pooled event ran");
+        // ns-3 freed it through EventImpl's virtual destructor: its block is the next one.
+        NS_TEST_ASSERT_MSG_EQ (EventBlockPool<sizeof (CountingEvent)>::Allocate (), address,
+                               "freed by ns-3: back in the pool");
+        Simulator::Destroy ();
+    }
+};
+
 class FabricTestSuite : public TestSuite
 {
   public:
@@ -529,6 +594,7 @@ class FabricTestSuite : public TestSuite
             AddTestCase (new CutThroughTimingTestCase (rate, 100, true), TestCase::QUICK);
         }
         AddTestCase (new SendOverheadTestCase, TestCase::QUICK);
+        AddTestCase (new PooledEventTestCase, TestCase::QUICK);
         for (uint32_t lanes : {64u, 8u, 0u})
         {
             AddTestCase (new FourAryHeapSchedulerTestCase (lanes), TestCase::QUICK);
