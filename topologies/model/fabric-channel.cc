@@ -72,13 +72,15 @@ FabricChannel::Attach (Ptr<FabricNetDevice> device)
 }
 
 void
-FabricChannel::Transmit (const Ptr<FabricNetDevice>& sender, const Ptr<Packet>& packet,
-                         const FabricHeader& header, Time start, Time txTime)
+FabricChannel::Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
+                         const FabricHeader& header, Time startDelay, Time txTime)
 {
-    FabricNetDevice* peer = PeekPointer (m_devices[sender == m_devices[0] ? 1 : 0]);
-    Time arrival = peer->IsCutThrough () ? start + m_delay + peer->GetCutThroughDelay ()
-                                         : start + txTime + m_delay;
-    Simulator::ScheduleWithContext (peer->GetNodeId (), arrival - Simulator::Now (),
+    FabricNetDevice* peer = PeekPointer (m_devices[sender == PeekPointer (m_devices[0]) ? 1 : 0]);
+    // Relative to now: the arrival is startDelay + delay (+ the cut-through delay, or the
+    // whole frame for a store-and-forward port) ahead.
+    Time delay = peer->IsCutThrough () ? startDelay + m_delay + peer->GetCutThroughDelay ()
+                                       : startDelay + txTime + m_delay;
+    Simulator::ScheduleWithContext (peer->GetNodeId (), delay,
                                     new FrameArrivalEvent (peer, packet, header, txTime));
 }
 

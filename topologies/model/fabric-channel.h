@@ -38,10 +38,11 @@ class FabricChannel : public Channel
 
     /**
      * Put a frame on the wire from \p sender: schedules its reception at the peer (see class
-     * doc).  \p start is when the first bit leaves (>= now), \p txTime its serialization time.
+     * doc).  The first bit leaves \p startDelay (>= 0) from now; \p txTime is its
+     * serialization time.
      */
-    void Transmit (const Ptr<FabricNetDevice>& sender, const Ptr<Packet>& packet,
-                   const FabricHeader& header, Time start, Time txTime);
+    void Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
+                   const FabricHeader& header, Time startDelay, Time txTime);
 
     Time GetDelay () const
     {

@@ -187,12 +187,13 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
 {
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
     FabricQueueItem item{packet, header, notBefore};
-    if (!m_txCompletePending && m_queue->IsEmpty () && Simulator::Now () >= m_busyUntil &&
+    const Time now = Simulator::Now ();
+    if (!m_txCompletePending && m_queue->IsEmpty () && now >= m_busyUntil &&
         m_queue->PassThrough (item))
     {
         // Idle port, empty queue: the frame leaves now, as Enqueue + StartTransmission would
         // send it, without being stored.
-        Transmit (item);
+        Transmit (item, now);
         return true;
     }
     if (!m_queue->Enqueue (std::move (item)))
@@ -201,10 +202,9 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
     }
     if (!m_txCompletePending)
     {
-        Time now = Simulator::Now ();
         if (now >= m_busyUntil)
         {
-            StartTransmission ();
+            StartTransmission (now);
         }
         else
         {
@@ -216,20 +216,19 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
 }
 
 void
-FabricNetDevice::StartTransmission ()
+FabricNetDevice::StartTransmission (Time now)
 {
     FabricQueueItem item;
     if (!m_queue->Dequeue (item))
     {
         return;
     }
-    Transmit (item);
+    Transmit (item, now);
 }
 
 void
-FabricNetDevice::Transmit (const FabricQueueItem& item)
+FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
 {
-    Time now = Simulator::Now ();
     Time start = item.notBefore > now ? item.notBefore : now;
     Time txTime = TxTime (item.GetWireBytes ());
     m_busyUntil = start + txTime;
@@ -238,7 +237,7 @@ FabricNetDevice::Transmit (const FabricQueueItem& item)
     {
         m_txTrace (item.packet, item.header);
     }
-    m_channel->Transmit (this, item.packet, item.header, start, txTime);
+    m_channel->Transmit (this, item.packet, item.header, start - now, txTime);
     // Only a port with frames waiting needs a completion event; an idle port is restarted
     // by the next EnqueueFrame (one event saved per frame on uncongested ports).
     if (!m_queue->IsEmpty ())
@@ -278,7 +277,7 @@ FabricNetDevice::TransmitComplete ()
     m_txCompletePending = false;
     if (!m_queue->IsEmpty ())
     {
-        StartTransmission ();
+        StartTransmission (Simulator::Now ());
     }
 }
 

@@ -201,9 +201,10 @@ class FabricNetDevice : public NetDevice
 
   private:
     bool BuildIpv4Header (Ptr<const Packet> packet, FabricHeader& header) const;
-    void StartTransmission ();
+    /// Dequeue the next frame and Transmit it; \p now is the simulation time.
+    void StartTransmission (Time now);
     /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
-    void Transmit (const FabricQueueItem& item);
+    void Transmit (const FabricQueueItem& item, Time now);
     void TransmitComplete ();
     class TransmitCompleteEvent;
     /// Schedule TransmitComplete after \p delay (a pooled event: one per busy port's frame).
