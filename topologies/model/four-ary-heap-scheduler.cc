@@ -3,6 +3,7 @@
  */
 #include "four-ary-heap-scheduler.h"
 
+#include "ns3/abort.h"
 #include "ns3/assert.h"
 #include "ns3/log.h"
 #include "ns3/uinteger.h"
@@ -64,11 +65,18 @@ FourAryHeapScheduler::Grow ()
 Scheduler::Event
 FourAryHeapScheduler::ToEvent (Key key) const
 {
-    const Payload& payload = m_payload[static_cast<uint32_t> (key)];
     Scheduler::Event ev;
-    ev.impl = payload.impl;
     ev.key.m_ts = static_cast<uint64_t> (key >> 64);
     ev.key.m_uid = static_cast<uint32_t> (key >> 32);
+    if (IsLaneKey (key))
+    {
+        const LaneEvent& head = m_lanes[LaneOfKey (key)].Front ();
+        ev.impl = head.impl;
+        ev.key.m_context = head.context;
+        return ev;
+    }
+    const Payload& payload = m_payload[static_cast<uint32_t> (key)];
+    ev.impl = payload.impl;
     ev.key.m_context = payload.context;
     return ev;
 }
@@ -137,11 +145,11 @@ FourAryHeapScheduler::SiftDown (std::size_t i, Key key)
 }
 
 void
-FourAryHeapScheduler::Lane::PushBack (Key key)
+FourAryHeapScheduler::Lane::PushBack (const LaneEvent& event)
 {
     if (count == ring.size ())
     {
-        std::vector<Key> grown (ring.empty () ? 64 : 2 * ring.size ());
+        std::vector<LaneEvent> grown (ring.empty () ? 64 : 2 * ring.size ());
         for (std::size_t k = 0; k < count; ++k)
         {
             grown[k] = ring[(head + k) & (ring.size () - 1)];
@@ -149,7 +157,7 @@ FourAryHeapScheduler::Lane::PushBack (Key key)
         ring.swap (grown);
         head = 0;
     }
-    ring[(head + count) & (ring.size () - 1)] = key;
+    ring[(head + count) & (ring.size () - 1)] = event;
     ++count;
 }
 
@@ -207,41 +215,40 @@ FourAryHeapScheduler::HeapInsert (Key key)
 void
 FourAryHeapScheduler::Insert (const Scheduler::Event& ev)
 {
-    uint32_t slot;
-    if (m_freeSlots.empty ())
-    {
-        slot = static_cast<uint32_t> (m_payload.size ());
-        m_payload.push_back (Payload{ev.impl, ev.key.m_context, kNoLane});
-    }
-    else
-    {
-        slot = m_freeSlots.back ();
-        m_freeSlots.pop_back ();
-        m_payload[slot] = Payload{ev.impl, ev.key.m_context, kNoLane};
-    }
-    const Key key = KeyOf (ev.key, slot);
     // ns-3 never schedules into the past; should an earlier key come, it just misses lanes.
     const uint32_t lane = ev.key.m_ts >= m_now ? LaneOf (ev.key.m_ts - m_now) : kNoLane;
     if (lane != kNoLane)
     {
         Lane& l = m_lanes[lane];
+        const Key key = KeyOf (ev.key, kLaneTag | lane);
         if (l.count == 0)
         {
             // The lane's new head goes into the heap.
-            m_payload[slot].lane = lane;
-            l.PushBack (key);
+            l.PushBack (LaneEvent{key, ev.impl, ev.key.m_context});
             HeapInsert (key);
             return;
         }
-        if (l.Back () < key)
+        if (l.Back ().key < key)
         {
             // Behind the tail: the lane stays sorted, the heap is untouched.
-            m_payload[slot].lane = lane;
-            l.PushBack (key);
+            l.PushBack (LaneEvent{key, ev.impl, ev.key.m_context});
             return;
         }
     }
-    HeapInsert (key);
+    uint32_t slot;
+    if (m_freeSlots.empty ())
+    {
+        slot = static_cast<uint32_t> (m_payload.size ());
+        NS_ABORT_MSG_IF (slot >= kLaneTag, "FourAryHeapScheduler: more than 2^31 pending events");
+        m_payload.push_back (Payload{ev.impl, ev.key.m_context});
+    }
+    else
+    {
+        slot = m_freeSlots.back ();
+        m_freeSlots.pop_back ();
+        m_payload[slot] = Payload{ev.impl, ev.key.m_context};
+    }
+    HeapInsert (KeyOf (ev.key, slot));
 }
 
 std::size_t
@@ -256,23 +263,8 @@ FourAryHeapScheduler::GetLaneBacklog () const
 }
 
 void
-FourAryHeapScheduler::HeapRemoveAt (std::size_t i)
+FourAryHeapScheduler::HeapErase (std::size_t i)
 {
-    const Key removed = m_heap[i];
-    const uint32_t lane = m_payload[static_cast<uint32_t> (removed)].lane;
-    if (lane != kNoLane)
-    {
-        Lane& l = m_lanes[lane];
-        NS_ASSERT_MSG (l.count > 0 && l.Front () == removed,
-                       "FourAryHeapScheduler: a lane's head is not in the heap");
-        l.PopFront ();
-        if (l.count > 0)
-        {
-            // The lane's next event is later than the one it replaces: it can only sink.
-            SiftDown (i, l.Front ());
-            return;
-        }
-    }
     --m_size;
     if (i < m_size)
     {
@@ -286,6 +278,31 @@ FourAryHeapScheduler::HeapRemoveAt (std::size_t i)
             SiftDown (i, last);
         }
     }
+}
+
+Scheduler::Event
+FourAryHeapScheduler::PopLaneHead (std::size_t i)
+{
+    const Key key = m_heap[i];
+    Lane& l = m_lanes[LaneOfKey (key)];
+    NS_ASSERT_MSG (l.count > 0 && l.Front ().key == key,
+                   "FourAryHeapScheduler: a lane's head is not in the heap");
+    Scheduler::Event ev;
+    ev.impl = l.Front ().impl;
+    ev.key.m_ts = static_cast<uint64_t> (key >> 64);
+    ev.key.m_uid = static_cast<uint32_t> (key >> 32);
+    ev.key.m_context = l.Front ().context;
+    l.PopFront ();
+    if (l.count > 0)
+    {
+        // The lane's next event is later than the one it replaces: it can only sink.
+        SiftDown (i, l.Front ().key);
+    }
+    else
+    {
+        HeapErase (i);
+    }
+    return ev;
 }
 
 bool
@@ -307,7 +324,11 @@ FourAryHeapScheduler::RemoveNext ()
     NS_ASSERT_MSG (m_size > 0, "FourAryHeapScheduler: RemoveNext on an empty queue");
     const Key top = m_heap[0];
     m_now = static_cast<uint64_t> (top >> 64);
-    HeapRemoveAt (0);
+    if (IsLaneKey (top))
+    {
+        return PopLaneHead (0);
+    }
+    HeapErase (0);
     return Take (top);
 }
 
@@ -324,18 +345,22 @@ FourAryHeapScheduler::Remove (const Scheduler::Event& ev)
     if (i < m_size)
     {
         const Key removed = m_heap[i];
-        HeapRemoveAt (i);
+        if (IsLaneKey (removed))
+        {
+            PopLaneHead (i);
+            return;
+        }
+        HeapErase (i);
         Take (removed);
         return;
     }
     // Not a head: it waits in a lane behind its head.
     for (Lane& l : m_lanes)
     {
+        const std::size_t mask = l.ring.size () - 1;
         for (std::size_t k = 1; k < l.count; ++k)
         {
-            const std::size_t mask = l.ring.size () - 1;
-            const Key key = l.ring[(l.head + k) & mask];
-            if ((key >> 32) != wanted)
+            if ((l.ring[(l.head + k) & mask].key >> 32) != wanted)
             {
                 continue;
             }
@@ -344,7 +369,6 @@ FourAryHeapScheduler::Remove (const Scheduler::Event& ev)
                 l.ring[(l.head + j) & mask] = l.ring[(l.head + j + 1) & mask];
             }
             --l.count;
-            Take (key);
             return;
         }
     }

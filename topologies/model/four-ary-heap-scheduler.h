@@ -34,10 +34,12 @@ namespace ns3
  * such delay gets a FIFO lane and only the head of each lane sits in the heap: inserting
  * behind a lane's tail is O(1), and the heap holds lanes + stray events instead of every
  * pending event (setup (b) of bench_vs_reference: ~527 pending events, of which the heap now
- * holds ~50; bench/RESULTS.md "What moved the numbers").  An event goes to a lane only if its
+ * holds ~140; bench/RESULTS.md "What moved the numbers").  An event goes to a lane only if its
  * key is above the lane's tail (checked, so the order holds whatever "now" is); otherwise,
  * or when DelayLanes lanes exist already, it goes to the heap.  Popping a lane's head puts the
- * lane's next event in its place with one sift-down.  This is the classic merge of sorted
+ * lane's next event in its place with one sift-down.  A lane keeps each event's impl and
+ * context beside its key, read in order; only events that go to the heap directly take a
+ * slot of the payload side table (a random access per pop).  This is the classic merge of sorted
  * runs under a heap; the pop order is still exactly (timestamp, uid), tested against an
  * oracle with and without lanes.
  *
@@ -67,38 +69,47 @@ class FourAryHeapScheduler : public Scheduler
     std::size_t GetLaneBacklog () const;
 
   private:
-    /// A heap slot is one 128-bit key: m_ts << 64 | m_uid << 32 | payload slot.  The uid is
-    /// unique, so the order is (m_ts, m_uid); the low word names the event's payload in
-    /// m_payload.  16 B per slot: the four children of a node share one 64 B cache line.
+    /// A heap slot is one 128-bit key: m_ts << 64 | m_uid << 32 | tag.  The uid is unique, so
+    /// the order is (m_ts, m_uid).  The tag names where the rest of the event waits: a slot
+    /// of m_payload, or (with kLaneTag set) the lane whose head the event is.  16 B per slot:
+    /// the four children of a node share one 64 B cache line.
     using Key = unsigned __int128;
 
-    /// The rest of a Scheduler::Event, out of the heap.
+    /// The rest of a Scheduler::Event that went to the heap directly, out of the heap.
     struct Payload
     {
         EventImpl* impl;
         uint32_t context;
-        uint32_t lane; ///< kNoLane, or the lane whose head this event is or will be
+    };
+
+    /// An event in a lane: its key and the rest, side by side (a lane is read in order).
+    struct LaneEvent
+    {
+        Key key;
+        EventImpl* impl;
+        uint32_t context;
     };
 
     static constexpr uint32_t kNoLane = UINT32_MAX;
+    static constexpr uint32_t kLaneTag = 0x80000000U;
 
-    /// A FIFO of keys with one insertion delay, ascending: a ring buffer of 2^k keys.
+    /// A FIFO of events with one insertion delay, ascending: a ring buffer of 2^k entries.
     struct Lane
     {
         uint64_t delay{0};
-        std::vector<Key> ring;
+        std::vector<LaneEvent> ring;
         std::size_t head{0};
         std::size_t count{0};
 
-        Key Front () const
+        const LaneEvent& Front () const
         {
             return ring[head];
         }
-        Key Back () const
+        const LaneEvent& Back () const
         {
             return ring[(head + count - 1) & (ring.size () - 1)];
         }
-        void PushBack (Key key);
+        void PushBack (const LaneEvent& event);
         void PopFront ()
         {
             head = (head + 1) & (ring.size () - 1);
@@ -106,21 +117,34 @@ class FourAryHeapScheduler : public Scheduler
         }
     };
 
+    static bool IsLaneKey (Key key)
+    {
+        return (static_cast<uint32_t> (key) & kLaneTag) != 0;
+    }
+
+    static uint32_t LaneOfKey (Key key)
+    {
+        return static_cast<uint32_t> (key) & ~kLaneTag;
+    }
+
     /// \returns the lane of insertion delay \p delay, made if there is room; kNoLane if not.
     uint32_t LaneOf (uint64_t delay);
     /// Put \p key into the heap.
     void HeapInsert (Key key);
-    /// Take heap node \p i out of the heap; if it is the head of a lane with more events, the
-    /// lane's next head takes its place.
-    void HeapRemoveAt (std::size_t i);
+    /// Take heap node \p i out of the heap (its event is the caller's).
+    void HeapErase (std::size_t i);
+    /// Heap node \p i is the head of its lane and leaves: the lane's next event takes its
+    /// place, or the node goes.  \returns the leaving event.
+    Scheduler::Event PopLaneHead (std::size_t i);
 
     static Key KeyOf (const Scheduler::EventKey& key, uint32_t slot)
     {
         return (static_cast<Key> (key.m_ts) << 64) | (static_cast<Key> (key.m_uid) << 32) | slot;
     }
 
+    /// \returns the event of heap key \p key (a lane's head, or a payload slot's event).
     Scheduler::Event ToEvent (Key key) const;
-    /// Release the payload slot of \p key; \returns its event.
+    /// Release the payload slot of \p key, not a lane key; \returns its event.
     Scheduler::Event Take (Key key);
     /// Put \p key into the hole at \p i, moving it towards the root as needed.
     void SiftUp (std::size_t i, Key key);
