@@ -95,12 +95,14 @@ PfabricQueue::DoDequeue ()
     // become ready goes (ties: the most urgent).
     const Time now = Simulator::Now ();
     std::size_t best = kNone;
+    uint64_t bestRank = UINT64_MAX; // above every rank: the first ready frame is taken
     for (std::size_t i = 0; i < m_items.size (); ++i)
     {
-        if (m_items[i].notBefore <= now &&
-            (best == kNone || m_items[i].header.rank < m_items[best].header.rank))
+        const FabricQueueItem& item = m_items[i];
+        if (item.notBefore <= now && item.header.rank < bestRank)
         {
             best = i;
+            bestRank = item.header.rank;
         }
     }
     if (best == kNone)
