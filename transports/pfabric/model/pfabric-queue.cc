@@ -32,6 +32,10 @@ PfabricQueue::~PfabricQueue () = default;
 std::size_t
 PfabricQueue::WorstIndex () const
 {
+    if (m_worst != kNone)
+    {
+        return m_worst;
+    }
     std::size_t worst = 0;
     uint32_t worstRank = 0;
     for (std::size_t i = 0; i < m_items.size (); ++i)
@@ -42,12 +46,18 @@ PfabricQueue::WorstIndex () const
             worst = i;
         }
     }
+    m_worst = worst;
     return worst;
 }
 
 bool
 PfabricQueue::DoEnqueue (FabricQueueItem&& item)
 {
+    // The scan keeps the last of the highest ranks: the arrival is it if its rank is >=.
+    if (m_worst != kNone && item.header.rank >= m_items[m_worst].header.rank)
+    {
+        m_worst = m_items.size ();
+    }
     m_items.push_back (std::move (item));
     return true;
 }
@@ -75,6 +85,7 @@ PfabricQueue::DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& 
     }
     victim = std::move (m_items[worst]);
     m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (worst));
+    m_worst = kNone;
     return true;
 }
 
@@ -132,6 +143,7 @@ PfabricQueue::DoDequeue ()
     }
     FabricQueueItem item = std::move (m_items[index]);
     m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (index));
+    m_worst = kNone;
     return item;
 }
 

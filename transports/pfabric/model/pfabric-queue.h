@@ -83,11 +83,15 @@ class PfabricQueue : public FabricQueue
     bool DoRefusesArrival (const FabricHeader& arriving) const override;
 
   private:
+    static constexpr std::size_t kNone = static_cast<std::size_t> (-1);
+
     /// \returns the index of the frame to drop first: the highest rank, the latest on ties.
     std::size_t WorstIndex () const;
 
     std::vector<FabricQueueItem> m_items;
-    static constexpr std::size_t kNone = static_cast<std::size_t> (-1);
+    /// WorstIndex's answer while no frame has left since it was computed (an arrival updates
+    /// it): a full port refusing arrival after arrival scans once (kNone: not known).
+    mutable std::size_t m_worst{kNone};
 };
 
 } // namespace ns3

@@ -5,6 +5,7 @@
 
 #include "pfabric-host.h"
 #include "pfabric-queue.h"
+#include "topologies/model/pooled-event.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
@@ -107,10 +108,36 @@ PfabricSender::SetWindowAndRto (uint32_t initialCwnd, uint32_t maxCwnd, Time rto
 
 PfabricSender::~PfabricSender () = default;
 
+/// PfabricSender::OnRtoEvent (), as MakeEvent would bind it, from the event pool.
+class PfabricSender::RtoEvent final : public PooledEventImpl<RtoEvent>
+{
+  public:
+    explicit RtoEvent (PfabricSender* sender)
+          : m_sender (sender)
+    {
+    }
+
+  private:
+    void Notify () override
+    {
+        m_sender->OnRtoEvent ();
+    }
+
+    PfabricSender* m_sender;
+};
+
+void
+PfabricSender::ScheduleRtoEvent (Time delay)
+{
+    m_rtoEventPending = true;
+    m_rtoEvent = Simulator::Schedule (delay, Ptr<EventImpl> (new RtoEvent (this), false));
+}
+
 void
 PfabricSender::DoDispose ()
 {
     m_rtoEvent.Cancel ();
+    m_rtoEventPending = false;
     m_host = nullptr;
     Object::DoDispose ();
 }
@@ -231,9 +258,9 @@ PfabricSender::ArmRto ()
         return;
     }
     m_rtoDeadline = Simulator::Now () + m_rto;
-    if (!m_rtoEvent.IsRunning ())
+    if (!m_rtoEventPending)
     {
-        m_rtoEvent = Simulator::Schedule (m_rto, &PfabricSender::OnRtoEvent, this);
+        ScheduleRtoEvent (m_rto);
     }
 }
 
@@ -246,6 +273,7 @@ PfabricSender::DisarmRto ()
 void
 PfabricSender::OnRtoEvent ()
 {
+    m_rtoEventPending = false; // this event has fired
     if (!IsRtoArmed ())
     {
         return;
@@ -253,7 +281,7 @@ PfabricSender::OnRtoEvent ()
     Time now = Simulator::Now ();
     if (now < m_rtoDeadline)
     {
-        m_rtoEvent = Simulator::Schedule (m_rtoDeadline - now, &PfabricSender::OnRtoEvent, this);
+        ScheduleRtoEvent (m_rtoDeadline - now);
         return;
     }
     if (m_deferRtoWhileQueued && m_host->NicHoldsFlow (m_flowId))
@@ -262,7 +290,7 @@ PfabricSender::OnRtoEvent ()
         // host is busy (Linux tcp_output.c skb_still_in_host_queue).  Restart the timer.
         ++m_deferredTimeouts;
         m_rtoDeadline = now + m_rto;
-        m_rtoEvent = Simulator::Schedule (m_rto, &PfabricSender::OnRtoEvent, this);
+        ScheduleRtoEvent (m_rto);
         return;
     }
     DisarmRto ();
@@ -347,6 +375,7 @@ PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe)
             m_finished = true;
             DisarmRto ();
             m_rtoEvent.Cancel ();
+            m_rtoEventPending = false;
             NS_LOG_LOGIC ("flow " << m_flowId << " acked");
             m_flowAcked (m_flowId, m_start, Simulator::Now ());
             return;

@@ -115,6 +115,10 @@ class PfabricSender : public Object
     }
     /// The timer event: a real timeout if the deadline has come, else it re-schedules itself.
     void OnRtoEvent ();
+    /// Schedule the timer event \p delay ahead (a pooled event, see topologies/model/
+    /// pooled-event.h: in an incast it is one event per timeout).
+    void ScheduleRtoEvent (Time delay);
+    class RtoEvent;
     void OnRto ();
     void IncreaseCwnd ();
 
@@ -130,6 +134,7 @@ class PfabricSender : public Object
     // timers.  Expiry times are the same as with cancel-and-reschedule.
     Time m_rtoDeadline{Time::Max ()};
     Time m_rto;
+    bool m_rtoEventPending{false}; ///< m_rtoEvent is scheduled (cheaper than IsRunning)
     bool m_deferRtoWhileQueued{true};
     bool m_finished{false};
     bool m_probing{false};
