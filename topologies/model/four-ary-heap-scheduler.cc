@@ -31,8 +31,8 @@ FourAryHeapScheduler::GetTypeId ()
                             .AddConstructor<FourAryHeapScheduler> ()
                             .AddAttribute ("DelayLanes",
                                            "Most insertion delays (ts - now) that get a FIFO lane "
-                                           "whose head alone sits in the heap; 0 = a plain 4-ary "
-                                           "heap.  Same event order either way",
+                                           "(heads in a winner tree); 0 = a plain 4-ary heap.  "
+                                           "Same event order either way",
                                            UintegerValue (64),
                                            MakeUintegerAccessor (&FourAryHeapScheduler::m_maxLanes),
                                            MakeUintegerChecker<uint32_t> (0, 4096));
@@ -176,6 +176,12 @@ FourAryHeapScheduler::LaneOf (uint64_t delay)
             slots <<= 1;
         }
         m_laneTable.assign (slots, 0);
+        m_leaves = 1;
+        while (m_leaves < m_maxLanes)
+        {
+            m_leaves <<= 1;
+        }
+        m_tree.assign (2 * m_leaves, kInfinity);
     }
     const std::size_t mask = m_laneTable.size () - 1;
     // Fibonacci hashing of the delay; linear probing.
@@ -223,14 +229,14 @@ FourAryHeapScheduler::Insert (const Scheduler::Event& ev)
         const Key key = KeyOf (ev.key, kLaneTag | lane);
         if (l.count == 0)
         {
-            // The lane's new head goes into the heap.
+            // The lane's new head enters the winner tree.
             l.PushBack (LaneEvent{key, ev.impl, ev.key.m_context});
-            HeapInsert (key);
+            UpdateLaneHead (lane, key);
             return;
         }
         if (l.Back ().key < key)
         {
-            // Behind the tail: the lane stays sorted, the heap is untouched.
+            // Behind the tail: the lane stays sorted, nothing else moves.
             l.PushBack (LaneEvent{key, ev.impl, ev.key.m_context});
             return;
         }
@@ -249,6 +255,36 @@ FourAryHeapScheduler::Insert (const Scheduler::Event& ev)
         m_payload[slot] = Payload{ev.impl, ev.key.m_context};
     }
     HeapInsert (KeyOf (ev.key, slot));
+}
+
+void
+FourAryHeapScheduler::UpdateLaneHead (uint32_t lane, Key key)
+{
+    Key* tree = m_tree.data ();
+    std::size_t i = m_leaves + lane;
+    tree[i] = key;
+    while (i > 1)
+    {
+        const Key sibling = tree[i ^ 1];
+        key = sibling < key ? sibling : key;
+        i >>= 1;
+        tree[i] = key;
+    }
+}
+
+Scheduler::Event
+FourAryHeapScheduler::PopLane (uint32_t lane)
+{
+    Lane& l = m_lanes[lane];
+    const LaneEvent& head = l.Front ();
+    Scheduler::Event ev;
+    ev.impl = head.impl;
+    ev.key.m_ts = static_cast<uint64_t> (head.key >> 64);
+    ev.key.m_uid = static_cast<uint32_t> (head.key >> 32);
+    ev.key.m_context = head.context;
+    l.PopFront ();
+    UpdateLaneHead (lane, l.count > 0 ? l.Front ().key : kInfinity);
+    return ev;
 }
 
 std::size_t
@@ -280,54 +316,32 @@ FourAryHeapScheduler::HeapErase (std::size_t i)
     }
 }
 
-Scheduler::Event
-FourAryHeapScheduler::PopLaneHead (std::size_t i)
-{
-    const Key key = m_heap[i];
-    Lane& l = m_lanes[LaneOfKey (key)];
-    NS_ASSERT_MSG (l.count > 0 && l.Front ().key == key,
-                   "FourAryHeapScheduler: a lane's head is not in the heap");
-    Scheduler::Event ev;
-    ev.impl = l.Front ().impl;
-    ev.key.m_ts = static_cast<uint64_t> (key >> 64);
-    ev.key.m_uid = static_cast<uint32_t> (key >> 32);
-    ev.key.m_context = l.Front ().context;
-    l.PopFront ();
-    if (l.count > 0)
-    {
-        // The lane's next event is later than the one it replaces: it can only sink.
-        SiftDown (i, l.Front ().key);
-    }
-    else
-    {
-        HeapErase (i);
-    }
-    return ev;
-}
-
 bool
 FourAryHeapScheduler::IsEmpty () const
 {
-    return m_size == 0;
+    return m_size == 0 && LaneTop () == kInfinity;
 }
 
 Scheduler::Event
 FourAryHeapScheduler::PeekNext () const
 {
-    NS_ASSERT_MSG (m_size > 0, "FourAryHeapScheduler: PeekNext on an empty queue");
-    return ToEvent (m_heap[0]);
+    NS_ASSERT_MSG (!IsEmpty (), "FourAryHeapScheduler: PeekNext on an empty queue");
+    const Key laneTop = LaneTop ();
+    return ToEvent (m_size == 0 || laneTop < m_heap[0] ? laneTop : m_heap[0]);
 }
 
 Scheduler::Event
 FourAryHeapScheduler::RemoveNext ()
 {
-    NS_ASSERT_MSG (m_size > 0, "FourAryHeapScheduler: RemoveNext on an empty queue");
+    NS_ASSERT_MSG (!IsEmpty (), "FourAryHeapScheduler: RemoveNext on an empty queue");
+    const Key laneTop = LaneTop ();
+    if (m_size == 0 || laneTop < m_heap[0])
+    {
+        m_now = static_cast<uint64_t> (laneTop >> 64);
+        return PopLane (LaneOfKey (laneTop));
+    }
     const Key top = m_heap[0];
     m_now = static_cast<uint64_t> (top >> 64);
-    if (IsLaneKey (top))
-    {
-        return PopLaneHead (0);
-    }
     HeapErase (0);
     return Take (top);
 }
@@ -345,18 +359,19 @@ FourAryHeapScheduler::Remove (const Scheduler::Event& ev)
     if (i < m_size)
     {
         const Key removed = m_heap[i];
-        if (IsLaneKey (removed))
-        {
-            PopLaneHead (i);
-            return;
-        }
         HeapErase (i);
         Take (removed);
         return;
     }
-    // Not a head: it waits in a lane behind its head.
-    for (Lane& l : m_lanes)
+    // Not in the heap: a lane's head, or an event behind one.
+    for (uint32_t lane = 0; lane < m_lanes.size (); ++lane)
     {
+        Lane& l = m_lanes[lane];
+        if (l.count > 0 && (l.Front ().key >> 32) == wanted)
+        {
+            PopLane (lane);
+            return;
+        }
         const std::size_t mask = l.ring.size () - 1;
         for (std::size_t k = 1; k < l.count; ++k)
         {

@@ -31,24 +31,26 @@ namespace ns3
  * arrival one link delay (plus the cut-through delay) after it starts, a port's transmit
  * completion one MSS frame time ahead, a timeout one RTO ahead.  Events inserted with the same
  * delay d = ts - now, with now never decreasing, arrive in (timestamp, uid) order, so each
- * such delay gets a FIFO lane and only the head of each lane sits in the heap: inserting
- * behind a lane's tail is O(1), and the heap holds lanes + stray events instead of every
- * pending event (setup (b) of bench_vs_reference: ~527 pending events, of which the heap now
- * holds ~140; bench/RESULTS.md "What moved the numbers").  An event goes to a lane only if its
- * key is above the lane's tail (checked, so the order holds whatever "now" is); otherwise,
- * or when DelayLanes lanes exist already, it goes to the heap.  Popping a lane's head puts the
- * lane's next event in its place with one sift-down.  A lane keeps each event's impl and
- * context beside its key, read in order; only events that go to the heap directly take a
- * slot of the payload side table (a random access per pop).  This is the classic merge of sorted
- * runs under a heap; the pop order is still exactly (timestamp, uid), tested against an
- * oracle with and without lanes.
+ * such delay gets a FIFO lane (up to DelayLanes of them): inserting behind a lane's tail is
+ * O(1).  The lanes' heads meet in a winner tree (a tournament: each node holds the smaller of
+ * its two children; 64 lanes, 6 levels), and the events that fit no lane (a key not above
+ * its lane's tail, checked, so the order holds whatever "now" is; or no lane left) in the
+ * 4-ary heap; RemoveNext takes the smaller of the tree's and the heap's tops.  Replaying a
+ * lane's leaf reads its siblings at addresses known in advance, so it costs a chain of
+ * compares, not of dependent loads.  A lane keeps each event's impl and context beside its
+ * key; only heap events take a slot of the payload side table.  In setup (b) of
+ * bench_vs_reference 114 M of 146 M inserts land behind a lane's tail, 9 M start a lane
+ * and 24 M go to the heap, which holds ~130 of the ~530 pending events (bench/RESULTS.md
+ * "What moved the numbers").  This is the classic merge of
+ * sorted runs; the pop order is still exactly (timestamp, uid), tested against an oracle
+ * with 64, 8 and 0 lanes.
  *
  * | operation | cost |
  * | --- | --- |
- * | Insert | O(1) behind a lane's tail; else O(log4 h) sift-up (h: heap size) |
+ * | Insert | O(1) behind a lane's tail; O(log2 L) as a lane's new head; else O(log4 h) |
  * | PeekNext, IsEmpty | O(1) |
- * | RemoveNext | O(log4 h) sift-down |
- * | Remove (Simulator::Remove) | O(n) search by uid, then O(log4 h) |
+ * | RemoveNext | O(log2 L) from a lane (L: lanes), O(log4 h) from the heap (h: its size) |
+ * | Remove (Simulator::Remove) | O(n) search by uid, then as RemoveNext |
  */
 class FourAryHeapScheduler : public Scheduler
 {
@@ -133,9 +135,19 @@ class FourAryHeapScheduler : public Scheduler
     void HeapInsert (Key key);
     /// Take heap node \p i out of the heap (its event is the caller's).
     void HeapErase (std::size_t i);
-    /// Heap node \p i is the head of its lane and leaves: the lane's next event takes its
-    /// place, or the node goes.  \returns the leaving event.
-    Scheduler::Event PopLaneHead (std::size_t i);
+    /// Lane \p lane's head changed to \p key (kInfinity: the lane is empty): replay its path
+    /// in the winner tree.
+    void UpdateLaneHead (uint32_t lane, Key key);
+    /// Take the head of lane \p lane out; \returns its event.
+    Scheduler::Event PopLane (uint32_t lane);
+    /// \returns the smallest lane head (kInfinity if every lane is empty).
+    Key LaneTop () const
+    {
+        return m_tree.empty () ? kInfinity : m_tree[1];
+    }
+
+    /// Above every real key: an empty lane's head.
+    static constexpr Key kInfinity = ~Key (0);
 
     static Key KeyOf (const Scheduler::EventKey& key, uint32_t slot)
     {
@@ -169,6 +181,13 @@ class FourAryHeapScheduler : public Scheduler
     std::vector<Lane> m_lanes;
     /// Open-addressing map insertion delay -> lane + 1 (0 = empty slot), 4 x m_maxLanes slots.
     std::vector<uint32_t> m_laneTable;
+    /// Winner tree over the lanes' head keys: m_tree[1] is the smallest, node i is the
+    /// smaller of nodes 2i and 2i+1, lane l's head is leaf m_leaves + l.  Replaying one leaf
+    /// reads its siblings, whose addresses do not depend on any comparison, so the loads
+    /// overlap, unlike a heap's sift-down, where each level's address waits on the last
+    /// level's comparisons.
+    std::vector<Key> m_tree;
+    std::size_t m_leaves{0};
 };
 
 } // namespace ns3
