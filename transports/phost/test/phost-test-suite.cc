@@ -520,7 +520,7 @@ class IncastTest : public TestCase
     explicit IncastTest (uint32_t racks)
           : TestCase ("incast of " + std::to_string (4 * racks - 1) +
                       " senders to one receiver: after the free-token burst every switch queue "
-                      "stays within ceil((RTT_inter - RTT_intra) / T) + 1 = 8 packets")
+                      "stays within ceil((RTT_inter - RTT_intra) over T) + 1 = 8 packets")
           , m_racks (racks)
     {
     }
