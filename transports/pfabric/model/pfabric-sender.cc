@@ -157,7 +157,7 @@ PfabricSender::Setup (Ptr<PfabricHost> host, uint64_t flowId, uint16_t dstHost, 
     m_dstHost = dstHost;
     m_sizeBytes = sizeBytes;
     m_nPackets = static_cast<uint32_t> ((sizeBytes + m_mssBytes - 1) / m_mssBytes);
-    m_sacked.assign (m_nPackets, false);
+    m_sacked.Reset (m_nPackets);
     m_cwnd = std::min (m_initialCwnd, m_maxCwnd);
     m_ssthresh = m_initialSsthresh;
 }
@@ -349,7 +349,7 @@ PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe)
     uint32_t sackPacket = sackSeq / m_mssBytes;
     if (!probe && sackPacket >= ackPacket && sackPacket < m_nPackets && !m_sacked[sackPacket])
     {
-        m_sacked[sackPacket] = true;
+        m_sacked.Set (sackPacket);
         if (sackPacket >= m_cumAckPacket)
         {
             ++m_sackedAbove;

@@ -11,6 +11,9 @@
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
+#include <algorithm>
+#include <iterator>
+#include <memory>
 #include <vector>
 
 namespace ns3
@@ -157,7 +160,46 @@ class PfabricSender : public Object
     uint64_t m_timeouts{0};
     uint64_t m_dataPacketsSent{0};
     Ptr<PfabricHost> m_host;
-    std::vector<bool> m_sacked;
+    /// Selectively acknowledged packets, one bit each: inline for flows of up to 192 packets
+    /// (most DDC flows are a few pages), so the timer and ACK paths touch no second
+    /// allocation; on the heap beyond.
+    class SackBits
+    {
+      public:
+        /// Size for \p n packets, all clear.
+        void Reset (uint32_t n)
+        {
+            m_heap.reset ();
+            std::fill (std::begin (m_inline), std::end (m_inline), 0);
+            if (n > kInlineBits)
+            {
+                m_heap = std::make_unique<uint64_t[]> ((n + 63) / 64); // zeroed
+            }
+        }
+
+        bool operator[] (uint32_t i) const
+        {
+            return (Words ()[i >> 6] >> (i & 63)) & 1U;
+        }
+
+        void Set (uint32_t i)
+        {
+            (m_heap ? m_heap.get () : m_inline)[i >> 6] |= uint64_t (1) << (i & 63);
+        }
+
+      private:
+        static constexpr uint32_t kInlineBits = 192;
+
+        const uint64_t* Words () const
+        {
+            return m_heap ? m_heap.get () : m_inline;
+        }
+
+        uint64_t m_inline[kInlineBits / 64]{};
+        std::unique_ptr<uint64_t[]> m_heap;
+    };
+
+    SackBits m_sacked;
 
     // cold: configuration and bookkeeping
     uint32_t m_initialCwnd{0};
