@@ -60,6 +60,7 @@ import math
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -358,6 +359,27 @@ def _run_command_once(
     return emulate_apps.Outcome(status, wall if status == "ok" else None, *counters, wall)
 
 
+
+def _run_preset_with_retries(
+    cfg: Any, session: Any, delay: Any, local: int, work: Path
+) -> Any:
+    """One run of a cluster preset; a run whose application a memory cgroup OOM-killed
+    measured nothing and is repeated in a fresh directory (its logs kept), at most
+    ``emulate_apps.OOM_ATTEMPTS`` times (emulate_apps.MemcgOomKill)."""
+    for attempt in range(1, emulate_apps.OOM_ATTEMPTS + 1):
+        run_dir = work if attempt == 1 else work.with_name(f"{work.name}-attempt{attempt}")
+        try:
+            return emulate_apps.run_preset_once(
+                session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
+                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction)
+        except emulate_apps.MemcgOomKill as exc:
+            if attempt == emulate_apps.OOM_ATTEMPTS:
+                raise
+            print(f"emulate: {str(exc).splitlines()[-1]} in {run_dir}; repeating the run "
+                  f"(attempt {attempt + 1}/{emulate_apps.OOM_ATTEMPTS})", file=sys.stderr,
+                  flush=True)
+    raise AssertionError("unreachable")
+
 def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     """Run the config's sweep (root; under the machine-state lock for the swap backend and
     the cluster presets); returns the out dir.
@@ -393,10 +415,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                         if session is None:
                             res = _run_command_once(cfg, pt.delay, local, work)
                         else:
-                            res = emulate_apps.run_preset_once(
-                                session, cfg.emulate.backend, pt.delay, local,
-                                cfg.emulate.timeout_s, work, cfg.emulate.page_cluster,
-                                cfg.app.use_jemalloc, cfg.emulate.eviction)
+                            res = _run_preset_with_retries(cfg, session, pt.delay, local, work)
                     mem = mem_bytes()
                     run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps,
                               rep, res.status, res.jct_s, res.wall_s, res.swap_in_bytes,

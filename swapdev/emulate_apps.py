@@ -216,6 +216,22 @@ def _jct(preset: Preset, results: dict[str, object]) -> float:
     return float(driver["sort_s"])
 
 
+#: Attempts at one run whose application a memory cgroup's OOM killer ended (as the
+#: collector's ``START_ATTEMPTS``, traces/collect.py).
+OOM_ATTEMPTS: Final = 3
+
+
+class MemcgOomKill(RuntimeError):
+    """A run failed because a node's memory cgroup OOM-killed one of its processes.
+
+    Under memcg v1 a group at its limit whose pages are all active and partly in the swap
+    cache can fail to reclaim, and its OOM killer then ends a process (seen: memcached
+    killed during the YCSB run of the swap backend at 50 % local; dmesg "Memory cgroup out of
+    memory").  Such a run measured nothing; ``disaggsim emulate`` repeats it, at most
+    ``OOM_ATTEMPTS`` times.
+    """
+
+
 def run_preset_once(
     session: ClusterSession,
     backend: str,
@@ -232,15 +248,44 @@ def run_preset_once(
     run is killed and the run reported as ``timeout``), stop it, read the device counters.
     ``eviction`` is the uffd backend's replacement policy (``SWAPDEV_EVICTION``).
 
-    Raises RuntimeError if the application fails (its log's last lines quoted).
+    Raises RuntimeError if the application fails (its log's last lines quoted);
+    MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its processes.
     """
     preset, cluster = session.preset, session.cluster
     assert preset.app is not None
     run_dir.mkdir(parents=True, exist_ok=True)
     run_dir.chmod(0o777)  # memcached drops to "nobody"; the device writes at its exit
     cluster.log_dir, cluster.procs, cluster.logs = run_dir, [], {}
-    for cg in [*cluster.memcgs, *session.holder_memcgs]:
+    memcgs = [*cluster.memcgs, *session.holder_memcgs]
+    for cg in memcgs:
         env.memcg_reset(cg)
+    kills_before = [env.memcg_oom_kills(cg) for cg in memcgs]
+    try:
+        return _run_preset(session, backend, model, local_bytes, timeout_s, run_dir,
+                           page_cluster, jemalloc, eviction)
+    except RuntimeError as exc:
+        killed = [cg.name for cg, before in zip(memcgs, kills_before, strict=True)
+                  if env.memcg_oom_kills(cg) > before]
+        if not killed:
+            raise
+        raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed a "
+                           f"process)") from exc
+
+
+def _run_preset(
+    session: ClusterSession,
+    backend: str,
+    model: device.DelayModel,
+    local_bytes: int,
+    timeout_s: float,
+    run_dir: Path,
+    page_cluster: int,
+    jemalloc: bool,
+    eviction: device.EvictionPolicy,
+) -> Outcome:
+    """run_preset_once after the memory cgroups' reset."""
+    preset, cluster = session.preset, session.cluster
+    assert preset.app is not None
     timed_out = threading.Event()
     fuse_trace: Path | None = None
     with env.UndoStack() as stack:

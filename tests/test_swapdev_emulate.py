@@ -376,3 +376,51 @@ def test_swap_backend_counts_at_least_the_over_limit_volume(tmp_path: Path) -> N
         assert r["status"] == "ok" and swap_out >= over and swap_in >= over * 0.9, r
         assert float(r["swap_bandwidth_bytes_per_s"]) == pytest.approx(
             (swap_in + swap_out) / float(r["jct_s"]))
+
+
+def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """emulate repeats a cluster-preset run that a memory cgroup OOM-killed (MemcgOomKill),
+    each attempt in its own directory, at most OOM_ATTEMPTS times; any other failure and the
+    last attempt's kill are raised."""
+    from types import SimpleNamespace
+
+    from disaggsim.swapdev import emulate, emulate_apps
+
+    cfg = SimpleNamespace(
+        emulate=SimpleNamespace(backend="swap", timeout_s=5.0, page_cluster=0, eviction="fifo"),
+        app=SimpleNamespace(use_jemalloc=False))
+    dirs: list[Path] = []
+    failures = {"left": 2}
+
+    def fake_run(session: object, backend: str, delay: object, local: int, timeout_s: float,
+                 run_dir: Path, page_cluster: int, jemalloc: bool, eviction: str) -> str:
+        dirs.append(run_dir)
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise emulate_apps.MemcgOomKill("YCSB run exited 1\n(the memory cgroup of "
+                                            "disaggsim-node1 OOM-killed a process)")
+        return "outcome"
+
+    monkeypatch.setattr(emulate_apps, "run_preset_once", fake_run)
+    work = tmp_path / "0.5-10us-0"
+    assert emulate._run_preset_with_retries(cfg, None, None, 1, work) == "outcome"
+    assert dirs == [work, tmp_path / "0.5-10us-0-attempt2", tmp_path / "0.5-10us-0-attempt3"]
+    assert capsys.readouterr().err.count("repeating the run") == 2
+
+    failures["left"] = emulate_apps.OOM_ATTEMPTS
+    dirs.clear()
+    with pytest.raises(emulate_apps.MemcgOomKill, match="OOM-killed"):
+        emulate._run_preset_with_retries(cfg, None, None, 1, work)
+    assert len(dirs) == emulate_apps.OOM_ATTEMPTS
+
+    def other_failure(*args: object) -> str:
+        dirs.append(Path("x"))
+        raise RuntimeError("YCSB load exited 1")
+
+    monkeypatch.setattr(emulate_apps, "run_preset_once", other_failure)
+    dirs.clear()
+    with pytest.raises(RuntimeError, match="load exited 1"):
+        emulate._run_preset_with_retries(cfg, None, None, 1, work)
+    assert len(dirs) == 1  # not repeated
