@@ -232,6 +232,22 @@ class MemcgOomKill(RuntimeError):
     """
 
 
+@contextmanager
+def _oom_kills_named(memcgs: list[Path]) -> Iterator[None]:
+    """Re-raise a RuntimeError of the block as MemcgOomKill if one of ``memcgs`` OOM-killed a
+    process meanwhile (``memory.oom_control`` ``oom_kill``, as the collector checks)."""
+    kills_before = [env.memcg_oom_kills(cg) for cg in memcgs]
+    try:
+        yield
+    except RuntimeError as exc:
+        killed = [cg.name for cg, before in zip(memcgs, kills_before, strict=True)
+                  if env.memcg_oom_kills(cg) > before]
+        if not killed:
+            raise
+        raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed a "
+                           f"process)") from exc
+
+
 def run_preset_once(
     session: ClusterSession,
     backend: str,
@@ -259,36 +275,9 @@ def run_preset_once(
     memcgs = [*cluster.memcgs, *session.holder_memcgs]
     for cg in memcgs:
         env.memcg_reset(cg)
-    kills_before = [env.memcg_oom_kills(cg) for cg in memcgs]
-    try:
-        return _run_preset(session, backend, model, local_bytes, timeout_s, run_dir,
-                           page_cluster, jemalloc, eviction)
-    except RuntimeError as exc:
-        killed = [cg.name for cg, before in zip(memcgs, kills_before, strict=True)
-                  if env.memcg_oom_kills(cg) > before]
-        if not killed:
-            raise
-        raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed a "
-                           f"process)") from exc
-
-
-def _run_preset(
-    session: ClusterSession,
-    backend: str,
-    model: device.DelayModel,
-    local_bytes: int,
-    timeout_s: float,
-    run_dir: Path,
-    page_cluster: int,
-    jemalloc: bool,
-    eviction: device.EvictionPolicy,
-) -> Outcome:
-    """run_preset_once after the memory cgroups' reset."""
-    preset, cluster = session.preset, session.cluster
-    assert preset.app is not None
     timed_out = threading.Event()
     fuse_trace: Path | None = None
-    with env.UndoStack() as stack:
+    with _oom_kills_named(memcgs), env.UndoStack() as stack:
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
             size = max(4 * preset.working_set_bytes * max(1, len(preset.holders)), 256 << 20)
