@@ -48,7 +48,7 @@ DropTailEcnQueue::DoEnqueue (FabricQueueItem&& item)
 }
 
 FabricQueueItem
-DropTailEcnQueue::DoDequeue ()
+DropTailEcnQueue::DoDequeue (Time /* now */)
 {
     FabricQueueItem item = std::move (m_items.front ());
     m_items.pop_front ();

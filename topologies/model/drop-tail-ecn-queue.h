@@ -31,7 +31,7 @@ class DropTailEcnQueue : public FabricQueue
 
   protected:
     bool DoEnqueue (FabricQueueItem&& item) override;
-    FabricQueueItem DoDequeue () override;
+    FabricQueueItem DoDequeue (Time now) override;
 
   private:
     uint32_t m_markThresholdBytes{0};

@@ -24,24 +24,26 @@ class FrameArrivalEvent final : public PooledEventImpl<FrameArrivalEvent>
 {
   public:
     FrameArrivalEvent (FabricNetDevice* port, const Ptr<Packet>& packet, const FabricHeader& header,
-                       Time txTime)
+                       Time txTime, Time at)
           : m_port (port)
           , m_packet (packet)
           , m_header (header)
           , m_txTime (txTime)
+          , m_at (at)
     {
     }
 
   private:
     void Notify () override
     {
-        m_port->Receive (m_packet, m_header, m_txTime);
+        m_port->Receive (m_packet, m_header, m_txTime, m_at);
     }
 
     FabricNetDevice* m_port;
     Ptr<Packet> m_packet;
     FabricHeader m_header;
     Time m_txTime;
+    Time m_at; ///< the event's own time: Simulator::Now () when it runs
 };
 
 } // namespace
@@ -73,15 +75,16 @@ FabricChannel::Attach (Ptr<FabricNetDevice> device)
 
 void
 FabricChannel::Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
-                         const FabricHeader& header, Time startDelay, Time txTime)
+                         const FabricHeader& header, Time startDelay, Time txTime, Time now)
 {
     FabricNetDevice* peer = PeekPointer (m_devices[sender == PeekPointer (m_devices[0]) ? 1 : 0]);
     // Relative to now: the arrival is startDelay + delay (+ the cut-through delay, or the
     // whole frame for a store-and-forward port) ahead.
     Time delay = peer->IsCutThrough () ? startDelay + m_delay + peer->GetCutThroughDelay ()
                                        : startDelay + txTime + m_delay;
-    Simulator::ScheduleWithContext (peer->GetNodeId (), delay,
-                                    new FrameArrivalEvent (peer, packet, header, txTime));
+    Simulator::ScheduleWithContext (
+        peer->GetNodeId (), delay,
+        new FrameArrivalEvent (peer, packet, header, txTime, now + delay));
 }
 
 std::size_t

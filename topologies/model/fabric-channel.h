@@ -38,11 +38,11 @@ class FabricChannel : public Channel
 
     /**
      * Put a frame on the wire from \p sender: schedules its reception at the peer (see class
-     * doc).  The first bit leaves \p startDelay (>= 0) from now; \p txTime is its
-     * serialization time.
+     * doc).  The first bit leaves \p startDelay (>= 0) from \p now (= Simulator::Now ());
+     * \p txTime is its serialization time.
      */
     void Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
-                   const FabricHeader& header, Time startDelay, Time txTime);
+                   const FabricHeader& header, Time startDelay, Time txTime, Time now);
 
     Time GetDelay () const
     {

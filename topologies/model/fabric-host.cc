@@ -6,6 +6,7 @@
 #include "fabric-net-device.h"
 
 #include "ns3/log.h"
+#include "ns3/simulator.h"
 
 namespace ns3
 {
@@ -53,7 +54,13 @@ FabricHost::DoSetup ()
 bool
 FabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame)
 {
-    if (!m_device->SendFabric (packet, frame))
+    return Send (std::move (packet), frame, Simulator::Now ());
+}
+
+bool
+FabricHost::Send (Ptr<Packet> packet, const FabricHeader& frame, Time now)
+{
+    if (!m_device->SendFabric (packet, frame, now))
     {
         ++m_nicDrops;
         return false;
@@ -74,7 +81,7 @@ FabricHost::DropsAtNic (const FabricHeader& frame, uint32_t packetBytes)
 
 void
 FabricHost::ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
-                          const FabricHeader& frame, Time txTime)
+                          const FabricHeader& frame, Time txTime, Time now)
 {
     if (frame.protocol != m_protocol)
     {
@@ -82,7 +89,7 @@ FabricHost::ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
                              << ", expected " << m_protocol);
         return;
     }
-    DoReceive (packet, frame);
+    DoReceive (packet, frame, now);
 }
 
 } // namespace ns3

@@ -49,6 +49,9 @@ class FabricHost : public Object, public FabricFrameSink
     /// NIC queue dropped it (counted in GetNicDrops).
     bool Send (Ptr<Packet> packet, const FabricHeader& frame);
 
+    /// Send at \p now, which must be Simulator::Now () (a caller that holds it).
+    bool Send (Ptr<Packet> packet, const FabricHeader& frame, Time now);
+
     /// Ask the host's NIC queue before building a frame: if it would refuse a frame of
     /// \p packetBytes (without the fabric header) with \p frame outright, count the drop as
     /// Send would (FabricNetDevice::DropRefusedFabricFrame) and return true.
@@ -64,13 +67,13 @@ class FabricHost : public Object, public FabricFrameSink
     void DoDispose () override;
     /// Called after Setup attached the port (e.g. to look at the NIC queue's type).
     virtual void DoSetup ();
-    /// A frame of this host's protocol arrived.
-    virtual void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) = 0;
+    /// A frame of this host's protocol arrived at \p now (= Simulator::Now ()).
+    virtual void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) = 0;
 
     /// A frame arrived at the host's port (FabricFrameSink): another protocol's is dropped,
     /// this protocol's goes to DoReceive.
     void ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
-                       const FabricHeader& frame, Time txTime) override;
+                       const FabricHeader& frame, Time txTime, Time now) override;
 
   private:
     Ptr<FabricNetDevice> m_device;

@@ -148,7 +148,13 @@ FabricNetDevice::SetFabricReceiveCallback (FabricReceiveCallback callback)
 bool
 FabricNetDevice::SendFabric (const Ptr<Packet>& packet, const FabricHeader& header)
 {
-    return EnqueueFrame (packet, header, HostFrameNotBefore ());
+    return SendFabric (packet, header, Simulator::Now ());
+}
+
+bool
+FabricNetDevice::SendFabric (const Ptr<Packet>& packet, const FabricHeader& header, Time now)
+{
+    return EnqueueFrame (packet, header, HostFrameNotBefore (now), now);
 }
 
 bool
@@ -168,6 +174,12 @@ FabricNetDevice::DropRefusedFabricFrame (const FabricHeader& header, uint32_t wi
 Time
 FabricNetDevice::HostFrameNotBefore ()
 {
+    return m_sendOverhead.IsZero () ? Time (0) : HostFrameNotBefore (Simulator::Now ());
+}
+
+Time
+FabricNetDevice::HostFrameNotBefore (Time now)
+{
     if (m_sendOverhead.IsZero ())
     {
         return Time (0);
@@ -178,16 +190,22 @@ FabricNetDevice::HostFrameNotBefore ()
     {
         m_overheadRandom = CreateObject<UniformRandomVariable> ();
     }
-    return Simulator::Now () + Time (m_overheadRandom->GetValue (0.0, m_sendOverhead.GetDouble ()));
+    return now + Time (m_overheadRandom->GetValue (0.0, m_sendOverhead.GetDouble ()));
 }
 
 bool
 FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
                                Time notBefore)
 {
+    return EnqueueFrame (packet, header, notBefore, Simulator::Now ());
+}
+
+bool
+FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
+                               Time notBefore, Time now)
+{
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
     FabricQueueItem item{packet, header, notBefore};
-    const Time now = Simulator::Now ();
     if (!m_txCompletePending && m_queue->IsEmpty () && now >= m_busyUntil &&
         m_queue->PassThrough (item))
     {
@@ -196,7 +214,7 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
         Transmit (item, now);
         return true;
     }
-    if (!m_queue->Enqueue (std::move (item)))
+    if (!m_queue->Enqueue (std::move (item), now))
     {
         return false;
     }
@@ -209,7 +227,7 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
         else
         {
             m_txCompletePending = true;
-            ScheduleTransmitComplete (m_busyUntil - now);
+            ScheduleTransmitComplete (now, m_busyUntil - now);
         }
     }
     return true;
@@ -219,7 +237,7 @@ void
 FabricNetDevice::StartTransmission (Time now)
 {
     FabricQueueItem item;
-    if (!m_queue->Dequeue (item))
+    if (!m_queue->Dequeue (item, now))
     {
         return;
     }
@@ -237,13 +255,13 @@ FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
     {
         m_txTrace (item.packet, item.header);
     }
-    m_channel->Transmit (this, item.packet, item.header, start - now, txTime);
+    m_channel->Transmit (this, item.packet, item.header, start - now, txTime, now);
     // Only a port with frames waiting needs a completion event; an idle port is restarted
     // by the next EnqueueFrame (one event saved per frame on uncongested ports).
     if (!m_queue->IsEmpty ())
     {
         m_txCompletePending = true;
-        ScheduleTransmitComplete (m_busyUntil - now);
+        ScheduleTransmitComplete (now, m_busyUntil - now);
     }
 }
 
@@ -251,40 +269,50 @@ FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
 class FabricNetDevice::TransmitCompleteEvent final : public PooledEventImpl<TransmitCompleteEvent>
 {
   public:
-    explicit TransmitCompleteEvent (FabricNetDevice* port)
+    TransmitCompleteEvent (FabricNetDevice* port, Time at)
           : m_port (port)
+          , m_at (at)
     {
     }
 
   private:
     void Notify () override
     {
-        m_port->TransmitComplete ();
+        m_port->TransmitComplete (m_at);
     }
 
     FabricNetDevice* m_port;
+    Time m_at; ///< the event's own time: Simulator::Now () when it runs
 };
 
 void
-FabricNetDevice::ScheduleTransmitComplete (Time delay)
+FabricNetDevice::ScheduleTransmitComplete (Time now, Time delay)
 {
     // With this port's node as context, like a frame arrival: no EventId is made (nobody
-    // cancels a completion), which saves a reference-count round trip per event.
-    Simulator::ScheduleWithContext (m_nodeId, delay, new TransmitCompleteEvent (this));
+    // cancels a completion), which saves a reference-count round trip per event.  ns-3 keys
+    // the event at now + delay, the time it carries.
+    Simulator::ScheduleWithContext (m_nodeId, delay, new TransmitCompleteEvent (this, now + delay));
 }
 
 void
-FabricNetDevice::TransmitComplete ()
+FabricNetDevice::TransmitComplete (Time now)
 {
     m_txCompletePending = false;
     if (!m_queue->IsEmpty ())
     {
-        StartTransmission (Simulator::Now ());
+        StartTransmission (now);
     }
 }
 
 void
 FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& header, Time txTime)
+{
+    Receive (received, header, txTime, Simulator::Now ());
+}
+
+void
+FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& header, Time txTime,
+                          Time now)
 {
     ++m_rxPackets;
     if (header.payloadBytes != 0)
@@ -297,7 +325,7 @@ FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& heade
     }
     if (m_frameSink != nullptr)
     {
-        m_frameSink->ReceiveFrame (this, received, header, txTime);
+        m_frameSink->ReceiveFrame (this, received, header, txTime, now);
         return;
     }
     if (!m_fabricRxCallback.IsNull ())

@@ -35,9 +35,10 @@ class FabricFrameSink
   public:
     virtual ~FabricFrameSink () = default;
     /// A frame arrived at \p port: its \p packet, \p header, and \p txTime, its serialization
-    /// time on the incoming link.
+    /// time on the incoming link; \p now is Simulator::Now () (the arrival event's own time,
+    /// passed down so that the hop path reads the clock once).
     virtual void ReceiveFrame (FabricNetDevice* port, const Ptr<Packet>& packet,
-                               const FabricHeader& header, Time txTime) = 0;
+                               const FabricHeader& header, Time txTime, Time now) = 0;
 };
 
 /**
@@ -137,6 +138,9 @@ class FabricNetDevice : public NetDevice
     /// Send a frame whose fabric header the caller built (non-IP transports).
     bool SendFabric (const Ptr<Packet>& packet, const FabricHeader& header);
 
+    /// SendFabric at \p now, which must be Simulator::Now () (a caller that holds it).
+    bool SendFabric (const Ptr<Packet>& packet, const FabricHeader& header, Time now);
+
     /// SendFabric's outcome for a frame of \p wireBytes with \p header when the egress queue
     /// would drop it outright (FabricQueue::DropIfRefused): the drop is counted and the
     /// random draw of SendOverhead made as SendFabric would, and true returned; otherwise
@@ -146,12 +150,21 @@ class FabricNetDevice : public NetDevice
     /// \returns the earliest start of a frame handed down now by this port's host: now + U[0,
     /// SendOverhead], or 0 (no constraint) when SendOverhead is 0.
     Time HostFrameNotBefore ();
+    /// HostFrameNotBefore at \p now = Simulator::Now ().
+    Time HostFrameNotBefore (Time now);
 
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
     bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore);
 
+    /// EnqueueFrame at \p now, which must be Simulator::Now () (the hop path passes it down).
+    bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore,
+                       Time now);
+
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
     void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime);
+
+    /// Receive at \p now, which must be Simulator::Now () (the arrival event's own time).
+    void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime, Time now);
 
     uint64_t GetTxPackets () const
     {
@@ -205,10 +218,12 @@ class FabricNetDevice : public NetDevice
     void StartTransmission (Time now);
     /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
     void Transmit (const FabricQueueItem& item, Time now);
-    void TransmitComplete ();
+    /// The wire is free again; \p now = Simulator::Now () (the event's own time).
+    void TransmitComplete (Time now);
     class TransmitCompleteEvent;
-    /// Schedule TransmitComplete after \p delay (a pooled event: one per busy port's frame).
-    void ScheduleTransmitComplete (Time delay);
+    /// Schedule TransmitComplete at \p at = \p now + \p delay (a pooled event: one per busy
+    /// port's frame).
+    void ScheduleTransmitComplete (Time now, Time delay);
 
     Ptr<Node> m_node;
     Ptr<FabricChannel> m_channel;

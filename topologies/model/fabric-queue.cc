@@ -54,10 +54,9 @@ FabricQueue::FabricQueue () = default;
 FabricQueue::~FabricQueue () = default;
 
 void
-FabricQueue::AccumulateOccupancy ()
+FabricQueue::AccumulateOccupancy (Time now)
 {
     // Integral of occupancy over time in byte x time steps (converted to seconds on read).
-    Time now = Simulator::Now ();
     m_byteSteps +=
         static_cast<double> (m_nBytes) * static_cast<double> ((now - m_lastChange).GetTimeStep ());
     m_lastChange = now;
@@ -65,6 +64,12 @@ FabricQueue::AccumulateOccupancy ()
 
 bool
 FabricQueue::Enqueue (FabricQueueItem&& item)
+{
+    return Enqueue (std::move (item), Simulator::Now ());
+}
+
+bool
+FabricQueue::Enqueue (FabricQueueItem&& item, Time now)
 {
     uint32_t wireBytes = item.GetWireBytes ();
     if (m_maxBytes != 0 && m_nBytes + wireBytes > m_maxBytes)
@@ -81,7 +86,7 @@ FabricQueue::Enqueue (FabricQueueItem&& item)
                 return false;
             }
             NS_LOG_LOGIC ("evict " << victim.header << " for " << item.header);
-            DropBuffered (victim);
+            DropBufferedAt (victim, now);
         } while (m_nBytes + wireBytes > m_maxBytes);
     }
     uint32_t bytesBefore = m_nBytes;
@@ -94,7 +99,7 @@ FabricQueue::Enqueue (FabricQueueItem&& item)
         ++m_droppedPackets;
         return false;
     }
-    AccumulateOccupancy ();
+    AccumulateOccupancy (now);
     m_nBytes += wireBytes;
     ++m_nPackets;
     ++m_enqueuedPackets;
@@ -168,9 +173,15 @@ FabricQueue::DoSelectVictim (const FabricQueueItem& /* arriving */, FabricQueueI
 void
 FabricQueue::DropBuffered (const FabricQueueItem& item)
 {
+    DropBufferedAt (item, Simulator::Now ());
+}
+
+void
+FabricQueue::DropBufferedAt (const FabricQueueItem& item, Time now)
+{
     NS_ASSERT_MSG (m_nPackets > 0 && m_nBytes >= item.GetWireBytes (),
                    "FabricQueue::DropBuffered: frame " << item.header << " is not buffered");
-    AccumulateOccupancy ();
+    AccumulateOccupancy (now);
     uint32_t bytesBefore = m_nBytes;
     m_nBytes -= item.GetWireBytes ();
     --m_nPackets;
@@ -182,12 +193,18 @@ FabricQueue::DropBuffered (const FabricQueueItem& item)
 bool
 FabricQueue::Dequeue (FabricQueueItem& item)
 {
+    return Dequeue (item, Simulator::Now ());
+}
+
+bool
+FabricQueue::Dequeue (FabricQueueItem& item, Time now)
+{
     if (m_nPackets == 0)
     {
         return false;
     }
-    item = DoDequeue ();
-    AccumulateOccupancy ();
+    item = DoDequeue (now);
+    AccumulateOccupancy (now);
     uint32_t bytesBefore = m_nBytes;
     m_nBytes -= item.GetWireBytes ();
     --m_nPackets;

@@ -65,6 +65,10 @@ class FabricQueue : public Object
      */
     bool Enqueue (FabricQueueItem&& item);
 
+    /// Enqueue at \p now, which must be Simulator::Now (): for callers that already hold
+    /// it (the port's hop path), which saves a Simulator::Now () per frame.
+    bool Enqueue (FabricQueueItem&& item, Time now);
+
     /**
      * Enqueue immediately followed by Dequeue, for a frame that reaches an empty queue of an
      * idle port and so leaves at once: the same counters, peak, trace calls and (zero)
@@ -76,6 +80,9 @@ class FabricQueue : public Object
 
     /// Remove the next frame to transmit into \p item.  \returns false if the queue is empty.
     bool Dequeue (FabricQueueItem& item);
+
+    /// Dequeue at \p now, which must be Simulator::Now () (see Enqueue (item, now)).
+    bool Dequeue (FabricQueueItem& item, Time now);
 
     bool IsEmpty () const
     {
@@ -155,8 +162,9 @@ class FabricQueue : public Object
     virtual bool PassesLoneFrame () const;
     /// Subclass hook: store \p item, or return false to have it dropped.
     virtual bool DoEnqueue (FabricQueueItem&& item) = 0;
-    /// Subclass hook: remove the next frame (the queue is not empty).
-    virtual FabricQueueItem DoDequeue () = 0;
+    /// Subclass hook: remove the next frame (the queue is not empty); \p now is
+    /// Simulator::Now ().
+    virtual FabricQueueItem DoDequeue (Time now) = 0;
     /**
      * Subclass hook, called by Enqueue only when \p arriving does not fit.  Either remove one
      * buffered frame from the subclass's storage, move it into \p victim and return true (it
@@ -181,7 +189,10 @@ class FabricQueue : public Object
     void NotifyMarked (const FabricQueueItem& item, uint32_t bytesBefore);
 
   private:
-    void AccumulateOccupancy ();
+    /// Add the occupancy since the last change to the time integral; \p now = Simulator::Now ().
+    void AccumulateOccupancy (Time now);
+    /// DropBuffered at \p now = Simulator::Now ().
+    void DropBufferedAt (const FabricQueueItem& item, Time now);
 
     uint32_t m_maxBytes{0};
     uint32_t m_nBytes{0};

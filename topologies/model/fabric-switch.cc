@@ -155,19 +155,19 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
 
 void
 FabricSwitch::ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
-                            const FabricHeader& header, Time txTimeIn)
+                            const FabricHeader& header, Time txTimeIn, Time now)
 {
     FabricNetDevice* out = PeekPointer (m_ports[SelectPort (header)]);
     // Delivered at head + switching delay.  The tail arrives txTimeIn after the head; the
     // egress must not finish before tail + switching delay: start >= now + txTimeIn - txOut.
     Time txOut = out->TxTime (packet->GetSize () + kFabricHeaderBytes);
-    Time notBefore = Simulator::Now ();
+    Time notBefore = now;
     if (txTimeIn > txOut)
     {
         notBefore += txTimeIn - txOut;
     }
     ++m_forwarded;
-    out->EnqueueFrame (packet, header, notBefore);
+    out->EnqueueFrame (packet, header, notBefore, now);
 }
 
 } // namespace ns3

@@ -63,7 +63,7 @@ class FabricSwitch : public Object, public FabricFrameSink
 
     /// Forward a frame that arrived at \p inPort (FabricFrameSink).
     void ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
-                       const FabricHeader& header, Time txTimeIn) override;
+                       const FabricHeader& header, Time txTimeIn, Time now) override;
 
   protected:
     void DoDispose () override;

@@ -119,7 +119,7 @@ FastpassArbiter::SetDemand (uint64_t flowId, uint16_t src, uint16_t dst, uint32_
 }
 
 void
-FastpassArbiter::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
+FastpassArbiter::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time /* now */)
 {
     FastpassHeader header;
     packet->RemoveHeader (header);

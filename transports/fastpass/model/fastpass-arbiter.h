@@ -160,7 +160,7 @@ class FastpassArbiter : public FabricHost
     }
 
   protected:
-    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) override;
+    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) override;
 
   private:
     struct Demand

@@ -517,7 +517,7 @@ FastpassHost::OnTimer ()
 }
 
 void
-FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
+FastpassHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time /* now */)
 {
     FastpassHeader header;
     packet->RemoveHeader (header);

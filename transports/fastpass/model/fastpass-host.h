@@ -132,7 +132,7 @@ class FastpassHost : public FabricHost
 
   protected:
     void DoDispose () override;
-    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) override;
+    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) override;
 
   private:
     struct Sender

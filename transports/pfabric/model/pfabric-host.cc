@@ -85,7 +85,7 @@ PfabricHost::NicHoldsFlow (uint64_t flowId) const
 }
 
 void
-PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
+PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
 {
     PfabricHeader header;
     packet->PeekHeader (header);
@@ -95,7 +95,7 @@ PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
         if (it != m_senders.end ())
         {
             it->second->ReceiveAck (header.seq, header.sackSeq,
-                                    (header.flags & PfabricHeader::PROBE) != 0);
+                                    (header.flags & PfabricHeader::PROBE) != 0, now);
         }
         return;
     }
@@ -106,7 +106,7 @@ PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
         return;
     }
     it->second->ReceiveData (header.seq, frame.payloadBytes,
-                             (header.flags & PfabricHeader::PROBE) != 0, frame.flowHash);
+                             (header.flags & PfabricHeader::PROBE) != 0, frame.flowHash, now);
 }
 
 } // namespace ns3

@@ -51,7 +51,7 @@ class PfabricHost : public FabricHost
   protected:
     void DoDispose () override;
     void DoSetup () override;
-    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) override;
+    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) override;
 
   private:
     Ptr<PfabricQueue> m_nicQueue; ///< the device's queue if it is a PfabricQueue

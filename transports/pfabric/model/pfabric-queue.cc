@@ -97,14 +97,13 @@ PfabricQueue::DoRefusesArrival (const FabricHeader& arriving) const
 }
 
 FabricQueueItem
-PfabricQueue::DoDequeue ()
+PfabricQueue::DoDequeue (Time now)
 {
     // The most urgent frame that may start now (the earliest on ties).  A cut-through
     // port is handed frames whose tail is still arriving (notBefore > now, see
     // FabricSwitch::Forward); committing to one of those while another is ready would
     // idle the port, so they compete only when nothing is ready, and then the first to
     // become ready goes (ties: the most urgent).
-    const Time now = Simulator::Now ();
     std::size_t best = kNone;
     uint64_t bestRank = UINT64_MAX; // above every rank: the first ready frame is taken
     for (std::size_t i = 0; i < m_items.size (); ++i)

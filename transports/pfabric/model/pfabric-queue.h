@@ -76,7 +76,7 @@ class PfabricQueue : public FabricQueue
 
   protected:
     bool DoEnqueue (FabricQueueItem&& item) override;
-    FabricQueueItem DoDequeue () override;
+    FabricQueueItem DoDequeue (Time now) override;
     /// Priority dropping: evict the highest-rank frame (the latest on ties) if the arriving
     /// frame's rank is lower, else refuse (the arriving frame is dropped).
     bool DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& victim) override;

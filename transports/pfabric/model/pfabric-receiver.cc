@@ -60,7 +60,8 @@ PfabricReceiver::Setup (Ptr<PfabricHost> host, uint64_t flowId, uint16_t srcHost
 }
 
 void
-PfabricReceiver::ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, uint32_t flowHash)
+PfabricReceiver::ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, uint32_t flowHash,
+                              Time now)
 {
     if (!probe)
     {
@@ -85,15 +86,15 @@ PfabricReceiver::ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, u
             if (!m_complete && m_receivedBytes >= m_sizeBytes)
             {
                 m_complete = true;
-                m_flowReceived (m_flowId, Simulator::Now ());
+                m_flowReceived (m_flowId, now);
             }
         }
     }
-    SendAck (seq, probe, flowHash);
+    SendAck (seq, probe, flowHash, now);
 }
 
 void
-PfabricReceiver::SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash)
+PfabricReceiver::SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash, Time now)
 {
     Ptr<Packet> packet = Create<Packet> ();
     PfabricHeader header;
@@ -110,7 +111,7 @@ PfabricReceiver::SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash)
     frame.flowHash = flowHash;
     frame.rank = 0;
     frame.payloadBytes = 0;
-    m_host->Send (packet, frame);
+    m_host->Send (packet, frame, now);
 }
 
 } // namespace ns3

@@ -38,8 +38,8 @@ class PfabricReceiver : public Object
                 uint32_t mssBytes);
 
     /// A data packet (payload at byte \p seq, \p payloadBytes long) or a probe arrived;
-    /// \p flowHash is its frame's flowHash, reused by the ACK.
-    void ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, uint32_t flowHash);
+    /// \p flowHash is its frame's flowHash, reused by the ACK; \p now = Simulator::Now ().
+    void ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, uint32_t flowHash, Time now);
 
     bool IsComplete () const
     {
@@ -58,7 +58,7 @@ class PfabricReceiver : public Object
     void DoDispose () override;
 
   private:
-    void SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash);
+    void SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash, Time now);
 
     Ptr<PfabricHost> m_host;
     uint64_t m_flowId{0};

@@ -112,25 +112,28 @@ PfabricSender::~PfabricSender () = default;
 class PfabricSender::RtoEvent final : public PooledEventImpl<RtoEvent>
 {
   public:
-    explicit RtoEvent (PfabricSender* sender)
+    RtoEvent (PfabricSender* sender, Time at)
           : m_sender (sender)
+          , m_at (at)
     {
     }
 
   private:
     void Notify () override
     {
-        m_sender->OnRtoEvent ();
+        m_sender->OnRtoEvent (m_at);
     }
 
     PfabricSender* m_sender;
+    Time m_at; ///< the event's own time: Simulator::Now () when it runs
 };
 
 void
-PfabricSender::ScheduleRtoEvent (Time delay)
+PfabricSender::ScheduleRtoEvent (Time now, Time delay)
 {
     m_rtoEventPending = true;
-    m_rtoEvent = Simulator::Schedule (delay, Ptr<EventImpl> (new RtoEvent (this), false));
+    m_rtoEvent =
+        Simulator::Schedule (delay, Ptr<EventImpl> (new RtoEvent (this, now + delay), false));
 }
 
 void
@@ -187,11 +190,11 @@ PfabricSender::Start ()
 {
     m_start = Simulator::Now ();
     NS_LOG_FUNCTION (this << m_flowId << m_sizeBytes);
-    SendPending ();
+    SendPending (m_start);
 }
 
 void
-PfabricSender::SendPending ()
+PfabricSender::SendPending (Time now)
 {
     if (m_finished || m_probing)
     {
@@ -202,32 +205,32 @@ PfabricSender::SendPending ()
     {
         if (!m_sacked[m_nextPacket])
         {
-            SendData (m_nextPacket);
+            SendData (m_nextPacket, now);
         }
         ++m_nextPacket;
         if (!IsRtoArmed ())
         {
-            ArmRto ();
+            ArmRto (now);
         }
     }
 }
 
 void
-PfabricSender::SendData (uint32_t packetIndex)
+PfabricSender::SendData (uint32_t packetIndex, Time now)
 {
     ++m_dataPacketsSent;
-    SendFrame (PayloadOf (packetIndex), packetIndex, PfabricHeader::DATA);
+    SendFrame (PayloadOf (packetIndex), packetIndex, PfabricHeader::DATA, now);
 }
 
 void
-PfabricSender::SendProbe ()
+PfabricSender::SendProbe (Time now)
 {
     // A minimum-size packet with a one-byte payload (SIGCOMM'13 §4.3).
-    SendFrame (1, m_cumAckPacket, PfabricHeader::PROBE);
+    SendFrame (1, m_cumAckPacket, PfabricHeader::PROBE, now);
 }
 
 void
-PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags)
+PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags, Time now)
 {
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();
@@ -247,20 +250,20 @@ PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t f
     header.seq = packetIndex * m_mssBytes;
     header.flags = flags;
     packet->AddHeader (header);
-    m_host->Send (packet, frame);
+    m_host->Send (packet, frame, now);
 }
 
 void
-PfabricSender::ArmRto ()
+PfabricSender::ArmRto (Time now)
 {
     if (m_cumAckPacket >= m_nPackets)
     {
         return;
     }
-    m_rtoDeadline = Simulator::Now () + m_rto;
+    m_rtoDeadline = now + m_rto;
     if (!m_rtoEventPending)
     {
-        ScheduleRtoEvent (m_rto);
+        ScheduleRtoEvent (now, m_rto);
     }
 }
 
@@ -271,17 +274,16 @@ PfabricSender::DisarmRto ()
 }
 
 void
-PfabricSender::OnRtoEvent ()
+PfabricSender::OnRtoEvent (Time now)
 {
     m_rtoEventPending = false; // this event has fired
     if (!IsRtoArmed ())
     {
         return;
     }
-    Time now = Simulator::Now ();
     if (now < m_rtoDeadline)
     {
-        ScheduleRtoEvent (m_rtoDeadline - now);
+        ScheduleRtoEvent (now, m_rtoDeadline - now);
         return;
     }
     if (m_deferRtoWhileQueued && m_host->NicHoldsFlow (m_flowId))
@@ -290,15 +292,15 @@ PfabricSender::OnRtoEvent ()
         // host is busy (Linux tcp_output.c skb_still_in_host_queue).  Restart the timer.
         ++m_deferredTimeouts;
         m_rtoDeadline = now + m_rto;
-        ScheduleRtoEvent (m_rto);
+        ScheduleRtoEvent (now, m_rto);
         return;
     }
     DisarmRto ();
-    OnRto ();
+    OnRto (now);
 }
 
 void
-PfabricSender::OnRto ()
+PfabricSender::OnRto (Time now)
 {
     ++m_timeouts;
     ++m_consecutiveTimeouts;
@@ -310,15 +312,15 @@ PfabricSender::OnRto ()
     if (m_probeAfterTimeouts != 0 && m_consecutiveTimeouts >= m_probeAfterTimeouts)
     {
         m_probing = true;
-        SendProbe ();
+        SendProbe (now);
     }
     else
     {
-        SendPending ();
+        SendPending (now);
     }
     if (!IsRtoArmed ())
     {
-        ArmRto ();
+        ArmRto (now);
     }
 }
 
@@ -338,7 +340,7 @@ PfabricSender::IncreaseCwnd ()
 }
 
 void
-PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe)
+PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe, Time now)
 {
     if (m_finished)
     {
@@ -377,7 +379,7 @@ PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe)
             m_rtoEvent.Cancel ();
             m_rtoEventPending = false;
             NS_LOG_LOGIC ("flow " << m_flowId << " acked");
-            m_flowAcked (m_flowId, m_start, Simulator::Now ());
+            m_flowAcked (m_flowId, m_start, now);
             return;
         }
         IncreaseCwnd ();
@@ -386,9 +388,9 @@ PfabricSender::ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe)
     {
         m_consecutiveTimeouts = 0;
         m_probing = false;
-        SendPending ();
+        SendPending (now);
         DisarmRto ();
-        ArmRto ();
+        ArmRto (now);
     }
 }
 

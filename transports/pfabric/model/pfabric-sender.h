@@ -64,8 +64,8 @@ class PfabricSender : public Object
     void Start ();
 
     /// An ACK of this flow arrived: \p ackSeq = cumulative ACK, \p sackSeq = the data offset
-    /// it answers, \p probe = it answers a probe.
-    void ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe);
+    /// it answers, \p probe = it answers a probe; \p now = Simulator::Now ().
+    void ReceiveAck (uint32_t ackSeq, uint32_t sackSeq, bool probe, Time now);
 
     bool IsFinished () const
     {
@@ -101,28 +101,29 @@ class PfabricSender : public Object
 
   private:
     /// Send what the window allows (YAPS Flow::send_pending_data).
-    void SendPending ();
-    void SendData (uint32_t packetIndex);
-    void SendProbe ();
+    /// \p now is Simulator::Now () here and below: each event reads the clock once.
+    void SendPending (Time now);
+    void SendData (uint32_t packetIndex, Time now);
+    void SendProbe (Time now);
     /// Build one frame of this flow (pFabric header + fabric header) and hand it to the host.
-    void SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags);
+    void SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t flags, Time now);
     uint32_t PayloadOf (uint32_t packetIndex) const;
     /// Remaining flow bytes not acknowledged cumulatively or selectively: the priority.
     uint32_t Remaining () const;
     /// Arm the timer to expire Rto from now (YAPS set_timeout).
-    void ArmRto ();
+    void ArmRto (Time now);
     void DisarmRto ();
     bool IsRtoArmed () const
     {
         return m_rtoDeadline != Time::Max ();
     }
     /// The timer event: a real timeout if the deadline has come, else it re-schedules itself.
-    void OnRtoEvent ();
-    /// Schedule the timer event \p delay ahead (a pooled event, see topologies/model/
+    void OnRtoEvent (Time now);
+    /// Schedule the timer event \p delay after \p now (a pooled event, see topologies/model/
     /// pooled-event.h: in an incast it is one event per timeout).
-    void ScheduleRtoEvent (Time delay);
+    void ScheduleRtoEvent (Time now, Time delay);
     class RtoEvent;
-    void OnRto ();
+    void OnRto (Time now);
     void IncreaseCwnd ();
 
     // Members are grouped by use, not by meaning: the first block is everything the timer

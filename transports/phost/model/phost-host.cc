@@ -126,7 +126,7 @@ PhostHost::SendData (uint64_t flowId, uint32_t packet, uint64_t sizeBytes, uint1
 }
 
 void
-PhostHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame)
+PhostHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time /* now */)
 {
     PhostHeader header;
     packet->PeekHeader (header);

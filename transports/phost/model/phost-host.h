@@ -82,7 +82,7 @@ class PhostHost : public FabricHost
 
   protected:
     void DoDispose () override;
-    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame) override;
+    void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) override;
 
   private:
     PhostParams m_params;

@@ -83,7 +83,7 @@ PhostQueue::Fifo::pop_front ()
 }
 
 FabricQueueItem
-PhostQueue::DoDequeue ()
+PhostQueue::DoDequeue (Time /* now */)
 {
     for (auto& fifo : m_fifo)
     {

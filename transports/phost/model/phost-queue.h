@@ -34,7 +34,7 @@ class PhostQueue : public FabricQueue
     /// True: a lone frame is stored and removed with no other effect.
     bool PassesLoneFrame () const override;
     bool DoEnqueue (FabricQueueItem&& item) override;
-    FabricQueueItem DoDequeue () override;
+    FabricQueueItem DoDequeue (Time now) override;
 
   private:
     /// One level's FIFO: a ring buffer of power-of-two capacity that doubles when full (no
