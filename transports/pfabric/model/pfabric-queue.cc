@@ -36,15 +36,16 @@ PfabricQueue::WorstIndex () const
     {
         return m_worst;
     }
+    // The last of the highest ranks, branch-free (see DoDequeue).
     std::size_t worst = 0;
     uint32_t worstRank = 0;
-    for (std::size_t i = 0; i < m_items.size (); ++i)
+    const std::size_t n = m_items.size ();
+    for (std::size_t i = 0; i < n; ++i)
     {
-        if (m_items[i].header.rank >= worstRank)
-        {
-            worstRank = m_items[i].header.rank;
-            worst = i;
-        }
+        const uint32_t rank = m_items[i].header.rank;
+        const bool worse = rank >= worstRank;
+        worst = worse ? i : worst;
+        worstRank = worse ? rank : worstRank;
     }
     m_worst = worst;
     return worst;
@@ -104,19 +105,26 @@ PfabricQueue::DoDequeue (Time now)
     // FabricSwitch::Forward); committing to one of those while another is ready would
     // idle the port, so they compete only when nothing is ready, and then the first to
     // become ready goes (ties: the most urgent).
-    std::size_t best = kNone;
-    uint64_t bestRank = UINT64_MAX; // above every rank: the first ready frame is taken
-    for (std::size_t i = 0; i < m_items.size (); ++i)
+    // Branch-free: a frame that is not ready yet sorts after every ready one (bit 32 set),
+    // and the first of the smallest keys wins, as a strict < in index order keeps it.
+    // Which frame beats the running minimum is data-dependent; as a branch it mispredicted
+    // on most new minima.
+    const int64_t nowStep = now.GetTimeStep ();
+    std::size_t best = 0;
+    uint64_t bestKey = UINT64_MAX;
+    const std::size_t n = m_items.size ();
+    for (std::size_t i = 0; i < n; ++i)
     {
         const FabricQueueItem& item = m_items[i];
-        if (item.notBefore <= now && item.header.rank < bestRank)
-        {
-            best = i;
-            bestRank = item.header.rank;
-        }
+        const uint64_t key = (uint64_t (item.notBefore.GetTimeStep () > nowStep) << 32) |
+                             item.header.rank;
+        const bool better = key < bestKey;
+        best = better ? i : best;
+        bestKey = better ? key : bestKey;
     }
-    if (best == kNone)
+    if ((bestKey >> 32) != 0)
     {
+        // Nothing is ready.
         best = 0;
         for (std::size_t i = 1; i < m_items.size (); ++i)
         {
