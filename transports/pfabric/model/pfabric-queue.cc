@@ -6,6 +6,8 @@
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 
+#include <type_traits>
+
 namespace ns3
 {
 
@@ -27,7 +29,39 @@ PfabricQueue::PfabricQueue ()
     m_items.reserve (32);
 }
 
-PfabricQueue::~PfabricQueue () = default;
+PfabricQueue::~PfabricQueue ()
+{
+    Clear ();
+}
+
+void
+PfabricQueue::DoDispose ()
+{
+    Clear ();
+    FabricQueue::DoDispose ();
+}
+
+void
+PfabricQueue::Clear ()
+{
+    for (const Slot& slot : m_items)
+    {
+        slot.packet->Unref ();
+    }
+    m_items.clear ();
+    m_worst = kNone;
+}
+
+FabricQueueItem
+PfabricQueue::TakeItem (std::size_t index)
+{
+    static_assert (std::is_trivially_copyable_v<Slot>, "erase must be a memmove");
+    const Slot& slot = m_items[index];
+    FabricQueueItem item{Ptr<Packet> (slot.packet, false), slot.header,
+                         TimeStep (slot.notBeforeStep)};
+    m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (index));
+    return item;
+}
 
 std::size_t
 PfabricQueue::WorstIndex () const
@@ -59,14 +93,16 @@ PfabricQueue::DoEnqueue (FabricQueueItem&& item)
     {
         m_worst = m_items.size ();
     }
-    m_items.push_back (std::move (item));
+    Packet* packet = PeekPointer (item.packet);
+    packet->Ref (); // the slot's reference; item's own is released when it goes
+    m_items.push_back (Slot{packet, item.header, item.notBefore.GetTimeStep ()});
     return true;
 }
 
 bool
 PfabricQueue::HoldsFlow (uint32_t flowKey, uint16_t srcHost) const
 {
-    for (const FabricQueueItem& item : m_items)
+    for (const Slot& item : m_items)
     {
         if (PfabricFlowKey (item.header.flowHash) == flowKey && item.header.srcHost == srcHost)
         {
@@ -84,8 +120,7 @@ PfabricQueue::DoSelectVictim (const FabricQueueItem& arriving, FabricQueueItem& 
     {
         return false;
     }
-    victim = std::move (m_items[worst]);
-    m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (worst));
+    victim = TakeItem (worst);
     m_worst = kNone;
     return true;
 }
@@ -115,9 +150,8 @@ PfabricQueue::DoDequeue (Time now)
     const std::size_t n = m_items.size ();
     for (std::size_t i = 0; i < n; ++i)
     {
-        const FabricQueueItem& item = m_items[i];
-        const uint64_t key = (uint64_t (item.notBefore.GetTimeStep () > nowStep) << 32) |
-                             item.header.rank;
+        const Slot& item = m_items[i];
+        const uint64_t key = (uint64_t (item.notBeforeStep > nowStep) << 32) | item.header.rank;
         const bool better = key < bestKey;
         best = better ? i : best;
         bestKey = better ? key : bestKey;
@@ -128,8 +162,8 @@ PfabricQueue::DoDequeue (Time now)
         best = 0;
         for (std::size_t i = 1; i < m_items.size (); ++i)
         {
-            if (m_items[i].notBefore < m_items[best].notBefore ||
-                (m_items[i].notBefore == m_items[best].notBefore &&
+            if (m_items[i].notBeforeStep < m_items[best].notBeforeStep ||
+                (m_items[i].notBeforeStep == m_items[best].notBeforeStep &&
                  m_items[i].header.rank < m_items[best].header.rank))
             {
                 best = i;
@@ -148,10 +182,8 @@ PfabricQueue::DoDequeue (Time now)
             break;
         }
     }
-    FabricQueueItem item = std::move (m_items[index]);
-    m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (index));
     m_worst = kNone;
-    return item;
+    return TakeItem (index);
 }
 
 } // namespace ns3
