@@ -102,7 +102,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
             "then run the campaign again to collect"
         )
         return
-    rep = report.report(result.out_dir)
+    rep = report.report(result.out_dir, summary=result.summary)
     print(rep.text)
     print(f"results: {result.out_dir}")
     print("plots: " + ", ".join(str(p) for p in rep.plots))
