@@ -188,3 +188,34 @@ def test_fct_file_groups_in_row_groups_of_several_runs(tmp_path: Path) -> None:
         table.group_keys(["seed"])
     with pytest.raises(FileNotFoundError, match="no FCT table"):
         FctFile(tmp_path / "missing.parquet")
+
+
+def test_fct_export_reads_only_the_selection(campaign: CampaignResult, tmp_path: Path) -> None:
+    from disaggsim.analysis.export import export_fct, export_fct_distribution, read_fct_selection
+
+    path = campaign.out_dir / "fct.parquet"
+    whole = pd.read_parquet(path)
+    for selection in (
+        {"protocol": "pfabric", "scope": "rack", "workload": "websearch"},  # seeds pooled
+        {"protocol": "ideal", "scope": "datacenter", "workload": "datamining", "seed": 2,
+         "rate_gbps": 40.0},
+    ):
+        rows = read_fct_selection(path, **selection)
+        runs = 1 if "seed" in selection else 2
+        assert len(rows) == runs * N_FLOWS
+        for write in (export_fct, export_fct_distribution):
+            old = write(whole, tmp_path / "old.txt", kinds=None, **selection)
+            new = write(rows, tmp_path / "new.txt", kinds=None, **selection)
+            assert (new.sizes, new.flows) == (old.sizes, old.flows)
+            assert (tmp_path / "new.txt").read_text() == (tmp_path / "old.txt").read_text()
+    # the same errors as on the whole table, raised before any flow is read
+    for selection, message in (
+        ({"protocol": "pfabric", "scope": "rack"}, "several workload values"),
+        ({"protocol": "tcp"}, r"protocol='tcp' not in the table \(has \['ideal', 'pfabric'\]\)"),
+        ({"protocol": "ideal", "scope": "rack", "workload": "websearch", "rate_gbps": 100.0},
+         r"rate_gbps=100.0 not in the table \(has \[40.0\]\)"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            export_fct(whole, tmp_path / "x.txt", kinds=None, **selection)
+        with pytest.raises(ValueError, match=message):
+            read_fct_selection(path, **selection)
