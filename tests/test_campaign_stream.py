@@ -125,6 +125,19 @@ def test_one_run_per_row_group(campaign: CampaignResult) -> None:
         assert all(s.min == s.max for s in stats)
         keys.add(tuple(s.min for s in stats))
     assert len(keys) == 16
+    # so FctFile lists the groups from the statistics alone and reads a group's row groups
+    # only: websearch is the first workload of the grid, pfabric its first protocol, rack
+    # its second scope, so its seeds' runs are row groups 2 and 3
+    table = FctFile(campaign.out_dir / "fct.parquet")
+    reads: list[int] = []
+    read_row_group = table._file.read_row_group
+    table._file.read_row_group = lambda index, columns=None: (  # type: ignore[method-assign]
+        reads.append(index) or read_row_group(index, columns=columns))
+    group_keys = ["workload", "protocol", "scope", "rate_gbps"]
+    assert len(table.group_keys(group_keys)) == 8 and reads == []
+    rows = table.read_group(group_keys, ("websearch", "pfabric", "rack", 40.0), ["fct_ns"])
+    assert (len(rows), reads) == (2 * N_FLOWS, [2, 3])
+    assert list(rows.columns) == [c for c in CAMPAIGN_FCT.names if c in {"fct_ns", *group_keys}]
 
 
 def test_readers_equal_the_in_memory_path(campaign: CampaignResult) -> None:
