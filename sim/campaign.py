@@ -7,8 +7,10 @@ Layout of ``campaign.out_dir``::
     workloads/driver-<id>.json  the ns-3 program's --list-capabilities (runner.driver_capabilities)
     runs/<key16>/          one finished run: run_one's files + done.json (the marker)
     runs/failed/<key16>/   the files of the last failed attempt of a run (for debugging)
-    fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT)
-    summary.csv            disaggsim.analysis.stats.summarize of fct.parquet
+    fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT), grid order,
+                           one Parquet row group (or more) per run, written run by run
+    summary.csv            disaggsim.analysis.stats.summarize of fct.parquet, computed
+                           one group of runs at a time (see _collect)
     runs.csv               one row per run: key, CAMPAIGN_KEYS, flows, unfinished, wall_s
     slurm/                 executor = "slurm": array script, task specs, outcomes, logs
                            (see sim/slurm.py)
