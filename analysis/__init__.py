@@ -1,7 +1,10 @@
 """disaggsim.analysis: FCT records -> statistics, plots, FCT exports.
 
 - ``stats``: ``summarize`` (slowdown/FCT by protocol, scope, rate, size bucket),
+  ``summarize_file`` (the same of a collected ``fct.parquet``, one group at a time),
   ``format_summary``.
+- ``fct_file``: ``FctFile``, a collected ``fct.parquet`` read one group of runs at a time
+  (bounded memory, whatever the campaign's size).
 - ``plots``: ``plot_fct_cdf`` (FCT CDFs and slowdown-by-size bars, PNG + PDF).
 - ``export``: ``export_fct``, the ``<bytes> <mean_fct_us>`` table the swap device reads.
 - ``report``: summary text + plots of a campaign directory.

@@ -58,19 +58,20 @@ def py2_float_str(value: float) -> str:
     return text
 
 
-def _select_finished(
-    fct_df: pd.DataFrame,
+#: Columns that select one run configuration, in the order they are checked.
+SELECTORS: tuple[str, ...] = ("protocol", "rate_gbps", "scope", "workload", "seed")
+
+
+def _select(
+    frame: pd.DataFrame,
     protocol: str | None,
     rate_gbps: float | None,
     scope: str | None,
     workload: str | None,
     seed: int | None,
-    kinds: Sequence[str] | None,
-    unfinished: Literal["error", "drop"],
-) -> tuple[pd.DataFrame, int]:
-    """The finished flows of one run configuration, and how many unfinished ones were left
-    out: the selection, checks and errors that :func:`fct_by_size` documents."""
-    frame = fct_df
+) -> pd.DataFrame:
+    """The rows of ``frame`` (FCT records, or only their distinct SELECTORS values) of one
+    run configuration; raises the ValueErrors :func:`fct_by_size` documents."""
     for column, wanted in (
         ("protocol", protocol),
         ("rate_gbps", rate_gbps),
@@ -96,6 +97,58 @@ def _select_finished(
         if not mask.any():
             raise ValueError(f"FCT export: {column}={wanted!r} not in the table (has {values})")
         frame = frame[mask]
+    return frame
+
+
+def read_fct_selection(
+    path: str | Path,
+    protocol: str | None = None,
+    rate_gbps: float | None = None,
+    scope: str | None = None,
+    workload: str | None = None,
+    seed: int | None = None,
+) -> pd.DataFrame:
+    """The rows of a collected ``fct.parquet`` that an export of this selection reads,
+    without loading the rest (``disaggsim.analysis.fct_file.FctFile``).
+
+    The selectors are checked as :func:`fct_by_size` checks them, on the file's distinct
+    (protocol, rate_gbps, scope, workload, seed) values, so a wrong or ambiguous one fails
+    with the same message before any flow is read; then only the matching rows are read,
+    in file order. ``export_fct(read_fct_selection(path, **sel), out, **sel)`` writes the
+    same file as ``export_fct(pd.read_parquet(path), out, **sel)``, in the memory of the
+    selected runs.
+
+    Raises:
+        FileNotFoundError: no file. ValueError: as :func:`fct_by_size`.
+    """
+    from disaggsim.analysis.fct_file import FctFile
+
+    table = FctFile(path)
+    keys = [c for c in SELECTORS if c in table.columns]
+    combos = pd.DataFrame(table.group_keys(keys) if keys else [], columns=keys)
+    chosen = _select(combos, protocol, rate_gbps, scope, workload, seed)
+    wanted = dict(zip(SELECTORS, (protocol, rate_gbps, scope, workload, seed), strict=True))
+    given = [c for c in keys if wanted[c] is not None]
+    if not given:  # every selector column holds one value (or the seeds are pooled)
+        return table.read_group([], ())
+    parts = [table.read_group(given, tuple(values))
+             for values in chosen[given].drop_duplicates().itertuples(index=False)]
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def _select_finished(
+    fct_df: pd.DataFrame,
+    protocol: str | None,
+    rate_gbps: float | None,
+    scope: str | None,
+    workload: str | None,
+    seed: int | None,
+    kinds: Sequence[str] | None,
+    unfinished: Literal["error", "drop"],
+) -> tuple[pd.DataFrame, int]:
+    """The finished flows of one run configuration, and how many unfinished ones were left
+    out: the selection, checks and errors that :func:`fct_by_size` documents."""
+    frame = _select(fct_df, protocol, rate_gbps, scope, workload, seed)
     if kinds is not None:
         if "kind" not in frame.columns:
             raise ValueError("FCT export: table has no 'kind' column; pass kinds=None")

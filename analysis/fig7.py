@@ -12,7 +12,8 @@ enough to commit (``notebooks/data/``):
 
 :func:`fig7_figure` draws the bars of Figure 7 (one panel per scope x rate, one group of
 bars per workload, one bar per protocol, the seeds' spread as error bars);
-:func:`fct_by_size_figure` the FCT-by-size curves; :func:`write_tables` writes the two
+:func:`fct_by_size_figure` the FCT-by-size curves; :func:`fig7_tables_file` reduces a
+collected ``fct.parquet`` of any size in bounded memory; :func:`write_tables` writes the two
 tables as CSV (``python -c "from disaggsim.analysis.fig7 import write_tables;
 write_tables('results/paper-fig7', 'notebooks/data')"``).
 """
@@ -63,6 +64,40 @@ def fig7_tables(fct: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                                           fct_us_mean=("fct_ns", "mean"))
     by_size["fct_us_mean"] = by_size["fct_us_mean"] / 1e3
     return slowdown.reset_index(), by_size.reset_index()
+
+
+#: Columns :func:`fig7_tables` reads.
+FIG7_COLUMNS = [*RUN_KEYS, "flow_id", "size_bytes", "fct_ns", "slowdown", "finished"]
+
+
+def fig7_tables_file(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`fig7_tables` of a collected ``fct.parquet``, in bounded memory.
+
+    Reads one workload x protocol x rate_gbps x scope at a time (its seeds' runs, only
+    :data:`FIG7_COLUMNS`; ``disaggsim.analysis.fct_file.FctFile``) and concatenates the
+    two tables in :func:`fig7_tables`' sort order: peak memory is one such group's flows
+    (Figure 7 on whole traces: ~1 M of the 51 M).
+
+    Returns:
+        Exactly ``fig7_tables(pd.read_parquet(path))``.
+
+    Raises:
+        FileNotFoundError: no file. ValueError: a missing column or an empty table.
+    """
+    from disaggsim.analysis.fct_file import FctFile
+
+    table = FctFile(path)
+    missing = [c for c in FIG7_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"fig7_tables: FCT table {table.path} lacks columns {missing}")
+    if table.num_rows == 0:
+        raise ValueError(f"fig7_tables: empty FCT table {table.path}")
+    slowdowns, by_sizes = [], []
+    for _, rows in table.iter_groups(RUN_KEYS[:-1], FIG7_COLUMNS):
+        slowdown, by_size = fig7_tables(rows)
+        slowdowns.append(slowdown)
+        by_sizes.append(by_size)
+    return (pd.concat(slowdowns, ignore_index=True), pd.concat(by_sizes, ignore_index=True))
 
 
 def _protocols(frame: pd.DataFrame) -> list[str]:
@@ -141,14 +176,15 @@ def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) 
     """Write a campaign's Figure 7 tables as CSV (what ``notebooks/data/`` holds).
 
     Args:
-        out_dir: the campaign's ``out_dir`` (reads ``fct.parquet``).
+        out_dir: the campaign's ``out_dir`` (reads ``fct.parquet`` one group of runs at a
+            time: :func:`fig7_tables_file`).
         data_dir: where ``paper_fig7_slowdown.csv`` and ``paper_fig7_fct_by_size.csv`` go.
         min_flows: FCT-by-size rows with fewer flows are left out (keeps the file small).
 
     Returns:
         The two paths, each written through a temporary file and renamed.
     """
-    slowdown, by_size = fig7_tables(pd.read_parquet(Path(out_dir) / "fct.parquet"))
+    slowdown, by_size = fig7_tables_file(Path(out_dir) / "fct.parquet")
     by_size = by_size[by_size["flows"] >= min_flows]
     data = Path(data_dir)
     data.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,9 @@ slowdown per protocol at 100 Gb/s, §4.3). Figures are built with ``matplotlib.f
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -22,15 +24,118 @@ _PANEL_IN = (4.2, 3.2)
 _LINESTYLES = ("-", "--", "-.", ":")
 
 
-def _panels(fct_df: pd.DataFrame) -> tuple[list[str], list[float]]:
+#: Most points drawn per FCT CDF curve; a longer curve is drawn through this many of its
+#: steps, evenly spaced in rank (the curve moves at most 1/MAX_CDF_POINTS in y between
+#: drawn points, below a pixel at these figure sizes). Shorter curves are drawn exactly.
+MAX_CDF_POINTS = 20_000
+#: Columns the two campaign figures read.
+PLOT_COLUMNS = ("protocol", "scope", "rate_gbps", "fct_ns", "finished", "size_bytes",
+                "slowdown")
+#: Keys of one curve / bar series: a panel (scope, rate_gbps) and a protocol.
+CURVE_KEYS = ("scope", "rate_gbps", "protocol")
+
+
+@dataclass
+class PlotData:
+    """What :func:`fct_cdf_figure` and :func:`slowdown_by_size_figure` draw, reduced from
+    FCT records so that it can be built one (scope, rate_gbps, protocol) at a time.
+
+    Attributes:
+        cdf: per (scope, rate_gbps, protocol): (fct_us, frac, flows, unfinished): the
+            CDF's points (FCT of finished flows in µs, sorted, and the fraction of *all*
+            the curve's flows at or below it, at most MAX_CDF_POINTS of them) and the
+            curve's flow counts.
+        slowdown: mean slowdown and count (columns ``mean``, ``size``) of finished flows
+            per (scope, rate_gbps, protocol, bucket), bucket from ``stats.SIZE_BUCKETS``.
+    """
+
+    cdf: dict[tuple[str, float, str], tuple[np.ndarray, np.ndarray, int, int]] = field(
+        default_factory=dict)
+    slowdown: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def scopes(self) -> list[str]:
+        """Scopes (panel rows), sorted."""
+        return sorted({k[0] for k in self.cdf})
+
+    @property
+    def rates(self) -> list[float]:
+        """Link rates in Gb/s (panel columns), sorted."""
+        return sorted({float(k[1]) for k in self.cdf})
+
+    @property
+    def protocols(self) -> list[str]:
+        """Protocols (series), sorted."""
+        return sorted({k[2] for k in self.cdf})
+
+
+def _check_columns(fct_df: pd.DataFrame) -> None:
     for column in ("protocol", "scope", "rate_gbps", "fct_ns", "finished", "size_bytes"):
         if column not in fct_df.columns:
             raise ValueError(f"plots: FCT table lacks column {column!r}")
+
+
+def _add_rows(data: PlotData, fct_df: pd.DataFrame) -> None:
+    """Reduce FCT rows into ``data``; a (scope, rate_gbps, protocol) must come whole, in
+    one call."""
+    for key, runs in fct_df.groupby(list(CURVE_KEYS), sort=True):
+        scope, rate, protocol = cast(tuple[str, float, str], key)
+        done = runs[runs["finished"] != 0]
+        fct_us = np.sort(done["fct_ns"].to_numpy(dtype=float) / 1000.0)
+        frac = np.arange(1, len(fct_us) + 1) / len(runs)
+        if len(fct_us) > MAX_CDF_POINTS:
+            keep = np.unique(np.linspace(0, len(fct_us) - 1, MAX_CDF_POINTS).round()
+                             .astype(np.int64))
+            fct_us, frac = fct_us[keep], frac[keep]
+        data.cdf[(str(scope), float(rate), str(protocol))] = (
+            fct_us, frac, len(runs), len(runs) - len(done))
+    if "slowdown" not in fct_df.columns:
+        return
+    frame = fct_df[fct_df["finished"] != 0].assign(bucket=size_bucket(fct_df["size_bytes"]))
+    means = (
+        frame.groupby(["scope", "rate_gbps", "protocol", "bucket"], observed=True)["slowdown"]
+        .agg(["mean", "size"])
+    )
+    data.slowdown = means if data.slowdown.empty else pd.concat([data.slowdown, means])
+
+
+def plot_data(fct_df: pd.DataFrame) -> PlotData:
+    """:class:`PlotData` of FCT records in memory.
+
+    Raises:
+        ValueError: missing columns or an empty table.
+    """
+    _check_columns(fct_df)
     if fct_df.empty:
         raise ValueError("plots: FCT table is empty")
-    scopes = sorted(fct_df["scope"].unique().tolist())
-    rates = sorted(float(r) for r in fct_df["rate_gbps"].unique())
-    return scopes, rates
+    data = PlotData()
+    _add_rows(data, fct_df)
+    return data
+
+
+def plot_data_file(path: str | Path) -> PlotData:
+    """:class:`PlotData` of a collected ``fct.parquet``, read one (scope, rate_gbps,
+    protocol) at a time with only :data:`PLOT_COLUMNS` (``analysis.fct_file.FctFile``):
+    peak memory is one curve's flows. Equal to ``plot_data(pd.read_parquet(path))``.
+
+    Raises:
+        FileNotFoundError: no file. ValueError: missing columns or an empty table.
+    """
+    from disaggsim.analysis.fct_file import FctFile
+
+    table = FctFile(path)
+    _check_columns(pd.DataFrame(columns=table.columns))
+    if table.num_rows == 0:
+        raise ValueError(f"plots: FCT table {table.path} is empty")
+    data = PlotData()
+    columns = [c for c in PLOT_COLUMNS if c in table.columns]
+    for _, rows in table.iter_groups(CURVE_KEYS, columns):
+        _add_rows(data, rows)
+    return data
+
+
+def _reduced(fct: pd.DataFrame | PlotData) -> PlotData:
+    return fct if isinstance(fct, PlotData) else plot_data(fct)
 
 
 def _colors(protocols: list[str]) -> dict[str, str]:
@@ -38,17 +143,20 @@ def _colors(protocols: list[str]) -> dict[str, str]:
     return {p: palette[i % len(palette)] for i, p in enumerate(protocols)}
 
 
-def fct_cdf_figure(fct_df: pd.DataFrame) -> Figure:
+def fct_cdf_figure(fct: pd.DataFrame | PlotData) -> Figure:
     """CDF of FCT (µs, log x) per protocol, one panel per scope x rate.
 
     The y axis is the fraction of *all* flows of the panel's runs, so a protocol whose flows
     did not all finish tops out below 1 (the legend gives the unfinished count).
 
+    Args:
+        fct: CAMPAIGN_FCT rows, or their :class:`PlotData`.
+
     Raises:
         ValueError: missing columns or an empty table.
     """
-    scopes, rates = _panels(fct_df)
-    protocols = sorted(fct_df["protocol"].unique().tolist())
+    data = _reduced(fct)
+    scopes, rates, protocols = data.scopes, data.rates, data.protocols
     colors = _colors(protocols)
     fig = Figure(figsize=(_PANEL_IN[0] * len(rates), _PANEL_IN[1] * len(scopes)),
                  layout="constrained")
@@ -56,18 +164,14 @@ def fct_cdf_figure(fct_df: pd.DataFrame) -> Figure:
     for i, scope in enumerate(scopes):
         for j, rate in enumerate(rates):
             ax = axes[i][j]
-            panel = fct_df[(fct_df["scope"] == scope) & (fct_df["rate_gbps"] == rate)]
             for protocol in protocols:
-                runs = panel[panel["protocol"] == protocol]
-                if runs.empty:
+                curve = data.cdf.get((scope, rate, protocol))
+                if curve is None:
                     continue
-                done = runs[runs["finished"] != 0]
-                fct_us = np.sort(done["fct_ns"].to_numpy(dtype=float) / 1000.0)
-                frac = np.arange(1, len(fct_us) + 1) / len(runs)
+                fct_us, frac, _, unfinished = curve
                 if len(fct_us):  # start the curve at 0 so the first step is drawn
                     fct_us = np.concatenate([[fct_us[0]], fct_us])
                     frac = np.concatenate([[0.0], frac])
-                unfinished = len(runs) - len(done)
                 label = protocol + (f" ({unfinished} unfinished)" if unfinished else "")
                 style = _LINESTYLES[protocols.index(protocol) % len(_LINESTYLES)]
                 ax.step(fct_us, frac, where="post", color=colors[protocol], label=label,
@@ -87,22 +191,21 @@ def fct_cdf_figure(fct_df: pd.DataFrame) -> Figure:
     return fig
 
 
-def slowdown_by_size_figure(fct_df: pd.DataFrame) -> Figure:
+def slowdown_by_size_figure(fct: pd.DataFrame | PlotData) -> Figure:
     """Mean slowdown per size bucket (grouped bars per protocol), one panel per scope x
-    rate; finished flows only (bars are annotated with the flow count below them).
+    rate; finished flows only.
+
+    Args:
+        fct: CAMPAIGN_FCT rows, or their :class:`PlotData`.
 
     Raises:
         ValueError: missing columns or an empty table.
     """
-    scopes, rates = _panels(fct_df)
-    protocols = sorted(fct_df["protocol"].unique().tolist())
+    data = _reduced(fct)
+    scopes, rates, protocols = data.scopes, data.rates, data.protocols
     colors = _colors(protocols)
     labels = [label for label, _ in SIZE_BUCKETS]
-    frame = fct_df[fct_df["finished"] != 0].assign(bucket=size_bucket(fct_df["size_bytes"]))
-    means = (
-        frame.groupby(["scope", "rate_gbps", "protocol", "bucket"], observed=True)["slowdown"]
-        .agg(["mean", "size"])
-    )
+    means = data.slowdown
     top = float(means["mean"].max()) if len(means) else 1.0
     log_y = top > 20
     fig = Figure(figsize=(_PANEL_IN[0] * len(rates), _PANEL_IN[1] * len(scopes)),
@@ -139,11 +242,13 @@ def slowdown_by_size_figure(fct_df: pd.DataFrame) -> Figure:
     return fig
 
 
-def plot_fct_cdf(fct_df: pd.DataFrame, out_prefix: str | Path) -> list[Path]:
+def plot_fct_cdf(fct: pd.DataFrame | PlotData, out_prefix: str | Path) -> list[Path]:
     """Draw :func:`fct_cdf_figure` and :func:`slowdown_by_size_figure` to PNG and PDF.
 
     Args:
-        fct_df: CAMPAIGN_FCT rows (``disaggsim.sim.runner``).
+        fct: CAMPAIGN_FCT rows (``disaggsim.sim.runner``), or their :class:`PlotData`
+            (:func:`plot_data_file` builds it from a campaign's ``fct.parquet`` in
+            bounded memory).
         out_prefix: e.g. ``results/quickstart/plots/quickstart``; writes
             ``<prefix>_fct_cdf.{png,pdf}`` and ``<prefix>_slowdown_by_size.{png,pdf}``
             (parent directories created).
@@ -153,9 +258,10 @@ def plot_fct_cdf(fct_df: pd.DataFrame, out_prefix: str | Path) -> list[Path]:
     """
     prefix = Path(out_prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
+    data = _reduced(fct)
     figures = {
-        "fct_cdf": fct_cdf_figure(fct_df),
-        "slowdown_by_size": slowdown_by_size_figure(fct_df),
+        "fct_cdf": fct_cdf_figure(data),
+        "slowdown_by_size": slowdown_by_size_figure(data),
     }
     written: list[Path] = []
     for suffix in ("png", "pdf"):

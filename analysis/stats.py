@@ -14,6 +14,8 @@ excluded from the mean and percentiles, never dropped silently (``flows`` counts
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Final
 
 import numpy as np
@@ -86,6 +88,81 @@ def summarize(fct_df: pd.DataFrame, by_workload: bool = True) -> pd.DataFrame:
                 rows.append({**base, "bucket": label, **_stats(part)})
     out = pd.DataFrame(rows, columns=[*keys, "bucket", *STAT_COLUMNS])
     return out.astype({"flows": "int64", "unfinished": "int64"})
+
+
+def combine_summaries(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Join :func:`summarize` outputs of disjoint groups into one summary.
+
+    Args:
+        parts: summaries of parts of one FCT table, each part holding *every* row of the
+            groups it touches (e.g. the runs of one workload x protocol x scope x
+            rate_gbps, which differ only in their seed), in any order.
+
+    Returns:
+        The rows of all parts, stably sorted by the group keys (the order of
+        :func:`summarize`, whose groupby sorts them): equal to ``summarize`` of the whole
+        table, the same rows, order, dtypes and values bit for bit, when each part kept
+        its rows in the table's order.
+
+    Raises:
+        ValueError: no part at all.
+    """
+    given = list(parts)
+    if not given:
+        raise ValueError("combine_summaries: no summary given")
+    filled = [p for p in given if len(p)]
+    if not filled:
+        return given[0]
+    out = pd.concat(filled, ignore_index=True)
+    keys = [k for k in GROUP_KEYS if k in out.columns]
+    return out.sort_values(keys, kind="stable", ignore_index=True) if keys else out
+
+
+def summarize_groups(groups: Iterable[pd.DataFrame], by_workload: bool = True) -> pd.DataFrame:
+    """:func:`summarize` of a table given in parts, one part in memory at a time.
+
+    Args:
+        groups: disjoint parts of one FCT table, each holding every row of the summary
+            groups it touches (see :func:`combine_summaries`).
+        by_workload: as in :func:`summarize`.
+
+    Returns:
+        Equal to ``summarize(pd.concat(groups), by_workload)``.
+
+    Raises:
+        ValueError: a required column is missing (as :func:`summarize`); no part at all.
+    """
+    return combine_summaries(summarize(g, by_workload=by_workload) for g in groups)
+
+
+#: Columns :func:`summarize` reads besides the group keys.
+SUMMARY_INPUTS: Final = ("size_bytes", "fct_ns", "slowdown", "finished")
+
+
+def summarize_file(path: str | Path, by_workload: bool = True) -> pd.DataFrame:
+    """:func:`summarize` of a collected ``fct.parquet``, one summary group at a time.
+
+    Reads the groups (workload x protocol x scope x rate_gbps, those of GROUP_KEYS in the
+    file) one by one with :class:`disaggsim.analysis.fct_file.FctFile`, only the columns
+    the statistics need: peak memory is one group's flows, not the file's.
+
+    Returns:
+        Exactly ``summarize(pd.read_parquet(path), by_workload)``.
+
+    Raises:
+        FileNotFoundError: no file. ValueError: a required column is missing.
+    """
+    from disaggsim.analysis.fct_file import FctFile
+
+    table = FctFile(path)
+    missing = [c for c in SUMMARY_INPUTS if c not in table.columns]
+    if missing:
+        raise ValueError(f"summarize: FCT table {table.path} lacks columns {missing}")
+    keys = [k for k in GROUP_KEYS if k in table.columns and (by_workload or k != "workload")]
+    if not keys or table.num_rows == 0:
+        return summarize(table.read_group([], (), [*keys, *SUMMARY_INPUTS]), by_workload)
+    groups = (rows for _, rows in table.iter_groups(keys, SUMMARY_INPUTS))
+    return summarize_groups(groups, by_workload)
 
 
 def _stats(group: pd.DataFrame) -> dict[str, float]:

@@ -102,7 +102,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
             "then run the campaign again to collect"
         )
         return
-    rep = report.report(result.out_dir)
+    rep = report.report(result.out_dir, summary=result.summary)
     print(rep.text)
     print(f"results: {result.out_dir}")
     print("plots: " + ", ".join(str(p) for p in rep.plots))
@@ -117,8 +117,6 @@ def _cmd_report(args: argparse.Namespace) -> None:
 
 
 def _cmd_export_fct(args: argparse.Namespace) -> None:
-    import pandas as pd
-
     from disaggsim.analysis import export
 
     source = Path(args.fct)
@@ -128,7 +126,10 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
             f"{table}: no FCT table (expected a campaign directory holding fct.parquet, or "
             "an fct.parquet file; run the campaign first)"
         )
-    fct = pd.read_parquet(table)
+    fct = export.read_fct_selection(  # only the selected runs' flows are read
+        table, protocol=args.protocol, rate_gbps=args.rate_gbps, scope=args.scope,
+        workload=args.workload, seed=args.seed,
+    )
     write = export.export_fct_distribution if args.distribution else export.export_fct
     summary = write(
         fct,

@@ -37,12 +37,13 @@
 import os
 from pathlib import Path
 
-import pandas as pd
 from IPython.display import Image, display
 
-from disaggsim.analysis.export import MEMORY_KINDS, export_fct
-from disaggsim.analysis.plots import plot_fct_cdf
-from disaggsim.analysis.stats import format_summary, summarize
+from disaggsim.analysis.export import MEMORY_KINDS, export_fct, read_fct_selection
+from disaggsim.analysis.fct_file import FctFile
+from disaggsim.analysis.fig7 import RUN_KEYS
+from disaggsim.analysis.plots import plot_data_file, plot_fct_cdf
+from disaggsim.analysis.stats import format_summary, summarize_file
 from disaggsim.sim.campaign import run_campaign
 from disaggsim.sim.runner import repo_root
 
@@ -68,9 +69,12 @@ if not fct_path.is_file():
     campaign = run_campaign(REPO / "configs" / "quickstart.toml", progress=False)
     print(f"{campaign.ran} runs simulated, {campaign.skipped} reused")
 
-fct = pd.read_parquet(fct_path)
-print(f"{len(fct)} flow records from {fct.groupby(['workload', 'protocol', 'rate_gbps', 'scope', 'seed']).ngroups} runs")
-fct.head()
+# Read group by group (FctFile): a campaign's table can outgrow memory (Figure 7 on
+# whole traces: 51 M flows), so nothing below loads all of it.
+fct = FctFile(fct_path)
+runs = fct.group_keys(RUN_KEYS)
+print(f"{fct.num_rows} flow records from {len(runs)} runs")
+fct.read_group(RUN_KEYS, runs[0]).head()
 
 # %% [markdown]
 # ## Summary
@@ -80,7 +84,7 @@ fct.head()
 # slowdown, `fct_us_*` the flow completion time in µs.
 
 # %%
-summary = summarize(fct)
+summary = summarize_file(fct_path)
 print(format_summary(summary))
 
 # %% [markdown]
@@ -97,7 +101,7 @@ overall.pivot_table(
 # ## Plots
 
 # %%
-plots = plot_fct_cdf(fct, results / "plots" / "quickstart")
+plots = plot_fct_cdf(plot_data_file(fct_path), results / "plots" / "quickstart")
 for path in plots:
     if path.suffix == ".png":
         display(Image(filename=str(path)))
@@ -111,10 +115,11 @@ for path in plots:
 
 # %%
 first = overall.iloc[0]
-chosen = fct[(fct["workload"] == first["workload"]) & (fct["protocol"] == first["protocol"])]
+chosen = read_fct_selection(fct_path, protocol=first["protocol"], rate_gbps=first["rate_gbps"],
+                            scope=first["scope"], workload=first["workload"])
 kinds = list(MEMORY_KINDS) if chosen["kind"].isin(MEMORY_KINDS).any() else None
 export = export_fct(
-    fct,
+    chosen,
     results / "exports" / "fcts_quickstart.txt",
     protocol=first["protocol"],
     rate_gbps=first["rate_gbps"],
