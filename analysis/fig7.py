@@ -49,8 +49,7 @@ def fig7_tables(fct: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     Raises:
         ValueError: a missing column or an empty table.
     """
-    needed = [*RUN_KEYS, "size_bytes", "fct_ns", "slowdown", "finished"]
-    missing = [c for c in needed if c not in fct.columns]
+    missing = [c for c in FIG7_COLUMNS if c not in fct.columns]
     if missing:
         raise ValueError(f"fig7_tables: FCT table lacks columns {missing}")
     if fct.empty:

@@ -37,6 +37,8 @@ def test_fig7_tables_by_hand() -> None:
     assert len(fct_by_size_figure(by_size, "w").axes) == 1
     with pytest.raises(ValueError, match="lacks columns"):
         fig7_tables(records().drop(columns=["seed"]))
+    with pytest.raises(ValueError, match=r"lacks columns \['flow_id'\]"):
+        fig7_tables(records().drop(columns=["flow_id"]))
 
 
 def test_write_tables(tmp_path) -> None:
