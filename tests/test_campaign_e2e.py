@@ -17,18 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from ns3_program import needs_ns3
 
 from disaggsim.schemas import CAMPAIGN_KEYS, FCT_RECORDS
 from disaggsim.sim.campaign import CampaignError, run_campaign
-from disaggsim.sim.runner import CAMPAIGN_FCT, BinaryNotFoundError, find_binary
+from disaggsim.sim.runner import CAMPAIGN_FCT
 
-try:
-    find_binary()
-    _MISSING = ""
-except BinaryNotFoundError as exc:
-    _MISSING = str(exc)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "ns-3 program built")
+pytestmark = needs_ns3
 
 N_FLOWS = 12
 

@@ -20,19 +20,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ns3_program import needs_ns3
 
 from disaggsim.analysis.fct_file import FctFile
 from disaggsim.analysis.stats import GROUP_KEYS, summarize, summarize_file
 from disaggsim.sim.campaign import CampaignResult, run_campaign
-from disaggsim.sim.runner import CAMPAIGN_FCT, BinaryNotFoundError, find_binary
+from disaggsim.sim.runner import CAMPAIGN_FCT
 
-try:
-    find_binary()
-    _MISSING = ""
-except BinaryNotFoundError as exc:
-    _MISSING = str(exc)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "ns-3 program built")
+pytestmark = needs_ns3
 
 #: Flows per workload: enough for every size bucket of the web search CDF in most runs.
 N_FLOWS = 60

@@ -26,23 +26,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from ns3_program import BINARY, needs_ns3
 
-from disaggsim.sim.runner import BinaryNotFoundError, find_binary
 from disaggsim.traces.workloads import generate, write_sim_flows_csv
 
-try:
-    BINARY: Path | None = find_binary()
-    _MISSING = ""
-except BinaryNotFoundError as exc:
-    BINARY = None
-    _MISSING = str(exc)
-
-pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "ns-3 program built")
+pytestmark = needs_ns3
 
 HOSTS = 9 * 16
 RATE_GBPS = 40.0

@@ -13,21 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from ns3_program import needs_ns3
 
 from disaggsim.schemas import FLOW_TABLE
 from disaggsim.sim.config import FlowTableWorkload, load_config
 from disaggsim.sim.delays import authors_oracle_fct_ns, preset
-from disaggsim.sim.runner import BinaryNotFoundError, RunSpec, find_binary, run_one
+from disaggsim.sim.runner import RunSpec, run_one
 from disaggsim.traces import paircdf
 from disaggsim.traces.placement import place
 from disaggsim.traces.replication import replicate
-
-try:
-    find_binary()
-    _MISSING = ""
-except BinaryNotFoundError as exc:
-    _MISSING = str(exc)
-needs_ns3 = pytest.mark.skipif(bool(_MISSING), reason=_MISSING or "ns-3 program built")
 
 
 def cluster_table(n_nodes: int = 3, per_pair: int = 6) -> pd.DataFrame:
