@@ -225,32 +225,39 @@ class FabricNetDevice : public NetDevice
     /// port's frame).
     void ScheduleTransmitComplete (Time now, Time delay);
 
-    Ptr<Node> m_node;
-    Ptr<FabricChannel> m_channel;
+    // Members are grouped by use: the first block is what a frame's hop reads and writes
+    // (EnqueueFrame, Transmit, TransmitComplete, Receive, the channel's peer lookups), kept
+    // together so that a hop touches few cache lines of a port; at 1,152 hosts a frame
+    // finds its port out of cache more often than not (bench/RESULTS.md, "Scaling in
+    // hosts").  Order does not change behaviour.
     Ptr<FabricQueue> m_queue;
-    DataRate m_dataRate;
+    Ptr<FabricChannel> m_channel;
+    FabricFrameSink* m_frameSink{nullptr}; //!< fast-path receiver (not owned)
+    Time m_busyUntil;                      //!< end of the current transmission
+    Time m_cutThroughDelay;
+    Time m_sendOverhead; //!< SendOverhead attribute (0 = deterministic)
     uint64_t m_bitRate{0};
     uint64_t m_txCacheBytes[2]{UINT64_MAX, UINT64_MAX}; //!< TxTime's last two frame sizes
     Time m_txCacheTime[2];                              //!< and their serialization times
-    uint16_t m_mtu{1500};
-    uint32_t m_ifIndex{0};
     uint32_t m_nodeId{0};
-    Mac48Address m_address;
-    Time m_busyUntil;                //!< end of the current transmission
     bool m_txCompletePending{false}; //!< a TransmitComplete event is scheduled
     bool m_cutThrough{false};
-    Time m_cutThroughDelay;
-    Time m_sendOverhead;                         //!< SendOverhead attribute (0 = deterministic)
-    Ptr<UniformRandomVariable> m_overheadRandom; //!< created at the first draw only
-    NetDevice::ReceiveCallback m_rxCallback;
-    NetDevice::PromiscReceiveCallback m_promiscCallback;
-    FabricReceiveCallback m_fabricRxCallback;
-    FabricFrameSink* m_frameSink{nullptr}; //!< fast-path receiver (not owned)
     uint64_t m_txPackets{0};
     uint64_t m_rxPackets{0};
     uint64_t m_rxDataPackets{0};
     TracedCallback<Ptr<const Packet>, const FabricHeader&> m_txTrace;
     TracedCallback<Ptr<const Packet>, const FabricHeader&> m_rxTrace;
+
+    // cold: set-up, the IPv4 path and configuration
+    Ptr<Node> m_node;
+    DataRate m_dataRate;
+    uint16_t m_mtu{1500};
+    uint32_t m_ifIndex{0};
+    Mac48Address m_address;
+    Ptr<UniformRandomVariable> m_overheadRandom; //!< created at the first draw only
+    NetDevice::ReceiveCallback m_rxCallback;
+    NetDevice::PromiscReceiveCallback m_promiscCallback;
+    FabricReceiveCallback m_fabricRxCallback;
 };
 
 } // namespace ns3
