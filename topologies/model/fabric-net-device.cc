@@ -265,33 +265,16 @@ FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
     }
 }
 
-/// FabricNetDevice::TransmitComplete (), as MakeEvent would bind it, from the event pool.
-class FabricNetDevice::TransmitCompleteEvent final : public PooledEventImpl<TransmitCompleteEvent>
-{
-  public:
-    TransmitCompleteEvent (FabricNetDevice* port, Time at)
-          : m_port (port)
-          , m_at (at)
-    {
-    }
-
-  private:
-    void Notify () override
-    {
-        m_port->TransmitComplete (m_at);
-    }
-
-    FabricNetDevice* m_port;
-    Time m_at; ///< the event's own time: Simulator::Now () when it runs
-};
-
 void
 FabricNetDevice::ScheduleTransmitComplete (Time now, Time delay)
 {
     // With this port's node as context, like a frame arrival: no EventId is made (nobody
     // cancels a completion), which saves a reference-count round trip per event.  ns-3 keys
     // the event at now + delay, the time it carries.
-    Simulator::ScheduleWithContext (m_nodeId, delay, new TransmitCompleteEvent (this, now + delay));
+    Simulator::ScheduleWithContext (
+        m_nodeId, delay,
+        new PooledTimedEvent<FabricNetDevice, &FabricNetDevice::TransmitComplete> (this,
+                                                                                   now + delay));
 }
 
 void

@@ -220,7 +220,6 @@ class FabricNetDevice : public NetDevice
     void Transmit (const FabricQueueItem& item, Time now);
     /// The wire is free again; \p now = Simulator::Now () (the event's own time).
     void TransmitComplete (Time now);
-    class TransmitCompleteEvent;
     /// Schedule TransmitComplete at \p at = \p now + \p delay (a pooled event: one per busy
     /// port's frame).
     void ScheduleTransmitComplete (Time now, Time delay);

@@ -108,30 +108,11 @@ PfabricSender::SetWindowAndRto (uint32_t initialCwnd, uint32_t maxCwnd, Time rto
 
 PfabricSender::~PfabricSender () = default;
 
-/// PfabricSender::OnRtoEvent (), as MakeEvent would bind it, from the event pool.
-class PfabricSender::RtoEvent final : public PooledEventImpl<RtoEvent>
-{
-  public:
-    RtoEvent (PfabricSender* sender, Time at)
-          : m_sender (sender)
-          , m_at (at)
-    {
-    }
-
-  private:
-    void Notify () override
-    {
-        m_sender->OnRtoEvent (m_at);
-    }
-
-    PfabricSender* m_sender;
-    Time m_at; ///< the event's own time: Simulator::Now () when it runs
-};
-
 void
 PfabricSender::ScheduleRtoEvent (Time now, Time delay)
 {
     m_rtoEventPending = true;
+    using RtoEvent = PooledTimedEvent<PfabricSender, &PfabricSender::OnRtoEvent>;
     m_rtoEvent =
         Simulator::Schedule (delay, Ptr<EventImpl> (new RtoEvent (this, now + delay), false));
 }

@@ -122,7 +122,6 @@ class PfabricSender : public Object
     /// Schedule the timer event \p delay after \p now (a pooled event, see topologies/model/
     /// pooled-event.h: in an incast it is one event per timeout).
     void ScheduleRtoEvent (Time now, Time delay);
-    class RtoEvent;
     void OnRto (Time now);
     void IncreaseCwnd ();
 
