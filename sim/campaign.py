@@ -493,14 +493,11 @@ def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) 
     concatenation of the runs' tables in grid order and ``summary.csv`` equals
     ``summarize`` of all of it. Both are written through temporary files and renamed.
     """
-    from disaggsim.analysis.stats import combine_summaries, summarize
+    from disaggsim.analysis.stats import GROUP_KEYS, combine_summaries, summarize
 
-    groups: dict[tuple[str, str, str, float], list[PlannedRun]] = {}
+    groups: dict[tuple[Any, ...], list[PlannedRun]] = {}
     for run in planned:
-        spec = run.spec
-        groups.setdefault(
-            (spec.workload, spec.protocol, spec.scope, float(spec.rate_gbps)), []
-        ).append(run)
+        groups.setdefault(tuple(getattr(run.spec, k) for k in GROUP_KEYS), []).append(run)
     summaries: list[pd.DataFrame] = []
 
     def write_fct(tmp: Path) -> None:
@@ -513,7 +510,6 @@ def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) 
                     writer.write_table(table)
                     tables.append(table)
                 summaries.append(summarize(pa.concat_tables(tables).to_pandas()))
-                del tables
 
     out_dir = result.out_dir
     fct_path = out_dir / "fct.parquet"
