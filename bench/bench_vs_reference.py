@@ -232,6 +232,35 @@ def incast_flows(n_flows: int, seed: int) -> pd.DataFrame:
     return out
 
 
+def setup_flows(
+    name: str, flows: int, incast_flows_n: int, seed: int
+) -> tuple[Setup, pd.DataFrame]:
+    """Setup ``name`` ("a", "b" or "c") and its flow table, sizes in whole 1,460 B packets
+    (YAPS flow sizes are whole packets: both simulators get the rounded sizes).
+
+    Raises:
+        KeyError: an unknown setup name.
+    """
+    if name == "c":
+        setup, table = INCAST, incast_flows(incast_flows_n, seed)
+    else:
+        setup = SETUPS[name]
+        table = generate(
+            "websearch",
+            0.6,
+            RACKS * HOSTS_PER_RACK,
+            flows,
+            setup.rate_gbps,
+            setup.matrix,  # type: ignore[arg-type]
+            seed=seed,
+            header_bytes=YAPS_HEADER_BYTES,
+        )
+    table["size_bytes"] = (np.ceil(table["size_bytes"] / 1460) * 1460).astype(
+        table["size_bytes"].dtype
+    )
+    return setup, table
+
+
 def timed(cmd: list[str], log: Path) -> tuple[float, float, float]:
     """Run ``cmd`` with stdout/stderr to ``log``; return (wall s, CPU s, peak RSS MiB).
 
@@ -296,24 +325,7 @@ def main() -> int:
         yaps = build_reference(Path(args.reference_git), work)
         print(f"built YAPS in {time.perf_counter() - t0:.0f} s: {yaps}", flush=True)
         for name in args.setups.split(","):
-            if name == "c":
-                setup, flows = INCAST, incast_flows(args.incast_flows, args.seed)
-            else:
-                setup = SETUPS[name]
-                flows = generate(
-                    "websearch",
-                    0.6,
-                    RACKS * HOSTS_PER_RACK,
-                    args.flows,
-                    setup.rate_gbps,
-                    setup.matrix,  # type: ignore[arg-type]
-                    seed=args.seed,
-                    header_bytes=YAPS_HEADER_BYTES,
-                )
-            # YAPS flow sizes are whole 1460 B packets: give both the rounded sizes.
-            flows["size_bytes"] = (np.ceil(flows["size_bytes"] / 1460) * 1460).astype(
-                flows["size_bytes"].dtype
-            )
+            setup, flows = setup_flows(name, args.flows, args.incast_flows, args.seed)
             flows_csv = work / f"flows_{name}.csv"
             trace = work / f"trace_{name}.txt"
             conf = work / f"conf_{name}.txt"
