@@ -13,6 +13,12 @@ operator<< (std::ostream& os, const FabricHeader& header)
        << std::hex << header.protocol << std::dec << " ecn=" << static_cast<int> (header.ecn)
        << " flow_hash=" << header.flowHash << " rank=" << header.rank
        << " payload_bytes=" << header.payloadBytes;
+    if (header.transportFlags != 0)
+    {
+        os << " flow_id=" << header.flowId << " seq=" << header.seq
+           << " sack_seq=" << header.sackSeq
+           << " flags=" << static_cast<uint32_t> (header.transportFlags);
+    }
     return os;
 }
 

@@ -44,6 +44,13 @@ enum class FabricEcn : uint8_t
  * group[pinnedUplink % size] instead of hashing flowHash (on the Clos fabric the uplink group
  * of a ToR is spine 0..S-1, so the value is the spine; Fastpass's per-packet path selection,
  * transports/fastpass/doc/fastpass.md §4).  Single-port routes ignore it.
+ *
+ * Transport fields: a transport may carry its own header here too, out of band, instead of
+ * serializing it into the Packet (pFabric does, transports/pfabric/model/pfabric-header.h):
+ * flowId, seq (a byte offset or cumulative ACK), sackSeq (the offset an ACK answers) and
+ * transportFlags, read only by the end hosts.  The Packet then holds that header's bytes
+ * zero-filled, so its size and serialization time are those of the real header.  Other
+ * transports leave them 0.  Switches and ports never read them.
  */
 struct FabricHeader
 {
@@ -51,10 +58,15 @@ struct FabricHeader
     uint16_t dstHost{0};
     uint16_t protocol{0};
     FabricEcn ecn{FabricEcn::NOT_ECT};
+    uint8_t transportFlags{0}; ///< transport field (in what was padding)
     uint32_t flowHash{0};
     uint32_t rank{0};
     uint32_t payloadBytes{0};
     uint16_t pinnedUplink{0xFFFF};
+    // transport fields
+    uint64_t flowId{0};
+    uint32_t seq{0};
+    uint32_t sackSeq{0};
 
     /// \returns true if the frame is ECN-capable (ECT(0) or ECT(1)) and may be CE-marked.
     bool IsEct () const

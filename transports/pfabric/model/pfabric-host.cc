@@ -87,26 +87,25 @@ PfabricHost::NicHoldsFlow (uint64_t flowId) const
 void
 PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
 {
-    PfabricHeader header;
-    packet->PeekHeader (header);
-    if (header.flags & PfabricHeader::ACK)
+    // The pFabric header is the frame's transport fields (pfabric-header.h): nothing to
+    // deserialize.
+    const bool probe = (frame.transportFlags & PFABRIC_PROBE) != 0;
+    if (frame.transportFlags & PFABRIC_ACK)
     {
-        auto it = m_senders.find (header.flowId);
+        auto it = m_senders.find (frame.flowId);
         if (it != m_senders.end ())
         {
-            it->second->ReceiveAck (header.seq, header.sackSeq,
-                                    (header.flags & PfabricHeader::PROBE) != 0, now);
+            it->second->ReceiveAck (frame.seq, frame.sackSeq, probe, now);
         }
         return;
     }
-    auto it = m_receivers.find (header.flowId);
+    auto it = m_receivers.find (frame.flowId);
     if (it == m_receivers.end ())
     {
-        NS_LOG_WARN ("host " << GetHostIndex () << ": data of unknown flow " << header.flowId);
+        NS_LOG_WARN ("host " << GetHostIndex () << ": data of unknown flow " << frame.flowId);
         return;
     }
-    it->second->ReceiveData (header.seq, frame.payloadBytes,
-                             (header.flags & PfabricHeader::PROBE) != 0, frame.flowHash, now);
+    it->second->ReceiveData (frame.seq, frame.payloadBytes, probe, frame.flowHash, now);
 }
 
 } // namespace ns3

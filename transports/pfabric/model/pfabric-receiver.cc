@@ -96,14 +96,6 @@ PfabricReceiver::ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, u
 void
 PfabricReceiver::SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash, Time now)
 {
-    Ptr<Packet> packet = Create<Packet> ();
-    PfabricHeader header;
-    header.flowId = m_flowId;
-    header.seq = static_cast<uint32_t> (
-        std::min<uint64_t> (uint64_t (m_cumPacket) * m_mssBytes, m_sizeBytes));
-    header.sackSeq = sackSeq;
-    header.flags = PfabricHeader::ACK | (probe ? PfabricHeader::PROBE : 0);
-    packet->AddHeader (header);
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();
     frame.dstHost = m_srcHost;
@@ -111,7 +103,13 @@ PfabricReceiver::SendAck (uint32_t sackSeq, bool probe, uint32_t flowHash, Time 
     frame.flowHash = flowHash;
     frame.rank = 0;
     frame.payloadBytes = 0;
-    m_host->Send (packet, frame, now);
+    // the pFabric header, carried in the frame (pfabric-header.h); the packet is its bytes
+    frame.transportFlags = PFABRIC_ACK | (probe ? PFABRIC_PROBE : 0);
+    frame.flowId = m_flowId;
+    frame.seq = static_cast<uint32_t> (
+        std::min<uint64_t> (uint64_t (m_cumPacket) * m_mssBytes, m_sizeBytes));
+    frame.sackSeq = sackSeq;
+    m_host->Send (Create<Packet> (kPfabricHeaderBytes), frame, now);
 }
 
 } // namespace ns3

@@ -200,14 +200,14 @@ void
 PfabricSender::SendData (uint32_t packetIndex, Time now)
 {
     ++m_dataPacketsSent;
-    SendFrame (PayloadOf (packetIndex), packetIndex, PfabricHeader::DATA, now);
+    SendFrame (PayloadOf (packetIndex), packetIndex, PFABRIC_DATA, now);
 }
 
 void
 PfabricSender::SendProbe (Time now)
 {
     // A minimum-size packet with a one-byte payload (SIGCOMM'13 §4.3).
-    SendFrame (1, m_cumAckPacket, PfabricHeader::PROBE, now);
+    SendFrame (1, m_cumAckPacket, PFABRIC_PROBE, now);
 }
 
 void
@@ -219,18 +219,18 @@ PfabricSender::SendFrame (uint32_t payloadBytes, uint32_t packetIndex, uint8_t f
     frame.protocol = kPfabricProtocol;
     frame.flowHash = PfabricFlowHash (m_flowId, packetIndex, m_spray);
     frame.rank = Remaining (); // priority = remaining flow size (SIGCOMM'13 §4.1)
-    frame.payloadBytes = flags == PfabricHeader::PROBE ? 0 : payloadBytes;
+    frame.payloadBytes = flags == PFABRIC_PROBE ? 0 : payloadBytes;
+    // the pFabric header, carried in the frame (pfabric-header.h)
+    frame.transportFlags = flags;
+    frame.flowId = m_flowId;
+    frame.seq = packetIndex * m_mssBytes;
     // In an incast most frames are refused by our own full NIC queue: ask before building.
     if (m_host->DropsAtNic (frame, payloadBytes + kPfabricHeaderBytes))
     {
         return;
     }
-    Ptr<Packet> packet = Create<Packet> (payloadBytes);
-    PfabricHeader header;
-    header.flowId = m_flowId;
-    header.seq = packetIndex * m_mssBytes;
-    header.flags = flags;
-    packet->AddHeader (header);
+    // The payload and the pFabric header's bytes (their fields are in the frame).
+    Ptr<Packet> packet = Create<Packet> (payloadBytes + kPfabricHeaderBytes);
     m_host->Send (packet, frame, now);
 }
 

@@ -59,9 +59,7 @@ class TailDropQueue : public PfabricQueue
     {
         if (!m_done && item.header.payloadBytes > 0)
         {
-            PfabricHeader header;
-            item.packet->PeekHeader (header);
-            if ((header.flags & PfabricHeader::DATA) && header.seq == m_dropSeq)
+            if ((item.header.transportFlags & PFABRIC_DATA) && item.header.seq == m_dropSeq)
             {
                 m_done = true;
                 ++s_dropped;
@@ -144,33 +142,79 @@ Frame (uint32_t wireBytes, uint32_t rank, uint64_t flow, uint16_t src = 0)
 
 } // namespace
 
-/// The header serializes to 22 B and back; with the 18 B frame header that is YAPS's 40 B.
-class PfabricHeaderTest : public TestCase
+/// What a lone 3,000 B flow (1460 + 1460 + 80 B) puts on the wire, seen at both hosts'
+/// ports: each data frame's Packet is its payload + the 22 B pFabric header (40 B of
+/// headers with the frame's 18 B, YAPS's hdr_size), and its transport fields carry flow id,
+/// byte offset, DATA and the remaining bytes as rank; each ACK is a 22 B Packet with the
+/// cumulative ACK, the offset it answers, ACK and rank 0.
+class PfabricWireFramesTest : public TestCase
 {
   public:
-    PfabricHeaderTest ()
-          : TestCase ("PfabricHeader round trip, 22 B + 18 B = 40 B per packet")
+    PfabricWireFramesTest ()
+          : TestCase ("pFabric frames: 22 B header in the Packet, fields in the frame (40 B "
+                      "with the frame header)")
     {
     }
 
   private:
+    struct Seen
+    {
+        uint32_t packetBytes;
+        FabricHeader frame;
+    };
+
+    void OnRx (std::vector<Seen>* seen, Ptr<const Packet> packet, const FabricHeader& frame)
+    {
+        seen->push_back (Seen{packet->GetSize (), frame});
+    }
+
     void DoRun () override
     {
-        PfabricHeader out;
-        out.flowId = (uint64_t (1) << 40) + 7;
-        out.seq = 123456;
-        out.sackSeq = 654321;
-        out.flags = PfabricHeader::ACK | PfabricHeader::PROBE;
-        Ptr<Packet> packet = Create<Packet> (10);
-        packet->AddHeader (out);
-        NS_TEST_ASSERT_MSG_EQ (packet->GetSize (), 10 + 22, "header size");
         NS_TEST_ASSERT_MSG_EQ (kPfabricHeaderBytes + kFabricHeaderBytes, 40u, "YAPS hdr_size");
-        PfabricHeader in;
-        packet->RemoveHeader (in);
-        NS_TEST_ASSERT_MSG_EQ (in.flowId, out.flowId, "flowId");
-        NS_TEST_ASSERT_MSG_EQ (in.seq, out.seq, "seq");
-        NS_TEST_ASSERT_MSG_EQ (in.sackSeq, out.sackSeq, "sackSeq");
-        NS_TEST_ASSERT_MSG_EQ (uint32_t (in.flags), uint32_t (out.flags), "flags");
+        const uint64_t flowId = (uint64_t (1) << 40) + 7; // beyond 32 bits
+        Fabric fabric;
+        std::vector<Seen> atReceiver;
+        std::vector<Seen> atSender;
+        fabric.topology->GetHostDevice (5)->TraceConnectWithoutContext (
+            "Rx", MakeCallback (&PfabricWireFramesTest::OnRx, this).Bind (&atReceiver));
+        fabric.topology->GetHostDevice (0)->TraceConnectWithoutContext (
+            "Rx", MakeCallback (&PfabricWireFramesTest::OnRx, this).Bind (&atSender));
+        fabric.Add (flowId, 0, 5, 3000);
+        Simulator::Run ();
+        Simulator::Destroy ();
+        NS_TEST_ASSERT_MSG_EQ (fabric.finish.count (flowId), 1u, "flow finished");
+
+        // Data: all three leave at once (initial window 12); priority = unacknowledged bytes.
+        const uint32_t payload[] = {1460, 1460, 80};
+        NS_TEST_ASSERT_MSG_EQ (atReceiver.size (), 3u, "three data frames");
+        for (uint32_t i = 0; i < 3 && i < atReceiver.size (); ++i)
+        {
+            const Seen& d = atReceiver[i];
+            NS_TEST_ASSERT_MSG_EQ (d.packetBytes, payload[i] + 22, "data packet " << i);
+            NS_TEST_ASSERT_MSG_EQ (d.frame.payloadBytes, payload[i], "payload " << i);
+            NS_TEST_ASSERT_MSG_EQ (uint32_t (d.frame.transportFlags), uint32_t (PFABRIC_DATA),
+                                   "DATA " << i);
+            NS_TEST_ASSERT_MSG_EQ (d.frame.flowId, flowId, "flow id " << i);
+            NS_TEST_ASSERT_MSG_EQ (d.frame.seq, 1460 * i, "offset " << i);
+            NS_TEST_ASSERT_MSG_EQ (d.frame.rank, 3000u, "nothing acknowledged yet " << i);
+            NS_TEST_ASSERT_MSG_EQ (d.frame.srcHost, 0, "src");
+            NS_TEST_ASSERT_MSG_EQ (d.frame.dstHost, 5, "dst");
+        }
+        // ACKs, one per data packet, in order: cumulative ACK and the answered offset.
+        const uint32_t ackSeq[] = {1460, 2920, 3000};
+        NS_TEST_ASSERT_MSG_EQ (atSender.size (), 3u, "three ACKs");
+        for (uint32_t i = 0; i < 3 && i < atSender.size (); ++i)
+        {
+            const Seen& a = atSender[i];
+            NS_TEST_ASSERT_MSG_EQ (a.packetBytes, 22u, "ACK packet " << i);
+            NS_TEST_ASSERT_MSG_EQ (a.frame.payloadBytes, 0u, "ACK payload " << i);
+            NS_TEST_ASSERT_MSG_EQ (uint32_t (a.frame.transportFlags), uint32_t (PFABRIC_ACK),
+                                   "ACK " << i);
+            NS_TEST_ASSERT_MSG_EQ (a.frame.flowId, flowId, "ACK flow id " << i);
+            NS_TEST_ASSERT_MSG_EQ (a.frame.seq, ackSeq[i], "cumulative ACK " << i);
+            NS_TEST_ASSERT_MSG_EQ (a.frame.sackSeq, 1460 * i, "answered offset " << i);
+            NS_TEST_ASSERT_MSG_EQ (a.frame.rank, 0u, "ACK rank");
+        }
     }
 };
 
@@ -593,7 +637,7 @@ class PfabricTestSuite : public TestSuite
     PfabricTestSuite ()
           : TestSuite ("disaggsim-pfabric", UNIT)
     {
-        AddTestCase (new PfabricHeaderTest, TestCase::QUICK);
+        AddTestCase (new PfabricWireFramesTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRulesTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRefusedArrivalTest, TestCase::QUICK);
         AddTestCase (new PfabricDerivedConfigTest, TestCase::QUICK);
