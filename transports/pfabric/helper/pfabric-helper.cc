@@ -66,6 +66,8 @@ PfabricFlowTransport::DoDispose ()
 {
     m_active.clear ();
     m_hosts.clear ();
+    m_senderPrototype = nullptr;
+    m_receiverPrototype = nullptr;
     m_topology = nullptr;
     FlowTransport::DoDispose ();
 }
@@ -110,6 +112,13 @@ PfabricFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_rto = !rto.Get ().IsZero () ? rto.Get () : std::max (3 * m_baseRtt, minRto.Get ());
     NS_LOG_INFO ("pFabric: rtt " << m_baseRtt << " bdp " << bdpBytes << " B, cwnd " << m_initialCwnd
                                  << "/" << m_maxCwnd << " rto " << m_rto);
+    prototype->SetWindowAndRto (m_initialCwnd, m_maxCwnd, m_rto);
+    prototype->TraceConnectWithoutContext ("FlowAcked",
+                                           MakeCallback (&PfabricFlowTransport::OnFlowAcked, this));
+    m_senderPrototype = prototype;
+    m_receiverPrototype = CreateObject<PfabricReceiver> ();
+    m_receiverPrototype->TraceConnectWithoutContext (
+        "FlowReceived", MakeCallback (&PfabricFlowTransport::OnFlowReceived, this));
 }
 
 void
@@ -138,19 +147,17 @@ PfabricFlowTransport::DoAddFlow (const FlowSpec& flow)
 void
 PfabricFlowTransport::StartFlow (const FlowSpec& flow)
 {
-    Ptr<PfabricReceiver> receiver = CreateObject<PfabricReceiver> ();
+    NS_ABORT_MSG_IF (!m_senderPrototype,
+                     "PfabricFlowTransport: ConfigureFabric must run before flows start");
+    // Copies of the prototypes (ConfigureFabric): configured and connected already.
+    Ptr<PfabricReceiver> receiver = CopyObject<PfabricReceiver> (m_receiverPrototype);
     receiver->Setup (m_hosts[flow.dstHost], flow.flowId, static_cast<uint16_t> (flow.srcHost),
                      flow.sizeBytes, m_mssBytes);
-    receiver->TraceConnectWithoutContext (
-        "FlowReceived", MakeCallback (&PfabricFlowTransport::OnFlowReceived, this));
     m_hosts[flow.dstHost]->AddReceiver (flow.flowId, receiver);
 
-    Ptr<PfabricSender> sender = CreateObject<PfabricSender> ();
-    sender->SetWindowAndRto (m_initialCwnd, m_maxCwnd, m_rto);
+    Ptr<PfabricSender> sender = CopyObject<PfabricSender> (m_senderPrototype);
     sender->Setup (m_hosts[flow.srcHost], flow.flowId, static_cast<uint16_t> (flow.dstHost),
                    flow.sizeBytes);
-    sender->TraceConnectWithoutContext ("FlowAcked",
-                                        MakeCallback (&PfabricFlowTransport::OnFlowAcked, this));
     m_hosts[flow.srcHost]->AddSender (flow.flowId, sender);
     m_active[flow.flowId] = Active{sender, flow.srcHost, flow.dstHost};
     sender->Start ();

@@ -127,6 +127,10 @@ class PfabricFlowTransport : public FlowTransport
         uint32_t dstHost;
     };
     std::unordered_map<uint64_t, Active> m_active; // by flow id, until acknowledged
+    /// Each flow's sender and receiver are copies of these (CopyObject): the attributes,
+    /// the resolved window and timeout, and the trace sinks are set up once.
+    Ptr<PfabricSender> m_senderPrototype;
+    Ptr<PfabricReceiver> m_receiverPrototype;
 
     uint32_t m_mssBytes{1460};
     uint32_t m_initialCwnd{0};

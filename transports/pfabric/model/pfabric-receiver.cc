@@ -36,6 +36,12 @@ PfabricReceiver::GetTypeId ()
 
 PfabricReceiver::PfabricReceiver () = default;
 
+PfabricReceiver::PfabricReceiver (const PfabricReceiver& prototype)
+      : Object (prototype)
+      , m_flowReceived (prototype.m_flowReceived)
+{
+}
+
 PfabricReceiver::~PfabricReceiver () = default;
 
 void
@@ -56,7 +62,7 @@ PfabricReceiver::Setup (Ptr<PfabricHost> host, uint64_t flowId, uint16_t srcHost
     m_sizeBytes = sizeBytes;
     m_mssBytes = mssBytes;
     m_nPackets = static_cast<uint32_t> ((sizeBytes + mssBytes - 1) / mssBytes);
-    m_received.assign (m_nPackets, false);
+    m_received.Reset (m_nPackets);
 }
 
 void
@@ -77,7 +83,7 @@ PfabricReceiver::ReceiveData (uint32_t seq, uint32_t payloadBytes, bool probe, u
         }
         else
         {
-            m_received[index] = true;
+            m_received.Set (index);
             m_receivedBytes += payloadBytes;
             while (m_cumPacket < m_nPackets && m_received[m_cumPacket])
             {

@@ -4,11 +4,11 @@
 #ifndef DISAGGSIM_PFABRIC_RECEIVER_H
 #define DISAGGSIM_PFABRIC_RECEIVER_H
 
+#include "pfabric-packet-bits.h"
+
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
-
-#include <vector>
 
 namespace ns3
 {
@@ -31,6 +31,10 @@ class PfabricReceiver : public Object
   public:
     static TypeId GetTypeId ();
     PfabricReceiver ();
+    /// A new receiver with \p prototype's FlowReceived sinks and no flow (see
+    /// PfabricSender's copy constructor: PfabricFlowTransport copies one per flow).
+    PfabricReceiver (const PfabricReceiver& prototype);
+    PfabricReceiver& operator= (const PfabricReceiver&) = delete;
     ~PfabricReceiver () override;
 
     /// Set the flow up: \p srcHost is the sender's host index.
@@ -66,7 +70,7 @@ class PfabricReceiver : public Object
     uint64_t m_sizeBytes{0};
     uint32_t m_mssBytes{1460};
     uint32_t m_nPackets{0};
-    std::vector<bool> m_received;
+    PfabricPacketBits m_received;
     uint32_t m_cumPacket{0};
     uint64_t m_receivedBytes{0};
     uint64_t m_duplicates{0};

@@ -96,6 +96,21 @@ PfabricSender::GetTypeId ()
 
 PfabricSender::PfabricSender () = default;
 
+PfabricSender::PfabricSender (const PfabricSender& prototype)
+      : Object (prototype)
+      , m_rto (prototype.m_rto)
+      , m_deferRtoWhileQueued (prototype.m_deferRtoWhileQueued)
+      , m_spray (prototype.m_spray)
+      , m_mssBytes (prototype.m_mssBytes)
+      , m_maxCwnd (prototype.m_maxCwnd)
+      , m_probeAfterTimeouts (prototype.m_probeAfterTimeouts)
+      , m_initialCwnd (prototype.m_initialCwnd)
+      , m_initialSsthresh (prototype.m_initialSsthresh)
+      , m_minRto (prototype.m_minRto)
+      , m_flowAcked (prototype.m_flowAcked)
+{
+}
+
 void
 PfabricSender::SetWindowAndRto (uint32_t initialCwnd, uint32_t maxCwnd, Time rto)
 {

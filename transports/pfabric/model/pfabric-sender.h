@@ -5,16 +5,12 @@
 #define DISAGGSIM_PFABRIC_SENDER_H
 
 #include "pfabric-header.h"
+#include "pfabric-packet-bits.h"
 
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
-
-#include <algorithm>
-#include <iterator>
-#include <memory>
-#include <vector>
 
 namespace ns3
 {
@@ -48,6 +44,15 @@ class PfabricSender : public Object
   public:
     static TypeId GetTypeId ();
     PfabricSender ();
+    /**
+     * A new sender with \p prototype's configuration (its attributes, window and timeout,
+     * and FlowAcked sinks) and no flow: CopyObject<PfabricSender> (prototype) is how
+     * PfabricFlowTransport makes one per flow, reading the attributes once instead of per
+     * flow (CreateObject's attribute pass, ObjectBase::ConstructSelf, was 2.4 % of the heavy
+     * incast's run time: bench/RESULTS.md, "What moved the numbers").
+     */
+    PfabricSender (const PfabricSender& prototype);
+    PfabricSender& operator= (const PfabricSender&) = delete;
     ~PfabricSender () override;
 
     /**
@@ -160,46 +165,9 @@ class PfabricSender : public Object
     uint64_t m_timeouts{0};
     uint64_t m_dataPacketsSent{0};
     Ptr<PfabricHost> m_host;
-    /// Selectively acknowledged packets, one bit each: inline for flows of up to 192 packets
-    /// (most DDC flows are a few pages), so the timer and ACK paths touch no second
-    /// allocation; on the heap beyond.
-    class SackBits
-    {
-      public:
-        /// Size for \p n packets, all clear.
-        void Reset (uint32_t n)
-        {
-            m_heap.reset ();
-            std::fill (std::begin (m_inline), std::end (m_inline), 0);
-            if (n > kInlineBits)
-            {
-                m_heap = std::make_unique<uint64_t[]> ((n + 63) / 64); // zeroed
-            }
-        }
-
-        bool operator[] (uint32_t i) const
-        {
-            return (Words ()[i >> 6] >> (i & 63)) & 1U;
-        }
-
-        void Set (uint32_t i)
-        {
-            (m_heap ? m_heap.get () : m_inline)[i >> 6] |= uint64_t (1) << (i & 63);
-        }
-
-      private:
-        static constexpr uint32_t kInlineBits = 192;
-
-        const uint64_t* Words () const
-        {
-            return m_heap ? m_heap.get () : m_inline;
-        }
-
-        uint64_t m_inline[kInlineBits / 64]{};
-        std::unique_ptr<uint64_t[]> m_heap;
-    };
-
-    SackBits m_sacked;
+    /// Selectively acknowledged packets, one bit each (inline for the few-page flows of DDC
+    /// traces, so the timer and ACK paths touch no second allocation).
+    PfabricPacketBits m_sacked;
 
     // cold: configuration and bookkeeping
     uint32_t m_initialCwnd{0};
