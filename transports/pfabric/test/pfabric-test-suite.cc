@@ -199,6 +199,9 @@ class PfabricWireFramesTest : public TestCase
             NS_TEST_ASSERT_MSG_EQ (d.frame.rank, 3000u, "nothing acknowledged yet " << i);
             NS_TEST_ASSERT_MSG_EQ (d.frame.srcHost, 0, "src");
             NS_TEST_ASSERT_MSG_EQ (d.frame.dstHost, 5, "dst");
+            // PacketSpraying (default true): packet i's ECMP hash varies with i.
+            NS_TEST_ASSERT_MSG_EQ (d.frame.flowHash, PfabricFlowHash (flowId, i, true),
+                                   "sprayed hash " << i);
         }
         // ACKs, one per data packet, in order: cumulative ACK and the answered offset.
         const uint32_t ackSeq[] = {1460, 2920, 3000};
@@ -214,6 +217,51 @@ class PfabricWireFramesTest : public TestCase
             NS_TEST_ASSERT_MSG_EQ (a.frame.seq, ackSeq[i], "cumulative ACK " << i);
             NS_TEST_ASSERT_MSG_EQ (a.frame.sackSeq, 1460 * i, "answered offset " << i);
             NS_TEST_ASSERT_MSG_EQ (a.frame.rank, 0u, "ACK rank");
+        }
+    }
+};
+
+/// Attributes set before the transport is configured reach every flow's sender, which is a
+/// copy of the transport's prototype: with PacketSpraying false all of a flow's data frames
+/// carry the per-flow hash (low spray bits 0); with the default each packet's differs.
+class PfabricSenderAttributesTest : public TestCase
+{
+  public:
+    PfabricSenderAttributesTest ()
+          : TestCase ("pFabric: attribute defaults reach each flow's sender (PacketSpraying)")
+    {
+    }
+
+  private:
+    static void OnRx (std::vector<uint32_t>* hashes, Ptr<const Packet>, const FabricHeader& frame)
+    {
+        hashes->push_back (frame.flowHash);
+    }
+
+    std::vector<uint32_t> RunFlow ()
+    {
+        Fabric fabric;
+        std::vector<uint32_t> hashes;
+        fabric.topology->GetHostDevice (5)->TraceConnectWithoutContext (
+            "Rx", MakeBoundCallback (&PfabricSenderAttributesTest::OnRx, &hashes));
+        fabric.Add (9, 0, 5, 4 * 1460);
+        Simulator::Run ();
+        Simulator::Destroy ();
+        return hashes;
+    }
+
+    void DoRun () override
+    {
+        std::vector<uint32_t> sprayed = RunFlow ();
+        Config::SetDefault ("ns3::PfabricSender::PacketSpraying", BooleanValue (false));
+        std::vector<uint32_t> pinned = RunFlow ();
+        Config::SetDefault ("ns3::PfabricSender::PacketSpraying", BooleanValue (true));
+        NS_TEST_ASSERT_MSG_EQ (sprayed.size (), 4u, "four data frames (sprayed)");
+        NS_TEST_ASSERT_MSG_EQ (pinned.size (), 4u, "four data frames (pinned)");
+        for (uint32_t i = 0; i < 4 && i < sprayed.size () && i < pinned.size (); ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ (sprayed[i], PfabricFlowHash (9, i, true), "sprayed " << i);
+            NS_TEST_ASSERT_MSG_EQ (pinned[i], PfabricFlowHash (9, 0, false), "pinned " << i);
         }
     }
 };
@@ -638,6 +686,7 @@ class PfabricTestSuite : public TestSuite
           : TestSuite ("disaggsim-pfabric", UNIT)
     {
         AddTestCase (new PfabricWireFramesTest, TestCase::QUICK);
+        AddTestCase (new PfabricSenderAttributesTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRulesTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRefusedArrivalTest, TestCase::QUICK);
         AddTestCase (new PfabricDerivedConfigTest, TestCase::QUICK);
