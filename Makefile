@@ -10,7 +10,7 @@ APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja
 	slurmctld slurmd slurm-client munge fuse3 libfuse3-dev \
 	qemu-system-x86 busybox-static dwarves rdma-core ibverbs-providers libibverbs-dev \
 	librdmacm-dev cpio xz-utils \
-	postgresql openjdk-17-jre-headless libjemalloc2
+	postgresql openjdk-17-jre-headless libjemalloc2 robin-map-dev
 JOBS ?= 2
 
 .PHONY: all deps venv build quickstart test test-guest lint clean
