@@ -27,13 +27,12 @@ memory of each run.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, run, summarize, yaps_slowdowns  # noqa: E402
+from bench_pfabric import SETUPS, fidelity_parser, run, summarize, yaps_slowdowns  # noqa: E402
 
 from disaggsim.traces._atomic import atomic_path
 
@@ -59,12 +58,7 @@ def parse_attributes(items: list[str]) -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--flows", type=int, default=10_000)
-    parser.add_argument("--setup", choices=["a", "b", "both"], default="both")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
-    parser.add_argument("--out", type=Path, default=None, help="also write a markdown report")
+    parser = fidelity_parser(__doc__.splitlines()[0])
     parser.add_argument("--attr", action="append", default=[], help="ns3::Type::Attr=value")
     parser.add_argument(
         "--keep",

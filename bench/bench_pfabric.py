@@ -271,13 +271,22 @@ def run(
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def fidelity_parser(description: str) -> argparse.ArgumentParser:
+    """The options every fidelity bench against the authors' simulator takes (this one,
+    bench_phost.py, bench_fastpass.py): ``--flows`` (default 10,000), ``--setup`` (a, b or
+    both), ``--seed`` (workload seed, default 1), ``--binary`` (the ns-3 driver) and
+    ``--out`` (also write the markdown report there)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--flows", type=int, default=10_000)
     parser.add_argument("--setup", choices=["a", "b", "both"], default="both")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument("--out", type=Path, default=None, help="also write a markdown report")
+    return parser
+
+
+def main() -> int:
+    parser = fidelity_parser(__doc__.splitlines()[0])
     parser.add_argument("--ideal", action="store_true", help="also run the Ideal reference")
     parser.add_argument(
         "--driver-seed",

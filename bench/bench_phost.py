@@ -22,7 +22,6 @@ memory of each run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -37,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import (  # noqa: E402
     HOSTS_PER_RACK,
     SETUPS,
+    fidelity_parser,
     run,
     summarize,
     yaps_slowdowns,
@@ -115,12 +115,7 @@ def incast(binary: Path, n_flows: int, workdir: Path, seed: int = 1) -> list[str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--flows", type=int, default=10_000)
-    parser.add_argument("--setup", choices=["a", "b", "both"], default="both")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
-    parser.add_argument("--out", type=Path, default=None, help="also write a markdown report")
+    parser = fidelity_parser(__doc__.splitlines()[0])
     parser.add_argument("--no-pfabric", action="store_true", help="skip the pFabric runs")
     parser.add_argument("--no-incast", action="store_true", help="skip the heavy incast")
     parser.add_argument("--incast-flows", type=int, default=3000)
