@@ -62,23 +62,25 @@ def py2_float_str(value: float) -> str:
 SELECTORS: tuple[str, ...] = ("protocol", "rate_gbps", "scope", "workload", "seed")
 
 
-def _select(
-    frame: pd.DataFrame,
-    protocol: str | None,
-    rate_gbps: float | None,
-    scope: str | None,
-    workload: str | None,
-    seed: int | None,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class _Selection:
+    """One run configuration's selector values, in SELECTORS order (None: not selected)."""
+
+    protocol: str | None
+    rate_gbps: float | None
+    scope: str | None
+    workload: str | None
+    seed: int | None
+
+    def items(self) -> list[tuple[str, str | float | int | None]]:
+        """(column, wanted value) pairs in SELECTORS order."""
+        return [(column, getattr(self, column)) for column in SELECTORS]
+
+
+def _select(frame: pd.DataFrame, selection: _Selection) -> pd.DataFrame:
     """The rows of ``frame`` (FCT records, or only their distinct SELECTORS values) of one
     run configuration; raises the ValueErrors :func:`fct_by_size` documents."""
-    for column, wanted in (
-        ("protocol", protocol),
-        ("rate_gbps", rate_gbps),
-        ("scope", scope),
-        ("workload", workload),
-        ("seed", seed),
-    ):
+    for column, wanted in selection.items():
         if column not in frame.columns:
             if wanted is not None:
                 raise ValueError(f"FCT export: table has no {column!r} column to select on")
@@ -126,8 +128,9 @@ def read_fct_selection(
     table = FctFile(path)
     keys = [c for c in SELECTORS if c in table.columns]
     combos = pd.DataFrame(table.group_keys(keys) if keys else [], columns=keys)
-    chosen = _select(combos, protocol, rate_gbps, scope, workload, seed)
-    wanted = dict(zip(SELECTORS, (protocol, rate_gbps, scope, workload, seed), strict=True))
+    selection = _Selection(protocol, rate_gbps, scope, workload, seed)
+    chosen = _select(combos, selection)
+    wanted = dict(selection.items())
     given = [c for c in keys if wanted[c] is not None]
     if not given:  # every selector column holds one value (or the seeds are pooled)
         return table.read_group([], ())
@@ -138,17 +141,13 @@ def read_fct_selection(
 
 def _select_finished(
     fct_df: pd.DataFrame,
-    protocol: str | None,
-    rate_gbps: float | None,
-    scope: str | None,
-    workload: str | None,
-    seed: int | None,
+    selection: _Selection,
     kinds: Sequence[str] | None,
     unfinished: Literal["error", "drop"],
 ) -> tuple[pd.DataFrame, int]:
     """The finished flows of one run configuration, and how many unfinished ones were left
     out: the selection, checks and errors that :func:`fct_by_size` documents."""
-    frame = _select(fct_df, protocol, rate_gbps, scope, workload, seed)
+    frame = _select(fct_df, selection)
     if kinds is not None:
         if "kind" not in frame.columns:
             raise ValueError("FCT export: table has no 'kind' column; pass kinds=None")
@@ -196,7 +195,7 @@ def fct_by_size(
             flows are selected and ``unfinished="error"``.
     """
     finished, dropped = _select_finished(
-        fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished
+        fct_df, _Selection(protocol, rate_gbps, scope, workload, seed), kinds, unfinished
     )
     table = (
         finished.assign(fct_us=finished["fct_ns"].astype(float) / 1000.0)
@@ -318,7 +317,7 @@ def fct_distribution(
     if max_points < 1:
         raise ValueError(f"FCT export: max_points must be >= 1, got {max_points}")
     frame, dropped = _select_finished(
-        fct_df, protocol, rate_gbps, scope, workload, seed, kinds, unfinished
+        fct_df, _Selection(protocol, rate_gbps, scope, workload, seed), kinds, unfinished
     )
     sizes: list[int] = []
     cums: list[float] = []
