@@ -266,6 +266,86 @@ class PfabricSenderAttributesTest : public TestCase
     }
 };
 
+/// The port remembers its least urgent frame (the last of the highest ranks) across
+/// dequeues: after the most urgent frame leaves from in front of it, an arrival must be
+/// weighed against, and evict, that same frame, not whatever now sits at its old position;
+/// and after that frame itself leaves, the next least urgent one.
+class PfabricQueueWorstAfterDequeueTest : public TestCase
+{
+  public:
+    PfabricQueueWorstAfterDequeueTest ()
+          : TestCase ("PfabricQueue: the least urgent frame is still known after a dequeue")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<PfabricQueue> q = CreateObject<PfabricQueue> ();
+        q->SetMaxBytes (5 * 1500);
+        std::vector<uint32_t> evictedFlows;
+        q->TraceConnectWithoutContext (
+            "Drop", MakeBoundCallback (
+                        +[] (std::vector<uint32_t>* out, const FabricQueueItem& item, uint32_t)
+                        { out->push_back (PfabricFlowKey (item.header.flowHash)); },
+                        &evictedFlows));
+        // ranks 3, 9, 5, 9, 4 of flows 1..5: full; the least urgent is flow 4's 9 (the later).
+        const uint32_t ranks[] = {3, 9, 5, 9, 4};
+        for (uint32_t i = 0; i < 5; ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, ranks[i], i + 1)), true, "fits");
+        }
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 9, 6)), false, "a tie with 9 is refused");
+        FabricQueueItem item;
+        q->Dequeue (item);
+        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 3u, "the most urgent frame leaves");
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 8, 7)), true, "room for one: rank 8");
+        // Full again: rank 7 beats the least urgent buffered frame, flow 4's 9, and evicts it.
+        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 7, 8)), true, "rank 7 accepted");
+        NS_TEST_ASSERT_MSG_EQ (evictedFlows.size (), 2u, "the refused 9, then one eviction");
+        if (evictedFlows.size () == 2)
+        {
+            NS_TEST_ASSERT_MSG_EQ (evictedFlows[0], 6u, "the refused arrival");
+            NS_TEST_ASSERT_MSG_EQ (evictedFlows[1], 4u, "flow 4's rank-9 frame was evicted");
+        }
+        // Left: 9 (flow 2), 5, 4, 8, 7: they leave in rank order.
+        const uint32_t expected[] = {4, 5, 7, 8, 9};
+        for (uint32_t rank : expected)
+        {
+            NS_TEST_ASSERT_MSG_EQ (q->Dequeue (item), true, "a frame left");
+            NS_TEST_ASSERT_MSG_EQ (item.header.rank, rank, "rank order");
+        }
+        NS_TEST_ASSERT_MSG_EQ (PfabricFlowKey (item.header.flowHash), 2u, "flow 2's 9 last");
+        NS_TEST_ASSERT_MSG_EQ (q->IsEmpty (), true, "empty");
+
+        // The least urgent frame itself leaves: flow 1's rank-1 frame is the most urgent,
+        // so flow 1's earliest frame goes first (starvation prevention), its rank 9, the
+        // least urgent.  The next least urgent is flow 3's 6, which an arrival must evict.
+        Ptr<PfabricQueue> r = CreateObject<PfabricQueue> ();
+        r->SetMaxBytes (4 * 1500);
+        std::vector<uint32_t> dropped;
+        r->TraceConnectWithoutContext (
+            "Drop", MakeBoundCallback (
+                        +[] (std::vector<uint32_t>* out, const FabricQueueItem& item, uint32_t)
+                        { out->push_back (PfabricFlowKey (item.header.flowHash)); },
+                        &dropped));
+        r->Enqueue (Frame (1500, 9, 1));
+        r->Enqueue (Frame (1500, 2, 2));
+        r->Enqueue (Frame (1500, 6, 3));
+        r->Enqueue (Frame (1500, 1, 1));
+        NS_TEST_ASSERT_MSG_EQ (r->Enqueue (Frame (1500, 9, 4)), false, "a tie with 9 is refused");
+        r->Dequeue (item);
+        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 9u, "flow 1's earliest frame, rank 9, leaves");
+        NS_TEST_ASSERT_MSG_EQ (r->Enqueue (Frame (1500, 3, 5)), true, "room for one: rank 3");
+        NS_TEST_ASSERT_MSG_EQ (r->Enqueue (Frame (1500, 4, 6)), true, "rank 4 beats flow 3's 6");
+        NS_TEST_ASSERT_MSG_EQ (dropped.size (), 2u, "the refused 9, then one eviction");
+        if (dropped.size () == 2)
+        {
+            NS_TEST_ASSERT_MSG_EQ (dropped[1], 3u, "flow 3's rank-6 frame was evicted");
+        }
+    }
+};
+
 /// The port's two rules (SIGCOMM'13 §4.2) on hand-made frames.
 class PfabricQueueRulesTest : public TestCase
 {
@@ -688,6 +768,7 @@ class PfabricTestSuite : public TestSuite
         AddTestCase (new PfabricWireFramesTest, TestCase::QUICK);
         AddTestCase (new PfabricSenderAttributesTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRulesTest, TestCase::QUICK);
+        AddTestCase (new PfabricQueueWorstAfterDequeueTest, TestCase::QUICK);
         AddTestCase (new PfabricQueueRefusedArrivalTest, TestCase::QUICK);
         AddTestCase (new PfabricDerivedConfigTest, TestCase::QUICK);
         AddTestCase (new PfabricLoneFlowTest, TestCase::QUICK);
