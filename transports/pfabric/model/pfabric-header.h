@@ -27,8 +27,8 @@ constexpr uint32_t kPfabricHeaderBytes = 22;
  *
  * The pFabric header travels out of band in the frame's FabricHeader, like the frame header
  * itself: the Packet holds its 22 bytes (zero-filled, so sizes and serialization times are
- * those of the real header) and the fields are FabricHeader's transport fields:
- * - rank: the priority, remaining flow bytes (pFabric §4.1), read by switch ports;
+ * those of the real header).  The priority, remaining flow bytes (pFabric §4.1), is the
+ * frame's rank, read by switch ports; the rest are FabricHeader's transport fields:
  * - flowId: the flow (SIM_FLOWS flow_id);
  * - seq: DATA/PROBE: byte offset of the payload in the flow; ACK: the cumulative ACK (next
  *   byte expected);
