@@ -266,10 +266,10 @@ class PfabricSenderAttributesTest : public TestCase
     }
 };
 
-/// The port remembers its least urgent frame (the last of the highest ranks) across
-/// dequeues: after the most urgent frame leaves from in front of it, an arrival must be
-/// weighed against, and evict, that same frame, not whatever now sits at its old position;
-/// and after that frame itself leaves, the next least urgent one.
+/// After a dequeue, an arrival at a full port is weighed against, and evicts, the least
+/// urgent frame (the last of the highest ranks) of what is left: the same frame as before
+/// when the most urgent one left from in front of it, not whatever now sits at its old
+/// position; the next least urgent one when the frame that left was it.
 class PfabricQueueWorstAfterDequeueTest : public TestCase
 {
   public:
@@ -279,69 +279,84 @@ class PfabricQueueWorstAfterDequeueTest : public TestCase
     }
 
   private:
-    void DoRun () override
+    /// A port with room for \p frames full-size frames; the flow of every frame it drops,
+    /// refused or evicted, is appended to \p droppedFlows.
+    static Ptr<PfabricQueue> FullFramesQueue (uint32_t frames, std::vector<uint32_t>* droppedFlows)
     {
         Ptr<PfabricQueue> q = CreateObject<PfabricQueue> ();
-        q->SetMaxBytes (5 * 1500);
-        std::vector<uint32_t> evictedFlows;
+        q->SetMaxBytes (frames * 1500);
         q->TraceConnectWithoutContext (
             "Drop", MakeBoundCallback (
                         +[] (std::vector<uint32_t>* out, const FabricQueueItem& item, uint32_t)
                         { out->push_back (PfabricFlowKey (item.header.flowHash)); },
-                        &evictedFlows));
-        // ranks 3, 9, 5, 9, 4 of flows 1..5: full; the least urgent is flow 4's 9 (the later).
-        const uint32_t ranks[] = {3, 9, 5, 9, 4};
-        for (uint32_t i = 0; i < 5; ++i)
-        {
-            NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, ranks[i], i + 1)), true, "fits");
-        }
-        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 9, 6)), false, "a tie with 9 is refused");
-        FabricQueueItem item;
-        q->Dequeue (item);
-        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 3u, "the most urgent frame leaves");
-        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 8, 7)), true, "room for one: rank 8");
-        // Full again: rank 7 beats the least urgent buffered frame, flow 4's 9, and evicts it.
-        NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, 7, 8)), true, "rank 7 accepted");
-        NS_TEST_ASSERT_MSG_EQ (evictedFlows.size (), 2u, "the refused 9, then one eviction");
-        if (evictedFlows.size () == 2)
-        {
-            NS_TEST_ASSERT_MSG_EQ (evictedFlows[0], 6u, "the refused arrival");
-            NS_TEST_ASSERT_MSG_EQ (evictedFlows[1], 4u, "flow 4's rank-9 frame was evicted");
-        }
-        // Left: 9 (flow 2), 5, 4, 8, 7: they leave in rank order.
-        const uint32_t expected[] = {4, 5, 7, 8, 9};
-        for (uint32_t rank : expected)
-        {
-            NS_TEST_ASSERT_MSG_EQ (q->Dequeue (item), true, "a frame left");
-            NS_TEST_ASSERT_MSG_EQ (item.header.rank, rank, "rank order");
-        }
-        NS_TEST_ASSERT_MSG_EQ (PfabricFlowKey (item.header.flowHash), 2u, "flow 2's 9 last");
-        NS_TEST_ASSERT_MSG_EQ (q->IsEmpty (), true, "empty");
+                        droppedFlows));
+        return q;
+    }
 
-        // The least urgent frame itself leaves: flow 1's rank-1 frame is the most urgent,
-        // so flow 1's earliest frame goes first (starvation prevention), its rank 9, the
-        // least urgent.  The next least urgent is flow 3's 6, which an arrival must evict.
-        Ptr<PfabricQueue> r = CreateObject<PfabricQueue> ();
-        r->SetMaxBytes (4 * 1500);
-        std::vector<uint32_t> dropped;
-        r->TraceConnectWithoutContext (
-            "Drop", MakeBoundCallback (
-                        +[] (std::vector<uint32_t>* out, const FabricQueueItem& item, uint32_t)
-                        { out->push_back (PfabricFlowKey (item.header.flowHash)); },
-                        &dropped));
-        r->Enqueue (Frame (1500, 9, 1));
-        r->Enqueue (Frame (1500, 2, 2));
-        r->Enqueue (Frame (1500, 6, 3));
-        r->Enqueue (Frame (1500, 1, 1));
-        NS_TEST_ASSERT_MSG_EQ (r->Enqueue (Frame (1500, 9, 4)), false, "a tie with 9 is refused");
-        r->Dequeue (item);
-        NS_TEST_ASSERT_MSG_EQ (item.header.rank, 9u, "flow 1's earliest frame, rank 9, leaves");
-        NS_TEST_ASSERT_MSG_EQ (r->Enqueue (Frame (1500, 3, 5)), true, "room for one: rank 3");
-        NS_TEST_ASSERT_MSG_EQ (r->Enqueue (Frame (1500, 4, 6)), true, "rank 4 beats flow 3's 6");
-        NS_TEST_ASSERT_MSG_EQ (dropped.size (), 2u, "the refused 9, then one eviction");
-        if (dropped.size () == 2)
+    /// One case: a full port of `buffered` (rank, flow) frames; an arrival of rank
+    /// `tieRank` (flow 90) ties the least urgent and is refused; one dequeue takes the frame
+    /// of rank `leavingRank`; a frame of rank `refillRank` (flow 91) fills the port again;
+    /// then an arrival of rank `arrivalRank` (flow 92) must evict flow `evictedFlow`.
+    struct Case
+    {
+        std::vector<std::pair<uint32_t, uint64_t>> buffered;
+        uint32_t tieRank;
+        uint32_t leavingRank;
+        uint32_t refillRank;
+        uint32_t arrivalRank;
+        uint32_t evictedFlow;
+    };
+
+    void DoRun () override
+    {
+        const Case cases[] = {
+            // The most urgent frame (3) leaves from in front of the least urgent, flow 4's 9
+            // (the later of the two 9s): that frame must still be the one evicted.
+            {{{3, 1}, {9, 2}, {5, 3}, {9, 4}, {4, 5}}, 9, 3, 8, 7, 4},
+            // Flow 1's rank-1 frame is the most urgent, so flow 1's earliest frame goes first
+            // (starvation prevention): its rank 9, the least urgent itself.  The next least
+            // urgent, flow 3's 6, must be the one evicted.
+            {{{9, 1}, {2, 2}, {6, 3}, {1, 1}}, 9, 9, 3, 4, 3},
+        };
+        for (const Case& c : cases)
         {
-            NS_TEST_ASSERT_MSG_EQ (dropped[1], 3u, "flow 3's rank-6 frame was evicted");
+            Ptr<PfabricQueue> q = CreateObject<PfabricQueue> ();
+            q->SetMaxBytes (static_cast<uint32_t> (c.buffered.size ()) * 1500);
+            std::vector<uint32_t> dropped;
+            q->TraceConnectWithoutContext (
+                "Drop", MakeBoundCallback (
+                            +[] (std::vector<uint32_t>* out, const FabricQueueItem& item, uint32_t)
+                            { out->push_back (PfabricFlowKey (item.header.flowHash)); },
+                            &dropped));
+            for (const auto& [rank, flow] : c.buffered)
+            {
+                NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, rank, flow)), true, "fits");
+            }
+            NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, c.tieRank, 90)), false,
+                                   "a tie with the least urgent is refused");
+            FabricQueueItem item;
+            NS_TEST_ASSERT_MSG_EQ (q->Dequeue (item), true, "a frame left");
+            NS_TEST_ASSERT_MSG_EQ (item.header.rank, c.leavingRank, "the frame that left");
+            NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, c.refillRank, 91)), true,
+                                   "room for one");
+            NS_TEST_ASSERT_MSG_EQ (q->Enqueue (Frame (1500, c.arrivalRank, 92)), true,
+                                   "the arrival beats the least urgent buffered frame");
+            NS_TEST_ASSERT_MSG_EQ (dropped.size (), 2u, "the refused tie, then one eviction");
+            if (dropped.size () == 2)
+            {
+                NS_TEST_ASSERT_MSG_EQ (dropped[0], 90u, "the refused tie");
+                NS_TEST_ASSERT_MSG_EQ (dropped[1], c.evictedFlow, "the evicted frame's flow");
+            }
+            // What is left leaves in rank order.
+            uint32_t last = 0;
+            uint32_t left = 0;
+            while (q->Dequeue (item))
+            {
+                NS_TEST_ASSERT_MSG_EQ ((item.header.rank >= last), true, "rank order");
+                last = item.header.rank;
+                ++left;
+            }
+            NS_TEST_ASSERT_MSG_EQ (left, c.buffered.size (), "all but the evicted frame left");
         }
     }
 };
