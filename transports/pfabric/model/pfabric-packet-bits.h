@@ -17,7 +17,8 @@ namespace ns3
  * \brief One bit per packet of a flow, all clear after Reset: inline for flows of up to 192
  * packets, on the heap beyond.
  *
- * Most DDC flows are a few 4 KiB pages (paper §3.2), so the bits sit in the sender or
+ * Most DDC flows are a few 4 KiB pages (remote memory is accessed a page at a time: paper
+ * §2.2, "Page-level remote memory access"), so the bits sit in the sender or
  * receiver object itself and a timer or ACK touches no second, cold allocation: a
  * `std::vector<bool>` per flow was a separate cache miss per event in a heavy incast with
  * 12,000 flows in flight (bench/RESULTS.md, "What moved the numbers").

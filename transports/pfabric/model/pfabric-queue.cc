@@ -4,7 +4,6 @@
 #include "pfabric-queue.h"
 
 #include "ns3/log.h"
-#include "ns3/simulator.h"
 
 #include <type_traits>
 

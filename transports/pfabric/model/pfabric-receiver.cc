@@ -9,7 +9,6 @@
 #include "ns3/abort.h"
 #include "ns3/log.h"
 #include "ns3/packet.h"
-#include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
 
 #include <algorithm>
