@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from disaggsim.errors import InputError
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.paging import read_rmem, read_rmem_meta, read_rmem_meta_ns, write_rmem
 
@@ -83,7 +84,7 @@ def test_meta_implausible_values_are_rejected(tmp_path: Path) -> None:
         read_rmem_meta(meta)
     meta.unlink()
     meta.mkdir()
-    with pytest.raises(TraceFormatError, match=r"n.meta: expected a meta file .*got 'a directory'"):
+    with pytest.raises(InputError, match=r"n.meta: expected a meta file .*got 'a directory'"):
         read_rmem_meta(meta)
 
 

@@ -246,9 +246,11 @@ def _tiled_capture(
             fake = struct.pack(endian + "IIII", sec, 123, 8, 8) + b"\x00" * 8
             frame = frames[5][:66] + fake * 40
             caplen = len(frame)
+            orig = max(caplen, len(frames[5]))  # the IPv4 packet's length still fits
         else:
             caplen = min(len(frame), int(cuts[i]))
-        out.append(struct.pack(endian + "IIII", sec, frac, caplen, len(frame)) + frame[:caplen])
+            orig = len(frame)
+        out.append(struct.pack(endian + "IIII", sec, frac, caplen, orig) + frame[:caplen])
         offsets.append(off)
         ts_list.append(t * 1000)
         off += 16 + caplen

@@ -37,6 +37,7 @@ corrupt record and an error naming its byte offset.
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from disaggsim.guards import open_regular, read_regular
 from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 
@@ -176,9 +178,7 @@ def read_records(path: str | Path) -> np.ndarray:
     the record). Raises TraceFormatError for a bad magic/version or a truncated record.
     """
     p = Path(path)
-    if p.is_dir():
-        raise TraceFormatError(p, None, None, "a blktrace file (a regular file)", "a directory")
-    data = p.read_bytes()
+    data = read_regular(p, "a blktrace file")
     if not data:
         return np.zeros(0, dtype=RECORD_DTYPE_LE.descr + [("offset", "<i8")])
     if len(data) < RECORD_BYTES:
@@ -395,7 +395,7 @@ def read_blkparse_text(path: str | Path, actions: str = "D") -> pd.DataFrame:
     """
     p = Path(path)
     rows: list[tuple[int, int, int, str, int, int, int, int]] = []
-    with p.open() as fh:
+    with io.TextIOWrapper(open_regular(p, "blkparse text output")) as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.rstrip("\n")
             if not text.strip() or text.startswith(("CPU", "Total", "Events", "Skips", "Input")):
@@ -455,7 +455,7 @@ def split_ftrace_stream(
     Returns the written paths.
     """
     src = Path(stream)
-    data = src.read_bytes()
+    data = read_regular(src, "an ftrace blk stream")
     rec = read_records(src)
     if device is not None:
         rec = rec[rec["device"] == device]

@@ -45,7 +45,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.bounds import check_records
+from disaggsim.guards import check_regular, read_text
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
+from disaggsim.timerange import Policy, check_times
 from disaggsim.traces._atomic import atomic_paths
 from disaggsim.traces.artifact import is_artifact_run, scan_artifact_run
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
@@ -59,6 +62,7 @@ from disaggsim.traces.blades import (
 from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrace
 from disaggsim.traces.clocks import (
     MAX_OFFSET_NS,
+    MIN_GAP_TOLERANCE_NS,
     blktrace_offset,
     check_time_ranges,
 )
@@ -69,7 +73,13 @@ from disaggsim.traces.paging import (
     read_rmem,
     read_rmem_meta_ns,
 )
-from disaggsim.traces.pcap import DEFAULT_IDLE_GAP_NS, ip_to_int, network_messages, read_pcap
+from disaggsim.traces.pcap import (
+    DEFAULT_IDLE_GAP_NS,
+    PacketTable,
+    ip_to_int,
+    network_messages,
+    read_pcap,
+)
 
 META_FILE: Final = "meta.json"
 #: Device sizes (``swap_bytes``/``disk_bytes``) are below this: int64-safe address maths.
@@ -132,6 +142,9 @@ class ConvertOptions:
         allow_truncated_pcap: keep the complete records of a capture cut mid-record (a
             killed tcpdump) and warn, as tcpdump does, instead of failing
             (``pcap.read_pcap`` ``allow_truncated_tail``).
+        time_outliers: what to do with records apart from the bulk of their input
+            (``disaggsim.timerange``): ``"error"`` (default) or ``"drop"`` them with a
+            warning naming each file and its farthest record.
     """
 
     idle_gap_ns: int | None = DEFAULT_IDLE_GAP_NS
@@ -145,6 +158,7 @@ class ConvertOptions:
     blk_actions: str = "D"
     kinds: tuple[str, ...] = FLOW_KINDS
     allow_truncated_pcap: bool = False
+    time_outliers: Policy = "error"
 
 
 @dataclass
@@ -192,10 +206,15 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
     """
     base = Path(sample_dir)
     meta_path = base / META_FILE
+    text = read_text(meta_path, "a sample description (meta.json)")
     try:
-        meta: Any = json.loads(meta_path.read_text())
+        meta: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(meta_path, exc.lineno, None, "valid JSON", exc.msg) from exc
+    except (ValueError, RecursionError) as exc:  # int digit limit, nesting depth
+        raise TraceFormatError(
+            meta_path, None, None, "JSON of plain numbers and shallow nesting", str(exc)
+        ) from None
     if not isinstance(meta, dict) or not isinstance(meta.get("nodes"), list) or not meta["nodes"]:
         raise _meta_error(
             meta_path,
@@ -352,7 +371,8 @@ def check_inputs(sample: SampleInputs) -> None:
 
     Raises:
         FileNotFoundError: a referenced trace file is missing (names node and file).
-        TraceFormatError: a directory where a trace file should be.
+        TraceFormatError: a directory where a trace file should be, or one file (or blktrace
+            file) given to two nodes or two roles (one file serves one node).
         ValueError: page_bytes not a power of two in [512, 2**30], device sizes outside
             (0, 2**62),
             duplicate node numbers or IPs, or a clock offset >= 2**62 ns in magnitude.
@@ -379,10 +399,7 @@ def check_inputs(sample: SampleInputs) -> None:
             p = getattr(n, key)
             if p is None:
                 continue
-            if Path(p).is_dir():
-                raise TraceFormatError(p, None, None, f"node {n.node}'s {key} file", "a directory")
-            if not Path(p).is_file():
-                raise FileNotFoundError(f"node {n.node}: {key} file {p} not found")
+            check_regular(p, f"node {n.node}'s {key} file")
         for key in ("disk_blktrace", "swap_blktrace"):
             p = getattr(n, key)
             if p is not None:
@@ -390,6 +407,37 @@ def check_inputs(sample: SampleInputs) -> None:
                     blktrace_files(p)
                 except FileNotFoundError as exc:
                     raise FileNotFoundError(f"node {n.node}: {key} {exc}") from exc
+    _one_file_one_node(sample)
+
+
+def _one_file_one_node(sample: SampleInputs) -> None:
+    """One record file serves one node in one role (issue #21, class 5): a paging trace or a
+    blktrace given twice would count its records twice. Files are compared by identity
+    (device and inode), so the same file under another name (a symlink, a hard link) is
+    caught as well. A pcap may be shared (one capture point for several nodes): each
+    message is taken from one capture only (see :func:`convert`); so may a meta file (a
+    start time, not records)."""
+    owner: dict[tuple[int, int], tuple[Path, str]] = {}
+    for n in sample.nodes:
+        for key in ("paging", "disk_blktrace", "swap_blktrace"):
+            p = getattr(n, key)
+            if p is None:
+                continue
+            files = blktrace_files(p) if key.endswith("blktrace") else [Path(p)]
+            for f in files:
+                st = f.stat()
+                role = f"node {n.node}'s {key}"
+                first = owner.setdefault((st.st_dev, st.st_ino), (f, role))
+                if first[1] != role:
+                    raise TraceFormatError(
+                        f,
+                        None,
+                        key,
+                        f"a file that serves one node in one role (it is already "
+                        f"{first[1]}{'' if first[0] == f else f' as {first[0]}'}, so its "
+                        "records would be counted twice)",
+                        role,
+                    )
 
 
 def convert(
@@ -458,6 +506,13 @@ def convert(
         if n.pcap is None:
             continue
         packets = read_pcap(n.pcap, allow_truncated_tail=opts.allow_truncated_pcap)
+        packets = _select_packets(
+            packets,
+            check_times(
+                n.pcap, packets.ts_ns, packets.record_index, "ts_ns", "ns",
+                MIN_GAP_TOLERANCE_NS, opts.time_outliers, error=TraceFormatError,
+            ),
+        )
         rep.records[f"n{n.node}.pcap_packets"] = len(packets)
         if packets.truncated_tail_bytes:
             rep.records[f"n{n.node}.pcap_truncated_bytes"] = packets.truncated_tail_bytes
@@ -509,6 +564,7 @@ def convert(
                 meta=node_meta,
                 meta_tz=sample.meta_tz,
             )
+            pg = _checked_paging(pg, n.paging, sample, opts.time_outliers)
             rep.records[f"n{n.node}.paging"] = len(pg)
             if not len(pg):
                 rep.empty_files.append(str(n.paging))
@@ -542,7 +598,10 @@ def convert(
                 )
             )
         elif n.swap_blktrace is not None:
-            sw = read_blktrace(n.swap_blktrace, actions=opts.blk_actions)
+            sw = _checked_blk(
+                read_blktrace(n.swap_blktrace, actions=opts.blk_actions),
+                n.swap_blktrace, sample.swap_bytes, "swap_bytes", opts.time_outliers,
+            )
             rep.records[f"n{n.node}.swap_blktrace"] = len(sw)
             if not len(sw):
                 rep.empty_files.append(str(n.swap_blktrace))
@@ -577,7 +636,10 @@ def convert(
                     )
                 )
         if n.disk_blktrace is not None:
-            dk = read_blktrace(n.disk_blktrace, actions=opts.blk_actions)
+            dk = _checked_blk(
+                read_blktrace(n.disk_blktrace, actions=opts.blk_actions),
+                n.disk_blktrace, sample.disk_bytes, "disk_bytes", opts.time_outliers,
+            )
             rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
             if not len(dk):
                 rep.empty_files.append(str(n.disk_blktrace))
@@ -686,6 +748,68 @@ def convert(
     for k in FLOW_KINDS:
         rep.flows[k] = int((table["kind"] == k).sum())
     return _to_schema(table)
+
+
+def _select_packets(packets: PacketTable, keep: np.ndarray) -> PacketTable:
+    """The packets where ``keep`` is True (all of them when it is all True)."""
+    if keep.all():
+        return packets
+    arrays = {
+        f.name: getattr(packets, f.name)[keep]
+        for f in dataclasses.fields(packets)
+        if isinstance(getattr(packets, f.name), np.ndarray)
+    }
+    return dataclasses.replace(packets, **arrays)
+
+
+def _checked_paging(
+    pg: pd.DataFrame, path: Path, sample: SampleInputs, policy: Policy
+) -> pd.DataFrame:
+    """A paging trace's records checked against the swap device's size (meta.json
+    ``swap_bytes``, ``disaggsim.bounds``) and the time-range model (on ``time_us`` as in
+    the file; the realtime clock is that plus a constant)."""
+    if not len(pg):
+        return pg
+    if sample.swap_bytes is not None:
+        end = (pg["page"] + pg["npages"]) * sample.page_bytes
+        check_records(
+            path, (end > sample.swap_bytes).to_numpy(), pg["page"].to_numpy(),
+            pg["source_record"].to_numpy(), "start_page",
+            f"pages inside the swap device: (page + npages) * {sample.page_bytes} <= "
+            f"swap_bytes {sample.swap_bytes} (meta.json)",
+            record_word="line", error=TraceFormatError,
+        )
+    keep = check_times(
+        path, pg["time_us"].to_numpy(), pg["source_record"].to_numpy(), "timestamp_us", "µs",
+        MIN_GAP_TOLERANCE_NS // 1000, policy, record_word="line", error=TraceFormatError,
+    )
+    return pg if keep.all() else pg[keep].reset_index(drop=True)
+
+
+def _checked_blk(
+    blk: pd.DataFrame, prefix: Path, device_bytes: int | None, key: str, policy: Policy
+) -> pd.DataFrame:
+    """A blktrace's requests checked against the device's size (meta.json
+    ``swap_bytes``/``disk_bytes``, ``disaggsim.bounds``) and the time-range model
+    (all per-CPU files of ``prefix`` as one input, on the trace clock)."""
+    if not len(blk):
+        return blk
+    files = blk["source_file"].to_numpy()
+    records = blk["source_record"].to_numpy()
+    if device_bytes is not None:
+        end = blk["sector"] * SECTOR_BYTES + blk["size_bytes"]
+        check_records(
+            prefix, (end > device_bytes).to_numpy(), blk["sector"].to_numpy(), records,
+            "sector",
+            f"a request inside the device: sector * 512 + bytes <= {key} {device_bytes} "
+            "(meta.json)",
+            files=files, error=TraceFormatError,
+        )
+    keep = check_times(
+        prefix, blk["time_ns"].to_numpy(), records, "time", "ns", MIN_GAP_TOLERANCE_NS,
+        policy, files=files, error=TraceFormatError,
+    )
+    return blk if keep.all() else blk[keep].reset_index(drop=True)
 
 
 def _on_wall_clock(

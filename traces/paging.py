@@ -69,6 +69,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from disaggsim.bounds import BLOCK_REQUEST_MAX_BYTES, check_records
+from disaggsim.guards import read_regular
 from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 
@@ -105,9 +107,7 @@ def meta_path(trace: str | Path) -> Path:
 
 def _read_text_file(p: Path, what: str) -> str:
     """The text of ``p``, or a TraceFormatError saying why it cannot be read as ``what``."""
-    if p.is_dir():
-        raise TraceFormatError(p, None, None, f"{what} (a regular file)", "a directory")
-    data = p.read_bytes()
+    data = read_regular(p, what)
     try:
         return data.decode("ascii")
     except UnicodeDecodeError as exc:
@@ -280,9 +280,7 @@ def _fast_parse(p: Path, page_bytes: int) -> pd.DataFrame | None:
     names the bad line or handles the odd spacing. It accepts exactly what that parser
     accepts, with the same values (tests/test_fuzz_paging.py checks this).
     """
-    if p.is_dir():
-        return None
-    data = p.read_bytes()
+    data = read_regular(p, "an rmem paging trace")
     if (
         not data
         or not data.isascii()
@@ -395,6 +393,13 @@ def read_rmem(
             df[c] = df[c].astype(np.int64)
     df["op"] = df["op"].astype(object)
     df["size_bytes"] = df["npages"] * page_bytes
+    check_records(
+        p, (df["size_bytes"] > BLOCK_REQUEST_MAX_BYTES).to_numpy(), df["npages"].to_numpy(),
+        df["source_record"].to_numpy(), "npages",
+        f"a run within one block request: npages * {page_bytes} <= {BLOCK_REQUEST_MAX_BYTES} "
+        "bytes (struct request.__data_len, disaggsim.bounds)",
+        record_word="line", error=TraceFormatError,
+    )
     start_us: int | None
     if isinstance(meta, int):
         if not 0 <= meta < MAX_EPOCH_US:
@@ -404,7 +409,7 @@ def read_rmem(
         start_us = read_rmem_meta(meta, meta_tz)
     else:
         mp = meta_path(p)
-        start_us = read_rmem_meta(mp, meta_tz) if mp.exists() else None
+        start_us = read_rmem_meta(mp, meta_tz) if mp.exists() or mp.is_symlink() else None
     is_abs = df["time_us"].to_numpy() >= ABSOLUTE_US_THRESHOLD
     if time_base == "auto" and len(df) and is_abs.any() and not is_abs.all():
         # Name the first line of the minority: one corrupt line must not decide the file.

@@ -25,6 +25,7 @@ capture still gives the true application bytes.
 from __future__ import annotations
 
 import dataclasses
+import os
 import struct
 import warnings
 from dataclasses import dataclass, field
@@ -35,6 +36,13 @@ import dpkt
 import numpy as np
 import pandas as pd
 
+from disaggsim.bounds import (
+    HEADER_MINORITY,
+    PCAP_FRACTION_LIMIT,
+    check_declared,
+    check_records,
+)
+from disaggsim.guards import open_regular
 from disaggsim.traces.errors import TraceFormatError
 
 PCAP_MAGIC_US: Final = 0xA1B2C3D4
@@ -52,6 +60,13 @@ SUPPORTED_LINKTYPES: Final = (
     LINKTYPE_IPV4,
     LINKTYPE_LINUX_SLL2,
 )
+LINKTYPE_NAMES: Final = {
+    LINKTYPE_ETHERNET: "Ethernet",
+    LINKTYPE_RAW: "raw IP",
+    LINKTYPE_LINUX_SLL: "Linux cooked capture",
+    LINKTYPE_IPV4: "raw IPv4",
+    LINKTYPE_LINUX_SLL2: "Linux cooked capture v2",
+}
 ETHERTYPE_IPV4: Final = 0x0800
 ETHERTYPE_VLAN: Final = (0x8100, 0x88A8)
 IPPROTO_TCP: Final = 6
@@ -154,10 +169,10 @@ def read_pcap(path: str | Path, *, allow_truncated_tail: bool = False) -> Packet
         FileNotFoundError: ``path`` does not exist.
     """
     p = Path(path)
-    size = p.stat().st_size
-    # One read into a padded buffer (the decoder reads fixed-width windows past a frame).
-    padded = np.zeros(size + _WINDOW_BYTES, dtype=np.uint8)
-    with p.open("rb") as fh:
+    with open_regular(p, "a pcap or pcapng capture") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        # One read into a padded buffer (the decoder reads fixed-width windows past a frame).
+        padded = np.zeros(size + _WINDOW_BYTES, dtype=np.uint8)
         got = fh.readinto(padded.data[:size])
     if got != size:
         raise TraceFormatError(p, None, None, f"{size} bytes (the file changed while read)", got)
@@ -215,6 +230,22 @@ def _read_classic(
     ts_sec = hdr[:, 0].astype(np.int64)
     ts_frac = hdr[:, 1].astype(np.int64)
     caplen = hdr[:, 2].astype(np.int64)
+    orig_len = hdr[:, 3].astype(np.int64)
+    records = np.arange(offsets.shape[0], dtype=np.int64)
+    unit = "ns" if magic == PCAP_MAGIC_NS else "us"
+    check_records(
+        p, ts_frac >= PCAP_FRACTION_LIMIT[unit], ts_frac, offsets, "ts_frac",
+        f"a sub-second field below {PCAP_FRACTION_LIMIT[unit]} ({unit} since the second, "
+        "draft-ietf-opsawg-pcap §5)",
+        record_word="byte", error=TraceFormatError,
+    )
+    check_records(
+        p, (caplen > orig_len) | ((snaplen > 0) & (caplen > snaplen)), caplen, offsets,
+        "incl_len",
+        f"a captured length <= the original length and the snapshot length {snaplen} "
+        "(draft-ietf-opsawg-pcap §5)",
+        record_word="byte", error=TraceFormatError,
+    )
     frac_ns = 1 if magic == PCAP_MAGIC_NS else 1000
     ts_ns = ts_sec * 1_000_000_000 + ts_frac * frac_ns
     table = _decode_frames(
@@ -224,7 +255,10 @@ def _read_classic(
         caplen,
         ts_ns,
         linktype,
-        np.arange(offsets.shape[0], dtype=np.int64),
+        records,
+        "byte 20",
+        orig_len,
+        offsets,
     )
     return dataclasses.replace(table, truncated_tail_bytes=len(data) - end)
 
@@ -480,8 +514,17 @@ def _decode_frames(
     ts_ns: np.ndarray,
     linktype: int,
     record_index: np.ndarray,
+    linktype_at: str,
+    orig_len: np.ndarray,
+    record_at: np.ndarray,
 ) -> PacketTable:
-    """Decode link/IPv4/TCP/UDP headers of all frames (vectorised, in chunks)."""
+    """Decode link/IPv4/TCP/UDP headers of all frames (vectorised, in chunks).
+
+    Checks the header against the frames (``disaggsim.bounds.check_declared``: the link
+    type must decode the frames) and each IPv4 packet against its frame (its total length
+    fits the frame's original length, ``disaggsim.bounds``); ``linktype_at`` locates the
+    link type field and ``record_at`` each record (byte offsets) for the messages.
+    """
     n = data_off.shape[0]
     parts = [
         _decode_chunk(buf, data_off[i : i + _CHUNK_FRAMES], caplen[i : i + _CHUNK_FRAMES], linktype)
@@ -497,6 +540,24 @@ def _decode_frames(
         k: int(sum(int(pt[k]) for pt in parts))
         for k in ("not_ipv4", "truncated_headers", "bad_lengths")
     }
+    if n - reasons["not_ipv4"] <= HEADER_MINORITY * n:
+        m = min(n, _CHUNK_FRAMES)
+        explained = {
+            lt: m - int(_decode_chunk(buf, data_off[:m], caplen[:m], lt)["not_ipv4"])
+            for lt in SUPPORTED_LINKTYPES
+        }
+        check_declared(
+            p, linktype_at, "linktype", linktype, explained, m, LINKTYPE_NAMES,
+            error=TraceFormatError,
+        )
+    l3_end = np.concatenate([pt["l3"] + pt["total_len"] for pt in parts])
+    check_records(
+        p, keep & (l3_end > orig_len), l3_end - np.concatenate([pt["l3"] for pt in parts]),
+        record_at, "ip_total_len",
+        "an IPv4 packet that fits its frame: link header + total length <= the frame's "
+        "original length (RFC 791 §3.1, disaggsim.bounds)",
+        record_word="byte", error=TraceFormatError,
+    )
     return PacketTable(
         ts_ns=ts_ns[idx],
         src_ip=cat("src_ip").astype(np.uint32),
@@ -567,6 +628,7 @@ def _decode_chunk(
         "dst_port": np.where(has_ports, _be16(l4, 2), 0),
         "total_len": total_len,
         "payload": payload,
+        "l3": l3,
         "not_ipv4": np.asarray(n - np.count_nonzero(is_ip)),
         "truncated_headers": np.asarray(np.count_nonzero(truncated)),
         "bad_lengths": np.asarray(np.count_nonzero(bad_len)),
@@ -584,9 +646,9 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
     Every block's framing (type, total length, trailing length) is checked here with its
     byte offset; dpkt's unpacking errors become TraceFormatError at that offset.
     """
-    size = p.stat().st_size
     truncated_at: int | None = None
-    with p.open("rb") as f:
+    with open_regular(p, "a pcapng capture") as f:
+        size = os.fstat(f.fileno()).st_size
         head = f.read(12)
         little = head[8:12] == b"\x4d\x3c\x2b\x1a"
         f.seek(0)
@@ -607,6 +669,7 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
         epb_cls = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
         pb_cls = dpkt.pcapng.PacketBlockLE if little else dpkt.pcapng.PacketBlock
         frames: list[bytes] = []
+        orig_lens: list[int] = []
         ts_units: list[int] = []
         block_pos: list[int] = []
         while True:
@@ -676,6 +739,7 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
             else:
                 continue  # name resolution, statistics, custom blocks
             frames.append(bytes(blk.pkt_data))
+            orig_lens.append(max(int(blk.pkt_len), len(blk.pkt_data)))
             ts_units.append((blk.ts_high << 32) | blk.ts_low)
             block_pos.append(pos)
     if truncated_at is not None:
@@ -687,7 +751,8 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
     buf = np.frombuffer(b"".join(frames) + bytes(_WINDOW_BYTES), dtype=np.uint8)
     ts_ns = _pcapng_ts_ns(p, ts_units, block_pos, units_per_s, offset_s)
     table = _decode_frames(
-        p, buf, data_off, lengths, ts_ns, linktype, np.arange(len(frames), dtype=np.int64)
+        p, buf, data_off, lengths, ts_ns, linktype, np.arange(len(frames), dtype=np.int64),
+        idb_at, np.asarray(orig_lens, dtype=np.int64), np.asarray(block_pos, dtype=np.int64),
     )
     if truncated_at is not None:
         table = dataclasses.replace(table, truncated_tail_bytes=size - truncated_at)

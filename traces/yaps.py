@@ -23,6 +23,7 @@ from typing import BinaryIO, Final
 import numpy as np
 import pandas as pd
 
+from disaggsim.guards import open_regular
 from disaggsim.schemas import SIM_FLOWS
 from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
@@ -123,7 +124,7 @@ def read_yaps(
     p = Path(path)
     rows: list[tuple[int, int, int, int, int]] = []
     line_of_id: dict[int, int] = {}
-    with p.open("rb") as fh:
+    with open_regular(p, "a YAPS flow file") as fh:
         for lineno, line in _lines(p, fh):
             fields = line.split()
             if not fields:
