@@ -358,6 +358,9 @@ def preflight(
     ]
     for loc, path in attribute_keys:
         wrong = caps.check_attribute(path)
+        if not wrong:
+            protocol = loc[1] if loc[0] == "protocols" else config.grid.protocols[0]
+            wrong = _attribute_value_problem(binary, str(protocol), path, loc, config)
         if wrong:
             dotted = ".".join(f'"{p}"' if "::" in p else p for p in loc)
             problems.append(f"{config_location(config_path, loc)}: {dotted}: {wrong}")
@@ -367,6 +370,41 @@ def preflight(
             f"{config_path}: {len(problems)} problem(s) found before any run:\n"
             + "\n".join(problems)
         )
+
+
+#: What the ns-3 program prints once its command line parsed: every attribute value was
+#: accepted (it then stops for want of --flows; sim/disaggsim-ns3.cc).
+_PARSED_MARK = "--flows, --out and --stats are required"
+
+
+def _attribute_value_problem(
+    binary: Path, protocol: str, path: str, loc: tuple[str, ...], config: CampaignConfig
+) -> str:
+    """Whether the ns-3 program accepts an attribute's value ("" if it does).
+
+    The program parses ``--ns3::Class::Attribute=value`` with the attribute's own checker
+    (ns-3 ``CommandLine`` -> ``Config::SetDefaultFailSafe``): a value it rejects ends the
+    program (an abort, or "Invalid command-line argument") before it reaches the check of
+    its required file options. One short process per attribute, before any run, so the
+    error names the key rather than a failed run.
+    """
+    import subprocess
+
+    from disaggsim.sim.config import attribute_string
+
+    section = config.protocols[loc[1]].attributes if loc[0] == "protocols" else config.attributes
+    value = attribute_string(section[path])
+    try:
+        proc = subprocess.run(
+            [str(binary), f"--protocol={protocol}", f"--{path}={value}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot check the value with {binary}: {exc}"
+    if _PARSED_MARK in proc.stderr:
+        return ""
+    said = next((ln for ln in proc.stderr.splitlines() if ln.strip()), f"exit {proc.returncode}")
+    return f"the ns-3 program rejects the value {value!r}: {said.strip()}"
 
 
 def _placement_problems(config_path: Path, planned: list[PlannedRun]) -> list[str]:

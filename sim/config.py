@@ -45,6 +45,9 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _PROTOCOL_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 AttributeValue = str | bool | int | float
+#: Largest fabric the ns-3 program builds: host ids are 16-bit
+#: (``ClosTopology``, topologies/model/clos-topology.cc).
+MAX_HOSTS = 65535
 
 
 class ConfigError(ValueError):
@@ -52,7 +55,10 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Strict types (issue #21, class 8): no coercion (``true`` is not a number, ``"2"`` not
+    an integer; an integer is accepted where a float is expected), no inf or nan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class CampaignSection(_Strict):
@@ -60,7 +66,7 @@ class CampaignSection(_Strict):
 
     name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
     #: Output directory (runs, caches, collected tables); relative to the config file.
-    out_dir: Path
+    out_dir: Annotated[Path, Field(strict=False)]
     #: Parallel processes of the local executor (each runs one ns-3 process).
     jobs: Annotated[int, Field(ge=1)] = 2
     #: "local": a process pool on this machine. "slurm": run the pending runs as one Slurm
@@ -193,6 +199,15 @@ class TopologySection(_Strict):
     #: links, no switching delay; the switching and cable keys are then ignored).
     delays: Literal["table4", "authors-sim"] = "table4"
 
+    @model_validator(mode="after")
+    def _host_ids_fit(self) -> TopologySection:
+        if self.racks * self.hosts_per_rack > MAX_HOSTS:
+            raise ValueError(
+                f"racks x hosts_per_rack = {self.racks * self.hosts_per_rack} hosts: expected "
+                f"at most {MAX_HOSTS} (16-bit host ids, topologies/model/clos-topology.cc)"
+            )
+        return self
+
 
 class GridSection(_Strict):
     """``[grid]``: the axes of the campaign; every combination is one ns-3 run."""
@@ -270,7 +285,7 @@ class CampaignConfig(_Strict):
     protocols: dict[str, ProtocolSection] = Field(default_factory=dict)
     limits: LimitsSection = LimitsSection()
     #: Directory of the config file; relative paths are resolved against it (not a key).
-    base_dir: Path = Field(default=Path("."), exclude=True)
+    base_dir: Annotated[Path, Field(strict=False)] = Field(default=Path("."), exclude=True)
     #: The config file (set by :func:`load_config`; not a key): errors name its lines.
     source: Path | None = Field(default=None, exclude=True)
 

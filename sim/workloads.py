@@ -30,6 +30,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.flowcheck import check_flows, rows_of
+from disaggsim.guards import check_regular
 from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
 from disaggsim.sim.config import (
     FlowTableWorkload,
@@ -142,6 +144,7 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
             hosts_given=hosts_given,
         )
     frame = _convert(workload)
+    _validate(workload, frame)
     assert not isinstance(workload.spec, SyntheticWorkload)
     frame = _cut(frame, workload.spec.window_ns, workload.spec.max_flows)
     if isinstance(workload.spec, TraceSampleWorkload | FlowTableWorkload) and (
@@ -220,6 +223,7 @@ def read_flow_table(path: Path) -> pd.DataFrame:
     """
     names = FLOW_TABLE.names
     suffix = path.suffix.lower()
+    check_regular(path, "a flow table")
     if suffix == ".parquet":
         try:
             table = pq.read_table(path)
@@ -276,6 +280,26 @@ def _convert(workload: ResolvedWorkload) -> pd.DataFrame:
         table = pa.Table.from_pandas(frame[SIM_FLOWS.names], preserve_index=False)
         return table.cast(SIM_FLOWS).to_pandas()
     raise WorkloadError(f"{workload.path}: unknown workload kind {workload.kind!r}")
+
+
+def _validate(workload: ResolvedWorkload, frame: pd.DataFrame) -> None:
+    """Every kind's flows through the one validator (``disaggsim.flowcheck.check_flows``),
+    naming the user's file and row: a flow table's CSV line or Parquet row, a converted
+    sample's trace file and record (YAPS files are checked by their reader)."""
+    spec = workload.spec
+    assert workload.path is not None
+    if isinstance(spec, FlowTableWorkload):
+        rows, word = rows_of(frame, workload.path.suffix.lower())
+        check_flows(frame, workload.path, rows, word)
+    elif isinstance(spec, TraceSampleWorkload):
+        from disaggsim.traces import convert as convert_mod
+
+        sample, _ = convert_mod.load_any(workload.path)
+        check_flows(
+            frame, workload.path, frame["source_record"].to_numpy(), "record",
+            n_nodes=max(n.node for n in sample.nodes) + 1,
+            files=frame["source_file"].to_numpy(),
+        )
 
 
 def _convert_options(options: dict[str, Any]) -> Any:

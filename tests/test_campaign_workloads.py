@@ -21,9 +21,9 @@ def _flows_csv(path: Path, rows: list[str]) -> Path:
 
 
 ROWS = [
-    "0,100,0,1,4096,mem_read,0,a.pcap,1",
+    "0,100,1,0,4096,mem_read,0,a.pcap,1",  # reads flow memory blade -> compute blade
     "1,200,0,4,8192,mem_write,0,a.pcap,2",
-    "2,300,3,1,4096,mem_read,1,b.pcap,1",
+    "2,300,4,3,4096,mem_read,1,b.pcap,1",
 ]
 
 
@@ -42,7 +42,7 @@ def test_read_flow_table_checks_types(tmp_path):
     assert list(good.columns) == FLOW_TABLE.names
     assert good["size_bytes"].tolist() == [4096, 8192, 4096]
     assert str(good["size_bytes"].dtype) == "int64" and str(good["src"].dtype) == "int32"
-    bad = _flows_csv(tmp_path / "bad.csv", [*ROWS[:2], "2,300,3,1,4k,mem_read,1,b.pcap,1"])
+    bad = _flows_csv(tmp_path / "bad.csv", [*ROWS[:2], "2,300,4,3,4k,mem_read,1,b.pcap,1"])
     with pytest.raises(WorkloadError, match=r"bad\.csv:4: size_bytes: expected an integer, got"):
         read_flow_table(bad)
     (tmp_path / "short.csv").write_text("flow_id,start_ns\n0,1\n")
@@ -63,7 +63,7 @@ def test_cache_reuses_and_follows_content(tmp_path):
     again = load_workload(workload, cache)
     assert again == first
     assert len([p for p in cache.iterdir()]) == 1
-    _flows_csv(tmp_path / "f.csv", [*ROWS[:2], "2,300,3,1,4097,mem_read,1,b.pcap,1"])
+    _flows_csv(tmp_path / "f.csv", [*ROWS[:2], "2,300,4,3,4097,mem_read,1,b.pcap,1"])
     changed = load_workload(workload, cache)
     assert changed.content_sha256 != first.content_sha256
     assert len([p for p in cache.iterdir()]) == 2

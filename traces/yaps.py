@@ -23,6 +23,7 @@ from typing import BinaryIO, Final
 import numpy as np
 import pandas as pd
 
+from disaggsim.flowcheck import check_flows
 from disaggsim.guards import open_regular
 from disaggsim.schemas import SIM_FLOWS
 from disaggsim.traces._atomic import atomic_path
@@ -116,13 +117,16 @@ def read_yaps(
     Stricter than YAPS (which stops silently at the first bad line): every non-empty line
     must have exactly 9 fields with the types above, flow ids must be unique, src != dst,
     and start times at least ``start_offset_ns`` (1 s: the files' time origin, see the
-    module docstring), so that ns-3 never sees a flow it would reject mid-campaign.
+    module docstring), so that ns-3 never sees a flow it would reject mid-campaign; then
+    the rules every workload's flows meet (``disaggsim.flowcheck.check_flows``: starts
+    within the ns-3 clock's range, none apart from the bulk of the others).
 
     Raises:
         TraceFormatError: file:line, the field, and what was expected.
     """
     p = Path(path)
     rows: list[tuple[int, int, int, int, int]] = []
+    lines: list[int] = []
     line_of_id: dict[int, int] = {}
     with open_regular(p, "a YAPS flow file") as fh:
         for lineno, line in _lines(p, fh):
@@ -170,7 +174,9 @@ def read_yaps(
                     p, lineno, "dst", f"a host other than src ({src})", fields[8]
                 )
             rows.append((fid, start, src, dst, packets * mss_bytes))
+            lines.append(lineno)
     df = pd.DataFrame(rows, columns=SIM_FLOWS.names)
+    check_flows(df, p, np.asarray(lines, dtype=np.int64))
     for f in SIM_FLOWS:
         df[f.name] = df[f.name].astype(f.type.to_pandas_dtype())
     return df
