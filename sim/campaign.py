@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.guards import check_regular
 from disaggsim.sim.config import CampaignConfig, config_location, load_config
 from disaggsim.sim.hashing import binary_identity, sha256_json
 from disaggsim.sim.runner import (
@@ -209,6 +211,55 @@ def is_done(run_dir: Path) -> bool:
     return (run_dir / "done.json").is_file()
 
 
+class DamagedRunWarning(UserWarning):
+    """A finished run's files were damaged; the run is redone (issue #21, class 9)."""
+
+
+def damage(run_dir: Path) -> str:
+    """What is wrong with a finished run's files ("" if nothing): ``done.json`` must be a
+    JSON object with an integer ``flows``, and ``fct.parquet`` a readable Parquet file
+    (footer and schema) of CAMPAIGN_FCT's columns with exactly that many rows (one per
+    flow, ``runner.run_one``). Checks the footer only, not every page: a resume stays fast.
+    """
+    try:
+        done = json.loads((run_dir / "done.json").read_text(encoding="utf-8"))
+        flows = done["flows"]
+        if not isinstance(flows, int) or isinstance(flows, bool):
+            return "done.json: expected an integer 'flows'"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"done.json: expected the run's JSON record ({type(exc).__name__}: {exc})"
+    fct = run_dir / "fct.parquet"
+    try:
+        check_regular(fct, "a run's FCT table")
+        meta = pq.ParquetFile(fct).metadata
+        names = set(meta.schema.names)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        return f"fct.parquet: expected a readable Parquet file ({exc})"
+    if not set(CAMPAIGN_FCT.names) <= names or meta.num_rows != flows:
+        return (
+            f"fct.parquet: expected {flows} rows of CAMPAIGN_FCT, got {meta.num_rows} rows "
+            f"of columns {sorted(names)}"
+        )
+    return ""
+
+
+def reusable(run_dir: Path) -> bool:
+    """Whether a resume may reuse ``run_dir``: it is done and undamaged. A damaged run
+    directory is removed with a :class:`DamagedRunWarning` naming what was wrong, so the
+    run is redone."""
+    if not is_done(run_dir):
+        return False
+    problem = damage(run_dir)
+    if not problem:
+        return True
+    warnings.warn(
+        DamagedRunWarning(f"{run_dir}/{problem}; the finished run is damaged and is redone"),
+        stacklevel=2,
+    )
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return False
+
+
 def execute_run(planned: PlannedRun, runs_dir: Path) -> dict[str, Any]:
     """Run one planned run unless it is done; install it atomically.
 
@@ -274,6 +325,7 @@ def run_campaign(
     jobs = config.campaign.jobs if jobs is None else jobs
     if jobs < 1:
         raise CampaignError(f"jobs must be >= 1, got {jobs}")
+    check_resources(Path(config_path), config, jobs)
     resolved = config.resolved_workloads()  # paths and globs: checked before any output
     binary = find_binary()
     out_dir = config.out_dir
@@ -304,6 +356,48 @@ def run_campaign(
             result.runs = _run_local(planned, runs_dir, jobs, progress)
         _collect(planned, runs_dir, result)
     return result
+
+
+#: Memory of one local worker process before its run: 150 MB, the peak RSS of a Python
+#: process that imported the campaign modules (``ru_maxrss``, measured 2026-11-27 on the
+#: development VM, CPython 3.11).
+WORKER_BYTES = 150 * 2**20
+#: Memory per synthetic flow while a run generates its workload: 170 B, the peak RSS growth
+#: of ``traces.workloads.generate`` making 10**6 websearch flows (165 MB, same machine).
+GENERATED_FLOW_BYTES = 170
+
+
+def check_resources(config_path: Path, config: CampaignConfig, jobs: int) -> None:
+    """Estimate the memory a campaign's local execution needs and refuse what this machine
+    cannot hold (``disaggsim.guards.require_memory``), before any process starts: ``jobs``
+    workers of :data:`WORKER_BYTES` each, each generating the largest synthetic workload
+    (``n_flows`` x :data:`GENERATED_FLOW_BYTES`) at once.
+
+    Raises:
+        ResourceError: names the config's key and the estimate.
+    """
+    from disaggsim.guards import require_memory
+    from disaggsim.sim.config import SyntheticWorkload
+
+    index, n_flows = max(
+        ((i, w.n_flows) for i, w in enumerate(config.workloads)
+         if isinstance(w, SyntheticWorkload)),
+        key=lambda t: t[1], default=(None, 0),
+    )
+    if config.campaign.executor == "local":
+        require_memory(
+            config_location(config_path, ("campaign", "jobs")), None,
+            f"campaign.jobs = {jobs} workers x {WORKER_BYTES // 2**20} MiB each",
+            jobs * WORKER_BYTES,
+        )
+    if index is not None:
+        workers = jobs if config.campaign.executor == "local" else 1
+        require_memory(
+            config_location(config_path, ("workloads", index, "n_flows")), None,
+            f"workloads[{index}].n_flows = {n_flows} flows x {GENERATED_FLOW_BYTES} B in "
+            f"each of {workers} concurrent run(s)",
+            workers * n_flows * GENERATED_FLOW_BYTES,
+        )
 
 
 #: Collected tables of a campaign directory (written by _collect, removed on a new run).
@@ -448,7 +542,7 @@ def _run_local(
     records: dict[int, dict[str, Any]] = {}
     todo = []
     for index, run in enumerate(planned):
-        if is_done(runs_dir / run.dir_name):
+        if reusable(runs_dir / run.dir_name):
             records[index] = execute_run(run, runs_dir)
         else:
             todo.append(index)
@@ -543,8 +637,14 @@ def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) 
             for runs in groups.values():
                 tables = []
                 for run in runs:
-                    table = pq.read_table(runs_dir / run.dir_name / "fct.parquet")
-                    table = table.cast(CAMPAIGN_FCT)
+                    path = runs_dir / run.dir_name / "fct.parquet"
+                    try:
+                        table = pq.read_table(path).cast(CAMPAIGN_FCT)
+                    except (OSError, ValueError, pa.ArrowException) as exc:
+                        raise CampaignError(
+                            f"{path}: expected a run's CAMPAIGN_FCT table, got an unreadable "
+                            f"file ({exc}); remove {path.parent} and run the campaign again"
+                        ) from None
                     writer.write_table(table)
                     tables.append(table)
                 summaries.append(summarize(pa.concat_tables(tables).to_pandas()))

@@ -35,6 +35,9 @@ from pydantic import (
     model_validator,
 )
 
+from disaggsim.errors import InputError, display_path
+from disaggsim.guards import read_regular
+
 #: Scopes of disaggregation (paper §2.3, §4.2): "rack" keeps every flow's endpoints in one
 #: rack, "datacenter" places blades anywhere.
 SCOPES = ("datacenter", "rack")
@@ -459,9 +462,9 @@ def load_config_model(
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+        raw = read_regular(path, "a config file")
+    except (OSError, InputError) as exc:
+        raise ConfigError(f"{display_path(path)}: cannot read config: {exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -395,6 +396,14 @@ def check_inputs(sample: SampleInputs) -> None:
         if off is not None and abs(off) >= MAX_OFFSET_NS:
             raise ValueError(f"trace_clock_offset_ns {off} is >= 2**62 ns in magnitude")
     for n in sample.nodes:
+        for key in ("pcap", "paging", "meta", "disk_blktrace", "swap_blktrace"):
+            p = getattr(n, key)
+            if p is not None and not _utf8(p):
+                raise TraceFormatError(
+                    p, None, None,
+                    "a file name in UTF-8 (the flow table's source_file column holds it; "
+                    "rename the file or its directory)",
+                )
         for key in ("pcap", "paging", "meta"):
             p = getattr(n, key)
             if p is None:
@@ -408,6 +417,14 @@ def check_inputs(sample: SampleInputs) -> None:
                 except FileNotFoundError as exc:
                     raise FileNotFoundError(f"node {n.node}: {key} {exc}") from exc
     _one_file_one_node(sample)
+
+
+def _utf8(path: Path) -> bool:
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _one_file_one_node(sample: SampleInputs) -> None:
