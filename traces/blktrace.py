@@ -122,8 +122,8 @@ def blktrace_files(prefix_or_files: str | Path | Sequence[str | Path]) -> list[P
     """
     if isinstance(prefix_or_files, (str, Path)):
         p = Path(prefix_or_files)
-        if p.is_file():
-            return [p]
+        if (p.exists() or p.is_symlink()) and not p.is_dir():
+            return [p]  # one file (read_records refuses a FIFO or device by name)
         pattern = re.compile(re.escape(p.name) + r"\.blktrace\.(\d+)$")
         parent = p.parent
         found = (
@@ -139,7 +139,7 @@ def blktrace_files(prefix_or_files: str | Path | Sequence[str | Path]) -> list[P
         return [q for _, q in found]
     files = [Path(f) for f in prefix_or_files]
     for f in files:
-        if not f.is_file():
+        if not (f.exists() or f.is_symlink()):
             raise FileNotFoundError(f"{f}: blktrace file not found")
     return files
 

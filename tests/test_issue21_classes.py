@@ -1,0 +1,559 @@
+"""Property-based tests per defect class of issue #21, across every reader each applies to.
+
+Each class's shared mechanism (``disaggsim.timerange``, ``disaggsim.bounds``,
+``disaggsim.guards``, ``disaggsim.flowcheck``, the strict config models, the resume check)
+is exercised with generated instances through the readers that use it, against an oracle
+stated independently of the implementation. The reproducers of the issue itself are in
+tests/test_issue21_reproducers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from disaggsim import guards
+from disaggsim.errors import InputError, display_path
+from disaggsim.flowcheck import MAX_START_NS, check_flows
+from disaggsim.sim.campaign import damage
+from disaggsim.sim.config import ConfigError, load_config
+from disaggsim.sim.runner import CAMPAIGN_FCT
+from disaggsim.timerange import TimeOutlierWarning, outlier_mask
+from disaggsim.traces.blktrace import RECORD_DTYPE_LE, read_blktrace
+from disaggsim.traces.convert import ConvertOptions, NodeInputs, SampleInputs, convert, load_sample
+from disaggsim.traces.paging import read_rmem, read_rmem_meta_ns, write_rmem
+from disaggsim.traces.pcap import read_pcap
+from disaggsim.traces.yaps import read_yaps
+
+PROP = settings(
+    derandomize=True, deadline=None, max_examples=40, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+FLOOR_NS = 60_000_000_000  # 60 s: the trace floor of the time-range model
+T0_NS = 1_795_308_431_978_523_000  # 2026-11-22, the bundled samples' epoch
+S_NS = 1_000_000_000
+
+
+@pytest.fixture
+def alarm() -> Iterator[None]:
+    def _raise(*_: object) -> None:
+        raise TimeoutError("blocked")
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+# --- writers of tiny real-format inputs ------------------------------------------------
+
+
+def write_pcap(path: Path, ts_ns: list[int], linktype: int = 101, frame_of=None) -> list[int]:
+    """A classic ns-resolution pcap of UDP packets 10.0.0.1 -> 10.0.0.2 (10 B payload each);
+    returns each record's byte offset."""
+    ip = bytes.fromhex("4500002600004000401100000a0000010a000002") + struct.pack(
+        ">HHHH", 1000, 2000, 18, 0) + b"0123456789"
+    frame = frame_of(ip) if frame_of else ip
+    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, linktype)]
+    offsets, off = [], 24
+    for t in ts_ns:
+        sec, frac = divmod(t, S_NS)
+        out.append(struct.pack("<IIII", sec, frac, len(frame), len(frame)) + frame)
+        offsets.append(off)
+        off += 16 + len(frame)
+    path.write_bytes(b"".join(out))
+    return offsets
+
+
+def write_blk(path: Path, times_ns: list[int], sectors: list[int] | None = None) -> None:
+    """``NAME.blktrace.0`` with one 4 KiB write issue (D) record per time."""
+    rec = np.zeros(len(times_ns), dtype=RECORD_DTYPE_LE)
+    rec["magic"] = 0x65617407
+    rec["time"] = times_ns
+    rec["sector"] = sectors if sectors is not None else np.arange(len(times_ns)) * 8
+    rec["bytes"] = 4096
+    rec["action"] = (1 << 1) << 16 | 7  # BLK_TC_WRITE, __BLK_TA_ISSUE
+    path.with_name(path.name + ".blktrace.0").write_bytes(rec.tobytes())
+
+
+def write_paging(path: Path, times_us: list[int], npages: int = 1) -> None:
+    n = len(times_us)
+    write_rmem(pd.DataFrame({"batch_id": range(n), "time_us": times_us, "op": "W",
+                             "page": np.arange(n) * 16, "npages": npages}), path)
+
+
+def bulk_times(draw: st.DrawFn, n_min: int = 8) -> list[int]:
+    """Record times (ns) whose consecutive gaps are at most the 60 s floor: no outlier."""
+    gaps = draw(st.lists(st.integers(0, FLOOR_NS // 10**6), min_size=n_min - 1, max_size=40))
+    return list(T0_NS + np.cumsum([0] + gaps) * 10**6)
+
+
+# --- class 1: the time-range model, every reader ----------------------------------------
+
+
+@given(data=st.data())
+@PROP
+def test_class1_model_flags_exactly_the_far_records(data: st.DataObject) -> None:
+    """Oracle: a record farther from a bulk (gaps <= floor) than both the floor and the
+    bulk's span is flagged; no bulk record ever is."""
+    bulk = bulk_times(data.draw)
+    span = bulk[-1] - bulk[0]
+    k = data.draw(st.integers(0, max(1, (len(bulk) + 1) // 100)))
+    far = [bulk[-1] + max(span, FLOOR_NS) + data.draw(st.integers(1, 10**15))
+           if data.draw(st.booleans()) else
+           bulk[0] - max(span, FLOOR_NS) - data.draw(st.integers(1, 10**15)) for _ in range(k)]
+    times = np.array(bulk + far)
+    order = data.draw(st.permutations(range(len(times))))
+    mask = outlier_mask(times[list(order)], FLOOR_NS)
+    expected = np.array([i >= len(bulk) for i in order])
+    assert np.array_equal(mask, expected)
+
+
+READERS_1 = ["pcap", "paging", "blktrace", "yaps", "flow_table"]
+
+
+def _one_node(tmp: Path, reader: str, times_ns: list[int]) -> tuple[Callable[[], object], Path]:
+    """A call that reads ``times_ns`` through ``reader`` (convert for trace readers), and the
+    file it reads."""
+    if reader == "pcap":
+        f = tmp / "n0.pcap"
+        write_pcap(f, times_ns)
+        nodes = (NodeInputs(0, ip="10.0.0.1", pcap=f), NodeInputs(1, ip="10.0.0.2"))
+    elif reader == "paging":
+        f = tmp / "n0.rmem"
+        write_paging(f, [t // 1000 for t in times_ns])
+        nodes = (NodeInputs(0, paging=f),)
+    elif reader == "blktrace":
+        f = tmp / "n0.disk"
+        write_blk(f, [t - T0_NS + S_NS for t in times_ns])
+        nodes = (NodeInputs(0, disk_blktrace=f, trace_clock_offset_ns=T0_NS - S_NS),)
+    elif reader == "yaps":
+        f = tmp / "w.yaps"
+        f.write_text("".join(f"{i} {(t - T0_NS) / 1e9 + 1:.9f} 0 0 1 0 0 0 1\n"
+                             for i, t in enumerate(times_ns)))
+        return (lambda: read_yaps(f)), f
+    else:
+        f = tmp / "ft.csv"
+        n = len(times_ns)
+        frame = pd.DataFrame({"flow_id": range(n), "start_ns": [t - T0_NS + S_NS for t in times_ns],
+                              "src": 0, "dst": 3, "size_bytes": 1, "kind": "net", "node": 1})
+        return (lambda: check_flows(frame, f, np.arange(n) + 2)), f
+    return (lambda: convert(SampleInputs(nodes=nodes), ConvertOptions(idle_gap_ns=1))), f
+
+
+@given(data=st.data(), reader=st.sampled_from(READERS_1))
+@PROP
+def test_class1_every_reader_refuses_an_outlier_record(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, reader: str
+) -> None:
+    """A record beyond max(span, 60 s) of the rest ends in an error naming the file and its
+    record; without it the result spans exactly the bulk (no time axis stretched)."""
+    tmp = tmp_path_factory.mktemp(reader)
+    bulk = bulk_times(data.draw)
+    span = bulk[-1] - bulk[0]
+    late = data.draw(st.booleans()) or reader in ("yaps", "flow_table", "blktrace")
+    distance = max(span, FLOOR_NS) + data.draw(st.integers(10**6, 10**16))
+    outlier = bulk[-1] + distance if late else bulk[0] - distance
+    at = data.draw(st.integers(0, len(bulk)))
+    times = sorted(bulk) if reader in ("paging",) else bulk
+    with_outlier = times[:at] + [outlier] + times[at:]
+    call, f = _one_node(tmp, reader, with_outlier)
+    with pytest.raises(InputError) as err:
+        call()
+    assert str(err.value).startswith(str(f)), str(err.value)
+    assert re.search(r"field '(ts_ns|timestamp_us|time|start_time|start_ns)'", str(err.value))
+    call, f = _one_node(tmp, reader, times)
+    out = call()
+    if isinstance(out, pd.DataFrame) and "start_ns" in out:
+        starts = out["start_ns"].to_numpy()
+        assert starts.max() - starts.min() <= span
+
+
+def test_class1_drop_policy_warns_and_keeps_the_bulk(tmp_path: Path) -> None:
+    times = [T0_NS + i * S_NS for i in range(20)]
+    write_paging(tmp_path / "n0.rmem", [t // 1000 for t in times] + [T0_NS // 1000 + 10**14])
+    sample = SampleInputs(nodes=(NodeInputs(0, paging=tmp_path / "n0.rmem"),))
+    with pytest.warns(TimeOutlierWarning, match=r"n0\.rmem:21: .*dropped 1 record"):
+        table = convert(sample, ConvertOptions(time_outliers="drop"))
+    assert len(table) == 20 and table["start_ns"].max() == 19 * S_NS
+
+
+# --- class 4: physical bounds per record ------------------------------------------------
+
+
+@given(npages=st.integers(2**20 - 3, 2**20 + 3), line=st.integers(1, 9))
+@PROP
+def test_class4_paging_run_within_one_block_request(
+    tmp_path_factory: pytest.TempPathFactory, npages: int, line: int
+) -> None:
+    """npages * 4096 <= 2**32 - 1 (struct request.__data_len): 2**20 - 1 pages pass, 2**20
+    do not, and the error names the line."""
+    f = tmp_path_factory.mktemp("p") / "n.rmem"
+    lines = [f"{i} {10**15 + i} +{i * 16} {npages if i + 1 == line else 1}\n" for i in range(9)]
+    f.write_text("".join(lines))
+    if npages * 4096 <= 2**32 - 1:
+        assert len(read_rmem(f)) == 9
+    else:
+        with pytest.raises(InputError, match=rf"n\.rmem:{line}: field 'npages'"):
+            read_rmem(f)
+
+
+@given(data=st.data(), reader=st.sampled_from(["paging", "blktrace"]))
+@PROP
+def test_class4_requests_inside_their_device(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, reader: str
+) -> None:
+    """A request ending past meta.json's device size is refused, naming its record; one
+    ending exactly at the end passes."""
+    tmp = tmp_path_factory.mktemp(reader)
+    device = 2**20  # bytes: 256 pages
+    n = 10
+    bad = data.draw(st.integers(0, n - 1))
+    over = data.draw(st.integers(0, 3))  # pages past the end (0: ends exactly at the end)
+    pages = [i * 4 for i in range(n)]
+    pages[bad] = 256 - 1 + over
+    times = [T0_NS + i * S_NS for i in range(n)]
+    if reader == "paging":
+        write_paging(tmp / "n.rmem", [t // 1000 for t in times])
+        text = (tmp / "n.rmem").read_text().splitlines()
+        text = [" ".join(ln.split()[:2] + [f"+{pages[i]}", "1"]) for i, ln in enumerate(text)]
+        (tmp / "n.rmem").write_text("\n".join(text) + "\n")
+        node = NodeInputs(0, paging=tmp / "n.rmem")
+        sample = SampleInputs(nodes=(node,), swap_bytes=device)
+        where = rf"n\.rmem:{bad + 1}: field 'start_page'"
+    else:
+        write_blk(tmp / "n.disk", [t - T0_NS + S_NS for t in times], [p * 8 for p in pages])
+        node = NodeInputs(0, disk_blktrace=tmp / "n.disk", trace_clock_offset_ns=T0_NS - S_NS)
+        sample = SampleInputs(nodes=(node,), disk_bytes=device)
+        where = rf"n\.disk\.blktrace\.0:record {bad}: field 'sector'"
+    if over == 0:
+        assert len(convert(sample)) >= n
+    else:
+        with pytest.raises(InputError, match=where):
+            convert(sample)
+
+
+@given(data=st.data(), field=st.sampled_from(["ts_frac", "incl_len", "ip_total_len"]))
+@PROP
+def test_class4_pcap_records_within_their_format(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, field: str
+) -> None:
+    """draft-ietf-opsawg-pcap §5 and RFC 791: a sub-second field >= 10**9 (ns magic), a
+    captured length above the original, an IPv4 total length beyond the frame: each names
+    the record's byte offset."""
+    f = tmp_path_factory.mktemp("pcap") / "c.pcap"
+    offsets = write_pcap(f, [T0_NS + i * S_NS for i in range(10)])
+    i = data.draw(st.integers(0, 9))
+    buf = bytearray(f.read_bytes())
+    if field == "ts_frac":
+        struct.pack_into("<I", buf, offsets[i] + 4, data.draw(st.integers(10**9, 2**32 - 1)))
+    elif field == "incl_len":  # orig_len below incl_len
+        struct.pack_into("<I", buf, offsets[i] + 12, data.draw(st.integers(0, 37)))
+    else:  # IPv4 total length (bytes 2-3 of the raw IP frame) beyond the 38 B frame
+        struct.pack_into(">H", buf, offsets[i] + 16 + 2, data.draw(st.integers(39, 65535)))
+    f.write_bytes(bytes(buf))
+    with pytest.raises(InputError, match=rf"c\.pcap:byte {offsets[i]}: field '{field}'"):
+        read_pcap(f)
+
+
+# --- class 5: one file serves one node -------------------------------------------------
+
+
+@given(n=st.integers(2, 5), data=st.data())
+@PROP
+def test_class5_a_record_file_serves_one_node(
+    tmp_path_factory: pytest.TempPathFactory, n: int, data: st.DataObject
+) -> None:
+    """A paging trace or blktrace given to two nodes (same name, a symlink or a hard link)
+    is refused naming it; distinct files convert."""
+    tmp = tmp_path_factory.mktemp("s")
+    times = [(T0_NS + i * S_NS) // 1000 for i in range(3)]
+    for i in range(n):
+        write_paging(tmp / f"n{i}.rmem", times)
+    a, b = data.draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+    how = data.draw(st.sampled_from(["same name", "symlink", "hard link", "distinct"]))
+    entries = [{"node": i, "paging": f"n{i}.rmem"} for i in range(n)]
+    if how == "same name":
+        entries[b]["paging"] = f"n{a}.rmem"
+    elif how in ("symlink", "hard link"):
+        (tmp / f"n{b}.rmem").unlink()
+        link = os.symlink if how == "symlink" else os.link
+        link(tmp / f"n{a}.rmem", tmp / f"n{b}.rmem")
+    (tmp / "meta.json").write_text(json.dumps({"nodes": entries}))
+    if how == "distinct":
+        assert int(convert(tmp)["size_bytes"].sum()) == 3 * n * 4096  # each page once
+        return
+    with pytest.raises(InputError, match=r"rmem: field 'paging': expected a file that serves one"):
+        load_sample(tmp)
+
+
+# --- class 6: header versus content ----------------------------------------------------
+
+LINK = {  # link type -> frame around an IPv4 packet
+    1: lambda ip: bytes(12) + b"\x08\x00" + ip,
+    113: lambda ip: bytes(14) + b"\x08\x00" + ip,
+    276: lambda ip: b"\x08\x00" + bytes(18) + ip,
+    101: lambda ip: ip,
+    228: lambda ip: ip,
+}
+
+
+@given(header=st.sampled_from(sorted(LINK)), frames=st.sampled_from(sorted(LINK)))
+@PROP
+def test_class6_link_type_must_decode_the_frames(
+    tmp_path_factory: pytest.TempPathFactory, header: int, frames: int
+) -> None:
+    """Never a silent loss: the capture's packets are all read, or the header's link type is
+    refused at byte 20 naming the link type that does decode them."""
+    f = tmp_path_factory.mktemp("l") / "c.pcap"
+    write_pcap(f, [T0_NS + i * S_NS for i in range(10)], linktype=header, frame_of=LINK[frames])
+    try:
+        table = read_pcap(f)
+    except InputError as exc:
+        assert re.search(r"c\.pcap:byte 20: field 'linktype': expected the value that matches "
+                         rf"the records: 10 of 10 decode under \d+ .*got {header}$", str(exc))
+        assert header != frames
+        return
+    assert len(table) == 10
+
+
+# --- class 2: a regular-file and size guard on every open ----------------------------------
+
+READERS_2: dict[str, Callable[[Path], object]] = {
+    "pcap": read_pcap,
+    "blktrace": read_blktrace,
+    "paging": read_rmem,
+    "meta": read_rmem_meta_ns,
+    "yaps": read_yaps,
+    "meta.json": lambda p: load_sample(p.parent),
+    "config": load_config,
+    "flow table": lambda p: __import__("disaggsim.sim.workloads", fromlist=["x"])
+    .read_flow_table(p),
+}
+
+
+@given(reader=st.sampled_from(sorted(READERS_2)),
+       kind=st.sampled_from(["fifo", "/dev/zero", "directory", "socket", "too large"]))
+@settings(PROP, max_examples=30)
+def test_class2_no_reader_opens_a_special_or_oversized_file(
+    tmp_path_factory: pytest.TempPathFactory, alarm: None, reader: str, kind: str,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every reader refuses, naming the file and without blocking, what is not a regular
+    file of bounded size (the alarm fails a reader that blocks)."""
+    tmp = tmp_path_factory.mktemp("g")
+    name = {"meta.json": "meta.json", "config": "c.toml", "flow table": "f.csv",
+            "blktrace": "x.blktrace.0"}.get(reader, "x")
+    p = tmp / name
+    sock = None
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "/dev/zero":
+        p.symlink_to("/dev/zero")
+    elif kind == "directory":
+        p.mkdir()
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(p))
+    else:
+        p.write_bytes(b"0" * 100)
+        monkeypatch.setattr(guards, "input_byte_limit", lambda: 10)
+    try:
+        with pytest.raises((InputError, ConfigError)) as err:
+            READERS_2[reader](p)
+    finally:
+        if sock is not None:
+            sock.close()
+    assert str(p) in str(err.value), str(err.value)
+
+
+# --- class 7: one flow-table validator --------------------------------------------------
+
+RULES = ["flow_id", "size_bytes", "start_ns", "dst", "kind", "blade", "blade type"]
+
+
+@given(n=st.integers(8, 30), rule=st.sampled_from(RULES + ["none"]), data=st.data())
+@PROP
+def test_class7_each_rule_names_the_row(n: int, rule: str, data: st.DataObject) -> None:
+    """A valid per-blade table passes; breaking one rule in one row names that CSV line."""
+    kinds = data.draw(st.lists(st.sampled_from(["mem_read", "mem_write", "disk_read",
+                                                "disk_write", "net"]), min_size=n, max_size=n))
+    ends = {"mem_read": (4, 0), "mem_write": (0, 4), "disk_read": (5, 3),
+            "disk_write": (3, 2), "net": (0, 3)}
+    frame = pd.DataFrame({
+        "flow_id": range(n), "start_ns": np.arange(n) * 1000,
+        "src": [ends[k][0] for k in kinds], "dst": [ends[k][1] for k in kinds],
+        "size_bytes": 4096, "kind": kinds, "node": np.arange(n) % 2,
+    })
+    row = data.draw(st.integers(1, n - 1))
+    column = {"blade": "dst", "blade type": "dst"}.get(rule, rule)
+    if rule == "flow_id":
+        frame.loc[row, "flow_id"] = frame.loc[row - 1, "flow_id"]
+    elif rule == "size_bytes":
+        frame.loc[row, "size_bytes"] = data.draw(st.integers(-(2**40), 0))
+    elif rule == "start_ns":
+        frame.loc[row, "start_ns"] = data.draw(st.sampled_from([-1, MAX_START_NS + 1, 2**62]))
+    elif rule == "dst":
+        frame.loc[row, "dst"] = frame.loc[row, "src"]
+    elif rule == "kind":
+        frame.loc[row, "kind"] = data.draw(st.text(min_size=1, max_size=5))
+        assume(frame.loc[row, "kind"] not in ends)
+    elif rule == "blade":
+        frame.loc[row, "dst"] = data.draw(st.integers(6, 2**31 - 1))  # node >= 2
+    elif rule == "blade type":  # a read into a memory/disk blade instead of compute
+        frame.loc[row, "kind"] = "mem_read"
+        frame.loc[row, ["src", "dst"]] = [1, 4]
+    path = Path("user/flows.csv")
+    if rule == "none":
+        check_flows(frame, path, np.arange(n) + 2)
+        return
+    with pytest.raises(InputError, match=rf"^user/flows\.csv:{row + 2}: field '{column}'"):
+        check_flows(frame, path, np.arange(n) + 2)
+
+
+# --- class 8: strict config types ------------------------------------------------------
+
+CONFIG = """[campaign]
+name = "k"
+out_dir = "out"
+jobs = 2
+[[workloads]]
+kind = "synthetic"
+name = "ws"
+cdf = "websearch"
+load = 0.5
+n_flows = 100
+[topology]
+racks = 9
+spine_rate_factor = 4.0
+[grid]
+protocols = ["ideal"]
+rates_gbps = [100.0]
+seeds = [1]
+[limits]
+run_timeout_s = 60.0
+"""
+KEYS = {  # key line -> (dotted key, TOML values of a wrong type)
+    "jobs = 2": ("campaign.jobs", ['"2"', "true", "2.0", "[2]"]),
+    "racks = 9": ("topology.racks", ['"9"', "true", "9.5", "nan"]),
+    "spine_rate_factor = 4.0": ("topology.spine_rate_factor", ['"4"', "true", "inf", "nan"]),
+    "rates_gbps = [100.0]": ("grid.rates_gbps[0]", ["[true]", '["100"]', "[inf]", "[-inf]"]),
+    "seeds = [1]": ("grid.seeds[0]", ["[true]", '["1"]', "[1.0]"]),
+    "load = 0.5": ("workloads[0].load", ['"0.5"', "true", "nan"]),
+    "run_timeout_s = 60.0": ("limits.run_timeout_s", ["inf", '"60"', "false"]),
+}
+
+
+@given(line=st.sampled_from(sorted(KEYS)), data=st.data())
+@PROP
+def test_class8_no_coercion_no_inf_nan(
+    tmp_path_factory: pytest.TempPathFactory, line: str, data: st.DataObject
+) -> None:
+    """Every wrongly typed or non-finite value is refused naming file, line and key."""
+    key, values = KEYS[line]
+    value = data.draw(st.sampled_from(values))
+    text = CONFIG.replace(line, line.split(" = ")[0] + " = " + value)
+    path = tmp_path_factory.mktemp("c") / "k.toml"
+    path.write_text(text)
+    lineno = text.splitlines().index(line.split(" = ")[0] + " = " + value) + 1
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:{lineno}: "
+                       rf"{re.escape(key)}: Input should be"):
+        load_config(path)
+    path.write_text(CONFIG)
+    load_config(path)
+
+
+# --- class 3: resource estimates -------------------------------------------------------
+
+
+@given(jobs=st.integers(1, 10**6), avail_gib=st.integers(1, 64))
+@PROP
+def test_class3_jobs_estimate(
+    tmp_path_factory: pytest.TempPathFactory, jobs: int, avail_gib: int
+) -> None:
+    """``jobs`` workers of 150 MiB are refused exactly when they exceed the memory
+    available, with the estimate and the config line."""
+    from disaggsim.sim.campaign import WORKER_BYTES, check_resources
+
+    path = tmp_path_factory.mktemp("r") / "k.toml"
+    path.write_text(CONFIG)
+    config = load_config(path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(guards, "memory_available_bytes", lambda: avail_gib * 2**30)
+        if jobs * WORKER_BYTES + 0 <= avail_gib * 2**30:
+            check_resources(path, config, jobs)
+        else:
+            with pytest.raises(InputError, match=rf"k\.toml:4: .*{jobs} workers x 150 MiB"):
+                check_resources(path, config, jobs)
+
+
+# --- class 9: what a resume reuses is verified ------------------------------------------
+
+
+@given(cut=st.integers(0, 10_000), what=st.sampled_from(["fct", "done", "rows", "none"]))
+@PROP
+def test_class9_damaged_run_files_are_found(
+    tmp_path_factory: pytest.TempPathFactory, cut: int, what: str
+) -> None:
+    """A truncated fct.parquet, a cut done.json or a row count that differs from the run's
+    record is damage; an intact run is not."""
+    run = tmp_path_factory.mktemp("run")
+    n = 7
+    columns = {f.name: pa.array(["x"] * n if pa.types.is_string(f.type) else [0] * n, f.type)
+               for f in CAMPAIGN_FCT}
+    pq.write_table(pa.table(columns, schema=CAMPAIGN_FCT), run / "fct.parquet")
+    (run / "done.json").write_text(json.dumps({"flows": n if what != "rows" else n + 1}))
+    size = (run / "fct.parquet").stat().st_size
+    if what == "fct":
+        (run / "fct.parquet").write_bytes((run / "fct.parquet").read_bytes()[: cut % size])
+    elif what == "done":
+        text = (run / "done.json").read_text()
+        (run / "done.json").write_text(text[: cut % (len(text) - 1)])
+    problem = damage(run)
+    assert (problem == "") == (what == "none"), problem
+    if problem:
+        assert problem.startswith(("fct.parquet: expected", "done.json: expected")), problem
+
+
+# --- class 11: a located error for every failure ----------------------------------------
+
+
+@given(name=st.binary(min_size=1, max_size=12).filter(lambda b: b"/" not in b and b"\0" not in b
+                                                      and b not in (b".", b"..")))
+@PROP
+def test_class11_any_file_name_prints_in_the_error(
+    tmp_path_factory: pytest.TempPathFactory, name: bytes
+) -> None:
+    """A located error about a file of any byte name is one printable UTF-8 line naming it."""
+    p = Path(os.fsdecode(bytes(tmp_path_factory.mktemp("n")) + b"/" + name))
+    p.write_bytes(b"\x01\x02\x03")
+    with pytest.raises(InputError) as err:
+        read_pcap(p)
+    text = str(err.value)
+    text.encode("utf-8")  # printable: no lone surrogate
+    assert "\n" not in text.strip() or b"\n" in name
+    assert text.startswith(display_path(p) + ":byte 0")
+
+
+def test_class11_os_errors_are_located() -> None:
+    from disaggsim.errors import located_os_error
+
+    err = located_os_error("out/fct.parquet", OSError(28, "No space left on device"), "written")
+    assert str(err) == ("out/fct.parquet: expected a file that can be written, got "
+                        "'[Errno 28] No space left on device'")
+
