@@ -57,6 +57,7 @@ import contextlib
 import csv
 import io
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -81,7 +82,9 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Strict types, no inf/nan (issue #21, class 8; as ``disaggsim.sim.config``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def _as_list(value: object) -> object:
@@ -101,7 +104,7 @@ class EmulateSection(_Strict):
     (s)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    out_dir: Path = Path("results/emulate")
+    out_dir: Annotated[Path, Field(strict=False)] = Path("results/emulate")
     backend: Literal["swap", "uffd"] = "swap"
     #: The issue's default: "the median of N repeats (default 5) with the spread".
     repeats: int = Field(5, ge=1)
@@ -159,7 +162,7 @@ class ModelSection(_Strict):
     kind: Literal["fixed", "fct-mean", "fct-sample"]
     latency_ns: list[NonNegInt] = [0]
     bandwidth_bps: list[NonNegInt] = [0]
-    fct_file: Path | None = None
+    fct_file: Annotated[Path | None, Field(strict=False)] = None
     fct_format: Literal["bytes-us", "pages-ns"] = "bytes-us"
     seed: int = 1
     label: str | None = None
@@ -205,7 +208,69 @@ def load_emulate_config(path: str | Path) -> EmulateConfig:
         expand_models(cfg)
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    problems = preflight(Path(path), cfg)
+    if problems:
+        raise ConfigError("\n".join(problems))
     return cfg
+
+
+#: Longest sweep accepted: its worst case (every run reaching ``timeout_s``) within 30 days.
+MAX_SWEEP_S = 30 * 86400
+
+
+def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
+    """Everything checkable before the machine's state is touched (issue #21, class 10):
+    each ``fct_file`` is a regular, non-empty file of 2 or 3 finite non-negative numbers
+    per line (``<bytes> <fct_us>`` or the distribution form); the command's program
+    exists; a fixed latency is shorter than the per-run timeout (no page could arrive
+    within a run otherwise); the worst-case sweep (runs x ``timeout_s``) ends within
+    :data:`MAX_SWEEP_S`. Returns one ``<file>:<line>: <key>: <what>`` line per problem.
+    """
+    from disaggsim.errors import InputError
+    from disaggsim.guards import read_text
+    from disaggsim.sim.config import config_location
+
+    problems: list[str] = []
+    for i, m in enumerate(cfg.models):
+        if m.fct_file is not None:
+            f = cfg.base_dir / m.fct_file
+            where = config_location(path, ("models", i, "fct_file"))
+            try:
+                text = read_text(f, "an FCT file", "ascii")
+                rows = [ln.split() for ln in text.splitlines() if ln.strip()]
+                if not rows:
+                    raise InputError(f, None, None, "at least one '<bytes> <fct_us>' line")
+                for n, row in enumerate(rows, 1):
+                    values = [float(v) for v in row] if len(row) in (2, 3) else []
+                    if not values or not all(0 <= v < float("inf") for v in values):
+                        raise InputError(f, n, None, "2 or 3 finite numbers >= 0", " ".join(row))
+            except (OSError, InputError, ValueError) as exc:
+                problems.append(f"{where}: models[{i}].fct_file: {exc}")
+        limit_ns = cfg.emulate.timeout_s * 1e9
+        for lat in m.latency_ns:
+            if lat >= limit_ns:
+                problems.append(
+                    f"{config_location(path, ('models', i, 'latency_ns'))}: models[{i}]."
+                    f"latency_ns: {lat} ns: expected less than the per-run timeout_s "
+                    f"({cfg.emulate.timeout_s} s)"
+                )
+    if cfg.app.command is not None:
+        program = cfg.app.command[0].replace("{build}", str(device.build_dir()))
+        if shutil.which(program) is None and not (
+            os.path.isfile(program) and os.access(program, os.X_OK)
+        ):
+            problems.append(
+                f"{config_location(path, ('app', 'command'))}: app.command[0]: expected an "
+                f"executable program (on PATH or a path), got {program!r}"
+            )
+    runs = len(expand_models(cfg)) * len(cfg.app.local_fraction) * cfg.emulate.repeats
+    if runs * cfg.emulate.timeout_s > MAX_SWEEP_S:
+        problems.append(
+            f"{config_location(path, ('emulate', 'repeats'))}: emulate.repeats: {runs} runs x "
+            f"timeout_s {cfg.emulate.timeout_s} s = {runs * cfg.emulate.timeout_s / 86400:.0f} "
+            f"days at worst: expected a sweep within {MAX_SWEEP_S // 86400} days"
+        )
+    return problems
 
 
 @dataclass(frozen=True)

@@ -557,3 +557,58 @@ def test_class11_os_errors_are_located() -> None:
     assert str(err) == ("out/fct.parquet: expected a file that can be written, got "
                         "'[Errno 28] No space left on device'")
 
+
+
+# --- class 10: emulate's pre-flight, before any machine state changes --------------------
+
+EMULATE_FAULTS = {  # fault -> (config edit, the key the error names)
+    "empty fct_file": ("fct = ''", r":\d+: models\[1\]\.fct_file: .*at least one"),
+    "fct_file FIFO": ("fifo", r":\d+: models\[1\]\.fct_file: .*FIFO"),
+    "fct_file inf": ("fct = '4096 inf\\n'", r":\d+: models\[1\]\.fct_file: .*finite"),
+    "no program": ("command = 'no-such-program-xyz'", r":6: app\.command\[0\]: .*executable"),
+    "latency": ("latency = 2**63 - 1", r":11: models\[0\]\.latency_ns: .*timeout_s"),
+    "repeats": ("repeats = 10**9", r":3: emulate\.repeats: .*days"),
+}
+
+
+FCT_FAULTS = ["empty fct_file", "fct_file FIFO", "fct_file inf"]  # one file: at most one
+
+
+@given(fct=st.sampled_from([None, *FCT_FAULTS]),
+       others=st.sets(st.sampled_from(["no program", "latency", "repeats"])))
+@settings(PROP, max_examples=20)
+def test_class10_emulate_preflight_names_every_problem(
+    tmp_path_factory: pytest.TempPathFactory, fct: str | None, others: set[str]
+) -> None:
+    """Any combination of bad inputs is reported at load, one line per problem naming the
+    key, before anything runs (the loader has no side effect on the machine)."""
+    from disaggsim.swapdev.emulate import load_emulate_config
+
+    faults = others | ({fct} if fct else set())
+    assume(faults)
+    tmp = tmp_path_factory.mktemp("e")
+    v: dict[str, object] = {"fct": "4096 2.5\n", "command": "true", "latency": 1000,
+                            "repeats": 1}
+    for fault in faults:
+        edit = EMULATE_FAULTS[fault][0]
+        if edit != "fifo":
+            exec(edit, {}, v)  # one of the table's assignments above
+    fct, command, latency, repeats = v["fct"], v["command"], v["latency"], v["repeats"]
+    if "fct_file FIFO" in faults:
+        os.mkfifo(tmp / "f.txt")
+    else:
+        (tmp / "f.txt").write_text(str(fct))
+    path = tmp / "e.toml"
+    path.write_text(
+        f'[emulate]\nname = "x"\nrepeats = {repeats}\ntimeout_s = 60\n[app]\n'
+        f'command = ["{command}"]\nworking_set_bytes = 1048576\nlocal_fraction = 0.5\n'
+        f'[[models]]\nkind = "fixed"\nlatency_ns = {latency}\n'
+        '[[models]]\nkind = "fct-mean"\nfct_file = "f.txt"\n'
+    )
+    with pytest.raises(ConfigError) as err:
+        load_emulate_config(path)
+    lines = str(err.value).splitlines()
+    assert len(lines) == len(faults), lines
+    for fault in faults:
+        assert any(re.search(re.escape(str(path)) + EMULATE_FAULTS[fault][1], ln)
+                   for ln in lines), (fault, lines)
