@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from disaggsim.errors import display_path
+
 
 class CliError(Exception):
     """A user error reported as one line on stderr with exit code 2."""
@@ -63,7 +65,10 @@ def _cmd_convert(args: argparse.Namespace) -> None:
     try:  # all outputs or none (convert.write_flow_table)
         convert.write_flow_table(flows, Path(args.out), extra_writers=extra)
     except OSError as exc:
-        raise CliError(f"cannot write the outputs (none written): {exc}") from exc
+        raise CliError(
+            f"{display_path(args.out)}.parquet/.csv: cannot write the outputs (none written): "
+            f"{exc}"
+        ) from exc
     print(report)
     print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
     if args.yaps_out:

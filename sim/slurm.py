@@ -58,6 +58,7 @@ from disaggsim.sim.campaign import (
     _write_text_atomic,
     execute_run,
     is_done,
+    reusable,
 )
 from disaggsim.sim.config import CampaignConfig
 from disaggsim.sim.runner import RunSpec
@@ -364,7 +365,7 @@ def run_array(
         CampaignError: Slurm commands missing or failing, or runs not done after the
         array ended (every one listed, with its error or its task's Slurm state).
     """
-    was_done = [is_done(runs_dir / run.dir_name) for run in planned]
+    was_done = [reusable(runs_dir / run.dir_name) for run in planned]  # damaged: redone
     pending = [run for run, done in zip(planned, was_done, strict=True) if not done]
 
     def rows() -> list[dict[str, Any]]:
