@@ -7,8 +7,11 @@ empty files and wrong formats. Every run is derandomized (fixed seed) and bounde
 from __future__ import annotations
 
 import re
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -56,3 +59,17 @@ def assert_names_location(
     text = str(exc)
     assert str(path) in text, text
     assert re.search(re.escape(str(path)) + where, text), text
+
+
+@pytest.fixture
+def alarm() -> Iterator[None]:
+    """Fail a test that blocks (a reader waiting on a FIFO) instead of hanging: 30 s."""
+
+    def _raise(*_: object) -> None:
+        raise TimeoutError("the test blocked for 30 s")
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _fuzz_traces import alarm  # noqa: F401 - a fixture
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -46,18 +46,6 @@ PROP = settings(
 FLOOR_NS = 60_000_000_000  # 60 s: the trace floor of the time-range model
 T0_NS = 1_795_308_431_978_523_000  # 2026-11-22, the bundled samples' epoch
 S_NS = 1_000_000_000
-
-
-@pytest.fixture
-def alarm() -> Iterator[None]:
-    def _raise(*_: object) -> None:
-        raise TimeoutError("blocked")
-
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
 
 
 # --- writers of tiny real-format inputs ------------------------------------------------
@@ -350,8 +338,9 @@ READERS_2: dict[str, Callable[[Path], object]] = {
 @given(reader=st.sampled_from(sorted(READERS_2)),
        kind=st.sampled_from(["fifo", "/dev/zero", "directory", "socket", "too large"]))
 @settings(PROP, max_examples=30)
+@pytest.mark.usefixtures("alarm")
 def test_class2_no_reader_opens_a_special_or_oversized_file(
-    tmp_path_factory: pytest.TempPathFactory, alarm: None, reader: str, kind: str,
+    tmp_path_factory: pytest.TempPathFactory, reader: str, kind: str,
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every reader refuses, naming the file and without blocking, what is not a regular

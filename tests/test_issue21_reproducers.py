@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _fuzz_traces import alarm  # noqa: F401 - a fixture
 
 from disaggsim.cli import main
 
@@ -32,20 +31,6 @@ def sample(tmp_path: Path) -> Path:
     s = tmp_path / "s"
     shutil.copytree(SAMPLE, s)
     return s
-
-
-@pytest.fixture
-def alarm() -> Iterator[None]:
-    """Fail instead of hanging: 20 s for the test."""
-
-    def _raise(*_: object) -> None:
-        raise TimeoutError("the reader blocked")
-
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
 
 
 def _convert_fails(s: Path, capsys: pytest.CaptureFixture[str], *patterns: str) -> str:
@@ -85,16 +70,18 @@ def test_class1_rmem_line_31_years_late(sample: Path, capsys: pytest.CaptureFixt
     _convert_fails(sample, capsys, r"node1\.rmem:701: field 'timestamp_us'.*999999999999999")
 
 
+@pytest.mark.usefixtures("alarm")
 def test_class2_fifo_blktrace_does_not_block(
-    sample: Path, capsys: pytest.CaptureFixture[str], alarm: None
+    sample: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (sample / "node1.disk.blktrace.1").unlink()
     os.mkfifo(sample / "node1.disk.blktrace.1")
     _convert_fails(sample, capsys, r"node1\.disk\.blktrace\.1: .*regular file.*FIFO")
 
 
+@pytest.mark.usefixtures("alarm")
 def test_class2_dev_zero_meta_is_refused(
-    sample: Path, capsys: pytest.CaptureFixture[str], alarm: None
+    sample: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (sample / "meta.json").unlink()
     (sample / "meta.json").symlink_to("/dev/zero")

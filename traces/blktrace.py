@@ -122,8 +122,10 @@ def blktrace_files(prefix_or_files: str | Path | Sequence[str | Path]) -> list[P
     """
     if isinstance(prefix_or_files, (str, Path)):
         p = Path(prefix_or_files)
-        if (p.exists() or p.is_symlink()) and not p.is_dir():
-            return [p]  # one file (read_records refuses a FIFO or device by name)
+        if (p.exists() or p.is_symlink()) and (
+            not p.is_dir() or re.search(r"\.blktrace\.[0-9]+$", p.name)
+        ):
+            return [p]  # one file (read_records refuses a FIFO, device or directory by name)
         pattern = re.compile(re.escape(p.name) + r"\.blktrace\.(\d+)$")
         parent = p.parent
         found = (

@@ -19,8 +19,10 @@ start time (``paging.read_rmem``); blktrace times are the trace clock, moved to 
 by ``trace_clock_offset_ns`` (a node entry may override it), else by the trace's own
 wall-clock anchor, else by aligning it to the node's trace start (``traces/clocks.py``,
 reported per file). All inputs' time ranges must then fit one run
-(``clocks.check_time_ranges``). ``start_ns`` in the output counts from the earliest
-record of all inputs.
+(``clocks.check_time_ranges``), after each input's records were checked against the
+bulk of that input (``disaggsim.timerange``) and their device's size
+(``disaggsim.bounds``). One paging trace or blktrace serves one node in one role.
+``start_ns`` in the output counts from the earliest record of all inputs.
 
 Steps: network messages (``pcap.network_messages``; a message A -> B is taken from A's
 capture, or from B's if A has none, so no message is counted twice) -> attribution of
