@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from disaggsim.bounds import check_records
+from disaggsim.errors import InputError
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, BladeType
 from disaggsim.timerange import check_times
 
@@ -54,6 +55,7 @@ def check_flows(
     row_word: str = "line",
     n_nodes: int | None = None,
     files: np.ndarray | None = None,
+    error: type[InputError] = InputError,
 ) -> None:
     """Check a flow table (FLOW_TABLE or SIM_FLOWS columns) row by row.
 
@@ -64,6 +66,7 @@ def check_flows(
         row_word: ``"line"`` (``file:17``), ``"row"`` or ``"record"`` (``file:row 17``).
         n_nodes: nodes of the traced cluster (FLOW_TABLE); default ``max(node) + 1``.
         files: per-row source file (a converted sample: the trace the row came from).
+        error: the InputError subclass to raise (a reader's own, e.g. TraceFormatError).
 
     Raises:
         InputError: the first row that breaks a rule: ``<file>:<row>: field '<column>':
@@ -74,7 +77,8 @@ def check_flows(
 
     def check(bad: np.ndarray, values: np.ndarray, column: str, expected: str) -> None:
         check_records(
-            path, bad, values, rows, column, expected, record_word=row_word, files=files
+            path, bad, values, rows, column, expected, record_word=row_word, files=files,
+            error=error,
         )
 
     ids = frame["flow_id"].to_numpy()
@@ -108,7 +112,8 @@ def check_flows(
                     "reads flow blade -> compute, writes compute -> blade)",
                 )
     check_times(
-        path, start, rows, "start_ns", "ns", START_FLOOR_NS, record_word=row_word, files=files
+        path, start, rows, "start_ns", "ns", START_FLOOR_NS, record_word=row_word, files=files,
+        error=error,
     )
 
 

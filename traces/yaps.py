@@ -176,7 +176,7 @@ def read_yaps(
             rows.append((fid, start, src, dst, packets * mss_bytes))
             lines.append(lineno)
     df = pd.DataFrame(rows, columns=SIM_FLOWS.names)
-    check_flows(df, p, np.asarray(lines, dtype=np.int64))
+    check_flows(df, p, np.asarray(lines, dtype=np.int64), error=TraceFormatError)
     for f in SIM_FLOWS:
         df[f.name] = df[f.name].astype(f.type.to_pandas_dtype())
     return df
