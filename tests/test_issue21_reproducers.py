@@ -71,21 +71,20 @@ def test_class1_rmem_line_31_years_late(sample: Path, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.usefixtures("alarm")
-def test_class2_fifo_blktrace_does_not_block(
-    sample: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("name", "make", "pattern"),
+    [
+        ("node1.disk.blktrace.1", os.mkfifo, r"node1\.disk\.blktrace\.1: .*regular file.*FIFO"),
+        ("meta.json", lambda p: p.symlink_to("/dev/zero"),
+         r"meta\.json: .*regular file.*character device"),
+    ],
+)
+def test_class2_special_files_are_refused_without_blocking(
+    sample: Path, capsys: pytest.CaptureFixture[str], name: str, make, pattern: str
 ) -> None:
-    (sample / "node1.disk.blktrace.1").unlink()
-    os.mkfifo(sample / "node1.disk.blktrace.1")
-    _convert_fails(sample, capsys, r"node1\.disk\.blktrace\.1: .*regular file.*FIFO")
-
-
-@pytest.mark.usefixtures("alarm")
-def test_class2_dev_zero_meta_is_refused(
-    sample: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (sample / "meta.json").unlink()
-    (sample / "meta.json").symlink_to("/dev/zero")
-    _convert_fails(sample, capsys, r"meta\.json: .*regular file.*character device")
+    (sample / name).unlink()
+    make(sample / name)
+    _convert_fails(sample, capsys, pattern)
 
 
 def test_class4_npages_beyond_a_block_request(
