@@ -112,7 +112,7 @@ def test_class1_model_flags_exactly_the_far_records(data: st.DataObject) -> None
     assert np.array_equal(mask, expected)
 
 
-READERS_1 = ["pcap", "paging", "blktrace", "yaps", "flow_table"]
+READERS_1 = ["pcap", "paging", "artifact", "blktrace", "yaps", "flow_table"]
 
 
 def _one_node(tmp: Path, reader: str, times_ns: list[int]) -> tuple[Callable[[], object], Path]:
@@ -130,6 +130,15 @@ def _one_node(tmp: Path, reader: str, times_ns: list[int]) -> tuple[Callable[[],
         f = tmp / "n0.disk"
         write_blk(f, [t - T0_NS + S_NS for t in times_ns])
         nodes = (NodeInputs(0, disk_blktrace=f, trace_clock_offset_ns=T0_NS - S_NS),)
+    elif reader == "artifact":  # the original artifact's layout, indexed form, absolute µs
+        run = tmp / "run"
+        run.mkdir(exist_ok=True)
+        f = run / "0-mem-host"
+        n = len(times_ns)
+        write_rmem(pd.DataFrame({"batch_id": range(n), "time_us": [t // 1000 for t in times_ns],
+                                 "op": "R", "page": np.arange(n) * 16, "npages": 1}),
+                   f, form="indexed")
+        return (lambda: convert(run)), f
     elif reader == "yaps":
         f = tmp / "w.yaps"
         f.write_text("".join(f"{i} {(t - T0_NS) / 1e9 + 1:.9f} 0 0 1 0 0 0 1\n"
@@ -158,7 +167,7 @@ def test_class1_every_reader_refuses_an_outlier_record(
     distance = max(span, FLOOR_NS) + data.draw(st.integers(10**6, 10**16))
     outlier = bulk[-1] + distance if late else bulk[0] - distance
     at = data.draw(st.integers(0, len(bulk)))
-    times = sorted(bulk) if reader in ("paging",) else bulk
+    times = bulk
     with_outlier = times[:at] + [outlier] + times[at:]
     call, f = _one_node(tmp, reader, with_outlier)
     with pytest.raises(InputError) as err:
