@@ -19,6 +19,7 @@ with ``.0`` appended when the result has no ``.`` or exponent (CPython 2.7
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Literal
 
 import pandas as pd
 
+from disaggsim.guards import open_regular
 from disaggsim.traces._atomic import atomic_path
 
 #: Flow kinds whose FCTs the swap device injects: remote memory accesses (paper §4.4).
@@ -259,7 +261,7 @@ def read_fct_export(path: str | Path) -> pd.DataFrame:
     sizes: list[int] = []
     means: list[float] = []
     path = Path(path)
-    with open(path, encoding="ascii") as handle:
+    with io.TextIOWrapper(open_regular(path, "an FCT export"), encoding="ascii") as handle:
         for number, line in enumerate(handle, start=1):
             fields = line.split()
             if not fields:

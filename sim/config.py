@@ -333,7 +333,7 @@ class CampaignConfig(_Strict):
                 cdf = workload.cdf
                 is_file = "/" in cdf or cdf.endswith(".txt")
                 cdf_path = (self.base_dir / cdf).resolve() if is_file else None
-                if cdf_path is not None and not cdf_path.is_file():
+                if cdf_path is not None and not (cdf_path.exists() or cdf_path.is_symlink()):
                     raise ConfigError(f"{key}.cdf: {cdf_path} does not exist")
                 out.append(ResolvedWorkload(workload.name, cdf_path, workload, {}))
                 continue

@@ -191,6 +191,7 @@ def _synthetic(workload: ResolvedWorkload, spec: SyntheticWorkload) -> LoadedWor
 
     try:
         cdf_path = synthetic.resolve_cdf(workload.path or spec.cdf)
+        check_regular(cdf_path, "a flow-size CDF")  # before it is hashed (a FIFO blocks)
     except (FileNotFoundError, ValueError) as exc:
         raise WorkloadError(f"workload {workload.name!r}: cdf {spec.cdf!r}: {exc}") from None
     generator = {

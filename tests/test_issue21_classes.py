@@ -339,6 +339,9 @@ READERS_2: dict[str, Callable[[Path], object]] = {
     "yaps": read_yaps,
     "meta.json": lambda p: load_sample(p.parent),
     "config": load_config,
+    "cdf": lambda p: __import__("disaggsim.traces.workloads", fromlist=["x"]).load_cdf(p),
+    "fct export": lambda p: __import__("disaggsim.analysis.export", fromlist=["x"])
+    .read_fct_export(p),
     "flow table": lambda p: __import__("disaggsim.sim.workloads", fromlist=["x"])
     .read_flow_table(p),
 }

@@ -32,6 +32,7 @@ Shipped CDFs live in ``traces/cdfs/`` (see ``traces/cdfs/README.md`` for their s
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.guards import open_regular
 from disaggsim.schemas import SIM_FLOWS
 from disaggsim.traces._atomic import atomic_path
 
@@ -159,8 +161,8 @@ def resolve_cdf(cdf: str | Path) -> Path:
         FileNotFoundError: neither a shipped name nor an existing file; lists the names.
     """
     path = Path(cdf)
-    if path.is_file():
-        return path
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        return path  # load_cdf refuses a FIFO or device by name (disaggsim.guards)
     shipped = CDF_DIR / f"{cdf}.txt"
     if shipped.is_file():
         return shipped
@@ -183,7 +185,7 @@ def load_cdf(cdf: str | Path) -> FlowSizeCdf:
     path = resolve_cdf(cdf)
     sizes: list[float] = []
     probs: list[float] = []
-    with path.open("r", encoding="utf-8") as fh:
+    with io.TextIOWrapper(open_regular(path, "a flow-size CDF"), encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = raw.strip()
             if not line or line.startswith("#"):
