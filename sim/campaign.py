@@ -710,13 +710,26 @@ def _remove_stale_tmp(directory: Path) -> None:
 
 
 def _write_atomic(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` then rename the temp file over ``path``."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Call ``write(tmp_path)`` then rename the temp file over ``path``.
+
+    Raises:
+        InputError: the file system's error (no space left, read-only...) naming ``path``
+            (``disaggsim.errors.located_os_error``); ``path`` is left as it was.
+    """
+    from disaggsim.errors import located_os_error
+
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise located_os_error(path, exc, "written") from None
     os.close(fd)
     try:
         write(Path(tmp_name))
         os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise located_os_error(path, exc, "written") from None
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise

@@ -551,13 +551,20 @@ def test_class11_any_file_name_prints_in_the_error(
     assert text.startswith(display_path(p) + ":byte 0")
 
 
-def test_class11_os_errors_are_located() -> None:
-    from disaggsim.errors import located_os_error
+def test_class11_a_full_disk_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
+    """ENOSPC while a campaign writes a collected table: the error names that table and
+    what the system said, and no temporary file is left behind."""
+    from disaggsim.sim.campaign import _write_atomic
 
-    err = located_os_error("out/fct.parquet", OSError(28, "No space left on device"), "written")
-    assert str(err) == ("out/fct.parquet: expected a file that can be written, got "
-                        "'[Errno 28] No space left on device'")
+    def full(tmp: Path) -> None:
+        tmp.write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
 
+    with pytest.raises(InputError) as err:
+        _write_atomic(tmp_path / "fct.parquet", full)
+    assert str(err.value) == (f"{tmp_path}/fct.parquet: expected a file that can be written, "
+                              "got '[Errno 28] No space left on device'")
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- class 10: emulate's pre-flight, before any machine state changes --------------------
