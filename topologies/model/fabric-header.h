@@ -24,10 +24,6 @@ constexpr uint32_t kFabricHeaderBytes = 18;
 /// 802.1Q tag (IEEE 802.1Q §6.9.3), the unit PFC pauses (IEEE 802.1Qbb).
 constexpr uint32_t kFabricTrafficClasses = 8;
 
-/// EtherType of MAC control frames (IEEE 802.3 §31.4.1.3), which carry PFC pause frames: such
-/// a frame is consumed by the port that receives it and never reaches a switch or host.
-constexpr uint16_t kFabricMacControlProtocol = 0x8808;
-
 /// ECN codepoints (RFC 3168 §5), the same values as the two ECN bits of the IPv4 TOS byte.
 enum class FabricEcn : uint8_t
 {

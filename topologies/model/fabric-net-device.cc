@@ -218,13 +218,6 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
 
 bool
 FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
-                               Time notBefore, Time now)
-{
-    return EnqueueFrame (packet, header, notBefore, now, kFabricNoIngressPort);
-}
-
-bool
-FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
                                Time notBefore, Time now, uint32_t ingressPort)
 {
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
@@ -242,7 +235,19 @@ FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& he
     {
         return false;
     }
-    RestartIfIdle (now);
+    // RestartIfIdle, written out: this is every frame's path.
+    if (!m_txCompletePending)
+    {
+        if (now >= m_busyUntil)
+        {
+            StartTransmission (now);
+        }
+        else
+        {
+            m_txCompletePending = true;
+            ScheduleTransmitComplete (now, m_busyUntil - now);
+        }
+    }
     return true;
 }
 
@@ -266,14 +271,28 @@ FabricNetDevice::RestartIfIdle (Time now)
 void
 FabricNetDevice::StartTransmission (Time now)
 {
-    FabricQueueItem item;
-    if (HasControlFrame ())
+    if (m_controlPending || m_pausedClasses != 0)
     {
-        item = std::move (m_pfc->control.front ());
-        m_pfc->control.pop_front ();
-        Transmit (item, now);
+        StartTransmissionSlow (now);
         return;
     }
+    FabricQueueItem item;
+    if (!m_queue->Dequeue (item, now))
+    {
+        return;
+    }
+    Transmit (item, now);
+}
+
+void
+FabricNetDevice::StartTransmissionSlow (Time now)
+{
+    if (m_controlPending)
+    {
+        TransmitControlFrame (now);
+        return;
+    }
+    FabricQueueItem item;
     // A queue whose every waiting frame is of a paused class sends nothing: the port stays
     // idle until Resume (or a new frame of an unpaused class) restarts it.
     if (!m_queue->Dequeue (item, now, m_pausedClasses))
@@ -281,6 +300,25 @@ FabricNetDevice::StartTransmission (Time now)
         return;
     }
     Transmit (item, now);
+}
+
+void
+FabricNetDevice::TransmitControlFrame (Time now)
+{
+    const PfcState::ControlFrame frame = m_pfc->control.front ();
+    const Ptr<Packet>& packet = frame.packet;
+    m_pfc->control.pop_front ();
+    m_controlPending = !m_pfc->control.empty ();
+    const Time txTime = TxTime (packet->GetSize () + kFabricHeaderBytes);
+    m_busyUntil = now + txTime;
+    ++m_txPackets;
+    m_pfcTxTrace (frame.classEnable, frame.quanta);
+    m_channel->TransmitMacControl (this, packet, txTime);
+    if (!m_queue->IsEmpty () || m_controlPending)
+    {
+        m_txCompletePending = true;
+        ScheduleTransmitComplete (now, txTime);
+    }
 }
 
 void
@@ -402,18 +440,17 @@ FabricNetDevice::SendPfc (uint8_t classEnable, uint16_t quanta)
     }
     Ptr<Packet> packet = Create<Packet> ();
     packet->AddHeader (pfc);
-    FabricHeader header;
-    header.protocol = kFabricMacControlProtocol;
     PfcState& state = Pfc ();
-    state.control.push_back (FabricQueueItem{packet, header, Time (0)});
+    state.control.push_back ({packet, classEnable, quanta});
+    m_controlPending = true;
     ++state.sent;
-    m_pfcTxTrace (classEnable, quanta);
     RestartIfIdle (Simulator::Now ());
 }
 
 void
-FabricNetDevice::ReceiveMacControl (const Ptr<Packet>& packet, Time now)
+FabricNetDevice::ReceiveMacControl (Ptr<Packet> packet)
 {
+    const Time now = Simulator::Now ();
     PfcHeader pfc;
     packet->PeekHeader (pfc);
     if (pfc.opcode != PfcHeader::kOpcode)
@@ -481,11 +518,6 @@ void
 FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& header, Time txTime,
                           Time now)
 {
-    if (header.protocol == kFabricMacControlProtocol)
-    {
-        ReceiveMacControl (received, now); // terminates here (IEEE 802.3 Annex 31A)
-        return;
-    }
     ++m_rxPackets;
     if (header.payloadBytes != 0)
     {

@@ -67,8 +67,9 @@ class FabricFrameSink
  *
  * Pause (IEEE 802.1Qbb priority flow control): Pause (c) stops the port from starting frames
  * of traffic class c (the frame on the wire finishes), Resume (c) lets it go on and restarts
- * an idle port.  A received MAC control frame (FabricHeader::protocol 0x8808, a PfcHeader)
- * is consumed here, never handed to the switch or host: a pause time of q quanta pauses its
+ * an idle port.  A MAC control frame (EtherType 0x8808 carrying a PfcHeader) travels by
+ * FabricChannel::TransmitMacControl to the peer port's ReceiveMacControl and is consumed
+ * there, never handed to the switch or host (nor costing data frames a check): a pause time of q quanta pauses its
  * classes for q x 512 bit times at this port's rate (a later frame replaces the timer), 0
  * resumes them (IEEE 802.1Qbb §36.1.3.2, 802.3 Annex 31D).  SendPfc puts such a frame on
  * the wire ahead of every queued data frame, after the one being sent (a MAC control frame
@@ -172,13 +173,10 @@ class FabricNetDevice : public NetDevice
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
     bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore);
 
-    /// EnqueueFrame at \p now, which must be Simulator::Now () (the hop path passes it down).
+    /// EnqueueFrame at \p now, which must be Simulator::Now () (the hop path passes it down);
+    /// a switch forwarding a frame names the port it came in through, \p ingressPort.
     bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore,
-                       Time now);
-
-    /// EnqueueFrame of a frame a switch forwards from its port \p ingressPort.
-    bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore,
-                       Time now, uint32_t ingressPort);
+                       Time now, uint32_t ingressPort = kFabricNoIngressPort);
 
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
     void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime);
@@ -207,6 +205,9 @@ class FabricNetDevice : public NetDevice
      * queued frame, once the frame on the wire is done.
      */
     void SendPfc (uint8_t classEnable, uint16_t quanta);
+
+    /// A MAC control frame from the cable (FabricChannel::TransmitMacControl): consumed here.
+    void ReceiveMacControl (Ptr<Packet> packet);
 
     /// \returns the PFC frames this port sent (SendPfc).
     uint64_t GetPfcFramesSent () const;
@@ -293,17 +294,27 @@ class FabricNetDevice : public NetDevice
     /// \returns true if a MAC control frame waits to be sent.
     bool HasControlFrame () const
     {
-        return m_pfc != nullptr && !m_pfc->control.empty ();
+        return m_controlPending; // a hot flag: m_pfc lives in the port's cold lines
     }
-    /// A MAC control frame arrived (consumed here).
-    void ReceiveMacControl (const Ptr<Packet>& packet, Time now);
+    /// Put the first waiting MAC control frame on the wire (StartTransmission's cold path).
+    void TransmitControlFrame (Time now);
+    /// StartTransmission when a control frame waits or a class is paused.
+    void StartTransmissionSlow (Time now);
     /// The pause of \p trafficClass ran out (its timer).
     void PauseExpired (uint8_t trafficClass);
 
     /// Cold per-port PFC state, created at the first pause sent or received.
     struct PfcState
     {
-        std::deque<FabricQueueItem> control; //!< MAC control frames waiting to be sent
+        /// A PFC frame waiting to be sent, and what it says (for the PfcTx trace).
+        struct ControlFrame
+        {
+            Ptr<Packet> packet;
+            uint8_t classEnable;
+            uint16_t quanta;
+        };
+
+        std::deque<ControlFrame> control; //!< MAC control frames waiting to be sent
         std::array<EventId, kFabricTrafficClasses> expiry; //!< pause timers
         std::array<Time, kFabricTrafficClasses> pausedSince;
         std::array<Time, kFabricTrafficClasses> pausedTotal;
@@ -331,6 +342,7 @@ class FabricNetDevice : public NetDevice
     bool m_txCompletePending{false}; //!< a TransmitComplete event is scheduled
     bool m_cutThrough{false};
     uint8_t m_pausedClasses{0}; //!< bit c: traffic class c is paused (PFC)
+    bool m_controlPending{false}; //!< m_pfc->control is not empty
     uint32_t m_switchPortIndex{kFabricNoIngressPort};
     uint64_t m_txPackets{0};
     uint64_t m_rxPackets{0};

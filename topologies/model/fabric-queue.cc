@@ -233,7 +233,20 @@ FabricQueue::Dequeue (FabricQueueItem& item, Time now)
         return false;
     }
     item = DoDequeue (now);
-    AccountDequeued (item, now);
+    // AccountDequeued, written out: this is every frame's path.
+    AccumulateOccupancy (now);
+    uint32_t bytesBefore = m_nBytes;
+    m_nBytes -= item.GetWireBytes ();
+    --m_nPackets;
+    m_bytesInQueue = m_nBytes;
+    if (m_sharedBuffer != nullptr)
+    {
+        m_sharedBuffer->Release (item.ingressPort, item.header.trafficClass, item.GetWireBytes ());
+    }
+    if (!m_dequeueTrace.IsEmpty ())
+    {
+        m_dequeueTrace (item, bytesBefore);
+    }
     return true;
 }
 

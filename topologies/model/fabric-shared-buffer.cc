@@ -56,6 +56,11 @@ FabricSharedBuffer::Release (uint32_t /* ingressPort */, uint8_t /* trafficClass
 }
 
 void
+FabricSharedBuffer::AddPort (FabricNetDevice* /* port */, uint32_t /* index */)
+{
+}
+
+void
 FabricSharedBuffer::Uncharge (uint32_t wireBytes)
 {
     NS_ASSERT_MSG (m_usedBytes >= wireBytes, "FabricSharedBuffer: releasing "

@@ -12,6 +12,8 @@
 namespace ns3
 {
 
+class FabricNetDevice;
+
 /**
  * \brief The packet memory of a shared-memory switch: one pool of SizeBytes wire bytes that
  * every egress queue of the switch draws from, the way commodity datacenter switches are
@@ -39,6 +41,11 @@ class FabricSharedBuffer : public Object
 
     /// A frame of \p wireBytes charged to \p ingressPort and \p trafficClass left the buffer.
     virtual void Release (uint32_t ingressPort, uint8_t trafficClass, uint32_t wireBytes);
+
+    /// The switch added \p port as its port \p index (FabricSwitch::AddPort, or
+    /// SetSharedBuffer for the ports it already has); its cable is attached.  The default
+    /// does nothing; a memory-management unit sizes the port's headroom here.
+    virtual void AddPort (FabricNetDevice* port, uint32_t index);
 
     uint64_t GetSizeBytes () const
     {

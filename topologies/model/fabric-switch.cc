@@ -80,6 +80,7 @@ FabricSwitch::AddPort (Ptr<FabricNetDevice> port)
         NS_ABORT_MSG_IF (!port->GetQueue (), "FabricSwitch::AddPort: a shared buffer needs the "
                                              "port's queue set first");
         port->GetQueue ()->SetSharedBuffer (PeekPointer (m_sharedBuffer));
+        m_sharedBuffer->AddPort (PeekPointer (port), port->GetSwitchPortIndex ());
     }
     return static_cast<uint32_t> (m_ports.size () - 1);
 }
@@ -92,6 +93,10 @@ FabricSwitch::SetSharedBuffer (Ptr<FabricSharedBuffer> buffer)
     {
         NS_ABORT_MSG_IF (!port->GetQueue (), "FabricSwitch::SetSharedBuffer: a port has no queue");
         port->GetQueue ()->SetSharedBuffer (PeekPointer (buffer));
+        if (buffer)
+        {
+            buffer->AddPort (PeekPointer (port), port->GetSwitchPortIndex ());
+        }
     }
 }
 
