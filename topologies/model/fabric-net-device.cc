@@ -380,12 +380,22 @@ FabricNetDevice::Pause (uint8_t trafficClass)
     Pause (trafficClass, Simulator::Now ());
 }
 
+namespace
+{
+/// \returns the bit of \p trafficClass in a class set; aborts naming \p caller if > 7.
+uint8_t
+ClassBit (uint8_t trafficClass, const char* caller)
+{
+    NS_ABORT_MSG_IF (trafficClass >= kFabricTrafficClasses,
+                     caller << ": no traffic class " << uint32_t (trafficClass));
+    return static_cast<uint8_t> (1u << trafficClass);
+}
+} // namespace
+
 void
 FabricNetDevice::Pause (uint8_t trafficClass, Time now)
 {
-    NS_ABORT_MSG_IF (trafficClass >= kFabricTrafficClasses,
-                     "FabricNetDevice::Pause: no traffic class " << uint32_t (trafficClass));
-    const uint8_t bit = static_cast<uint8_t> (1u << trafficClass);
+    const uint8_t bit = ClassBit (trafficClass, "FabricNetDevice::Pause");
     if ((m_pausedClasses & bit) == 0)
     {
         m_pausedClasses |= bit;
@@ -402,9 +412,7 @@ FabricNetDevice::Resume (uint8_t trafficClass)
 void
 FabricNetDevice::Resume (uint8_t trafficClass, Time now)
 {
-    NS_ABORT_MSG_IF (trafficClass >= kFabricTrafficClasses,
-                     "FabricNetDevice::Resume: no traffic class " << uint32_t (trafficClass));
-    const uint8_t bit = static_cast<uint8_t> (1u << trafficClass);
+    const uint8_t bit = ClassBit (trafficClass, "FabricNetDevice::Resume");
     if ((m_pausedClasses & bit) == 0)
     {
         return;

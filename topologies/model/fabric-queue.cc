@@ -226,14 +226,20 @@ FabricQueue::Dequeue (FabricQueueItem& item)
 }
 
 bool
-FabricQueue::Dequeue (FabricQueueItem& item, Time now)
+FabricQueue::DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedClasses)
 {
     if (m_nPackets == 0)
     {
         return false;
     }
-    item = DoDequeue (now);
-    // AccountDequeued, written out: this is every frame's path.
+    if (pausedClasses == 0)
+    {
+        item = DoDequeue (now);
+    }
+    else if (!DoDequeueUnpaused (now, pausedClasses, item))
+    {
+        return false;
+    }
     AccumulateOccupancy (now);
     uint32_t bytesBefore = m_nBytes;
     m_nBytes -= item.GetWireBytes ();
@@ -247,17 +253,6 @@ FabricQueue::Dequeue (FabricQueueItem& item, Time now)
     {
         m_dequeueTrace (item, bytesBefore);
     }
-    return true;
-}
-
-bool
-FabricQueue::DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedClasses)
-{
-    if (m_nPackets == 0 || !DoDequeueUnpaused (now, pausedClasses, item))
-    {
-        return false;
-    }
-    AccountDequeued (item, now);
     return true;
 }
 
@@ -266,24 +261,6 @@ FabricQueue::DoDequeueUnpaused (Time /* now */, uint8_t /* pausedClasses */,
                                 FabricQueueItem& /* item */)
 {
     return false; // class-blind: one order for every class, so a paused class stops the port
-}
-
-void
-FabricQueue::AccountDequeued (const FabricQueueItem& item, Time now)
-{
-    AccumulateOccupancy (now);
-    uint32_t bytesBefore = m_nBytes;
-    m_nBytes -= item.GetWireBytes ();
-    --m_nPackets;
-    m_bytesInQueue = m_nBytes;
-    if (m_sharedBuffer != nullptr)
-    {
-        m_sharedBuffer->Release (item.ingressPort, item.header.trafficClass, item.GetWireBytes ());
-    }
-    if (!m_dequeueTrace.IsEmpty ())
-    {
-        m_dequeueTrace (item, bytesBefore);
-    }
 }
 
 void

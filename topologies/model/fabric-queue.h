@@ -104,7 +104,10 @@ class FabricQueue : public Object
     bool Dequeue (FabricQueueItem& item);
 
     /// Dequeue at \p now, which must be Simulator::Now () (see Enqueue (item, now)).
-    bool Dequeue (FabricQueueItem& item, Time now);
+    bool Dequeue (FabricQueueItem& item, Time now)
+    {
+        return DequeueUnpaused (item, now, 0);
+    }
 
     /**
      * Dequeue at \p now the next frame of a class not paused: bit c of \p pausedClasses set
@@ -113,8 +116,7 @@ class FabricQueue : public Object
      */
     bool Dequeue (FabricQueueItem& item, Time now, uint8_t pausedClasses)
     {
-        return pausedClasses == 0 ? Dequeue (item, now)
-                                  : DequeueUnpaused (item, now, pausedClasses);
+        return DequeueUnpaused (item, now, pausedClasses);
     }
 
     /// Draw every arrival from \p buffer as well (see the class description); nullptr
@@ -241,10 +243,8 @@ class FabricQueue : public Object
     void NotifyMarked (const FabricQueueItem& item, uint32_t bytesBefore);
 
   private:
-    /// Dequeue's cold path: some class is paused.
+    /// Dequeue: the next frame of a class not in \p pausedClasses (any if 0).
     bool DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedClasses);
-    /// The accounting of a frame \p item that DoDequeue or DoDequeueUnpaused just removed.
-    void AccountDequeued (const FabricQueueItem& item, Time now);
     /// Add the occupancy since the last change to the time integral; \p now = Simulator::Now ().
     void AccumulateOccupancy (Time now);
     /// DropBuffered at \p now = Simulator::Now ().

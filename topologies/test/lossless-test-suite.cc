@@ -5,6 +5,7 @@
 #include "topologies/model/clos-topology.h"
 #include "topologies/model/fabric-header.h"
 #include "topologies/model/fabric-net-device.h"
+#include "topologies/model/pfc-monitor.h"
 #include "topologies/model/switch-mmu.h"
 
 #include "ns3/core-module.h"
@@ -317,6 +318,46 @@ class VictimFlowTestCase : public TestCase
     }
 };
 
+/**
+ * Deadlock detection: the ToR's port to host 0 is paused and never resumed (a stand-in for a
+ * cyclic buffer dependency); hosts 1 and 2 send 3 frames each to host 0.  As in the 2-sender
+ * case the ToR pauses both hosts, received at 592.8 ns, which arms the monitor; by the check
+ * one DeadlockTimeout (1 ms) later no port has sent a data frame (only refreshed pauses), so
+ * the run stops at 1,000,592.8 ns and the report names the three waiting ports.
+ */
+class DeadlockTestCase : public TestCase
+{
+  public:
+    DeadlockTestCase ()
+          : TestCase ("PFC deadlock: nothing moves for 1 ms while frames wait: stop at "
+                      "1000592.8 ns, naming the waiting ports")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos =
+            BuildFabric ({{"Fabric", "lossless"}},
+                         {{"XoffBytes", "3000"}, {"ReserveBytes", "0"}, {"XonOffsetBytes", "3000"}});
+        clos->GetTor (0)->GetPort (0)->Pause (0);
+        SendFrames (clos, 1, 0, 3);
+        SendFrames (clos, 2, 0, 3);
+        Simulator::Run ();
+        Ptr<PfcMonitor> monitor = clos->GetPfcMonitor ();
+        NS_TEST_ASSERT_MSG_EQ (monitor->IsDeadlocked (), true, "detected");
+        NS_TEST_ASSERT_MSG_EQ (Simulator::Now (), PicoSeconds (1000592800), "one timeout later");
+        // Nodes 0..143 are hosts, 144 is ToR 0.
+        const std::string expected =
+            "host node 1 (paused classes 0x1, 1 frames) waits on switch node 144 port 1\n"
+            "host node 2 (paused classes 0x1, 1 frames) waits on switch node 144 port 2\n"
+            "switch node 144 port 0 (paused classes 0x1, 4 frames) waits on host node 0\n";
+        NS_TEST_ASSERT_MSG_EQ (monitor->GetDeadlockReport (), expected, "who waits on whom");
+        NS_TEST_ASSERT_MSG_EQ (monitor->GetLongestPauseChain (), 1u, "one hop of pause");
+        Simulator::Destroy ();
+    }
+};
+
 class LosslessTestSuite : public TestSuite
 {
   public:
@@ -328,6 +369,7 @@ class LosslessTestSuite : public TestSuite
         AddTestCase (new IncastTestCase (false), TestCase::QUICK);
         AddTestCase (new IncastTestCase (true), TestCase::QUICK);
         AddTestCase (new VictimFlowTestCase, TestCase::QUICK);
+        AddTestCase (new DeadlockTestCase, TestCase::QUICK);
     }
 };
 
