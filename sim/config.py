@@ -194,7 +194,8 @@ class TopologySection(_Strict):
     delays: Literal["table4", "authors-sim"] = "table4"
     #: Loss model (``ns3::ClosTopology::Fabric``): "lossy" (per-port drop-tail buffers of
     #: ``buffer_bytes``) or "lossless" (each switch a shared buffer of ``buffer_bytes`` x its
-    #: ports with PFC and RED-ECN; tune it with ``[attributes]`` ``ns3::SwitchMmu::*``;
+    #: ports plus PFC headroom, with PFC and RED-ECN; tune it with ``[attributes]``
+    #: ``ns3::SwitchMmu::*``;
     #: topologies/doc/lossless.md).
     fabric: Literal["lossy", "lossless"] = "lossy"
 

@@ -66,8 +66,9 @@ ClosTopology::GetTypeId ()
                                             "lossless"))
             .AddAttribute ("LosslessBufferBytes",
                            "Shared buffer of each switch of the lossless fabric in wire bytes; "
-                           "0 (default) = BufferBytes x its ports: the memory of the lossy "
-                           "fabric's per-port buffers, pooled",
+                           "0 (default) = BufferBytes x its ports (the memory of the lossy "
+                           "fabric's per-port buffers, pooled) + its ports' PFC headroom and "
+                           "reserve",
                            UintegerValue (0),
                            MakeUintegerAccessor (&ClosTopology::m_losslessBufferBytes),
                            MakeUintegerChecker<uint64_t> ())
@@ -265,11 +266,15 @@ ClosTopology::Build ()
     {
         for (const Ptr<FabricSwitch>& sw : GetSwitches ())
         {
-            const uint64_t size = m_losslessBufferBytes != 0
-                                      ? m_losslessBufferBytes
-                                      : uint64_t (m_bufferBytes) * sw->GetNPorts ();
-            sw->SetSharedBuffer (
-                CreateObjectWithAttributes<SwitchMmu> ("SizeBytes", UintegerValue (size)));
+            Ptr<SwitchMmu> mmu = CreateObject<SwitchMmu> ();
+            sw->SetSharedBuffer (mmu); // sizes each port's headroom
+            // Default: the lossy fabric's port buffers, pooled, on top of what PFC reserves.
+            const uint64_t size =
+                m_losslessBufferBytes != 0
+                    ? m_losslessBufferBytes
+                    : uint64_t (m_bufferBytes) * sw->GetNPorts () + mmu->GetReservedBytes ();
+            mmu->SetAttribute ("SizeBytes", UintegerValue (size));
+            mmu->CheckSize ("ClosTopology (LosslessBufferBytes)");
         }
         m_pfcMonitor = CreateObject<PfcMonitor> ();
         m_pfcMonitor->Watch (this);

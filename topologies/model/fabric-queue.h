@@ -49,7 +49,9 @@ struct FabricQueueItem
  * The base class does the byte accounting, the MaxBytes limit, the statistics (peak and
  * time-averaged occupancy, drops, CE marks) and the trace sources; subclasses implement
  * DoEnqueue/DoDequeue.  Occupancy counts wire bytes (packet + 18 B frame header).
- * MaxBytes = 0 means unlimited (host NICs by default).
+ * MaxBytes = 0 means unlimited (host NICs by default).  A discipline that stores frames its
+ * own way must hand back each frame's ingressPort and trafficClass unchanged (DoDequeue,
+ * DoSelectVictim): a shared buffer releases the frame from that (ingress, class).
  *
  * Traffic classes and pause: Dequeue (item, now, pausedClasses) skips the classes whose bit
  * is set in pausedClasses (bit c = FabricHeader::trafficClass c, paused by PFC).  A

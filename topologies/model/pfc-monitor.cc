@@ -6,6 +6,7 @@
 #include "clos-topology.h"
 #include "fabric-channel.h"
 #include "fabric-switch.h"
+#include "switch-mmu.h"
 
 #include "ns3/log.h"
 #include "ns3/node.h"
@@ -49,6 +50,7 @@ PfcMonitor::DoDispose ()
 {
     m_check.Cancel ();
     m_ports.clear ();
+    m_switches.clear ();
     m_chain.clear ();
     Object::DoDispose ();
 }
@@ -64,6 +66,7 @@ PfcMonitor::Watch (Ptr<ClosTopology> topology)
     {
         m_ports.push_back (port);
     }
+    m_switches = topology->GetSwitches ();
     for (const Ptr<FabricNetDevice>& port : m_ports)
     {
         port->TraceConnectWithoutContext (
@@ -168,6 +171,22 @@ PfcMonitor::Check ()
     const uint64_t tx = TransmittedFrames ();
     if (tx == m_lastTx)
     {
+        for (const Ptr<FabricSwitch>& sw : m_switches)
+        {
+            Ptr<SwitchMmu> mmu = DynamicCast<SwitchMmu> (sw->GetSharedBuffer ());
+            for (uint32_t i = 0; mmu && i < sw->GetNPorts (); ++i)
+            {
+                for (uint8_t c = 0; c < kFabricTrafficClasses; ++c)
+                {
+                    if (mmu->IsPausing (i, c))
+                    {
+                        report << PortName (PeekPointer (sw->GetPort (i))) << " pauses class "
+                               << uint32_t (c) << " upstream holding "
+                               << mmu->GetIngressBytes (i, c) << " bytes\n";
+                    }
+                }
+            }
+        }
         m_deadlocked = true;
         m_report = report.str ();
         std::cerr << "PFC deadlock at " << Simulator::Now ().GetNanoSeconds ()

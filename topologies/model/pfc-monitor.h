@@ -18,6 +18,7 @@ namespace ns3
 {
 
 class ClosTopology;
+class FabricSwitch;
 
 /**
  * \brief Observes PFC on every port of a fabric (ClosTopology creates one for the lossless
@@ -55,7 +56,9 @@ class PfcMonitor : public Object
         return m_deadlocked;
     }
 
-    /// \returns one line per waiting port: "<port> waits on <peer port>" (empty if none).
+    /// \returns one line per waiting port: "<port> waits on <peer port>", then one per
+    /// pausing switch ingress: "<port> pauses class c upstream holding B bytes" (empty if
+    /// no deadlock).
     const std::string& GetDeadlockReport () const
     {
         return m_report;
@@ -76,6 +79,7 @@ class PfcMonitor : public Object
 
     Time m_timeout;
     std::vector<Ptr<FabricNetDevice>> m_ports;
+    std::vector<Ptr<FabricSwitch>> m_switches;
     std::unordered_map<const FabricNetDevice*, uint32_t> m_chain; //!< chain while paused
     uint32_t m_longestChain{0};
     EventId m_check;

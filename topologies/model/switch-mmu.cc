@@ -139,10 +139,15 @@ SwitchMmu::RecomputeReserved ()
             m_reservedBytes += p.headroomBytes + m_reserveBytes;
         }
     }
+}
+
+void
+SwitchMmu::CheckSize (const std::string& where) const
+{
     NS_ABORT_MSG_IF (m_reservedBytes > GetSizeBytes (),
-                     "SwitchMmu: SizeBytes " << GetSizeBytes () << " B is less than the ports' "
-                                             << "headroom and reserve (" << m_reservedBytes
-                                             << " B)");
+                     where << ": SwitchMmu::SizeBytes " << GetSizeBytes ()
+                           << " B is less than its ports' headroom and reserve ("
+                           << m_reservedBytes << " B)");
 }
 
 uint64_t
@@ -152,7 +157,8 @@ SwitchMmu::GetXoffThresholdBytes () const
     {
         return m_xoffBytes;
     }
-    const uint64_t free = GetSizeBytes () - m_reservedBytes - m_sharedUsed;
+    const uint64_t unshared = m_reservedBytes + m_sharedUsed;
+    const uint64_t free = GetSizeBytes () > unshared ? GetSizeBytes () - unshared : 0;
     return static_cast<uint64_t> (m_alpha * static_cast<double> (free));
 }
 

@@ -12,6 +12,7 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <string>
 #include <vector>
 
 namespace ns3
@@ -56,6 +57,16 @@ class SwitchMmu : public FabricSharedBuffer
 
     /// \returns the XOFF threshold now, in bytes of shared use per (port, class).
     uint64_t GetXoffThresholdBytes () const;
+    /// \returns the bytes not shared: every port's headroom and reserve (one class per port,
+    /// as HPCC's simulator counts them).
+    uint64_t GetReservedBytes () const
+    {
+        return m_reservedBytes;
+    }
+
+    /// Abort with a message naming \p where unless SizeBytes holds the reserved bytes.
+    void CheckSize (const std::string& where) const;
+
     /// \returns the headroom of ingress port \p port in bytes.
     uint64_t GetHeadroomBytes (uint32_t port) const;
     /// \returns the bytes buffered now for ingress \p port, \p trafficClass (reserve +

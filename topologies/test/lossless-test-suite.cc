@@ -255,8 +255,10 @@ class HeadroomTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (0), 7154u, "host port");
         // The uplink runs at 160 Gbps: 4554 + 20 B/ns x 880 ns = 22154 B.
         NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (16), 22154u, "uplink");
-        // Default size: 36864 B x 20 ports.
-        NS_TEST_ASSERT_MSG_EQ (mmu->GetSizeBytes (), 36864u * 20, "pooled port buffers");
+        // Default size: 36864 B x 20 ports, pooled, + the headroom and 4 KB reserve of 16 host
+        // ports and 4 uplinks: 737280 + 16 x (7154 + 4096) + 4 x (22154 + 4096) = 1022280 B.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetReservedBytes (), 16u * 11250 + 4u * 26250, "reserved");
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetSizeBytes (), 1022280u, "pooled port buffers + PFC's");
         Simulator::Destroy ();
     }
 };
@@ -323,7 +325,8 @@ class VictimFlowTestCase : public TestCase
  * cyclic buffer dependency); hosts 1 and 2 send 3 frames each to host 0.  As in the 2-sender
  * case the ToR pauses both hosts, received at 592.8 ns, which arms the monitor; by the check
  * one DeadlockTimeout (1 ms) later no port has sent a data frame (only refreshed pauses), so
- * the run stops at 1,000,592.8 ns and the report names the three waiting ports.
+ * the run stops at 1,000,592.8 ns and the report names the three waiting ports and the two
+ * ToR ingresses that hold their pauses (3000 B each).
  */
 class DeadlockTestCase : public TestCase
 {
@@ -351,7 +354,9 @@ class DeadlockTestCase : public TestCase
         const std::string expected =
             "host node 1 (paused classes 0x1, 1 frames) waits on switch node 144 port 1\n"
             "host node 2 (paused classes 0x1, 1 frames) waits on switch node 144 port 2\n"
-            "switch node 144 port 0 (paused classes 0x1, 4 frames) waits on host node 0\n";
+            "switch node 144 port 0 (paused classes 0x1, 4 frames) waits on host node 0\n"
+            "switch node 144 port 1 pauses class 0 upstream holding 3000 bytes\n"
+            "switch node 144 port 2 pauses class 0 upstream holding 3000 bytes\n";
         NS_TEST_ASSERT_MSG_EQ (monitor->GetDeadlockReport (), expected, "who waits on whom");
         NS_TEST_ASSERT_MSG_EQ (monitor->GetLongestPauseChain (), 1u, "one hop of pause");
         Simulator::Destroy ();
