@@ -215,6 +215,10 @@ class IncastTestCase : public TestCase
             NS_TEST_ASSERT_MSG_EQ (mmu->GetUsedBytes (), 0u, "drained");
         }
         NS_TEST_ASSERT_MSG_GT (pauses, 0u, "PFC did the work");
+        // Pause spreads back hop by hop: spine -> ToR 0 (1), ToR k's uplink by the spine (2),
+        // host by ToR k (3).
+        NS_TEST_ASSERT_MSG_EQ (clos->GetPfcMonitor ()->GetLongestPauseChain (), 3u,
+                               "host <- ToR k <- spine <- ToR 0");
         Simulator::Destroy ();
     }
 
@@ -259,6 +263,8 @@ class HeadroomTestCase : public TestCase
         // ports and 4 uplinks: 737280 + 16 x (7154 + 4096) + 4 x (22154 + 4096) = 1022280 B.
         NS_TEST_ASSERT_MSG_EQ (mmu->GetReservedBytes (), 16u * 11250 + 4u * 26250, "reserved");
         NS_TEST_ASSERT_MSG_EQ (mmu->GetSizeBytes (), 1022280u, "pooled port buffers + PFC's");
+        // Dynamic XOFF with an empty buffer: Alpha x (size - reserved) = 737280 / 8.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetXoffThresholdBytes (), 92160u, "dynamic threshold");
         Simulator::Destroy ();
     }
 };
@@ -363,6 +369,49 @@ class DeadlockTestCase : public TestCase
     }
 };
 
+/**
+ * RED-ECN at the egress with Kmin = 3000 B, Kmax = 4500 B, Pmax = 1: 6 ECT frames of 1500 wire
+ * B into the ToR's port to host 0, paused so that it holds them, arrive at occupancies 0, 1500,
+ * 3000 (<= Kmin: unmarked), 4500 (probability Pmax (4500 - 3000) / 1500 = 1: marked), 6000
+ * and 7500 (> Kmax: marked): 3 marks, whatever the random draws.  Not-ECT frames: none.
+ */
+class RedEcnTestCase : public TestCase
+{
+  public:
+    explicit RedEcnTestCase (bool ect)
+          : TestCase (std::string ("RED-ECN at the egress, Kmin 3000, Kmax 4500: ") +
+                      (ect ? "3 of 6 ECT frames marked" : "not-ECT frames never marked"))
+          , m_ect (ect)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos = BuildFabric (
+            {{"Fabric", "lossless"}},
+            {{"EcnKminBytes", "3000"}, {"EcnKmaxBytes", "4500"}, {"EcnPmax", "1"}});
+        Ptr<FabricNetDevice> toHost0 = clos->GetTor (0)->GetPort (0);
+        toHost0->Pause (0);
+        for (uint32_t i = 0; i < 6; ++i)
+        {
+            FabricHeader header;
+            header.srcHost = 1;
+            header.dstHost = 0;
+            header.payloadBytes = kPayload;
+            header.ecn = m_ect ? FabricEcn::ECT0 : FabricEcn::NOT_ECT;
+            clos->GetHostDevice (1)->SendFabric (Create<Packet> (kPayload), header);
+        }
+        Simulator::Schedule (MicroSeconds (5), [toHost0] () { toHost0->Resume (0); });
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (toHost0->GetQueue ()->GetMarkedPackets (), m_ect ? 3u : 0u,
+                               "CE marks");
+        Simulator::Destroy ();
+    }
+
+    bool m_ect;
+};
+
 class LosslessTestSuite : public TestSuite
 {
   public:
@@ -375,6 +424,8 @@ class LosslessTestSuite : public TestSuite
         AddTestCase (new IncastTestCase (true), TestCase::QUICK);
         AddTestCase (new VictimFlowTestCase, TestCase::QUICK);
         AddTestCase (new DeadlockTestCase, TestCase::QUICK);
+        AddTestCase (new RedEcnTestCase (true), TestCase::QUICK);
+        AddTestCase (new RedEcnTestCase (false), TestCase::QUICK);
     }
 };
 
