@@ -201,6 +201,12 @@ class TopologySection(_Strict):
     #: "authors-sim" (the authors' simulator's DDC delays: 110 ns host links, 400 ns spine
     #: links, no switching delay; the switching and cable keys are then ignored).
     delays: Literal["table4", "authors-sim"] = "table4"
+    #: Loss model (``ns3::ClosTopology::Fabric``): "lossy" (per-port drop-tail buffers of
+    #: ``buffer_bytes``) or "lossless" (each switch a shared buffer of ``buffer_bytes`` x its
+    #: ports plus PFC headroom, with PFC and RED-ECN; tune it with ``[attributes]``
+    #: ``ns3::SwitchMmu::*``;
+    #: topologies/doc/lossless.md).
+    fabric: Literal["lossy", "lossless"] = "lossy"
 
     @model_validator(mode="after")
     def _host_ids_fit(self) -> TopologySection:

@@ -158,6 +158,7 @@ Run (int argc, char** argv)
     cmd.AddValue ("spines", "ns3::ClosTopology::Spines");
     cmd.AddValue ("spineRateFactor", "ns3::ClosTopology::SpineRateFactor");
     cmd.AddValue ("bufferBytes", "ns3::ClosTopology::BufferBytes");
+    cmd.AddValue ("fabric", "ns3::ClosTopology::Fabric");
     cmd.AddValue ("intraRackCableM", "ns3::ClosTopology::IntraRackCableM");
     cmd.AddValue ("interRackCableM", "ns3::ClosTopology::InterRackCableM");
     cmd.AddValue ("accessRateGbps", "host-ToR rate in Gbps (ns3::ClosTopology::AccessRate)",
@@ -269,6 +270,12 @@ Run (int argc, char** argv)
     if (!flows.empty ())
     {
         Simulator::Run ();
+    }
+    if (topology->GetPfcMonitor () && topology->GetPfcMonitor ()->IsDeadlocked ())
+    {
+        std::cerr << "disaggsim-ns3: the lossless fabric deadlocked (PFC); waiting ports:\n"
+                  << topology->GetPfcMonitor ()->GetDeadlockReport ();
+        return 3;
     }
 
     // FCT records.

@@ -3,6 +3,9 @@
  */
 #include "run-stats.h"
 
+#include "topologies/model/switch-mmu.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <sys/resource.h>
@@ -25,6 +28,36 @@ CollectFabricStats (ns3::Ptr<const ns3::ClosTopology> topology, RunStats& stats)
         stats.ceMarks += port->GetQueue ()->GetMarkedPackets ();
     }
     stats.packetsDropped = topology->GetHostNicDrops () + topology->GetSwitchPortDrops ();
+    if (!topology->GetPfcMonitor ())
+    {
+        return; // lossy: no PFC, no MMU
+    }
+    std::vector<ns3::Ptr<ns3::FabricNetDevice>> ports = topology->GetSwitchPorts ();
+    for (uint32_t h = 0; h < topology->GetNHosts (); ++h)
+    {
+        ports.push_back (topology->GetHostDevice (h));
+    }
+    for (const auto& port : ports)
+    {
+        stats.pfcFrames += port->GetPfcFramesSent ();
+        for (uint8_t c = 0; c < ns3::kFabricTrafficClasses; ++c)
+        {
+            stats.pausedNs += port->GetPausedTime (c).GetNanoSeconds ();
+        }
+    }
+    for (const auto& sw : topology->GetSwitches ())
+    {
+        auto mmu = ns3::DynamicCast<ns3::SwitchMmu> (sw->GetSharedBuffer ());
+        for (uint32_t port = 0; mmu && port < sw->GetNPorts (); ++port)
+        {
+            for (uint8_t c = 0; c < ns3::kFabricTrafficClasses; ++c)
+            {
+                stats.peakIngressBytes =
+                    std::max (stats.peakIngressBytes, mmu->GetPeakIngressBytes (port, c));
+            }
+        }
+    }
+    stats.longestPauseChain = topology->GetPfcMonitor ()->GetLongestPauseChain ();
 }
 
 long
@@ -147,6 +180,10 @@ StatsJson (const RunStats& stats,
        << "  \"packets_delivered\": " << stats.packetsDelivered << ",\n"
        << "  \"packets_dropped\": " << stats.packetsDropped << ",\n"
        << "  \"ce_marks\": " << stats.ceMarks << ",\n"
+       << "  \"pfc_frames\": " << stats.pfcFrames << ",\n"
+       << "  \"paused_ns\": " << stats.pausedNs << ",\n"
+       << "  \"peak_ingress_bytes\": " << stats.peakIngressBytes << ",\n"
+       << "  \"longest_pause_chain\": " << stats.longestPauseChain << ",\n"
        << "  \"flows\": " << stats.flows << ",\n"
        << "  \"flows_finished\": " << stats.flowsFinished << ",\n"
        << "  \"peak_rss_kb\": " << stats.peakRssKb << ",\n";

@@ -316,6 +316,8 @@ def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path)
         f"--mssBytes={topo['mss_bytes']}",
         f"--seed={spec.seed}",
     ]
+    if topo.get("fabric", "lossy") != "lossy":
+        cmd.append(f"--fabric={topo['fabric']}")  # the driver's default is the lossy fabric
     if spec.stop_time_ns is not None:
         cmd.append(f"--stopTimeNs={spec.stop_time_ns}")
     cmd += [f"--{path}={value}" for path, value in sorted(delays.attributes.items())]

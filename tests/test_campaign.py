@@ -19,7 +19,7 @@ from disaggsim.sim.campaign import (
     is_done,
     run_key,
 )
-from disaggsim.sim.config import load_config
+from disaggsim.sim.config import ConfigError, load_config
 from disaggsim.sim.hashing import sha256_frame
 from disaggsim.sim.runner import RunSpec, ns3_command
 from disaggsim.sim.workloads import LoadedWorkload
@@ -158,6 +158,26 @@ def test_ns3_command_flags():
         "--intraRackCableM=4", "--interRackCableM=40", "--propNsPerM=5", "--mssBytes=1460",
         "--seed=1", "--stopTimeNs=5000", "--ns3::TcpSocketBase::MinRto=+5ms",
     ]
+
+
+def test_ns3_command_lossless_fabric():
+    # [topology] fabric = "lossless" adds --fabric (ns3::ClosTopology::Fabric); the lossy
+    # default adds nothing, so the commands of existing campaigns are unchanged.
+    lossless = _spec(topology={**TOPOLOGY, "fabric": "lossless"})
+    cmd = ns3_command(lossless, Path("f.csv"), Path("o.csv"), Path("s.json"))
+    assert cmd.count("--fabric=lossless") == 1
+    lossy = ns3_command(_spec(topology={**TOPOLOGY, "fabric": "lossy"}), Path("f.csv"),
+                        Path("o.csv"), Path("s.json"))
+    assert not any(arg.startswith("--fabric") for arg in lossy)
+
+
+def test_topology_fabric_key(tmp_path):
+    assert _config(tmp_path, '[grid]\nprotocols = ["tcp", "dctcp"]\n').topology.fabric == "lossy"
+    grid = '[grid]\nprotocols = ["tcp", "dctcp"]\n[topology]\n'
+    config = _config(tmp_path, grid + 'fabric = "lossless"\n')
+    assert config.topology.fabric == "lossless"
+    with pytest.raises(ConfigError, match="fabric"):
+        _config(tmp_path, grid + 'fabric = "pfc"\n')
 
 
 def test_done_marker_means_skip(tmp_path):

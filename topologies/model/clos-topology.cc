@@ -5,8 +5,10 @@
 
 #include "drop-tail-ecn-queue.h"
 #include "fabric-channel.h"
+#include "switch-mmu.h"
 
 #include "ns3/double.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/uinteger.h"
 
@@ -54,6 +56,22 @@ ClosTopology::GetTypeId ()
                            UintegerValue (36864),
                            MakeUintegerAccessor (&ClosTopology::m_bufferBytes),
                            MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("Fabric",
+                           "Loss model: lossy (per-port drop-tail buffers of BufferBytes) or "
+                           "lossless (each switch a SwitchMmu: a shared buffer of "
+                           "LosslessBufferBytes, PFC and RED-ECN; topologies/doc/lossless.md)",
+                           EnumValue (ClosTopology::LOSSY),
+                           MakeEnumAccessor (&ClosTopology::m_fabric),
+                           MakeEnumChecker (ClosTopology::LOSSY, "lossy", ClosTopology::LOSSLESS,
+                                            "lossless"))
+            .AddAttribute ("LosslessBufferBytes",
+                           "Shared buffer of each switch of the lossless fabric in wire bytes; "
+                           "0 (default) = BufferBytes x its ports (the memory of the lossy "
+                           "fabric's per-port buffers, pooled) + its ports' PFC headroom and "
+                           "reserve",
+                           UintegerValue (0),
+                           MakeUintegerAccessor (&ClosTopology::m_losslessBufferBytes),
+                           MakeUintegerChecker<uint64_t> ())
             .AddAttribute ("HostBufferBytes", "Host NIC queue limit in wire bytes (0 = unlimited)",
                            UintegerValue (0),
                            MakeUintegerAccessor (&ClosTopology::m_hostBufferBytes),
@@ -197,7 +215,7 @@ ClosTopology::Build ()
         Ptr<FabricNetDevice> hostDevice =
             makeDevice (m_hostNodes.Get (h), m_accessRate, m_hostQueueFactory, m_hostBufferBytes);
         Ptr<FabricNetDevice> torPort = makeDevice (m_switchNodes.Get (rack), m_accessRate,
-                                                   m_switchQueueFactory, m_bufferBytes);
+                                                   m_switchQueueFactory, SwitchPortBytes ());
         connect (hostDevice, torPort, GetIntraRackDelay ());
         m_tors[rack]->AddPort (torPort);
         m_hostDevices.push_back (hostDevice);
@@ -208,10 +226,10 @@ ClosTopology::Build ()
     {
         for (uint32_t s = 0; s < m_spines; ++s)
         {
-            Ptr<FabricNetDevice> up =
-                makeDevice (m_switchNodes.Get (r), spineRate, m_switchQueueFactory, m_bufferBytes);
+            Ptr<FabricNetDevice> up = makeDevice (m_switchNodes.Get (r), spineRate,
+                                                  m_switchQueueFactory, SwitchPortBytes ());
             Ptr<FabricNetDevice> down = makeDevice (m_switchNodes.Get (m_racks + s), spineRate,
-                                                    m_switchQueueFactory, m_bufferBytes);
+                                                    m_switchQueueFactory, SwitchPortBytes ());
             connect (up, down, GetInterRackDelay ());
             m_tors[r]->AddPort (up);
             m_spineSwitches[s]->AddPort (down);
@@ -243,6 +261,23 @@ ClosTopology::Build ()
         {
             m_spineSwitches[s]->SetRoute (h, {GetRackOfHost (h)});
         }
+    }
+    if (m_fabric == LOSSLESS)
+    {
+        for (const Ptr<FabricSwitch>& sw : GetSwitches ())
+        {
+            Ptr<SwitchMmu> mmu = CreateObject<SwitchMmu> ();
+            sw->SetSharedBuffer (mmu); // sizes each port's headroom
+            // Default: the lossy fabric's port buffers, pooled, on top of what PFC reserves.
+            const uint64_t size =
+                m_losslessBufferBytes != 0
+                    ? m_losslessBufferBytes
+                    : uint64_t (m_bufferBytes) * sw->GetNPorts () + mmu->GetReservedBytes ();
+            mmu->SetAttribute ("SizeBytes", UintegerValue (size));
+            mmu->CheckSize ("ClosTopology (LosslessBufferBytes)");
+        }
+        m_pfcMonitor = CreateObject<PfcMonitor> ();
+        m_pfcMonitor->Watch (this);
     }
     NS_LOG_INFO ("Clos built: " << nHosts << " hosts, " << m_racks << " ToRs, " << m_spines
                                 << " spines");
@@ -371,6 +406,20 @@ ClosTopology::BdpBytes (uint32_t perPacketHeaderBytes, uint32_t mssBytes) const
            BaseRtt (perPacketHeaderBytes, mssBytes).GetSeconds () / 8.0;
 }
 
+uint32_t
+ClosTopology::SwitchPortBytes () const
+{
+    return m_fabric == LOSSLESS ? 0 : m_bufferBytes; // lossless: only the MMU limits
+}
+
+std::vector<Ptr<FabricSwitch>>
+ClosTopology::GetSwitches () const
+{
+    std::vector<Ptr<FabricSwitch>> switches (m_tors);
+    switches.insert (switches.end (), m_spineSwitches.begin (), m_spineSwitches.end ());
+    return switches;
+}
+
 uint64_t
 ClosTopology::GetSwitchPortDrops () const
 {
@@ -409,7 +458,7 @@ ClosTopology::AttachToTor (uint32_t rack, Ptr<Node> node, DataRate rate, Time de
     Ptr<FabricNetDevice> torPort = CreateObject<FabricNetDevice> ();
     torPort->SetDataRate (rate);
     Ptr<FabricQueue> portQueue = m_switchQueueFactory.Create<FabricQueue> ();
-    portQueue->SetMaxBytes (m_bufferBytes);
+    portQueue->SetMaxBytes (SwitchPortBytes ());
     torPort->SetQueue (portQueue);
     m_switchNodes.Get (rack)->AddDevice (torPort);
     Ptr<FabricChannel> channel = CreateObject<FabricChannel> ();

@@ -6,6 +6,7 @@
 
 #include "fabric-net-device.h"
 #include "fabric-switch.h"
+#include "pfc-monitor.h"
 
 #include "ns3/data-rate.h"
 #include "ns3/node-container.h"
@@ -34,6 +35,13 @@ namespace ns3
 class ClosTopology : public Object
 {
   public:
+    /// The fabric's loss model (attribute Fabric).
+    enum Fabric
+    {
+        LOSSY,   //!< per-port drop-tail buffers (BufferBytes); the default
+        LOSSLESS //!< a SwitchMmu per switch: shared buffer, PFC, RED-ECN
+    };
+
     static TypeId GetTypeId ();
     ClosTopology ();
     ~ClosTopology () override;
@@ -135,6 +143,21 @@ class ClosTopology : public Object
     /// \returns the frames dropped at every host NIC queue.
     uint64_t GetHostNicDrops () const;
 
+    /// \returns the fabric's loss model.
+    Fabric GetFabric () const
+    {
+        return m_fabric;
+    }
+
+    /// \returns the lossless fabric's PFC monitor (pause chains, deadlocks); nullptr if lossy.
+    Ptr<PfcMonitor> GetPfcMonitor () const
+    {
+        return m_pfcMonitor;
+    }
+
+    /// \returns every switch (ToRs first, then spines).
+    std::vector<Ptr<FabricSwitch>> GetSwitches () const;
+
     /**
      * \brief The transport seam for extra nodes (FlowTransport::Install, after Build): attach
      * \p node to a new port of the ToR of \p rack, like a host (a FabricNetDevice at \p rate
@@ -157,12 +180,18 @@ class ClosTopology : public Object
     Ptr<FabricNetDevice> GetAttachedDevice (uint32_t endpoint) const;
 
   private:
+    /// Egress queue limit of a switch port: BufferBytes (lossy) or 0 (lossless: the MMU).
+    uint32_t SwitchPortBytes () const;
+
     uint32_t m_racks{9};
     uint32_t m_hostsPerRack{16};
     uint32_t m_spines{4};
     DataRate m_accessRate;
     uint32_t m_spineRateFactor{4};
     uint32_t m_bufferBytes{36864};
+    Fabric m_fabric{LOSSY};
+    Ptr<PfcMonitor> m_pfcMonitor;
+    uint64_t m_losslessBufferBytes{0};
     uint32_t m_hostBufferBytes{0};
     Time m_switchingDelay;
     double m_intraRackCableM{4};

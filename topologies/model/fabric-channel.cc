@@ -87,6 +87,17 @@ FabricChannel::Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packe
         new FrameArrivalEvent (peer, packet, header, txTime, now + delay));
 }
 
+void
+FabricChannel::TransmitMacControl (const FabricNetDevice* sender, const Ptr<Packet>& packet,
+                                   Time txTime)
+{
+    FabricNetDevice* peer = PeekPointer (m_devices[sender == PeekPointer (m_devices[0]) ? 1 : 0]);
+    const Time delay = peer->IsCutThrough () ? m_delay + peer->GetCutThroughDelay ()
+                                             : txTime + m_delay;
+    Simulator::ScheduleWithContext (peer->GetNodeId (), delay,
+                                    &FabricNetDevice::ReceiveMacControl, peer, packet);
+}
+
 std::size_t
 FabricChannel::GetNDevices () const
 {

@@ -44,6 +44,14 @@ class FabricChannel : public Channel
     void Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
                    const FabricHeader& header, Time startDelay, Time txTime, Time now);
 
+    /**
+     * Put a MAC control frame (a PFC frame, \p txTime on the wire) on the wire from \p sender
+     * now: the peer port consumes it (FabricNetDevice::ReceiveMacControl) at the time a data
+     * frame would be delivered, and it never reaches the peer's switch or host.
+     */
+    void TransmitMacControl (const FabricNetDevice* sender, const Ptr<Packet>& packet,
+                             Time txTime);
+
     Time GetDelay () const
     {
         return m_delay;

@@ -13,6 +13,10 @@ operator<< (std::ostream& os, const FabricHeader& header)
        << std::hex << header.protocol << std::dec << " ecn=" << static_cast<int> (header.ecn)
        << " flow_hash=" << header.flowHash << " rank=" << header.rank
        << " payload_bytes=" << header.payloadBytes;
+    if (header.trafficClass != 0)
+    {
+        os << " traffic_class=" << static_cast<uint32_t> (header.trafficClass);
+    }
     if (header.transportFlags != 0)
     {
         os << " flow_id=" << header.flowId << " seq=" << header.seq

@@ -20,6 +20,10 @@ namespace ns3
  */
 constexpr uint32_t kFabricHeaderBytes = 18;
 
+/// Traffic classes of the fabric: the 3-bit 802.1p priority code point (PCP) of the frame's
+/// 802.1Q tag (IEEE 802.1Q §6.9.3), the unit PFC pauses (IEEE 802.1Qbb).
+constexpr uint32_t kFabricTrafficClasses = 8;
+
 /// ECN codepoints (RFC 3168 §5), the same values as the two ECN bits of the IPv4 TOS byte.
 enum class FabricEcn : uint8_t
 {
@@ -44,6 +48,10 @@ enum class FabricEcn : uint8_t
  * group[pinnedUplink % size] instead of hashing flowHash (on the Clos fabric the uplink group
  * of a ToR is spine 0..S-1, so the value is the spine; Fastpass's per-packet path selection,
  * transports/fastpass/doc/fastpass.md §4).  Single-port routes ignore it.
+ * trafficClass is the frame's 802.1p priority code point (0..7, kFabricTrafficClasses), the
+ * class that a multi-class port queue (StrictPriorityQueue) serves it in and that PFC pauses
+ * (topologies/doc/lossless.md); 0 for every transport that does not choose one, and a
+ * class-blind queue ignores it.
  *
  * Transport fields: a transport may carry its own header here too, out of band, instead of
  * serializing it into the Packet (pFabric does, transports/pfabric/model/pfabric-header.h):
@@ -63,6 +71,7 @@ struct FabricHeader
     uint32_t rank{0};
     uint32_t payloadBytes{0};
     uint16_t pinnedUplink{0xFFFF};
+    uint8_t trafficClass{0}; ///< 802.1p PCP, 0..7 (in what was padding)
     // transport fields
     uint64_t flowId{0};
     uint32_t seq{0};

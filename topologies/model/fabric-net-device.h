@@ -8,11 +8,16 @@
 #include "fabric-queue.h"
 
 #include "ns3/data-rate.h"
+#include "ns3/event-id.h"
 #include "ns3/mac48-address.h"
 #include "ns3/net-device.h"
 #include "ns3/nstime.h"
 #include "ns3/random-variable-stream.h"
 #include "ns3/traced-callback.h"
+
+#include <array>
+#include <deque>
+#include <memory>
 
 namespace ns3
 {
@@ -59,6 +64,18 @@ class FabricFrameSink
  * processing time with which Floyd & Jacobson (1992, "On traffic phase effects in
  * packet-switched gateways") remove the phase effects of deterministic drop-tail simulations,
  * as ns-2's Agent/TCP overhead_ does.  The port stays FIFO, and a backlogged port is not slowed.
+ *
+ * Pause (IEEE 802.1Qbb priority flow control): Pause (c) stops the port from starting frames
+ * of traffic class c (the frame on the wire finishes), Resume (c) lets it go on and restarts
+ * an idle port.  A MAC control frame (EtherType 0x8808 carrying a PfcHeader) travels by
+ * FabricChannel::TransmitMacControl to the peer port's ReceiveMacControl and is consumed
+ * there, never handed to the switch or host (nor costing data frames a check): a pause time of q quanta pauses its
+ * classes for q x 512 bit times at this port's rate (a later frame replaces the timer), 0
+ * resumes them (IEEE 802.1Qbb §36.1.3.2, 802.3 Annex 31D).  SendPfc puts such a frame on
+ * the wire ahead of every queued data frame, after the one being sent (a MAC control frame
+ * is not queued behind data, IEEE 802.3 Annex 31B.3; HPCC's simulator likewise sends it from
+ * its never-paused queue 0).  Nothing of this runs or costs a frame anything until a pause
+ * is sent or received.
  */
 class FabricNetDevice : public NetDevice
 {
@@ -156,15 +173,63 @@ class FabricNetDevice : public NetDevice
     /// Queue a frame for transmission that may not start before \p notBefore (switches).
     bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore);
 
-    /// EnqueueFrame at \p now, which must be Simulator::Now () (the hop path passes it down).
+    /// EnqueueFrame at \p now, which must be Simulator::Now () (the hop path passes it down);
+    /// a switch forwarding a frame names the port it came in through, \p ingressPort.
     bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore,
-                       Time now);
+                       Time now, uint32_t ingressPort = kFabricNoIngressPort);
 
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
     void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime);
 
     /// Receive at \p now, which must be Simulator::Now () (the arrival event's own time).
     void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime, Time now);
+
+    /// Stop starting frames of traffic class \p trafficClass (0..7) until Resume.
+    void Pause (uint8_t trafficClass);
+    /// Pause at \p now = Simulator::Now ().
+    void Pause (uint8_t trafficClass, Time now);
+    /// Let frames of \p trafficClass go again; an idle port with a frame to send starts it.
+    void Resume (uint8_t trafficClass);
+    /// Resume at \p now = Simulator::Now ().
+    void Resume (uint8_t trafficClass, Time now);
+
+    /// \returns bit c set while traffic class c is paused.
+    uint8_t GetPausedClasses () const
+    {
+        return m_pausedClasses;
+    }
+
+    /**
+     * Send a PFC frame (kPfcFrameBytes on the wire) to the port at the other end of the
+     * cable: the classes of \p classEnable get \p quanta (0 = resume).  It leaves before any
+     * queued frame, once the frame on the wire is done.
+     */
+    void SendPfc (uint8_t classEnable, uint16_t quanta);
+
+    /// A MAC control frame from the cable (FabricChannel::TransmitMacControl): consumed here.
+    void ReceiveMacControl (Ptr<Packet> packet);
+
+    /// \returns the PFC frames this port sent (SendPfc).
+    uint64_t GetPfcFramesSent () const;
+    /// \returns the PFC frames this port received.
+    uint64_t GetPfcFramesReceived () const;
+    /// \returns how long \p trafficClass has been paused in total, the current pause included.
+    Time GetPausedTime (uint8_t trafficClass) const;
+
+    /// Signature of the PfcTx / PfcRx trace sources: the class-enable vector and the quanta.
+    typedef void (*PfcTracedCallback) (uint8_t classEnable, uint16_t quanta);
+
+    /// The index of this port on its switch (FabricSwitch::AddPort); kFabricNoIngressPort
+    /// for a host port.  Frames it receives are charged to it (FabricQueueItem::ingressPort).
+    uint32_t GetSwitchPortIndex () const
+    {
+        return m_switchPortIndex;
+    }
+
+    void SetSwitchPortIndex (uint32_t index)
+    {
+        m_switchPortIndex = index;
+    }
 
     uint64_t GetTxPackets () const
     {
@@ -223,6 +288,41 @@ class FabricNetDevice : public NetDevice
     /// Schedule TransmitComplete at \p at = \p now + \p delay (a pooled event: one per busy
     /// port's frame).
     void ScheduleTransmitComplete (Time now, Time delay);
+    /// A frame became sendable at \p now: start it if the port is idle, else make sure the
+    /// end of the current transmission starts the next one.
+    void RestartIfIdle (Time now);
+    /// \returns true if a MAC control frame waits to be sent.
+    bool HasControlFrame () const
+    {
+        return m_controlPending; // a hot flag: m_pfc lives in the port's cold lines
+    }
+    /// Put the first waiting MAC control frame on the wire (StartTransmission's cold path).
+    void TransmitControlFrame (Time now);
+    /// StartTransmission when a control frame waits or a class is paused.
+    void StartTransmissionSlow (Time now);
+    /// The pause of \p trafficClass ran out (its timer).
+    void PauseExpired (uint8_t trafficClass);
+
+    /// Cold per-port PFC state, created at the first pause sent or received.
+    struct PfcState
+    {
+        /// A PFC frame waiting to be sent, and what it says (for the PfcTx trace).
+        struct ControlFrame
+        {
+            Ptr<Packet> packet;
+            uint8_t classEnable;
+            uint16_t quanta;
+        };
+
+        std::deque<ControlFrame> control; //!< MAC control frames waiting to be sent
+        std::array<EventId, kFabricTrafficClasses> expiry; //!< pause timers
+        std::array<Time, kFabricTrafficClasses> pausedSince;
+        std::array<Time, kFabricTrafficClasses> pausedTotal;
+        uint64_t sent{0};
+        uint64_t received{0};
+    };
+
+    PfcState& Pfc ();
 
     // Members are grouped by use: the first block is what a frame's hop reads and writes
     // (EnqueueFrame, Transmit, TransmitComplete, Receive, the channel's peer lookups), kept
@@ -241,13 +341,19 @@ class FabricNetDevice : public NetDevice
     uint32_t m_nodeId{0};
     bool m_txCompletePending{false}; //!< a TransmitComplete event is scheduled
     bool m_cutThrough{false};
+    uint8_t m_pausedClasses{0}; //!< bit c: traffic class c is paused (PFC)
+    bool m_controlPending{false}; //!< m_pfc->control is not empty
+    uint32_t m_switchPortIndex{kFabricNoIngressPort};
     uint64_t m_txPackets{0};
     uint64_t m_rxPackets{0};
     uint64_t m_rxDataPackets{0};
     TracedCallback<Ptr<const Packet>, const FabricHeader&> m_txTrace;
     TracedCallback<Ptr<const Packet>, const FabricHeader&> m_rxTrace;
 
-    // cold: set-up, the IPv4 path and configuration
+    // cold: set-up, the IPv4 path, PFC and configuration
+    std::unique_ptr<PfcState> m_pfc;
+    TracedCallback<uint8_t, uint16_t> m_pfcTxTrace;
+    TracedCallback<uint8_t, uint16_t> m_pfcRxTrace;
     Ptr<Node> m_node;
     DataRate m_dataRate;
     uint16_t m_mtu{1500};

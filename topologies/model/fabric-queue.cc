@@ -3,6 +3,8 @@
  */
 #include "fabric-queue.h"
 
+#include "fabric-shared-buffer.h"
+
 #include "ns3/assert.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -90,6 +92,24 @@ FabricQueue::Enqueue (FabricQueueItem&& item, Time now)
         } while (m_nBytes + wireBytes > m_maxBytes);
     }
     uint32_t bytesBefore = m_nBytes;
+    const uint32_t ingressPort = item.ingressPort;
+    const uint8_t trafficClass = item.header.trafficClass;
+    if (m_sharedBuffer != nullptr)
+    {
+        // The switch's shared buffer must hold the frame too (it may CE-mark it).
+        const FabricEcn ecnBefore = item.header.ecn;
+        if (!m_sharedBuffer->Admit (item, *this))
+        {
+            NS_LOG_LOGIC ("drop " << item.header << ": shared buffer full");
+            ++m_droppedPackets;
+            m_dropTrace (item, m_nBytes);
+            return false;
+        }
+        if (item.header.ecn != ecnBefore)
+        {
+            NotifyMarked (item, bytesBefore);
+        }
+    }
     if (!m_enqueueTrace.IsEmpty ())
     {
         m_enqueueTrace (item, bytesBefore);
@@ -97,6 +117,10 @@ FabricQueue::Enqueue (FabricQueueItem&& item, Time now)
     if (!DoEnqueue (std::move (item)))
     {
         ++m_droppedPackets;
+        if (m_sharedBuffer != nullptr)
+        {
+            m_sharedBuffer->Release (ingressPort, trafficClass, wireBytes);
+        }
         return false;
     }
     AccumulateOccupancy (now);
@@ -115,7 +139,7 @@ bool
 FabricQueue::DropIfRefused (const FabricHeader& header, uint32_t wireBytes)
 {
     if (m_maxBytes == 0 || m_nBytes + wireBytes <= m_maxBytes || !m_dropTrace.IsEmpty () ||
-        (m_nPackets != 0 && !DoRefusesArrival (header)))
+        m_sharedBuffer != nullptr || (m_nPackets != 0 && !DoRefusesArrival (header)))
     {
         return false;
     }
@@ -140,7 +164,8 @@ bool
 FabricQueue::PassThrough (const FabricQueueItem& item)
 {
     const uint32_t wireBytes = item.GetWireBytes ();
-    if (m_nPackets != 0 || (m_maxBytes != 0 && wireBytes > m_maxBytes) || !PassesLoneFrame ())
+    if (m_nPackets != 0 || (m_maxBytes != 0 && wireBytes > m_maxBytes) ||
+        m_sharedBuffer != nullptr || !PassesLoneFrame ())
     {
         return false;
     }
@@ -187,6 +212,10 @@ FabricQueue::DropBufferedAt (const FabricQueueItem& item, Time now)
     --m_nPackets;
     ++m_droppedPackets;
     m_bytesInQueue = m_nBytes;
+    if (m_sharedBuffer != nullptr)
+    {
+        m_sharedBuffer->Release (item.ingressPort, item.header.trafficClass, item.GetWireBytes ());
+    }
     m_dropTrace (item, bytesBefore);
 }
 
@@ -197,23 +226,41 @@ FabricQueue::Dequeue (FabricQueueItem& item)
 }
 
 bool
-FabricQueue::Dequeue (FabricQueueItem& item, Time now)
+FabricQueue::DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedClasses)
 {
     if (m_nPackets == 0)
     {
         return false;
     }
-    item = DoDequeue (now);
+    if (pausedClasses == 0)
+    {
+        item = DoDequeue (now);
+    }
+    else if (!DoDequeueUnpaused (now, pausedClasses, item))
+    {
+        return false;
+    }
     AccumulateOccupancy (now);
     uint32_t bytesBefore = m_nBytes;
     m_nBytes -= item.GetWireBytes ();
     --m_nPackets;
     m_bytesInQueue = m_nBytes;
+    if (m_sharedBuffer != nullptr)
+    {
+        m_sharedBuffer->Release (item.ingressPort, item.header.trafficClass, item.GetWireBytes ());
+    }
     if (!m_dequeueTrace.IsEmpty ())
     {
         m_dequeueTrace (item, bytesBefore);
     }
     return true;
+}
+
+bool
+FabricQueue::DoDequeueUnpaused (Time /* now */, uint8_t /* pausedClasses */,
+                                FabricQueueItem& /* item */)
+{
+    return false; // class-blind: one order for every class, so a paused class stops the port
 }
 
 void

@@ -15,15 +15,25 @@
 namespace ns3
 {
 
+class FabricSharedBuffer;
+
+/// FabricQueueItem::ingressPort of a frame that its own node handed down (a host's frame):
+/// it entered through no port.
+constexpr uint32_t kFabricNoIngressPort = UINT32_MAX;
+
 /**
- * \brief One frame waiting at an egress port: the packet, its out-of-band fabric header, and
- * the earliest time its transmission may start (cut-through: see FabricNetDevice).
+ * \brief One frame waiting at an egress port: the packet, its out-of-band fabric header, the
+ * earliest time its transmission may start (cut-through: see FabricNetDevice), and the
+ * switch port it came in through (FabricSwitch::AddPort's index; kFabricNoIngressPort for a
+ * host's own frame), which a shared buffer charges it to (per-ingress accounting, as
+ * htsim's LosslessInputQueue and HPCC's SwitchMmu keep it).
  */
 struct FabricQueueItem
 {
     Ptr<Packet> packet;
     FabricHeader header;
     Time notBefore;
+    uint32_t ingressPort{kFabricNoIngressPort};
 
     /// \returns the frame's wire bytes: packet bytes + kFabricHeaderBytes.
     uint32_t GetWireBytes () const
@@ -39,7 +49,21 @@ struct FabricQueueItem
  * The base class does the byte accounting, the MaxBytes limit, the statistics (peak and
  * time-averaged occupancy, drops, CE marks) and the trace sources; subclasses implement
  * DoEnqueue/DoDequeue.  Occupancy counts wire bytes (packet + 18 B frame header).
- * MaxBytes = 0 means unlimited (host NICs by default).
+ * MaxBytes = 0 means unlimited (host NICs by default).  A discipline that stores frames its
+ * own way must hand back each frame's ingressPort and trafficClass unchanged (DoDequeue,
+ * DoSelectVictim): a shared buffer releases the frame from that (ingress, class).
+ *
+ * Traffic classes and pause: Dequeue (item, now, pausedClasses) skips the classes whose bit
+ * is set in pausedClasses (bit c = FabricHeader::trafficClass c, paused by PFC).  A
+ * discipline with per-class storage (StrictPriorityQueue) serves the best unpaused class;
+ * a class-blind one (the default DoDequeueUnpaused) keeps every class in one order, so it
+ * sends nothing while any class is paused, as a port under an 802.3x link-level PAUSE.  With
+ * every frame in one class (every transport but pHost) the two rules agree.
+ *
+ * Shared buffer: a switch may attach a FabricSharedBuffer (SetSharedBuffer) that every one of
+ * its ports' queues draws from.  An arrival that fits the port's MaxBytes must then also be
+ * admitted by the shared buffer (else it is dropped), and every frame that leaves (dequeued
+ * or dropped from the buffer) is released to it.  Without one (the default) nothing changes.
  *
  * Drops: every discipline reports every drop through the one Drop trace and
  * GetDroppedPackets().  When an arriving frame does not fit, Enqueue asks the subclass
@@ -82,7 +106,32 @@ class FabricQueue : public Object
     bool Dequeue (FabricQueueItem& item);
 
     /// Dequeue at \p now, which must be Simulator::Now () (see Enqueue (item, now)).
-    bool Dequeue (FabricQueueItem& item, Time now);
+    bool Dequeue (FabricQueueItem& item, Time now)
+    {
+        return DequeueUnpaused (item, now, 0);
+    }
+
+    /**
+     * Dequeue at \p now the next frame of a class not paused: bit c of \p pausedClasses set
+     * means class c may not be sent (see the class description).  With no bit set this is
+     * Dequeue (item, now).  \returns false if no frame may leave.
+     */
+    bool Dequeue (FabricQueueItem& item, Time now, uint8_t pausedClasses)
+    {
+        return DequeueUnpaused (item, now, pausedClasses);
+    }
+
+    /// Draw every arrival from \p buffer as well (see the class description); nullptr
+    /// detaches.  The switch that owns the buffer attaches it to each of its ports' queues.
+    void SetSharedBuffer (FabricSharedBuffer* buffer)
+    {
+        m_sharedBuffer = buffer;
+    }
+
+    FabricSharedBuffer* GetSharedBuffer () const
+    {
+        return m_sharedBuffer;
+    }
 
     bool IsEmpty () const
     {
@@ -166,6 +215,13 @@ class FabricQueue : public Object
     /// Simulator::Now ().
     virtual FabricQueueItem DoDequeue (Time now) = 0;
     /**
+     * Subclass hook for Dequeue with paused classes (\p pausedClasses != 0, the queue is not
+     * empty): remove the next frame of an unpaused class into \p item and return true, or
+     * return false if none may leave.  The default is the class-blind rule: false (nothing
+     * leaves while any class is paused).
+     */
+    virtual bool DoDequeueUnpaused (Time now, uint8_t pausedClasses, FabricQueueItem& item);
+    /**
      * Subclass hook, called by Enqueue only when \p arriving does not fit.  Either remove one
      * buffered frame from the subclass's storage, move it into \p victim and return true (it
      * is dropped: the base accounts for it as DropBuffered does, then checks the fit again
@@ -189,12 +245,15 @@ class FabricQueue : public Object
     void NotifyMarked (const FabricQueueItem& item, uint32_t bytesBefore);
 
   private:
+    /// Dequeue: the next frame of a class not in \p pausedClasses (any if 0).
+    bool DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedClasses);
     /// Add the occupancy since the last change to the time integral; \p now = Simulator::Now ().
     void AccumulateOccupancy (Time now);
     /// DropBuffered at \p now = Simulator::Now ().
     void DropBufferedAt (const FabricQueueItem& item, Time now);
 
     uint32_t m_maxBytes{0};
+    FabricSharedBuffer* m_sharedBuffer{nullptr}; //!< the switch's, not owned (or none)
     uint32_t m_nBytes{0};
     uint32_t m_nPackets{0};
     uint32_t m_peakBytes{0};

@@ -31,7 +31,15 @@ FabricSwitch::GetTypeId ()
             .AddAttribute ("EcmpSalt",
                            "Mixed into the flow hash before the ECMP modulo (0 = flowHash % n)",
                            UintegerValue (0), MakeUintegerAccessor (&FabricSwitch::m_ecmpSalt),
-                           MakeUintegerChecker<uint32_t> ());
+                           MakeUintegerChecker<uint32_t> ())
+            .AddAttribute ("SharedBufferBytes",
+                           "Packet memory shared by all ports in wire bytes, on top of each "
+                           "port's own limit (a FabricSharedBuffer, created at the first "
+                           "AddPort); 0 (default) = none, each port has only its own buffer "
+                           "(Gao et al. OSDI'16 §4.2: 36 KB per port)",
+                           UintegerValue (0),
+                           MakeUintegerAccessor (&FabricSwitch::m_sharedBufferBytes),
+                           MakeUintegerChecker<uint64_t> ());
     return tid;
 }
 
@@ -45,8 +53,13 @@ FabricSwitch::DoDispose ()
     for (const Ptr<FabricNetDevice>& port : m_ports)
     {
         port->SetFabricFrameSink (nullptr);
+        if (port->GetQueue ())
+        {
+            port->GetQueue ()->SetSharedBuffer (nullptr);
+        }
     }
     m_ports.clear ();
+    m_sharedBuffer = nullptr;
     Object::DoDispose ();
 }
 
@@ -55,8 +68,36 @@ FabricSwitch::AddPort (Ptr<FabricNetDevice> port)
 {
     port->SetCutThrough (m_switchingDelay);
     port->SetFabricFrameSink (this);
+    port->SetSwitchPortIndex (static_cast<uint32_t> (m_ports.size ()));
     m_ports.push_back (port);
+    if (!m_sharedBuffer && m_sharedBufferBytes != 0)
+    {
+        m_sharedBuffer = CreateObjectWithAttributes<FabricSharedBuffer> (
+            "SizeBytes", UintegerValue (m_sharedBufferBytes));
+    }
+    if (m_sharedBuffer)
+    {
+        NS_ABORT_MSG_IF (!port->GetQueue (), "FabricSwitch::AddPort: a shared buffer needs the "
+                                             "port's queue set first");
+        port->GetQueue ()->SetSharedBuffer (PeekPointer (m_sharedBuffer));
+        m_sharedBuffer->AddPort (PeekPointer (port), port->GetSwitchPortIndex ());
+    }
     return static_cast<uint32_t> (m_ports.size () - 1);
+}
+
+void
+FabricSwitch::SetSharedBuffer (Ptr<FabricSharedBuffer> buffer)
+{
+    m_sharedBuffer = buffer;
+    for (const Ptr<FabricNetDevice>& port : m_ports)
+    {
+        NS_ABORT_MSG_IF (!port->GetQueue (), "FabricSwitch::SetSharedBuffer: a port has no queue");
+        port->GetQueue ()->SetSharedBuffer (PeekPointer (buffer));
+        if (buffer)
+        {
+            buffer->AddPort (PeekPointer (port), port->GetSwitchPortIndex ());
+        }
+    }
 }
 
 Ptr<FabricNetDevice>
@@ -167,7 +208,7 @@ FabricSwitch::ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
         notBefore += txTimeIn - txOut;
     }
     ++m_forwarded;
-    out->EnqueueFrame (packet, header, notBefore, now);
+    out->EnqueueFrame (packet, header, notBefore, now, inPort->GetSwitchPortIndex ());
 }
 
 } // namespace ns3

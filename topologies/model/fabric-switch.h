@@ -5,6 +5,7 @@
 #define DISAGGSIM_FABRIC_SWITCH_H
 
 #include "fabric-net-device.h"
+#include "fabric-shared-buffer.h"
 
 #include "ns3/object.h"
 
@@ -23,6 +24,12 @@ namespace ns3
  * (cut-through: head arrival + switching delay); the egress transmission may not start
  * before tail_in + switching delay - tx_time_out, so a faster egress never underruns.
  * See topologies/doc/clos.md "Timing".
+ *
+ * Buffer: by default each port's queue has only its own limit (FabricQueue::MaxBytes).  With
+ * SharedBufferBytes > 0, or a buffer given to SetSharedBuffer (a memory-management unit such
+ * as SwitchMmu), every port's queue also draws from that one pool (FabricSharedBuffer), and
+ * each forwarded frame is charged to the port it came in through
+ * (FabricQueueItem::ingressPort).
  */
 class FabricSwitch : public Object, public FabricFrameSink
 {
@@ -56,6 +63,15 @@ class FabricSwitch : public Object, public FabricFrameSink
         return m_switchingDelay;
     }
 
+    /// Make \p buffer the packet memory of every port, present and future (nullptr: none).
+    void SetSharedBuffer (Ptr<FabricSharedBuffer> buffer);
+
+    /// \returns the shared buffer, or nullptr (each port has only its own queue limit).
+    Ptr<FabricSharedBuffer> GetSharedBuffer () const
+    {
+        return m_sharedBuffer;
+    }
+
     uint64_t GetForwardedPackets () const
     {
         return m_forwarded;
@@ -71,6 +87,8 @@ class FabricSwitch : public Object, public FabricFrameSink
   private:
     Time m_switchingDelay;
     uint32_t m_ecmpSalt{0};
+    uint64_t m_sharedBufferBytes{0};
+    Ptr<FabricSharedBuffer> m_sharedBuffer;
     std::vector<Ptr<FabricNetDevice>> m_ports;
     std::vector<uint32_t> m_groupOfHost;         // dst host -> index into m_groups
     std::vector<std::vector<uint32_t>> m_groups; // distinct ECMP groups

@@ -48,6 +48,7 @@ PfabricQueue::Clear ()
         slot.packet->Unref ();
     }
     m_items.clear ();
+    m_ingress.clear ();
     m_worst = kNone;
 }
 
@@ -59,6 +60,11 @@ PfabricQueue::TakeItem (std::size_t index)
     FabricQueueItem item{Ptr<Packet> (slot.packet, false), slot.header,
                          TimeStep (slot.notBeforeStep)};
     m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (index));
+    if (!m_ingress.empty ())
+    {
+        item.ingressPort = m_ingress[index];
+        m_ingress.erase (m_ingress.begin () + static_cast<std::ptrdiff_t> (index));
+    }
     return item;
 }
 
@@ -95,6 +101,10 @@ PfabricQueue::DoEnqueue (FabricQueueItem&& item)
     Packet* packet = PeekPointer (item.packet);
     packet->Ref (); // the slot's reference; item's own is released when it goes
     m_items.push_back (Slot{packet, item.header, item.notBefore.GetTimeStep ()});
+    if (GetSharedBuffer () != nullptr)
+    {
+        m_ingress.push_back (item.ingressPort);
+    }
     return true;
 }
 

@@ -107,6 +107,10 @@ class PfabricQueue : public FabricQueue
     void Clear ();
 
     std::vector<Slot> m_items;
+    /// The ingress port of each slot (FabricQueueItem::ingressPort), kept only while a
+    /// switch's shared buffer is attached (the lossless fabric charges each frame to its
+    /// ingress, topologies/doc/lossless.md); the lossy fabric's slots stay 56 B.
+    std::vector<uint32_t> m_ingress;
     /// WorstIndex's answer while no frame has left since it was computed (an arrival updates
     /// it): a full port refusing arrival after arrival scans once (kNone: not known).
     mutable std::size_t m_worst{kNone};

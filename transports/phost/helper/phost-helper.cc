@@ -4,7 +4,7 @@
 #include "phost-helper.h"
 
 #include "transports/phost/model/phost-header.h"
-#include "transports/phost/model/phost-queue.h"
+#include "topologies/model/strict-priority-queue.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
@@ -127,8 +127,8 @@ PhostFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
 {
     m_topology = topology;
     ObjectFactory queue;
-    queue.SetTypeId (PhostQueue::GetTypeId ());
-    queue.Set ("PriorityLevels", UintegerValue (m_priorityLevels));
+    queue.SetTypeId (StrictPriorityQueue::GetTypeId ());
+    queue.Set ("Classes", UintegerValue (m_priorityLevels));
     topology->SetSwitchQueue (queue);
     topology->SetHostQueue (queue);
 
@@ -226,7 +226,7 @@ PhostFlowTransport::GetMssBytes () const
 std::vector<TypeId>
 PhostFlowTransport::GetConfigTypeIds () const
 {
-    return {GetInstanceTypeId (), PhostQueue::GetTypeId ()};
+    return {GetInstanceTypeId (), StrictPriorityQueue::GetTypeId ()};
 }
 
 std::vector<std::pair<std::string, std::string>>

@@ -17,8 +17,9 @@ namespace ns3
 /**
  * \brief Installs pHost (Gao et al. CoNEXT'15) on a ClosTopology (transports/phost/doc/phost.md).
  *
- * - ConfigureFabric: every switch port and host NIC gets a PhostQueue with PriorityLevels
- *   strict levels; switch ports take ClosTopology::BufferBytes (36864 B), host NICs
+ * - ConfigureFabric: every switch port and host NIC gets a StrictPriorityQueue
+ *   (topologies/model) with Classes = PriorityLevels strict levels; switch ports take
+ *   ClosTopology::BufferBytes (36864 B), host NICs
  *   ClosTopology::HostBufferBytes (0 = unlimited: the host never drops its own packets).
  *   Parameters left at 0 are derived from the topology (doc §4): with T = wire time of a
  *   full data packet at the access rate and rtt = ClosTopology::BaseRtt,

@@ -94,7 +94,7 @@ PhostHost::SendControl (uint8_t type, uint64_t flowId, uint32_t packet, uint64_t
     frame.dstHost = peer;
     frame.protocol = kPhostProtocol;
     frame.flowHash = SprayHash (flowId, packet);
-    frame.rank = m_params.controlLevel;
+    frame.trafficClass = static_cast<uint8_t> (m_params.controlLevel);
     frame.payloadBytes = 0;
     Send (p, frame);
 }
@@ -118,7 +118,7 @@ PhostHost::SendData (uint64_t flowId, uint32_t packet, uint64_t sizeBytes, uint1
     frame.dstHost = peer;
     frame.protocol = kPhostProtocol;
     frame.flowHash = SprayHash (flowId, packet);
-    frame.rank = level;
+    frame.trafficClass = static_cast<uint8_t> (level);
     frame.payloadBytes = payload;
     m_dataSentTrace (flowId, packet);
     Send (p, frame);

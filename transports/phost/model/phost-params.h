@@ -32,9 +32,9 @@ struct PhostParams
     Time inFlightHorizon;       ///< grants older than this no longer count as in flight
     bool grantAfterFirstData{true}; ///< a flow known from a lone RTS waits for its first data
     uint32_t priorityLevels{2};     ///< switch priority levels (§3.3)
-    uint32_t controlLevel{0};       ///< FabricHeader::rank of RTS, tokens, ACKs
-    uint32_t freeDataLevel{1};      ///< rank of data sent on free tokens
-    uint32_t tokenDataLevel{1};     ///< rank of data sent on tokens
+    uint32_t controlLevel{0};       ///< FabricHeader::trafficClass of RTS, tokens, ACKs
+    uint32_t freeDataLevel{1};      ///< trafficClass of data sent on free tokens
+    uint32_t tokenDataLevel{1};     ///< trafficClass of data sent on tokens
 
     /// \returns the free tokens of a flow from host \p src to host \p dst: one BDP of its
     /// own path (a packet there and a token back).

@@ -8,7 +8,7 @@
  */
 #include "transports/phost/helper/phost-helper.h"
 #include "transports/phost/model/phost-header.h"
-#include "transports/phost/model/phost-queue.h"
+#include "topologies/model/strict-priority-queue.h"
 
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
@@ -29,14 +29,14 @@ namespace
 constexpr uint32_t kMss = 1460;
 
 /// A pHost port that drops, once, data packet DropPacket of flow DropFlow (test instrument
-/// for loss recovery; every other rule is PhostQueue's).
-class DropOnceQueue : public PhostQueue
+/// for loss recovery; every other rule is StrictPriorityQueue's).
+class DropOnceQueue : public StrictPriorityQueue
 {
   public:
     static TypeId GetTypeId ()
     {
         static TypeId tid = TypeId ("ns3::PhostTestDropOnceQueue")
-                                .SetParent<PhostQueue> ()
+                                .SetParent<StrictPriorityQueue> ()
                                 .AddConstructor<DropOnceQueue> ();
         return tid;
     }
@@ -63,7 +63,7 @@ class DropOnceQueue : public PhostQueue
                 return false;
             }
         }
-        return PhostQueue::DoEnqueue (std::move (item));
+        return StrictPriorityQueue::DoEnqueue (std::move (item));
     }
 };
 

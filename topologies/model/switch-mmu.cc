@@ -1,0 +1,323 @@
+/*
+ * disaggsim: a switch memory-management unit for a lossless fabric (PFC, RED-ECN).
+ */
+#include "switch-mmu.h"
+
+#include "fabric-channel.h"
+#include "fabric-net-device.h"
+#include "pfc-header.h"
+
+#include "ns3/boolean.h"
+#include "ns3/double.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("SwitchMmu");
+NS_OBJECT_ENSURE_REGISTERED (SwitchMmu);
+
+TypeId
+SwitchMmu::GetTypeId ()
+{
+    static TypeId tid =
+        TypeId ("ns3::SwitchMmu")
+            .SetParent<FabricSharedBuffer> ()
+            .SetGroupName ("Disaggsim")
+            .AddConstructor<SwitchMmu> ()
+            .AddAttribute ("XoffBytes",
+                           "Static XOFF threshold: shared use of one (ingress port, class) "
+                           "above which PFC pauses it; 0 (default) = dynamic, Alpha x free "
+                           "shared buffer (HPCC's simulator, mix/config.txt "
+                           "USE_DYNAMIC_PFC_THRESHOLD 1)",
+                           UintegerValue (0), MakeUintegerAccessor (&SwitchMmu::m_xoffBytes),
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("Alpha",
+                           "Dynamic threshold factor: XOFF = Alpha x free shared buffer "
+                           "(Choudhury & Hahne 1998; 1/8 in HPCC's simulator, "
+                           "scratch/third.cc pfc_a_shift = 3)",
+                           DoubleValue (0.125), MakeDoubleAccessor (&SwitchMmu::m_alpha),
+                           MakeDoubleChecker<double> (0))
+            .AddAttribute ("XonOffsetBytes",
+                           "XON when the shared use is this far below XOFF and the headroom "
+                           "is empty (3 KB, HPCC's simulator SwitchMmu resume_offset)",
+                           UintegerValue (3072),
+                           MakeUintegerAccessor (&SwitchMmu::m_xonOffsetBytes),
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("ReserveBytes",
+                           "Guaranteed bytes of each (ingress port, class), not shared (4 KB, "
+                           "HPCC's simulator SwitchMmu reserve)",
+                           UintegerValue (4096), MakeUintegerAccessor (&SwitchMmu::m_reserveBytes),
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("HeadroomBytes",
+                           "Headroom of every ingress port; 0 (default) = derived per port "
+                           "from its rate, cable delay and the switching delay "
+                           "(DerivedHeadroomBytes; IEEE 802.1Qbb Annex N)",
+                           UintegerValue (0), MakeUintegerAccessor (&SwitchMmu::m_headroomBytes),
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("PauseQuanta",
+                           "Pause time of an XOFF frame in quanta of 512 bit times; repeated "
+                           "every half pause while the pause lasts, ended by XON (0xFFFF, the "
+                           "largest, IEEE 802.1Qbb §36.1.3.2)",
+                           UintegerValue (0xFFFF), MakeUintegerAccessor (&SwitchMmu::m_pauseQuanta),
+                           MakeUintegerChecker<uint16_t> (1))
+            .AddAttribute ("EcnEnabled", "CE-mark ECN-capable frames with RED at the egress",
+                           BooleanValue (true), MakeBooleanAccessor (&SwitchMmu::m_ecn),
+                           MakeBooleanChecker ())
+            .AddAttribute ("EcnKminBytes",
+                           "RED Kmin: no mark at or below (5 KB, DCQCN Zhu et al. SIGCOMM'15 §5)",
+                           UintegerValue (5000), MakeUintegerAccessor (&SwitchMmu::m_kminBytes),
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("EcnKmaxBytes",
+                           "RED Kmax: every ECT frame marked above (200 KB, DCQCN §5)",
+                           UintegerValue (200000), MakeUintegerAccessor (&SwitchMmu::m_kmaxBytes),
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("EcnPmax", "RED marking probability at Kmax (1 %, DCQCN §5)",
+                           DoubleValue (0.01), MakeDoubleAccessor (&SwitchMmu::m_pmax),
+                           MakeDoubleChecker<double> (0, 1))
+            .AddTraceSource ("IngressBytes",
+                             "Bytes buffered for an (ingress port, class) changed",
+                             MakeTraceSourceAccessor (&SwitchMmu::m_ingressTrace),
+                             "ns3::SwitchMmu::IngressTracedCallback");
+    return tid;
+}
+
+SwitchMmu::SwitchMmu () = default;
+
+SwitchMmu::~SwitchMmu () = default;
+
+uint64_t
+SwitchMmu::DerivedHeadroomBytes (uint64_t bitRate, Time cableDelay, Time switchingDelay,
+                                 uint32_t maxFrameBytes)
+{
+    const Time pauseFrame = FabricNetDevice::TxTimeFor (kPfcFrameBytes, bitRate);
+    const Time response = std::max (switchingDelay, pauseFrame);
+    const int64_t ps = (2 * cableDelay + 2 * response).GetPicoSeconds ();
+    // bytes = ceil (rate [bit/s] x ps / 8e12)
+    const uint64_t bits = (bitRate / 1000 * static_cast<uint64_t> (ps) + 999999999) / 1000000000;
+    return 3ULL * maxFrameBytes + (bits + 7) / 8;
+}
+
+void
+SwitchMmu::AddPort (FabricNetDevice* port, uint32_t index)
+{
+    if (m_ports.size () <= index)
+    {
+        m_ports.resize (index + 1);
+    }
+    Port& p = m_ports[index];
+    p.device = port;
+    if (m_headroomBytes != 0)
+    {
+        p.headroomBytes = m_headroomBytes;
+    }
+    else
+    {
+        NS_ABORT_MSG_IF (!port->GetChannel (), "SwitchMmu: port " << index << " has no cable");
+        const Time delay = DynamicCast<FabricChannel> (port->GetChannel ())->GetDelay ();
+        p.headroomBytes =
+            DerivedHeadroomBytes (port->GetDataRate ().GetBitRate (), delay,
+                                  port->GetCutThroughDelay (), port->GetMtu () + kFabricHeaderBytes);
+    }
+    RecomputeReserved ();
+}
+
+void
+SwitchMmu::RecomputeReserved ()
+{
+    // As HPCC's simulator (SwitchMmu::ConfigNPort): one class's headroom and reserve per port.
+    m_reservedBytes = 0;
+    for (const Port& p : m_ports)
+    {
+        if (p.device != nullptr)
+        {
+            m_reservedBytes += p.headroomBytes + m_reserveBytes;
+        }
+    }
+}
+
+void
+SwitchMmu::CheckSize (const std::string& where) const
+{
+    NS_ABORT_MSG_IF (m_reservedBytes > GetSizeBytes (),
+                     where << ": SwitchMmu::SizeBytes " << GetSizeBytes ()
+                           << " B is less than its ports' headroom and reserve ("
+                           << m_reservedBytes << " B)");
+}
+
+uint64_t
+SwitchMmu::GetXoffThresholdBytes () const
+{
+    if (m_xoffBytes != 0)
+    {
+        return m_xoffBytes;
+    }
+    const uint64_t unshared = m_reservedBytes + m_sharedUsed;
+    const uint64_t free = GetSizeBytes () > unshared ? GetSizeBytes () - unshared : 0;
+    return static_cast<uint64_t> (m_alpha * static_cast<double> (free));
+}
+
+bool
+SwitchMmu::RedMarks (uint64_t egressBytes)
+{
+    if (egressBytes <= m_kminBytes)
+    {
+        return false;
+    }
+    if (egressBytes > m_kmaxBytes)
+    {
+        return true;
+    }
+    if (!m_red)
+    {
+        m_red = CreateObject<UniformRandomVariable> ();
+    }
+    const double p = m_pmax * static_cast<double> (egressBytes - m_kminBytes) /
+                     static_cast<double> (m_kmaxBytes - m_kminBytes);
+    return m_red->GetValue () < p;
+}
+
+bool
+SwitchMmu::Admit (FabricQueueItem& item, const FabricQueue& egress)
+{
+    const uint32_t port = item.ingressPort;
+    if (port >= m_ports.size () || m_ports[port].device == nullptr)
+    {
+        return FabricSharedBuffer::Admit (item, egress); // not from a port of this switch
+    }
+    const uint8_t cls = item.header.trafficClass;
+    const uint64_t size = item.GetWireBytes ();
+    Port& p = m_ports[port];
+    Ingress& in = p.ingress[cls];
+    const uint64_t threshold = GetXoffThresholdBytes ();
+    // HPCC's SwitchMmu::CheckIngressAdmission and UpdateIngressAdmission.
+    if (in.headroom + size > p.headroomBytes && SharedUse (in) + size > threshold)
+    {
+        NS_LOG_LOGIC ("drop at ingress " << port << " class " << uint32_t (cls)
+                                         << ": headroom full");
+        ++m_dropped;
+        return false;
+    }
+    const uint64_t after = in.bytes + size;
+    if (after > m_reserveBytes && after - m_reserveBytes > threshold)
+    {
+        in.headroom += size;
+    }
+    else
+    {
+        if (after > m_reserveBytes)
+        {
+            m_sharedUsed += std::min<uint64_t> (size, after - m_reserveBytes);
+        }
+        in.bytes = after;
+    }
+    Charge (static_cast<uint32_t> (size));
+    const uint64_t total = in.bytes + in.headroom;
+    in.peakBytes = std::max (in.peakBytes, total);
+    in.peakHeadroom = std::max (in.peakHeadroom, in.headroom);
+    m_ingressTrace (port, cls, total);
+    if (!in.pausing && (in.headroom > 0 || SharedUse (in) >= GetXoffThresholdBytes ()))
+    {
+        in.pausing = true;
+        SendXoff (port, cls);
+    }
+    if (m_ecn && item.header.IsEct () && RedMarks (egress.GetNBytes ()))
+    {
+        item.header.ecn = FabricEcn::CE;
+    }
+    return true;
+}
+
+void
+SwitchMmu::Release (uint32_t ingressPort, uint8_t trafficClass, uint32_t wireBytes)
+{
+    if (ingressPort >= m_ports.size () || m_ports[ingressPort].device == nullptr)
+    {
+        FabricSharedBuffer::Release (ingressPort, trafficClass, wireBytes);
+        return;
+    }
+    Ingress& in = m_ports[ingressPort].ingress[trafficClass];
+    // HPCC's SwitchMmu::RemoveFromIngressAdmission: headroom first, then shared, then reserve.
+    const uint64_t fromHeadroom = std::min<uint64_t> (in.headroom, wireBytes);
+    const uint64_t rest = wireBytes - fromHeadroom;
+    const uint64_t fromShared = std::min (rest, SharedUse (in));
+    in.headroom -= fromHeadroom;
+    in.bytes -= rest;
+    m_sharedUsed -= fromShared;
+    Uncharge (wireBytes);
+    m_ingressTrace (ingressPort, trafficClass, in.bytes + in.headroom);
+    if (in.pausing && in.headroom == 0)
+    {
+        const uint64_t shared = SharedUse (in);
+        if (shared == 0 || shared + m_xonOffsetBytes <= GetXoffThresholdBytes ())
+        {
+            in.pausing = false;
+            in.refresh.Cancel ();
+            m_ports[ingressPort].device->SendPfc (static_cast<uint8_t> (1u << trafficClass), 0);
+        }
+    }
+}
+
+void
+SwitchMmu::SendXoff (uint32_t port, uint8_t trafficClass)
+{
+    FabricNetDevice* device = m_ports[port].device;
+    device->SendPfc (static_cast<uint8_t> (1u << trafficClass), m_pauseQuanta);
+    // Repeat before the upstream's timer runs out (half the pause, at the link's rate).
+    const uint64_t pauseBytes = uint64_t (m_pauseQuanta) * kPfcBitsPerQuantum / 8;
+    const Time half =
+        FabricNetDevice::TxTimeFor (pauseBytes, device->GetDataRate ().GetBitRate ()) / 2;
+    m_ports[port].ingress[trafficClass].refresh =
+        Simulator::Schedule (half, &SwitchMmu::RefreshXoff, this, port, trafficClass);
+}
+
+void
+SwitchMmu::RefreshXoff (uint32_t port, uint8_t trafficClass)
+{
+    if (m_ports[port].ingress[trafficClass].pausing)
+    {
+        SendXoff (port, trafficClass);
+    }
+}
+
+uint64_t
+SwitchMmu::GetHeadroomBytes (uint32_t port) const
+{
+    return port < m_ports.size () ? m_ports[port].headroomBytes : 0;
+}
+
+uint64_t
+SwitchMmu::GetIngressBytes (uint32_t port, uint8_t trafficClass) const
+{
+    if (port >= m_ports.size ())
+    {
+        return 0;
+    }
+    const Ingress& in = m_ports[port].ingress.at (trafficClass);
+    return in.bytes + in.headroom;
+}
+
+uint64_t
+SwitchMmu::GetPeakIngressBytes (uint32_t port, uint8_t trafficClass) const
+{
+    return port < m_ports.size () ? m_ports[port].ingress.at (trafficClass).peakBytes : 0;
+}
+
+uint64_t
+SwitchMmu::GetPeakHeadroomBytes (uint32_t port, uint8_t trafficClass) const
+{
+    return port < m_ports.size () ? m_ports[port].ingress.at (trafficClass).peakHeadroom : 0;
+}
+
+bool
+SwitchMmu::IsPausing (uint32_t port, uint8_t trafficClass) const
+{
+    return port < m_ports.size () && m_ports[port].ingress.at (trafficClass).pausing;
+}
+
+} // namespace ns3

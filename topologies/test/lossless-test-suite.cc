@@ -1,0 +1,432 @@
+/*
+ * disaggsim: tests of the lossless fabric (SwitchMmu: shared buffer, PFC, RED-ECN).
+ * Every expected value is derived by hand in the comment next to it.
+ */
+#include "topologies/model/clos-topology.h"
+#include "topologies/model/fabric-header.h"
+#include "topologies/model/fabric-net-device.h"
+#include "topologies/model/pfc-monitor.h"
+#include "topologies/model/switch-mmu.h"
+
+#include "ns3/core-module.h"
+#include "ns3/test.h"
+
+#include <map>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// 1482 B payload: 1500 B on the wire, 300 ns at 40 Gbps.
+constexpr uint32_t kPayload = 1482;
+
+/// A Clos of the paper's defaults (40 Gbps, Table 4 delays) with \p attributes on
+/// ClosTopology and \p mmu on every SwitchMmu (Config defaults, restored after Build).
+Ptr<ClosTopology>
+BuildFabric (const std::map<std::string, std::string>& attributes,
+             const std::map<std::string, std::string>& mmu = {})
+{
+    for (const auto& [name, value] : mmu)
+    {
+        Config::SetDefault ("ns3::SwitchMmu::" + name, StringValue (value));
+    }
+    Ptr<ClosTopology> clos = CreateObject<ClosTopology> ();
+    for (const auto& [name, value] : attributes)
+    {
+        clos->SetAttribute (name, StringValue (value));
+    }
+    clos->Build ();
+    for (const auto& [name, value] : mmu)
+    {
+        // Back to the attribute's default for the next test.
+        struct TypeId::AttributeInformation info;
+        SwitchMmu::GetTypeId ().LookupAttributeByName (name, &info);
+        Config::SetDefault ("ns3::SwitchMmu::" + name, *info.originalInitialValue);
+    }
+    return clos;
+}
+
+/// Send \p n 1482 B frames from host \p src to host \p dst now (back to back at the NIC);
+/// the flow hash is the source's rack, so senders of racks 1..4 take uplinks 1, 2, 3, 0.
+void
+SendFrames (Ptr<ClosTopology> clos, uint32_t src, uint32_t dst, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        FabricHeader header;
+        header.srcHost = static_cast<uint16_t> (src);
+        header.dstHost = static_cast<uint16_t> (dst);
+        header.flowHash = src / 16;
+        header.payloadBytes = kPayload;
+        clos->GetHostDevice (src)->SendFabric (Create<Packet> (kPayload), header);
+    }
+}
+
+/// Every frame's arrival time at the hosts it was sent to, per source host.
+struct Arrivals
+{
+    std::map<uint32_t, std::vector<Time>> bySource;
+    uint32_t total{0};
+
+    void Listen (Ptr<ClosTopology> clos, uint32_t host)
+    {
+        clos->GetHostDevice (host)->SetFabricReceiveCallback (
+            MakeCallback (&Arrivals::Received, this));
+    }
+
+    void Received (Ptr<FabricNetDevice>, const Ptr<Packet>&, const FabricHeader& header, Time)
+    {
+        bySource[header.srcHost].push_back (Simulator::Now ());
+        ++total;
+    }
+};
+
+} // namespace
+
+/**
+ * Two senders, hand-derived PFC: hosts 1 and 2 each send 3 frames (1500 wire B, 300 ns) to
+ * host 0 at t = 0 while the ToR's port to host 0 is paused until 10 us.  XOFF = 3000 B,
+ * reserve 0, XON offset 3000 B (XON only when the ingress is empty).  Each frame reaches
+ * the ToR's MMU at start + 20 ns cable + 240 ns switching: frames 0, 1 of each host at 260,
+ * 560 ns.  At 560 ns each ingress holds 3000 B = XOFF: each ToR host port sends XOFF; it
+ * takes 12.8 + 20 ns, so the hosts stop at 592.8 ns, after their frame 1 (300..600 ns), and
+ * hold frame 2.  From 10 us the ToR sends h1f0, h2f0, h1f1, h2f1 (300 ns each); ingress 1
+ * empties at the dequeue of h1f1 (10.6 us): XON, received at 10632.8 ns; h1f2 then reaches
+ * the MMU at 10892.8 ns (1500 B < XOFF: no new pause) and leaves 11.2..11.5 us.  Ingress 2
+ * empties at 10.9 us: XON, received at 10932.8 ns; h2f2 leaves 11.5..11.8 us.  So: 2 PFC
+ * frames per ToR host port (XOFF, XON), host 1 paused 10040 ns, host 2 10340 ns; host 0
+ * receives frames at 10320, 10620, 10920, 11220, 11520, 11820 ns (tail + 20 ns cable); no
+ * drop; each ingress peaks at 3000 B.
+ */
+class TwoSenderPfcTestCase : public TestCase
+{
+  public:
+    TwoSenderPfcTestCase ()
+          : TestCase ("PFC, 2 senders into a paused port: 2 pause frames each, paused 10040 "
+                      "and 10340 ns, deliveries at 10320 ... 11820 ns")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos =
+            BuildFabric ({{"Fabric", "lossless"}},
+                         {{"XoffBytes", "3000"}, {"ReserveBytes", "0"}, {"XonOffsetBytes", "3000"}});
+        Ptr<FabricSwitch> tor = clos->GetTor (0);
+        Ptr<SwitchMmu> mmu = DynamicCast<SwitchMmu> (tor->GetSharedBuffer ());
+        NS_TEST_ASSERT_MSG_NE (mmu, nullptr, "the lossless ToR has a SwitchMmu");
+        Arrivals arrivals;
+        arrivals.Listen (clos, 0);
+        Ptr<FabricNetDevice> toHost0 = tor->GetPort (0);
+        toHost0->Pause (0);
+        SendFrames (clos, 1, 0, 3);
+        SendFrames (clos, 2, 0, 3);
+        Simulator::Schedule (MicroSeconds (10), [toHost0] () { toHost0->Resume (0); });
+        Simulator::Run ();
+
+        std::vector<Time> all;
+        for (const auto& [src, times] : arrivals.bySource)
+        {
+            all.insert (all.end (), times.begin (), times.end ());
+        }
+        std::sort (all.begin (), all.end ());
+        const std::vector<int64_t> expectedNs = {10320, 10620, 10920, 11220, 11520, 11820};
+        NS_TEST_ASSERT_MSG_EQ (all.size (), expectedNs.size (), "every frame arrives");
+        for (std::size_t i = 0; i < all.size (); ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ (all[i], NanoSeconds (expectedNs[i]), "delivery " << i);
+        }
+        for (uint32_t port : {1u, 2u})
+        {
+            NS_TEST_ASSERT_MSG_EQ (tor->GetPort (port)->GetPfcFramesSent (), 2u,
+                                   "XOFF + XON from ToR port " << port);
+            NS_TEST_ASSERT_MSG_EQ (clos->GetHostDevice (port)->GetPfcFramesReceived (), 2u,
+                                   "host " << port << " gets both");
+            NS_TEST_ASSERT_MSG_EQ (mmu->GetPeakIngressBytes (port, 0), 3000u, "XOFF level");
+        }
+        NS_TEST_ASSERT_MSG_EQ (clos->GetHostDevice (1)->GetPausedTime (0), NanoSeconds (10040),
+                               "592.8 .. 10632.8 ns");
+        NS_TEST_ASSERT_MSG_EQ (clos->GetHostDevice (2)->GetPausedTime (0), NanoSeconds (10340),
+                               "592.8 .. 10932.8 ns");
+        NS_TEST_ASSERT_MSG_EQ (clos->GetSwitchPortDrops (), 0u, "lossless");
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetUsedBytes (), 0u, "the buffer drains");
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * Incast through a small buffer: 8 senders, one per rack 1..8, send 40 frames each (60 KB)
+ * to host 0 at once; the ToR port to host 0 is the bottleneck.  Lossy, the 36864 B port
+ * buffer overflows (the ToR gets frames from the 4 spines, 2 senders each, at 8 x 40 Gbps
+ * and drains at 40).
+ * Lossless with a static XOFF of 6000 B and no reserve, every frame arrives, nothing is
+ * dropped, and no ingress of any switch ever holds more than XOFF + its headroom (the
+ * headroom formula, SwitchMmu::DerivedHeadroomBytes, bounds what arrives after a pause).
+ */
+class IncastTestCase : public TestCase
+{
+  public:
+    explicit IncastTestCase (bool lossless)
+          : TestCase (std::string ("incast of 8 x 40 frames into host 0, ") +
+                      (lossless ? "lossless: 0 drops, ingress <= XOFF + headroom"
+                                : "lossy: the port buffer drops"))
+          , m_lossless (lossless)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        const uint64_t xoff = 6000;
+        Ptr<ClosTopology> clos =
+            BuildFabric ({{"Fabric", m_lossless ? "lossless" : "lossy"}},
+                         {{"XoffBytes", std::to_string (xoff)}, {"ReserveBytes", "0"}});
+        Arrivals arrivals;
+        arrivals.Listen (clos, 0);
+        const uint32_t frames = 40;
+        for (uint32_t rack = 1; rack <= 8; ++rack)
+        {
+            SendFrames (clos, rack * 16, 0, frames);
+        }
+        Simulator::Run ();
+        if (!m_lossless)
+        {
+            NS_TEST_ASSERT_MSG_GT (clos->GetSwitchPortDrops (), 0u, "a real incast");
+            Simulator::Destroy ();
+            return;
+        }
+        NS_TEST_ASSERT_MSG_EQ (clos->GetSwitchPortDrops (), 0u, "no drop");
+        NS_TEST_ASSERT_MSG_EQ (arrivals.total, 8 * frames, "every frame arrives");
+        uint64_t pauses = 0;
+        for (const Ptr<FabricSwitch>& sw : clos->GetSwitches ())
+        {
+            Ptr<SwitchMmu> mmu = DynamicCast<SwitchMmu> (sw->GetSharedBuffer ());
+            for (uint32_t port = 0; port < sw->GetNPorts (); ++port)
+            {
+                pauses += sw->GetPort (port)->GetPfcFramesSent ();
+                NS_TEST_ASSERT_MSG_LT_OR_EQ (mmu->GetPeakIngressBytes (port, 0),
+                                             xoff + mmu->GetHeadroomBytes (port),
+                                             "ingress " << port << " of switch node "
+                                                        << sw->GetPort (port)->GetNodeId ());
+            }
+            NS_TEST_ASSERT_MSG_EQ (mmu->GetUsedBytes (), 0u, "drained");
+        }
+        NS_TEST_ASSERT_MSG_GT (pauses, 0u, "PFC did the work");
+        // Pause spreads back hop by hop: spine -> ToR 0 (1), ToR k's uplink by the spine (2),
+        // host by ToR k (3).
+        NS_TEST_ASSERT_MSG_EQ (clos->GetPfcMonitor ()->GetLongestPauseChain (), 3u,
+                               "host <- ToR k <- spine <- ToR 0");
+        Simulator::Destroy ();
+    }
+
+    bool m_lossless;
+};
+
+/**
+ * Headroom formula, by hand: 40 Gbps, 200 ns cable, 240 ns switching, 1518 B frames:
+ * 3 x 1518 + 5 B/ns x (2 x 200 + 2 x max (240, 12.8)) ns = 4554 + 4400 = 8954 B; the host
+ * link (20 ns): 4554 + 5 x 520 = 7154 B; 100 Gbps, 20 ns, no switching delay: the pause
+ * frame's 5.12 ns counts, 4554 + 12.5 x (40 + 10.24) = 4554 + 628 = 5182 B.
+ */
+class HeadroomTestCase : public TestCase
+{
+  public:
+    HeadroomTestCase ()
+          : TestCase ("headroom = 3 max frames + rate x (2 cable + 2 max (switching, pause "
+                      "frame)): 8954, 7154, 5182 B")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        const uint64_t g40 = 40000000000ULL;
+        NS_TEST_ASSERT_MSG_EQ (
+            SwitchMmu::DerivedHeadroomBytes (g40, NanoSeconds (200), NanoSeconds (240), 1518),
+            8954u, "spine link");
+        NS_TEST_ASSERT_MSG_EQ (
+            SwitchMmu::DerivedHeadroomBytes (g40, NanoSeconds (20), NanoSeconds (240), 1518),
+            7154u, "host link");
+        NS_TEST_ASSERT_MSG_EQ (SwitchMmu::DerivedHeadroomBytes (100000000000ULL, NanoSeconds (20),
+                                                                Time (0), 1518),
+                               5182u, "the pause frame's own time");
+        // The Clos's own ToR: port 0 is a host link, port 16 the uplink to spine 0.
+        Ptr<ClosTopology> clos = BuildFabric ({{"Fabric", "lossless"}});
+        Ptr<SwitchMmu> mmu = DynamicCast<SwitchMmu> (clos->GetTor (0)->GetSharedBuffer ());
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (0), 7154u, "host port");
+        // The uplink runs at 160 Gbps: 4554 + 20 B/ns x 880 ns = 22154 B.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (16), 22154u, "uplink");
+        // Default size: 36864 B x 20 ports, pooled, + the headroom and 4 KB reserve of 16 host
+        // ports and 4 uplinks: 737280 + 16 x (7154 + 4096) + 4 x (22154 + 4096) = 1022280 B.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetReservedBytes (), 16u * 11250 + 4u * 26250, "reserved");
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetSizeBytes (), 1022280u, "pooled port buffers + PFC's");
+        // Dynamic XOFF with an empty buffer: Alpha x (size - reserved) = 737280 / 8.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetXoffThresholdBytes (), 92160u, "dynamic threshold");
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * PFC's head-of-line blocking: one spine; hosts 16 and 17 (rack 1) send an incast of 200
+ * frames each to host 0 (rack 0), and the victim, host 18 (rack 1), sends 100 frames to
+ * host 1 (rack 0), whose link is idle.  All three share only the rack-1 uplink and the
+ * spine's link to rack 0, at 160 Gbps with 120 Gbps offered: lossy, the victim is barely
+ * slowed (its frames queue behind at most a few incast frames at 160 Gbps).  Lossless, the
+ * ToR of rack 0 pauses the spine's port (class 0, the only class) once host 0's port backs
+ * up, so the victim's frames wait behind the incast's: its last frame arrives more than
+ * twice as late (measured: 31.5 us lossy, 67.6 us lossless).
+ */
+class VictimFlowTestCase : public TestCase
+{
+  public:
+    VictimFlowTestCase ()
+          : TestCase ("PFC head-of-line blocking: a victim sharing only upstream links is "
+                      "slowed with PFC, not without")
+    {
+    }
+
+  private:
+    Time VictimLastArrival (bool lossless)
+    {
+        Ptr<ClosTopology> clos = BuildFabric (
+            {{"Fabric", lossless ? "lossless" : "lossy"}, {"Spines", "1"}},
+            {{"XoffBytes", "6000"}, {"ReserveBytes", "0"}});
+        Arrivals victim;
+        victim.Listen (clos, 1);
+        Arrivals incast;
+        incast.Listen (clos, 0);
+        SendFrames (clos, 16, 0, 200);
+        SendFrames (clos, 17, 0, 200);
+        SendFrames (clos, 18, 1, 100);
+        Simulator::Run ();
+        NS_TEST_EXPECT_MSG_EQ (victim.total, 100u, "the victim's frames all arrive");
+        if (lossless)
+        {
+            NS_TEST_EXPECT_MSG_EQ (clos->GetSwitchPortDrops (), 0u, "lossless");
+            NS_TEST_EXPECT_MSG_EQ (incast.total, 400u, "the incast's frames all arrive");
+        }
+        const Time last = victim.bySource[18].back ();
+        Simulator::Destroy ();
+        return last;
+    }
+
+    void DoRun () override
+    {
+        // Alone, the victim's 100 frames leave host 18 in 30 us and its last frame arrives
+        // 30 us + the path: under 32 us.
+        const Time lossy = VictimLastArrival (false);
+        const Time lossless = VictimLastArrival (true);
+        NS_TEST_ASSERT_MSG_LT (lossy, MicroSeconds (32), "not slowed without PFC");
+        // With PFC the spine's port to rack 0 stops for host 0's backlog: the incast's 400
+        // frames drain at 40 Gbps in 120 us, and the victim waits with them.
+        NS_TEST_ASSERT_MSG_GT (lossless, 2 * lossy, "slowed with PFC");
+    }
+};
+
+/**
+ * Deadlock detection: the ToR's port to host 0 is paused and never resumed (a stand-in for a
+ * cyclic buffer dependency); hosts 1 and 2 send 3 frames each to host 0.  As in the 2-sender
+ * case the ToR pauses both hosts, received at 592.8 ns, which arms the monitor; by the check
+ * one DeadlockTimeout (1 ms) later no port has sent a data frame (only refreshed pauses), so
+ * the run stops at 1,000,592.8 ns and the report names the three waiting ports and the two
+ * ToR ingresses that hold their pauses (3000 B each).
+ */
+class DeadlockTestCase : public TestCase
+{
+  public:
+    DeadlockTestCase ()
+          : TestCase ("PFC deadlock: nothing moves for 1 ms while frames wait: stop at "
+                      "1000592.8 ns, naming the waiting ports")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos =
+            BuildFabric ({{"Fabric", "lossless"}},
+                         {{"XoffBytes", "3000"}, {"ReserveBytes", "0"}, {"XonOffsetBytes", "3000"}});
+        clos->GetTor (0)->GetPort (0)->Pause (0);
+        SendFrames (clos, 1, 0, 3);
+        SendFrames (clos, 2, 0, 3);
+        Simulator::Run ();
+        Ptr<PfcMonitor> monitor = clos->GetPfcMonitor ();
+        NS_TEST_ASSERT_MSG_EQ (monitor->IsDeadlocked (), true, "detected");
+        NS_TEST_ASSERT_MSG_EQ (Simulator::Now (), PicoSeconds (1000592800), "one timeout later");
+        // Nodes 0..143 are hosts, 144 is ToR 0.
+        const std::string expected =
+            "host node 1 (paused classes 0x1, 1 frames) waits on switch node 144 port 1\n"
+            "host node 2 (paused classes 0x1, 1 frames) waits on switch node 144 port 2\n"
+            "switch node 144 port 0 (paused classes 0x1, 4 frames) waits on host node 0\n"
+            "switch node 144 port 1 pauses class 0 upstream holding 3000 bytes\n"
+            "switch node 144 port 2 pauses class 0 upstream holding 3000 bytes\n";
+        NS_TEST_ASSERT_MSG_EQ (monitor->GetDeadlockReport (), expected, "who waits on whom");
+        NS_TEST_ASSERT_MSG_EQ (monitor->GetLongestPauseChain (), 1u, "one hop of pause");
+        Simulator::Destroy ();
+    }
+};
+
+/**
+ * RED-ECN at the egress with Kmin = 3000 B, Kmax = 4500 B, Pmax = 1: 6 ECT frames of 1500 wire
+ * B into the ToR's port to host 0, paused so that it holds them, arrive at occupancies 0, 1500,
+ * 3000 (<= Kmin: unmarked), 4500 (probability Pmax (4500 - 3000) / 1500 = 1: marked), 6000
+ * and 7500 (> Kmax: marked): 3 marks, whatever the random draws.  Not-ECT frames: none.
+ */
+class RedEcnTestCase : public TestCase
+{
+  public:
+    explicit RedEcnTestCase (bool ect)
+          : TestCase (std::string ("RED-ECN at the egress, Kmin 3000, Kmax 4500: ") +
+                      (ect ? "3 of 6 ECT frames marked" : "not-ECT frames never marked"))
+          , m_ect (ect)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos = BuildFabric (
+            {{"Fabric", "lossless"}},
+            {{"EcnKminBytes", "3000"}, {"EcnKmaxBytes", "4500"}, {"EcnPmax", "1"}});
+        Ptr<FabricNetDevice> toHost0 = clos->GetTor (0)->GetPort (0);
+        toHost0->Pause (0);
+        for (uint32_t i = 0; i < 6; ++i)
+        {
+            FabricHeader header;
+            header.srcHost = 1;
+            header.dstHost = 0;
+            header.payloadBytes = kPayload;
+            header.ecn = m_ect ? FabricEcn::ECT0 : FabricEcn::NOT_ECT;
+            clos->GetHostDevice (1)->SendFabric (Create<Packet> (kPayload), header);
+        }
+        Simulator::Schedule (MicroSeconds (5), [toHost0] () { toHost0->Resume (0); });
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (toHost0->GetQueue ()->GetMarkedPackets (), m_ect ? 3u : 0u,
+                               "CE marks");
+        Simulator::Destroy ();
+    }
+
+    bool m_ect;
+};
+
+class LosslessTestSuite : public TestSuite
+{
+  public:
+    LosslessTestSuite ()
+          : TestSuite ("disaggsim-lossless", UNIT)
+    {
+        AddTestCase (new HeadroomTestCase, TestCase::QUICK);
+        AddTestCase (new TwoSenderPfcTestCase, TestCase::QUICK);
+        AddTestCase (new IncastTestCase (false), TestCase::QUICK);
+        AddTestCase (new IncastTestCase (true), TestCase::QUICK);
+        AddTestCase (new VictimFlowTestCase, TestCase::QUICK);
+        AddTestCase (new DeadlockTestCase, TestCase::QUICK);
+        AddTestCase (new RedEcnTestCase (true), TestCase::QUICK);
+        AddTestCase (new RedEcnTestCase (false), TestCase::QUICK);
+    }
+};
+
+static LosslessTestSuite g_losslessTestSuite;
