@@ -27,7 +27,7 @@ from typing import Literal
 
 import pandas as pd
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 #: Flow kinds whose FCTs the swap device injects: remote memory accesses (paper §4.4).
 MEMORY_KINDS: tuple[str, ...] = ("mem_read", "mem_write")
@@ -239,7 +239,7 @@ def export_fct(
 
 def _write_lines_atomic(out_path: str | Path, lines: list[str]) -> Path:
     """Write ``lines`` (ASCII, ``\\n``) to ``out_path`` through a temp file renamed into
-    place, so a reader never sees half an export (``traces._atomic.atomic_path``)."""
+    place, so a reader never sees half an export (``disaggsim.atomic.atomic_path``)."""
     out = Path(out_path)
     with atomic_path(out) as tmp:
         tmp.write_text("".join(lines), encoding="ascii", newline="\n")

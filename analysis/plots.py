@@ -332,7 +332,7 @@ def plot_latency_sweep(sweep_df: pd.DataFrame, path: str | Path) -> Path:
     Raises:
         ValueError: see :func:`latency_sweep_figure`; an unsupported suffix.
     """
-    from disaggsim.traces._atomic import atomic_path
+    from disaggsim.atomic import atomic_path
 
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower()

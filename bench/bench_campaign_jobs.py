@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 DISAGGSIM = Path(sys.executable).parent / "disaggsim"

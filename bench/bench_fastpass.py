@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import SETUPS, fidelity_parser, run, summarize, yaps_slowdowns  # noqa: E402
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 TARGETS = {
     "a": {"mean": 1.53, "p99": 2.88, "small_mean": 1.69},

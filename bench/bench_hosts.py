@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run  # noqa: E402
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 

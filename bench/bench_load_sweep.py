@@ -65,7 +65,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pfabric import SETUPS, Setup, run, summarize, yaps_slowdowns  # noqa: E402
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 PROTOCOLS = ("pfabric", "phost", "fastpass", "ideal", "dctcp", "tcp")

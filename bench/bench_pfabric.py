@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 from disaggsim.traces.workloads import MSS_BYTES, YAPS_HEADER_BYTES, generate, write_sim_flows_csv
 
 HOSTS_PER_RACK = 16

@@ -42,7 +42,7 @@ from bench_pfabric import (  # noqa: E402
     yaps_slowdowns,
 )
 
-from disaggsim.traces._atomic import atomic_path  # noqa: E402
+from disaggsim.atomic import atomic_path  # noqa: E402
 
 PHOST_TARGETS = {
     "a": {"mean": 1.546, "p99": 3.80, "small_mean": 1.39, "small_p99": 2.87},

@@ -46,7 +46,7 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 
 BLK_IO_TRACE_MAGIC: Final = 0x65617400

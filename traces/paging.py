@@ -69,7 +69,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 
 PAGE_BYTES: Final = 4096  # x86 PAGE_SIZE; paper §2.2 "page-level remote memory access"

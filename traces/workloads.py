@@ -42,8 +42,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.atomic import atomic_path
 from disaggsim.schemas import SIM_FLOWS
-from disaggsim.traces._atomic import atomic_path
 
 #: Directory of the shipped CDF files (YAPS format, ``<size_pkts> 1 <cdf>`` per line).
 CDF_DIR: Final = Path(__file__).resolve().parent / "cdfs"

@@ -23,8 +23,8 @@ from typing import BinaryIO, Final
 import numpy as np
 import pandas as pd
 
+from disaggsim.atomic import atomic_path
 from disaggsim.schemas import SIM_FLOWS
-from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 
 YAPS_MSS_BYTES: Final = 1460
