@@ -246,7 +246,7 @@ def plot_fct_cdf(fct: pd.DataFrame | PlotData, out_prefix: str | Path) -> list[P
     """Draw :func:`fct_cdf_figure` and :func:`slowdown_by_size_figure` to PNG and PDF.
 
     Args:
-        fct: CAMPAIGN_FCT rows (``disaggsim.sim.runner``), or their :class:`PlotData`
+        fct: CAMPAIGN_FCT rows (``disaggsim.schemas``), or their :class:`PlotData`
             (:func:`plot_data_file` builds it from a campaign's ``fct.parquet`` in
             bounded memory).
         out_prefix: e.g. ``results/quickstart/plots/quickstart``; writes

@@ -57,7 +57,7 @@ def summarize(fct_df: pd.DataFrame, by_workload: bool = True) -> pd.DataFrame:
     unfinished count, mean/p50/p99 slowdown and FCT (µs).
 
     Args:
-        fct_df: CAMPAIGN_FCT rows (``disaggsim.sim.runner``) or bare FCT_RECORDS; the
+        fct_df: CAMPAIGN_FCT rows (``disaggsim.schemas``) or bare FCT_RECORDS; the
             grouping keys present among GROUP_KEYS are used. Seeds are pooled.
         by_workload: False pools all workloads.
 

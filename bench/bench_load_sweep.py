@@ -49,7 +49,6 @@ import argparse
 import fcntl
 import hashlib
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -144,7 +143,7 @@ def key(setup: str, protocol: str, load: float, n_flows: int) -> str:
 
 
 def save_point(path: Path, point_key: str, summary: dict[str, float]) -> None:
-    """Merge one point into the JSON cache atomically (flock, temp file + os.replace).
+    """Merge one point into the JSON cache atomically (flock, ``disaggsim.atomic.atomic_path``).
 
     Several sweeps (e.g. one per setup) may share the cache; each write re-reads it.
     """
@@ -212,9 +211,8 @@ def plot(
     paths = []
     for ext in ("png", "pdf"):
         path = out_dir / f"load_sweep_{setup.name}.{ext}"
-        tmp = path.with_name(f".{path.stem}.tmp.{ext}")
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=ext)
         paths.append(path)
     plt.close(fig)
     return paths

@@ -57,9 +57,8 @@ def plot(rows: list[dict[str, float]], path: Path) -> None:
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
 
 
 def main() -> int:

@@ -3,7 +3,7 @@
 :func:`run_one` places the workload's blades on hosts (``disaggsim.traces.placement``),
 writes the SIM_FLOWS CSV, runs the ns-3 program (``sim/disaggsim-ns3``, built by
 ``make build``) and turns its FCT_RECORDS CSV into ``fct.parquet`` with the flow kind and
-the campaign keys added (schema :data:`CAMPAIGN_FCT`).
+the campaign keys added (schema :data:`disaggsim.schemas.CAMPAIGN_FCT`).
 
 Files written in the run directory:
 
@@ -36,30 +36,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from disaggsim.schemas import CAMPAIGN_KEYS, FCT_RECORDS, FLOW_TABLE, SIM_FLOWS
+from disaggsim.atomic import write_text_atomic
+from disaggsim.schemas import CAMPAIGN_FCT, FCT_RECORDS, SIM_FLOWS
 
 #: Environment variable that overrides the ns-3 program's location.
 BINARY_ENV = "DISAGGSIM_NS3"
-
-#: Types of the columns a campaign adds to FCT_RECORDS (names from schemas.CAMPAIGN_KEYS).
-_CAMPAIGN_KEY_TYPES: dict[str, pa.DataType] = {
-    "protocol": pa.string(),
-    "rate_gbps": pa.float64(),
-    "scope": pa.string(),
-    "workload": pa.string(),
-    "seed": pa.int64(),
-}
-assert tuple(_CAMPAIGN_KEY_TYPES) == CAMPAIGN_KEYS
-
-#: A campaign's FCT table: FCT_RECORDS, the flow's kind (FLOW_TABLE "kind") and the run's
-#: CAMPAIGN_KEYS. Written per run (``runs/<key>/fct.parquet``) and collected
-#: (``<out_dir>/fct.parquet``).
-CAMPAIGN_FCT: pa.Schema = pa.schema(
-    list(FCT_RECORDS)
-    + [FLOW_TABLE.field("kind")]
-    + [pa.field(name, typ, nullable=False) for name, typ in _CAMPAIGN_KEY_TYPES.items()]
-)
-
 
 class BinaryNotFoundError(FileNotFoundError):
     """The ns-3 program is not built (or ``$DISAGGSIM_NS3`` points nowhere)."""
@@ -173,10 +154,7 @@ def driver_capabilities(binary: Path, cache_dir: Path | None = None) -> DriverCa
                 "rebuild the ns-3 program with `make build`"
             )
         if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"binary": str(binary), "lines": lines}) + "\n")
-            os.replace(tmp, cache)
+            write_text_atomic(cache, json.dumps({"binary": str(binary), "lines": lines}) + "\n")
     protocols: list[str] = []
     attributes: set[str] = set()
     for line in lines:

@@ -19,9 +19,6 @@ them converts again and nothing else does.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.atomic import atomic_dir
 from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
 from disaggsim.sim.config import (
     FlowTableWorkload,
@@ -156,9 +154,7 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     replication = replication_options(workload)
     if replication is not None:
         content = sha256_json({"flows": content, "replication": replication})
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=cache_dir))
-    try:
+    with atomic_dir(final) as tmp:
         table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
         pq.write_table(table, tmp / "flows.parquet")
         meta = {
@@ -172,12 +168,6 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
         if replication is not None:
             (tmp / REPLICATION_FILE).write_text(json.dumps(replication) + "\n")
         (tmp / "done.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        if final.exists():  # an interrupted earlier attempt (no done.json)
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return LoadedWorkload(
         workload.name, final / "flows.parquet", content, len(frame), hosts_given=hosts_given
     )

@@ -70,6 +70,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from disaggsim.atomic import atomic_path
+from disaggsim.schemas import RMEM_RECORDS
 from disaggsim.traces.errors import TraceFormatError
 
 PAGE_BYTES: Final = 4096  # x86 PAGE_SIZE; paper §2.2 "page-level remote memory access"
@@ -85,16 +86,8 @@ MAX_BATCH: Final = 2**53
 _INT_RE: Final = re.compile(r"[+-]?[0-9]+")
 _META_DATE_RE: Final = re.compile(r"([0-9]{12})\.([0-9]{1,9})")
 
-RMEM_COLUMNS: Final = (
-    "batch_id",
-    "time_us",
-    "op",
-    "page",
-    "npages",
-    "size_bytes",
-    "realtime_ns",
-    "source_record",
-)
+#: Columns of :func:`read_rmem`'s result (schema ``disaggsim.schemas.RMEM_RECORDS``).
+RMEM_COLUMNS: Final = tuple(RMEM_RECORDS.names)
 
 
 def meta_path(trace: str | Path) -> Path:
