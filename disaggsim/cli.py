@@ -2,7 +2,7 @@
 
 The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
 
-    collect     -> disaggsim.traces.collect.collect
+    collect     -> disaggsim.testbed.collect.collect
     convert     -> disaggsim.traces.convert.convert (+ placement.place, yaps export)
     gen         -> disaggsim.traces.workloads.generate
     run         -> disaggsim.sim.campaign.run_campaign
@@ -27,7 +27,7 @@ class CliError(Exception):
 
 
 def _cmd_collect(args: argparse.Namespace) -> None:
-    from disaggsim.traces import collect
+    from disaggsim.testbed import collect
 
     config = collect.PRESETS[args.preset] if args.preset else collect.load_config(Path(args.config))
     if args.paging_recorder:

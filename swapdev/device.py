@@ -15,7 +15,7 @@ Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run
   see ``swapdev/doc/swapdev.md``, "Eviction".
 
 Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
-``disaggsim.traces.collect_env``), so the machine is left as found on success, on error and
+``disaggsim.testbed.collect_env``), so the machine is left as found on success, on error and
 on SIGINT.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from disaggsim.traces import collect_env as env
+from disaggsim.testbed import collect_env as env
 
 #: Where ``make build`` puts the device (override with ``DISAGGSIM_SWAPDEV_BUILD``).
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]

@@ -71,7 +71,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from disaggsim.atomic import atomic_path
 from disaggsim.sim.config import ConfigError, load_config_model
 from disaggsim.swapdev import device, emulate_apps
-from disaggsim.traces import collect_env
+from disaggsim.testbed import collect_env
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
 DEGRADATION_THRESHOLD = 1.05

@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Final
 
 from disaggsim.swapdev import device
-from disaggsim.traces import collect_env as env
-from disaggsim.traces.collect_apps import (
+from disaggsim.testbed import collect_env as env
+from disaggsim.testbed.collect_apps import (
     Cluster,
     DaskSortConfig,
     MemcachedYcsbConfig,
@@ -217,7 +217,7 @@ def _jct(preset: Preset, results: dict[str, object]) -> float:
 
 
 #: Attempts at one run whose application a memory cgroup's OOM killer ended (as the
-#: collector's ``START_ATTEMPTS``, traces/collect.py).
+#: collector's ``START_ATTEMPTS``, testbed/collect.py).
 OOM_ATTEMPTS: Final = 3
 
 

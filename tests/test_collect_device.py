@@ -17,8 +17,8 @@ import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim.swapdev import device
-from disaggsim.traces.collect import PRESETS, collect
-from disaggsim.traces.collect_env import MEMCG_ROOT
+from disaggsim.testbed.collect import PRESETS, collect
+from disaggsim.testbed.collect_env import MEMCG_ROOT
 from disaggsim.traces.convert import convert
 from disaggsim.traces.paging import read_rmem
 

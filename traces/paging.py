@@ -41,7 +41,7 @@ Meta file: the start time of the trace, ``<trace>.meta``. Three forms are read:
   occurs twice (the end of summer time) is read as its first occurrence.
 - one integer line, µs since the Unix epoch (an older artifact script,
   ``start_time=$(date +%s%N); echo ${start_time:0:-3}``);
-- JSON ``{"start_time_us": N}`` (written by ``traces/collect_paging.py``).
+- JSON ``{"start_time_us": N}`` (written by ``testbed/collect_paging.py``).
 
 Timestamps in the trace are either absolute (epoch µs, as rmem.c logs them) or relative
 to that start time; ``time_base="auto"`` tells them apart from all the records, and a

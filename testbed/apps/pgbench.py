@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from disaggsim.traces.collect_env import UndoStack, node_ip, sh
+from disaggsim.testbed.collect_env import UndoStack, node_ip, sh
 
 if TYPE_CHECKING:
-    from disaggsim.traces.collect_apps import Cluster
+    from disaggsim.testbed.collect_apps import Cluster
 
 #: Where Debian installs each PostgreSQL major version's server binaries.
 PG_LIB: Final = Path("/usr/lib/postgresql")
@@ -168,7 +168,7 @@ def parse_report(text: str, source: str = "pgbench output") -> dict[str, float]:
 
 
 class PostgresPgbench:
-    """Runs :class:`PgbenchConfig` on a :class:`~disaggsim.traces.collect_apps.Cluster`."""
+    """Runs :class:`PgbenchConfig` on a :class:`~disaggsim.testbed.collect_apps.Cluster`."""
 
     def __init__(self, cfg: PgbenchConfig, cluster: Cluster) -> None:
         if cluster.n_nodes < 2:
@@ -213,7 +213,7 @@ class PostgresPgbench:
 
     def start(self, stack: UndoStack) -> None:
         """Start the server on node 0, load the tables from node 1 and prewarm (untraced)."""
-        from disaggsim.traces.collect_apps import _wait_tcp
+        from disaggsim.testbed.collect_apps import _wait_tcp
 
         argv = self._as_pg() + [str(self.bindir / "postgres"), "-D", str(self.datadir)]
         for key, value in server_settings(self.cfg, node_ip(0)).items():

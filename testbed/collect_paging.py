@@ -34,8 +34,7 @@ from typing import Final
 
 import pandas as pd
 
-from disaggsim.traces.blktrace import SECTOR_BYTES
-from disaggsim.traces.collect_blk import (
+from disaggsim.testbed.collect_blk import (
     BLK_TA_PLUG,
     BLK_TA_QUEUE,
     BLK_TA_UNPLUG_IO,
@@ -43,6 +42,7 @@ from disaggsim.traces.collect_blk import (
     BlkRecord,
     PerCpuWriter,
 )
+from disaggsim.traces.blktrace import SECTOR_BYTES
 from disaggsim.traces.paging import write_rmem
 
 PAGE_BYTES: Final = 4096

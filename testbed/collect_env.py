@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from disaggsim.traces.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
+from disaggsim.testbed.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
 
 MEMCG_ROOT: Final = Path("/sys/fs/cgroup/memory")
 NETNS_DIR: Final = Path("/run/netns")
@@ -428,11 +428,11 @@ def system_state() -> dict[str, list[str]]:
     under /sys/fs/cgroup/memory and the root group's swappiness/use_hierarchy), ``zswap``,
     ``sysctls`` (:data:`WATCHED_SYSCTLS` of the root namespace), ``blk_trace``
     (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``) and ``tracefs``
-    (:func:`disaggsim.traces.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
+    (:func:`disaggsim.testbed.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
     trace_clock, buffer sizes incl. per CPU, options, events/block/enable; read through a
     private mount when tracefs is not mounted). Buffer sizes are the size a tracer runs with,
     so an unexpanded boot-time buffer and its restored expanded size compare equal (the
-    kernel cannot un-expand it; see :mod:`disaggsim.traces.collect_tracefs`).
+    kernel cannot un-expand it; see :mod:`disaggsim.testbed.collect_tracefs`).
 
     Needs root (tracefs, cgroups).
     """

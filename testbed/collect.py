@@ -12,9 +12,9 @@ paging (swap) I/O. Here the nodes are emulated on one machine:
   an untraced calibration run without a limit as the group's peak
   ``memory.max_usage_in_bytes``, i.e. anonymous memory plus page cache charged to it);
 - a loop-device ext4 data disk per node and one loop-device swap area for all nodes, traced
-  with the ftrace ``blk`` tracer (:mod:`disaggsim.traces.collect_blk`); swap requests are
+  with the ftrace ``blk`` tracer (:mod:`disaggsim.testbed.collect_blk`); swap requests are
   attributed to nodes by the pids tracked in their cgroups
-  (:mod:`disaggsim.traces.collect_paging`).
+  (:mod:`disaggsim.testbed.collect_paging`).
 
 Output layout (what ``disaggsim convert`` reads)::
 
@@ -29,14 +29,14 @@ ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time ze
 timestamps are µs since it (``nodeN.rmem.meta``: that time as an integer of unix µs).
 
 Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM
-(:class:`~disaggsim.traces.collect_env.UndoStack`): every undo step runs even if another
-fails, and one :class:`~disaggsim.traces.collect_env.RestoreError` names each piece of state
+(:class:`~disaggsim.testbed.collect_env.UndoStack`): every undo step runs even if another
+fails, and one :class:`~disaggsim.testbed.collect_env.RestoreError` names each piece of state
 left changed. tracefs settings are restored in whatever format the kernel showed them; a
 boot-time ring buffer that was never used (``buffer_size_kb`` = ``N (expanded: M)``) comes
 back at its boot size ``M``, since the kernel cannot shrink it back to the unexpanded state
-(:mod:`disaggsim.traces.collect_tracefs`).
+(:mod:`disaggsim.testbed.collect_tracefs`).
 
-Usage: ``python -m disaggsim.traces.collect --preset memcached-ycsb --out DIR`` (root).
+Usage: ``python -m disaggsim.testbed.collect --preset memcached-ycsb --out DIR`` (root).
 """
 
 from __future__ import annotations
@@ -64,23 +64,23 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
-from disaggsim.traces.apps.pgbench import PgbenchConfig
-from disaggsim.traces.apps.spark import SparkConfig
-from disaggsim.traces.collect_apps import (
+from disaggsim.testbed.apps.pgbench import PgbenchConfig
+from disaggsim.testbed.apps.spark import SparkConfig
+from disaggsim.testbed.collect_apps import (
     AppConfig,
     Cluster,
     DaskSortConfig,
     MemcachedYcsbConfig,
     make_app,
 )
-from disaggsim.traces.collect_blk import (
+from disaggsim.testbed.collect_blk import (
     BlkTraceSplitter,
     arm_blk_tracer,
     kernel_dev,
     parse_keep_actions,
     read_blktrace,
 )
-from disaggsim.traces.collect_env import (
+from disaggsim.testbed.collect_env import (
     SWITCH_NS,
     UndoStack,
     disable_zswap,
@@ -98,7 +98,7 @@ from disaggsim.traces.collect_env import (
     ns_exec,
     swap_area,
 )
-from disaggsim.traces.collect_paging import (
+from disaggsim.testbed.collect_paging import (
     PAGE_BYTES,
     PagingSummary,
     write_device_paging,
@@ -133,7 +133,7 @@ class CollectConfig(BaseModel):
     - ``blk_buffer_kb``: ftrace ring buffer per CPU.
     - ``work_dir``: where the loop devices' backing files go (default: a temp dir in /var/tmp).
     - ``paging_recorder``: ``"blktrace"`` (the shared swap area's block records, attributed
-      to nodes: :mod:`disaggsim.traces.collect_paging`), or ``"swapdev-uffd"``: the
+      to nodes: :mod:`disaggsim.testbed.collect_paging`), or ``"swapdev-uffd"``: the
       latency-injection device records the paging, so traces and replays come from the same
       instrument (paper §3.1: the same swap device both injects delays and logs accesses).
       Every application process runs on the uffd backend with zero delay
@@ -141,7 +141,7 @@ class CollectConfig(BaseModel):
       and a local budget of its node's memory limit (the budget is per process, the memcg
       limit per node: a node's other processes, e.g. the Dask scheduler beside a worker,
       get a budget each); no swap area, the node groups unlimited. The device's own rmem
-      logs become ``nodeN.rmem`` (:func:`~disaggsim.traces.collect_paging.
+      logs become ``nodeN.rmem`` (:func:`~disaggsim.testbed.collect_paging.
       write_device_paging`); there are no ``nodeN.swap`` blktrace files.
     """
 
@@ -201,7 +201,7 @@ PRESETS: Final[dict[str, CollectConfig]] = {
         duration_s=8, calibration_duration_s=8, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
         disk_bytes=1 * GIB, swap_bytes=1 * GIB,
     ),
-    # Spark (PySpark jobs on a standalone cluster; traces/apps/spark.py). The JVMs page
+    # Spark (PySpark jobs on a standalone cluster; testbed/apps/spark.py). The JVMs page
     # heavily: a 1.2 M-word WordCount at 25 % made 750 k swap requests in 61 s (91 MB of
     # traces), a 300 k-word one at 50 % 360 k in 36 s (30 MB; both before young_gen_mb) and
     # a 150 k-word one at 50 % 205 k in 12 s (17 MB), so the bundled samples use 75 %, small
@@ -462,7 +462,7 @@ def _machine() -> str:
 
 def _write_readme(out: Path, meta: dict[str, Any]) -> None:
     lines = [f"# Sample `{meta['sample']}`", "",
-             "Real traces recorded by `disaggsim collect` (traces/collect.py) on an emulated "
+             "Real traces recorded by `disaggsim collect` (testbed/collect.py) on an emulated "
              f"{len(meta['nodes'])}-node cluster (network namespaces + memcg v1 + swap), "
              "Gao et al., OSDI'16 §3.", ""]
     for app in meta["apps"]:
@@ -490,7 +490,7 @@ def _write_readme(out: Path, meta: dict[str, Any]) -> None:
               f"- Command: `{meta['command']}`",
               f"- Machine: {meta['machine']}",
               f"- Date: {meta['date']}", "",
-              "Files: see traces/collect.py's docstring for the layout and clocks; "
+              "Files: see testbed/collect.py's docstring for the layout and clocks; "
               "`blkparse -i node0.disk` and `tcpdump -r node0.pcap` read them.", ""]
     (out / "README.md").write_text("\n".join(lines))
 
@@ -769,7 +769,7 @@ def load_config(path: Path) -> CollectConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``.
+    """CLI: ``python -m disaggsim.testbed.collect (--preset NAME | --config FILE) --out DIR``.
 
     Returns 0, or 2 after printing a one-line error (bad config, not root, a missing tool,
     a busy machine, a failed application, or the :class:`RestoreError` report).
@@ -788,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.paging_recorder:
             config = config.model_copy(update={"paging_recorder": args.paging_recorder})
         out = collect(config, args.out,
-                      command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+                      command="python -m disaggsim.testbed.collect " + shlex.join(argv_used))
     except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:
         print(f"disaggsim collect: error: {exc}", file=sys.stderr)
         return 2
