@@ -44,7 +44,8 @@ def _cmd_collect(args: argparse.Namespace) -> None:
 
 
 def _cmd_convert(args: argparse.Namespace) -> None:
-    from disaggsim.traces import convert, placement, yaps
+    from disaggsim.sim import placement
+    from disaggsim.traces import convert, yaps
 
     report = convert.ConvertReport()
     options = convert.ConvertOptions(allow_truncated_pcap=args.allow_truncated_pcap)

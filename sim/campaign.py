@@ -206,7 +206,7 @@ def preflight(
     Checked: each grid protocol is implemented by the ns-3 program and each ns-3 attribute
     path exists there (:func:`disaggsim.sim.runner.driver_capabilities`, the program's
     ``--list-capabilities``); each workload's blades fit the topology under every scope
-    and seed (``disaggsim.traces.placement.place``, the same call the run makes) and YAPS
+    and seed (``disaggsim.sim.placement.place``, the same call the run makes) and YAPS
     host ids are below racks x hosts_per_rack.
 
     Raises:
@@ -238,7 +238,7 @@ def preflight(
 
 
 def _placement_problems(config_path: Path, planned: list[PlannedRun]) -> list[str]:
-    from disaggsim.traces.placement import place
+    from disaggsim.sim.placement import place
 
     problems: list[str] = []
     seen: set[tuple[str, str, int]] = set()

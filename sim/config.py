@@ -99,7 +99,7 @@ class _WorkloadBase(_Strict):
 
 
 class _Replicable(_WorkloadBase):
-    #: Copies of the traced cluster that load the fabric (``disaggsim.traces.replication``;
+    #: Copies of the traced cluster that load the fabric (``disaggsim.sim.replication``;
     #: the OSDI'16 artifact's generator, NetSys/simulator run/flow_generator.cpp). At rack
     #: scope each copy takes one rack, at datacenter scope its blades go anywhere. 1: the
     #: trace alone.
@@ -110,7 +110,7 @@ class _Replicable(_WorkloadBase):
     #: processForSimulation.py). The run's seed seeds both.
     replication: Literal["replay", "pair-cdf"] = "replay"
     #: Merge the flows of one blade pair and kind that start at the same ns into one flow
-    #: (``disaggsim.traces.replication.squash_coarrivals``): the artifact sends a paging
+    #: (``disaggsim.sim.replication.squash_coarrivals``): the artifact sends a paging
     #: batch as one flow per blade pair (flowgen-spark/ProcessTrace.scala).
     squash: bool = False
 

@@ -1,6 +1,6 @@
 """One ns-3 run: flow table + run parameters -> ``disaggsim-ns3`` -> FCT records.
 
-:func:`run_one` places the workload's blades on hosts (``disaggsim.traces.placement``),
+:func:`run_one` places the workload's blades on hosts (``disaggsim.sim.placement``),
 writes the SIM_FLOWS CSV, runs the ns-3 program (``sim/disaggsim-ns3``, built by
 ``make build``) and turns its FCT_RECORDS CSV into ``fct.parquet`` with the flow kind and
 the campaign keys added (schema :data:`disaggsim.schemas.CAMPAIGN_FCT`).
@@ -377,7 +377,7 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
 
 def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run's SIM_FLOWS and a flow_id -> kind table: blades placed on hosts
-    (``disaggsim.traces.placement.place``, writing ``placement.csv``), a synthetic
+    (``disaggsim.sim.placement.place``, writing ``placement.csv``), a synthetic
     workload generated for this run's rate, scope and seed, or host-level flows as given
     (YAPS; kind "net")."""
     topo = spec.topology
@@ -404,13 +404,13 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
                 f"topology has {n_hosts} hosts (racks x hosts_per_rack)"
             )
         return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
-    from disaggsim.traces.placement import place
+    from disaggsim.sim.placement import place
 
     flow_table = pq.read_table(spec.flows_path).to_pandas()
     cluster_of = None
     replication_json = Path(spec.flows_path).parent / "replication.json"
     if replication_json.is_file():  # written by disaggsim.sim.workloads (copies > 1)
-        from disaggsim.traces.replication import replicate
+        from disaggsim.sim.replication import replicate
 
         options = json.loads(replication_json.read_text())
         replicated = replicate(flow_table, options["copies"], options["mode"], spec.seed)

@@ -3,7 +3,7 @@
 YAPS files hold host-level flows: they are cached as SIM_FLOWS and simulated without blade
 placement. Synthetic workloads are generated per run (nothing to cache).
 
-Replication (``copies > 1``, ``disaggsim.traces.replication``) is per run (its offsets or
+Replication (``copies > 1``, ``disaggsim.sim.replication``) is per run (its offsets or
 draws follow the run's seed): the cached table stays the traced cluster's, and
 ``<key>/replication.json`` (``{"copies": N, "mode": "replay" | "pair-cdf"}``) tells the
 runner to replicate it; the options are part of the cache key and of the content hash, so
@@ -145,7 +145,7 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     if isinstance(workload.spec, TraceSampleWorkload | FlowTableWorkload) and (
         workload.spec.squash
     ):
-        from disaggsim.traces.replication import squash_coarrivals
+        from disaggsim.sim.replication import squash_coarrivals
 
         frame = squash_coarrivals(frame)
     if frame.empty:

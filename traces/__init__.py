@@ -11,8 +11,6 @@ Modules (each a plain function library; I/O only in the readers and writers):
 - ``attribution``: which compute blade caused each memory/disk access
 - ``blades``: accesses -> flows between compute, memory and disk blades
 - ``convert``: a sample directory -> ``disaggsim.schemas.FLOW_TABLE`` (``disaggsim convert``)
-- ``placement``: blades -> simulated hosts (rack- or datacenter-scale) -> ``SIM_FLOWS``
-- ``replication``: copies of the traced cluster that load the fabric (replay, pair-cdf)
 - ``paircdf``: per-blade-pair size / inter-arrival CDFs in the artifact's file format
 - ``yaps``: YAPS (pHost simulator) flow files <-> ``SIM_FLOWS``
 """

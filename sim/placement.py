@@ -10,7 +10,7 @@ after pFabric) has 9 racks of 16 hosts; hosts are numbered rack-major
 The unit of placement is a **cluster**: the blades of one traced cluster (all its nodes'
 compute, memory and disk blades), which talk to each other (memory and disk are
 partitioned over every node's blades, ``disaggsim.traces.convert``). A flow table holds
-one cluster, or several copies of it (``disaggsim.traces.replication``), told apart by
+one cluster, or several copies of it (``disaggsim.sim.replication``), told apart by
 ``cluster_of``.
 
 - ``"rack"``: every blade of a cluster on a distinct host of **one** rack, so every
@@ -53,7 +53,7 @@ def place(
         scope: ``"datacenter"`` or ``"rack"`` (module docstring).
         seed: seed of the numpy PCG64 generator; the same inputs and seed give the same map.
         cluster_of: blade id -> cluster id, for tables that hold several copies of a
-            cluster (``disaggsim.traces.replication``). None: all blades form one cluster.
+            cluster (``disaggsim.sim.replication``). None: all blades form one cluster.
 
     Returns:
         ``(sim_flows, blade_to_host)``: ``sim_flows`` has the ``SIM_FLOWS`` columns

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from disaggsim.schemas import SIM_FLOWS, blade_node
-from disaggsim.traces.placement import place
+from disaggsim.sim.placement import place
 
 
 def flows(n_nodes: int) -> pd.DataFrame:
