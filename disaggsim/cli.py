@@ -27,6 +27,7 @@ class CliError(Exception):
 
 
 def _cmd_collect(args: argparse.Namespace) -> None:
+    from disaggsim.swapdev import device
     from disaggsim.testbed import collect
 
     config = collect.PRESETS[args.preset] if args.preset else collect.load_config(Path(args.config))
@@ -37,7 +38,9 @@ def _cmd_collect(args: argparse.Namespace) -> None:
     ) + f" --out {args.out}" + (
         f" --paging-recorder {args.paging_recorder}" if args.paging_recorder else "")
     try:
-        out = collect.collect(config, Path(args.out), command=command)
+        out = collect.collect(
+            config, Path(args.out), command=command, device_env=device.recorder_env
+        )
     except (RuntimeError, PermissionError, FileExistsError) as exc:  # incl. RestoreError
         raise CliError(str(exc)) from exc
     print(f"traces written to {out}")
@@ -88,12 +91,13 @@ def _cmd_gen(args: argparse.Namespace) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> None:
-    from disaggsim.analysis import report
+    from disaggsim.analysis import report, stats
     from disaggsim.sim import campaign
 
     try:
         result = campaign.run_campaign(
-            Path(args.config), jobs=args.jobs, progress=not args.quiet
+            Path(args.config), jobs=args.jobs, progress=not args.quiet,
+            summarize=stats.summarize_groups,
         )
     except campaign.CampaignError as exc:  # failed runs, each listed; done runs are kept
         raise CliError(str(exc)) from None

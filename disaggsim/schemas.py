@@ -4,7 +4,7 @@ Every reader and writer of these tables imports its schema from here:
 
     traces/   raw traces                  -> FLOW_TABLE      (per-blade flows)
     traces/   rmem paging trace           -> RMEM_RECORDS    (parsed swap-device records)
-    sim/      FLOW_TABLE + placement      -> SIM_FLOWS       (per-host flows, the ns-3 input)
+    sim/      FLOW_TABLE + placement      -> SIM_FLOWS       (per-host flows; NS3_FLOWS to ns-3)
     sim/      ns-3 run                    -> FCT_RECORDS     (one row per flow)
     sim/      a campaign's runs           -> CAMPAIGN_FCT    (FCT_RECORDS + kind + run keys)
     analysis/ CAMPAIGN_FCT                -> FCT_EXPORT      (``<bytes> <mean_fct_us>``)
@@ -79,9 +79,11 @@ FLOW_TABLE: Final = pa.schema(
     ]
 )
 
-#: Per-host flows, the ns-3 program's input (CSV with this header, in this column order).
-#: Hosts are numbered rack-major: host = rack * hosts_per_rack + index_in_rack.
-SIM_FLOWS: Final = pa.schema(
+#: Per-host flows, the ns-3 program's input (CSV with this header, in this column order:
+#: ``sim/flow-csv.cc`` reads exactly these). Host-level flow files (YAPS, ``disaggsim gen``)
+#: hold these columns. Hosts are numbered rack-major: host = rack * hosts_per_rack +
+#: index_in_rack.
+NS3_FLOWS: Final = pa.schema(
     [
         pa.field("flow_id", pa.int64(), nullable=False),
         pa.field("start_ns", pa.int64(), nullable=False),
@@ -90,6 +92,15 @@ SIM_FLOWS: Final = pa.schema(
         pa.field("size_bytes", pa.int64(), nullable=False),
     ]
 )
+
+#: The flows of one run (sim/runner.py): NS3_FLOWS plus the columns that describe a flow
+#: but that ns-3 does not need. The runner hands ns-3 the NS3_FLOWS columns and joins the
+#: others back to the FCT records by flow_id, so every column added here reaches
+#: CAMPAIGN_FCT with no other edit than the code that fills it (sim/placement.py for
+#: placed blades, sim/runner.py for host-level workloads).
+#:
+#: - kind: one of FLOW_KINDS (FLOW_TABLE "kind"; "net" for host-level workloads)
+SIM_FLOWS: Final = pa.schema(list(NS3_FLOWS) + [FLOW_TABLE.field("kind")])
 
 #: One record per flow, written by the ns-3 program (CSV with this header and order).
 #:
@@ -127,12 +138,12 @@ CAMPAIGN_KEY_TYPES: Final[dict[str, pa.DataType]] = {
 #: The run keys, in this order: what identifies one run of a campaign's grid.
 CAMPAIGN_KEYS: Final = tuple(CAMPAIGN_KEY_TYPES)
 
-#: A campaign's FCT table: FCT_RECORDS, the flow's kind (FLOW_TABLE "kind") and the run's
-#: CAMPAIGN_KEYS. Written per run (``runs/<key>/fct.parquet``) and collected
+#: A campaign's FCT table: FCT_RECORDS, the SIM_FLOWS columns ns-3 does not see (kind) and
+#: the run's CAMPAIGN_KEYS. Written per run (``runs/<key>/fct.parquet``) and collected
 #: (``<out_dir>/fct.parquet``) by sim/campaign.py; read by analysis/.
 CAMPAIGN_FCT: Final = pa.schema(
     list(FCT_RECORDS)
-    + [FLOW_TABLE.field("kind")]
+    + [f for f in SIM_FLOWS if f.name not in FCT_RECORDS.names]
     + [pa.field(name, typ, nullable=False) for name, typ in CAMPAIGN_KEY_TYPES.items()]
 )
 

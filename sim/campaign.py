@@ -9,7 +9,8 @@ Layout of ``campaign.out_dir``::
     runs/failed/<key16>/   the files of the last failed attempt of a run (for debugging)
     fct.parquet            all runs' FCT records (schema schemas.CAMPAIGN_FCT), grid order,
                            one Parquet row group (or more) per run, written run by run
-    summary.csv            disaggsim.analysis.stats.summarize of fct.parquet, computed
+    summary.csv            the summary of fct.parquet by the function run_campaign is
+                           given (the CLI: disaggsim.analysis.stats.summarize_groups),
                            one group of runs at a time (see _collect)
     runs.csv               one row per run: key, CAMPAIGN_KEYS, flows, unfinished, wall_s
     slurm/                 executor = "slurm": array script, task specs, outcomes, logs
@@ -34,7 +35,7 @@ import fcntl
 import shutil
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,7 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_path, write_text_atomic
-from disaggsim.schemas import CAMPAIGN_FCT
+from disaggsim.schemas import CAMPAIGN_FCT, CAMPAIGN_KEYS
 from disaggsim.sim.config import CampaignConfig, config_location, load_config
 from disaggsim.sim.hashing import binary_identity
 from disaggsim.sim.rundir import (
@@ -118,7 +119,10 @@ def expand_grid(
 
 
 def run_campaign(
-    config_path: str | Path, jobs: int | None = None, progress: bool = True
+    config_path: str | Path,
+    jobs: int | None = None,
+    progress: bool = True,
+    summarize: SummaryFn | None = None,
 ) -> CampaignResult:
     """Run a campaign: convert workloads (cached), run every missing grid point, collect.
 
@@ -126,6 +130,9 @@ def run_campaign(
         config_path: the campaign config (TOML preferred; see ``configs/README.md``).
         jobs: parallel ns-3 processes; default ``campaign.jobs``.
         progress: show a tqdm progress bar on stderr.
+        summarize: the summary of the collected table (:data:`SummaryFn`; the CLI gives
+            ``disaggsim.analysis.stats.summarize_groups``); None: no ``summary.csv``.
+            Given, not imported, so that sim/ does not depend on analysis/.
 
     Returns:
         :class:`CampaignResult`; with the local executor ``fct_path`` and ``summary_path``
@@ -170,7 +177,7 @@ def run_campaign(
                 return result
         else:
             result.runs = _run_local(planned, runs_dir, jobs, progress)
-        _collect(planned, runs_dir, result)
+        _collect(planned, runs_dir, result, summarize)
     return result
 
 
@@ -333,44 +340,60 @@ def _gather(
         failures.append(f"{what}: {type(exc).__name__}: {detail}")
 
 
-def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) -> None:
-    """Write ``fct.parquet``, ``summary.csv`` and ``runs.csv`` from the done runs.
+#: The summary a campaign is given (``disaggsim.analysis.stats.summarize_groups``): from
+#: the collected table's parts, one summary group each (the runs that differ only in their
+#: seed, CAMPAIGN_FCT rows in grid order), handed over one at a time, to the summary table.
+SummaryFn = Callable[[Iterable[pd.DataFrame]], pd.DataFrame]
 
-    Streams: the runs of one summary group (those that differ only in their seed: the
-    ``disaggsim.analysis.stats.GROUP_KEYS`` of a run) are read, appended to
-    ``fct.parquet`` (one ``pyarrow.parquet.ParquetWriter``, one or more row groups per
-    run, in grid order) and summarized, then dropped; peak memory is one group's flows,
-    not the campaign's (Figure 7 on whole traces: 51 M flows). ``fct.parquet`` is the
-    concatenation of the runs' tables in grid order and ``summary.csv`` equals
-    ``summarize`` of all of it. Both are written through temporary files and renamed.
+#: The runs pooled in one summary group: those that differ only in their seed.
+_POOLED_KEYS = tuple(k for k in CAMPAIGN_KEYS if k != "seed")
+
+
+def _collect(
+    planned: list[PlannedRun],
+    runs_dir: Path,
+    result: CampaignResult,
+    summarize: SummaryFn | None,
+) -> None:
+    """Write ``fct.parquet``, ``runs.csv`` and, given ``summarize``, ``summary.csv`` from
+    the done runs.
+
+    Streams: the runs of one summary group (those that differ only in their seed) are
+    read, appended to ``fct.parquet`` (one ``pyarrow.parquet.ParquetWriter``, one or more
+    row groups per run, in grid order) and handed to ``summarize`` as one part, then
+    dropped; peak memory is one group's flows, not the campaign's (Figure 7 on whole
+    traces: 51 M flows). ``fct.parquet`` is the concatenation of the runs' tables in grid
+    order. Every file is written through a temporary file and renamed.
     """
-    from disaggsim.analysis.stats import GROUP_KEYS, combine_summaries, summarize
-
     groups: dict[tuple[Any, ...], list[PlannedRun]] = {}
     for run in planned:
-        groups.setdefault(tuple(getattr(run.spec, k) for k in GROUP_KEYS), []).append(run)
-    summaries: list[pd.DataFrame] = []
+        groups.setdefault(tuple(getattr(run.spec, k) for k in _POOLED_KEYS), []).append(run)
+    summary: pd.DataFrame | None = None
 
-    def write_fct(tmp: Path) -> None:
-        with pq.ParquetWriter(tmp, CAMPAIGN_FCT) as writer:
-            for runs in groups.values():
-                tables = []
-                for run in runs:
-                    table = pq.read_table(runs_dir / run.dir_name / "fct.parquet")
-                    table = table.cast(CAMPAIGN_FCT)
-                    writer.write_table(table)
-                    tables.append(table)
-                summaries.append(summarize(pa.concat_tables(tables).to_pandas()))
+    def parts(writer: pq.ParquetWriter) -> Iterator[pd.DataFrame]:
+        for runs in groups.values():
+            tables = []
+            for run in runs:
+                table = pq.read_table(runs_dir / run.dir_name / "fct.parquet")
+                table = table.cast(CAMPAIGN_FCT)
+                writer.write_table(table)
+                tables.append(table)
+            yield pa.concat_tables(tables).to_pandas()
+        if not groups:
+            yield CAMPAIGN_FCT.empty_table().to_pandas()
 
     out_dir = result.out_dir
     fct_path = out_dir / "fct.parquet"
-    with atomic_path(fct_path) as tmp:
-        write_fct(tmp)
-    summary = combine_summaries(
-        summaries or [summarize(CAMPAIGN_FCT.empty_table().to_pandas())])
-    summary_path = out_dir / "summary.csv"
-    with atomic_path(summary_path) as tmp:
-        summary.to_csv(tmp, index=False)
+    with atomic_path(fct_path) as tmp, pq.ParquetWriter(tmp, CAMPAIGN_FCT) as writer:
+        every_part = parts(writer)
+        summary = summarize(every_part) if summarize is not None else None
+        for _ in every_part:  # the parts a summary did not read still go into the table
+            pass
+    summary_path = None
+    if summary is not None:
+        summary_path = out_dir / "summary.csv"
+        with atomic_path(summary_path) as tmp:
+            summary.to_csv(tmp, index=False)
     with atomic_path(out_dir / "runs.csv") as tmp:
         pd.DataFrame(result.runs).to_csv(tmp, index=False)
     result.fct_path, result.summary_path, result.summary = fct_path, summary_path, summary

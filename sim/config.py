@@ -492,6 +492,8 @@ def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> l
     so a bad option fails at load time rather than when its workload is converted."""
     import dataclasses
 
+    # import here: the converters (pcap, blktrace readers) load only for a config that has
+    # convert tables; swapdev's emulate reads its configs through this module too.
     from disaggsim.traces.convert import ConvertOptions
 
     adapter = TypeAdapter(ConvertOptions)

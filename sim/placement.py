@@ -48,7 +48,8 @@ def place(
     """Map the blades of a flow table onto hosts and return per-host flows.
 
     Args:
-        flow_table: ``FLOW_TABLE`` rows (needs flow_id, start_ns, src, dst, size_bytes).
+        flow_table: ``FLOW_TABLE`` rows (needs flow_id, start_ns, src, dst, size_bytes,
+            kind).
         racks, hosts_per_rack: topology size (> 0).
         scope: ``"datacenter"`` or ``"rack"`` (module docstring).
         seed: seed of the numpy PCG64 generator; the same inputs and seed give the same map.
@@ -57,7 +58,7 @@ def place(
 
     Returns:
         ``(sim_flows, blade_to_host)``: ``sim_flows`` has the ``SIM_FLOWS`` columns
-        (flow_id, start_ns, src_host, dst_host, size_bytes) in flow-table order;
+        (flow_id, start_ns, src_host, dst_host, size_bytes, kind) in flow-table order;
         ``blade_to_host`` maps every blade id in the table to its host.
 
     Raises:
@@ -126,6 +127,7 @@ def place(
             "src_host": src.astype(np.int32),
             "dst_host": dst.astype(np.int32),
             "size_bytes": flow_table["size_bytes"].to_numpy(dtype=np.int64),
+            "kind": flow_table["kind"].to_numpy(dtype=object),
         }
     )
     assert list(sim.columns) == SIM_FLOWS.names

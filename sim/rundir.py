@@ -54,8 +54,8 @@ class CampaignResult:
         runs: one dict per grid point (key, CAMPAIGN_KEYS, status, flows, unfinished,
             wall_s); status is "ran", "skipped" (already done) or "pending" (slurm).
         fct_path, summary_path: collected tables (None until every run is done).
-        summary: ``disaggsim.analysis.stats.summarize`` of the collected table (the
-            content of summary.csv; None until collected).
+        summary: the summary of the collected table by the function the campaign was
+            given (the content of summary.csv; None until collected, or no function).
         slurm_script: the array script written by the slurm executor, else None.
     """
 

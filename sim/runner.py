@@ -8,7 +8,7 @@ the campaign keys added (schema :data:`disaggsim.schemas.CAMPAIGN_FCT`).
 Files written in the run directory:
 
 ==================  ===========================================================
-``flows.csv``       SIM_FLOWS: the ns-3 input (header, columns in schema order)
+``flows.csv``       NS3_FLOWS: the ns-3 input (the SIM_FLOWS columns ns-3 reads)
 ``placement.csv``   ``blade,host``: where each blade was put (not for synthetic)
 ``command.txt``     the exact command line, run in this directory (re-run it to debug)
 ``fct.csv``         FCT_RECORDS as written by ns-3
@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import write_text_atomic
-from disaggsim.schemas import CAMPAIGN_FCT, FCT_RECORDS, SIM_FLOWS
+from disaggsim.schemas import CAMPAIGN_FCT, FCT_RECORDS, NS3_FLOWS, SIM_FLOWS
+from disaggsim.traces.workloads import generate
 
 #: Environment variable that overrides the ns-3 program's location.
 BINARY_ENV = "DISAGGSIM_NS3"
@@ -320,10 +321,9 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
     if not spec.binary:
         spec = RunSpec(**{**asdict(spec), "binary": str(find_binary())})
     run_dir.mkdir(parents=True, exist_ok=True)
-    sim_flows, flow_table = _sim_flows(spec, run_dir)
+    sim_flows = _sim_flows(spec, run_dir)[SIM_FLOWS.names]
     flows_csv = run_dir / "flows.csv"
-    sim_flows = sim_flows[SIM_FLOWS.names]
-    sim_flows.to_csv(flows_csv, index=False)
+    sim_flows[NS3_FLOWS.names].to_csv(flows_csv, index=False)
 
     fct_csv, stats_json = run_dir / "fct.csv", run_dir / "stats.json"
     # file names relative to the run directory (the working directory of ns-3), so
@@ -357,7 +357,7 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
         )
     records = read_fct_csv(fct_csv)
     _check_flows(records, sim_flows, fct_csv)
-    fct = _with_campaign_columns(records, flow_table, spec)
+    fct = _with_campaign_columns(records, sim_flows, spec)
     pq.write_table(pa.Table.from_pandas(fct, schema=CAMPAIGN_FCT, preserve_index=False),
                    run_dir / "fct.parquet")
     stats: dict[str, Any] = {}
@@ -375,15 +375,13 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
     )
 
 
-def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The run's SIM_FLOWS and a flow_id -> kind table: blades placed on hosts
-    (``disaggsim.sim.placement.place``, writing ``placement.csv``), a synthetic
-    workload generated for this run's rate, scope and seed, or host-level flows as given
-    (YAPS; kind "net")."""
+def _sim_flows(spec: RunSpec, run_dir: Path) -> pd.DataFrame:
+    """The run's SIM_FLOWS: blades placed on hosts (``disaggsim.sim.placement.place``,
+    writing ``placement.csv``), or host-level flows (NS3_FLOWS) completed by
+    :func:`_host_level`: a synthetic workload generated for this run's rate, scope and
+    seed, or flows as given (YAPS)."""
     topo = spec.topology
     if spec.generator is not None:
-        from disaggsim.traces.workloads import generate
-
         flows = generate(
             **spec.generator,
             hosts=topo["racks"] * topo["hosts_per_rack"],
@@ -392,7 +390,7 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
             hosts_per_rack=topo["hosts_per_rack"],
             scope=spec.scope,  # type: ignore[arg-type]
         )
-        return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
+        return _host_level(flows)
     if spec.hosts_given:
         flows = pq.read_table(spec.flows_path).to_pandas()
         n_hosts = topo["racks"] * topo["hosts_per_rack"]
@@ -403,7 +401,7 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
                 f"{int(beyond[['src_host', 'dst_host']].max(axis=1).iloc[0])} but the "
                 f"topology has {n_hosts} hosts (racks x hosts_per_rack)"
             )
-        return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
+        return _host_level(flows)
     from disaggsim.sim.placement import place
 
     flow_table = pq.read_table(spec.flows_path).to_pandas()
@@ -423,7 +421,13 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
     except ValueError as exc:
         raise RunError(f"{spec.workload}: placement: {exc}") from None
     _write_placement(blade_to_host, run_dir / "placement.csv")
-    return sim_flows, flow_table
+    return sim_flows
+
+
+def _host_level(flows: pd.DataFrame) -> pd.DataFrame:
+    """SIM_FLOWS of host-level flows (NS3_FLOWS: synthetic or YAPS), which carry no blade
+    traffic: kind "net"."""
+    return flows.assign(kind="net")
 
 
 def read_fct_csv(path: Path) -> pd.DataFrame:
@@ -482,11 +486,15 @@ def _check_flows(records: pd.DataFrame, sim_flows: pd.DataFrame, path: Path) -> 
 
 
 def _with_campaign_columns(
-    records: pd.DataFrame, flow_table: pd.DataFrame, spec: RunSpec
+    records: pd.DataFrame, sim_flows: pd.DataFrame, spec: RunSpec
 ) -> pd.DataFrame:
-    kinds = flow_table.set_index("flow_id")["kind"]
+    """CAMPAIGN_FCT rows: the FCT records, the SIM_FLOWS columns ns-3 did not see (joined
+    by flow_id) and the run's CAMPAIGN_KEYS."""
+    carried = [c for c in SIM_FLOWS.names if c not in FCT_RECORDS.names]
+    by_id = sim_flows.set_index("flow_id")
     fct = records.copy()
-    fct["kind"] = fct["flow_id"].map(kinds).astype(object)
+    for column in carried:
+        fct[column] = fct["flow_id"].map(by_id[column])
     fct["protocol"] = spec.protocol
     fct["rate_gbps"] = float(spec.rate_gbps)
     fct["scope"] = spec.scope

@@ -1,6 +1,6 @@
 """Turn a campaign workload into a flow table (``disaggsim.schemas.FLOW_TABLE``), cached.
 
-YAPS files hold host-level flows: they are cached as SIM_FLOWS and simulated without blade
+YAPS files hold host-level flows: they are cached as NS3_FLOWS and simulated without blade
 placement. Synthetic workloads are generated per run (nothing to cache).
 
 Replication (``copies > 1``, ``disaggsim.sim.replication``) is per run (its offsets or
@@ -18,6 +18,7 @@ them converts again and nothing else does.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_dir
-from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
+from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
 from disaggsim.sim.config import (
     FlowTableWorkload,
     ResolvedWorkload,
@@ -36,7 +37,11 @@ from disaggsim.sim.config import (
     TraceSampleWorkload,
     YapsWorkload,
 )
-from disaggsim.sim.hashing import sha256_frame, sha256_json, sha256_tree
+from disaggsim.sim.hashing import sha256_file, sha256_frame, sha256_json, sha256_tree
+from disaggsim.sim.replication import squash_coarrivals
+from disaggsim.traces import convert as convert_mod
+from disaggsim.traces import workloads as synthetic
+from disaggsim.traces import yaps
 
 #: Bumped when the cached flow-table layout changes.
 _CACHE_FORMAT = 1
@@ -58,7 +63,7 @@ class LoadedWorkload:
         flows: number of flows.
         generator: synthetic workloads only: the keyword arguments of
             ``disaggsim.traces.workloads.generate`` that do not vary per run.
-        hosts_given: the table is SIM_FLOWS (hosts fixed by the input: YAPS files), not
+        hosts_given: the table is NS3_FLOWS (hosts fixed by the input: YAPS files), not
             FLOW_TABLE; it is simulated as is, without blade placement.
     """
 
@@ -71,10 +76,10 @@ class LoadedWorkload:
 
 
 def converter_identity() -> str:
-    """SHA-256 of the ``disaggsim.traces`` package's Python sources (converter version)."""
-    import disaggsim.traces
-
-    return sha256_tree(Path(disaggsim.traces.__file__).parent, suffixes=(".py",))
+    """SHA-256 of the converters' Python sources: the ``disaggsim.traces`` package, and
+    nothing else (in particular not the testbed that collects traces, ``disaggsim.testbed``:
+    editing it leaves every cached workload valid)."""
+    return sha256_tree(Path(convert_mod.__file__).parent, suffixes=(".py",))
 
 
 def workload_key(workload: ResolvedWorkload) -> str:
@@ -97,7 +102,7 @@ def workload_key(workload: ResolvedWorkload) -> str:
     if replication is not None:
         inputs["replication"] = replication
     if isinstance(spec, TraceSampleWorkload | FlowTableWorkload) and spec.squash:
-        inputs["squash"] = True
+        inputs["squash"] = sha256_file(Path(inspect.getfile(squash_coarrivals)))  # its code
     return sha256_json(inputs)
 
 
@@ -132,7 +137,7 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     final = cache_dir / key
     done = final / "done.json"
     hosts_given = isinstance(workload.spec, YapsWorkload)
-    schema = SIM_FLOWS if hosts_given else FLOW_TABLE
+    schema = NS3_FLOWS if hosts_given else FLOW_TABLE
     if done.is_file():
         meta = json.loads(done.read_text())
         return LoadedWorkload(
@@ -145,8 +150,6 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     if isinstance(workload.spec, TraceSampleWorkload | FlowTableWorkload) and (
         workload.spec.squash
     ):
-        from disaggsim.sim.replication import squash_coarrivals
-
         frame = squash_coarrivals(frame)
     if frame.empty:
         raise WorkloadError(f"{workload.path}: workload {workload.name!r} has no flows")
@@ -174,8 +177,6 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
 
 
 def _synthetic(workload: ResolvedWorkload, spec: SyntheticWorkload) -> LoadedWorkload:
-    from disaggsim.traces import workloads as synthetic
-
     try:
         cdf_path = synthetic.resolve_cdf(workload.path or spec.cdf)
     except (FileNotFoundError, ValueError) as exc:
@@ -255,24 +256,18 @@ def _convert(workload: ResolvedWorkload) -> pd.DataFrame:
     if isinstance(spec, FlowTableWorkload):
         return read_flow_table(workload.path)
     if isinstance(spec, TraceSampleWorkload):
-        from disaggsim.traces import convert as convert_mod
-
         frame = convert_mod.convert(workload.path, _convert_options(workload.convert_options))
         return _as_flow_table(frame, workload.path)
     if isinstance(spec, YapsWorkload):
-        from disaggsim.traces import yaps
-
         frame = yaps.read_yaps(workload.path)
-        table = pa.Table.from_pandas(frame[SIM_FLOWS.names], preserve_index=False)
-        return table.cast(SIM_FLOWS).to_pandas()
+        table = pa.Table.from_pandas(frame[NS3_FLOWS.names], preserve_index=False)
+        return table.cast(NS3_FLOWS).to_pandas()
     raise WorkloadError(f"{workload.path}: unknown workload kind {workload.kind!r}")
 
 
 def _convert_options(options: dict[str, Any]) -> Any:
     """The converter's options object: ``ConvertOptions(**options)`` if the converter
     defines that class, else the dict itself."""
-    from disaggsim.traces import convert as convert_mod
-
     cls = getattr(convert_mod, "ConvertOptions", None)
     if cls is None:
         return dict(options)

@@ -231,6 +231,14 @@ def uffd_env(
             "SWAPDEV_EVICTION": eviction, "LD_PRELOAD": " ".join(preload)}
 
 
+def recorder_env(local_bytes: int) -> dict[str, str]:
+    """The environment that runs a process on the uffd backend as a paging recorder: no
+    delay, ``local_bytes`` of local memory, jemalloc (so that the heap is seen), FIFO
+    eviction; the collector adds ``SWAPDEV_TRACE`` (``disaggsim collect`` with
+    ``paging_recorder = "swapdev-uffd"``). Raises as :func:`uffd_env`."""
+    return uffd_env(DelayModel("none"), local_bytes, jemalloc=True)
+
+
 @contextlib.contextmanager
 def page_cluster(value: int) -> Iterator[None]:
     """Set the global ``vm.page-cluster`` (swap readahead = 2**value pages) and restore it."""

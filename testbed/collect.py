@@ -495,13 +495,26 @@ def _write_readme(out: Path, meta: dict[str, Any]) -> None:
     (out / "README.md").write_text("\n".join(lines))
 
 
-def collect(config: CollectConfig, out_dir: Path, command: str | None = None) -> Path:
+#: The environment that runs a process on the paging-recorder device with a local-memory
+#: budget of the given bytes (``disaggsim.swapdev.device.recorder_env``).
+DeviceEnv = Callable[[int], dict[str, str]]
+
+
+def collect(
+    config: CollectConfig,
+    out_dir: Path,
+    command: str | None = None,
+    device_env: DeviceEnv | None = None,
+) -> Path:
     """Run ``config`` on an emulated cluster and write its traces to ``out_dir``.
 
     ``out_dir`` must not exist or be empty; the traces are assembled in a sibling temp dir
     and renamed into place at the end, so a failed run leaves no partial output (only its
     application logs, moved to ``<out_dir>.failed-logs``; errors quote the failing log).
-    ``command`` is recorded in the README (default: this process's argv).
+    ``command`` is recorded in the README (default: this process's argv). ``device_env``
+    (needed for ``paging_recorder = "swapdev-uffd"``; ``disaggsim collect`` passes
+    ``disaggsim.swapdev.device.recorder_env``) is given, not imported: swapdev runs its
+    experiments on this testbed, so the testbed does not import swapdev.
 
     Returns ``out_dir``. Takes about calibration + load + ``duration_s`` + ~20 s of setup.
 
@@ -510,10 +523,16 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
         RuntimeError: a missing tool, no cgroup v1 memory controller, an active swap area,
             a leftover namespace/cgroup of another collection, or an application failure.
         FileExistsError: ``out_dir`` is not empty.
+        ValueError: ``paging_recorder = "swapdev-uffd"`` without ``device_env``.
         CollectInterrupted / KeyboardInterrupt: SIGTERM / SIGINT (after cleaning up).
         RestoreError: some machine state could not be restored (lists each piece; every
             other undo step ran; the error being unwound is its ``during``/``__cause__``).
     """
+    if config.paging_recorder == "swapdev-uffd" and device_env is None:
+        raise ValueError(
+            'paging_recorder = "swapdev-uffd" needs the device\'s environment: pass '
+            "device_env=disaggsim.swapdev.device.recorder_env (`disaggsim collect` does)"
+        )
     _check_host()
     out_dir = Path(out_dir).resolve()
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -589,7 +608,10 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
         device_traces: dict[int, list[Path]] = {}
         if on_device:
             work.chmod(0o711)  # memcached drops to "nobody": its device log goes here
-            cluster.placement = _device_placement(limits, work / "device", device_traces)
+            assert device_env is not None  # checked on entry
+            cluster.placement = _device_placement(
+                limits, work / "device", device_traces, device_env
+            )
 
         with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
@@ -714,21 +736,18 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
 
 
 def _device_placement(
-    limits: list[int], trace_dir: Path, traces: dict[int, list[Path]]
+    limits: list[int], trace_dir: Path, traces: dict[int, list[Path]], device_env: DeviceEnv
 ) -> Callable[[int, str], tuple[Path | None, dict[str, str]]]:
     """``Cluster.placement`` that runs every process on the uffd device (zero delay, its
     node's limit as budget, jemalloc) with its own rmem log in ``trace_dir`` (world-writable:
     memcached drops to "nobody"); records each node's logs in ``traces``."""
-    from disaggsim.swapdev.device import DelayModel, uffd_env
-
     trace_dir.mkdir(parents=True, exist_ok=True)
     trace_dir.chmod(0o777)
 
     def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
         trace = trace_dir / f"{log_name}.rmem"
         traces.setdefault(node, []).append(trace)
-        return None, {**uffd_env(DelayModel("none"), limits[node], jemalloc=True),
-                      "SWAPDEV_TRACE": str(trace)}
+        return None, {**device_env(limits[node]), "SWAPDEV_TRACE": str(trace)}
 
     return placement
 

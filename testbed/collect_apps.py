@@ -23,7 +23,6 @@ Applications (both real programs from Debian/PyPI, with traffic crossing nodes):
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -39,11 +38,12 @@ from disaggsim.testbed.apps.pgbench import PgbenchConfig, PostgresPgbench
 from disaggsim.testbed.apps.spark import SparkConfig, SparkStandalone
 from disaggsim.testbed.collect_env import (
     UndoStack,
+    last_json_line,
     node_ip,
     node_ns,
-    ns_exec,
     sh,
     spawn_in_node,
+    wait_tcp,
 )
 
 
@@ -152,24 +152,6 @@ class Cluster:
                 raise RuntimeError(f"{what}: {proc.args!r} exited {rc}{self._log_tail(proc)}")
 
 
-def _last_json(log: Path) -> dict[str, float]:
-    for line in reversed(log.read_text(errors="replace").splitlines()):
-        if line.startswith("{"):
-            return dict(json.loads(line))
-    raise RuntimeError(f"{log}: no JSON statistics line")
-
-
-def _wait_tcp(node: int, ip: str, port: int, timeout_s: float) -> None:
-    probe = (f"import socket,sys; s=socket.socket(); s.settimeout(1); "
-             f"sys.exit(s.connect_ex(('{ip}',{port})))")
-    deadline = time.monotonic() + timeout_s
-    while subprocess.run(ns_exec(node_ns(node)) + [sys.executable, "-c", probe],
-                         capture_output=True).returncode != 0:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{ip}:{port} not accepting connections after {timeout_s} s")
-        time.sleep(0.2)
-
-
 class MemcachedYcsb:
     """Runs :class:`MemcachedYcsbConfig` (see module docstring)."""
 
@@ -203,7 +185,7 @@ class MemcachedYcsb:
                                  *(["-o", self.cfg.memcached_options]
                                    if self.cfg.memcached_options else [])],
                       "memcached")
-        _wait_tcp(1, node_ip(0), self.cfg.port, 20)
+        wait_tcp(1, node_ip(0), self.cfg.port, 20)
         clients = list(range(1, self.cl.n_nodes))
         procs = [
             self.cl.spawn(stack, node, [
@@ -226,7 +208,7 @@ class MemcachedYcsb:
                 "--operationcount", str(self.cfg.operationcount),
                 "--seed", str(self.cl.seed * 1000 + node)], f"ycsb-run-node{node}"))
         self.cl.wait(procs, duration_s + 300, "YCSB run")
-        return {f"node{n}": _last_json(self.cl.log_dir / f"ycsb-run-node{n}.log")
+        return {f"node{n}": last_json_line(self.cl.log_dir / f"ycsb-run-node{n}.log")
                 for n in range(1, self.cl.n_nodes)}
 
 
@@ -281,7 +263,7 @@ class DaskSort:
         self.cl.spawn(stack, 0, env_cmd + [dask, "scheduler", "--host", node_ip(0), "--port",
                                            str(self.cfg.port), "--no-dashboard"],
                       "dask-scheduler")
-        _wait_tcp(0, node_ip(0), self.cfg.port, 60)
+        wait_tcp(0, node_ip(0), self.cfg.port, 60)
         for node, d in enumerate(self._dirs()):
             self.cl.spawn(stack, node, env_cmd + [
                 dask, "worker", self.scheduler, "--host", node_ip(node), "--nthreads", "1",
@@ -303,7 +285,7 @@ class DaskSort:
             "--reducers-per-node", str(self.cfg.reducers_per_node),
             "--expect-records", str(self.total_records)], "dask-sort-driver")
         self.cl.wait([proc], duration_s * 10 + 300, "dask sort")
-        return {"driver": _last_json(self.cl.log_dir / "dask-sort-driver.log")}
+        return {"driver": last_json_line(self.cl.log_dir / "dask-sort-driver.log")}
 
 
 def _drop_cache(path: Path) -> None:

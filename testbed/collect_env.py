@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -452,3 +454,32 @@ def system_state() -> dict[str, list[str]]:
         "blk_trace": _blk_trace_state(),
         "tracefs": [f"{k}={v}" for k, v in sorted(tracefs.items())] or ["(no tracefs)"],
     }
+
+
+def wait_tcp(node: int, ip: str, port: int, timeout_s: float) -> None:
+    """Wait until ``ip:port`` accepts TCP connections from inside ``node``'s namespace.
+
+    Raises:
+        RuntimeError: not accepting after ``timeout_s`` seconds.
+    """
+    probe = (f"import socket,sys; s=socket.socket(); s.settimeout(1); "
+             f"sys.exit(s.connect_ex(('{ip}',{port})))")
+    deadline = time.monotonic() + timeout_s
+    while subprocess.run(ns_exec(node_ns(node)) + [sys.executable, "-c", probe],
+                         capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{ip}:{port} not accepting connections after {timeout_s} s")
+        time.sleep(0.2)
+
+
+def last_json_line(log: Path) -> dict[str, float]:
+    """The last line of an application log that starts with ``{``, parsed as JSON (the
+    statistics line the applications print last).
+
+    Raises:
+        RuntimeError: no such line.
+    """
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if line.startswith("{"):
+            return dict(json.loads(line))
+    raise RuntimeError(f"{log}: no JSON statistics line")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
+from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
 from disaggsim.sim.config import load_config
 from disaggsim.sim.workloads import WorkloadError, load_workload, read_flow_table
 
@@ -97,7 +97,7 @@ def test_yaps_workload_keeps_hosts(tmp_path):
     loaded = load_workload(workload, config.out_dir / "workloads")
     assert loaded.hosts_given and loaded.name == "trace"
     table = pd.read_parquet(loaded.flows_path)
-    assert list(table.columns) == SIM_FLOWS.names
+    assert list(table.columns) == NS3_FLOWS.names
     assert table["src_host"].tolist() == [3, 17]
     assert table["size_bytes"].tolist() == [1460, 2920]
 

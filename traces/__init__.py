@@ -12,5 +12,5 @@ Modules (each a plain function library; I/O only in the readers and writers):
 - ``blades``: accesses -> flows between compute, memory and disk blades
 - ``convert``: a sample directory -> ``disaggsim.schemas.FLOW_TABLE`` (``disaggsim convert``)
 - ``paircdf``: per-blade-pair size / inter-arrival CDFs in the artifact's file format
-- ``yaps``: YAPS (pHost simulator) flow files <-> ``SIM_FLOWS``
+- ``yaps``: YAPS (pHost simulator) flow files <-> ``NS3_FLOWS``
 """

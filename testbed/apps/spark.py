@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from disaggsim.testbed.collect_env import UndoStack, node_ip
+from disaggsim.testbed.collect_env import UndoStack, last_json_line, node_ip, wait_tcp
 
 if TYPE_CHECKING:
     from disaggsim.testbed.collect_apps import Cluster
@@ -206,8 +206,6 @@ class SparkStandalone:
 
     def start(self, stack: UndoStack) -> None:
         """Start the master and workers, then the driver; wait until it has its executors."""
-        from disaggsim.testbed.collect_apps import _wait_tcp
-
         self.go_file.unlink(missing_ok=True)
         for d in self.cl.data_dirs:
             for sub in ("spark-local", "spark-work"):
@@ -217,7 +215,7 @@ class SparkStandalone:
         self.cl.spawn(stack, 0, self._env(0) + [
             spark_class, MASTER_CLASS, "--host", node_ip(0), "--port", str(self.cfg.master_port),
             "--webui-port", "8080"], "spark-master")
-        _wait_tcp(0, node_ip(0), self.cfg.master_port, 120)
+        wait_tcp(0, node_ip(0), self.cfg.master_port, 120)
         for node in range(self.cl.n_nodes):
             self.cl.spawn(stack, node, self._env(node) + [
                 spark_class, WORKER_CLASS, f"spark://{node_ip(0)}:{self.cfg.master_port}",
@@ -238,8 +236,6 @@ class SparkStandalone:
 
     def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """Release the driver's job and wait for it (timeout 10 x ``duration_s`` + 300 s)."""
-        from disaggsim.testbed.collect_apps import _last_json
-
         self.go_file.touch()
         self.cl.wait([self.driver], duration_s * 10 + 300, f"spark {self.cfg.job}")
-        return {"driver": _last_json(self.cl.log_dir / "spark-driver.log")}
+        return {"driver": last_json_line(self.cl.log_dir / "spark-driver.log")}
