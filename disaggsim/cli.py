@@ -1,6 +1,6 @@
 """The ``disaggsim`` command line: each subcommand parses, calls one library function, prints.
 
-The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
+The same functions are importable from notebooks (CONTRIBUTING.md, "One flow through the code"):
 
     collect     -> disaggsim.testbed.collect.collect
     convert     -> disaggsim.traces.convert.convert (+ placement.place, yaps export)
