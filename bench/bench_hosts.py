@@ -28,8 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run  # noqa: E402
+from common import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run
 
 from disaggsim.atomic import atomic_path
 

@@ -4,8 +4,8 @@ paper Fig. 8/9).
 Sweeps the offered load 0.1, 0.2, ..., 0.8 on the two YAPS fidelity setups of
 ``bench/bench_pfabric.py`` (web search sizes, 144 hosts in 9 racks of 16, 4 spines with
 4x uplinks, 36 KB ports, 0.2 us per link, cut-through after the 40 B header, pFabric with
-YAPS's settings ``bench_pfabric.PFABRIC_YAPS_ATTRIBUTES`` and per-packet round-robin
-spraying with driver seed 0; every run goes through ``bench_pfabric.run``):
+YAPS's settings ``common.PFABRIC_YAPS_ATTRIBUTES`` and per-packet round-robin
+spraying with driver seed 0; every run goes through ``common.run``):
 
   (a) 40 Gbps access links, permutation traffic matrix
   (b) 10 Gbps access links, all-to-all traffic matrix
@@ -59,10 +59,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, Setup, run, summarize, yaps_slowdowns  # noqa: E402
+import matplotlib.pyplot as plt
+from common import SETUPS, Setup, run, summarize, yaps_slowdowns
 
 from disaggsim.atomic import atomic_path
 
@@ -98,9 +96,9 @@ def driver_seed_of(protocol: str) -> int:
 def run_point(
     binary: Path, setup: Setup, protocol: str, load: float, n_flows: int, seed: int, tmp: Path
 ) -> dict[str, float]:
-    """Run one (setup, protocol, load) point with ``bench_pfabric.run``; summarize it.
+    """Run one (setup, protocol, load) point with ``common.run``; summarize it.
 
-    pFabric gets ``bench_pfabric.PFABRIC_YAPS_ATTRIBUTES``; the others the driver defaults.
+    pFabric gets ``common.PFABRIC_YAPS_ATTRIBUTES``; the others the driver defaults.
 
     Returns:
         ``summarize`` keys of FCT_RECORDS slowdown, ``yaps_*`` keys of the YAPS-style

@@ -1,7 +1,7 @@
 """Fidelity, speed and robustness of pHost against the pHost authors' simulator.
 
-Same two setups and driver command as ``bench_pfabric.py`` (whose ``run``, ``SETUPS``,
-``yaps_slowdowns`` and ``summarize`` this reuses): (a) 40 Gbps permutation, (b) 10 Gbps
+Same two setups and driver command as ``bench_pfabric.py`` (``common.py``: ``run``, ``SETUPS``,
+``yaps_slowdowns`` and ``summarize``, reused here): (a) 40 Gbps permutation, (b) 10 Gbps
 all-to-all, web search at load 0.6, 144 hosts, 36 KB switch ports, 0.2 us per link.
 pHost runs with its default attributes (transports/phost/doc/phost.md §4); pFabric with
 ``PFABRIC_YAPS_ATTRIBUTES`` for the comparison.
@@ -31,9 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import (  # noqa: E402
+from common import (
     HOSTS_PER_RACK,
     SETUPS,
     fidelity_parser,
@@ -42,7 +40,7 @@ from bench_pfabric import (  # noqa: E402
     yaps_slowdowns,
 )
 
-from disaggsim.atomic import atomic_path  # noqa: E402
+from disaggsim.atomic import atomic_path
 
 PHOST_TARGETS = {
     "a": {"mean": 1.546, "p99": 3.80, "small_mean": 1.39, "small_p99": 2.87},

@@ -29,8 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, run  # noqa: E402
+from common import SETUPS, run
 
 from disaggsim.atomic import atomic_path
 

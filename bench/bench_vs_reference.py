@@ -59,9 +59,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import HOSTS_PER_RACK, RACKS, SETUPS, Setup, driver_command  # noqa: E402
+from common import HOSTS_PER_RACK, RACKS, SETUPS, Setup, driver_command
 
 from disaggsim.atomic import atomic_path
 from disaggsim.traces.workloads import YAPS_HEADER_BYTES, generate, write_sim_flows_csv
