@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from disaggsim.atomic import atomic_path
-from disaggsim.schemas import FCT_EXPORT
+from disaggsim.schemas import CAMPAIGN_KEYS, FCT_EXPORT
 
 #: Flow kinds whose FCTs the swap device injects: remote memory accesses (paper §4.4).
 MEMORY_KINDS: tuple[str, ...] = ("mem_read", "mem_write")
@@ -60,8 +60,8 @@ def py2_float_str(value: float) -> str:
     return text
 
 
-#: Columns that select one run configuration, in the order they are checked.
-SELECTORS: tuple[str, ...] = ("protocol", "rate_gbps", "scope", "workload", "seed")
+#: Columns that select one run configuration, in the order they are checked: the run keys.
+SELECTORS: tuple[str, ...] = CAMPAIGN_KEYS
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from matplotlib.figure import Figure
 
 from disaggsim.atomic import atomic_path
 
-#: Keys of a run (CAMPAIGN_KEYS order).
+#: One run per group: the run keys (``disaggsim.schemas.CAMPAIGN_KEYS``) in the figure's
+#: order (tests/test_schema_headers.py checks the set).
 RUN_KEYS = ["workload", "protocol", "rate_gbps", "scope", "seed"]
 #: Protocol order of the bars: the paper's five protocols (Figure 7), then the Ideal reference.
 PROTOCOL_ORDER = ["tcp", "dctcp", "fastpass", "phost", "pfabric", "ideal"]
