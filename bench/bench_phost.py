@@ -41,6 +41,7 @@ from common import (
 )
 
 from disaggsim.atomic import atomic_path
+from disaggsim.sim.runner import driver_argv
 
 PHOST_TARGETS = {
     "a": {"mean": 1.546, "p99": 3.80, "small_mean": 1.39, "small_p99": 2.87},
@@ -86,14 +87,8 @@ def incast(binary: Path, n_flows: int, workdir: Path, seed: int = 1) -> list[str
     for protocol in ("phost", "ideal"):
         out_csv = workdir / f"incast_fct_{protocol}.csv"
         stats_json = workdir / f"incast_stats_{protocol}.json"
-        cmd = [
-            str(binary),
-            f"--flows={flows_csv}",
-            f"--out={out_csv}",
-            f"--stats={stats_json}",
-            f"--protocol={protocol}",
-            "--accessRateGbps=40",
-        ]
+        # the driver's default fabric and seed (1), stated
+        cmd = driver_argv(binary, flows_csv, out_csv, stats_json, protocol, 40, 1, {})
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from disaggsim.schemas import NS3_FLOWS
+from disaggsim.sim.runner import driver_argv
 
 REPO = Path(__file__).resolve().parents[1]
 HOSTS = 144  # 9 racks x 16 hosts (paper §4.2)
@@ -97,9 +98,8 @@ def main() -> int:
             for protocol in ("tcp", "dctcp"):
                 out = tmp / f"fct_{protocol}_{rate_gbps}.csv"
                 stats_path = tmp / f"stats_{protocol}_{rate_gbps}.json"
-                cmd = [str(args.binary), f"--flows={flows_csv}", f"--out={out}",
-                       f"--stats={stats_path}", f"--protocol={protocol}",
-                       f"--accessRateGbps={rate_gbps}", f"--seed={args.seed}"]
+                cmd = driver_argv(args.binary, flows_csv, out, stats_path, protocol,
+                                  rate_gbps, args.seed, {})
                 t0 = time.perf_counter()
                 cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 subprocess.run(cmd, check=True)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from disaggsim.sim.runner import driver_argv
 from disaggsim.traces.workloads import MSS_BYTES, YAPS_HEADER_BYTES, generate, write_sim_flows_csv
 
 HOSTS_PER_RACK = 16
@@ -137,28 +138,23 @@ def driver_command(
         The argv list.
     """
     fabric = fabric or YAPS_FABRIC
-    cmd = [
-        str(binary),
-        f"--flows={flows_csv}",
-        f"--out={out_csv}",
-        f"--stats={stats_json}",
-        f"--protocol={protocol}",
-        f"--accessRateGbps={setup.rate_gbps:g}",
-        f"--racks={fabric.racks}",
-        f"--hostsPerRack={HOSTS_PER_RACK}",
-        f"--spines={fabric.spines}",
-        f"--spineRateFactor={fabric.spine_rate_factor}",
-        "--bufferBytes=36864",
-        f"--intraRackCableM={CABLE_M:g}",
-        f"--interRackCableM={CABLE_M:g}",
-        "--propNsPerM=5",
-        f"--switchDelayNs={header_ns(setup.rate_gbps):g}",
-        f"--seed={driver_seed}",
-    ]
+    topology = {
+        "racks": fabric.racks,
+        "hosts_per_rack": HOSTS_PER_RACK,
+        "spines": fabric.spines,
+        "spine_rate_factor": fabric.spine_rate_factor,
+        "buffer_bytes": 36864,
+        "intra_rack_cable_m": CABLE_M,
+        "inter_rack_cable_m": CABLE_M,
+        "prop_ns_per_m": 5,
+        "switch_delay_ns": header_ns(setup.rate_gbps),
+    }
     merged = dict(PFABRIC_YAPS_ATTRIBUTES) if protocol == "pfabric" else {}
     merged.update(attributes or {})
-    cmd += [f"--{name}={value}" for name, value in merged.items()]
-    return cmd
+    return driver_argv(
+        binary, flows_csv, out_csv, stats_json, protocol, setup.rate_gbps, driver_seed,
+        topology, attributes=merged.items(),
+    )
 
 
 def run(

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,6 +269,62 @@ def repo_root() -> Path:
     return Path(disaggsim.__file__).resolve().parent.parent
 
 
+#: ``topology`` keys of :func:`driver_argv` -> the driver's flags (``disaggsim-ns3 --help``).
+DRIVER_TOPOLOGY_FLAGS: dict[str, str] = {
+    "racks": "racks",
+    "hosts_per_rack": "hostsPerRack",
+    "spines": "spines",
+    "rate_gbps": "accessRateGbps",
+    "spine_rate_factor": "spineRateFactor",
+    "buffer_bytes": "bufferBytes",
+    "switch_delay_ns": "switchDelayNs",
+    "intra_rack_cable_m": "intraRackCableM",
+    "inter_rack_cable_m": "interRackCableM",
+    "prop_ns_per_m": "propNsPerM",
+    "mss_bytes": "mssBytes",
+}
+
+
+def driver_argv(
+    binary: str | Path,
+    flows_csv: str | Path,
+    fct_csv: str | Path,
+    stats_json: str | Path,
+    protocol: str,
+    rate_gbps: float,
+    seed: int,
+    topology: Mapping[str, Any],
+    attributes: Iterable[tuple[str, str]] = (),
+    stop_time_ns: int | None = None,
+) -> list[str]:
+    """The ``disaggsim-ns3`` command line: the one place its flags are spelled.
+
+    Args:
+        binary, flows_csv, fct_csv, stats_json: the program, its NS3_FLOWS input, its
+            FCT_RECORDS output and its statistics JSON.
+        protocol, rate_gbps, seed: ``--protocol``, ``--accessRateGbps``, ``--seed``.
+        topology: values of :data:`DRIVER_TOPOLOGY_FLAGS` keys (``[topology]`` of a
+            config); a key left out keeps the driver's default. Other keys are ignored.
+        attributes: ``(ns3::Type::Attribute, value)`` pairs, passed in this order.
+        stop_time_ns: ``--stopTimeNs`` if given.
+    """
+    cmd = [
+        str(binary),
+        f"--flows={flows_csv}",
+        f"--out={fct_csv}",
+        f"--stats={stats_json}",
+        f"--protocol={protocol}",
+    ]
+    values = {**topology, "rate_gbps": rate_gbps}
+    cmd += [f"--{flag}={_num(values[key])}" for key, flag in DRIVER_TOPOLOGY_FLAGS.items()
+            if key in values]
+    cmd.append(f"--seed={seed}")
+    if stop_time_ns is not None:
+        cmd.append(f"--stopTimeNs={stop_time_ns}")
+    cmd += [f"--{path}={value}" for path, value in attributes]
+    return cmd
+
+
 def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path) -> list[str]:
     """The ``disaggsim-ns3`` command line of a run (flags: ``disaggsim-ns3 --help``)."""
     from disaggsim.sim.delays import preset
@@ -276,30 +333,12 @@ def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path)
     delays = preset(topo.get("delays", "table4"))
     switch_delay_ns = topo["switch_delay_ns"] if delays.switch_delay_ns is None else (
         delays.switch_delay_ns)
-    cmd = [
-        spec.binary,
-        f"--flows={flows_csv}",
-        f"--out={fct_csv}",
-        f"--stats={stats_json}",
-        f"--protocol={spec.protocol}",
-        f"--racks={topo['racks']}",
-        f"--hostsPerRack={topo['hosts_per_rack']}",
-        f"--spines={topo['spines']}",
-        f"--accessRateGbps={_num(spec.rate_gbps)}",
-        f"--spineRateFactor={_num(topo['spine_rate_factor'])}",
-        f"--bufferBytes={topo['buffer_bytes']}",
-        f"--switchDelayNs={switch_delay_ns}",
-        f"--intraRackCableM={_num(topo['intra_rack_cable_m'])}",
-        f"--interRackCableM={_num(topo['inter_rack_cable_m'])}",
-        f"--propNsPerM={_num(topo['prop_ns_per_m'])}",
-        f"--mssBytes={topo['mss_bytes']}",
-        f"--seed={spec.seed}",
-    ]
-    if spec.stop_time_ns is not None:
-        cmd.append(f"--stopTimeNs={spec.stop_time_ns}")
-    cmd += [f"--{path}={value}" for path, value in sorted(delays.attributes.items())]
-    cmd += [f"--{path}={value}" for path, value in sorted(spec.attributes.items())]
-    return cmd
+    return driver_argv(
+        spec.binary, flows_csv, fct_csv, stats_json, spec.protocol, spec.rate_gbps, spec.seed,
+        topology={**topo, "switch_delay_ns": switch_delay_ns},
+        attributes=[*sorted(delays.attributes.items()), *sorted(spec.attributes.items())],
+        stop_time_ns=spec.stop_time_ns,
+    )
 
 
 def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
