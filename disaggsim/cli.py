@@ -183,6 +183,10 @@ def _cmd_emulate(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``disaggsim`` argument parser (one subparser per pipeline step)."""
+    from disaggsim.sim.config import TopologySection
+
+    # the fabric's defaults are the config's ([topology]), not restated here
+    fabric = TopologySection.model_fields
     p = argparse.ArgumentParser(
         prog="disaggsim",
         description="Network requirements of disaggregated datacenters, simulated on ns-3.",
@@ -223,8 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", required=True, help="output prefix: writes PREFIX.parquet and .csv")
     c.add_argument("--yaps-out", help="also write a YAPS flow file after placement")
     c.add_argument("--scope", choices=["datacenter", "rack"], default="datacenter")
-    c.add_argument("--racks", type=int, default=9)
-    c.add_argument("--hosts-per-rack", type=int, default=16)
+    c.add_argument("--racks", type=int, default=fabric["racks"].default)
+    c.add_argument("--hosts-per-rack", type=int, default=fabric["hosts_per_rack"].default)
     c.add_argument("--seed", type=int, default=1)
     c.add_argument(
         "--allow-truncated-pcap",
@@ -243,8 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--flows", type=int, default=10000)
     c.add_argument("--rate-gbps", type=float, default=40.0)
     c.add_argument("--matrix", choices=["all_to_all", "permutation"], default="all_to_all")
-    c.add_argument("--racks", type=int, default=9)
-    c.add_argument("--hosts-per-rack", type=int, default=16)
+    c.add_argument("--racks", type=int, default=fabric["racks"].default)
+    c.add_argument("--hosts-per-rack", type=int, default=fabric["hosts_per_rack"].default)
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--out", required=True, help="output file: .csv, .parquet or .yaps")
     c.set_defaults(func=_cmd_gen)

@@ -183,7 +183,8 @@ class TopologySection(_Strict):
     spines: Annotated[int, Field(ge=1)] = 4
     buffer_bytes: Annotated[int, Field(gt=0)] = 36864
     switch_delay_ns: Annotated[int, Field(ge=0)] = 240
-    spine_rate_factor: Annotated[float, Field(gt=0)] = 4.0
+    #: An integer, as ns3::ClosTopology::SpineRateFactor (a UintegerValue) takes it.
+    spine_rate_factor: Annotated[int, Field(ge=1)] = 4
     intra_rack_cable_m: Annotated[float, Field(ge=0)] = 4.0
     inter_rack_cable_m: Annotated[float, Field(ge=0)] = 40.0
     prop_ns_per_m: Annotated[float, Field(ge=0)] = 5.0
