@@ -22,11 +22,8 @@ memory of each run.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +33,7 @@ from common import (
     SETUPS,
     fidelity_parser,
     run,
+    run_driver,
     summarize,
     yaps_slowdowns,
 )
@@ -89,13 +87,7 @@ def incast(binary: Path, n_flows: int, workdir: Path, seed: int = 1) -> list[str
         stats_json = workdir / f"incast_stats_{protocol}.json"
         # the driver's default fabric and seed (1), stated
         cmd = driver_argv(binary, flows_csv, out_csv, stats_json, protocol, 40, 1, {})
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
-        stats = json.loads(stats_json.read_text())
-        fct = pd.read_csv(out_csv)
+        stats, fct, wall = run_driver(cmd, out_csv, stats_json)
         done = fct[fct["finished"] == 1]
         lines += [
             f"{protocol}: {len(done)}/{len(fct)} flows finished; slowdown mean "

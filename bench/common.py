@@ -157,6 +157,22 @@ def driver_command(
     )
 
 
+def run_driver(
+    cmd: list[str], out_csv: Path, stats_json: Path
+) -> tuple[dict[str, Any], pd.DataFrame, float]:
+    """Run one driver command line; its statistics JSON, FCT records and wall time (s).
+
+    Raises:
+        RuntimeError: the driver failed (the command, exit code and stderr's tail).
+    """
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(stats_json.read_text()), pd.read_csv(out_csv), wall
+
+
 def run(
     binary: Path,
     setup: Setup,
@@ -217,13 +233,7 @@ def run(
     cmd = driver_command(
         binary, setup, protocol, flows_csv, out_csv, stats_json, driver_seed, attributes, fabric
     )
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    stats = json.loads(stats_json.read_text())
-    fct = pd.read_csv(out_csv)
+    stats, fct, wall = run_driver(cmd, out_csv, stats_json)
     if not keep_files:
         for path in (flows_csv, out_csv, stats_json):
             path.unlink()
