@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from ns3_program import BINARY, needs_ns3
 
 from disaggsim.schemas import FCT_RECORDS, NS3_FLOWS
 
@@ -46,3 +47,29 @@ def test_every_run_key_list_is_the_campaign_keys() -> None:
     assert SELECTORS == CAMPAIGN_KEYS
     assert sorted(RUN_KEYS) == sorted(CAMPAIGN_KEYS)
     assert sorted(GROUP_KEYS) == sorted(set(CAMPAIGN_KEYS) - {"seed"})
+
+
+@needs_ns3
+def test_config_topology_defaults_are_the_drivers() -> None:
+    """Each ``[topology]`` default equals the default the driver prints for its flag
+    (``disaggsim-ns3 --PrintHelp``, ``[value]``, from the ns-3 attribute): the config
+    restates no value the C++ does not hold. ``mss_bytes`` is left out: the driver's 0
+    means "the transport's own MSS" (1460 for every transport), the config passes it."""
+    import subprocess
+
+    from disaggsim.sim.config import TopologySection
+    from disaggsim.sim.runner import DRIVER_TOPOLOGY_FLAGS
+
+    assert BINARY is not None
+    help_text = subprocess.run(
+        [str(BINARY), "--PrintHelp"], capture_output=True, text=True, timeout=60, check=False
+    ).stdout
+    driver = dict(re.findall(r"^\s+--(\w+):.*\[([^\]]*)\]\s*$", help_text, re.MULTILINE))
+    fields = TopologySection.model_fields
+    checked = 0
+    for key, flag in DRIVER_TOPOLOGY_FLAGS.items():
+        if key not in fields or key == "mss_bytes":
+            continue
+        assert float(driver[flag]) == float(fields[key].default), (key, flag, driver[flag])
+        checked += 1
+    assert checked == 9
