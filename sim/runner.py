@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import write_text_atomic
+from disaggsim.paths import BUILD_DIR, REPO_ROOT
 from disaggsim.schemas import CAMPAIGN_FCT, FCT_RECORDS, NS3_FLOWS, SIM_FLOWS
 from disaggsim.traces.workloads import generate
 
@@ -254,7 +255,7 @@ def find_binary() -> Path:
                 "or run `make build`)"
             )
         return path.resolve()
-    path = repo_root() / "build" / "sim" / "disaggsim-ns3"
+    path = BUILD_DIR / "sim" / "disaggsim-ns3"
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise BinaryNotFoundError(
             f"ns-3 program not found at {path}: run `make build` (or set ${BINARY_ENV})"
@@ -263,10 +264,8 @@ def find_binary() -> Path:
 
 
 def repo_root() -> Path:
-    """The checkout's root directory (parent of the ``disaggsim`` package)."""
-    import disaggsim
-
-    return Path(disaggsim.__file__).resolve().parent.parent
+    """The checkout's root directory (``disaggsim.paths.REPO_ROOT``)."""
+    return REPO_ROOT
 
 
 #: ``topology`` keys of :func:`driver_argv` -> the driver's flags (``disaggsim-ns3 --help``).

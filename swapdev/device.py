@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from disaggsim.paths import BUILD_DIR
 from disaggsim.testbed import collect_env as env
 
-#: Where ``make build`` puts the device (override with ``DISAGGSIM_SWAPDEV_BUILD``).
-REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
 
 ModelKind = Literal["none", "fixed", "fct-mean", "fct-sample"]
@@ -43,8 +42,9 @@ EvictionPolicy = Literal["clock", "fifo"]
 
 
 def build_dir() -> Path:
-    """The swapdev build directory; raises FileNotFoundError if it is not built."""
-    path = Path(os.environ.get("DISAGGSIM_SWAPDEV_BUILD", REPO_ROOT / "build" / "swapdev"))
+    """The swapdev build directory, ``build/swapdev`` (``make build``; override with
+    ``DISAGGSIM_SWAPDEV_BUILD``); raises FileNotFoundError if it is not built."""
+    path = Path(os.environ.get("DISAGGSIM_SWAPDEV_BUILD", BUILD_DIR / "swapdev"))
     if not (path / "memtouch").exists():
         raise FileNotFoundError(f"{path}: swapdev is not built (run `make build`)")
     return path
