@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from disaggsim.analysis.stats import SIZE_BUCKETS, size_bucket
+from disaggsim.atomic import atomic_path
 
 _PANEL_IN = (4.2, 3.2)
 #: Line styles per protocol, so coinciding CDFs stay visible.
@@ -332,8 +333,6 @@ def plot_latency_sweep(sweep_df: pd.DataFrame, path: str | Path) -> Path:
     Raises:
         ValueError: see :func:`latency_sweep_figure`; an unsupported suffix.
     """
-    from disaggsim.atomic import atomic_path
-
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower()
     if fmt not in ("png", "pdf", "svg"):
