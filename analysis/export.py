@@ -2,7 +2,7 @@
 reads (paper §4.4: "we use the pFabric FCTs obtained from the above simulations as the
 memory access times in our emulation methodology").
 
-Format (``disaggsim.schemas`` "FCT export"), as in the original artifact's
+Format (``disaggsim.schemas.FCT_EXPORT``), as in the original artifact's
 ``rmem/fcts/{40g,100g}/fcts_{tm,tmrs}_pfabric_<app>.txt`` (NetSys/disaggregation on GitHub;
 ``tm`` = datacenter scope, ``tmrs`` = rack scope): one line per distinct flow size, sorted
 by size, ``<bytes> <mean_fct_us>``, one ASCII space between, ``\\n`` line ends, e.g.::
@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
+import pyarrow as pa
 
+from disaggsim.atomic import atomic_path
 from disaggsim.guards import open_regular
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.schemas import CAMPAIGN_KEYS, FCT_EXPORT
 
 #: Flow kinds whose FCTs the swap device injects: remote memory accesses (paper §4.4).
 MEMORY_KINDS: tuple[str, ...] = ("mem_read", "mem_write")
@@ -60,8 +62,8 @@ def py2_float_str(value: float) -> str:
     return text
 
 
-#: Columns that select one run configuration, in the order they are checked.
-SELECTORS: tuple[str, ...] = ("protocol", "rate_gbps", "scope", "workload", "seed")
+#: Columns that select one run configuration, in the order they are checked: the run keys.
+SELECTORS: tuple[str, ...] = CAMPAIGN_KEYS
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ def export_fct(
 
 def _write_lines_atomic(out_path: str | Path, lines: list[str]) -> Path:
     """Write ``lines`` (ASCII, ``\\n``) to ``out_path`` through a temp file renamed into
-    place, so a reader never sees half an export (``traces._atomic.atomic_path``)."""
+    place, so a reader never sees half an export (``disaggsim.atomic.atomic_path``)."""
     out = Path(out_path)
     with atomic_path(out) as tmp:
         tmp.write_text("".join(lines), encoding="ascii", newline="\n")
@@ -278,9 +280,9 @@ def read_fct_export(path: str | Path) -> pd.DataFrame:
                 raise ValueError(f"{path}:{number}: size {size} not above previous {sizes[-1]}")
             sizes.append(size)
             means.append(mean)
-    return pd.DataFrame(
-        {"size_bytes": pd.Series(sizes, dtype="int64"), "mean_fct_us": means}
-    )
+    return pa.Table.from_pydict(
+        {"size_bytes": sizes, "mean_fct_us": means}, schema=FCT_EXPORT
+    ).to_pandas()
 
 
 #: Default number of CDF points per flow size in a distribution export.

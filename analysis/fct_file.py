@@ -40,7 +40,7 @@ GroupKey = tuple[Any, ...]
 
 
 class FctFile:
-    """A collected FCT Parquet file (``disaggsim.sim.runner.CAMPAIGN_FCT`` rows, or any
+    """A collected FCT Parquet file (``disaggsim.schemas.CAMPAIGN_FCT`` rows, or any
     table with the key columns asked for), read group by group.
 
     Args:

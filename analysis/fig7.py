@@ -1,6 +1,6 @@
 """Figure 7 of Gao et al., OSDI'16 (§4.3): mean slowdown per protocol per application.
 
-:func:`fig7_tables` reduces a campaign's FCT records (``disaggsim.sim.runner.CAMPAIGN_FCT``)
+:func:`fig7_tables` reduces a campaign's FCT records (``disaggsim.schemas.CAMPAIGN_FCT``)
 to two small tables that the notebook ``notebooks/paper_fig7.py`` draws and that are small
 enough to commit (``notebooks/data/``):
 
@@ -20,14 +20,16 @@ write_tables('results/paper-fig7', 'notebooks/data')"``).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-#: Keys of a run (CAMPAIGN_KEYS order).
+from disaggsim.atomic import atomic_path
+
+#: One run per group: the run keys (``disaggsim.schemas.CAMPAIGN_KEYS``) in the figure's
+#: order (tests/test_schema_headers.py checks the set).
 RUN_KEYS = ["workload", "protocol", "rate_gbps", "scope", "seed"]
 #: Protocol order of the bars: the paper's five protocols (Figure 7), then the Ideal reference.
 PROTOCOL_ORDER = ["tcp", "dctcp", "fastpass", "phost", "pfabric", "ideal"]
@@ -191,8 +193,7 @@ def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) 
     for name, frame in (("paper_fig7_slowdown.csv", slowdown),
                         ("paper_fig7_fct_by_size.csv", by_size)):
         path = data / name
-        tmp = path.with_name(f".{name}.tmp")
-        frame.to_csv(tmp, index=False, float_format="%.6g")
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            frame.to_csv(tmp, index=False, float_format="%.6g")
         paths.append(path)
     return paths

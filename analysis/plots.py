@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from disaggsim.analysis.stats import SIZE_BUCKETS, size_bucket
+from disaggsim.atomic import atomic_path
 
 _PANEL_IN = (4.2, 3.2)
 #: Line styles per protocol, so coinciding CDFs stay visible.
@@ -246,7 +247,7 @@ def plot_fct_cdf(fct: pd.DataFrame | PlotData, out_prefix: str | Path) -> list[P
     """Draw :func:`fct_cdf_figure` and :func:`slowdown_by_size_figure` to PNG and PDF.
 
     Args:
-        fct: CAMPAIGN_FCT rows (``disaggsim.sim.runner``), or their :class:`PlotData`
+        fct: CAMPAIGN_FCT rows (``disaggsim.schemas``), or their :class:`PlotData`
             (:func:`plot_data_file` builds it from a campaign's ``fct.parquet`` in
             bounded memory).
         out_prefix: e.g. ``results/quickstart/plots/quickstart``; writes
@@ -332,8 +333,6 @@ def plot_latency_sweep(sweep_df: pd.DataFrame, path: str | Path) -> Path:
     Raises:
         ValueError: see :func:`latency_sweep_figure`; an unsupported suffix.
     """
-    from disaggsim.traces._atomic import atomic_path
-
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower()
     if fmt not in ("png", "pdf", "svg"):

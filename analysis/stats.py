@@ -30,7 +30,9 @@ SIZE_BUCKETS: Final[tuple[tuple[str, float], ...]] = (
 )
 #: Label of the row over all sizes.
 ALL_SIZES: Final = "all"
-#: Row keys in output order (those present in the input are used).
+#: Row keys in output order (those present in the input are used): the run keys
+#: (``disaggsim.schemas.CAMPAIGN_KEYS``) but the seed, which is pooled, in the order the
+#: summary table has always shown them (tests/test_schema_headers.py checks the set).
 GROUP_KEYS: Final = ("workload", "protocol", "scope", "rate_gbps")
 #: Statistic columns of :func:`summarize`.
 STAT_COLUMNS: Final = (
@@ -57,7 +59,7 @@ def summarize(fct_df: pd.DataFrame, by_workload: bool = True) -> pd.DataFrame:
     unfinished count, mean/p50/p99 slowdown and FCT (µs).
 
     Args:
-        fct_df: CAMPAIGN_FCT rows (``disaggsim.sim.runner``) or bare FCT_RECORDS; the
+        fct_df: CAMPAIGN_FCT rows (``disaggsim.schemas``) or bare FCT_RECORDS; the
             grouping keys present among GROUP_KEYS are used. Seeds are pooled.
         by_workload: False pools all workloads.
 

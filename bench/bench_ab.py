@@ -25,12 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_vs_reference import setup_flows, timed
+from common import driver_command
 
-from bench_pfabric import driver_command  # noqa: E402
-from bench_vs_reference import setup_flows, timed  # noqa: E402
-
-from disaggsim.traces.workloads import write_sim_flows_csv  # noqa: E402
+from disaggsim.traces.workloads import write_sim_flows_csv
 
 
 def main() -> int:

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 DISAGGSIM = Path(sys.executable).parent / "disaggsim"
@@ -112,9 +112,8 @@ def plot(rows: list[dict[str, float]], path: Path) -> None:
     ax2.legend()
     fig.suptitle(f"{rows[0]['runs']} pFabric runs, 2-core machine")
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Fidelity and speed of Fastpass against the authors' simulator (NetSys/simulator).
 
-The two setups of ``bench/bench_pfabric.py`` (whose fabric, workload generation and
-slowdown code this reuses): (a) 40 Gbps permutation, (b) 10 Gbps all-to-all, web search
+The two setups of ``bench/bench_pfabric.py`` (its fabric, workload generation and
+slowdown code, in ``bench/common.py``): (a) 40 Gbps permutation, (b) 10 Gbps all-to-all, web search
 workload at load 0.6, 144 hosts in 9 racks of 16, 4 spines with 4x uplinks, 36 KB switch
 ports, 0.2 us per link, cut-through after the 40 B header.  Fastpass runs with its defaults
 (transports/fastpass/doc/fastpass.md): FCP requests per destination, arbiter on ToR 0 at the
@@ -31,10 +31,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, fidelity_parser, run, summarize, yaps_slowdowns  # noqa: E402
+from common import SETUPS, fidelity_parser, run, summarize, yaps_slowdowns
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 TARGETS = {
     "a": {"mean": 1.53, "p99": 2.88, "small_mean": 1.69},

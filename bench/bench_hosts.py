@@ -28,10 +28,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run  # noqa: E402
+from common import HOSTS_PER_RACK, SETUPS, YAPS_FABRIC, Fabric, run
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 
@@ -65,9 +64,8 @@ def plot(rows: list[dict[str, float]], path: Path) -> None:
     ax2.set_ylabel("peak RSS (VmHWM), MiB")
     ax2.set_ylim(bottom=0)
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
 
 
 def main() -> int:

@@ -4,8 +4,8 @@ paper Fig. 8/9).
 Sweeps the offered load 0.1, 0.2, ..., 0.8 on the two YAPS fidelity setups of
 ``bench/bench_pfabric.py`` (web search sizes, 144 hosts in 9 racks of 16, 4 spines with
 4x uplinks, 36 KB ports, 0.2 us per link, cut-through after the 40 B header, pFabric with
-YAPS's settings ``bench_pfabric.PFABRIC_YAPS_ATTRIBUTES`` and per-packet round-robin
-spraying with driver seed 0; every run goes through ``bench_pfabric.run``):
+YAPS's settings ``common.PFABRIC_YAPS_ATTRIBUTES`` and per-packet round-robin
+spraying with driver seed 0; every run goes through ``common.run``):
 
   (a) 40 Gbps access links, permutation traffic matrix
   (b) 10 Gbps access links, all-to-all traffic matrix
@@ -49,7 +49,6 @@ import argparse
 import fcntl
 import hashlib
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -60,12 +59,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from common import SETUPS, Setup, run, summarize, yaps_slowdowns
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, Setup, run, summarize, yaps_slowdowns  # noqa: E402
-
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 PROTOCOLS = ("pfabric", "phost", "fastpass", "ideal", "dctcp", "tcp")
@@ -99,9 +96,9 @@ def driver_seed_of(protocol: str) -> int:
 def run_point(
     binary: Path, setup: Setup, protocol: str, load: float, n_flows: int, seed: int, tmp: Path
 ) -> dict[str, float]:
-    """Run one (setup, protocol, load) point with ``bench_pfabric.run``; summarize it.
+    """Run one (setup, protocol, load) point with ``common.run``; summarize it.
 
-    pFabric gets ``bench_pfabric.PFABRIC_YAPS_ATTRIBUTES``; the others the driver defaults.
+    pFabric gets ``common.PFABRIC_YAPS_ATTRIBUTES``; the others the driver defaults.
 
     Returns:
         ``summarize`` keys of FCT_RECORDS slowdown, ``yaps_*`` keys of the YAPS-style
@@ -144,7 +141,7 @@ def key(setup: str, protocol: str, load: float, n_flows: int) -> str:
 
 
 def save_point(path: Path, point_key: str, summary: dict[str, float]) -> None:
-    """Merge one point into the JSON cache atomically (flock, temp file + os.replace).
+    """Merge one point into the JSON cache atomically (flock, ``disaggsim.atomic.atomic_path``).
 
     Several sweeps (e.g. one per setup) may share the cache; each write re-reads it.
     """
@@ -212,9 +209,8 @@ def plot(
     paths = []
     for ext in ("png", "pdf"):
         path = out_dir / f"load_sweep_{setup.name}.{ext}"
-        tmp = path.with_name(f".{path.stem}.tmp.{ext}")
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=ext)
         paths.append(path)
     plt.close(fig)
     return paths

@@ -1,7 +1,7 @@
 """Fidelity, speed and robustness of pHost against the pHost authors' simulator.
 
-Same two setups and driver command as ``bench_pfabric.py`` (whose ``run``, ``SETUPS``,
-``yaps_slowdowns`` and ``summarize`` this reuses): (a) 40 Gbps permutation, (b) 10 Gbps
+Same two setups and driver command as ``bench_pfabric.py`` (``common.py``: ``run``, ``SETUPS``,
+``yaps_slowdowns`` and ``summarize``, reused here): (a) 40 Gbps permutation, (b) 10 Gbps
 all-to-all, web search at load 0.6, 144 hosts, 36 KB switch ports, 0.2 us per link.
 pHost runs with its default attributes (transports/phost/doc/phost.md §4); pFabric with
 ``PFABRIC_YAPS_ATTRIBUTES`` for the comparison.
@@ -22,27 +22,24 @@ memory of each run.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import (  # noqa: E402
+from common import (
     HOSTS_PER_RACK,
     SETUPS,
     fidelity_parser,
     run,
+    run_driver,
     summarize,
     yaps_slowdowns,
 )
 
-from disaggsim.traces._atomic import atomic_path  # noqa: E402
+from disaggsim.atomic import atomic_path
+from disaggsim.sim.runner import driver_argv
 
 PHOST_TARGETS = {
     "a": {"mean": 1.546, "p99": 3.80, "small_mean": 1.39, "small_p99": 2.87},
@@ -88,21 +85,9 @@ def incast(binary: Path, n_flows: int, workdir: Path, seed: int = 1) -> list[str
     for protocol in ("phost", "ideal"):
         out_csv = workdir / f"incast_fct_{protocol}.csv"
         stats_json = workdir / f"incast_stats_{protocol}.json"
-        cmd = [
-            str(binary),
-            f"--flows={flows_csv}",
-            f"--out={out_csv}",
-            f"--stats={stats_json}",
-            f"--protocol={protocol}",
-            "--accessRateGbps=40",
-        ]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
-        stats = json.loads(stats_json.read_text())
-        fct = pd.read_csv(out_csv)
+        # the driver's default fabric and seed (1), stated
+        cmd = driver_argv(binary, flows_csv, out_csv, stats_json, protocol, 40, 1, {})
+        stats, fct, wall = run_driver(cmd, out_csv, stats_json)
         done = fct[fct["finished"] == 1]
         lines += [
             f"{protocol}: {len(done)}/{len(fct)} flows finished; slowdown mean "

@@ -29,10 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, run  # noqa: E402
+from common import SETUPS, run
 
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 
@@ -57,9 +56,8 @@ def plot(rows: list[dict[str, float]], path: Path) -> None:
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
 
 
 def main() -> int:

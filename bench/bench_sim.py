@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from disaggsim.schemas import SIM_FLOWS
+from disaggsim.schemas import NS3_FLOWS
+from disaggsim.sim.runner import driver_argv
 
 REPO = Path(__file__).resolve().parents[1]
 HOSTS = 144  # 9 racks x 16 hosts (paper §4.2)
@@ -38,7 +39,7 @@ MAX_SIZE_BYTES = 1 << 20
 
 
 def make_flows(n_flows: int, load: float, rate_gbps: float, seed: int) -> list[tuple[int, ...]]:
-    """Return ``n_flows`` SIM_FLOWS rows (flow_id, start_ns, src_host, dst_host, size_bytes).
+    """Return ``n_flows`` NS3_FLOWS rows (flow_id, start_ns, src_host, dst_host, size_bytes).
 
     Sizes are log-uniform in [4 KiB, 1 MiB]; arrivals are Poisson with rate
     ``load * HOSTS * rate_gbps * 1e9 / (8 * mean_size_bytes)`` per second, so the offered
@@ -59,10 +60,10 @@ def make_flows(n_flows: int, load: float, rate_gbps: float, seed: int) -> list[t
 
 
 def write_flows(path: Path, rows: list[tuple[int, ...]]) -> None:
-    """Write SIM_FLOWS rows as CSV with the schema's header."""
+    """Write NS3_FLOWS rows as CSV with the schema's header."""
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(SIM_FLOWS.names)
+        writer.writerow(NS3_FLOWS.names)
         writer.writerows(rows)
 
 
@@ -97,9 +98,8 @@ def main() -> int:
             for protocol in ("tcp", "dctcp"):
                 out = tmp / f"fct_{protocol}_{rate_gbps}.csv"
                 stats_path = tmp / f"stats_{protocol}_{rate_gbps}.json"
-                cmd = [str(args.binary), f"--flows={flows_csv}", f"--out={out}",
-                       f"--stats={stats_path}", f"--protocol={protocol}",
-                       f"--accessRateGbps={rate_gbps}", f"--seed={args.seed}"]
+                cmd = driver_argv(args.binary, flows_csv, out, stats_path, protocol,
+                                  rate_gbps, args.seed, {})
                 t0 = time.perf_counter()
                 cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 subprocess.run(cmd, check=True)

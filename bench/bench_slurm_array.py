@@ -23,6 +23,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from disaggsim.analysis.stats import summarize_groups
 from disaggsim.sim.campaign import run_campaign
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,7 +91,7 @@ def _bench(args: argparse.Namespace, work: Path) -> None:
                 config = _config(work, f"slurm{tasks}", args.runs,
                                  f'executor = "slurm"\nslurm_tasks = {tasks}')
                 start = time.monotonic()
-                result = run_campaign(config, progress=False)
+                result = run_campaign(config, progress=False, summarize=summarize_groups)
                 wall = time.monotonic() - start
                 assert result.ran == args.runs
                 rows.append((f"slurm, {min(tasks, args.runs)} tasks",
@@ -99,7 +100,7 @@ def _bench(args: argparse.Namespace, work: Path) -> None:
             subprocess.run(["bash", str(script), "stop"], env=env, check=True)
     config = _config(work, "local", args.runs, f"jobs = {args.cpus}")
     start = time.monotonic()
-    run_campaign(config, progress=False)
+    run_campaign(config, progress=False, summarize=summarize_groups)
     rows.append((f"local, jobs = {args.cpus}", float("nan"), time.monotonic() - start))
     print(f"{args.runs} runs, node CPUs = {args.cpus}, load average {os.getloadavg()[0]:.1f}")
     print("| executor | runs per task | wall s | s per run |\n| --- | --- | --- | --- |")

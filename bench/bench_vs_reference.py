@@ -59,11 +59,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from common import HOSTS_PER_RACK, RACKS, SETUPS, Setup, driver_command
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import HOSTS_PER_RACK, RACKS, SETUPS, Setup, driver_command  # noqa: E402
-
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.atomic import atomic_path
 from disaggsim.traces.workloads import YAPS_HEADER_BYTES, generate, write_sim_flows_csv
 from disaggsim.traces.yaps import write_yaps
 

@@ -24,9 +24,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from disaggsim.atomic import atomic_path
 from disaggsim.swapdev import device
 from disaggsim.swapdev.emulate import EmulateConfig, load_emulate_config
-from disaggsim.traces._atomic import atomic_path
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,8 +1,8 @@
 """The ``disaggsim`` command line: each subcommand parses, calls one library function, prints.
 
-The same functions are importable from notebooks (STYLE.md "Keep the CLI thin"):
+The same functions are importable from notebooks (CONTRIBUTING.md, "One flow through the code"):
 
-    collect     -> disaggsim.traces.collect.collect
+    collect     -> disaggsim.testbed.collect.collect
     convert     -> disaggsim.traces.convert.convert (+ placement.place, yaps export)
     gen         -> disaggsim.traces.workloads.generate
     run         -> disaggsim.sim.campaign.run_campaign
@@ -29,7 +29,8 @@ class CliError(Exception):
 
 
 def _cmd_collect(args: argparse.Namespace) -> None:
-    from disaggsim.traces import collect
+    from disaggsim.swapdev import device
+    from disaggsim.testbed import collect
 
     config = collect.PRESETS[args.preset] if args.preset else collect.load_config(Path(args.config))
     if args.paging_recorder:
@@ -39,14 +40,17 @@ def _cmd_collect(args: argparse.Namespace) -> None:
     ) + f" --out {args.out}" + (
         f" --paging-recorder {args.paging_recorder}" if args.paging_recorder else "")
     try:
-        out = collect.collect(config, Path(args.out), command=command)
+        out = collect.collect(
+            config, Path(args.out), command=command, device_env=device.recorder_env
+        )
     except (RuntimeError, PermissionError, FileExistsError) as exc:  # incl. RestoreError
         raise CliError(str(exc)) from exc
     print(f"traces written to {out}")
 
 
 def _cmd_convert(args: argparse.Namespace) -> None:
-    from disaggsim.traces import convert, placement, yaps
+    from disaggsim.sim import placement
+    from disaggsim.traces import convert, yaps
 
     report = convert.ConvertReport()
     options = convert.ConvertOptions(allow_truncated_pcap=args.allow_truncated_pcap)
@@ -92,12 +96,13 @@ def _cmd_gen(args: argparse.Namespace) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> None:
-    from disaggsim.analysis import report
+    from disaggsim.analysis import report, stats
     from disaggsim.sim import campaign
 
     try:
         result = campaign.run_campaign(
-            Path(args.config), jobs=args.jobs, progress=not args.quiet
+            Path(args.config), jobs=args.jobs, progress=not args.quiet,
+            summarize=stats.summarize_groups,
         )
     except campaign.CampaignError as exc:  # failed runs, each listed; done runs are kept
         raise CliError(str(exc)) from None
@@ -183,6 +188,10 @@ def _cmd_emulate(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``disaggsim`` argument parser (one subparser per pipeline step)."""
+    from disaggsim.sim.config import TopologySection
+
+    # the fabric's defaults are the config's ([topology]), not restated here
+    fabric = TopologySection.model_fields
     p = argparse.ArgumentParser(
         prog="disaggsim",
         description="Network requirements of disaggregated datacenters, simulated on ns-3.",
@@ -223,8 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", required=True, help="output prefix: writes PREFIX.parquet and .csv")
     c.add_argument("--yaps-out", help="also write a YAPS flow file after placement")
     c.add_argument("--scope", choices=["datacenter", "rack"], default="datacenter")
-    c.add_argument("--racks", type=int, default=9)
-    c.add_argument("--hosts-per-rack", type=int, default=16)
+    c.add_argument("--racks", type=int, default=fabric["racks"].default)
+    c.add_argument("--hosts-per-rack", type=int, default=fabric["hosts_per_rack"].default)
     c.add_argument("--seed", type=int, default=1)
     c.add_argument(
         "--allow-truncated-pcap",
@@ -243,8 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--flows", type=int, default=10000)
     c.add_argument("--rate-gbps", type=float, default=40.0)
     c.add_argument("--matrix", choices=["all_to_all", "permutation"], default="all_to_all")
-    c.add_argument("--racks", type=int, default=9)
-    c.add_argument("--hosts-per-rack", type=int, default=16)
+    c.add_argument("--racks", type=int, default=fabric["racks"].default)
+    c.add_argument("--hosts-per-rack", type=int, default=fabric["hosts_per_rack"].default)
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--out", required=True, help="output file: .csv, .parquet or .yaps")
     c.set_defaults(func=_cmd_gen)

@@ -1,7 +1,7 @@
 """The one flow-table validator, shared by every workload kind (issue #21, class 7).
 
 A campaign's workloads become flow tables (``FLOW_TABLE``: converted trace samples and
-``flow_table`` files) or host-level flows (``SIM_FLOWS``: YAPS files). Before the first run,
+``flow_table`` files) or host-level flows (``NS3_FLOWS``: YAPS files). Before the first run,
 :func:`check_flows` checks every row of the user's input for what the ns-3 program would
 reject mid-campaign (in a generated ``runs/failed/<key>/flows.csv``) or, worse, accept with a
 wrong meaning, and names the user's file and row:
@@ -57,7 +57,7 @@ def check_flows(
     files: np.ndarray | None = None,
     error: type[InputError] = InputError,
 ) -> None:
-    """Check a flow table (FLOW_TABLE or SIM_FLOWS columns) row by row.
+    """Check a flow table (FLOW_TABLE or NS3_FLOWS columns) row by row.
 
     Args:
         frame: the table, in the input's row order.

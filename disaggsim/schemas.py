@@ -1,11 +1,13 @@
-"""The pipeline's table schemas, defined once (STYLE.md "One flow through the code").
+"""The pipeline's table schemas, defined once (CONTRIBUTING.md "One flow through the code").
 
 Every reader and writer of these tables imports its schema from here:
 
     traces/   raw traces                  -> FLOW_TABLE      (per-blade flows)
-    sim/      FLOW_TABLE + placement      -> SIM_FLOWS       (per-host flows, the ns-3 input)
+    traces/   rmem paging trace           -> RMEM_RECORDS    (parsed swap-device records)
+    sim/      FLOW_TABLE + placement      -> SIM_FLOWS       (per-host flows; NS3_FLOWS to ns-3)
     sim/      ns-3 run                    -> FCT_RECORDS     (one row per flow)
-    analysis/ FCT_RECORDS                 -> FCT export      (``<bytes> <mean_fct_us>``)
+    sim/      a campaign's runs           -> CAMPAIGN_FCT    (FCT_RECORDS + kind + run keys)
+    analysis/ CAMPAIGN_FCT                -> FCT_EXPORT      (``<bytes> <mean_fct_us>``)
 
 Blade ids (paper §4.1: "splitting each node into one compute, one memory, and one disk
 blade"): ``blade = 3 * node + type`` with type 0 = compute, 1 = memory, 2 = disk.
@@ -77,9 +79,11 @@ FLOW_TABLE: Final = pa.schema(
     ]
 )
 
-#: Per-host flows, the ns-3 program's input (CSV with this header, in this column order).
-#: Hosts are numbered rack-major: host = rack * hosts_per_rack + index_in_rack.
-SIM_FLOWS: Final = pa.schema(
+#: Per-host flows, the ns-3 program's input (CSV with this header, in this column order:
+#: ``sim/flow-csv.cc`` reads exactly these). Host-level flow files (YAPS, ``disaggsim gen``)
+#: hold these columns. Hosts are numbered rack-major: host = rack * hosts_per_rack +
+#: index_in_rack.
+NS3_FLOWS: Final = pa.schema(
     [
         pa.field("flow_id", pa.int64(), nullable=False),
         pa.field("start_ns", pa.int64(), nullable=False),
@@ -88,6 +92,15 @@ SIM_FLOWS: Final = pa.schema(
         pa.field("size_bytes", pa.int64(), nullable=False),
     ]
 )
+
+#: The flows of one run (sim/runner.py): NS3_FLOWS plus the columns that describe a flow
+#: but that ns-3 does not need. The runner hands ns-3 the NS3_FLOWS columns and joins the
+#: others back to the FCT records by flow_id, so every column added here reaches
+#: CAMPAIGN_FCT with no other edit than the code that fills it (sim/placement.py for
+#: placed blades, sim/runner.py for host-level workloads).
+#:
+#: - kind: one of FLOW_KINDS (FLOW_TABLE "kind"; "net" for host-level workloads)
+SIM_FLOWS: Final = pa.schema(list(NS3_FLOWS) + [FLOW_TABLE.field("kind")])
 
 #: One record per flow, written by the ns-3 program (CSV with this header and order).
 #:
@@ -112,5 +125,63 @@ FCT_RECORDS: Final = pa.schema(
     ]
 )
 
-#: Columns a campaign adds to FCT_RECORDS when it collects runs into one table.
-CAMPAIGN_KEYS: Final = ("protocol", "rate_gbps", "scope", "workload", "seed")
+#: Columns a campaign adds to FCT_RECORDS when it collects runs into one table, with their
+#: types. One run configuration is selected by these columns (analysis.export), and the
+#: runs that differ only in ``seed`` form one summary group (analysis.stats).
+CAMPAIGN_KEY_TYPES: Final[dict[str, pa.DataType]] = {
+    "protocol": pa.string(),
+    "rate_gbps": pa.float64(),
+    "scope": pa.string(),
+    "workload": pa.string(),
+    "seed": pa.int64(),
+}
+#: The run keys, in this order: what identifies one run of a campaign's grid.
+CAMPAIGN_KEYS: Final = tuple(CAMPAIGN_KEY_TYPES)
+
+#: A campaign's FCT table: FCT_RECORDS, the SIM_FLOWS columns ns-3 does not see (kind) and
+#: the run's CAMPAIGN_KEYS. Written per run (``runs/<key>/fct.parquet``) and collected
+#: (``<out_dir>/fct.parquet``) by sim/campaign.py; read by analysis/.
+CAMPAIGN_FCT: Final = pa.schema(
+    list(FCT_RECORDS)
+    + [f for f in SIM_FLOWS if f.name not in FCT_RECORDS.names]
+    + [pa.field(name, typ, nullable=False) for name, typ in CAMPAIGN_KEY_TYPES.items()]
+)
+
+#: The FCT export, the table the latency-injection swap device reads (paper §4.4), written
+#: by analysis/export.py as ASCII text, one line per distinct flow size sorted by size,
+#: ``<size_bytes> <mean_fct_us>`` with one space between and ``\n`` line ends, numbers as
+#: Python 2's ``str(float)`` (the original artifact's ``rmem/fcts/*/fcts_*.txt``), e.g.::
+#:
+#:     4096 2.99671096504
+#:
+#: - size_bytes: flow size (> 0, strictly increasing down the file)
+#: - mean_fct_us: mean FCT of the finished flows of that size, µs
+FCT_EXPORT: Final = pa.schema(
+    [
+        pa.field("size_bytes", pa.int64(), nullable=False),
+        pa.field("mean_fct_us", pa.float64(), nullable=False),
+    ]
+)
+
+#: The parsed rmem paging trace (traces/paging.py ``read_rmem``; the swap device's log,
+#: original artifact ``rmem/rmem.c``). The text forms on disk are described there; the
+#: batch form is ``<batch_id> <timestamp_us> <±start_page> <npages>`` ('-' swap-in).
+#:
+#: - batch_id: request batch (the older form's line index)
+#: - time_us: timestamp as in the file (µs, unsigned)
+#: - op: 'R' swap-in (read from remote memory) or 'W' swap-out
+#: - page: start page; npages: run length in pages; size_bytes = npages * page size
+#: - realtime_ns: epoch ns (-1 if unknown: relative timestamps and no meta file)
+#: - source_record: 1-based line of the file
+RMEM_RECORDS: Final = pa.schema(
+    [
+        pa.field("batch_id", pa.int64(), nullable=False),
+        pa.field("time_us", pa.int64(), nullable=False),
+        pa.field("op", pa.string(), nullable=False),
+        pa.field("page", pa.int64(), nullable=False),
+        pa.field("npages", pa.int64(), nullable=False),
+        pa.field("size_bytes", pa.int64(), nullable=False),
+        pa.field("realtime_ns", pa.int64(), nullable=False),
+        pa.field("source_record", pa.int64(), nullable=False),
+    ]
+)

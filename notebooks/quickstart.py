@@ -43,7 +43,7 @@ from disaggsim.analysis.export import MEMORY_KINDS, export_fct, read_fct_selecti
 from disaggsim.analysis.fct_file import FctFile
 from disaggsim.analysis.fig7 import RUN_KEYS
 from disaggsim.analysis.plots import plot_data_file, plot_fct_cdf
-from disaggsim.analysis.stats import format_summary, summarize_file
+from disaggsim.analysis.stats import format_summary, summarize_file, summarize_groups
 from disaggsim.sim.campaign import run_campaign
 from disaggsim.sim.runner import repo_root
 
@@ -66,7 +66,9 @@ if not fct_path.is_file():
             "(disaggsim run <config>), or unset DISAGGSIM_RESULTS for the quickstart"
         )
     print("no results yet: running configs/quickstart.toml")
-    campaign = run_campaign(REPO / "configs" / "quickstart.toml", progress=False)
+    campaign = run_campaign(
+        REPO / "configs" / "quickstart.toml", progress=False, summarize=summarize_groups
+    )
     print(f"{campaign.ran} runs simulated, {campaign.skipped} reused")
 
 # Read group by group (FctFile): a campaign's table can outgrow memory (Figure 7 on

@@ -7,9 +7,10 @@ Layout of ``campaign.out_dir``::
     workloads/driver-<id>.json  the ns-3 program's --list-capabilities (runner.driver_capabilities)
     runs/<key16>/          one finished run: run_one's files + done.json (the marker)
     runs/failed/<key16>/   the files of the last failed attempt of a run (for debugging)
-    fct.parquet            all runs' FCT records (schema runner.CAMPAIGN_FCT), grid order,
+    fct.parquet            all runs' FCT records (schema schemas.CAMPAIGN_FCT), grid order,
                            one Parquet row group (or more) per run, written run by run
-    summary.csv            disaggsim.analysis.stats.summarize of fct.parquet, computed
+    summary.csv            the summary of fct.parquet by the function run_campaign is
+                           given (the CLI: disaggsim.analysis.stats.summarize_groups),
                            one group of runs at a time (see _collect)
     runs.csv               one row per run: key, CAMPAIGN_KEYS, flows, unfinished, wall_s
     slurm/                 executor = "slurm": array script, task specs, outcomes, logs
@@ -31,18 +32,12 @@ processes (``runner.die_with_parent``).
 from __future__ import annotations
 
 import fcntl
-import json
-import os
 import shutil
 import sys
-import tempfile
-import time
 import traceback
-import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,112 +45,31 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from disaggsim.guards import check_regular
+from disaggsim.atomic import atomic_path, write_text_atomic
+from disaggsim.errors import located_os_error
+from disaggsim.schemas import CAMPAIGN_FCT, CAMPAIGN_KEYS
 from disaggsim.sim.config import CampaignConfig, config_location, load_config
-from disaggsim.sim.hashing import binary_identity, sha256_json
+from disaggsim.sim.hashing import binary_identity
+from disaggsim.sim.rundir import (
+    KEY_DIGITS,
+    RUN_FORMAT,
+    CampaignError,
+    CampaignResult,
+    PlannedRun,
+    execute_run,
+    is_done,
+    reusable,
+    run_key,
+    run_row,
+)
 from disaggsim.sim.runner import (
-    CAMPAIGN_FCT,
-    RunError,
-    RunResult,
     RunSpec,
     die_with_parent,
     driver_capabilities,
     find_binary,
-    run_one,
 )
+from disaggsim.sim.slurm import run_array, wait_previous
 from disaggsim.sim.workloads import LoadedWorkload, load_workload
-
-#: Bumped when a run directory's content changes meaning (invalidates every run).
-RUN_FORMAT = 1
-#: Hex digits of the run key used as the directory name.
-KEY_DIGITS = 16
-
-
-class CampaignError(RuntimeError):
-    """Some runs of a campaign failed, or the campaign cannot start."""
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One grid point: its key (full SHA-256 hex) and spec."""
-
-    key: str
-    spec: RunSpec
-
-    @property
-    def dir_name(self) -> str:
-        """The run directory's name under ``runs/``."""
-        return self.key[:KEY_DIGITS]
-
-
-@dataclass
-class CampaignResult:
-    """What :func:`run_campaign` did.
-
-    Attributes:
-        out_dir: the campaign directory.
-        runs: one dict per grid point (key, CAMPAIGN_KEYS, status, flows, unfinished,
-            wall_s); status is "ran", "skipped" (already done) or "pending" (slurm).
-        fct_path, summary_path: collected tables (None until every run is done).
-        summary: ``disaggsim.analysis.stats.summarize`` of the collected table (the
-            content of summary.csv; None until collected).
-        slurm_script: the array script written by the slurm executor, else None.
-    """
-
-    out_dir: Path
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    fct_path: Path | None = None
-    summary_path: Path | None = None
-    summary: pd.DataFrame | None = None
-    slurm_script: Path | None = None
-
-    @property
-    def ran(self) -> int:
-        """Runs simulated by this call."""
-        return sum(r["status"] == "ran" for r in self.runs)
-
-    @property
-    def skipped(self) -> int:
-        """Runs found done and reused."""
-        return sum(r["status"] == "skipped" for r in self.runs)
-
-    @property
-    def pending(self) -> int:
-        """Runs left to a cluster scheduler (slurm executor)."""
-        return sum(r["status"] == "pending" for r in self.runs)
-
-    def fct(self) -> pd.DataFrame:
-        """The collected FCT table (CAMPAIGN_FCT), all of it in memory: for small
-        campaigns; read a large one by groups (``disaggsim.analysis.fct_file.FctFile``).
-        Raises CampaignError if not collected."""
-        if self.fct_path is None:
-            raise CampaignError(f"{self.out_dir}: runs are pending; nothing collected yet")
-        return pd.read_parquet(self.fct_path)
-
-
-def run_key(spec: RunSpec, binary_id: dict[str, str]) -> str:
-    """SHA-256 (hex) of a run's canonical inputs.
-
-    Included: the flow table's content hash, the workload name, the topology, protocol,
-    ns-3 attributes, rate, scope, seed, stop time, the ns-3 program's identity
-    (:func:`disaggsim.sim.hashing.binary_identity`) and :data:`RUN_FORMAT`. Not included:
-    file paths and the wall-clock timeout, which do not change the result.
-    """
-    return sha256_json(
-        {
-            "format": RUN_FORMAT,
-            "flows_sha256": spec.flows_sha256,
-            "workload": spec.workload,
-            "topology": spec.topology,
-            "protocol": spec.protocol,
-            "attributes": spec.attributes,
-            "rate_gbps": float(spec.rate_gbps),
-            "scope": spec.scope,
-            "seed": int(spec.seed),
-            "stop_time_ns": spec.stop_time_ns,
-            "binary": binary_id,
-        }
-    )
 
 
 def expand_grid(
@@ -206,100 +120,11 @@ def expand_grid(
     return planned
 
 
-def is_done(run_dir: Path) -> bool:
-    """True iff ``run_dir`` holds a finished run (its ``done.json`` marker exists)."""
-    return (run_dir / "done.json").is_file()
-
-
-class DamagedRunWarning(UserWarning):
-    """A finished run's files were damaged; the run is redone (issue #21, class 9)."""
-
-
-def damage(run_dir: Path) -> str:
-    """What is wrong with a finished run's files ("" if nothing): ``done.json`` must be a
-    JSON object with an integer ``flows``, and ``fct.parquet`` a readable Parquet file
-    (footer and schema) of CAMPAIGN_FCT's columns with exactly that many rows (one per
-    flow, ``runner.run_one``). Checks the footer only, not every page: a resume stays fast.
-    """
-    try:
-        done = json.loads((run_dir / "done.json").read_text(encoding="utf-8"))
-        flows = done["flows"]
-        if not isinstance(flows, int) or isinstance(flows, bool):
-            return "done.json: expected an integer 'flows'"
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"done.json: expected the run's JSON record ({type(exc).__name__}: {exc})"
-    fct = run_dir / "fct.parquet"
-    try:
-        check_regular(fct, "a run's FCT table")
-        meta = pq.ParquetFile(fct).metadata
-        names = set(meta.schema.names)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        return f"fct.parquet: expected a readable Parquet file ({exc})"
-    if not set(CAMPAIGN_FCT.names) <= names or meta.num_rows != flows:
-        return (
-            f"fct.parquet: expected {flows} rows of CAMPAIGN_FCT, got {meta.num_rows} rows "
-            f"of columns {sorted(names)}"
-        )
-    return ""
-
-
-def reusable(run_dir: Path) -> bool:
-    """Whether a resume may reuse ``run_dir``: it is done and undamaged. A damaged run
-    directory is removed with a :class:`DamagedRunWarning` naming what was wrong, so the
-    run is redone."""
-    if not is_done(run_dir):
-        return False
-    problem = damage(run_dir)
-    if not problem:
-        return True
-    warnings.warn(
-        DamagedRunWarning(f"{run_dir}/{problem}; the finished run is damaged and is redone"),
-        stacklevel=2,
-    )
-    shutil.rmtree(run_dir, ignore_errors=True)
-    return False
-
-
-def execute_run(planned: PlannedRun, runs_dir: Path) -> dict[str, Any]:
-    """Run one planned run unless it is done; install it atomically.
-
-    The run is built in a fresh ``runs/.tmp-*`` directory; ``done.json`` is written last
-    and the directory renamed to ``runs/<key16>`` with ``os.replace``. A directory there
-    without ``done.json`` (left by an interrupted older layout or by hand) is removed first.
-
-    Returns:
-        The run's ``done.json`` content plus ``status``: "ran" or "skipped".
-
-    Raises:
-        RunError, BinaryNotFoundError: from :func:`run_one`; the attempt's files are kept
-        in ``runs/failed/<key16>/``.
-    """
-    final = runs_dir / planned.dir_name
-    if is_done(final):
-        return {**json.loads((final / "done.json").read_text()), "status": "skipped"}
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{planned.dir_name}-", dir=runs_dir))
-    try:
-        result = run_one(planned.spec, tmp)
-    except BaseException as exc:
-        failed = runs_dir / "failed" / planned.dir_name
-        shutil.rmtree(failed, ignore_errors=True)
-        failed.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, failed)
-        if isinstance(exc, RunError):  # name the kept files, not the temp dir
-            raise RunError(str(exc).replace(str(tmp), str(failed))) from None
-        raise
-    done = _done_record(planned, result)
-    _write_text_atomic(tmp / "done.json", json.dumps(done, indent=2, sort_keys=True) + "\n")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    shutil.rmtree(runs_dir / "failed" / planned.dir_name, ignore_errors=True)
-    return {**done, "status": "ran"}
-
-
 def run_campaign(
-    config_path: str | Path, jobs: int | None = None, progress: bool = True
+    config_path: str | Path,
+    jobs: int | None = None,
+    progress: bool = True,
+    summarize: SummaryFn | None = None,
 ) -> CampaignResult:
     """Run a campaign: convert workloads (cached), run every missing grid point, collect.
 
@@ -307,6 +132,9 @@ def run_campaign(
         config_path: the campaign config (TOML preferred; see ``configs/README.md``).
         jobs: parallel ns-3 processes; default ``campaign.jobs``.
         progress: show a tqdm progress bar on stderr.
+        summarize: the summary of the collected table (:data:`SummaryFn`; the CLI gives
+            ``disaggsim.analysis.stats.summarize_groups``); None: no ``summary.csv``.
+            Given, not imported, so that sim/ does not depend on analysis/.
 
     Returns:
         :class:`CampaignResult`; with the local executor ``fct_path`` and ``summary_path``
@@ -332,8 +160,6 @@ def run_campaign(
     _make_out_dir(Path(config_path), out_dir)
     with _campaign_lock(out_dir):
         if config.campaign.executor == "slurm" and config.campaign.slurm_submit:
-            from disaggsim.sim.slurm import wait_previous
-
             wait_previous(out_dir, progress)  # before its temp run dirs are removed
         runs_dir = out_dir / "runs"
         _remove_stale_tmp(runs_dir)
@@ -346,7 +172,7 @@ def run_campaign(
         for name in (*_TABLES, *(f"campaign{s}" for s in _CONFIG_SUFFIXES)):
             (out_dir / name).unlink(missing_ok=True)
         config_copy = out_dir / f"campaign{Path(config_path).suffix.lower()}"
-        _write_text_atomic(config_copy, Path(config_path).read_text())
+        write_text_atomic(config_copy, Path(config_path).read_text())
         result = CampaignResult(out_dir=out_dir)
         if config.campaign.executor == "slurm":
             _slurm(config, planned, runs_dir, result, progress)
@@ -354,7 +180,7 @@ def run_campaign(
                 return result
         else:
             result.runs = _run_local(planned, runs_dir, jobs, progress)
-        _collect(planned, runs_dir, result)
+        _collect(planned, runs_dir, result, summarize)
     return result
 
 
@@ -432,7 +258,7 @@ def preflight(
     Checked: each grid protocol is implemented by the ns-3 program and each ns-3 attribute
     path exists there (:func:`disaggsim.sim.runner.driver_capabilities`, the program's
     ``--list-capabilities``); each workload's blades fit the topology under every scope
-    and seed (``disaggsim.traces.placement.place``, the same call the run makes) and YAPS
+    and seed (``disaggsim.sim.placement.place``, the same call the run makes) and YAPS
     host ids are below racks x hosts_per_rack.
 
     Raises:
@@ -502,7 +328,7 @@ def _attribute_value_problem(
 
 
 def _placement_problems(config_path: Path, planned: list[PlannedRun]) -> list[str]:
-    from disaggsim.traces.placement import place
+    from disaggsim.sim.placement import place
 
     problems: list[str] = []
     seen: set[tuple[str, str, int]] = set()
@@ -573,7 +399,7 @@ def _run_local(
             f"{len(failures)} of {len(planned)} runs failed (finished runs are kept and "
             f"will be skipped on re-run):\n" + "\n\n".join(failures)
         )
-    return [_row(planned[i], records[i]) for i in range(len(planned))]
+    return [run_row(planned[i], records[i]) for i in range(len(planned))]
 
 
 def _gather(
@@ -597,68 +423,85 @@ def _gather(
         failures.append(f"{what}: {type(exc).__name__}: {detail}")
 
 
-def _row(run: PlannedRun, record: dict[str, Any]) -> dict[str, Any]:
-    spec = run.spec
-    return {
-        "key": run.dir_name,
-        "workload": spec.workload,
-        "protocol": spec.protocol,
-        "rate_gbps": spec.rate_gbps,
-        "scope": spec.scope,
-        "seed": spec.seed,
-        "status": record.get("status", "pending"),
-        "flows": record.get("flows"),
-        "unfinished": record.get("unfinished"),
-        "wall_s": record.get("wall_s"),
-        "events": record.get("stats", {}).get("events"),
-    }
+#: The summary a campaign is given (``disaggsim.analysis.stats.summarize_groups``): from
+#: the collected table's parts, one summary group each (the runs that differ only in their
+#: seed, CAMPAIGN_FCT rows in grid order), handed over one at a time, to the summary table.
+SummaryFn = Callable[[Iterable[pd.DataFrame]], pd.DataFrame]
+
+#: The runs pooled in one summary group: those that differ only in their seed.
+_POOLED_KEYS = tuple(k for k in CAMPAIGN_KEYS if k != "seed")
 
 
-def _collect(planned: list[PlannedRun], runs_dir: Path, result: CampaignResult) -> None:
-    """Write ``fct.parquet``, ``summary.csv`` and ``runs.csv`` from the done runs.
+def _collect(
+    planned: list[PlannedRun],
+    runs_dir: Path,
+    result: CampaignResult,
+    summarize: SummaryFn | None,
+) -> None:
+    """Write ``fct.parquet``, ``runs.csv`` and, given ``summarize``, ``summary.csv`` from
+    the done runs.
 
-    Streams: the runs of one summary group (those that differ only in their seed: the
-    ``disaggsim.analysis.stats.GROUP_KEYS`` of a run) are read, appended to
-    ``fct.parquet`` (one ``pyarrow.parquet.ParquetWriter``, one or more row groups per
-    run, in grid order) and summarized, then dropped; peak memory is one group's flows,
-    not the campaign's (Figure 7 on whole traces: 51 M flows). ``fct.parquet`` is the
-    concatenation of the runs' tables in grid order and ``summary.csv`` equals
-    ``summarize`` of all of it. Both are written through temporary files and renamed.
+    Streams: the runs of one summary group (those that differ only in their seed) are
+    read, appended to ``fct.parquet`` (one ``pyarrow.parquet.ParquetWriter``, one or more
+    row groups per run, in grid order) and handed to ``summarize`` as one part, then
+    dropped; peak memory is one group's flows, not the campaign's (Figure 7 on whole
+    traces: 51 M flows). ``fct.parquet`` is the concatenation of the runs' tables in grid
+    order. Every file is written through a temporary file and renamed.
     """
-    from disaggsim.analysis.stats import GROUP_KEYS, combine_summaries, summarize
-
     groups: dict[tuple[Any, ...], list[PlannedRun]] = {}
     for run in planned:
-        groups.setdefault(tuple(getattr(run.spec, k) for k in GROUP_KEYS), []).append(run)
-    summaries: list[pd.DataFrame] = []
+        groups.setdefault(tuple(getattr(run.spec, k) for k in _POOLED_KEYS), []).append(run)
+    summary: pd.DataFrame | None = None
 
-    def write_fct(tmp: Path) -> None:
-        with pq.ParquetWriter(tmp, CAMPAIGN_FCT) as writer:
-            for runs in groups.values():
-                tables = []
-                for run in runs:
-                    path = runs_dir / run.dir_name / "fct.parquet"
-                    try:
-                        table = pq.read_table(path).cast(CAMPAIGN_FCT)
-                    except (OSError, ValueError, pa.ArrowException) as exc:
-                        raise CampaignError(
-                            f"{path}: expected a run's CAMPAIGN_FCT table, got an unreadable "
-                            f"file ({exc}); remove {path.parent} and run the campaign again"
-                        ) from None
-                    writer.write_table(table)
-                    tables.append(table)
-                summaries.append(summarize(pa.concat_tables(tables).to_pandas()))
+    def parts(writer: pq.ParquetWriter) -> Iterator[pd.DataFrame]:
+        for runs in groups.values():
+            tables = []
+            for run in runs:
+                path = runs_dir / run.dir_name / "fct.parquet"
+                try:
+                    table = pq.read_table(path).cast(CAMPAIGN_FCT)
+                except (OSError, ValueError, pa.ArrowException) as exc:
+                    raise CampaignError(
+                        f"{path}: expected a run's CAMPAIGN_FCT table, got an unreadable "
+                        f"file ({exc}); remove {path.parent} and run the campaign again"
+                    ) from None
+                writer.write_table(table)
+                tables.append(table)
+            yield pa.concat_tables(tables).to_pandas()
+        if not groups:
+            yield CAMPAIGN_FCT.empty_table().to_pandas()
 
     out_dir = result.out_dir
     fct_path = out_dir / "fct.parquet"
-    _write_atomic(fct_path, write_fct)
-    summary = combine_summaries(
-        summaries or [summarize(CAMPAIGN_FCT.empty_table().to_pandas())])
-    summary_path = out_dir / "summary.csv"
-    _write_atomic(summary_path, lambda tmp: summary.to_csv(tmp, index=False))
-    runs = pd.DataFrame(result.runs)
-    _write_atomic(out_dir / "runs.csv", lambda tmp: runs.to_csv(tmp, index=False))
+    with _written(fct_path) as tmp, pq.ParquetWriter(tmp, CAMPAIGN_FCT) as writer:
+        every_part = parts(writer)
+        summary = summarize(every_part) if summarize is not None else None
+        for _ in every_part:  # the parts a summary did not read still go into the table
+            pass
+    summary_path = None
+    if summary is not None:
+        summary_path = out_dir / "summary.csv"
+        with _written(summary_path) as tmp:
+            summary.to_csv(tmp, index=False)
+    with _written(out_dir / "runs.csv") as tmp:
+        pd.DataFrame(result.runs).to_csv(tmp, index=False)
     result.fct_path, result.summary_path, result.summary = fct_path, summary_path, summary
+
+
+@contextmanager
+def _written(path: Path) -> Iterator[Path]:
+    """:func:`disaggsim.atomic.atomic_path` for a campaign output.
+
+    Raises:
+        InputError: the file system's error (no space left, read-only...) naming ``path``
+            (``disaggsim.errors.located_os_error``, issue #21 class 11); ``path`` is left
+            as it was.
+    """
+    try:
+        with atomic_path(path) as tmp:
+            yield tmp
+    except OSError as exc:
+        raise located_os_error(path, exc, "written") from None
 
 
 def _slurm(
@@ -669,21 +512,7 @@ def _slurm(
     progress: bool = False,
 ) -> None:
     """The Slurm executor: :func:`disaggsim.sim.slurm.run_array`."""
-    from disaggsim.sim.slurm import run_array
-
     run_array(config, planned, runs_dir, result, progress)
-
-
-def _done_record(planned: PlannedRun, result: RunResult) -> dict[str, Any]:
-    return {
-        "key": planned.key,
-        "spec": planned.spec.to_json(),
-        "flows": result.flows,
-        "unfinished": result.unfinished,
-        "wall_s": result.wall_s,
-        "stats": result.stats,
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
 
 
 @contextmanager
@@ -709,36 +538,6 @@ def _remove_stale_tmp(directory: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_atomic(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` then rename the temp file over ``path``.
-
-    Raises:
-        InputError: the file system's error (no space left, read-only...) naming ``path``
-            (``disaggsim.errors.located_os_error``); ``path`` is left as it was.
-    """
-    from disaggsim.errors import located_os_error
-
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as exc:
-        raise located_os_error(path, exc, "written") from None
-    os.close(fd)
-    try:
-        write(Path(tmp_name))
-        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp_name, path)
-    except OSError as exc:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise located_os_error(path, exc, "written") from None
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    _write_atomic(path, lambda tmp: tmp.write_text(text))
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m disaggsim.sim.campaign CONFIG``."""
     args = sys.argv[1:] if argv is None else argv
@@ -755,6 +554,8 @@ if __name__ == "__main__":
 
 
 __all__ = [
+    "KEY_DIGITS",
+    "RUN_FORMAT",
     "CampaignError",
     "CampaignResult",
     "PlannedRun",
@@ -763,4 +564,5 @@ __all__ = [
     "is_done",
     "run_campaign",
     "run_key",
+    "run_row",
 ]

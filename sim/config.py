@@ -108,7 +108,7 @@ class _WorkloadBase(_Strict):
 
 
 class _Replicable(_WorkloadBase):
-    #: Copies of the traced cluster that load the fabric (``disaggsim.traces.replication``;
+    #: Copies of the traced cluster that load the fabric (``disaggsim.sim.replication``;
     #: the OSDI'16 artifact's generator, NetSys/simulator run/flow_generator.cpp). At rack
     #: scope each copy takes one rack, at datacenter scope its blades go anywhere. 1: the
     #: trace alone.
@@ -119,7 +119,7 @@ class _Replicable(_WorkloadBase):
     #: processForSimulation.py). The run's seed seeds both.
     replication: Literal["replay", "pair-cdf"] = "replay"
     #: Merge the flows of one blade pair and kind that start at the same ns into one flow
-    #: (``disaggsim.traces.replication.squash_coarrivals``): the artifact sends a paging
+    #: (``disaggsim.sim.replication.squash_coarrivals``): the artifact sends a paging
     #: batch as one flow per blade pair (flowgen-spark/ProcessTrace.scala).
     squash: bool = False
 
@@ -192,7 +192,8 @@ class TopologySection(_Strict):
     spines: Annotated[int, Field(ge=1)] = 4
     buffer_bytes: Annotated[int, Field(gt=0)] = 36864
     switch_delay_ns: Annotated[int, Field(ge=0)] = 240
-    spine_rate_factor: Annotated[float, Field(gt=0)] = 4.0
+    #: An integer, as ns3::ClosTopology::SpineRateFactor (a UintegerValue) takes it.
+    spine_rate_factor: Annotated[int, Field(ge=1)] = 4
     intra_rack_cable_m: Annotated[float, Field(ge=0)] = 4.0
     inter_rack_cable_m: Annotated[float, Field(ge=0)] = 40.0
     prop_ns_per_m: Annotated[float, Field(ge=0)] = 5.0
@@ -516,6 +517,8 @@ def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> l
     so a bad option fails at load time rather than when its workload is converted."""
     import dataclasses
 
+    # import here: the converters (pcap, blktrace readers) load only for a config that has
+    # convert tables; swapdev's emulate reads its configs through this module too.
     from disaggsim.traces.convert import ConvertOptions
 
     adapter = TypeAdapter(ConvertOptions)

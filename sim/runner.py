@@ -1,14 +1,14 @@
 """One ns-3 run: flow table + run parameters -> ``disaggsim-ns3`` -> FCT records.
 
-:func:`run_one` places the workload's blades on hosts (``disaggsim.traces.placement``),
+:func:`run_one` places the workload's blades on hosts (``disaggsim.sim.placement``),
 writes the SIM_FLOWS CSV, runs the ns-3 program (``sim/disaggsim-ns3``, built by
 ``make build``) and turns its FCT_RECORDS CSV into ``fct.parquet`` with the flow kind and
-the campaign keys added (schema :data:`CAMPAIGN_FCT`).
+the campaign keys added (schema :data:`disaggsim.schemas.CAMPAIGN_FCT`).
 
 Files written in the run directory:
 
 ==================  ===========================================================
-``flows.csv``       SIM_FLOWS: the ns-3 input (header, columns in schema order)
+``flows.csv``       NS3_FLOWS: the ns-3 input (the SIM_FLOWS columns ns-3 reads)
 ``placement.csv``   ``blade,host``: where each blade was put (not for synthetic)
 ``command.txt``     the exact command line, run in this directory (re-run it to debug)
 ``fct.csv``         FCT_RECORDS as written by ns-3
@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,30 +37,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from disaggsim.schemas import CAMPAIGN_KEYS, FCT_RECORDS, FLOW_TABLE, SIM_FLOWS
+from disaggsim.atomic import write_text_atomic
+from disaggsim.paths import BUILD_DIR, REPO_ROOT
+from disaggsim.schemas import CAMPAIGN_FCT, FCT_RECORDS, NS3_FLOWS, SIM_FLOWS
+from disaggsim.traces.workloads import generate
 
 #: Environment variable that overrides the ns-3 program's location.
 BINARY_ENV = "DISAGGSIM_NS3"
-
-#: Types of the columns a campaign adds to FCT_RECORDS (names from schemas.CAMPAIGN_KEYS).
-_CAMPAIGN_KEY_TYPES: dict[str, pa.DataType] = {
-    "protocol": pa.string(),
-    "rate_gbps": pa.float64(),
-    "scope": pa.string(),
-    "workload": pa.string(),
-    "seed": pa.int64(),
-}
-assert tuple(_CAMPAIGN_KEY_TYPES) == CAMPAIGN_KEYS
-
-#: A campaign's FCT table: FCT_RECORDS, the flow's kind (FLOW_TABLE "kind") and the run's
-#: CAMPAIGN_KEYS. Written per run (``runs/<key>/fct.parquet``) and collected
-#: (``<out_dir>/fct.parquet``).
-CAMPAIGN_FCT: pa.Schema = pa.schema(
-    list(FCT_RECORDS)
-    + [FLOW_TABLE.field("kind")]
-    + [pa.field(name, typ, nullable=False) for name, typ in _CAMPAIGN_KEY_TYPES.items()]
-)
-
 
 class BinaryNotFoundError(FileNotFoundError):
     """The ns-3 program is not built (or ``$DISAGGSIM_NS3`` points nowhere)."""
@@ -173,10 +157,7 @@ def driver_capabilities(binary: Path, cache_dir: Path | None = None) -> DriverCa
                 "rebuild the ns-3 program with `make build`"
             )
         if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"binary": str(binary), "lines": lines}) + "\n")
-            os.replace(tmp, cache)
+            write_text_atomic(cache, json.dumps({"binary": str(binary), "lines": lines}) + "\n")
     protocols: list[str] = []
     attributes: set[str] = set()
     for line in lines:
@@ -274,7 +255,7 @@ def find_binary() -> Path:
                 "or run `make build`)"
             )
         return path.resolve()
-    path = repo_root() / "build" / "sim" / "disaggsim-ns3"
+    path = BUILD_DIR / "sim" / "disaggsim-ns3"
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise BinaryNotFoundError(
             f"ns-3 program not found at {path}: run `make build` (or set ${BINARY_ENV})"
@@ -283,10 +264,67 @@ def find_binary() -> Path:
 
 
 def repo_root() -> Path:
-    """The checkout's root directory (parent of the ``disaggsim`` package)."""
-    import disaggsim
+    """The checkout's root directory (``disaggsim.paths.REPO_ROOT``)."""
+    return REPO_ROOT
 
-    return Path(disaggsim.__file__).resolve().parent.parent
+
+#: ``topology`` keys of :func:`driver_argv` -> the driver's flags (``disaggsim-ns3 --help``).
+DRIVER_TOPOLOGY_FLAGS: dict[str, str] = {
+    "racks": "racks",
+    "hosts_per_rack": "hostsPerRack",
+    "spines": "spines",
+    "rate_gbps": "accessRateGbps",
+    "spine_rate_factor": "spineRateFactor",
+    "buffer_bytes": "bufferBytes",
+    "switch_delay_ns": "switchDelayNs",
+    "intra_rack_cable_m": "intraRackCableM",
+    "inter_rack_cable_m": "interRackCableM",
+    "prop_ns_per_m": "propNsPerM",
+    "mss_bytes": "mssBytes",
+}
+
+
+def driver_argv(
+    binary: str | Path,
+    flows_csv: str | Path,
+    fct_csv: str | Path,
+    stats_json: str | Path,
+    protocol: str,
+    rate_gbps: float,
+    seed: int,
+    topology: Mapping[str, Any],
+    attributes: Iterable[tuple[str, str]] = (),
+    stop_time_ns: int | None = None,
+) -> list[str]:
+    """The ``disaggsim-ns3`` command line: the one place its flags are spelled.
+
+    Args:
+        binary, flows_csv, fct_csv, stats_json: the program, its NS3_FLOWS input, its
+            FCT_RECORDS output and its statistics JSON.
+        protocol, rate_gbps, seed: ``--protocol``, ``--accessRateGbps``, ``--seed``.
+        topology: values of :data:`DRIVER_TOPOLOGY_FLAGS` keys (``[topology]`` of a
+            config), and ``fabric`` (``--fabric``, passed only when not "lossy"); a key
+            left out keeps the driver's default. Other keys are ignored.
+        attributes: ``(ns3::Type::Attribute, value)`` pairs, passed in this order.
+        stop_time_ns: ``--stopTimeNs`` if given.
+    """
+    cmd = [
+        str(binary),
+        f"--flows={flows_csv}",
+        f"--out={fct_csv}",
+        f"--stats={stats_json}",
+        f"--protocol={protocol}",
+    ]
+    values = {**topology, "rate_gbps": rate_gbps}
+    cmd += [f"--{flag}={_num(values[key])}" for key, flag in DRIVER_TOPOLOGY_FLAGS.items()
+            if key in values]
+    cmd.append(f"--seed={seed}")
+    if topology.get("fabric", "lossy") != "lossy":
+        cmd.append(f"--fabric={topology['fabric']}")  # the driver's default is the lossy fabric
+    if stop_time_ns is not None:
+        cmd.append(f"--stopTimeNs={stop_time_ns}")
+    cmd += [f"--{path}={value}" for path, value in attributes]
+    return cmd
 
 
 def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path) -> list[str]:
@@ -297,32 +335,12 @@ def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path)
     delays = preset(topo.get("delays", "table4"))
     switch_delay_ns = topo["switch_delay_ns"] if delays.switch_delay_ns is None else (
         delays.switch_delay_ns)
-    cmd = [
-        spec.binary,
-        f"--flows={flows_csv}",
-        f"--out={fct_csv}",
-        f"--stats={stats_json}",
-        f"--protocol={spec.protocol}",
-        f"--racks={topo['racks']}",
-        f"--hostsPerRack={topo['hosts_per_rack']}",
-        f"--spines={topo['spines']}",
-        f"--accessRateGbps={_num(spec.rate_gbps)}",
-        f"--spineRateFactor={_num(topo['spine_rate_factor'])}",
-        f"--bufferBytes={topo['buffer_bytes']}",
-        f"--switchDelayNs={switch_delay_ns}",
-        f"--intraRackCableM={_num(topo['intra_rack_cable_m'])}",
-        f"--interRackCableM={_num(topo['inter_rack_cable_m'])}",
-        f"--propNsPerM={_num(topo['prop_ns_per_m'])}",
-        f"--mssBytes={topo['mss_bytes']}",
-        f"--seed={spec.seed}",
-    ]
-    if topo.get("fabric", "lossy") != "lossy":
-        cmd.append(f"--fabric={topo['fabric']}")  # the driver's default is the lossy fabric
-    if spec.stop_time_ns is not None:
-        cmd.append(f"--stopTimeNs={spec.stop_time_ns}")
-    cmd += [f"--{path}={value}" for path, value in sorted(delays.attributes.items())]
-    cmd += [f"--{path}={value}" for path, value in sorted(spec.attributes.items())]
-    return cmd
+    return driver_argv(
+        spec.binary, flows_csv, fct_csv, stats_json, spec.protocol, spec.rate_gbps, spec.seed,
+        topology={**topo, "switch_delay_ns": switch_delay_ns},
+        attributes=[*sorted(delays.attributes.items()), *sorted(spec.attributes.items())],
+        stop_time_ns=spec.stop_time_ns,
+    )
 
 
 def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
@@ -344,10 +362,9 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
     if not spec.binary:
         spec = RunSpec(**{**asdict(spec), "binary": str(find_binary())})
     run_dir.mkdir(parents=True, exist_ok=True)
-    sim_flows, flow_table = _sim_flows(spec, run_dir)
+    sim_flows = _sim_flows(spec, run_dir)[SIM_FLOWS.names]
     flows_csv = run_dir / "flows.csv"
-    sim_flows = sim_flows[SIM_FLOWS.names]
-    sim_flows.to_csv(flows_csv, index=False)
+    sim_flows[NS3_FLOWS.names].to_csv(flows_csv, index=False)
 
     fct_csv, stats_json = run_dir / "fct.csv", run_dir / "stats.json"
     # file names relative to the run directory (the working directory of ns-3), so
@@ -381,7 +398,7 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
         )
     records = read_fct_csv(fct_csv)
     _check_flows(records, sim_flows, fct_csv)
-    fct = _with_campaign_columns(records, flow_table, spec)
+    fct = _with_campaign_columns(records, sim_flows, spec)
     pq.write_table(pa.Table.from_pandas(fct, schema=CAMPAIGN_FCT, preserve_index=False),
                    run_dir / "fct.parquet")
     stats: dict[str, Any] = {}
@@ -399,15 +416,13 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
     )
 
 
-def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The run's SIM_FLOWS and a flow_id -> kind table: blades placed on hosts
-    (``disaggsim.traces.placement.place``, writing ``placement.csv``), a synthetic
-    workload generated for this run's rate, scope and seed, or host-level flows as given
-    (YAPS; kind "net")."""
+def _sim_flows(spec: RunSpec, run_dir: Path) -> pd.DataFrame:
+    """The run's SIM_FLOWS: blades placed on hosts (``disaggsim.sim.placement.place``,
+    writing ``placement.csv``), or host-level flows (NS3_FLOWS) completed by
+    :func:`_host_level`: a synthetic workload generated for this run's rate, scope and
+    seed, or flows as given (YAPS)."""
     topo = spec.topology
     if spec.generator is not None:
-        from disaggsim.traces.workloads import generate
-
         flows = generate(
             **spec.generator,
             hosts=topo["racks"] * topo["hosts_per_rack"],
@@ -416,7 +431,7 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
             hosts_per_rack=topo["hosts_per_rack"],
             scope=spec.scope,  # type: ignore[arg-type]
         )
-        return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
+        return _host_level(flows)
     if spec.hosts_given:
         flows = pq.read_table(spec.flows_path).to_pandas()
         n_hosts = topo["racks"] * topo["hosts_per_rack"]
@@ -427,14 +442,14 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
                 f"{int(beyond[['src_host', 'dst_host']].max(axis=1).iloc[0])} but the "
                 f"topology has {n_hosts} hosts (racks x hosts_per_rack)"
             )
-        return flows, pd.DataFrame({"flow_id": flows["flow_id"], "kind": "net"})
-    from disaggsim.traces.placement import place
+        return _host_level(flows)
+    from disaggsim.sim.placement import place
 
     flow_table = pq.read_table(spec.flows_path).to_pandas()
     cluster_of = None
     replication_json = Path(spec.flows_path).parent / "replication.json"
     if replication_json.is_file():  # written by disaggsim.sim.workloads (copies > 1)
-        from disaggsim.traces.replication import replicate
+        from disaggsim.sim.replication import replicate
 
         options = json.loads(replication_json.read_text())
         replicated = replicate(flow_table, options["copies"], options["mode"], spec.seed)
@@ -447,7 +462,13 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame
     except ValueError as exc:
         raise RunError(f"{spec.workload}: placement: {exc}") from None
     _write_placement(blade_to_host, run_dir / "placement.csv")
-    return sim_flows, flow_table
+    return sim_flows
+
+
+def _host_level(flows: pd.DataFrame) -> pd.DataFrame:
+    """SIM_FLOWS of host-level flows (NS3_FLOWS: synthetic or YAPS), which carry no blade
+    traffic: kind "net"."""
+    return flows.assign(kind="net")
 
 
 def read_fct_csv(path: Path) -> pd.DataFrame:
@@ -506,11 +527,15 @@ def _check_flows(records: pd.DataFrame, sim_flows: pd.DataFrame, path: Path) -> 
 
 
 def _with_campaign_columns(
-    records: pd.DataFrame, flow_table: pd.DataFrame, spec: RunSpec
+    records: pd.DataFrame, sim_flows: pd.DataFrame, spec: RunSpec
 ) -> pd.DataFrame:
-    kinds = flow_table.set_index("flow_id")["kind"]
+    """CAMPAIGN_FCT rows: the FCT records, the SIM_FLOWS columns ns-3 did not see (joined
+    by flow_id) and the run's CAMPAIGN_KEYS."""
+    carried = [c for c in SIM_FLOWS.names if c not in FCT_RECORDS.names]
+    by_id = sim_flows.set_index("flow_id")
     fct = records.copy()
-    fct["kind"] = fct["flow_id"].map(kinds).astype(object)
+    for column in carried:
+        fct[column] = fct["flow_id"].map(by_id[column])
     fct["protocol"] = spec.protocol
     fct["rate_gbps"] = float(spec.rate_gbps)
     fct["scope"] = spec.scope

@@ -17,7 +17,7 @@ With ``executor = "slurm"`` (``configs/README.md``, README "Running a campaign o
    killed it (scancel, time limit, node failure: the state squeue still shows) or it
    crashed. Such runs are never collected; they stay pending and the next run of the
    campaign submits them again. A run is done iff ``runs/<key16>/done.json`` exists, which
-   :func:`disaggsim.sim.campaign.execute_run` installs atomically, so a run finished by a
+   :func:`disaggsim.sim.rundir.execute_run` installs atomically, so a run finished by a
    task before the task was killed is kept.
 
 Layout under ``out_dir/slurm/``::
@@ -50,17 +50,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from disaggsim.sim.campaign import (
+from disaggsim.atomic import write_text_atomic
+from disaggsim.sim.config import CampaignConfig
+from disaggsim.sim.rundir import (
     CampaignError,
     CampaignResult,
     PlannedRun,
-    _row,
-    _write_text_atomic,
     execute_run,
     is_done,
     reusable,
+    run_row,
 )
-from disaggsim.sim.config import CampaignConfig
 from disaggsim.sim.runner import RunSpec
 
 #: squeue states of a task that has not ended yet (squeue(1) "JOB STATE CODES").
@@ -171,7 +171,7 @@ def write_array(
             "runs_dir": str(runs_dir),
             "runs": [{"key": run.key, "spec": run.spec.to_json()} for run in runs],
         }
-        _write_text_atomic(specs_dir / f"{index}.json", json.dumps(task, indent=2) + "\n")
+        write_text_atomic(specs_dir / f"{index}.json", json.dumps(task, indent=2) + "\n")
     longest = max(len(runs) for runs in tasks)
     minutes = math.ceil(longest * config.limits.run_timeout_s / 60) + TIME_MARGIN_MIN
     lines = [
@@ -193,7 +193,7 @@ def write_array(
         "",
     ]
     script = slurm_dir / "array.sbatch"
-    _write_text_atomic(script, "\n".join(lines))
+    write_text_atomic(script, "\n".join(lines))
     script.chmod(0o755)
     return ArrayJob(slurm_dir, tasks, script)
 
@@ -221,7 +221,7 @@ def submit(job: ArrayJob, sbatch_args: list[str]) -> str:
         "runs": sum(len(runs) for runs in job.tasks),
         "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    _write_text_atomic(job.slurm_dir / "job.json", json.dumps(record, indent=2) + "\n")
+    write_text_atomic(job.slurm_dir / "job.json", json.dumps(record, indent=2) + "\n")
     return job_id
 
 
@@ -376,7 +376,7 @@ def run_array(
                 record["status"] = "skipped" if before else "ran"
             else:
                 record = {}
-            out.append(_row(run, record))
+            out.append(run_row(run, record))
         return out
 
     if not pending:
@@ -429,7 +429,7 @@ def run_task(slurm_dir: Path, index: int) -> int:
         "pid": os.getpid(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    _write_text_atomic(status_dir / f"{index}.start.json", json.dumps(started) + "\n")
+    write_text_atomic(status_dir / f"{index}.start.json", json.dumps(started) + "\n")
     outcomes = []
     for item in task["runs"]:
         run = PlannedRun(item["key"], RunSpec.from_json(item["spec"]))
@@ -444,7 +444,7 @@ def run_task(slurm_dir: Path, index: int) -> int:
     failed = sum(o["status"] == "failed" for o in outcomes)
     outcome = {**started, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "exit": int(failed > 0), "runs": outcomes}
-    _write_text_atomic(status_dir / f"{index}.json", json.dumps(outcome, indent=2) + "\n")
+    write_text_atomic(status_dir / f"{index}.json", json.dumps(outcome, indent=2) + "\n")
     return int(failed > 0)
 
 

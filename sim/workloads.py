@@ -1,9 +1,9 @@
 """Turn a campaign workload into a flow table (``disaggsim.schemas.FLOW_TABLE``), cached.
 
-YAPS files hold host-level flows: they are cached as SIM_FLOWS and simulated without blade
+YAPS files hold host-level flows: they are cached as NS3_FLOWS and simulated without blade
 placement. Synthetic workloads are generated per run (nothing to cache).
 
-Replication (``copies > 1``, ``disaggsim.traces.replication``) is per run (its offsets or
+Replication (``copies > 1``, ``disaggsim.sim.replication``) is per run (its offsets or
 draws follow the run's seed): the cached table stays the traced cluster's, and
 ``<key>/replication.json`` (``{"copies": N, "mode": "replay" | "pair-cdf"}``) tells the
 runner to replicate it; the options are part of the cache key and of the content hash, so
@@ -18,10 +18,8 @@ them converts again and nothing else does.
 
 from __future__ import annotations
 
+import inspect
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +28,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.atomic import atomic_dir
 from disaggsim.flowcheck import check_flows, rows_of
 from disaggsim.guards import check_regular
-from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
+from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
 from disaggsim.sim.config import (
     FlowTableWorkload,
     ResolvedWorkload,
@@ -40,7 +39,11 @@ from disaggsim.sim.config import (
     TraceSampleWorkload,
     YapsWorkload,
 )
-from disaggsim.sim.hashing import sha256_frame, sha256_json, sha256_tree
+from disaggsim.sim.hashing import sha256_file, sha256_frame, sha256_json, sha256_tree
+from disaggsim.sim.replication import squash_coarrivals
+from disaggsim.traces import convert as convert_mod
+from disaggsim.traces import workloads as synthetic
+from disaggsim.traces import yaps
 
 #: Bumped when the cached flow-table layout changes.
 _CACHE_FORMAT = 1
@@ -62,7 +65,7 @@ class LoadedWorkload:
         flows: number of flows.
         generator: synthetic workloads only: the keyword arguments of
             ``disaggsim.traces.workloads.generate`` that do not vary per run.
-        hosts_given: the table is SIM_FLOWS (hosts fixed by the input: YAPS files), not
+        hosts_given: the table is NS3_FLOWS (hosts fixed by the input: YAPS files), not
             FLOW_TABLE; it is simulated as is, without blade placement.
     """
 
@@ -75,10 +78,10 @@ class LoadedWorkload:
 
 
 def converter_identity() -> str:
-    """SHA-256 of the ``disaggsim.traces`` package's Python sources (converter version)."""
-    import disaggsim.traces
-
-    return sha256_tree(Path(disaggsim.traces.__file__).parent, suffixes=(".py",))
+    """SHA-256 of the converters' Python sources: the ``disaggsim.traces`` package, and
+    nothing else (in particular not the testbed that collects traces, ``disaggsim.testbed``:
+    editing it leaves every cached workload valid)."""
+    return sha256_tree(Path(convert_mod.__file__).parent, suffixes=(".py",))
 
 
 def workload_key(workload: ResolvedWorkload) -> str:
@@ -101,7 +104,7 @@ def workload_key(workload: ResolvedWorkload) -> str:
     if replication is not None:
         inputs["replication"] = replication
     if isinstance(spec, TraceSampleWorkload | FlowTableWorkload) and spec.squash:
-        inputs["squash"] = True
+        inputs["squash"] = sha256_file(Path(inspect.getfile(squash_coarrivals)))  # its code
     return sha256_json(inputs)
 
 
@@ -136,7 +139,7 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     final = cache_dir / key
     done = final / "done.json"
     hosts_given = isinstance(workload.spec, YapsWorkload)
-    schema = SIM_FLOWS if hosts_given else FLOW_TABLE
+    schema = NS3_FLOWS if hosts_given else FLOW_TABLE
     if done.is_file():
         meta = json.loads(done.read_text())
         return LoadedWorkload(
@@ -150,8 +153,6 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     if isinstance(workload.spec, TraceSampleWorkload | FlowTableWorkload) and (
         workload.spec.squash
     ):
-        from disaggsim.traces.replication import squash_coarrivals
-
         frame = squash_coarrivals(frame)
     if frame.empty:
         raise WorkloadError(f"{workload.path}: workload {workload.name!r} has no flows")
@@ -159,9 +160,7 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     replication = replication_options(workload)
     if replication is not None:
         content = sha256_json({"flows": content, "replication": replication})
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=cache_dir))
-    try:
+    with atomic_dir(final) as tmp:
         table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
         pq.write_table(table, tmp / "flows.parquet")
         meta = {
@@ -175,20 +174,12 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
         if replication is not None:
             (tmp / REPLICATION_FILE).write_text(json.dumps(replication) + "\n")
         (tmp / "done.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        if final.exists():  # an interrupted earlier attempt (no done.json)
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return LoadedWorkload(
         workload.name, final / "flows.parquet", content, len(frame), hosts_given=hosts_given
     )
 
 
 def _synthetic(workload: ResolvedWorkload, spec: SyntheticWorkload) -> LoadedWorkload:
-    from disaggsim.traces import workloads as synthetic
-
     try:
         cdf_path = synthetic.resolve_cdf(workload.path or spec.cdf)
         check_regular(cdf_path, "a flow-size CDF")  # before it is hashed (a FIFO blocks)
@@ -270,16 +261,12 @@ def _convert(workload: ResolvedWorkload) -> pd.DataFrame:
     if isinstance(spec, FlowTableWorkload):
         return read_flow_table(workload.path)
     if isinstance(spec, TraceSampleWorkload):
-        from disaggsim.traces import convert as convert_mod
-
         frame = convert_mod.convert(workload.path, _convert_options(workload.convert_options))
         return _as_flow_table(frame, workload.path)
     if isinstance(spec, YapsWorkload):
-        from disaggsim.traces import yaps
-
         frame = yaps.read_yaps(workload.path)
-        table = pa.Table.from_pandas(frame[SIM_FLOWS.names], preserve_index=False)
-        return table.cast(SIM_FLOWS).to_pandas()
+        table = pa.Table.from_pandas(frame[NS3_FLOWS.names], preserve_index=False)
+        return table.cast(NS3_FLOWS).to_pandas()
     raise WorkloadError(f"{workload.path}: unknown workload kind {workload.kind!r}")
 
 
@@ -306,8 +293,6 @@ def _validate(workload: ResolvedWorkload, frame: pd.DataFrame) -> None:
 def _convert_options(options: dict[str, Any]) -> Any:
     """The converter's options object: ``ConvertOptions(**options)`` if the converter
     defines that class, else the dict itself."""
-    from disaggsim.traces import convert as convert_mod
-
     cls = getattr(convert_mod, "ConvertOptions", None)
     if cls is None:
         return dict(options)

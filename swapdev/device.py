@@ -15,7 +15,7 @@ Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run
   see ``swapdev/doc/swapdev.md``, "Eviction".
 
 Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
-``disaggsim.traces.collect_env``), so the machine is left as found on success, on error and
+``disaggsim.testbed.collect_env``), so the machine is left as found on success, on error and
 on SIGINT.
 """
 
@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from disaggsim.traces import collect_env as env
+from disaggsim.paths import BUILD_DIR
+from disaggsim.testbed import collect_env as env
 
-#: Where ``make build`` puts the device (override with ``DISAGGSIM_SWAPDEV_BUILD``).
-REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
 
 ModelKind = Literal["none", "fixed", "fct-mean", "fct-sample"]
@@ -43,8 +42,9 @@ EvictionPolicy = Literal["clock", "fifo"]
 
 
 def build_dir() -> Path:
-    """The swapdev build directory; raises FileNotFoundError if it is not built."""
-    path = Path(os.environ.get("DISAGGSIM_SWAPDEV_BUILD", REPO_ROOT / "build" / "swapdev"))
+    """The swapdev build directory, ``build/swapdev`` (``make build``; override with
+    ``DISAGGSIM_SWAPDEV_BUILD``); raises FileNotFoundError if it is not built."""
+    path = Path(os.environ.get("DISAGGSIM_SWAPDEV_BUILD", BUILD_DIR / "swapdev"))
     if not (path / "memtouch").exists():
         raise FileNotFoundError(f"{path}: swapdev is not built (run `make build`)")
     return path
@@ -229,6 +229,14 @@ def uffd_env(
         preload.append(str(JEMALLOC))
     return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
             "SWAPDEV_EVICTION": eviction, "LD_PRELOAD": " ".join(preload)}
+
+
+def recorder_env(local_bytes: int) -> dict[str, str]:
+    """The environment that runs a process on the uffd backend as a paging recorder: no
+    delay, ``local_bytes`` of local memory, jemalloc (so that the heap is seen), FIFO
+    eviction; the collector adds ``SWAPDEV_TRACE`` (``disaggsim collect`` with
+    ``paging_recorder = "swapdev-uffd"``). Raises as :func:`uffd_env`."""
+    return uffd_env(DelayModel("none"), local_bytes, jemalloc=True)
 
 
 @contextlib.contextmanager

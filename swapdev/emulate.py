@@ -69,10 +69,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from disaggsim.atomic import atomic_path
 from disaggsim.sim.config import ConfigError, load_config_model
 from disaggsim.swapdev import device, emulate_apps
-from disaggsim.traces import collect_env
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.testbed import collect_env
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
 DEGRADATION_THRESHOLD = 1.05

@@ -43,13 +43,14 @@ from pathlib import Path
 from typing import Final
 
 from disaggsim.swapdev import device
-from disaggsim.traces import collect_env as env
-from disaggsim.traces.collect_apps import (
+from disaggsim.testbed import collect_env as env
+from disaggsim.testbed.collect_apps import (
     Cluster,
     DaskSortConfig,
     MemcachedYcsbConfig,
     make_app,
 )
+from disaggsim.traces.paging import read_rmem
 
 PYTHON_SORT: Final = (
     "import random\nrandom.seed(1)\na = [random.random() for _ in range(2_000_000)]\n"
@@ -117,8 +118,6 @@ def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, 
     set-up's (a preset's load phase). Read with the converter's reader
     (:func:`disaggsim.traces.paging.read_rmem`). Raises FileNotFoundError if the device
     wrote no trace (it did not exit cleanly)."""
-    from disaggsim.traces.paging import read_rmem
-
     if trace.stat().st_size == 0:
         return 0, 0
     df = read_rmem(trace, time_base="absolute")
@@ -217,7 +216,7 @@ def _jct(preset: Preset, results: dict[str, object]) -> float:
 
 
 #: Attempts at one run whose application a memory cgroup's OOM killer ended (as the
-#: collector's ``START_ATTEMPTS``, traces/collect.py).
+#: collector's ``START_ATTEMPTS``, testbed/collect.py).
 OOM_ATTEMPTS: Final = 3
 
 

@@ -1,7 +1,7 @@
 """Autouse fixture of the collector tests: the machine is as it was after every test.
 
 Import ``machine_left_as_found`` into a test module to use it. It compares
-:func:`disaggsim.traces.collect_env.system_state` (tracefs, sysctls, swap, loop devices,
+:func:`disaggsim.testbed.collect_env.system_state` (tracefs, sysctls, swap, loop devices,
 mounts, memory cgroups, network namespaces, zswap, block-device tracing) before and after
 each test. Needs root to read that state; without root it checks nothing (the tests that
 change machine state are skipped then too).
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from disaggsim.traces.collect_env import system_state
+from disaggsim.testbed.collect_env import system_state
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from disaggsim.traces.collect_tracefs import Tracefs
+from disaggsim.testbed.collect_tracefs import Tracefs
 
 CLOCKS = ("local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "tai",
           "x86-tsc")

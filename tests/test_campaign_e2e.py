@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 from ns3_program import needs_ns3
 
-from disaggsim.schemas import CAMPAIGN_KEYS, FCT_RECORDS
+from disaggsim.analysis.stats import summarize_groups
+from disaggsim.schemas import CAMPAIGN_FCT, CAMPAIGN_KEYS, FCT_RECORDS
 from disaggsim.sim.campaign import CampaignError, run_campaign
-from disaggsim.sim.runner import CAMPAIGN_FCT
 
 pytestmark = needs_ns3
 
@@ -67,7 +67,7 @@ def _config(tmp_path: Path, extra: str = "", protocols: str = '["tcp"]') -> Path
 
 def test_campaign_runs_resumes_and_redoes(tmp_path):
     config = _config(tmp_path)
-    first = run_campaign(config, progress=False)
+    first = run_campaign(config, progress=False, summarize=summarize_groups)
     assert (first.ran, first.skipped) == (2, 0)
     fct = first.fct()
     assert list(fct.columns) == CAMPAIGN_FCT.names
@@ -103,6 +103,8 @@ def test_campaign_runs_resumes_and_redoes(tmp_path):
     # resume: everything done is skipped, the collected table is the same
     second = run_campaign(config, progress=False)
     assert (second.ran, second.skipped) == (0, 2)
+    # given no summary function, the campaign writes no summary (and drops the old one)
+    assert second.summary is None and not (config.parent / "out" / "summary.csv").exists()
     pd.testing.assert_frame_equal(second.fct(), fct)
 
     # an interrupted run: a partial directory without the marker, and a stale temp dir
@@ -257,7 +259,7 @@ def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_pa
 
 def test_failed_campaign_leaves_no_tables_of_another_config(tmp_path):
     config = _config(tmp_path)
-    first = run_campaign(config, jobs=1, progress=False)
+    first = run_campaign(config, jobs=1, progress=False, summarize=summarize_groups)
     out = first.out_dir
     assert all((out / name).is_file() for name in ("fct.parquet", "runs.csv", "summary.csv"))
     # a new config whose runs fail: its copy replaces the old one, the old tables go

@@ -23,9 +23,9 @@ import pytest
 from ns3_program import needs_ns3
 
 from disaggsim.analysis.fct_file import FctFile
-from disaggsim.analysis.stats import GROUP_KEYS, summarize, summarize_file
+from disaggsim.analysis.stats import GROUP_KEYS, summarize, summarize_file, summarize_groups
+from disaggsim.schemas import CAMPAIGN_FCT
 from disaggsim.sim.campaign import CampaignResult, run_campaign
-from disaggsim.sim.runner import CAMPAIGN_FCT
 
 pytestmark = needs_ns3
 
@@ -81,7 +81,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> CampaignResult:
             """
         )
     )
-    return run_campaign(config, progress=False)
+    return run_campaign(config, progress=False, summarize=summarize_groups)
 
 
 def _old_table(result: CampaignResult) -> pa.Table:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
+from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
+from disaggsim.sim import workloads as workloads_mod
 from disaggsim.sim.config import load_config
-from disaggsim.sim.workloads import WorkloadError, load_workload, read_flow_table
+from disaggsim.sim.workloads import WorkloadError, load_workload, read_flow_table, workload_key
+from disaggsim.traces.yaps import write_yaps
 
 HEADER = ",".join(FLOW_TABLE.names)
 
@@ -84,8 +87,6 @@ def test_window_and_max_flows(tmp_path):
 
 
 def test_yaps_workload_keeps_hosts(tmp_path):
-    from disaggsim.traces.yaps import write_yaps
-
     flows = pd.DataFrame(
         {"flow_id": [0, 1], "start_ns": [0, 1500], "src_host": [3, 17],
          "dst_host": [17, 3], "size_bytes": [1460, 2920]}
@@ -97,7 +98,7 @@ def test_yaps_workload_keeps_hosts(tmp_path):
     loaded = load_workload(workload, config.out_dir / "workloads")
     assert loaded.hosts_given and loaded.name == "trace"
     table = pd.read_parquet(loaded.flows_path)
-    assert list(table.columns) == SIM_FLOWS.names
+    assert list(table.columns) == NS3_FLOWS.names
     assert table["src_host"].tolist() == [3, 17]
     assert table["size_bytes"].tolist() == [1460, 2920]
 
@@ -134,3 +135,45 @@ def test_trace_sample_converted_once(tmp_path):
     assert set(table["kind"]) <= {"mem_read", "mem_write"}
     assert table["size_bytes"].sum() == memory["size_bytes"].sum()
     assert load_workload(workload, config.out_dir / "workloads") == loaded
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _probe(folder: str) -> Path:
+    """A new module in a package folder: an edit of that stage's code (removed after)."""
+    return REPO / folder / f"_cache_probe_{os.getpid()}.py"
+
+
+def test_editing_the_testbed_keeps_cached_workloads_valid(tmp_path, monkeypatch):
+    """The cache key hashes the converters (traces/), not the collector (testbed/): after an
+    edit of the testbed the cached table is reused without converting again; after an edit
+    of a converter the key changes (the counter-check: the key does follow the code)."""
+    flows = pd.DataFrame(
+        {"flow_id": [0, 1], "start_ns": [0, 1500], "src_host": [3, 17],
+         "dst_host": [17, 3], "size_bytes": [1460, 2920]}
+    )
+    write_yaps(flows, tmp_path / "trace.txt")
+    config, (workload,) = _workloads(tmp_path, '[[workloads]]\nkind = "yaps"\npath = "trace.txt"\n')
+    cache = config.out_dir / "workloads"
+    first = load_workload(workload, cache)
+    key = workload_key(workload)
+    testbed_edit = _probe("testbed")
+    try:
+        testbed_edit.write_text('"""An edit of the testbed."""\n')
+        assert workload_key(workload) == key
+
+        def no_conversion(_: object) -> pd.DataFrame:
+            raise AssertionError("converted again: the cached workload was not reused")
+
+        monkeypatch.setattr(workloads_mod, "_convert", no_conversion)
+        assert load_workload(workload, cache) == first
+    finally:
+        testbed_edit.unlink(missing_ok=True)
+    converter_edit = _probe("traces")
+    try:
+        converter_edit.write_text('"""An edit of the converters."""\n')
+        assert workload_key(workload) != key
+    finally:
+        converter_edit.unlink(missing_ok=True)
+    assert workload_key(workload) == key

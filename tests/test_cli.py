@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from disaggsim.cli import main
-from disaggsim.schemas import FLOW_TABLE, SIM_FLOWS
+from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
 from disaggsim.traces import yaps
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def test_gen_permutation_is_a_fixed_derangement(tmp_path: Path) -> None:
     )
     assert rc == 0
     flows = pd.read_csv(out)
-    assert list(flows.columns) == SIM_FLOWS.names
+    assert list(flows.columns) == NS3_FLOWS.names
     assert len(flows) == 2000
     assert (flows["src_host"] != flows["dst_host"]).all()
     # permutation traffic: each source always sends to the same destination

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from disaggsim.traces.collect import PRESETS, CollectConfig
+from disaggsim.testbed.collect import PRESETS, CollectConfig
 from disaggsim.traces.convert import convert
 
 SAMPLES = Path(__file__).resolve().parent.parent / "traces" / "samples"

@@ -1,4 +1,4 @@
-"""blk_io_trace parsing and per-CPU files (traces/collect_blk.py); blkparse as the oracle."""
+"""blk_io_trace parsing and per-CPU files (testbed/collect_blk.py); blkparse as the oracle."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.blktrace import BLK_TC_READ
-from disaggsim.traces.collect_blk import (
+from disaggsim.testbed.collect_blk import (
     BLK_IO_TRACE,
     BLK_IO_TRACE_MAGIC,
     BLK_IO_TRACE_VERSION,
@@ -23,6 +22,7 @@ from disaggsim.traces.collect_blk import (
     parse_blk_stream,
     read_blktrace,
 )
+from disaggsim.traces.blktrace import BLK_TC_READ
 
 MAGIC = BLK_IO_TRACE_MAGIC | BLK_IO_TRACE_VERSION
 # Category bits: QUEUE = 1<<4, ISSUE = 1<<6, COMPLETE = 1<<7 (blktrace_api.h).

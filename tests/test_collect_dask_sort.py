@@ -1,4 +1,4 @@
-"""The sort job's map/reduce functions (traces/apps/dask_sort.py) run locally, no cluster."""
+"""The sort job's map/reduce functions (testbed/apps/dask_sort.py) run locally, no cluster."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ from pathlib import Path
 import numpy as np
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.apps.dask_sort import RECORD_BYTES, gen_input, map_partition, reduce_partition
+from disaggsim.testbed.apps.dask_sort import (
+    RECORD_BYTES,
+    gen_input,
+    map_partition,
+    reduce_partition,
+)
 
 
 def test_gen_map_reduce_sorts_all_records(tmp_path: Path) -> None:

@@ -17,8 +17,8 @@ import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim.swapdev import device
-from disaggsim.traces.collect import PRESETS, collect
-from disaggsim.traces.collect_env import MEMCG_ROOT
+from disaggsim.testbed.collect import PRESETS, collect
+from disaggsim.testbed.collect_env import MEMCG_ROOT
 from disaggsim.traces.convert import convert
 from disaggsim.traces.paging import read_rmem
 
@@ -53,7 +53,8 @@ def test_the_device_records_the_paging_and_the_converter_reads_it(tmp_path: Path
     exactly those records (the same bytes)."""
     cfg = PRESETS["smoke"].model_copy(update={"paging_recorder": "swapdev-uffd"})
     with device.system_lock():
-        out = collect(cfg, tmp_path / "out", command="pytest device recorder")
+        out = collect(cfg, tmp_path / "out", command="pytest device recorder",
+                      device_env=device.recorder_env)
     meta = json.loads((out / "meta.json").read_text())
     assert meta["paging_recorder"] == "swapdev-uffd"
     assert meta["swap_attribution"]["device_traces_missing"] == []

@@ -1,4 +1,4 @@
-"""The collector's undo machinery (traces/collect_env.py): UndoStack semantics by hand-made
+"""The collector's undo machinery (testbed/collect_env.py): UndoStack semantics by hand-made
 steps, and the real undo steps (network namespaces, loop devices) on this machine as root.
 
 The root tests change machine state for a moment: run them under
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.collect import main as collect_main
-from disaggsim.traces.collect_env import (
+from disaggsim.testbed.collect import main as collect_main
+from disaggsim.testbed.collect_env import (
     LOOP_CTL_REMOVE,
     NETNS_DIR,
     SYS_BLOCK,

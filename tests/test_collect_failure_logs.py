@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from disaggsim.traces.collect import _discard_partial
-from disaggsim.traces.collect_apps import Cluster
+from disaggsim.testbed.collect import _discard_partial
+from disaggsim.testbed.collect_apps import Cluster
 
 
 def test_failed_collection_keeps_logs_and_nothing_else(tmp_path: Path) -> None:

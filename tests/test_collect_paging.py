@@ -1,4 +1,4 @@
-"""Swap request attribution, batching and rmem output (traces/collect_paging.py), hand-made."""
+"""Swap request attribution, batching and rmem output (testbed/collect_paging.py), hand-made."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from pathlib import Path
 
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.blktrace import BLK_TC_READ
-from disaggsim.traces.collect_blk import (
+from disaggsim.testbed.collect_blk import (
     BLK_IO_TRACE,
     BLK_IO_TRACE_MAGIC,
     BLK_IO_TRACE_VERSION,
@@ -21,7 +20,7 @@ from disaggsim.traces.collect_blk import (
     parse_blk_stream,
     read_blktrace,
 )
-from disaggsim.traces.collect_paging import (
+from disaggsim.testbed.collect_paging import (
     UNATTRIBUTED,
     assign_batches,
     attribute_requests,
@@ -29,6 +28,7 @@ from disaggsim.traces.collect_paging import (
     rmem_rows,
     write_node_paging,
 )
+from disaggsim.traces.blktrace import BLK_TC_READ
 from disaggsim.traces.paging import read_rmem_meta, write_rmem
 
 DEV = (7 << 20) | 0

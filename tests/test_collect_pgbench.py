@@ -1,4 +1,4 @@
-"""PostgreSQL + pgbench in ``disaggsim collect`` (traces/apps/pgbench.py).
+"""PostgreSQL + pgbench in ``disaggsim collect`` (testbed/apps/pgbench.py).
 
 Pure parts (config validation, command lines, the report parser) always run; one real
 collection of a small pgbench configuration (~40 s: PostgreSQL, pgbench, namespaces, memcg,
@@ -17,7 +17,7 @@ import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 from pydantic import ValidationError
 
-from disaggsim.traces.apps.pgbench import (
+from disaggsim.testbed.apps.pgbench import (
     PG_USER,
     PgbenchConfig,
     hba_line,
@@ -28,8 +28,8 @@ from disaggsim.traces.apps.pgbench import (
     run_argv,
     server_settings,
 )
-from disaggsim.traces.collect import PRESETS, CollectConfig, collect
-from disaggsim.traces.collect_env import MEMCG_ROOT, system_state
+from disaggsim.testbed.collect import PRESETS, CollectConfig, collect
+from disaggsim.testbed.collect_env import MEMCG_ROOT, system_state
 
 #: A pgbench 15 report, as written by the bundled sample's client on node 1.
 REPORT_15 = """\

@@ -1,4 +1,4 @@
-"""Spark in ``disaggsim collect`` (traces/apps/spark.py, traces/apps/spark_jobs.py).
+"""Spark in ``disaggsim collect`` (testbed/apps/spark.py, testbed/apps/spark_jobs.py).
 
 The data generators and the PageRank step are checked against hand-computed values and
 independent implementations (the Dask sort's record writer, a Counter, the analytic Zipf
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from disaggsim.traces.apps.dask_sort import gen_input
-from disaggsim.traces.apps.spark import MIN_JVM_MB, SparkConfig, dataset, driver_argv
-from disaggsim.traces.apps.spark_jobs import (
+from disaggsim.testbed.apps.dask_sort import gen_input
+from disaggsim.testbed.apps.spark import MIN_JVM_MB, SparkConfig, dataset, driver_argv
+from disaggsim.testbed.apps.spark_jobs import (
     RMAT_ABC,
     gen_edges,
     gen_records,
@@ -32,7 +32,7 @@ from disaggsim.traces.apps.spark_jobs import (
     word,
     zipf_ranks,
 )
-from disaggsim.traces.collect import PRESETS, CollectConfig
+from disaggsim.testbed.collect import PRESETS, CollectConfig
 
 
 def test_word_spelling_is_base36() -> None:
@@ -126,7 +126,7 @@ def _spark_skip() -> str | None:
 
 def _run_local(job: str, cwd: Path, *args: str) -> None:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    subprocess.run([sys.executable, "-m", "disaggsim.traces.apps.spark_jobs", "--job", job,
+    subprocess.run([sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", job,
                     "--master", "local[2]", "--driver-host", "127.0.0.1", "--executors", "1",
                     "--seed", "3", *args], cwd=cwd, env=env, check=True, capture_output=True,
                    timeout=240)

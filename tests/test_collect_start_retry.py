@@ -1,5 +1,5 @@
 """The collector repeats its untraced start when a node's memory cgroup OOM-kills a process
-(``traces.collect._start_apps``), with a real memcg v1 OOM kill on this machine as root.
+(``testbed.collect._start_apps``), with a real memcg v1 OOM kill on this machine as root.
 
 The application here is a stand-in for the collector's (``start(stack)`` that raises
 RuntimeError when its process fails, as ``Cluster.wait`` does); what is under test is the
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.collect import START_ATTEMPTS, _start_apps
-from disaggsim.traces.collect_env import (
+from disaggsim.testbed.collect import START_ATTEMPTS, _start_apps
+from disaggsim.testbed.collect_env import (
     MEMCG_ROOT,
     UndoStack,
     memcg_group,

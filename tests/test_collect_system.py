@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.collect import PRESETS, CollectConfig, collect
-from disaggsim.traces.collect_apps import MemcachedYcsbConfig
-from disaggsim.traces.collect_env import MEMCG_ROOT, system_state
+from disaggsim.testbed.collect import PRESETS, CollectConfig, collect
+from disaggsim.testbed.collect_apps import MemcachedYcsbConfig
+from disaggsim.testbed.collect_env import MEMCG_ROOT, system_state
 from disaggsim.traces.paging import read_rmem_meta
 
 
@@ -111,7 +111,7 @@ def test_sigterm_restores_state(tmp_path: Path) -> None:
     before = system_state()
     cfg = PRESETS["smoke"].model_copy(update={"duration_s": 60.0})
     (tmp_path / "cfg.json").write_text(cfg.model_dump_json())
-    proc = subprocess.Popen([sys.executable, "-m", "disaggsim.traces.collect", "--config",
+    proc = subprocess.Popen([sys.executable, "-m", "disaggsim.testbed.collect", "--config",
                              str(tmp_path / "cfg.json"), "--out", str(tmp_path / "out")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

@@ -1,4 +1,4 @@
-"""tracefs save/restore (traces/collect_tracefs.py, arm_blk_tracer) against a fake tracefs
+"""tracefs save/restore (testbed/collect_tracefs.py, arm_blk_tracer) against a fake tracefs
 that shows and rejects what the kernel does (tests/fake_tracefs.py names its kernel sources)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 from fake_tracefs import FakeTracefs, fake_block_device
 
-from disaggsim.traces.collect_blk import TRACEFS_SETTINGS, arm_blk_tracer
-from disaggsim.traces.collect_env import RestoreError
-from disaggsim.traces.collect_tracefs import (
+from disaggsim.testbed.collect_blk import TRACEFS_SETTINGS, arm_blk_tracer
+from disaggsim.testbed.collect_env import RestoreError
+from disaggsim.testbed.collect_tracefs import (
     TRACEFS,
     BufferSize,
     Tracefs,

@@ -1,4 +1,4 @@
-"""YCSB core-workload key chooser (traces/apps/ycsb.py) against the JDK and analytic values."""
+"""YCSB core-workload key chooser (testbed/apps/ycsb.py) against the JDK and analytic values."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.traces.apps.ycsb import (
+from disaggsim.testbed.apps.ycsb import (
     SCRAMBLED_ZETAN,
     CoreWorkloadKeys,
     JavaRandom,

@@ -246,3 +246,13 @@ def test_seed_zero_is_rejected_before_ns3_aborts_on_it(tmp_path):
         expected = rf"^{path}:11: grid\.seeds\[0\]: Input should be (greater|less) than"
         with pytest.raises(ConfigError, match=expected):
             load_config(path)
+
+
+def test_spine_rate_factor_is_an_integer_as_in_the_driver(tmp_path):
+    # ns3::ClosTopology::SpineRateFactor is a UintegerValue: 2.5 must fail here, naming the
+    # key, not later inside ns-3.
+    path = _write(tmp_path, BASE + "[topology]\nspine_rate_factor = 2.5\n")
+    with pytest.raises(ConfigError, match=r"topology\.spine_rate_factor: Input should be a valid"):
+        load_config(path)
+    config = load_config(_write(tmp_path, BASE + "[topology]\nspine_rate_factor = 2\n"))
+    assert config.topology.spine_rate_factor == 2

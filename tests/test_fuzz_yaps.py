@@ -2,7 +2,7 @@
 
 Files made from a valid YAPS file (the disaggregation artifact's format) by truncation,
 bit flips, token swaps (numbers out of range, negative, fractional, non-ASCII digits),
-duplicated and reordered lines must each end in SIM_FLOWS that ns-3 accepts (unique ids,
+duplicated and reordered lines must each end in NS3_FLOWS that ns-3 accepts (unique ids,
 src != dst, start >= 0, size > 0) or a TraceFormatError naming the file and a line that
 exists. Through ``disaggsim run``, a malformed YAPS file is rejected before any simulation,
 in one line naming the YAPS file and line, with no traceback and no output tables.
@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disaggsim.cli import main
-from disaggsim.schemas import SIM_FLOWS
+from disaggsim.schemas import NS3_FLOWS
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.yaps import read_yaps, write_yaps
 
@@ -85,7 +85,7 @@ def check_read(path: Path) -> pd.DataFrame | None:
         assert m is not None, f"no file:line in {exc}"
         assert m["path"] == str(path) and 1 <= int(m["line"]) <= n_lines, str(exc)
         return None
-    assert list(df.columns) == SIM_FLOWS.names
+    assert list(df.columns) == NS3_FLOWS.names
     assert df["flow_id"].is_unique
     assert (df["src_host"] != df["dst_host"]).all()
     assert (df["start_ns"] >= 0).all() and (df["size_bytes"] > 0).all()

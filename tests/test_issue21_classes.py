@@ -554,14 +554,11 @@ def test_class11_any_file_name_prints_in_the_error(
 def test_class11_a_full_disk_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
     """ENOSPC while a campaign writes a collected table: the error names that table and
     what the system said, and no temporary file is left behind."""
-    from disaggsim.sim.campaign import _write_atomic
+    from disaggsim.sim.campaign import _written
 
-    def full(tmp: Path) -> None:
+    with pytest.raises(InputError) as err, _written(tmp_path / "fct.parquet") as tmp:
         tmp.write_bytes(b"partial")
         raise OSError(28, "No space left on device")
-
-    with pytest.raises(InputError) as err:
-        _write_atomic(tmp_path / "fct.parquet", full)
     assert str(err.value) == (f"{tmp_path}/fct.parquet: expected a file that can be written, "
                               "got '[Errno 28] No space left on device'")
     assert list(tmp_path.iterdir()) == []

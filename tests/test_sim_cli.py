@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from disaggsim.schemas import FCT_RECORDS, SIM_FLOWS
+from disaggsim.schemas import FCT_RECORDS, NS3_FLOWS
 
 BINARY = Path(__file__).resolve().parents[1] / "build" / "sim" / "disaggsim-ns3"
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _write_flows(path: Path, rows: list[tuple[int, int, int, int, int]]) -> None:
-    lines = [",".join(SIM_FLOWS.names)] + [",".join(map(str, r)) for r in rows]
+    lines = [",".join(NS3_FLOWS.names)] + [",".join(map(str, r)) for r in rows]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -99,7 +99,7 @@ def test_malformed_csv_is_rejected_and_nothing_written(
     tmp_path: Path, line: str, message: str
 ) -> None:
     flows = tmp_path / "flows.csv"
-    flows.write_text(",".join(SIM_FLOWS.names) + "\n0,0,0,16,1460\n" + line + "\n")
+    flows.write_text(",".join(NS3_FLOWS.names) + "\n0,0,0,16,1460\n" + line + "\n")
     proc = _run(tmp_path, flows)
     assert proc.returncode == 2
     assert message in proc.stderr

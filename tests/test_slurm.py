@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from disaggsim.analysis.stats import summarize_groups
 from disaggsim.sim.campaign import CampaignError, PlannedRun, run_campaign
 from disaggsim.sim.config import ConfigError, load_config
 from disaggsim.sim.runner import BinaryNotFoundError, RunSpec, find_binary
@@ -252,10 +253,12 @@ def test_cluster_reports_its_array_limit(cluster):
 def test_slurm_array_equals_local_executor(cluster, tmp_path):
     """2 protocols x 2 rates on Slurm: the same tables as the local pool. The default
     slurm_tasks (100) meets the cluster's MaxArraySize of 3: 3 tasks of 2, 1 and 1 runs."""
-    local = run_campaign(_config(tmp_path, "local", "", GRID_4, 24), progress=False)
+    local = run_campaign(
+        _config(tmp_path, "local", "", GRID_4, 24), progress=False, summarize=summarize_groups
+    )
     slurm_cfg = _config(tmp_path, "onslurm", 'executor = "slurm"\n', GRID_4, 24)
     start = time.monotonic()
-    slurm = run_campaign(slurm_cfg, progress=False)
+    slurm = run_campaign(slurm_cfg, progress=False, summarize=summarize_groups)
     elapsed = time.monotonic() - start
     assert (slurm.pending, slurm.ran, slurm.skipped) == (0, 4, 0)
     assert elapsed < 60

@@ -231,7 +231,7 @@ def test_cli_reports_config_errors_without_traceback(
 def test_swap_oom_is_reported_and_the_machine_left_as_found(tmp_path: Path) -> None:
     """An application that cannot be swapped (mlockall, then 128 MiB in a 32 MiB group)
     is killed by the memcg OOM killer: emulate says so, and undoes every change."""
-    from disaggsim.traces import collect_env
+    from disaggsim.testbed import collect_env
 
     path = tmp_path / "oom.toml"
     script = (
@@ -265,7 +265,7 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
     3 s limit: every run is killed within seconds, marked ``timeout`` in runs.csv and on
     the console, no median is reported, and (swap backend) the machine is left as found,
     its cgroup emptied by the kill."""
-    from disaggsim.traces import collect_env
+    from disaggsim.testbed import collect_env
 
     path = tmp_path / "sleep.toml"
     path.write_text(
@@ -309,7 +309,7 @@ def test_presets_run_the_collectors_applications(
     / Dask job), the holders page during the job (swap bytes > 0, at most what the job
     could move), their peak RSS shows the limit binding, the machine is left as found."""
     from disaggsim.swapdev.emulate_apps import PRESETS
-    from disaggsim.traces import collect_env
+    from disaggsim.testbed import collect_env
 
     device.build_dir()
     path = tmp_path / f"{preset}.toml"
@@ -341,7 +341,7 @@ def test_a_preset_past_its_timeout_is_killed_and_the_cluster_undone(tmp_path: Pa
     """memcached + YCSB with a 1 s limit on its run phase (50 k operations take several):
     the watchdog kills every process of the run, the run is reported as a timeout with no
     JCT and no swap bytes, and the cluster (namespaces, cgroups) is gone afterwards."""
-    from disaggsim.traces import collect_env
+    from disaggsim.testbed import collect_env
 
     path = tmp_path / "mc.toml"
     path.write_text('[emulate]\nname = "t"\nout_dir = "out"\nbackend = "uffd"\nrepeats = 1\n'

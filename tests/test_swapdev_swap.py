@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from disaggsim.swapdev import device
-from disaggsim.traces import collect_env, paging
+from disaggsim.testbed import collect_env
+from disaggsim.traces import paging
 
 MIB = 256
 LIMIT = 64 << 20  # 1/4 of the working set

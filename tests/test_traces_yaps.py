@@ -1,4 +1,4 @@
-"""YAPS flow files (NetSys/simulator run/flow_generator.cpp FlowReader) <-> SIM_FLOWS."""
+"""YAPS flow files (NetSys/simulator run/flow_generator.cpp FlowReader) <-> NS3_FLOWS."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from disaggsim.schemas import SIM_FLOWS
+from disaggsim.schemas import NS3_FLOWS
 from disaggsim.traces.errors import TraceFormatError
 from disaggsim.traces.yaps import read_yaps, write_yaps
 
@@ -35,7 +35,7 @@ def test_write_matches_the_artifact_format(tmp_path: Path) -> None:
 def test_round_trip(tmp_path: Path) -> None:
     write_yaps(SIM, tmp_path / "f.txt")
     back = read_yaps(tmp_path / "f.txt")
-    assert list(back.columns) == SIM_FLOWS.names
+    assert list(back.columns) == NS3_FLOWS.names
     assert back["start_ns"].tolist() == SIM["start_ns"].tolist()  # exact to the ns
     assert back["size_bytes"].tolist() == [3 * 1460, 1460, 1460]  # whole 1460 B packets
     assert back[["flow_id", "src_host", "dst_host"]].equals(

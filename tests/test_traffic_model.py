@@ -18,10 +18,10 @@ from ns3_program import needs_ns3
 from disaggsim.schemas import FLOW_TABLE
 from disaggsim.sim.config import FlowTableWorkload, load_config
 from disaggsim.sim.delays import authors_oracle_fct_ns, preset
+from disaggsim.sim.placement import place
+from disaggsim.sim.replication import replicate
 from disaggsim.sim.runner import RunSpec, run_one
 from disaggsim.traces import paircdf
-from disaggsim.traces.placement import place
-from disaggsim.traces.replication import replicate
 
 
 def cluster_table(n_nodes: int = 3, per_pair: int = 6) -> pd.DataFrame:
@@ -341,7 +341,7 @@ def test_campaign_with_replication(tmp_path: Path) -> None:
 
 
 def test_squash_coarrivals_by_hand() -> None:
-    from disaggsim.traces.replication import squash_coarrivals
+    from disaggsim.sim.replication import squash_coarrivals
 
     table = pd.DataFrame({
         "flow_id": [5, 3, 4, 6, 7], "start_ns": [10, 10, 10, 10, 20],

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from disaggsim.schemas import SIM_FLOWS
+from disaggsim.schemas import NS3_FLOWS
 from disaggsim.traces import workloads as wl
 
 # ---------------------------------------------------------------------------------------
@@ -230,14 +230,14 @@ def test_reproducible_by_seed() -> None:
 
 def test_output_matches_sim_flows_schema(tmp_path: Path) -> None:
     df = wl.generate("websearch", 0.6, 16, 1_000, 10.0, seed=0)
-    table = pa.Table.from_pandas(df, schema=SIM_FLOWS, preserve_index=False)
-    assert table.schema.equals(SIM_FLOWS)
+    table = pa.Table.from_pandas(df, schema=NS3_FLOWS, preserve_index=False)
+    assert table.schema.equals(NS3_FLOWS)
     assert df["flow_id"].tolist() == list(range(1_000))
     assert df["start_ns"].is_monotonic_increasing
     out = tmp_path / "flows.csv"
     wl.write_sim_flows_csv(df, out)
     back = pd.read_csv(out)
-    assert list(back.columns) == SIM_FLOWS.names
+    assert list(back.columns) == NS3_FLOWS.names
     pd.testing.assert_frame_equal(back, df, check_dtype=False)
 
 
@@ -254,7 +254,7 @@ def test_write_flows_by_extension(tmp_path: Path) -> None:
     yaps = read_yaps(tmp_path / "f.yaps")
     # whole 1460 B packets and ns start times: the YAPS file round-trips exactly
     pd.testing.assert_frame_equal(
-        yaps[SIM_FLOWS.names].reset_index(drop=True), df, check_dtype=False
+        yaps[NS3_FLOWS.names].reset_index(drop=True), df, check_dtype=False
     )
     with pytest.raises(ValueError, match=r"unknown output extension '\.txt'"):
         wl.write_flows(df, tmp_path / "f.txt")

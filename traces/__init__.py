@@ -1,5 +1,8 @@
 """Trace converters: raw traces of a server cluster -> the per-blade flow table (paper §4.1).
 
+The collector that records such traces on an emulated cluster is the ``testbed`` stage
+(``disaggsim.testbed``); nothing here touches the machine.
+
 Modules (each a plain function library; I/O only in the readers and writers):
 
 - ``pcap``: tcpdump captures -> packet table -> network messages
@@ -8,9 +11,6 @@ Modules (each a plain function library; I/O only in the readers and writers):
 - ``attribution``: which compute blade caused each memory/disk access
 - ``blades``: accesses -> flows between compute, memory and disk blades
 - ``convert``: a sample directory -> ``disaggsim.schemas.FLOW_TABLE`` (``disaggsim convert``)
-- ``placement``: blades -> simulated hosts (rack- or datacenter-scale) -> ``SIM_FLOWS``
-- ``replication``: copies of the traced cluster that load the fabric (replay, pair-cdf)
 - ``paircdf``: per-blade-pair size / inter-arrival CDFs in the artifact's file format
-- ``yaps``: YAPS (pHost simulator) flow files <-> ``SIM_FLOWS``
-- ``collect*``: the trace collector (``disaggsim collect``)
+- ``yaps``: YAPS (pHost simulator) flow files <-> ``NS3_FLOWS``
 """

@@ -47,8 +47,8 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from disaggsim.atomic import atomic_path
 from disaggsim.guards import open_regular, read_regular
-from disaggsim.traces._atomic import atomic_path
 from disaggsim.traces.errors import TraceFormatError
 
 BLK_IO_TRACE_MAGIC: Final = 0x65617400

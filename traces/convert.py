@@ -48,11 +48,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.atomic import atomic_paths
 from disaggsim.bounds import check_records
 from disaggsim.guards import check_regular, read_text
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
 from disaggsim.timerange import Policy, check_times
-from disaggsim.traces._atomic import atomic_paths
 from disaggsim.traces.artifact import is_artifact_run, scan_artifact_run
 from disaggsim.traces.attribution import DEFAULT_TOLERANCE_NS, AttributionReport, attribute
 from disaggsim.traces.blades import (
@@ -883,7 +883,7 @@ def write_flow_table(
     and moved into place only when both are complete, so on any error neither exists
     (or the old ones stay). ``extra_writers`` are ``(path, write(tmp_path))`` pairs of
     further outputs (e.g. the YAPS file of ``disaggsim convert --yaps-out``) that join the
-    same all-or-nothing group (``_atomic.atomic_paths``). Returns the two paths.
+    same all-or-nothing group (``disaggsim.atomic.atomic_paths``). Returns the two paths.
 
     Raises:
         ValueError: the table does not match the schema.

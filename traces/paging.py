@@ -41,7 +41,7 @@ Meta file: the start time of the trace, ``<trace>.meta``. Three forms are read:
   occurs twice (the end of summer time) is read as its first occurrence.
 - one integer line, µs since the Unix epoch (an older artifact script,
   ``start_time=$(date +%s%N); echo ${start_time:0:-3}``);
-- JSON ``{"start_time_us": N}`` (written by ``traces/collect_paging.py``).
+- JSON ``{"start_time_us": N}`` (written by ``testbed/collect_paging.py``).
 
 Timestamps in the trace are either absolute (epoch µs, as rmem.c logs them) or relative
 to that start time; ``time_base="auto"`` tells them apart from all the records, and a
@@ -69,9 +69,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from disaggsim.atomic import atomic_path
 from disaggsim.bounds import BLOCK_REQUEST_MAX_BYTES, check_records
 from disaggsim.guards import read_regular
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.schemas import RMEM_RECORDS
 from disaggsim.traces.errors import TraceFormatError
 
 PAGE_BYTES: Final = 4096  # x86 PAGE_SIZE; paper §2.2 "page-level remote memory access"
@@ -87,16 +88,8 @@ MAX_BATCH: Final = 2**53
 _INT_RE: Final = re.compile(r"[+-]?[0-9]+")
 _META_DATE_RE: Final = re.compile(r"([0-9]{12})\.([0-9]{1,9})")
 
-RMEM_COLUMNS: Final = (
-    "batch_id",
-    "time_us",
-    "op",
-    "page",
-    "npages",
-    "size_bytes",
-    "realtime_ns",
-    "source_record",
-)
+#: Columns of :func:`read_rmem`'s result (schema ``disaggsim.schemas.RMEM_RECORDS``).
+RMEM_COLUMNS: Final = tuple(RMEM_RECORDS.names)
 
 
 def meta_path(trace: str | Path) -> Path:

@@ -23,7 +23,7 @@ CoNEXT'15 §4) drive a 144-host fabric with
   ``permutation`` (each host sends only to one fixed other host, a random derangement; YAPS
   ``PermutationTM``, used for the pHost paper's permutation experiments).
 
-The output is a table in :data:`disaggsim.schemas.SIM_FLOWS` (flow_id, start_ns, src_host,
+The output is a table in :data:`disaggsim.schemas.NS3_FLOWS` (flow_id, start_ns, src_host,
 dst_host, size_bytes), the ns-3 program's input.
 
 Shipped CDFs live in ``traces/cdfs/`` (see ``traces/cdfs/README.md`` for their sources):
@@ -43,9 +43,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from disaggsim.atomic import atomic_path
 from disaggsim.guards import open_regular
-from disaggsim.schemas import SIM_FLOWS
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.schemas import NS3_FLOWS
 
 #: Directory of the shipped CDF files (YAPS format, ``<size_pkts> 1 <cdf>`` per line).
 CDF_DIR: Final = Path(__file__).resolve().parent / "cdfs"
@@ -278,7 +278,7 @@ def generate(
     Args:
         cdf: shipped CDF name (``websearch``, ``datamining``) or a YAPS-format CDF file.
         load: offered load, fraction of access-link capacity summed over hosts (> 0).
-        hosts: number of hosts (>= 2), numbered rack-major (SIM_FLOWS).
+        hosts: number of hosts (>= 2), numbered rack-major (NS3_FLOWS).
         n_flows: number of flows (>= 1).
         rate_gbps: access-link rate in Gbit/s (> 0).
         matrix: ``all_to_all`` or ``permutation``.
@@ -290,7 +290,7 @@ def generate(
         start_ns: time origin; the first flow starts one exponential gap after it.
 
     Returns:
-        DataFrame with SIM_FLOWS's columns and dtypes, ``n_flows`` rows in start order,
+        DataFrame with NS3_FLOWS's columns and dtypes, ``n_flows`` rows in start order,
         flow_id 0..n_flows-1; sizes are whole packets (multiples of MSS_BYTES).
 
     Raises:
@@ -345,30 +345,30 @@ def generate(
             "size_bytes": sizes.astype(np.int64),
         }
     )
-    return table[SIM_FLOWS.names]
+    return table[NS3_FLOWS.names]
 
 
 def write_sim_flows_csv(flows: pd.DataFrame, path: str | Path) -> None:
-    """Write ``flows`` as SIM_FLOWS CSV (header, column order), atomically (temp + replace).
+    """Write ``flows`` as NS3_FLOWS CSV (header, column order), atomically (temp + replace).
 
     Raises:
-        ValueError: ``flows`` lacks a SIM_FLOWS column (names it).
+        ValueError: ``flows`` lacks a NS3_FLOWS column (names it).
     """
     _check_columns(flows)
     with atomic_path(path) as tmp:
-        flows[SIM_FLOWS.names].to_csv(tmp, index=False)
+        flows[NS3_FLOWS.names].to_csv(tmp, index=False)
 
 
 def write_flows(flows: pd.DataFrame, path: str | Path) -> None:
     """Write a generated workload by the file's extension, atomically.
 
-    - ``.csv``: SIM_FLOWS CSV (the ns-3 driver's input), :func:`write_sim_flows_csv`;
-    - ``.parquet``: a Parquet table in the SIM_FLOWS schema;
+    - ``.csv``: NS3_FLOWS CSV (the ns-3 driver's input), :func:`write_sim_flows_csv`;
+    - ``.parquet``: a Parquet table in the NS3_FLOWS schema;
     - ``.yaps``: a YAPS flow file, :func:`disaggsim.traces.yaps.write_yaps` (sizes are whole
       1460 B packets already, so it round-trips exactly).
 
     Raises:
-        ValueError: an unknown extension, or a missing SIM_FLOWS column.
+        ValueError: an unknown extension, or a missing NS3_FLOWS column.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -376,7 +376,7 @@ def write_flows(flows: pd.DataFrame, path: str | Path) -> None:
         write_sim_flows_csv(flows, path)
     elif suffix == ".parquet":
         _check_columns(flows)
-        table = pa.Table.from_pandas(flows[SIM_FLOWS.names], schema=SIM_FLOWS, preserve_index=False)
+        table = pa.Table.from_pandas(flows[NS3_FLOWS.names], schema=NS3_FLOWS, preserve_index=False)
         with atomic_path(path) as tmp:
             pq.write_table(table, tmp)
     elif suffix == ".yaps":
@@ -391,6 +391,6 @@ def write_flows(flows: pd.DataFrame, path: str | Path) -> None:
 
 
 def _check_columns(flows: pd.DataFrame) -> None:
-    missing = [c for c in SIM_FLOWS.names if c not in flows.columns]
+    missing = [c for c in NS3_FLOWS.names if c not in flows.columns]
     if missing:
-        raise ValueError(f"flows table lacks SIM_FLOWS column(s) {missing}")
+        raise ValueError(f"flows table lacks NS3_FLOWS column(s) {missing}")

@@ -1,4 +1,4 @@
-"""YAPS flow files (the pHost paper's simulator, NetSys/simulator) <-> SIM_FLOWS.
+"""YAPS flow files (the pHost paper's simulator, NetSys/simulator) <-> NS3_FLOWS.
 
 YAPS's trace reader (``run/flow_generator.cpp``, ``FlowReader::make_flows``) reads, per
 line, ``id start_time temp temp size temp temp src dst`` with ``iss >>`` into
@@ -23,10 +23,10 @@ from typing import BinaryIO, Final
 import numpy as np
 import pandas as pd
 
+from disaggsim.atomic import atomic_path
 from disaggsim.flowcheck import check_flows
 from disaggsim.guards import open_regular
-from disaggsim.schemas import SIM_FLOWS
-from disaggsim.traces._atomic import atomic_path
+from disaggsim.schemas import NS3_FLOWS
 from disaggsim.traces.errors import TraceFormatError
 
 YAPS_MSS_BYTES: Final = 1460
@@ -42,14 +42,14 @@ def write_yaps(
     start_offset_ns: int = YAPS_START_OFFSET_NS,
     mss_bytes: int = YAPS_MSS_BYTES,
 ) -> None:
-    """Write SIM_FLOWS rows as a YAPS flow file (atomically), in start-time order.
+    """Write NS3_FLOWS rows as a YAPS flow file (atomically), in start-time order.
 
     Raises ValueError for missing columns, negative start times, non-positive sizes, or
     values beyond YAPS's uint32 fields.
     """
-    missing = [c for c in SIM_FLOWS.names if c not in sim_flows.columns]
+    missing = [c for c in NS3_FLOWS.names if c not in sim_flows.columns]
     if missing:
-        raise ValueError(f"write_yaps: missing SIM_FLOWS columns {missing}")
+        raise ValueError(f"write_yaps: missing NS3_FLOWS columns {missing}")
     df = sim_flows.sort_values(["start_ns", "flow_id"], kind="stable")
     start = df["start_ns"].to_numpy(dtype=np.int64) + start_offset_ns
     size = df["size_bytes"].to_numpy(dtype=np.int64)
@@ -112,7 +112,7 @@ def read_yaps(
     start_offset_ns: int = YAPS_START_OFFSET_NS,
     mss_bytes: int = YAPS_MSS_BYTES,
 ) -> pd.DataFrame:
-    """Read a YAPS flow file into SIM_FLOWS (size_bytes = packets * mss_bytes).
+    """Read a YAPS flow file into NS3_FLOWS (size_bytes = packets * mss_bytes).
 
     Stricter than YAPS (which stops silently at the first bad line): every non-empty line
     must have exactly 9 fields with the types above, flow ids must be unique, src != dst,
@@ -175,8 +175,8 @@ def read_yaps(
                 )
             rows.append((fid, start, src, dst, packets * mss_bytes))
             lines.append(lineno)
-    df = pd.DataFrame(rows, columns=SIM_FLOWS.names)
+    df = pd.DataFrame(rows, columns=NS3_FLOWS.names)
     check_flows(df, p, np.asarray(lines, dtype=np.int64), error=TraceFormatError)
-    for f in SIM_FLOWS:
+    for f in NS3_FLOWS:
         df[f.name] = df[f.name].astype(f.type.to_pandas_dtype())
     return df

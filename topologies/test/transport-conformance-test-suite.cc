@@ -9,7 +9,8 @@
  *    plus the transport's declared FlowTransport::GetLoneFlowExtraDelay (0, i.e. slowdown 1,
  *    for every transport but the centralized Fastpass, whose request-allocation delay its
  *    own suite derives by hand), to 1e-9, within a rack (host 0 -> 1) and across racks
- *    (0 -> 4).
+ *    (0 -> 4); and that FCT minus the extra delay equals the ideal FCT derived by hand
+ *    (HandIdealFctNs, clos.md), which the flow-level Ideal does not compute.
  * 2. Four concurrent flows on disjoint host pairs (0->4, 1->5, 4->1, 5->0; no shared
  *    access link, uplinks 4x faster) lose nothing, so each flow's payload arrives exactly
  *    once: the payload bytes the Rx trace of the destination reports from the source equal
@@ -31,6 +32,7 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -126,6 +128,36 @@ struct Bench
     }
 };
 
+/**
+ * The FCT of a flow alone in the Bench fabric, derived by hand in topologies/doc/clos.md
+ * ("Ideal FCT") and written here apart from ClosTopology::IdealFct, so that a transport
+ * whose FCT is IdealFct by construction (the flow-level Ideal) is still checked against
+ * something it does not compute: its packets (payload + header + the 18 B frame) back to
+ * back at the access rate R, 2 host cables d1 = 4 m x 5 ns/m, a 240 ns switch s, and across
+ * racks 2 spine cables d2 = 40 m x 5 ns/m (OSDI'16 Table 4), 2 more switches and the wait of
+ * the largest packet for the 4x uplink: max_k T_R(b_k) (1 - 1/4).
+ */
+double
+HandIdealFctNs (double rateGbps, bool sameRack, uint64_t sizeBytes, uint32_t headerBytes,
+                uint32_t mssBytes)
+{
+    const double d1 = 4 * 5.0, d2 = 40 * 5.0, s = 240.0, spineFactor = 4.0, frameBytes = 18;
+    const uint64_t packets = std::max<uint64_t> (1, (sizeBytes + mssBytes - 1) / mssBytes);
+    double sumNs = 0, largestNs = 0;
+    for (uint64_t k = 0; k < packets; ++k)
+    {
+        const uint64_t payload = k + 1 < packets ? mssBytes : sizeBytes - (packets - 1) * mssBytes;
+        const double ns = (payload + headerBytes + frameBytes) * 8.0 / rateGbps;
+        sumNs += ns;
+        largestNs = std::max (largestNs, ns);
+    }
+    if (sameRack)
+    {
+        return sumNs + 2 * d1 + s;
+    }
+    return sumNs + 2 * d1 + 2 * d2 + 3 * s + largestNs * (1 - 1 / spineFactor);
+}
+
 class LoneFlowCase : public TestCase
 {
   public:
@@ -151,6 +183,15 @@ class LoneFlowCase : public TestCase
             NS_TEST_ASSERT_MSG_EQ (bench.finishCount[7], 1, "the flow finishes exactly once");
             NS_TEST_ASSERT_MSG_EQ_TOL (bench.Slowdown (flow, origin), 1.0, 1e-9,
                                        "a lone flow finishes at the ideal FCT + extra");
+            const Time extra = bench.transport->GetLoneFlowExtraDelay (flow);
+            const double fctNs =
+                (bench.finish.at (7) - origin - NanoSeconds (flow.startNs) - extra).GetSeconds () *
+                1e9;
+            const double handNs =
+                HandIdealFctNs (m_rateGbps, m_dst < 4, flow.sizeBytes,
+                                bench.transport->GetPerPacketHeaderBytes (), mss);
+            NS_TEST_ASSERT_MSG_EQ_TOL (fctNs, handNs, 1e-3,
+                                       "the lone flow's FCT - extra is the hand-derived ideal");
         }
         Simulator::Destroy ();
     }

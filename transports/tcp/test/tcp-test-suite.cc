@@ -214,9 +214,12 @@ class TwoFlowsTestCase : public TestCase
         {
             // NewReno over DropTail is not fair at this time scale: the slow-start overshoot
             // of the 36 KB buffer costs one flow at least one 200 us MinRto, about one ideal
-            // FCT of 1 MB (208 us), while the other runs at line rate.  It still cannot beat
-            // its own ideal.  Long flows converge (TcpLongFlowsFairTestCase).
-            NS_TEST_ASSERT_MSG_GT_OR_EQ (first, 1.0 - 1e-6, "earlier flow");
+            // FCT of 1 MB (208 us), while the other runs at line rate.  The winner shares the
+            // port only outside that timeout, for at most (208 - 200) us of its bytes'
+            // serialization, so it finishes by 1 + 8/208 = 1.04 ideal, plus the 12% slow-start
+            // tolerance of the other cases: <= 1.16 (a fair split would give ~2).  Long flows
+            // converge (TcpLongFlowsFairTestCase).
+            NS_TEST_ASSERT_MSG_LT_OR_EQ (first, 1.0 + 8.0 / 208.0 + 0.12, "earlier flow");
         }
         Simulator::Destroy ();
     }

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from disaggsim.schemas import SIM_FLOWS, blade_node
-from disaggsim.traces.placement import place
+from disaggsim.sim.placement import place
 
 
 def flows(n_nodes: int) -> pd.DataFrame:
@@ -15,8 +15,11 @@ def flows(n_nodes: int) -> pd.DataFrame:
     for a in range(n_nodes):
         for b in range(n_nodes):
             for t in (1, 2):
-                rows.append((len(rows), len(rows) * 10, 3 * a, 3 * b + t, 4096 * (t + 1)))
-    return pd.DataFrame(rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes"])
+                kind = "mem_write" if t == 1 else "disk_write"  # compute -> blade: a write
+                rows.append((len(rows), len(rows) * 10, 3 * a, 3 * b + t, 4096 * (t + 1), kind))
+    return pd.DataFrame(
+        rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes", "kind"]
+    )
 
 
 def test_datacenter_scope_distinct_hosts_anywhere() -> None:
@@ -27,9 +30,9 @@ def test_datacenter_scope_distinct_hosts_anywhere() -> None:
     assert len(set(b2h.values())) == 15 and all(0 <= h < 144 for h in b2h.values())
     assert sim["src_host"].tolist() == [b2h[b] for b in ft["src"]]
     assert sim["dst_host"].tolist() == [b2h[b] for b in ft["dst"]]
-    assert sim[["flow_id", "start_ns", "size_bytes"]].equals(
-        ft[["flow_id", "start_ns", "size_bytes"]]
-    )
+    assert sim[["flow_id", "start_ns", "size_bytes", "kind"]].equals(
+        ft[["flow_id", "start_ns", "size_bytes", "kind"]]
+    )  # kind travels with the flow to the FCT records (CAMPAIGN_FCT)
     # 15 blades on 144 hosts in 9 racks: a node's blades are (almost surely) spread out;
     # with this seed at least one node spans several racks.
     racks_of_node = {n: {b2h[3 * n + t] // 16 for t in range(3)} for n in range(5)}

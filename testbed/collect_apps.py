@@ -1,7 +1,7 @@
 """The applications ``disaggsim collect`` runs on the emulated cluster, and their configs.
 
 Each application is started inside the nodes' network namespaces and memory cgroups
-(:func:`disaggsim.traces.collect_env.spawn_in_node`) in three steps the collector calls:
+(:func:`disaggsim.testbed.collect_env.spawn_in_node`) in three steps the collector calls:
 
 - ``prepare_data``: once, before any run (e.g. write the sort input to the nodes' disks);
 - ``start``: start servers and load data, untraced (the YCSB load phase);
@@ -10,20 +10,19 @@ Each application is started inside the nodes' network namespaces and memory cgro
 Applications (both real programs from Debian/PyPI, with traffic crossing nodes):
 
 - ``memcached-ycsb``: Debian's memcached on node 0, YCSB core workload A/B clients
-  (:mod:`disaggsim.traces.apps.ycsb`, pymemcache) on every other node;
+  (:mod:`disaggsim.testbed.apps.ycsb`, pymemcache) on every other node;
 - ``dask-sort``: a Dask distributed scheduler on node 0, one worker per node with its local
   directory on the node's data disk, sorting sort-benchmark records
-  (:mod:`disaggsim.traces.apps.dask_sort`);
+  (:mod:`disaggsim.testbed.apps.dask_sort`);
 - ``postgres-pgbench``: Debian's PostgreSQL on node 0, ``pgbench`` TPC-B-like clients on every
-  other node, the SQL workload (:mod:`disaggsim.traces.apps.pgbench`);
+  other node, the SQL workload (:mod:`disaggsim.testbed.apps.pgbench`);
 - ``spark``: a Spark standalone cluster (PyPI pyspark, Debian OpenJDK), master and driver on
   node 0, a worker and its executor on every node, running WordCount, Sort or PageRank
-  (:mod:`disaggsim.traces.apps.spark`, :mod:`disaggsim.traces.apps.spark_jobs`).
+  (:mod:`disaggsim.testbed.apps.spark`, :mod:`disaggsim.testbed.apps.spark_jobs`).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -35,15 +34,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from disaggsim.traces.apps.pgbench import PgbenchConfig, PostgresPgbench
-from disaggsim.traces.apps.spark import SparkConfig, SparkStandalone
-from disaggsim.traces.collect_env import (
+from disaggsim.testbed.apps.pgbench import PgbenchConfig, PostgresPgbench
+from disaggsim.testbed.apps.spark import SparkConfig, SparkStandalone
+from disaggsim.testbed.collect_env import (
     UndoStack,
+    last_json_line,
     node_ip,
     node_ns,
-    ns_exec,
     sh,
     spawn_in_node,
+    wait_tcp,
 )
 
 
@@ -152,24 +152,6 @@ class Cluster:
                 raise RuntimeError(f"{what}: {proc.args!r} exited {rc}{self._log_tail(proc)}")
 
 
-def _last_json(log: Path) -> dict[str, float]:
-    for line in reversed(log.read_text(errors="replace").splitlines()):
-        if line.startswith("{"):
-            return dict(json.loads(line))
-    raise RuntimeError(f"{log}: no JSON statistics line")
-
-
-def _wait_tcp(node: int, ip: str, port: int, timeout_s: float) -> None:
-    probe = (f"import socket,sys; s=socket.socket(); s.settimeout(1); "
-             f"sys.exit(s.connect_ex(('{ip}',{port})))")
-    deadline = time.monotonic() + timeout_s
-    while subprocess.run(ns_exec(node_ns(node)) + [sys.executable, "-c", probe],
-                         capture_output=True).returncode != 0:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{ip}:{port} not accepting connections after {timeout_s} s")
-        time.sleep(0.2)
-
-
 class MemcachedYcsb:
     """Runs :class:`MemcachedYcsbConfig` (see module docstring)."""
 
@@ -203,11 +185,11 @@ class MemcachedYcsb:
                                  *(["-o", self.cfg.memcached_options]
                                    if self.cfg.memcached_options else [])],
                       "memcached")
-        _wait_tcp(1, node_ip(0), self.cfg.port, 20)
+        wait_tcp(1, node_ip(0), self.cfg.port, 20)
         clients = list(range(1, self.cl.n_nodes))
         procs = [
             self.cl.spawn(stack, node, [
-                sys.executable, "-m", "disaggsim.traces.apps.ycsb", "load",
+                sys.executable, "-m", "disaggsim.testbed.apps.ycsb", "load",
                 "--server", self.server, "--recordcount", str(self.cfg.recordcount),
                 "--client-id", str(i), "--clients", str(len(clients))], f"ycsb-load-node{node}")
             for i, node in enumerate(clients)
@@ -219,14 +201,14 @@ class MemcachedYcsb:
         procs = []
         for node in range(1, self.cl.n_nodes):
             procs.append(self.cl.spawn(stack, node, [
-                sys.executable, "-m", "disaggsim.traces.apps.ycsb", "run",
+                sys.executable, "-m", "disaggsim.testbed.apps.ycsb", "run",
                 "--server", self.server, "--recordcount", str(self.cfg.recordcount),
                 "--workload", self.cfg.workload, "--duration-s", str(duration_s),
                 "--target-ops-per-s", str(self.cfg.target_ops_per_s),
                 "--operationcount", str(self.cfg.operationcount),
                 "--seed", str(self.cl.seed * 1000 + node)], f"ycsb-run-node{node}"))
         self.cl.wait(procs, duration_s + 300, "YCSB run")
-        return {f"node{n}": _last_json(self.cl.log_dir / f"ycsb-run-node{n}.log")
+        return {f"node{n}": last_json_line(self.cl.log_dir / f"ycsb-run-node{n}.log")
                 for n in range(1, self.cl.n_nodes)}
 
 
@@ -260,7 +242,7 @@ class DaskSort:
     def prepare_data(self) -> None:
         """Write each node's input files to its data disk (page cache dropped after)."""
         for node, d in enumerate(self._dirs()):
-            sh([sys.executable, "-m", "disaggsim.traces.apps.dask_sort", "gen", "--dir", str(d),
+            sh([sys.executable, "-m", "disaggsim.testbed.apps.dask_sort", "gen", "--dir", str(d),
                 "--node", str(node), "--files", str(self.cfg.files_per_node),
                 "--records-per-file", str(self.cfg.records_per_file),
                 "--seed", str(self.cl.seed)])
@@ -281,7 +263,7 @@ class DaskSort:
         self.cl.spawn(stack, 0, env_cmd + [dask, "scheduler", "--host", node_ip(0), "--port",
                                            str(self.cfg.port), "--no-dashboard"],
                       "dask-scheduler")
-        _wait_tcp(0, node_ip(0), self.cfg.port, 60)
+        wait_tcp(0, node_ip(0), self.cfg.port, 60)
         for node, d in enumerate(self._dirs()):
             self.cl.spawn(stack, node, env_cmd + [
                 dask, "worker", self.scheduler, "--host", node_ip(node), "--nthreads", "1",
@@ -295,7 +277,7 @@ class DaskSort:
             for f in (d / "input").glob("*"):
                 _drop_cache(f)
         proc = self.cl.spawn(stack, 0, [
-            sys.executable, "-m", "disaggsim.traces.apps.dask_sort", "sort",
+            sys.executable, "-m", "disaggsim.testbed.apps.dask_sort", "sort",
             "--scheduler", self.scheduler,
             "--node-ips", ",".join(node_ip(n) for n in range(self.cl.n_nodes)),
             "--data-dirs", ",".join(str(d) for d in self._dirs()),
@@ -303,11 +285,11 @@ class DaskSort:
             "--reducers-per-node", str(self.cfg.reducers_per_node),
             "--expect-records", str(self.total_records)], "dask-sort-driver")
         self.cl.wait([proc], duration_s * 10 + 300, "dask sort")
-        return {"driver": _last_json(self.cl.log_dir / "dask-sort-driver.log")}
+        return {"driver": last_json_line(self.cl.log_dir / "dask-sort-driver.log")}
 
 
 def _drop_cache(path: Path) -> None:
-    from disaggsim.traces.apps.dask_sort import drop_cache
+    from disaggsim.testbed.apps.dask_sort import drop_cache
 
     drop_cache(path)
 

@@ -5,7 +5,7 @@ and every transport then looks alike. The OSDI'16 artifact's simulator loads the
 with copies of the traced cluster instead (NetSys/simulator run/flow_generator.cpp,
 ``CustomCDFFlowGenerator::make_flows``): at rack scale one copy per rack, at datacenter
 scale copies whose blades are spread over the whole fabric. :func:`replicate` makes such
-copies as one flow table; ``disaggsim.traces.placement.place`` then puts each copy (its
+copies as one flow table; ``disaggsim.sim.placement.place`` then puts each copy (its
 ``cluster_of``) in one rack or anywhere.
 
 Two ways to make a copy's flows:

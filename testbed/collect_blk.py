@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from disaggsim.testbed.collect_env import SYS_BLOCK, RestoreError
+from disaggsim.testbed.collect_tracefs import Tracefs, restore_tracefs, save_tracefs
 from disaggsim.traces.blktrace import (  # the kernel ABI, defined once
     BLK_IO_TRACE_MAGIC,
     BLK_IO_TRACE_VERSION,
     BLK_TC_SHIFT,
     BLK_TC_WRITE,
 )
-from disaggsim.traces.collect_env import SYS_BLOCK, RestoreError
-from disaggsim.traces.collect_tracefs import Tracefs, restore_tracefs, save_tracefs
 
 #: ``struct blk_io_trace``: magic, sequence, time, sector, bytes, action, pid, device, cpu,
 #: error, pdu_len (include/uapi/linux/blktrace_api.h).
@@ -323,7 +323,7 @@ def iter_device_records(records: list[BlkRecord], device: int) -> Iterator[BlkRe
 
 
 #: tracefs files the collector changes, restored to their old values afterwards
-#: (:func:`disaggsim.traces.collect_tracefs.save_tracefs` reads each file's format).
+#: (:func:`disaggsim.testbed.collect_tracefs.save_tracefs` reads each file's format).
 TRACEFS_SETTINGS: Final = (
     "tracing_on",
     "current_tracer",
@@ -352,8 +352,8 @@ def arm_blk_tracer(
 
     Returns a callback that disables the devices and restores every changed tracefs file to
     its old value, in whatever format the kernel showed it
-    (:func:`~disaggsim.traces.collect_tracefs.save_tracefs`); it does every step and then
-    raises one :class:`~disaggsim.traces.collect_env.RestoreError` listing the steps that
+    (:func:`~disaggsim.testbed.collect_tracefs.save_tracefs`); it does every step and then
+    raises one :class:`~disaggsim.testbed.collect_env.RestoreError` listing the steps that
     failed. Files that do not exist on this kernel (``options/blk_cgroup`` without
     CONFIG_BLK_CGROUP) are skipped. If arming fails, what was changed is restored before the
     error propagates.

@@ -3,7 +3,7 @@
 Placement, as a standalone deployment (Spark docs, "Spark Standalone Mode"):
 
 - node 0: the master (``org.apache.spark.deploy.master.Master``) and the driver
-  (:mod:`disaggsim.traces.apps.spark_jobs`, PySpark + its JVM);
+  (:mod:`disaggsim.testbed.apps.spark_jobs`, PySpark + its JVM);
 - every node: a worker (``org.apache.spark.deploy.worker.Worker``, one core) whose executor
   JVM and Python workers it forks, so they run in that node's network namespace and memory
   cgroup; ``SPARK_LOCAL_DIRS`` (shuffle and spill files) and the worker's ``--work-dir``
@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from disaggsim.traces.collect_env import UndoStack, node_ip
+from disaggsim.testbed.collect_env import UndoStack, last_json_line, node_ip, wait_tcp
 
 if TYPE_CHECKING:
-    from disaggsim.traces.collect_apps import Cluster
+    from disaggsim.testbed.collect_apps import Cluster
 
 #: Debian's OpenJDK 17 (package openjdk-17-jre-headless).
 DEBIAN_JAVA_HOME: Final = Path("/usr/lib/jvm/java-17-openjdk-amd64")
@@ -45,7 +45,7 @@ WORKER_CLASS: Final = "org.apache.spark.deploy.worker.Worker"
 
 class SparkConfig(BaseModel):
     """A Spark job on a standalone cluster (see module docstring; the jobs and their data
-    are documented in :mod:`disaggsim.traces.apps.spark_jobs`).
+    are documented in :mod:`disaggsim.testbed.apps.spark_jobs`).
 
     - ``job``: ``wordcount``, ``sort`` or ``pagerank``.
     - ``splits_per_node`` / ``reducers_per_node``: map splits and reduce partitions per node.
@@ -110,7 +110,7 @@ def jvm_options(cfg: SparkConfig) -> str:
 
 def driver_argv(cfg: SparkConfig, n_nodes: int, seed: int, go_file: Path) -> list[str]:
     """The driver's command line (run on node 0)."""
-    return [sys.executable, "-m", "disaggsim.traces.apps.spark_jobs", "--job", cfg.job,
+    return [sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", cfg.job,
             "--master", f"spark://{node_ip(0)}:{cfg.master_port}", "--driver-host", node_ip(0),
             "--executors", str(n_nodes), "--executor-memory-mb", str(cfg.executor_memory_mb),
             "--driver-memory-mb", str(cfg.driver_memory_mb),
@@ -164,7 +164,7 @@ def spark_home() -> Path:
 
 
 class SparkStandalone:
-    """Runs :class:`SparkConfig` on a :class:`~disaggsim.traces.collect_apps.Cluster`."""
+    """Runs :class:`SparkConfig` on a :class:`~disaggsim.testbed.collect_apps.Cluster`."""
 
     def __init__(self, cfg: SparkConfig, cluster: Cluster) -> None:
         self.cfg, self.cl = cfg, cluster
@@ -206,8 +206,6 @@ class SparkStandalone:
 
     def start(self, stack: UndoStack) -> None:
         """Start the master and workers, then the driver; wait until it has its executors."""
-        from disaggsim.traces.collect_apps import _wait_tcp
-
         self.go_file.unlink(missing_ok=True)
         for d in self.cl.data_dirs:
             for sub in ("spark-local", "spark-work"):
@@ -217,7 +215,7 @@ class SparkStandalone:
         self.cl.spawn(stack, 0, self._env(0) + [
             spark_class, MASTER_CLASS, "--host", node_ip(0), "--port", str(self.cfg.master_port),
             "--webui-port", "8080"], "spark-master")
-        _wait_tcp(0, node_ip(0), self.cfg.master_port, 120)
+        wait_tcp(0, node_ip(0), self.cfg.master_port, 120)
         for node in range(self.cl.n_nodes):
             self.cl.spawn(stack, node, self._env(node) + [
                 spark_class, WORKER_CLASS, f"spark://{node_ip(0)}:{self.cfg.master_port}",
@@ -238,8 +236,6 @@ class SparkStandalone:
 
     def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """Release the driver's job and wait for it (timeout 10 x ``duration_s`` + 300 s)."""
-        from disaggsim.traces.collect_apps import _last_json
-
         self.go_file.touch()
         self.cl.wait([self.driver], duration_s * 10 + 300, f"spark {self.cfg.job}")
-        return {"driver": _last_json(self.cl.log_dir / "spark-driver.log")}
+        return {"driver": last_json_line(self.cl.log_dir / "spark-driver.log")}

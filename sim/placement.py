@@ -10,7 +10,7 @@ after pFabric) has 9 racks of 16 hosts; hosts are numbered rack-major
 The unit of placement is a **cluster**: the blades of one traced cluster (all its nodes'
 compute, memory and disk blades), which talk to each other (memory and disk are
 partitioned over every node's blades, ``disaggsim.traces.convert``). A flow table holds
-one cluster, or several copies of it (``disaggsim.traces.replication``), told apart by
+one cluster, or several copies of it (``disaggsim.sim.replication``), told apart by
 ``cluster_of``.
 
 - ``"rack"``: every blade of a cluster on a distinct host of **one** rack, so every
@@ -48,16 +48,17 @@ def place(
     """Map the blades of a flow table onto hosts and return per-host flows.
 
     Args:
-        flow_table: ``FLOW_TABLE`` rows (needs flow_id, start_ns, src, dst, size_bytes).
+        flow_table: ``FLOW_TABLE`` rows (needs flow_id, start_ns, src, dst, size_bytes,
+            kind).
         racks, hosts_per_rack: topology size (> 0).
         scope: ``"datacenter"`` or ``"rack"`` (module docstring).
         seed: seed of the numpy PCG64 generator; the same inputs and seed give the same map.
         cluster_of: blade id -> cluster id, for tables that hold several copies of a
-            cluster (``disaggsim.traces.replication``). None: all blades form one cluster.
+            cluster (``disaggsim.sim.replication``). None: all blades form one cluster.
 
     Returns:
         ``(sim_flows, blade_to_host)``: ``sim_flows`` has the ``SIM_FLOWS`` columns
-        (flow_id, start_ns, src_host, dst_host, size_bytes) in flow-table order;
+        (flow_id, start_ns, src_host, dst_host, size_bytes, kind) in flow-table order;
         ``blade_to_host`` maps every blade id in the table to its host.
 
     Raises:
@@ -126,6 +127,7 @@ def place(
             "src_host": src.astype(np.int32),
             "dst_host": dst.astype(np.int32),
             "size_bytes": flow_table["size_bytes"].to_numpy(dtype=np.int64),
+            "kind": flow_table["kind"].to_numpy(dtype=object),
         }
     )
     assert list(sim.columns) == SIM_FLOWS.names

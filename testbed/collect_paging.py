@@ -34,8 +34,7 @@ from typing import Final
 
 import pandas as pd
 
-from disaggsim.traces.blktrace import SECTOR_BYTES
-from disaggsim.traces.collect_blk import (
+from disaggsim.testbed.collect_blk import (
     BLK_TA_PLUG,
     BLK_TA_QUEUE,
     BLK_TA_UNPLUG_IO,
@@ -43,7 +42,8 @@ from disaggsim.traces.collect_blk import (
     BlkRecord,
     PerCpuWriter,
 )
-from disaggsim.traces.paging import write_rmem
+from disaggsim.traces.blktrace import SECTOR_BYTES
+from disaggsim.traces.paging import read_rmem, write_rmem
 
 PAGE_BYTES: Final = 4096
 SECTORS_PER_PAGE: Final = PAGE_BYTES // SECTOR_BYTES
@@ -295,8 +295,6 @@ def write_device_paging(
     node's memory. Swap-in/out counts are per rmem row (a swap-out row is one evicted run).
     Every node gets a file (empty if nothing paged); written by ``paging.write_rmem``.
     """
-    from disaggsim.traces.paging import read_rmem
-
     ins: dict[int, int] = defaultdict(int)
     outs: dict[int, int] = defaultdict(int)
     start_us = start_realtime_ns // 1000

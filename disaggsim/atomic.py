@@ -1,9 +1,21 @@
-"""Atomic file output: write to a temporary file in the target directory, then ``os.replace``."""
+"""Atomic installation of files and directories, the one implementation every stage uses.
+
+A result is built under a temporary name in its target's directory and renamed onto the
+target (``os.replace``, atomic within one file system), so a reader never sees a
+half-written file or a half-filled directory, and an interrupted writer leaves no result:
+
+- :func:`atomic_path`: one file; :func:`write_text_atomic` for text.
+- :func:`atomic_paths`: several files that appear together or not at all.
+- :func:`atomic_dir`: a directory (a campaign run, a cached workload); the temporary
+  directory is named ``.tmp-<name>-*`` so a caller holding the directory's lock can remove
+  the leftovers of an interrupted writer by that prefix.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,3 +99,35 @@ def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
     finally:
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: str | Path, text: str, encoding: str | None = None) -> Path:
+    """Write ``text`` to ``path`` through :func:`atomic_path`; return ``path``."""
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding=encoding)
+    return target
+
+
+@contextmanager
+def atomic_dir(path: str | Path, tag: str | None = None) -> Iterator[Path]:
+    """Yield a fresh directory next to ``path``; on success it replaces ``path``.
+
+    The directory is ``<parent>/.tmp-<tag>-*`` (``tag`` defaults to the first 16 characters
+    of ``path``'s name). After the body, whatever is at ``path`` (a directory left by an
+    interrupted older writer) is removed and the new directory renamed onto it. If the body
+    raises, the temporary directory is removed (a body that moved it elsewhere to keep it,
+    e.g. for debugging, leaves nothing to remove) and ``path`` is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tag = target.name[:16] if tag is None else tag
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{tag}-", dir=target.parent))
+    try:
+        yield tmp
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

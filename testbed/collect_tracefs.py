@@ -251,7 +251,7 @@ def read_tracefs_state(root: Path = TRACEFS) -> dict[str, str]:
     proc = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
          'mount -t tracefs nodev "$0" && exec "$@"', str(root),
-         sys.executable, "-m", "disaggsim.traces.collect_tracefs", str(root)],
+         sys.executable, "-m", "disaggsim.testbed.collect_tracefs", str(root)],
         capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"reading tracefs in a private mount namespace failed "

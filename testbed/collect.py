@@ -12,9 +12,9 @@ paging (swap) I/O. Here the nodes are emulated on one machine:
   an untraced calibration run without a limit as the group's peak
   ``memory.max_usage_in_bytes``, i.e. anonymous memory plus page cache charged to it);
 - a loop-device ext4 data disk per node and one loop-device swap area for all nodes, traced
-  with the ftrace ``blk`` tracer (:mod:`disaggsim.traces.collect_blk`); swap requests are
+  with the ftrace ``blk`` tracer (:mod:`disaggsim.testbed.collect_blk`); swap requests are
   attributed to nodes by the pids tracked in their cgroups
-  (:mod:`disaggsim.traces.collect_paging`).
+  (:mod:`disaggsim.testbed.collect_paging`).
 
 Output layout (what ``disaggsim convert`` reads)::
 
@@ -29,14 +29,14 @@ ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time ze
 timestamps are µs since it (``nodeN.rmem.meta``: that time as an integer of unix µs).
 
 Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM
-(:class:`~disaggsim.traces.collect_env.UndoStack`): every undo step runs even if another
-fails, and one :class:`~disaggsim.traces.collect_env.RestoreError` names each piece of state
+(:class:`~disaggsim.testbed.collect_env.UndoStack`): every undo step runs even if another
+fails, and one :class:`~disaggsim.testbed.collect_env.RestoreError` names each piece of state
 left changed. tracefs settings are restored in whatever format the kernel showed them; a
 boot-time ring buffer that was never used (``buffer_size_kb`` = ``N (expanded: M)``) comes
 back at its boot size ``M``, since the kernel cannot shrink it back to the unexpanded state
-(:mod:`disaggsim.traces.collect_tracefs`).
+(:mod:`disaggsim.testbed.collect_tracefs`).
 
-Usage: ``python -m disaggsim.traces.collect --preset memcached-ycsb --out DIR`` (root).
+Usage: ``python -m disaggsim.testbed.collect --preset memcached-ycsb --out DIR`` (root).
 """
 
 from __future__ import annotations
@@ -64,23 +64,23 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
-from disaggsim.traces.apps.pgbench import PgbenchConfig
-from disaggsim.traces.apps.spark import SparkConfig
-from disaggsim.traces.collect_apps import (
+from disaggsim.testbed.apps.pgbench import PgbenchConfig
+from disaggsim.testbed.apps.spark import SparkConfig
+from disaggsim.testbed.collect_apps import (
     AppConfig,
     Cluster,
     DaskSortConfig,
     MemcachedYcsbConfig,
     make_app,
 )
-from disaggsim.traces.collect_blk import (
+from disaggsim.testbed.collect_blk import (
     BlkTraceSplitter,
     arm_blk_tracer,
     kernel_dev,
     parse_keep_actions,
     read_blktrace,
 )
-from disaggsim.traces.collect_env import (
+from disaggsim.testbed.collect_env import (
     SWITCH_NS,
     UndoStack,
     disable_zswap,
@@ -98,7 +98,7 @@ from disaggsim.traces.collect_env import (
     ns_exec,
     swap_area,
 )
-from disaggsim.traces.collect_paging import (
+from disaggsim.testbed.collect_paging import (
     PAGE_BYTES,
     PagingSummary,
     write_device_paging,
@@ -133,7 +133,7 @@ class CollectConfig(BaseModel):
     - ``blk_buffer_kb``: ftrace ring buffer per CPU.
     - ``work_dir``: where the loop devices' backing files go (default: a temp dir in /var/tmp).
     - ``paging_recorder``: ``"blktrace"`` (the shared swap area's block records, attributed
-      to nodes: :mod:`disaggsim.traces.collect_paging`), or ``"swapdev-uffd"``: the
+      to nodes: :mod:`disaggsim.testbed.collect_paging`), or ``"swapdev-uffd"``: the
       latency-injection device records the paging, so traces and replays come from the same
       instrument (paper §3.1: the same swap device both injects delays and logs accesses).
       Every application process runs on the uffd backend with zero delay
@@ -141,7 +141,7 @@ class CollectConfig(BaseModel):
       and a local budget of its node's memory limit (the budget is per process, the memcg
       limit per node: a node's other processes, e.g. the Dask scheduler beside a worker,
       get a budget each); no swap area, the node groups unlimited. The device's own rmem
-      logs become ``nodeN.rmem`` (:func:`~disaggsim.traces.collect_paging.
+      logs become ``nodeN.rmem`` (:func:`~disaggsim.testbed.collect_paging.
       write_device_paging`); there are no ``nodeN.swap`` blktrace files.
     """
 
@@ -201,7 +201,7 @@ PRESETS: Final[dict[str, CollectConfig]] = {
         duration_s=8, calibration_duration_s=8, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
         disk_bytes=1 * GIB, swap_bytes=1 * GIB,
     ),
-    # Spark (PySpark jobs on a standalone cluster; traces/apps/spark.py). The JVMs page
+    # Spark (PySpark jobs on a standalone cluster; testbed/apps/spark.py). The JVMs page
     # heavily: a 1.2 M-word WordCount at 25 % made 750 k swap requests in 61 s (91 MB of
     # traces), a 300 k-word one at 50 % 360 k in 36 s (30 MB; both before young_gen_mb) and
     # a 150 k-word one at 50 % 205 k in 12 s (17 MB), so the bundled samples use 75 %, small
@@ -462,7 +462,7 @@ def _machine() -> str:
 
 def _write_readme(out: Path, meta: dict[str, Any]) -> None:
     lines = [f"# Sample `{meta['sample']}`", "",
-             "Real traces recorded by `disaggsim collect` (traces/collect.py) on an emulated "
+             "Real traces recorded by `disaggsim collect` (testbed/collect.py) on an emulated "
              f"{len(meta['nodes'])}-node cluster (network namespaces + memcg v1 + swap), "
              "Gao et al., OSDI'16 §3.", ""]
     for app in meta["apps"]:
@@ -490,18 +490,31 @@ def _write_readme(out: Path, meta: dict[str, Any]) -> None:
               f"- Command: `{meta['command']}`",
               f"- Machine: {meta['machine']}",
               f"- Date: {meta['date']}", "",
-              "Files: see traces/collect.py's docstring for the layout and clocks; "
+              "Files: see testbed/collect.py's docstring for the layout and clocks; "
               "`blkparse -i node0.disk` and `tcpdump -r node0.pcap` read them.", ""]
     (out / "README.md").write_text("\n".join(lines))
 
 
-def collect(config: CollectConfig, out_dir: Path, command: str | None = None) -> Path:
+#: The environment that runs a process on the paging-recorder device with a local-memory
+#: budget of the given bytes (``disaggsim.swapdev.device.recorder_env``).
+DeviceEnv = Callable[[int], dict[str, str]]
+
+
+def collect(
+    config: CollectConfig,
+    out_dir: Path,
+    command: str | None = None,
+    device_env: DeviceEnv | None = None,
+) -> Path:
     """Run ``config`` on an emulated cluster and write its traces to ``out_dir``.
 
     ``out_dir`` must not exist or be empty; the traces are assembled in a sibling temp dir
     and renamed into place at the end, so a failed run leaves no partial output (only its
     application logs, moved to ``<out_dir>.failed-logs``; errors quote the failing log).
-    ``command`` is recorded in the README (default: this process's argv).
+    ``command`` is recorded in the README (default: this process's argv). ``device_env``
+    (needed for ``paging_recorder = "swapdev-uffd"``; ``disaggsim collect`` passes
+    ``disaggsim.swapdev.device.recorder_env``) is given, not imported: swapdev runs its
+    experiments on this testbed, so the testbed does not import swapdev.
 
     Returns ``out_dir``. Takes about calibration + load + ``duration_s`` + ~20 s of setup.
 
@@ -510,10 +523,16 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
         RuntimeError: a missing tool, no cgroup v1 memory controller, an active swap area,
             a leftover namespace/cgroup of another collection, or an application failure.
         FileExistsError: ``out_dir`` is not empty.
+        ValueError: ``paging_recorder = "swapdev-uffd"`` without ``device_env``.
         CollectInterrupted / KeyboardInterrupt: SIGTERM / SIGINT (after cleaning up).
         RestoreError: some machine state could not be restored (lists each piece; every
             other undo step ran; the error being unwound is its ``during``/``__cause__``).
     """
+    if config.paging_recorder == "swapdev-uffd" and device_env is None:
+        raise ValueError(
+            'paging_recorder = "swapdev-uffd" needs the device\'s environment: pass '
+            "device_env=disaggsim.swapdev.device.recorder_env (`disaggsim collect` does)"
+        )
     _check_host()
     out_dir = Path(out_dir).resolve()
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -589,7 +608,10 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
         device_traces: dict[int, list[Path]] = {}
         if on_device:
             work.chmod(0o711)  # memcached drops to "nobody": its device log goes here
-            cluster.placement = _device_placement(limits, work / "device", device_traces)
+            assert device_env is not None  # checked on entry
+            cluster.placement = _device_placement(
+                limits, work / "device", device_traces, device_env
+            )
 
         with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
@@ -714,21 +736,18 @@ def collect(config: CollectConfig, out_dir: Path, command: str | None = None) ->
 
 
 def _device_placement(
-    limits: list[int], trace_dir: Path, traces: dict[int, list[Path]]
+    limits: list[int], trace_dir: Path, traces: dict[int, list[Path]], device_env: DeviceEnv
 ) -> Callable[[int, str], tuple[Path | None, dict[str, str]]]:
     """``Cluster.placement`` that runs every process on the uffd device (zero delay, its
     node's limit as budget, jemalloc) with its own rmem log in ``trace_dir`` (world-writable:
     memcached drops to "nobody"); records each node's logs in ``traces``."""
-    from disaggsim.swapdev.device import DelayModel, uffd_env
-
     trace_dir.mkdir(parents=True, exist_ok=True)
     trace_dir.chmod(0o777)
 
     def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
         trace = trace_dir / f"{log_name}.rmem"
         traces.setdefault(node, []).append(trace)
-        return None, {**uffd_env(DelayModel("none"), limits[node], jemalloc=True),
-                      "SWAPDEV_TRACE": str(trace)}
+        return None, {**device_env(limits[node]), "SWAPDEV_TRACE": str(trace)}
 
     return placement
 
@@ -769,7 +788,7 @@ def load_config(path: Path) -> CollectConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m disaggsim.traces.collect (--preset NAME | --config FILE) --out DIR``.
+    """CLI: ``python -m disaggsim.testbed.collect (--preset NAME | --config FILE) --out DIR``.
 
     Returns 0, or 2 after printing a one-line error (bad config, not root, a missing tool,
     a busy machine, a failed application, or the :class:`RestoreError` report).
@@ -788,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.paging_recorder:
             config = config.model_copy(update={"paging_recorder": args.paging_recorder})
         out = collect(config, args.out,
-                      command="python -m disaggsim.traces.collect " + shlex.join(argv_used))
+                      command="python -m disaggsim.testbed.collect " + shlex.join(argv_used))
     except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:
         print(f"disaggsim collect: error: {exc}", file=sys.stderr)
         return 2

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from disaggsim.traces.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
+from disaggsim.testbed.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
 
 MEMCG_ROOT: Final = Path("/sys/fs/cgroup/memory")
 NETNS_DIR: Final = Path("/run/netns")
@@ -428,11 +430,11 @@ def system_state() -> dict[str, list[str]]:
     under /sys/fs/cgroup/memory and the root group's swappiness/use_hierarchy), ``zswap``,
     ``sysctls`` (:data:`WATCHED_SYSCTLS` of the root namespace), ``blk_trace``
     (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``) and ``tracefs``
-    (:func:`disaggsim.traces.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
+    (:func:`disaggsim.testbed.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
     trace_clock, buffer sizes incl. per CPU, options, events/block/enable; read through a
     private mount when tracefs is not mounted). Buffer sizes are the size a tracer runs with,
     so an unexpanded boot-time buffer and its restored expanded size compare equal (the
-    kernel cannot un-expand it; see :mod:`disaggsim.traces.collect_tracefs`).
+    kernel cannot un-expand it; see :mod:`disaggsim.testbed.collect_tracefs`).
 
     Needs root (tracefs, cgroups).
     """
@@ -452,3 +454,32 @@ def system_state() -> dict[str, list[str]]:
         "blk_trace": _blk_trace_state(),
         "tracefs": [f"{k}={v}" for k, v in sorted(tracefs.items())] or ["(no tracefs)"],
     }
+
+
+def wait_tcp(node: int, ip: str, port: int, timeout_s: float) -> None:
+    """Wait until ``ip:port`` accepts TCP connections from inside ``node``'s namespace.
+
+    Raises:
+        RuntimeError: not accepting after ``timeout_s`` seconds.
+    """
+    probe = (f"import socket,sys; s=socket.socket(); s.settimeout(1); "
+             f"sys.exit(s.connect_ex(('{ip}',{port})))")
+    deadline = time.monotonic() + timeout_s
+    while subprocess.run(ns_exec(node_ns(node)) + [sys.executable, "-c", probe],
+                         capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{ip}:{port} not accepting connections after {timeout_s} s")
+        time.sleep(0.2)
+
+
+def last_json_line(log: Path) -> dict[str, float]:
+    """The last line of an application log that starts with ``{``, parsed as JSON (the
+    statistics line the applications print last).
+
+    Raises:
+        RuntimeError: no such line.
+    """
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if line.startswith("{"):
+            return dict(json.loads(line))
+    raise RuntimeError(f"{log}: no JSON statistics line")

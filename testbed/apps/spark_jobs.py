@@ -2,7 +2,7 @@
 
 Paper Table 2 (Gao et al., OSDI'16) traces Spark WordCount, Spark Sort and GraphLab; here
 all three are PySpark RDD jobs run on a Spark standalone cluster (the driver of this module
-on node 0, see :mod:`disaggsim.traces.apps.spark`). There is no HDFS: each map task
+on node 0, see :mod:`disaggsim.testbed.apps.spark`). There is no HDFS: each map task
 generates its input split in memory from ``(seed, split)``, so any executor makes the same
 split and the dataset is reproducible offline; the shuffle goes over the network and through
 the executors' local directories on the nodes' data disks (``SPARK_LOCAL_DIRS``), and every
@@ -15,7 +15,7 @@ Data (pure functions, unit-tested):
   Zipf 1949), ``words_per_line`` words a line; word ``k`` is spelt ``w<k>`` in base 36.
 - Sort records (:func:`gen_records`): sort-benchmark records as in ``gensort``
   (sortbenchmark.org): 100 bytes, a 10-byte uniform random key, then the record number in 32
-  hex digits and filler; the same bytes as :mod:`disaggsim.traces.apps.dask_sort`'s input.
+  hex digits and filler; the same bytes as :mod:`disaggsim.testbed.apps.dask_sort`'s input.
 - PageRank graph (:func:`gen_edges`): R-MAT (Chakrabarti, Zhan, Faloutsos, SDM'04) with the
   Graph500 parameters a=0.57, b=c=0.19, d=0.05 (graph500.org, "Kronecker generator"), a
   power-law degree distribution like the web and social graphs GraphLab ran on; self loops
@@ -27,7 +27,7 @@ is Spark's examples/pagerank.py iteration (links ``join`` ranks, contributions
 ``reduceByKey``, ``0.15 + 0.85 x sum``; Page et al. 1999 with damping 0.85, dangling mass
 dropped as in that example).
 
-Run ``python -m disaggsim.traces.apps.spark_jobs --help`` (inside the cluster).
+Run ``python -m disaggsim.testbed.apps.spark_jobs --help`` (inside the cluster).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ JOBS: Final = {"wordcount": _wordcount, "sort": _sort, "pagerank": _pagerank}
 def main(argv: list[str] | None = None) -> int:
     """Driver: connect to ``--master``, wait for ``--executors`` (and ``--go-file``), run
     ``--job``, print its statistics as one JSON line."""
-    ap = argparse.ArgumentParser(prog="python -m disaggsim.traces.apps.spark_jobs")
+    ap = argparse.ArgumentParser(prog="python -m disaggsim.testbed.apps.spark_jobs")
     ap.add_argument("--job", choices=sorted(JOBS), required=True)
     ap.add_argument("--master", required=True)
     ap.add_argument("--driver-host", required=True)

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from disaggsim.traces.collect_env import UndoStack, node_ip, sh
+from disaggsim.testbed.collect_env import UndoStack, node_ip, sh, wait_tcp
 
 if TYPE_CHECKING:
-    from disaggsim.traces.collect_apps import Cluster
+    from disaggsim.testbed.collect_apps import Cluster
 
 #: Where Debian installs each PostgreSQL major version's server binaries.
 PG_LIB: Final = Path("/usr/lib/postgresql")
@@ -168,7 +168,7 @@ def parse_report(text: str, source: str = "pgbench output") -> dict[str, float]:
 
 
 class PostgresPgbench:
-    """Runs :class:`PgbenchConfig` on a :class:`~disaggsim.traces.collect_apps.Cluster`."""
+    """Runs :class:`PgbenchConfig` on a :class:`~disaggsim.testbed.collect_apps.Cluster`."""
 
     def __init__(self, cfg: PgbenchConfig, cluster: Cluster) -> None:
         if cluster.n_nodes < 2:
@@ -213,8 +213,6 @@ class PostgresPgbench:
 
     def start(self, stack: UndoStack) -> None:
         """Start the server on node 0, load the tables from node 1 and prewarm (untraced)."""
-        from disaggsim.traces.collect_apps import _wait_tcp
-
         argv = self._as_pg() + [str(self.bindir / "postgres"), "-D", str(self.datadir)]
         for key, value in server_settings(self.cfg, node_ip(0)).items():
             argv += ["-c", f"{key}={value}"]
@@ -222,7 +220,7 @@ class PostgresPgbench:
         # Pushed after the spawn's own undo, so it runs first: a fast shutdown (SIGINT:
         # abort transactions, checkpoint) instead of the process-group SIGTERM/SIGKILL.
         stack.undo(f"PostgreSQL server {proc.pid}", _fast_shutdown, proc)
-        _wait_tcp(1, node_ip(0), self.cfg.port, 60)
+        wait_tcp(1, node_ip(0), self.cfg.port, 60)
         pgbench = str(self.bindir / "pgbench")
         load = self.cl.spawn(stack, 1, init_argv(self.cfg, pgbench, node_ip(0)), "pgbench-init")
         self.cl.wait([load], 900, "pgbench -i")

@@ -20,7 +20,7 @@ brianfrankcooper/YCSB ``site.ycsb.workloads.CoreWorkload``):
 The random source is ``java.util.Random`` (48-bit LCG, seed 1 as YCSB's ZipfianGenerator) so
 the key sequence of a seed is the one the Java code draws.
 
-Run ``python -m disaggsim.traces.apps.ycsb --help``.
+Run ``python -m disaggsim.testbed.apps.ycsb --help``.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``load`` or ``run`` phase; prints one JSON line of statistics."""
-    ap = argparse.ArgumentParser(prog="python -m disaggsim.traces.apps.ycsb")
+    ap = argparse.ArgumentParser(prog="python -m disaggsim.testbed.apps.ycsb")
     ap.add_argument("phase", choices=["load", "run"])
     ap.add_argument("--server", required=True, help="memcached host:port")
     ap.add_argument("--recordcount", type=int, required=True)

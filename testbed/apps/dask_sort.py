@@ -18,7 +18,7 @@ Job (the TeraSort structure, O'Malley, "TeraByte Sort on Apache Hadoop", 2008):
 Workers run with ``--memory-limit 0``, so Dask never spills by itself: memory beyond the node's
 memory cgroup limit is paged to swap by the kernel, which is what the paging trace records.
 
-Run ``python -m disaggsim.traces.apps.dask_sort --help``.
+Run ``python -m disaggsim.testbed.apps.dask_sort --help``.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def run_job(
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``gen`` writes a node's input files; ``sort`` runs the job and prints JSON."""
-    ap = argparse.ArgumentParser(prog="python -m disaggsim.traces.apps.dask_sort")
+    ap = argparse.ArgumentParser(prog="python -m disaggsim.testbed.apps.dask_sort")
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gen")
     g.add_argument("--dir", required=True)
