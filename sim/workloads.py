@@ -280,8 +280,6 @@ def _validate(workload: ResolvedWorkload, frame: pd.DataFrame) -> None:
         rows, word = rows_of(frame, workload.path.suffix.lower())
         check_flows(frame, workload.path, rows, word)
     elif isinstance(spec, TraceSampleWorkload):
-        from disaggsim.traces import convert as convert_mod
-
         sample, _ = convert_mod.load_any(workload.path)
         check_flows(
             frame, workload.path, frame["source_record"].to_numpy(), "record",

@@ -70,7 +70,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from disaggsim.atomic import atomic_path
-from disaggsim.sim.config import ConfigError, load_config_model
+from disaggsim.errors import InputError
+from disaggsim.guards import read_text
+from disaggsim.sim.config import ConfigError, config_location, load_config_model
 from disaggsim.swapdev import device, emulate_apps
 from disaggsim.testbed import collect_env
 
@@ -226,10 +228,6 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
     within a run otherwise); the worst-case sweep (runs x ``timeout_s``) ends within
     :data:`MAX_SWEEP_S`. Returns one ``<file>:<line>: <key>: <what>`` line per problem.
     """
-    from disaggsim.errors import InputError
-    from disaggsim.guards import read_text
-    from disaggsim.sim.config import config_location
-
     problems: list[str] = []
     for i, m in enumerate(cfg.models):
         if m.fct_file is not None:

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from disaggsim import guards
 from disaggsim.errors import InputError, display_path
 from disaggsim.flowcheck import MAX_START_NS, check_flows
-from disaggsim.sim.campaign import damage
 from disaggsim.sim.config import ConfigError, load_config
+from disaggsim.sim.rundir import damage
 from disaggsim.sim.runner import CAMPAIGN_FCT
 from disaggsim.timerange import TimeOutlierWarning, outlier_mask
 from disaggsim.traces.blktrace import RECORD_DTYPE_LE, read_blktrace
@@ -441,7 +441,7 @@ load = 0.5
 n_flows = 100
 [topology]
 racks = 9
-spine_rate_factor = 4.0
+spine_rate_factor = 4
 [grid]
 protocols = ["ideal"]
 rates_gbps = [100.0]
@@ -452,7 +452,7 @@ run_timeout_s = 60.0
 KEYS = {  # key line -> (dotted key, TOML values of a wrong type)
     "jobs = 2": ("campaign.jobs", ['"2"', "true", "2.0", "[2]"]),
     "racks = 9": ("topology.racks", ['"9"', "true", "9.5", "nan"]),
-    "spine_rate_factor = 4.0": ("topology.spine_rate_factor", ['"4"', "true", "inf", "nan"]),
+    "spine_rate_factor = 4": ("topology.spine_rate_factor", ["4.5", '"4"', "true", "inf", "nan"]),
     "rates_gbps = [100.0]": ("grid.rates_gbps[0]", ["[true]", '["100"]', "[inf]", "[-inf]"]),
     "seeds = [1]": ("grid.seeds[0]", ["[true]", '["1"]', "[1.0]"]),
     "load = 0.5": ("workloads[0].load", ['"0.5"', "true", "nan"]),
