@@ -16,7 +16,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
     backend = "swap"                # swap | uffd
     repeats = 5                     # runs per point; the median is reported, with min-max
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
-    eviction = "fifo"               # uffd replacement policy: fifo | clock
+    eviction = "fifo"               # uffd replacement policy (device.EVICTION_POLICIES)
+    paging = "demand"               # uffd paging policy: demand | comex (PAGING_POLICIES)
+    queue_depth = 1                 # swap: requests the FUSE device serves at once
     timeout_s = 600                 # per run: a longer run is killed, reported, not counted
     [app]
     preset = "memcached-ycsb"       # python-sort | memcached-ycsb | dask-sort, or:
@@ -25,7 +27,7 @@ Config (TOML; unknown keys are errors naming the file and line)::
     local_fraction = [0.5, 0.75]    # local memory = fraction x working set (one or a grid)
     jemalloc = true                 # uffd: preload jemalloc too (default: the preset's)
     [[models]]                      # the zero-delay run is added as the reference
-    kind = "fixed"                  # fixed | fct-mean | fct-sample (as DelayModel)
+    kind = "fixed"                  # a delay model of device.MODEL_NAMES but none
     latency_ns = [1000, 5000]       # fixed: one value or a grid (with bandwidth_bps)
     bandwidth_bps = [40000000000, 100000000000]
 
@@ -97,8 +99,8 @@ def _check_grid(values: list[Any], what: str) -> list[Any]:
 
 
 class EmulateSection(_Strict):
-    """``[emulate]``: name, output, backend, repeats per point, page-cluster, per-run limit
-    (s)."""
+    """``[emulate]``: name, output, backend, repeats per point, page-cluster, the uffd
+    backend's policies, the swap backend's queue depth, per-run limit (s)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     out_dir: Path = Path("results/emulate")
@@ -107,7 +109,19 @@ class EmulateSection(_Strict):
     repeats: int = Field(5, ge=1)
     page_cluster: int = Field(0, ge=0, le=10)
     eviction: device.EvictionPolicy = "fifo"
+    paging: device.PagingPolicy = "demand"
+    queue_depth: int = Field(1, ge=1, le=256)
     timeout_s: float = Field(600, gt=0)
+
+    @field_validator("eviction")
+    @classmethod
+    def _eviction(cls, v: str) -> str:
+        return device.check_name(v, device.EVICTION_POLICIES, "eviction")
+
+    @field_validator("paging")
+    @classmethod
+    def _paging(cls, v: str) -> str:
+        return device.check_name(v, device.PAGING_POLICIES, "paging")
 
 
 class AppSection(_Strict):
@@ -156,7 +170,7 @@ class ModelSection(_Strict):
     """``[[models]]``: one delay model (:class:`device.DelayModel`); a ``fixed`` model's
     ``latency_ns`` (ns) and ``bandwidth_bps`` (bit/s) may be lists (their product)."""
 
-    kind: Literal["fixed", "fct-mean", "fct-sample"]
+    kind: str
     latency_ns: list[NonNegInt] = [0]
     bandwidth_bps: list[NonNegInt] = [0]
     fct_file: Path | None = None
@@ -166,6 +180,13 @@ class ModelSection(_Strict):
 
     _grid = field_validator("latency_ns", "bandwidth_bps", mode="before")(_as_list)
 
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        # "none" is the reference every sweep gets anyway.
+        return device.check_name(v, tuple(k for k in device.MODEL_NAMES if k != "none"),
+                                 "kind")
+
     @field_validator("latency_ns", "bandwidth_bps")
     @classmethod
     def _values(cls, v: list[int]) -> list[int]:
@@ -174,12 +195,14 @@ class ModelSection(_Strict):
     @model_validator(mode="after")
     def _grid_only_fixed(self) -> ModelSection:
         grid = len(self.latency_ns) * len(self.bandwidth_bps) > 1
-        if grid and self.kind != "fixed":
-            raise ValueError("latency_ns/bandwidth_bps lists: only for kind = \"fixed\"")
+        rate = device.MODEL_PARAMS[self.kind] == "rate"
+        if grid and not rate:
+            raise ValueError("latency_ns/bandwidth_bps lists: only for a model configured by "
+                             "them (fixed, link)")
         if grid and self.label is not None:
             raise ValueError("label: not with a latency/bandwidth grid (labels are made per "
                              "point)")
-        if self.kind != "fixed" and self.fct_file is None:
+        if device.MODEL_PARAMS[self.kind] == "table" and self.fct_file is None:
             raise ValueError(f"fct_file: required for kind = \"{self.kind}\"")
         return self
 
@@ -220,10 +243,10 @@ class Point:
 
 
 def _label(kind: str, latency_ns: int, bandwidth_bps: int, fct_file: Path | None) -> str:
-    if kind == "none":
-        return "none"
-    if kind == "fixed":
-        return f"fixed-{latency_ns}ns" + (f"-{bandwidth_bps}bps" if bandwidth_bps else "")
+    if device.MODEL_PARAMS[kind] == "none":
+        return kind
+    if device.MODEL_PARAMS[kind] == "rate":
+        return f"{kind}-{latency_ns}ns" + (f"-{bandwidth_bps}bps" if bandwidth_bps else "")
     return f"{kind}-{Path(str(fct_file)).name}"
 
 
@@ -333,7 +356,8 @@ def _run_command_once(
     timeout = cfg.emulate.timeout_s
     work.mkdir(parents=True, exist_ok=True)
     if cfg.emulate.backend == "uffd":
-        extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction)
+        extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction,
+                                cfg.emulate.paging)
         extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
         status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
         counters = emulate_apps.device_counters(proc.stderr)
@@ -341,7 +365,8 @@ def _run_command_once(
         with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))
             size = max(2 * spec.working_set_bytes, 64 << 20)
-            dev = device.swap_device(stack, work, size - size % 4096, local, model)
+            dev = device.swap_device(stack, work, size - size % 4096, local, model,
+                                     queue_depth=cfg.emulate.queue_depth)
             status, wall, proc = emulate_apps.run_command(argv, timeout, {}, dev.memcg)
             oom = (dev.memcg / "memory.oom_control").read_text()
             if status == "ok" and proc.returncode != 0 and "oom_kill 0" not in oom:
@@ -371,7 +396,8 @@ def _run_preset_with_retries(
         try:
             return emulate_apps.run_preset_once(
                 session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
-                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction)
+                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction,
+                cfg.emulate.paging, cfg.emulate.queue_depth)
         except emulate_apps.MemcgOomKill as exc:
             if attempt == emulate_apps.OOM_ATTEMPTS:
                 raise

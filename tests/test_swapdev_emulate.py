@@ -56,7 +56,7 @@ def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
          "greater than or equal to 0"),
         ('kind = "fixed"\nlatency_ns = 20000',
          'kind = "fct-mean"\nfct_file = "f.txt"\nlatency_ns = [1, 2]', 12, "models[0]",
-         "only for kind"),
+         "only for a model configured by them"),
         ("latency_ns = 20000", 'latency_ns = [1000, 2000]\nlabel = "x"', 12, "models[0]",
          "label: not with a latency/bandwidth grid"),
         ('command = ["{build}/memtouch", "64", "1"]',
@@ -389,13 +389,15 @@ def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
     from disaggsim.swapdev import emulate, emulate_apps
 
     cfg = SimpleNamespace(
-        emulate=SimpleNamespace(backend="swap", timeout_s=5.0, page_cluster=0, eviction="fifo"),
+        emulate=SimpleNamespace(backend="swap", timeout_s=5.0, page_cluster=0, eviction="fifo",
+                                paging="demand", queue_depth=1),
         app=SimpleNamespace(use_jemalloc=False))
     dirs: list[Path] = []
     failures = {"left": 2}
 
     def fake_run(session: object, backend: str, delay: object, local: int, timeout_s: float,
-                 run_dir: Path, page_cluster: int, jemalloc: bool, eviction: str) -> str:
+                 run_dir: Path, page_cluster: int, jemalloc: bool, eviction: str,
+                 paging: str, queue_depth: int) -> str:
         dirs.append(run_dir)
         if failures["left"] > 0:
             failures["left"] -= 1
