@@ -12,17 +12,7 @@
 
 #include "../src/policy.h"
 
-static int failures;
-
-#define CHECK_EQ(got, want)                                                                    \
-	do {                                                                                   \
-		unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want); \
-		if (g_ != w_) {                                                                \
-			fprintf(stderr, "%s:%d: %s = %llu, expected %llu\n", __FILE__, __LINE__,  \
-				#got, g_, w_);                                                 \
-			failures++;                                                            \
-		}                                                                              \
-	} while (0)
+#include "check.h"
 
 #define MAX_REQ 4096
 struct rec {
