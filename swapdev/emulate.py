@@ -13,7 +13,8 @@ Config (TOML; unknown keys are errors naming the file and line)::
     [emulate]
     name = "python-sort"            # output sub-directory and plot name
     out_dir = "results/emulate"     # relative to the config file
-    backend = "swap"                # swap | uffd
+    backend = "swap"                # swap | uffd | kmod (the kernel module in its QEMU
+                                    # guest; app.command memtouch only, emulate_kmod.py)
     repeats = 5                     # runs per point; the median is reported, with min-max
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
     eviction = "fifo"               # uffd replacement policy (device.EVICTION_POLICIES)
@@ -71,7 +72,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from disaggsim.sim.config import ConfigError, load_config_model
-from disaggsim.swapdev import device, emulate_apps
+from disaggsim.swapdev import device, emulate_apps, emulate_kmod
 from disaggsim.traces import collect_env
 from disaggsim.traces._atomic import atomic_path
 
@@ -104,7 +105,7 @@ class EmulateSection(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     out_dir: Path = Path("results/emulate")
-    backend: Literal["swap", "uffd"] = "swap"
+    backend: Literal["swap", "uffd", "kmod"] = "swap"
     #: The issue's default: "the median of N repeats (default 5) with the spread".
     repeats: int = Field(5, ge=1)
     page_cluster: int = Field(0, ge=0, le=10)
@@ -418,6 +419,11 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
     spec = cfg.app.preset_spec
+    if cfg.emulate.backend == "kmod":
+        with device.system_lock():
+            kmod_runs = _kmod_runs(cfg, points, progress)
+        _write_outputs(cfg, out, kmod_runs)
+        return out
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
@@ -453,6 +459,29 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                         _print_run(run, cfg.emulate.timeout_s)
     _write_outputs(cfg, out, runs)
     return out
+
+
+def _kmod_runs(cfg: EmulateConfig, points: list[Point], progress: bool) -> list[Run]:
+    """The sweep on the kernel module: every run in one guest boot, in emulate's order."""
+    spec = cfg.app.preset_spec
+    if cfg.app.command is None:
+        raise ValueError('backend = "kmod": only app.command (memtouch) runs in the guest')
+    order = [(fraction, rep, pt) for fraction in cfg.app.local_fraction
+             for rep in range(cfg.emulate.repeats) for pt in points]
+    outcomes = emulate_kmod.run_sweep(
+        [(pt.delay, int(spec.working_set_bytes * fraction)) for fraction, _, pt in order],
+        cfg.app.command, cfg.emulate.timeout_s)
+    runs = []
+    for (fraction, rep, pt), res in zip(order, outcomes, strict=True):
+        if res["status"] != "ok":
+            raise RuntimeError(f"memtouch {res['status']} in the kmod guest under {pt.delay}")
+        run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps, rep, "ok",
+                  res["jct_s"], res["jct_s"], res["swap_in_bytes"], res["swap_out_bytes"],
+                  None, "unavailable: QEMU TCG guest")
+        runs.append(run)
+        if progress:
+            _print_run(run, cfg.emulate.timeout_s)
+    return runs
 
 
 def _print_run(run: Run, timeout_s: float) -> None:

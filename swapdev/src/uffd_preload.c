@@ -11,7 +11,7 @@
  *   - mapped (ST_RESIDENT): local, in the application's page table;
  *   - inactive (ST_INACTIVE, CLOCK only): local, taken out to the store so that its next
  *     access faults: the MMU's reference bit, made visible to user space;
- *   - remote (ST_REMOTE): in the store, and every access pays the model's delay.
+ *   - remote (ST_REMOTE): in the store; an access pays the paging policy's requests.
  * The local budget SWAPDEV_LOCAL_BYTES counts mapped + inactive pages (both are held in
  * local memory). A handler thread resolves each fault with UFFDIO_COPY:
  *   - first touch: a zero page, no delay (not a remote access);
