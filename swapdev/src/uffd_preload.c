@@ -109,7 +109,9 @@ static uint64_t io_request(void *ctx, const struct sd_req *req, int wait)
 		ns = sd_run_serve(&run, req);
 	} else {
 		ns = sd_run_model_delay(&run, req);
-		sd_hist_add(&run.target, ns); /* asynchronous: the model's, never waited for */
+		pthread_mutex_lock(&run.mu); /* asynchronous: the model's, never waited for */
+		sd_hist_add(&run.target, ns);
+		pthread_mutex_unlock(&run.mu);
 	}
 	sd_run_log(&run, req->op == SD_OP_READ, req->first_page, req->npages);
 	return ns;
