@@ -25,6 +25,16 @@ from disaggsim.swapdev import device
 RUN_GUEST = Path(__file__).resolve().parent / "kmod" / "guest" / "run-tests.sh"
 
 
+def read_guest_results(path: Path) -> dict[str, str]:
+    """The guest's ``key value`` lines (``results.txt``); {} if it wrote none."""
+    results: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            results[key] = value
+    return results
+
+
 def memtouch_args(command: list[str]) -> tuple[int, int]:
     """(MIB, PASSES) of a ``["{build}/memtouch", MIB[, PASSES]]`` command; ValueError for
     any other command (the guest has nothing else to run)."""
@@ -68,12 +78,7 @@ def run_sweep(runs: list[tuple[device.DelayModel, int]], command: list[str],
             [str(RUN_GUEST), str(out), str(inp)], capture_output=True, text=True,
             env={**os.environ, "RMEM_GUEST_SCRIPT": "emulate",
                  "RMEM_GUEST_TIMEOUT": str(int(120 + timeout_s * len(runs)))})
-        res: dict[str, str] = {}
-        rfile = out / "results.txt"
-        if rfile.exists():
-            for line in rfile.read_text().splitlines():
-                key, _, value = line.partition(" ")
-                res[key] = value
+        res = read_guest_results(out / "results.txt")
         if res.get("done") != "1" or res.get("setup_rc") != "0":
             log = out / "guest.log"
             raise RuntimeError(

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from disaggsim.analysis import export
-from disaggsim.swapdev import device
+from disaggsim.swapdev import device, emulate_kmod
 from disaggsim.traces import paging
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,12 +78,7 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (inp / "sizes_sample.txt").write_text(" ".join(map(str, SAMPLE_SIZES)) + "\n")
     proc = subprocess.run([str(RUN), str(out), str(inp)], capture_output=True, text=True,
                           timeout=600)
-    results: dict[str, str] = {}
-    rfile = out / "results.txt"
-    if rfile.exists():
-        for line in rfile.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            results[key] = value
+    results = emulate_kmod.read_guest_results(out / "results.txt")
     assert results.get("done") == "1", (
         f"guest did not finish (rc {proc.returncode}): {proc.stderr[-2000:]}\n"
         f"results: {results}\nguest.log: "
