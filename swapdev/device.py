@@ -1,7 +1,9 @@
 """Run workloads on the latency-injection remote-memory device (paper §3.1).
 
 Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run with
-:class:`DelayModel`:
+:class:`DelayModel`; the names of the models (:data:`MODEL_NAMES`) and of the uffd
+backend's policies (:data:`PAGING_POLICIES`, :data:`EVICTION_POLICIES`) are read from the
+C sources' one list of each (``core/sd_models.def``, ``src/policies.def``):
 
 - ``swap``: unmodified applications in a memory cgroup (v1) whose limit is the local
   memory; the kernel swaps to a loop device (direct I/O) on a file served by
@@ -10,9 +12,11 @@ Two backends share one delay model (``swapdev/core/sd_delay.h``), chosen per run
   (0: one page per swap-in, as the paper's per-page model) and restored.
 - ``uffd``: ``libswapdev_uffd.so`` preloaded into the application; it keeps a local-memory
   budget itself and resolves every fault with userfaultfd (microsecond accuracy). Its
-  eviction policy (``SWAPDEV_EVICTION``, :data:`EvictionPolicy`) is ``fifo`` (of fault-in,
-  the default) or ``clock`` (a two-handed clock whose reference bits are minor refaults);
-  see ``swapdev/doc/swapdev.md``, "Eviction".
+  eviction policy (``SWAPDEV_EVICTION``) is ``fifo`` (of fault-in, the default) or
+  ``clock`` (a two-handed clock whose reference bits are minor refaults), see
+  ``swapdev/doc/swapdev.md``, "Eviction"; its paging policy (``SWAPDEV_PAGING``) is
+  ``demand`` (the paper's device, the default) or ``comex`` (COMEX's prefetching read
+  buffer and batched write buffers, ``src/policy_comex.c``).
 
 Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
 ``disaggsim.testbed.collect_env``), so the machine is left as found on success, on error and
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -36,9 +41,45 @@ from disaggsim.testbed import collect_env as env
 
 PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
 
-ModelKind = Literal["none", "fixed", "fct-mean", "fct-sample"]
-#: The uffd backend's replacement policies (``SWAPDEV_EVICTION``; ``src/uffd_preload.c``).
-EvictionPolicy = Literal["clock", "fifo"]
+SWAPDEV_SRC: Final = Path(__file__).resolve().parent
+
+
+def read_name_table(path: Path, macro: str) -> tuple[str, ...]:
+    """The names of a C name table: the second argument of each ``MACRO(ENUM, "name", ...)``
+    line of ``path`` (``core/sd_models.def``, ``src/policies.def``), in order.
+
+    Raises ValueError naming the file if it lists no name.
+    """
+    names = tuple(re.findall(rf'^{macro}\(\w+, "([^"]+)"', path.read_text(), re.MULTILINE))
+    if not names:
+        raise ValueError(f"{path}: no {macro}(ENUM, \"name\", ...) line")
+    return names
+
+
+#: The delay models (``SWAPDEV_MODEL``), from the core's one list.
+MODEL_NAMES: Final = read_name_table(SWAPDEV_SRC / "core" / "sd_models.def", "SD_MODEL")
+#: What configures each model (``sd_models.def`` PARAMS, lower case): ``none``; ``rate``,
+#: ``latency_ns`` and ``bandwidth_bps``; ``table``, an FCT table (``fct_file``).
+MODEL_PARAMS: Final = dict(zip(MODEL_NAMES, (p.lower() for p in re.findall(
+    r'^SD_MODEL\(\w+, "[^"]+", (\w+),', (SWAPDEV_SRC / "core" / "sd_models.def").read_text(),
+    re.MULTILINE)), strict=True))
+#: The uffd backend's paging (fetch + write-back) policies (``SWAPDEV_PAGING``).
+PAGING_POLICIES: Final = read_name_table(SWAPDEV_SRC / "src" / "policies.def", "SD_PAGING")
+#: The uffd backend's replacement policies (``SWAPDEV_EVICTION``).
+EVICTION_POLICIES: Final = read_name_table(SWAPDEV_SRC / "src" / "policies.def", "SD_EVICT")
+#: A name of :data:`MODEL_NAMES`.
+ModelKind = str
+#: A name of :data:`EVICTION_POLICIES`.
+EvictionPolicy = str
+#: A name of :data:`PAGING_POLICIES`.
+PagingPolicy = str
+
+
+def check_name(value: str, names: tuple[str, ...], what: str) -> str:
+    """``value`` if it is one of ``names``; else ValueError "WHAT=value: expected a, b"."""
+    if value not in names:
+        raise ValueError(f"{what}={value}: expected one of {', '.join(names)}")
+    return value
 
 
 def build_dir() -> Path:
@@ -54,11 +95,14 @@ def build_dir() -> Path:
 class DelayModel:
     """One run's delay model (``swapdev/core/sd_delay.h``).
 
-    kind: ``none``; ``fixed`` (``latency_ns`` + size * 8 / ``bandwidth_bps`` per request,
-    paper §3.1, rmem.c); ``fct-mean`` (``fct_file``: ``<bytes> <fct_us>`` from
-    ``disaggsim export-fct`` / the artifact's ``fcts_*.txt``, or ``<pages> <fct_ns>``
-    /proc/rmem_cdf lines with ``fct_format="pages-ns"``); ``fct-sample`` (``fct_file``:
-    ``<bytes> <cum_prob> <fct_us>`` from ``disaggsim export-fct --distribution``).
+    kind: a name of :data:`MODEL_NAMES`: ``none``; ``fixed`` (``latency_ns`` + size * 8 /
+    ``bandwidth_bps`` per request, paper §3.1, rmem.c); ``link`` (the same over one shared
+    link served in arrival order, ``core/sd_delay.h``); ``fct-mean`` (``fct_file``:
+    ``<bytes> <fct_us>`` from ``disaggsim export-fct`` / the artifact's ``fcts_*.txt``, or
+    ``<pages> <fct_ns>`` /proc/rmem_cdf lines with ``fct_format="pages-ns"``);
+    ``fct-sample`` (``fct_file``: ``<bytes> <cum_prob> <fct_us>`` from
+    ``disaggsim export-fct --distribution``).
+    Raises ValueError on an unknown kind.
     """
 
     kind: ModelKind = "none"
@@ -67,6 +111,9 @@ class DelayModel:
     fct_file: Path | None = None
     fct_format: Literal["bytes-us", "pages-ns"] = "bytes-us"
     seed: int = 1
+
+    def __post_init__(self) -> None:
+        check_name(self.kind, MODEL_NAMES, "SWAPDEV_MODEL")
 
     def env(self) -> dict[str, str]:
         """The ``SWAPDEV_*`` environment that configures the device for this model."""
@@ -169,14 +216,18 @@ def run_memtouch_uffd(
     fork_check: bool = False,
     eviction: EvictionPolicy = "fifo",
     hotcold: tuple[int, int] | None = None,
+    paging: PagingPolicy = "demand",
+    device_env: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run memtouch over ``mib`` MiB with ``local_bytes`` of local memory on the uffd backend
     with replacement policy ``eviction`` (``fork_check``: a child forked after the write
     pass checks every page too; ``hotcold=(hot_pages, scan_pages)``: each of the ``passes``
     rounds reads pages ``0..hot_pages-1``, then the next ``scan_pages`` of a cold stream
-    over the rest, ``swapdev/tools/memtouch.c``).
+    over the rest, ``swapdev/tools/memtouch.c``) and paging policy ``paging``;
+    ``device_env``: more ``SWAPDEV_*`` variables (e.g. the comex parameters).
 
-    Raises RuntimeError (with the device's stderr) if memtouch fails or finds bad pages.
+    Raises RuntimeError (with the device's stderr) if memtouch fails or finds bad pages,
+    ValueError on an unknown policy name.
     """
     build = build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -185,9 +236,11 @@ def run_memtouch_uffd(
         **os.environ,
         **model.env(),
         "SWAPDEV_LOCAL_BYTES": str(local_bytes),
-        "SWAPDEV_EVICTION": eviction,
+        "SWAPDEV_EVICTION": check_name(eviction, EVICTION_POLICIES, "SWAPDEV_EVICTION"),
+        "SWAPDEV_PAGING": check_name(paging, PAGING_POLICIES, "SWAPDEV_PAGING"),
         "SWAPDEV_TRACE": str(trace),
         "SWAPDEV_HIST": str(hist),
+        **(device_env or {}),
     }
     argv = [str(build / "memtouch"), str(mib), str(passes)] + (["--random"] if random_order else [])
     argv += ["--fork"] if fork_check else []
@@ -210,17 +263,18 @@ JEMALLOC: Final = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 
 
 def uffd_env(
-    model: DelayModel, local_bytes: int, jemalloc: bool, eviction: EvictionPolicy = "fifo"
+    model: DelayModel, local_bytes: int, jemalloc: bool, eviction: EvictionPolicy = "fifo",
+    paging: PagingPolicy = "demand",
 ) -> dict[str, str]:
     """The environment that runs a process on the uffd backend with ``local_bytes`` of
-    local memory and replacement policy ``eviction``: ``LD_PRELOAD`` of the device (and
-    jemalloc) plus the model's variables.
+    local memory, replacement policy ``eviction`` and paging policy ``paging``:
+    ``LD_PRELOAD`` of the device (and jemalloc) plus the model's variables.
 
     The device registers only mmap calls made through the PLT (``uffd_preload.c``), so
     glibc malloc's own large blocks stay local; with ``jemalloc`` the heap comes from
     jemalloc's mmap calls, which the device sees. Set ``SWAPDEV_TRACE``/``SWAPDEV_HIST``
     on top for outputs. Raises RuntimeError if jemalloc is asked for and not installed,
-    FileNotFoundError if swapdev is not built.
+    FileNotFoundError if swapdev is not built, ValueError on an unknown policy.
     """
     preload = [str(build_dir() / "libswapdev_uffd.so")]
     if jemalloc:
@@ -228,7 +282,9 @@ def uffd_env(
             raise RuntimeError(f"{JEMALLOC}: not installed (apt-get install libjemalloc2)")
         preload.append(str(JEMALLOC))
     return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
-            "SWAPDEV_EVICTION": eviction, "LD_PRELOAD": " ".join(preload)}
+            "SWAPDEV_EVICTION": check_name(eviction, EVICTION_POLICIES, "SWAPDEV_EVICTION"),
+            "SWAPDEV_PAGING": check_name(paging, PAGING_POLICIES, "SWAPDEV_PAGING"),
+            "LD_PRELOAD": " ".join(preload)}
 
 
 def recorder_env(local_bytes: int) -> dict[str, str]:
@@ -277,13 +333,14 @@ def _umount_if_mounted(mountpoint: Path) -> None:
         env.sh(["umount", "-l", str(mountpoint)], check=False)
 
 
-def fuse_loop_device(
-    stack: env.UndoStack, work: Path, size_bytes: int, model: DelayModel
+def fuse_daemon(
+    stack: env.UndoStack, work: Path, size_bytes: int, model: DelayModel, queue_depth: int = 1
 ) -> SwapDevice:
-    """Start ``swapdev-fuse`` (``size_bytes`` of RAM, mlocked as touched) on ``work/mnt`` and
-    a direct-I/O loop device on its ``dev.img``; undo on ``stack``. ``memcg`` is unset.
+    """Start ``swapdev-fuse`` (``size_bytes`` of RAM, mlocked as touched) on ``work/mnt``,
+    serving ``queue_depth`` requests at once; undo on ``stack``. ``loop`` and ``memcg``
+    are unset.
 
-    Raises RuntimeError if the daemon exits or ``losetup`` fails.
+    Raises RuntimeError if the daemon exits before serving ``dev.img``.
     """
     build = build_dir()
     work.mkdir(parents=True, exist_ok=True)
@@ -293,6 +350,7 @@ def fuse_loop_device(
     daemon_env = {
         **model.env(),
         "SWAPDEV_SIZE_BYTES": str(size_bytes),
+        "SWAPDEV_QUEUE_DEPTH": str(queue_depth),
         "SWAPDEV_TRACE": str(trace),
         "SWAPDEV_HIST": str(hist),
     }
@@ -305,9 +363,22 @@ def fuse_loop_device(
     )
     stack.callback(env.stop_process, daemon, 30.0)
     _wait_for(mnt / "dev.img", daemon, 10.0)
-    loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(mnt / "dev.img")]).strip()
-    stack.callback(env.sh, ["losetup", "-d", loop], False)
-    return SwapDevice(daemon, loop, Path(), trace, hist, log)
+    return SwapDevice(daemon, "", Path(), trace, hist, log)
+
+
+def fuse_loop_device(
+    stack: env.UndoStack, work: Path, size_bytes: int, model: DelayModel, queue_depth: int = 1
+) -> SwapDevice:
+    """:func:`fuse_daemon` and a direct-I/O loop device on its ``dev.img``; undo on
+    ``stack``. ``memcg`` is unset.
+
+    Raises RuntimeError if the daemon exits or ``losetup`` fails.
+    """
+    dev = fuse_daemon(stack, work, size_bytes, model, queue_depth)
+    img = work / "mnt" / "dev.img"
+    dev.loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(img)]).strip()
+    stack.callback(env.sh, ["losetup", "-d", dev.loop], False)
+    return dev
 
 
 def swap_device(
@@ -317,17 +388,18 @@ def swap_device(
     limit_bytes: int,
     model: DelayModel,
     name: str = "disaggsim-swapdev",
+    queue_depth: int = 1,
 ) -> SwapDevice:
     """Start the swap backend; every step's undo goes on ``stack`` (root only).
 
-    :func:`fuse_loop_device` of ``size_bytes``, enabled as swap at the highest priority;
-    zswap off; memory cgroup ``name`` limited to ``limit_bytes``. Set ``vm.page-cluster``
-    with :func:`page_cluster`.
+    :func:`fuse_loop_device` of ``size_bytes`` serving ``queue_depth`` requests at once,
+    enabled as swap at the highest priority; zswap off; memory cgroup ``name`` limited to
+    ``limit_bytes``. Set ``vm.page-cluster`` with :func:`page_cluster`.
 
     Raises:
         RuntimeError: another swap area is active, the cgroup exists, or a step failed.
     """
-    dev = fuse_loop_device(stack, work, size_bytes, model)
+    dev = fuse_loop_device(stack, work, size_bytes, model, queue_depth)
     env.disable_zswap(stack)
     env.swap_area(stack, os.path.basename(dev.loop))
     dev.memcg = env.memcg_group(stack, name)
@@ -408,6 +480,22 @@ def system_lock(timeout_s: float = 1800) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def comex_counters(stderr: str) -> dict[str, int]:
+    """The comex policy's counters from the device's stderr line (``src/policy_comex.c``
+    ``comex_finish``): ``reads``, ``prefetch_pages``, ``read_hits``, ``write_hits``,
+    ``prefetched``, ``prefetched_unused``, ``write_batches``, ``write_pages``,
+    ``full_waits``; {} if the run printed none (no paging, or another policy)."""
+    m = re.search(
+        r"swapdev comex: (\d+) reads of (\d+) pages, (\d+) read-buffer hits, (\d+) "
+        r"write-buffer hits, (\d+) prefetched, (\d+) prefetched unused, (\d+) write "
+        r"batches \((\d+) pages\), (\d+) write-buffer-full waits", stderr)
+    if m is None:
+        return {}
+    keys = ("reads", "prefetch_pages", "read_hits", "write_hits", "prefetched",
+            "prefetched_unused", "write_batches", "write_pages", "full_waits")
+    return dict(zip(keys, (int(x) for x in m.groups()), strict=True))
 
 
 def fixed_delay_ns(latency_ns: int, bandwidth_bps: int, size_bytes: int) -> int:

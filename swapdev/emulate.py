@@ -13,10 +13,13 @@ Config (TOML; unknown keys are errors naming the file and line)::
     [emulate]
     name = "python-sort"            # output sub-directory and plot name
     out_dir = "results/emulate"     # relative to the config file
-    backend = "swap"                # swap | uffd
+    backend = "swap"                # swap | uffd | kmod (the kernel module in its QEMU
+                                    # guest; app.command memtouch only, emulate_kmod.py)
     repeats = 5                     # runs per point; the median is reported, with min-max
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
-    eviction = "fifo"               # uffd replacement policy: fifo | clock
+    eviction = "fifo"               # uffd replacement policy (device.EVICTION_POLICIES)
+    paging = "demand"               # uffd paging policy: demand | comex (PAGING_POLICIES)
+    queue_depth = 1                 # swap: requests the FUSE device serves at once
     timeout_s = 600                 # per run: a longer run is killed, reported, not counted
     [app]
     preset = "memcached-ycsb"       # python-sort | memcached-ycsb | dask-sort, or:
@@ -25,7 +28,7 @@ Config (TOML; unknown keys are errors naming the file and line)::
     local_fraction = [0.5, 0.75]    # local memory = fraction x working set (one or a grid)
     jemalloc = true                 # uffd: preload jemalloc too (default: the preset's)
     [[models]]                      # the zero-delay run is added as the reference
-    kind = "fixed"                  # fixed | fct-mean | fct-sample (as DelayModel)
+    kind = "fixed"                  # a delay model of device.MODEL_NAMES but none
     latency_ns = [1000, 5000]       # fixed: one value or a grid (with bandwidth_bps)
     bandwidth_bps = [40000000000, 100000000000]
 
@@ -73,7 +76,7 @@ from disaggsim.atomic import atomic_path
 from disaggsim.errors import InputError
 from disaggsim.guards import read_text
 from disaggsim.sim.config import ConfigError, config_location, load_config_model
-from disaggsim.swapdev import device, emulate_apps
+from disaggsim.swapdev import device, emulate_apps, emulate_kmod
 from disaggsim.testbed import collect_env
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
@@ -102,17 +105,29 @@ def _check_grid(values: list[Any], what: str) -> list[Any]:
 
 
 class EmulateSection(_Strict):
-    """``[emulate]``: name, output, backend, repeats per point, page-cluster, per-run limit
-    (s)."""
+    """``[emulate]``: name, output, backend, repeats per point, page-cluster, the uffd
+    backend's policies, the swap backend's queue depth, per-run limit (s)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     out_dir: Annotated[Path, Field(strict=False)] = Path("results/emulate")
-    backend: Literal["swap", "uffd"] = "swap"
+    backend: Literal["swap", "uffd", "kmod"] = "swap"
     #: The issue's default: "the median of N repeats (default 5) with the spread".
     repeats: int = Field(5, ge=1)
     page_cluster: int = Field(0, ge=0, le=10)
     eviction: device.EvictionPolicy = "fifo"
+    paging: device.PagingPolicy = "demand"
+    queue_depth: int = Field(1, ge=1, le=256)
     timeout_s: float = Field(600, gt=0)
+
+    @field_validator("eviction")
+    @classmethod
+    def _eviction(cls, v: str) -> str:
+        return device.check_name(v, device.EVICTION_POLICIES, "eviction")
+
+    @field_validator("paging")
+    @classmethod
+    def _paging(cls, v: str) -> str:
+        return device.check_name(v, device.PAGING_POLICIES, "paging")
 
 
 class AppSection(_Strict):
@@ -161,7 +176,7 @@ class ModelSection(_Strict):
     """``[[models]]``: one delay model (:class:`device.DelayModel`); a ``fixed`` model's
     ``latency_ns`` (ns) and ``bandwidth_bps`` (bit/s) may be lists (their product)."""
 
-    kind: Literal["fixed", "fct-mean", "fct-sample"]
+    kind: str
     latency_ns: list[NonNegInt] = [0]
     bandwidth_bps: list[NonNegInt] = [0]
     fct_file: Annotated[Path | None, Field(strict=False)] = None
@@ -171,6 +186,13 @@ class ModelSection(_Strict):
 
     _grid = field_validator("latency_ns", "bandwidth_bps", mode="before")(_as_list)
 
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        # "none" is the reference every sweep gets anyway.
+        return device.check_name(v, tuple(k for k in device.MODEL_NAMES if k != "none"),
+                                 "kind")
+
     @field_validator("latency_ns", "bandwidth_bps")
     @classmethod
     def _values(cls, v: list[int]) -> list[int]:
@@ -179,12 +201,14 @@ class ModelSection(_Strict):
     @model_validator(mode="after")
     def _grid_only_fixed(self) -> ModelSection:
         grid = len(self.latency_ns) * len(self.bandwidth_bps) > 1
-        if grid and self.kind != "fixed":
-            raise ValueError("latency_ns/bandwidth_bps lists: only for kind = \"fixed\"")
+        rate = device.MODEL_PARAMS[self.kind] == "rate"
+        if grid and not rate:
+            raise ValueError("latency_ns/bandwidth_bps lists: only for a model configured by "
+                             "them (fixed, link)")
         if grid and self.label is not None:
             raise ValueError("label: not with a latency/bandwidth grid (labels are made per "
                              "point)")
-        if self.kind != "fixed" and self.fct_file is None:
+        if device.MODEL_PARAMS[self.kind] == "table" and self.fct_file is None:
             raise ValueError(f"fct_file: required for kind = \"{self.kind}\"")
         return self
 
@@ -283,10 +307,10 @@ class Point:
 
 
 def _label(kind: str, latency_ns: int, bandwidth_bps: int, fct_file: Path | None) -> str:
-    if kind == "none":
-        return "none"
-    if kind == "fixed":
-        return f"fixed-{latency_ns}ns" + (f"-{bandwidth_bps}bps" if bandwidth_bps else "")
+    if device.MODEL_PARAMS[kind] == "none":
+        return kind
+    if device.MODEL_PARAMS[kind] == "rate":
+        return f"{kind}-{latency_ns}ns" + (f"-{bandwidth_bps}bps" if bandwidth_bps else "")
     return f"{kind}-{Path(str(fct_file)).name}"
 
 
@@ -396,7 +420,8 @@ def _run_command_once(
     timeout = cfg.emulate.timeout_s
     work.mkdir(parents=True, exist_ok=True)
     if cfg.emulate.backend == "uffd":
-        extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction)
+        extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction,
+                                cfg.emulate.paging)
         extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
         status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
         counters = emulate_apps.device_counters(proc.stderr)
@@ -404,7 +429,8 @@ def _run_command_once(
         with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))
             size = max(2 * spec.working_set_bytes, 64 << 20)
-            dev = device.swap_device(stack, work, size - size % 4096, local, model)
+            dev = device.swap_device(stack, work, size - size % 4096, local, model,
+                                     queue_depth=cfg.emulate.queue_depth)
             status, wall, proc = emulate_apps.run_command(argv, timeout, {}, dev.memcg)
             oom = (dev.memcg / "memory.oom_control").read_text()
             if status == "ok" and proc.returncode != 0 and "oom_kill 0" not in oom:
@@ -434,7 +460,8 @@ def _run_preset_with_retries(
         try:
             return emulate_apps.run_preset_once(
                 session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
-                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction)
+                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction,
+                cfg.emulate.paging, cfg.emulate.queue_depth)
         except emulate_apps.MemcgOomKill as exc:
             if attempt == emulate_apps.OOM_ATTEMPTS:
                 raise
@@ -455,6 +482,11 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
     spec = cfg.app.preset_spec
+    if cfg.emulate.backend == "kmod":
+        with device.system_lock():
+            kmod_runs = _kmod_runs(cfg, points, progress)
+        _write_outputs(cfg, out, kmod_runs)
+        return out
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
@@ -490,6 +522,29 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                         _print_run(run, cfg.emulate.timeout_s)
     _write_outputs(cfg, out, runs)
     return out
+
+
+def _kmod_runs(cfg: EmulateConfig, points: list[Point], progress: bool) -> list[Run]:
+    """The sweep on the kernel module: every run in one guest boot, in emulate's order."""
+    spec = cfg.app.preset_spec
+    if cfg.app.command is None:
+        raise ValueError('backend = "kmod": only app.command (memtouch) runs in the guest')
+    order = [(fraction, rep, pt) for fraction in cfg.app.local_fraction
+             for rep in range(cfg.emulate.repeats) for pt in points]
+    outcomes = emulate_kmod.run_sweep(
+        [(pt.delay, int(spec.working_set_bytes * fraction)) for fraction, _, pt in order],
+        cfg.app.command, cfg.emulate.timeout_s)
+    runs = []
+    for (fraction, rep, pt), res in zip(order, outcomes, strict=True):
+        if res["status"] != "ok":
+            raise RuntimeError(f"memtouch {res['status']} in the kmod guest under {pt.delay}")
+        run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps, rep, "ok",
+                  res["jct_s"], res["jct_s"], res["swap_in_bytes"], res["swap_out_bytes"],
+                  None, "unavailable: QEMU TCG guest")
+        runs.append(run)
+        if progress:
+            _print_run(run, cfg.emulate.timeout_s)
+    return runs
 
 
 def _print_run(run: Run, timeout_s: float) -> None:

@@ -257,11 +257,14 @@ def run_preset_once(
     page_cluster: int,
     jemalloc: bool,
     eviction: device.EvictionPolicy = "fifo",
+    paging: device.PagingPolicy = "demand",
+    queue_depth: int = 1,
 ) -> Outcome:
     """One run of a cluster preset: start the application (untimed: memcached + YCSB load,
     Dask scheduler + workers), run its job under ``timeout_s`` (then every process of the
     run is killed and the run reported as ``timeout``), stop it, read the device counters.
-    ``eviction`` is the uffd backend's replacement policy (``SWAPDEV_EVICTION``).
+    ``eviction`` and ``paging`` are the uffd backend's policies (``SWAPDEV_EVICTION``,
+    ``SWAPDEV_PAGING``), ``queue_depth`` the swap backend's (``SWAPDEV_QUEUE_DEPTH``).
 
     Raises RuntimeError if the application fails (its log's last lines quoted);
     MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its processes.
@@ -280,7 +283,8 @@ def run_preset_once(
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
             size = max(4 * preset.working_set_bytes * max(1, len(preset.holders)), 256 << 20)
-            dev = device.fuse_loop_device(stack, run_dir / "dev", size - size % 4096, model)
+            dev = device.fuse_loop_device(stack, run_dir / "dev", size - size % 4096, model,
+                                          queue_depth)
             env.disable_zswap(stack)
             env.swap_area(stack, os.path.basename(dev.loop))
             fuse_trace = dev.trace
@@ -290,7 +294,7 @@ def run_preset_once(
         else:
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text("-1")
-            extra = device.uffd_env(model, local_bytes, jemalloc, eviction)
+            extra = device.uffd_env(model, local_bytes, jemalloc, eviction, paging)
 
         def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
             if not log_name.startswith(preset.holders):

@@ -56,7 +56,7 @@ def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
          "greater than or equal to 0"),
         ('kind = "fixed"\nlatency_ns = 20000',
          'kind = "fct-mean"\nfct_file = "f.txt"\nlatency_ns = [1, 2]', 12, "models[0]",
-         "only for kind"),
+         "only for a model configured by them"),
         ("latency_ns = 20000", 'latency_ns = [1000, 2000]\nlabel = "x"', 12, "models[0]",
          "label: not with a latency/bandwidth grid"),
         ('command = ["{build}/memtouch", "64", "1"]',
@@ -65,6 +65,13 @@ def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
         ("working_set_bytes = 67108864\n", "", 7, "app", "working_set_bytes: required"),
         ('command = ["{build}/memtouch", "64", "1"]', 'preset = "redis"', 8, "app.preset",
          "Input should be"),
+        # Names come from the C tables (core/sd_models.def, src/policies.def).
+        ('kind = "fixed"', 'kind = "fct-max"', 13, "models[0].kind",
+         "kind=fct-max: expected one of fixed, fct-mean, fct-sample, link"),
+        ("repeats = 2", 'repeats = 2\npaging = "lru"', 6, "emulate.paging",
+         "paging=lru: expected one of demand, comex"),
+        ("repeats = 2", 'repeats = 2\nqueue_depth = 0', 6, "emulate.queue_depth",
+         "greater than or equal to 1"),
     ],
 )
 def test_bad_grids_and_apps_name_file_line_and_key(
@@ -389,13 +396,15 @@ def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
     from disaggsim.swapdev import emulate, emulate_apps
 
     cfg = SimpleNamespace(
-        emulate=SimpleNamespace(backend="swap", timeout_s=5.0, page_cluster=0, eviction="fifo"),
+        emulate=SimpleNamespace(backend="swap", timeout_s=5.0, page_cluster=0, eviction="fifo",
+                                paging="demand", queue_depth=1),
         app=SimpleNamespace(use_jemalloc=False))
     dirs: list[Path] = []
     failures = {"left": 2}
 
     def fake_run(session: object, backend: str, delay: object, local: int, timeout_s: float,
-                 run_dir: Path, page_cluster: int, jemalloc: bool, eviction: str) -> str:
+                 run_dir: Path, page_cluster: int, jemalloc: bool, eviction: str,
+                 paging: str, queue_depth: int) -> str:
         dirs.append(run_dir)
         if failures["left"] > 0:
             failures["left"] -= 1
@@ -424,3 +433,20 @@ def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
     with pytest.raises(RuntimeError, match="load exited 1"):
         emulate._run_preset_with_retries(cfg, None, None, 1, work)
     assert len(dirs) == 1  # not repeated
+
+
+def test_comex_paging_and_link_grid_reach_the_device(tmp_path: Path) -> None:
+    """`paging = "comex"` and a `link` model grid: one point per (latency, bandwidth), and
+    the uffd environment of a run selects the comex policy and the link model."""
+    path = tmp_path / "comex.toml"
+    path.write_text(CONFIG.replace("repeats = 2", 'repeats = 2\npaging = "comex"').replace(
+        'kind = "fixed"\nlatency_ns = 20000',
+        'kind = "link"\nlatency_ns = [1000, 5000]\nbandwidth_bps = 10000000000'))
+    cfg = emulate.load_emulate_config(path)
+    points = emulate.expand_models(cfg)
+    assert [p.label for p in points] == ["none", "link-1000ns-10000000000bps",
+                                         "link-5000ns-10000000000bps"]
+    run_env = device.uffd_env(points[1].delay, 1 << 20, False, cfg.emulate.eviction,
+                              cfg.emulate.paging)
+    assert run_env["SWAPDEV_PAGING"] == "comex" and run_env["SWAPDEV_MODEL"] == "link"
+    assert run_env["SWAPDEV_LATENCY_NS"] == "1000"

@@ -209,4 +209,51 @@ def test_unknown_eviction_policy_is_an_error(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2
-    assert "SWAPDEV_EVICTION=lru: expected clock or fifo" in proc.stderr
+    assert "SWAPDEV_EVICTION=lru: expected fifo or clock" in proc.stderr
+
+
+def test_comex_sequential_pass_counts_and_data(tmp_path: Path) -> None:
+    """comex (src/policy_comex.c) on memtouch's write pass + one sequential read pass over
+    128 MiB with 32 MiB local (FIFO, batches of 32), counted by hand:
+
+    - write pass: 32768 first touches fill the 8192-page budget, then FIFO sends pages
+      0..24575 remote in address order: contiguous runs, 384 writes of 64 pages;
+    - read pass: every fault finds its page remote (FIFO sends pages 24576..32767 out
+      during the pass's first 8192 faults, long before the pass reaches them), so a
+      sequential scan of 32768 pages makes 32768 / 16 = 2048 reads of 16 pages and 30720
+      read-buffer hits; its 32768 evictions (24576..32767, then 0..24575) are 512 more
+      writes of 64 pages. All data intact.
+    """
+    result = device.run_memtouch_uffd(tmp_path, MIB, LOCAL, device.DelayModel("none"),
+                                      passes=1, paging="comex")
+    assert result.report["bad_pages"] == 0
+    c = device.comex_counters(result.stderr)
+    assert c["reads"] == PAGES // 16 and c["prefetch_pages"] == 16
+    assert c["read_hits"] == PAGES - PAGES // 16
+    assert c["write_hits"] == 0 and c["prefetched_unused"] == 0
+    assert c["write_batches"] == 896 and c["write_pages"] == 24576 + PAGES
+    df = paging.read_rmem(result.trace)
+    reads, writes = df[df["op"] == "R"], df[df["op"] == "W"]
+    assert len(reads) == PAGES // 16 and (reads["npages"] == 16).all()  # 64 KiB reads
+    assert len(writes) == 896 and (writes["npages"] == 64).all()
+    assert reads["page"].tolist() == list(range(0, PAGES, 16))
+
+
+@pytest.mark.parametrize("eviction", ["clock", "fifo"])
+def test_comex_random_pattern_survives_4x_local_memory(
+    tmp_path: Path, eviction: device.EvictionPolicy
+) -> None:
+    """Two random-order read passes under comex: every word of every page intact; every
+    remote fault is a read, a read-buffer hit or a write-buffer hit."""
+    result = device.run_memtouch_uffd(tmp_path, MIB, LOCAL, device.DelayModel("none"),
+                                      passes=2, random_order=True, eviction=eviction,
+                                      paging="comex")
+    assert result.report["bad_pages"] == 0
+    c = device.comex_counters(result.stderr)
+    df = paging.read_rmem(result.trace)
+    assert c["reads"] == int((df["op"] == "R").sum()) > 0
+    assert c["write_batches"] == int((df["op"] == "W").sum())
+    assert c["write_pages"] == int(df.loc[df["op"] == "W", "npages"].sum())
+    remote_faults = c["reads"] + c["read_hits"] + c["write_hits"]
+    assert 2 * (PAGES - LOCAL // 4096) <= remote_faults <= 2 * PAGES
+    assert c["prefetched"] == c["read_hits"] + c["prefetched_unused"]

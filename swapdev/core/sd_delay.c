@@ -17,6 +17,7 @@ void sd_model_init(struct sd_model *m, int kind)
 	m->npoints = 0;
 	m->cap_points = 0;
 	m->rng_state = 0x853c49e6748fea9bull;
+	m->link_free_ns = 0;
 }
 
 void sd_model_set_fixed(struct sd_model *m, sd_u64 latency_ns, sd_u64 bandwidth_bps)
@@ -295,22 +296,111 @@ sd_u64 sd_fct_sample_ns(const struct sd_model *m, sd_u64 size_bytes, sd_u32 u_pp
 	return m->points[first].fct_ns;
 }
 
-sd_u64 sd_delay_ns(struct sd_model *m, sd_u64 size_bytes)
+sd_u64 sd_link_ns(struct sd_model *m, sd_u64 size_bytes, sd_u64 now_ns)
 {
-	sd_u64 r;
+	sd_u64 start = m->link_free_ns > now_ns ? m->link_free_ns : now_ns;
+	sd_u64 transfer_ns = 0;
 
-	switch (m->kind) {
-	case SD_MODEL_FIXED:
-		return sd_fixed_ns(m, size_bytes);
-	case SD_MODEL_FCT_MEAN:
-		return sd_fct_mean_ns(m, size_bytes);
-	case SD_MODEL_FCT_SAMPLE:
-		/* u uniform on 1..1e9 from the top 32 bits (multiply-shift, no modulo bias). */
-		r = sd_rng_next(&m->rng_state) >> 32;
-		return sd_fct_sample_ns(m, size_bytes, (sd_u32)((r * SD_PPB) >> 32) + 1);
-	default:
-		return 0;
+	if (m->bandwidth_bps) {
+		struct sd_model wire = *m;
+
+		wire.latency_ns = 0; /* the fixed model's transmission term alone */
+		transfer_ns = sd_fixed_ns(&wire, size_bytes);
 	}
+	m->link_free_ns = start + transfer_ns;
+	return m->link_free_ns + m->latency_ns - now_ns;
+}
+
+/* The operations of each model of sd_models.def: delay_<ENUM_SUFFIX>, state a struct sd_model. */
+static sd_u64 delay_NONE(void *st, const struct sd_req *req)
+{
+	(void)st;
+	(void)req;
+	return 0;
+}
+
+static sd_u64 delay_FIXED(void *st, const struct sd_req *req)
+{
+	return sd_fixed_ns(st, req->size_bytes);
+}
+
+static sd_u64 delay_FCT_MEAN(void *st, const struct sd_req *req)
+{
+	return sd_fct_mean_ns(st, req->size_bytes);
+}
+
+static sd_u64 delay_FCT_SAMPLE(void *st, const struct sd_req *req)
+{
+	struct sd_model *m = st;
+	/* u uniform on 1..1e9 from the top 32 bits (multiply-shift, no modulo bias). */
+	sd_u64 r = sd_rng_next(&m->rng_state) >> 32;
+
+	return sd_fct_sample_ns(m, req->size_bytes, (sd_u32)((r * SD_PPB) >> 32) + 1);
+}
+
+static sd_u64 delay_LINK(void *st, const struct sd_req *req)
+{
+	return sd_link_ns(st, req->size_bytes, req->now_ns);
+}
+
+const struct sd_model_ops sd_model_table[SD_MODEL_COUNT] = {
+#define SD_MODEL(e, n, p, what) [SD_MODEL_##e] = {n, SD_PARAMS_##p, delay_##e},
+#include "sd_models.def"
+#undef SD_MODEL
+};
+
+int sd_model_kind_of(const char *name, sd_u64 len)
+{
+	int k;
+
+	for (k = 0; k < SD_MODEL_COUNT; k++) {
+		const char *t = sd_model_table[k].name;
+		sd_u64 i = 0;
+
+		while (i < len && t[i] && t[i] == name[i])
+			i++;
+		if (i == len && !t[i])
+			return k;
+	}
+	return -1;
+}
+
+struct sd_delay_model sd_model_interface(struct sd_model *m)
+{
+	struct sd_delay_model dm = {&sd_model_table[m->kind], m};
+
+	return dm;
+}
+
+sd_u64 sd_model_delay(struct sd_model *m, const struct sd_req *req)
+{
+	if (m->kind < 0 || m->kind >= SD_MODEL_COUNT)
+		return 0;
+	return sd_model_table[m->kind].delay_ns(m, req);
+}
+
+struct sd_req sd_req_bytes(int op, sd_u64 pos_bytes, sd_u64 size_bytes, sd_u64 now_ns)
+{
+	struct sd_req r;
+
+	r.op = op;
+	r.first_page = pos_bytes / SD_PAGE_BYTES;
+	r.npages = (pos_bytes + size_bytes + SD_PAGE_BYTES - 1) / SD_PAGE_BYTES - r.first_page;
+	r.size_bytes = size_bytes;
+	r.now_ns = now_ns;
+	return r;
+}
+
+struct sd_req sd_req_pages(int op, sd_u64 first_page, sd_u64 npages, sd_u64 now_ns)
+{
+	struct sd_req r;
+
+	r.op = op;
+	r.first_page = first_page;
+	r.npages = npages;
+	r.size_bytes = npages * SD_PAGE_BYTES;
+	r.now_ns = now_ns;
+	return r;
 }
 
 void sd_hist_init(struct sd_hist *h)

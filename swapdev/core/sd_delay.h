@@ -7,7 +7,13 @@
  * kernel block driver can compile this file as is (build with -D__KERNEL__; 64-bit
  * division is plain '/', so x86_64 only, as the original artifact).
  *
- * Models (one per run):
+ * A model is an interface: its operations (struct sd_model_ops, a table of function
+ * pointers) and its state (a pointer), asked for the delay of one request (struct sd_req:
+ * the operation, the page range, the bytes and the arrival time). The names of the core's
+ * models are listed once, in sd_models.def. A backend may wrap a model in a policy with
+ * state of its own (the uffd backend's comex policy, src/policy_comex.c).
+ *
+ * Models:
  *   none        no delay.
  *   fixed       latency_ns + size_bytes * 8 * 1e9 / bandwidth_bps per request: the paper's
  *               §3.1 "artificial delays to emulate network round-trip latency and bandwidth
@@ -19,6 +25,12 @@
  *               pages; index clamped to 4095; an entry of 0 means "none").
  *   fct-sample  an FCT drawn from the empirical distribution (CDF points) of simulated FCTs
  *               for the largest listed size <= the request size.
+ *   link        fixed over one shared link served in arrival order: a request's transfer
+ *               (size_bytes * 8 * 1e9 / bandwidth_bps) starts when the link frees, at
+ *               max(now_ns, the previous transfer's end), and it completes latency_ns after
+ *               its transfer ends; the delay is completion - now_ns. The "link busy until"
+ *               clock is the model's state (issue #23; a FIFO queue in front of one link,
+ *               as a store-and-forward NIC port serializes frames).
  */
 #ifndef SD_DELAY_H
 #define SD_DELAY_H
@@ -42,11 +54,25 @@ typedef int64_t sd_s64;
 /* Cumulative probabilities are integers in parts per billion. */
 #define SD_PPB 1000000000u
 
+/* SD_MODEL_NONE, SD_MODEL_FIXED, ... in the order of sd_models.def; SD_MODEL_COUNT. */
 enum sd_model_kind {
-	SD_MODEL_NONE = 0,
-	SD_MODEL_FIXED = 1,
-	SD_MODEL_FCT_MEAN = 2,
-	SD_MODEL_FCT_SAMPLE = 3,
+#define SD_MODEL(e, name, params, what) SD_MODEL_##e,
+#include "sd_models.def"
+#undef SD_MODEL
+	SD_MODEL_COUNT
+};
+
+/* A request to the remote memory: what a model is asked for a delay of. */
+enum sd_op {
+	SD_OP_READ = 0,  /* swap-in, fetch: data comes from remote memory */
+	SD_OP_WRITE = 1, /* swap-out, write-back: data goes to remote memory */
+};
+struct sd_req {
+	int op;            /* enum sd_op */
+	sd_u64 first_page; /* first page in the device's page space (4 KiB pages) */
+	sd_u64 npages;     /* pages covered (at least 1 for a non-empty request) */
+	sd_u64 size_bytes; /* bytes moved: npages * 4096, or a block request's sector bytes */
+	sd_u64 now_ns;     /* arrival time on the caller's monotonic clock (ns) */
 };
 
 /* Table line formats. */
@@ -87,7 +113,51 @@ struct sd_model {
 	sd_u32 npoints;
 	sd_u32 cap_points;
 	sd_u64 rng_state;
+	/* link: the shared link is busy until this time (ns, the requests' clock) */
+	sd_u64 link_free_ns;
 };
+
+/*
+ * A model's operations. delay_ns returns the delay (ns) of req under the model whose
+ * state is st, and may update that state (a PRNG, a link clock, buffers). Calls on one
+ * state must be serialized by the caller.
+ */
+/* What configures a model (sd_models.def PARAMS). */
+enum sd_params {
+	SD_PARAMS_NONE = 0,
+	SD_PARAMS_RATE = 1,  /* latency_ns, bandwidth_bps */
+	SD_PARAMS_TABLE = 2, /* an FCT table */
+};
+struct sd_model_ops {
+	const char *name;
+	int params; /* enum sd_params */
+	sd_u64 (*delay_ns)(void *st, const struct sd_req *req);
+};
+
+/* A model instance: the interface a backend calls. */
+struct sd_delay_model {
+	const struct sd_model_ops *ops;
+	void *state;
+};
+
+static inline sd_u64 sd_delay(const struct sd_delay_model *dm, const struct sd_req *req)
+{
+	return dm->ops->delay_ns(dm->state, req);
+}
+
+/* The core's models, indexed by enum sd_model_kind (names from sd_models.def). Their state
+ * is a struct sd_model. */
+extern const struct sd_model_ops sd_model_table[SD_MODEL_COUNT];
+/* The kind named name[0..len) (no NUL needed), or -1. */
+int sd_model_kind_of(const char *name, sd_u64 len);
+/* The core model m as an interface (its kind's operations, m as state). */
+struct sd_delay_model sd_model_interface(struct sd_model *m);
+/* The delay of req under m's current kind (0 for an unknown kind). */
+sd_u64 sd_model_delay(struct sd_model *m, const struct sd_req *req);
+/* A request of op for size_bytes starting at byte offset pos_bytes, arriving at now_ns. */
+struct sd_req sd_req_bytes(int op, sd_u64 pos_bytes, sd_u64 size_bytes, sd_u64 now_ns);
+/* A request of op for npages whole pages from first_page, arriving at now_ns. */
+struct sd_req sd_req_pages(int op, sd_u64 first_page, sd_u64 npages, sd_u64 now_ns);
 
 /* One parsed table line. */
 struct sd_line {
@@ -113,12 +183,11 @@ int sd_model_add(struct sd_model *m, int fmt, const struct sd_line *l);
 /* Check the model is complete (each CDF ends at 1e9 ppb; some entry exists). */
 int sd_model_finalize(const struct sd_model *m);
 
-/* The delay in ns of one remote access of size_bytes under the model. */
-sd_u64 sd_delay_ns(struct sd_model *m, sd_u64 size_bytes);
 /* Components, exposed for tests. */
 sd_u64 sd_fixed_ns(const struct sd_model *m, sd_u64 size_bytes);
 sd_u64 sd_fct_mean_ns(const struct sd_model *m, sd_u64 size_bytes);
 sd_u64 sd_fct_sample_ns(const struct sd_model *m, sd_u64 size_bytes, sd_u32 u_ppb);
+sd_u64 sd_link_ns(struct sd_model *m, sd_u64 size_bytes, sd_u64 now_ns);
 sd_u64 sd_rng_next(sd_u64 *state);
 
 /* Histogram of applied delays: exact below 128 ns, then 64 sub-buckets per power of two

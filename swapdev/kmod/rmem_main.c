@@ -18,8 +18,8 @@
  *   backend=ram|rdma     where the pages live (default ram: vmalloc'ed local memory)
  *   server=IP:PORT       the memory server (rdma backend)
  *   size_mb=N            device size in MiB (default 256)
- *   delay_model=none|fixed|fct-mean|fct-sample            (0644)
- *   latency_ns, bandwidth_bps   the fixed model: latency_ns + bytes*8e9/bandwidth_bps  (0644)
+ *   delay_model=NAME     a model of ../core/sd_models.def (none, fixed, ...)  (0644)
+ *   latency_ns, bandwidth_bps   the fixed and link models: latency_ns + bytes*8e9/bandwidth_bps  (0644)
  *   seed                 fct-sample PRNG seed (0444)
  *   log_enable=0|1       record every request in the rmem trace ring (0644)
  *   log_capacity=N       ring size in records (0444, default 1048576)
@@ -97,11 +97,11 @@ static unsigned int connect_timeout_ms = 10000;
 module_param(connect_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(connect_timeout_ms, "rdma connect timeout (ms)");
 
+/* The names of the shared core's models, from its one list (../core/sd_models.def). */
 static const char *const model_names[] = {
-	[SD_MODEL_NONE] = "none",
-	[SD_MODEL_FIXED] = "fixed",
-	[SD_MODEL_FCT_MEAN] = "fct-mean",
-	[SD_MODEL_FCT_SAMPLE] = "fct-sample",
+#define SD_MODEL(e, name, params, what) [SD_MODEL_##e] = name,
+#include "sd_models.def"
+#undef SD_MODEL
 };
 static int model_kind = SD_MODEL_NONE;
 
@@ -110,7 +110,10 @@ static int model_set(const char *val, const struct kernel_param *kp)
 	int i = sysfs_match_string(model_names, val);
 
 	if (i < 0) {
-		pr_err("delay_model=%s: expected none, fixed, fct-mean or fct-sample\n", val);
+		pr_err("delay_model=%s: expected one of:", val);
+		for (i = 0; i < SD_MODEL_COUNT; i++)
+			pr_cont(" %s", model_names[i]);
+		pr_cont("\n");
 		return -EINVAL;
 	}
 	WRITE_ONCE(model_kind, i);
@@ -127,7 +130,7 @@ static const struct kernel_param_ops model_ops = {
 	.get = model_get,
 };
 module_param_cb(delay_model, &model_ops, NULL, 0644);
-MODULE_PARM_DESC(delay_model, "none, fixed, fct-mean or fct-sample");
+MODULE_PARM_DESC(delay_model, "a delay model of the shared core (sd_models.def)");
 
 struct rmem_rec {
 	u64 time_us;
@@ -193,15 +196,17 @@ static struct rmem_dev *rdev;
 
 /* ---- delay ---- */
 
-static u64 rmem_delay_for(struct rmem_dev *d, u64 bytes)
+/* The delay of a request of op (SD_OP_READ/WRITE) for bytes at byte offset pos, now. */
+static u64 rmem_delay_for(struct rmem_dev *d, int op, u64 pos, u64 bytes)
 {
 	unsigned long flags;
+	struct sd_req req = sd_req_bytes(op, pos, bytes, ktime_get_ns());
 	u64 ns;
 
 	spin_lock_irqsave(&d->model_lock, flags);
 	d->model.kind = READ_ONCE(model_kind);
 	sd_model_set_fixed(&d->model, READ_ONCE(latency_ns), READ_ONCE(bandwidth_bps));
-	ns = sd_delay_ns(&d->model, bytes);
+	ns = sd_model_delay(&d->model, &req);
 	spin_unlock_irqrestore(&d->model_lock, flags);
 	return ns;
 }
@@ -425,7 +430,7 @@ static blk_status_t rmem_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	if (pos + bytes > d->size_bytes)
 		return BLK_STS_IOERR;
 	rmem_log_add(d, rq_data_dir(rq) == READ, pos, bytes);
-	delay = rmem_delay_for(d, bytes);
+	delay = rmem_delay_for(d, rq_data_dir(rq) == READ ? SD_OP_READ : SD_OP_WRITE, pos, bytes);
 	if (delay) {
 		unsigned long flags;
 
@@ -881,7 +886,7 @@ static ssize_t rmem_delay_write(struct file *f, const char __user *ubuf, size_t 
 			kfree(text);
 			return -ENOSPC;
 		}
-		ns = rmem_delay_for(rdev, size);
+		ns = rmem_delay_for(rdev, SD_OP_READ, 0, size);
 		q->n += sd_u64_to_dec(q->out + q->n, size);
 		q->out[q->n++] = ' ';
 		q->n += sd_u64_to_dec(q->out + q->n, ns);

@@ -119,21 +119,17 @@ int sd_run_init(struct sd_run *r)
 	int k;
 
 	memset(r, 0, sizeof(*r));
-	if (!kind || !*kind || !strcmp(kind, "none"))
-		k = SD_MODEL_NONE;
-	else if (!strcmp(kind, "fixed"))
-		k = SD_MODEL_FIXED;
-	else if (!strcmp(kind, "fct-mean"))
-		k = SD_MODEL_FCT_MEAN;
-	else if (!strcmp(kind, "fct-sample"))
-		k = SD_MODEL_FCT_SAMPLE;
-	else {
-		fprintf(stderr,
-			"swapdev: SWAPDEV_MODEL=%s: expected none, fixed, fct-mean or fct-sample\n",
-			kind);
+	pthread_mutex_init(&r->mu, NULL);
+	k = kind && *kind ? sd_model_kind_of(kind, strlen(kind)) : SD_MODEL_NONE;
+	if (k < 0) {
+		fprintf(stderr, "swapdev: SWAPDEV_MODEL=%s: expected one of", kind);
+		for (k = 0; k < SD_MODEL_COUNT; k++)
+			fprintf(stderr, " %s", sd_model_table[k].name);
+		fputc('\n', stderr);
 		return -1;
 	}
 	sd_model_init(&r->model, k);
+	r->delay = sd_model_interface(&r->model);
 	sd_hist_init(&r->applied);
 	sd_hist_init(&r->target);
 	sd_hist_init(&r->minor);
@@ -142,7 +138,7 @@ int sd_run_init(struct sd_run *r)
 		return -1;
 	sd_model_set_fixed(&r->model, lat, bw);
 	sd_model_seed(&r->model, seed);
-	if (k == SD_MODEL_FCT_MEAN || k == SD_MODEL_FCT_SAMPLE) {
+	if (sd_model_table[k].params == SD_PARAMS_TABLE) {
 		int fmt = SD_FMT_DIST;
 
 		if (!fct || !*fct) {
@@ -180,6 +176,16 @@ int sd_run_init(struct sd_run *r)
 	return 0;
 }
 
+uint64_t sd_run_model_delay(struct sd_run *r, const struct sd_req *req)
+{
+	uint64_t ns;
+
+	pthread_mutex_lock(&r->mu);
+	ns = sd_delay(&r->delay, req);
+	pthread_mutex_unlock(&r->mu);
+	return ns;
+}
+
 void sd_run_delay(struct sd_run *r, uint64_t start_ns, uint64_t delay_ns)
 {
 	uint64_t now = sd_now_ns();
@@ -190,11 +196,21 @@ void sd_run_delay(struct sd_run *r, uint64_t start_ns, uint64_t delay_ns)
 		while (now < end)
 			now = sd_now_ns();
 	}
+	pthread_mutex_lock(&r->mu);
 	sd_hist_add(&r->target, delay_ns);
 	sd_hist_add(&r->applied, now - start_ns);
+	pthread_mutex_unlock(&r->mu);
 }
 
-void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages)
+uint64_t sd_run_serve(struct sd_run *r, const struct sd_req *req)
+{
+	uint64_t ns = sd_run_model_delay(r, req);
+
+	sd_run_delay(r, req->now_ns, ns);
+	return ns;
+}
+
+static void log_locked(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages)
 {
 	char buf[128];
 	sd_u64 n;
@@ -213,9 +229,26 @@ void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npa
 	fwrite(buf, 1, n, r->trace);
 }
 
+void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages)
+{
+	pthread_mutex_lock(&r->mu);
+	log_locked(r, is_read, start_page, npages);
+	pthread_mutex_unlock(&r->mu);
+}
+
 void sd_run_end_batch(struct sd_run *r)
 {
+	pthread_mutex_lock(&r->mu);
 	r->batch_id++;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void sd_run_log_request(struct sd_run *r, const struct sd_req *req)
+{
+	pthread_mutex_lock(&r->mu);
+	log_locked(r, req->op == SD_OP_READ, req->first_page, req->npages);
+	r->batch_id++;
+	pthread_mutex_unlock(&r->mu);
 }
 
 static int write_hist(FILE *f, const char *name, const struct sd_hist *h)

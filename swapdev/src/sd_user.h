@@ -5,6 +5,7 @@
 #ifndef SD_USER_H
 #define SD_USER_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -12,7 +13,10 @@
 #include "../core/sd_delay.h"
 
 struct sd_run {
-	struct sd_model model;
+	struct sd_model model;        /* the configured core model (SWAPDEV_MODEL) */
+	struct sd_delay_model delay;  /* what requests are timed by: the core model, or a
+				       * backend's policy around it (uffd comex) */
+	pthread_mutex_t mu;           /* serializes the model, the counters and the trace */
 	struct sd_hist applied; /* measured busy-wait per request */
 	struct sd_hist target;  /* what the model asked for */
 	struct sd_hist minor;   /* uffd CLOCK: minor refaults (local, no delay), service time */
@@ -43,9 +47,9 @@ static inline uint64_t sd_realtime_us(void)
 
 /*
  * Load the model and outputs from the environment:
- *   SWAPDEV_MODEL       none | fixed | fct-mean | fct-sample (default none)
- *   SWAPDEV_LATENCY_NS  fixed: per-request latency (ns)
- *   SWAPDEV_BANDWIDTH_BPS fixed: bandwidth in bit/s (0 or unset: none)
+ *   SWAPDEV_MODEL       a name of core/sd_models.def (default none)
+ *   SWAPDEV_LATENCY_NS  fixed, link: per-request latency (ns)
+ *   SWAPDEV_BANDWIDTH_BPS fixed, link: bandwidth in bit/s (0 or unset: none)
  *   SWAPDEV_FCT_FILE    fct-mean: "<bytes> <fct_us>" table (export-fct, artifact fcts_*.txt)
  *                       or "<pages> <fct_ns>" lines (/proc/rmem_cdf) with
  *                       SWAPDEV_FCT_FORMAT=pages-ns; fct-sample: "<bytes> <cum_prob> <fct_us>"
@@ -55,12 +59,20 @@ static inline uint64_t sd_realtime_us(void)
  * On error prints "swapdev: <file>:<line>: ..." to stderr and returns -1.
  */
 int sd_run_init(struct sd_run *r);
+/* The delay (ns) of req under the run's delay model (r->delay; calls serialized). */
+uint64_t sd_run_model_delay(struct sd_run *r, const struct sd_req *req);
 /* Busy-wait until the request that started at start_ns has taken delay_ns; record it. */
 void sd_run_delay(struct sd_run *r, uint64_t start_ns, uint64_t delay_ns);
+/* Time req by the run's model from its arrival (req->now_ns) and busy-wait until then;
+ * returns the model's delay (ns). Safe to call from several threads at once: the model is
+ * asked under r->mu, the waits overlap. */
+uint64_t sd_run_serve(struct sd_run *r, const struct sd_req *req);
 /* Log one remote access (is_read: swap-in) of the current batch and count it. */
 void sd_run_log(struct sd_run *r, int is_read, uint64_t start_page, uint64_t npages);
 /* Close the current batch (the next sd_run_log starts batch_id + 1). */
 void sd_run_end_batch(struct sd_run *r);
+/* Log req as a batch of its own (one line of the rmem trace), atomically. */
+void sd_run_log_request(struct sd_run *r, const struct sd_req *req);
 /* Flush and install the trace and histogram files; print a summary to stderr (with the
  * minor refaults if report_minor). */
 int sd_run_finish(struct sd_run *r, const char *who);

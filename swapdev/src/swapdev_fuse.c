@@ -6,8 +6,11 @@
  * by physical memory" with a delay injected per request: every read (swap-in) and write
  * (swap-out) is busy-waited, from its arrival, to the delay model's value for its size,
  * like rmem.c's sched_clock() spin (NetSys/disaggregation rmem/rmem.c). Each request is one
- * batch of the rmem trace. Requests are served one at a time (single-threaded loop), as
- * rmem.c serializes on its rx/tx locks.
+ * batch of the rmem trace. SWAPDEV_QUEUE_DEPTH (default 1) requests are served at once:
+ * 1 is the single-threaded loop, one at a time, as rmem.c serializes on its rx/tx locks;
+ * more is libfuse's multi-threaded loop with that many worker threads, whose waits overlap
+ * (each request is timed by the model, asked under one lock, from its own arrival; the
+ * "link" model then queues their transfers on one shared link, core/sd_delay.h).
  *
  * The daemon mlockall()s (so it never waits on the swap it serves) and must run outside
  * the memory-limited cgroup. SIGTERM/SIGINT unmount and write the trace and histogram.
@@ -15,7 +18,7 @@
  *   SWAPDEV_SIZE_BYTES=... SWAPDEV_MODEL=... swapdev-fuse MOUNTPOINT
  * (other SWAPDEV_* variables: src/sd_user.h)
  */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -34,6 +37,7 @@
 static char *store;
 static uint64_t store_bytes;
 static struct sd_run run;
+static uint64_t queue_depth;
 
 static void fill_attr(fuse_ino_t ino, struct stat *st)
 {
@@ -116,31 +120,29 @@ static int in_range(fuse_req_t req, size_t size, off_t off)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	uint64_t t0 = sd_now_ns();
+	struct sd_req r = sd_req_bytes(SD_OP_READ, (uint64_t)off, size, sd_now_ns());
 
 	(void)ino;
 	(void)fi;
 	if (!in_range(req, size, off))
 		return;
-	sd_run_delay(&run, t0, sd_delay_ns(&run.model, size));
-	sd_run_log(&run, 1, (uint64_t)off / 4096, (size + 4095) / 4096);
-	sd_run_end_batch(&run);
+	sd_run_serve(&run, &r);
+	sd_run_log_request(&run, &r);
 	fuse_reply_buf(req, store + off, size);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	uint64_t t0 = sd_now_ns();
+	struct sd_req r = sd_req_bytes(SD_OP_WRITE, (uint64_t)off, size, sd_now_ns());
 
 	(void)ino;
 	(void)fi;
 	if (!in_range(req, size, off))
 		return;
 	memcpy(store + off, buf, size);
-	sd_run_delay(&run, t0, sd_delay_ns(&run.model, size));
-	sd_run_log(&run, 0, (uint64_t)off / 4096, (size + 4095) / 4096);
-	sd_run_end_batch(&run);
+	sd_run_serve(&run, &r);
+	sd_run_log_request(&run, &r);
 	fuse_reply_write(req, size);
 }
 
@@ -181,8 +183,14 @@ int main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
-	if (sd_env_u64("SWAPDEV_SIZE_BYTES", 1ull << 30, &store_bytes) || sd_run_init(&run))
+	if (sd_env_u64("SWAPDEV_SIZE_BYTES", 1ull << 30, &store_bytes) ||
+	    sd_env_u64("SWAPDEV_QUEUE_DEPTH", 1, &queue_depth) || sd_run_init(&run))
 		return 2;
+	if (queue_depth == 0 || queue_depth > 256) {
+		fprintf(stderr, "swapdev-fuse: SWAPDEV_QUEUE_DEPTH=%llu: expected 1..256\n",
+			(unsigned long long)queue_depth);
+		return 2;
+	}
 	if (store_bytes == 0 || store_bytes % 4096) {
 		fprintf(stderr, "swapdev-fuse: SWAPDEV_SIZE_BYTES=%llu: expected a multiple of 4096\n",
 			(unsigned long long)store_bytes);
@@ -205,9 +213,20 @@ int main(int argc, char **argv)
 		fuse_session_destroy(se);
 		return 2;
 	}
-	fprintf(stderr, "swapdev-fuse: serving %s/%s (%llu bytes)\n", argv[1], DEV_NAME,
-		(unsigned long long)store_bytes);
-	rc = fuse_session_loop(se);
+	fprintf(stderr, "swapdev-fuse: serving %s/%s (%llu bytes, queue depth %llu)\n", argv[1],
+		DEV_NAME, (unsigned long long)store_bytes, (unsigned long long)queue_depth);
+	if (queue_depth == 1) {
+		rc = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+
+		if (!cfg)
+			return 2;
+		fuse_loop_cfg_set_max_threads(cfg, (unsigned)queue_depth);
+		fuse_loop_cfg_set_idle_threads(cfg, (unsigned)queue_depth);
+		rc = fuse_session_loop_mt(se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	}
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -11,28 +11,22 @@
  *   - mapped (ST_RESIDENT): local, in the application's page table;
  *   - inactive (ST_INACTIVE, CLOCK only): local, taken out to the store so that its next
  *     access faults: the MMU's reference bit, made visible to user space;
- *   - remote (ST_REMOTE): in the store, and every access pays the model's delay.
+ *   - remote (ST_REMOTE): in the store; an access pays the paging policy's requests.
  * The local budget SWAPDEV_LOCAL_BYTES counts mapped + inactive pages (both are held in
  * local memory). A handler thread resolves each fault with UFFDIO_COPY:
  *   - first touch: a zero page, no delay (not a remote access);
  *   - inactive page: a minor refault; copied back at once with no delay and not logged (it
  *     is not a remote access), counted in the "minor" histogram (its service time);
- *   - remote page: busy-wait the model's delay for a 4 KiB swap-in, copy it back, log '-'.
+ *   - remote page: the paging policy's requests (SWAPDEV_PAGING, policy.h: demand, one
+ *     4 KiB read, busy-waited and logged '-'; comex, its read and write buffers), then
+ *     copied back from the store.
  * When the budget is full, SWAPDEV_EVICT_BATCH local pages (default 32, the kernel's
- * SWAP_CLUSTER_MAX) go remote as one batch; each contiguous run is one swap-out request
- * (delayed, logged '+'). SWAPDEV_EVICTION chooses them:
- *   - fifo (default): the oldest local page goes remote, touched or not (FIFO of fault-in).
- *   - clock: the two-handed clock (BSD and SVR4 pageout) laid out as the kernel's active
- *     and inactive lists (mm/vmscan.c). Mapped pages form the active queue in the order
- *     they were faulted in, inactive pages the inactive queue. The front hand takes the oldest mapped page and makes it inactive
- *     (clears its reference bit) until SWAPDEV_INACTIVE_PERMILLE of the budget is inactive
- *     (default 500: the kernel's inactive_ratio 1 below 1 GiB, mm/vmscan.c
- *     inactive_is_low); the back hand sends the oldest inactive pages remote (their data is
- *     in the store already: no copy). A page touched while inactive faults back at once
- *     (minor) and rejoins the active queue, so a page goes remote only if it went untouched
- *     while the inactive target's worth of evictions passed. Every reference sample costs
- *     a user-space fault (~3 us here), which is why fifo is the default: on a random-access
- *     application CLOCK multiplies the faults (doc/swapdev.md, "Eviction").
+ * SWAP_CLUSTER_MAX) go remote as one batch, chosen by the eviction policy
+ * (SWAPDEV_EVICTION, policy_evict.c: fifo, the default, or clock); each contiguous run
+ * goes to the paging policy's write-back (demand: one swap-out request, delayed, logged).
+ * Every clock reference sample costs a user-space fault (~3 us here), which is why fifo is
+ * the default: on a random-access application CLOCK multiplies the faults
+ * (doc/swapdev.md, "Eviction").
  * This kernel has no page_idle (CONFIG_IDLE_PAGE_TRACKING off) and no DAMON_VADDR, and
  * neither pagemap nor kpageflags shows a PTE's accessed bit (doc/swapdev.md, "Eviction").
  *
@@ -58,47 +52,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "policy.h"
 #include "sd_user.h"
+#include "uffd_space.h"
 
-#define PAGE 4096ul
-#define MAX_REGIONS 256
-#define ST_RESIDENT 1
-#define ST_REMOTE 2
-#define ST_INACTIVE 4
-#define ST_LOCAL (ST_RESIDENT | ST_INACTIVE)
-
-struct region {
-	uintptr_t start;
-	size_t npages;
-	uint64_t page_base; /* first page number in the trace's remote page space */
-	uint32_t gen;
-	uint8_t *state;
-	uint32_t *tag; /* per page: the tag of its latest queue entry (older ones are stale) */
-	char *store; /* copies of the inactive and remote pages, at their offset */
-};
-
-struct ring_ent {
-	uint32_t slot;
-	uint32_t gen;
-	uint64_t page;
-	uint32_t tag;
-};
-
-struct ring {
-	struct ring_ent *ent;
-	uint64_t cap, head, len;
-};
-
-static struct region regions[MAX_REGIONS];
+struct region uffd_regions[MAX_REGIONS];
+#define regions uffd_regions
 static uint32_t next_gen = 1;
 static uint64_t next_page_base;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int uffd = -1;
 static int enabled;
-static int clock_policy;
-static uint64_t budget_pages, local_pages, inactive_pages, min_map_bytes, evict_batch, spin_ns;
-static uint64_t deactivated, inactive_target;
-static struct ring active, inactive; /* fifo: only active */
+static uint64_t budget_pages, local_pages, min_map_bytes, spin_ns;
+static const struct sd_evict_ops *evict_ops;
+static void *evict_st;
+static const struct sd_paging_ops *paging_ops;
+static void *paging_st;
 static char *zero_page;
 static struct sd_run run;
 static pthread_t handler;
@@ -120,49 +89,45 @@ static void die(const char *fmt, ...)
 	_exit(2);
 }
 
-static void ring_init(struct ring *q, uint64_t cap)
+void *uffd_map(size_t bytes, const char *what)
 {
-	q->ent = sys_mmap(NULL, cap * sizeof(*q->ent), PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (q->ent == MAP_FAILED)
-		die("cannot map a page queue of %llu entries: %s", (unsigned long long)cap,
-		    strerror(errno));
-	q->cap = cap;
-	q->head = q->len = 0;
+	void *p = sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("cannot map %zu bytes for %s: %s", bytes, what, strerror(errno));
+	return p;
 }
 
-/* Queue page at the back of q; its entries queued before are stale from now on. */
-static void ring_push(struct ring *q, uint32_t slot, uint64_t page)
+/* The remote memory of the paging policies (struct sd_io): the run's model and trace. */
+static uint64_t io_request(void *ctx, const struct sd_req *req, int wait)
 {
-	struct region *r = &regions[slot];
+	uint64_t ns;
 
-	if (q->len == q->cap) { /* double it (after fork() brought every page home) */
-		struct ring bigger;
-		uint64_t i;
-
-		ring_init(&bigger, 2 * q->cap);
-		for (i = 0; i < q->len; i++)
-			bigger.ent[i] = q->ent[(q->head + i) % q->cap];
-		bigger.len = q->len;
-		syscall(SYS_munmap, q->ent, q->cap * sizeof(*q->ent));
-		*q = bigger;
+	(void)ctx;
+	if (wait) {
+		ns = sd_run_serve(&run, req);
+	} else {
+		ns = sd_run_model_delay(&run, req);
+		pthread_mutex_lock(&run.mu); /* asynchronous: the model's, never waited for */
+		sd_hist_add(&run.target, ns);
+		pthread_mutex_unlock(&run.mu);
 	}
-	q->ent[(q->head + q->len) % q->cap] =
-		(struct ring_ent){slot, r->gen, page, ++r->tag[page]};
-	q->len++;
+	sd_run_log(&run, req->op == SD_OP_READ, req->first_page, req->npages);
+	return ns;
 }
 
-/* Pop the oldest entry that is its page's latest (of a live region); 0 if none is left. */
-static int ring_pop(struct ring *q, struct ring_ent *e)
+static void io_end_batch(void *ctx)
 {
-	while (q->len) {
-		*e = q->ent[q->head];
-		q->head = (q->head + 1) % q->cap;
-		q->len--;
-		if (regions[e->slot].gen == e->gen && regions[e->slot].tag[e->page] == e->tag)
-			return 1;
-	}
-	return 0;
+	(void)ctx;
+	sd_run_end_batch(&run);
+}
+
+static void io_wait_until(void *ctx, uint64_t t_ns)
+{
+	(void)ctx;
+	while (sd_now_ns() < t_ns)
+		;
 }
 
 static void wp(uintptr_t addr, size_t len, int on)
@@ -201,7 +166,7 @@ static int copy_in(uintptr_t addr, const void *src)
  * write-protected (so a concurrent writer waits instead of losing its write), copied and
  * dropped with MADV_DONTNEED; the next access faults.
  */
-static void page_out(struct region *r, uint64_t first, uint64_t n)
+void uffd_page_out(struct region *r, uint64_t first, uint64_t n)
 {
 	uintptr_t addr = r->start + first * PAGE;
 
@@ -211,103 +176,24 @@ static void page_out(struct region *r, uint64_t first, uint64_t n)
 		die("MADV_DONTNEED: %s", strerror(errno));
 }
 
-/* Send one contiguous run of local pages of region slot remote: one swap-out request. */
-static void evict_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
+/* Send one contiguous run of local pages of region slot remote (the paging policy's
+ * write-back: demand, one swap-out request). */
+void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
 {
 	struct region *r = &regions[slot];
-	uint64_t t0 = sd_now_ns(), i;
+	uint64_t i;
 
 	if (mapped)
-		page_out(r, first, n);
+		uffd_page_out(r, first, n);
 	for (i = 0; i < n; i++)
 		r->state[first + i] = ST_REMOTE;
 	local_pages -= n;
-	sd_run_delay(&run, t0, sd_delay_ns(&run.model, n * PAGE));
-	sd_run_log(&run, 0, r->page_base + first, n);
+	paging_ops->write(paging_st, r->page_base + first, n, sd_now_ns());
 }
 
-/* A contiguous run of pages of one region, collected to be taken out in one go. */
-struct run_acc {
-	uint32_t slot;
-	uint64_t first, n;
-};
-
-static void flush_deactivate(struct run_acc *a)
+void uffd_end_evict(void)
 {
-	if (a->n)
-		page_out(&regions[a->slot], a->first, a->n);
-	a->n = 0;
-}
-
-static void flush_evict(struct run_acc *a, int mapped)
-{
-	if (a->n)
-		evict_run(a->slot, a->first, a->n, mapped);
-	a->n = 0;
-}
-
-/* 1 if (slot, page) would not extend the run in a (flush a before adding it). */
-static int run_breaks(const struct run_acc *a, uint32_t slot, uint64_t page)
-{
-	return a->n && !(slot == a->slot && page == a->first + a->n);
-}
-
-static void run_add(struct run_acc *a, uint32_t slot, uint64_t page)
-{
-	if (!a->n) {
-		a->slot = slot;
-		a->first = page;
-	}
-	a->n++;
-}
-
-/* The front hand: make the oldest mapped pages inactive until want pages are. */
-static void deactivate_some(uint64_t want)
-{
-	struct run_acc deact = {0};
-	struct ring_ent e;
-
-	while (inactive_pages < want && ring_pop(&active, &e)) {
-		if (regions[e.slot].state[e.page] != ST_RESIDENT)
-			continue; /* discarded since it was queued */
-		if (run_breaks(&deact, e.slot, e.page))
-			flush_deactivate(&deact);
-		run_add(&deact, e.slot, e.page);
-		regions[e.slot].state[e.page] = ST_INACTIVE;
-		inactive_pages++;
-		deactivated++;
-		ring_push(&inactive, e.slot, e.page);
-	}
-	flush_deactivate(&deact);
-}
-
-/*
- * Send evict_batch local pages remote (fewer if there are not as many): FIFO, the oldest
- * mapped ones; CLOCK, the oldest inactive ones (the back hand), after the front hand has
- * made the inactive target (at least a batch) inactive.
- */
-static void evict_some(void)
-{
-	struct run_acc evict = {0};
-	struct ring_ent e;
-	uint64_t taken = 0;
-
-	if (clock_policy)
-		deactivate_some(inactive_target > evict_batch ? inactive_target : evict_batch);
-	while (taken < evict_batch && ring_pop(clock_policy ? &inactive : &active, &e)) {
-		uint8_t st = regions[e.slot].state[e.page];
-
-		if (st != (clock_policy ? ST_INACTIVE : ST_RESIDENT))
-			continue; /* discarded since it was queued */
-		if (run_breaks(&evict, e.slot, e.page))
-			flush_evict(&evict, !clock_policy);
-		run_add(&evict, e.slot, e.page);
-		if (clock_policy)
-			inactive_pages--;
-		taken++;
-	}
-	flush_evict(&evict, !clock_policy);
-	sd_run_end_batch(&run);
+	paging_ops->end_evict(paging_st, sd_now_ns());
 }
 
 static int find_region(uintptr_t addr)
@@ -357,27 +243,23 @@ static void handle_fault(const struct uffd_msg *m)
 
 		copy_in(addr, r->store + page * PAGE);
 		r->state[page] = ST_RESIDENT;
-		inactive_pages--;
-		ring_push(&active, (uint32_t)slot, page);
+		evict_ops->left_inactive(evict_st);
+		evict_ops->mapped(evict_st, (uint32_t)slot, page);
 		sd_hist_add(&run.minor, sd_now_ns() - t0);
 		pthread_mutex_unlock(&lock);
 		return;
 	}
 	if (local_pages >= budget_pages)
-		evict_some();
+		evict_ops->evict(evict_st);
 	if (r->state[page] & ST_REMOTE) {
-		uint64_t t0 = sd_now_ns();
-
-		sd_run_delay(&run, t0, sd_delay_ns(&run.model, PAGE));
+		paging_ops->fetch(paging_st, r->page_base + page, sd_now_ns());
 		copy_in(addr, r->store + page * PAGE);
-		sd_run_log(&run, 1, r->page_base + page, 1);
-		sd_run_end_batch(&run);
 	} else {
 		copy_in(addr, zero_page);
 	}
 	r->state[page] = ST_RESIDENT;
 	local_pages++;
-	ring_push(&active, (uint32_t)slot, page);
+	evict_ops->mapped(evict_st, (uint32_t)slot, page);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -474,9 +356,11 @@ static void release_range(uintptr_t addr, size_t len, int materialize, int drop_
 			if (r->state[p] & ST_LOCAL)
 				local_pages--;
 			if (r->state[p] & ST_INACTIVE)
-				inactive_pages--;
+				evict_ops->left_inactive(evict_st);
 			if (materialize && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
 				copy_in(r->start + p * PAGE, r->store + p * PAGE);
+			if (r->state[p])
+				paging_ops->forget(paging_st, r->page_base + p);
 			r->state[p] = 0;
 		}
 		if (drop_region || (lo == r->start && hi == end)) {
@@ -560,11 +444,13 @@ static void atfork_prepare(void)
 				continue;
 			copy_in(r->start + p * PAGE, r->store + p * PAGE);
 			r->state[p] = ST_RESIDENT;
-			if (st & ST_REMOTE)
+			if (st & ST_REMOTE) {
 				local_pages++;
-			else
-				inactive_pages--;
-			ring_push(&active, (uint32_t)i, p);
+				paging_ops->forget(paging_st, r->page_base + p);
+			} else {
+				evict_ops->left_inactive(evict_st);
+			}
+			evict_ops->mapped(evict_st, (uint32_t)i, p);
 		}
 	}
 }
@@ -572,7 +458,7 @@ static void atfork_prepare(void)
 static void atfork_parent(void)
 {
 	while (local_pages > budget_pages) /* back under the budget (logged swap-outs) */
-		evict_some();
+		evict_ops->evict(evict_st);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -589,35 +475,38 @@ __attribute__((constructor)) static void swapdev_init(void)
 {
 	struct uffdio_api api = {.api = UFFD_API,
 				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
-	const char *policy = getenv("SWAPDEV_EVICTION");
-	uint64_t local_bytes, spin_us;
+	struct sd_io io = {io_request, io_end_batch, io_wait_until, &run.delay, NULL};
+	uint64_t local_bytes, spin_us, evict_batch, inactive_permille;
+	int ev = sd_policy_lookup("SWAPDEV_EVICTION", getenv("SWAPDEV_EVICTION"), sd_evict_names,
+				  SD_EVICT_COUNT, SD_EVICT_FIFO);
+	int pg = sd_policy_lookup("SWAPDEV_PAGING", getenv("SWAPDEV_PAGING"), sd_paging_names,
+				  SD_PAGING_COUNT, SD_PAGING_DEMAND);
 
+	if (ev < 0 || pg < 0)
+		_exit(2);
 	if (sd_env_u64("SWAPDEV_LOCAL_BYTES", 0, &local_bytes) ||
 	    sd_env_u64("SWAPDEV_MIN_MAP_BYTES", 1 << 20, &min_map_bytes) ||
 	    sd_env_u64("SWAPDEV_EVICT_BATCH", 32, &evict_batch) ||
 	    sd_env_u64("SWAPDEV_SPIN_US", 500, &spin_us) ||
-	    sd_env_u64("SWAPDEV_INACTIVE_PERMILLE", 500, &inactive_target))
+	    sd_env_u64("SWAPDEV_INACTIVE_PERMILLE", 500, &inactive_permille))
 		_exit(2);
-	if (local_bytes < PAGE * 64 || evict_batch == 0 || inactive_target > 1000)
+	if (local_bytes < PAGE * 64 || evict_batch == 0 || inactive_permille > 1000)
 		die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB, SWAPDEV_EVICT_BATCH >= 1 and "
 		    "SWAPDEV_INACTIVE_PERMILLE <= 1000");
-	if (policy && !strcmp(policy, "clock"))
-		clock_policy = 1;
-	else if (policy && *policy && strcmp(policy, "fifo"))
-		die("SWAPDEV_EVICTION=%s: expected clock or fifo", policy);
 	if (sd_run_init(&run))
 		_exit(2);
-	run.report_minor = clock_policy;
+	run.report_minor = ev == SD_EVICT_CLOCK;
 	budget_pages = local_bytes / PAGE;
 	if (evict_batch > budget_pages)
 		evict_batch = budget_pages;
 	spin_ns = spin_us * 1000;
-	inactive_target = budget_pages * inactive_target / 1000;
-	ring_init(&active, budget_pages + 64);
-	ring_init(&inactive, inactive_target + evict_batch + 64);
-	zero_page = sys_mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (zero_page == MAP_FAILED)
-		die("cannot map the zero page: %s", strerror(errno));
+	evict_ops = sd_evict_table[ev];
+	evict_st = evict_ops->create(budget_pages, evict_batch, inactive_permille);
+	paging_ops = sd_paging_table[pg];
+	paging_st = paging_ops->create(&io, budget_pages);
+	if (!evict_st || !paging_st)
+		_exit(2);
+	zero_page = uffd_map(PAGE, "the zero page");
 	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uffd < 0)
 		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
@@ -633,9 +522,10 @@ __attribute__((destructor)) static void swapdev_fini(void)
 {
 	/* The handler keeps serving faults until the process is gone; only the outputs close. */
 	pthread_mutex_lock(&lock);
-	if (enabled && clock_policy && deactivated)
-		fprintf(stderr, "swapdev uffd: clock, %llu pages made inactive\n",
-			(unsigned long long)deactivated);
+	if (enabled) {
+		evict_ops->finish(evict_st, stderr);
+		paging_ops->finish(paging_st, sd_now_ns(), stderr);
+	}
 	sd_run_finish(&run, "uffd");
 	pthread_mutex_unlock(&lock);
 }

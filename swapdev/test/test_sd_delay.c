@@ -9,21 +9,20 @@
 
 #include "../core/sd_delay.h"
 
-static int failures;
-
-#define CHECK_EQ(got, want)                                                                    \
-	do {                                                                                   \
-		unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want); \
-		if (g_ != w_) {                                                                \
-			fprintf(stderr, "%s:%d: %s = %llu, expected %llu\n", __FILE__, __LINE__,  \
-				#got, g_, w_);                                                 \
-			failures++;                                                            \
-		}                                                                              \
-	} while (0)
+#include "check.h"
 
 static int parse(const char *s, int fmt, struct sd_line *l, int *field)
 {
 	return sd_parse_line(s, strlen(s), fmt, l, field);
+}
+
+/* The delay of a read of size_bytes arriving at 0, asked through the model's interface. */
+static sd_u64 size_delay(struct sd_model *m, sd_u64 size_bytes)
+{
+	struct sd_delay_model dm = sd_model_interface(m);
+	struct sd_req r = sd_req_bytes(SD_OP_READ, 0, size_bytes, 0);
+
+	return sd_delay(&dm, &r);
 }
 
 static void test_parse(void)
@@ -102,19 +101,19 @@ static void test_fct_mean(void)
 	add(&m, SD_FMT_PAGES_NS, "0 77", SD_ERR_SKIPPED);    /* rmem.c: sz > 0 */
 	add(&m, SD_FMT_PAGES_NS, "4096 77", SD_ERR_SKIPPED); /* rmem.c: sz < FCT_MAX_SIZE */
 	CHECK_EQ(sd_model_finalize(&m), SD_OK);
-	CHECK_EQ(sd_delay_ns(&m, 4096), 3000);
-	CHECK_EQ(sd_delay_ns(&m, 2 * 4096), 3000);
-	CHECK_EQ(sd_delay_ns(&m, 4 * 4096), 5000);
-	CHECK_EQ(sd_delay_ns(&m, 5 * 4096), 5000);
-	CHECK_EQ(sd_delay_ns(&m, 63 * 4096), 5000);
-	CHECK_EQ(sd_delay_ns(&m, 64 * 4096), 20000);
-	CHECK_EQ(sd_delay_ns(&m, 4095ull * 4096), 20000);
-	CHECK_EQ(sd_delay_ns(&m, 100000ull * 4096), 20000); /* clamped to 4095 pages */
-	CHECK_EQ(sd_delay_ns(&m, 4095), 0);                 /* 0 pages: no entry */
-	CHECK_EQ(sd_delay_ns(&m, 0), 0);
+	CHECK_EQ(size_delay(&m, 4096), 3000);
+	CHECK_EQ(size_delay(&m, 2 * 4096), 3000);
+	CHECK_EQ(size_delay(&m, 4 * 4096), 5000);
+	CHECK_EQ(size_delay(&m, 5 * 4096), 5000);
+	CHECK_EQ(size_delay(&m, 63 * 4096), 5000);
+	CHECK_EQ(size_delay(&m, 64 * 4096), 20000);
+	CHECK_EQ(size_delay(&m, 4095ull * 4096), 20000);
+	CHECK_EQ(size_delay(&m, 100000ull * 4096), 20000); /* clamped to 4095 pages */
+	CHECK_EQ(size_delay(&m, 4095), 0);                 /* 0 pages: no entry */
+	CHECK_EQ(size_delay(&m, 0), 0);
 	add(&m, SD_FMT_PAGES_NS, "4095 90000", SD_OK);
-	CHECK_EQ(sd_delay_ns(&m, 100000ull * 4096), 90000);
-	CHECK_EQ(sd_delay_ns(&m, 4094ull * 4096), 20000);
+	CHECK_EQ(size_delay(&m, 100000ull * 4096), 90000);
+	CHECK_EQ(size_delay(&m, 4094ull * 4096), 20000);
 
 	/* "<bytes> <fct_us>" goes through convert_fct_to_ns.py: pages = bytes / 4096 (floor),
 	 * ns = int(us * 1000); the last line for a page count wins (cdf_write overwrites). */
@@ -124,15 +123,15 @@ static void test_fct_mean(void)
 	add(&m, SD_FMT_BYTES_US, "6000 3.0", SD_OK); /* also page 1: overrides 2.5 */
 	add(&m, SD_FMT_BYTES_US, "12288 4.0", SD_OK);
 	add(&m, SD_FMT_BYTES_US, "16777216 99.0", SD_ERR_SKIPPED); /* 4096 pages */
-	CHECK_EQ(sd_delay_ns(&m, 4096), 3000);
-	CHECK_EQ(sd_delay_ns(&m, 8192), 3000);
-	CHECK_EQ(sd_delay_ns(&m, 12288), 4000);
-	CHECK_EQ(sd_delay_ns(&m, 1ull << 30), 4000);
+	CHECK_EQ(size_delay(&m, 4096), 3000);
+	CHECK_EQ(size_delay(&m, 8192), 3000);
+	CHECK_EQ(size_delay(&m, 12288), 4000);
+	CHECK_EQ(size_delay(&m, 1ull << 30), 4000);
 	/* A table without a 1-page entry gives single-page swap-ins no delay, as rmem.c. */
 	sd_model_init(&m, SD_MODEL_FCT_MEAN);
 	add(&m, SD_FMT_PAGES_NS, "4 5000", SD_OK);
-	CHECK_EQ(sd_delay_ns(&m, 4096), 0);
-	CHECK_EQ(sd_delay_ns(&m, 4 * 4096), 5000);
+	CHECK_EQ(size_delay(&m, 4096), 0);
+	CHECK_EQ(size_delay(&m, 4 * 4096), 5000);
 }
 
 static void test_fixed(void)
@@ -140,19 +139,19 @@ static void test_fixed(void)
 	sd_model_init(&m, SD_MODEL_FIXED);
 	sd_model_set_fixed(&m, 5000, 40000000000ull);
 	/* 5 us + 4096 B * 8 / 40 Gbps = 5000 + 819.2 -> 5819 (integer ns, truncated). */
-	CHECK_EQ(sd_delay_ns(&m, 4096), 5819);
-	CHECK_EQ(sd_delay_ns(&m, 0), 5000);
+	CHECK_EQ(size_delay(&m, 4096), 5819);
+	CHECK_EQ(size_delay(&m, 0), 5000);
 	sd_model_set_fixed(&m, 3000, 100000000000ull);
 	/* 1 MiB at 100 Gbps: 8388608 bits / 100 = 83886.08 ns. */
-	CHECK_EQ(sd_delay_ns(&m, 1 << 20), 3000 + 83886);
+	CHECK_EQ(size_delay(&m, 1 << 20), 3000 + 83886);
 	/* 4 GiB at 40 Gbps in 1 GiB steps: 4 * floor(2^33 / 40) = 4 * 214748364. */
 	sd_model_set_fixed(&m, 0, 40000000000ull);
-	CHECK_EQ(sd_delay_ns(&m, 4ull << 30), 4ull * 214748364);
+	CHECK_EQ(size_delay(&m, 4ull << 30), 4ull * 214748364);
 	sd_model_set_fixed(&m, 1234, 0); /* no bandwidth term */
-	CHECK_EQ(sd_delay_ns(&m, 1 << 20), 1234);
+	CHECK_EQ(size_delay(&m, 1 << 20), 1234);
 	sd_model_init(&m, SD_MODEL_NONE);
 	sd_model_set_fixed(&m, 1234, 0);
-	CHECK_EQ(sd_delay_ns(&m, 4096), 0);
+	CHECK_EQ(size_delay(&m, 4096), 0);
 }
 
 static void test_fct_sample(void)
@@ -189,7 +188,7 @@ static void test_fct_sample(void)
 	 * tolerance 0.004 = 9 sd) and a mean of 2750 ns (sd 1.2 ns; tolerance 10 ns). */
 	sd_model_seed(&m, 42);
 	for (i = 0; i < 1000000; i++) {
-		sd_u64 d = sd_delay_ns(&m, 4096);
+		sd_u64 d = size_delay(&m, 4096);
 
 		sum += d;
 		count[d == 1000 ? 0 : d == 2000 ? 1 : 2]++;
@@ -252,8 +251,65 @@ static void test_rmem_format(void)
 	CHECK_EQ(sd_rmem_format(buf, 10, 1, 1, 1, 1, 1), 0);
 }
 
+/*
+ * The link model on hand-derived timelines: latency 1000 ns, 8.192 Gbit/s, so a 4 KiB
+ * transfer holds the link 32768 bit / 8.192 bit/ns = 4000 ns.
+ *   A (4 KiB at 0):       link free, transfer 0..4000, done 5000: delay 5000.
+ *   B (4 KiB at 1000):    waits for A, transfer 4000..8000, done 9000: delay 8000.
+ *   C (8 KiB at 2000):    waits for B, transfer 8000..16000, done 17000: delay 15000.
+ *   D (4 KiB at 30000):   link idle since 16000, transfer 30000..34000: delay 5000.
+ *   E (0 B at 30500):     waits for D (34000), no transfer: done 35000, delay 4500.
+ */
+static void test_link(void)
+{
+	struct sd_model m;
+	struct sd_delay_model dm;
+	static const sd_u64 arrive[] = {0, 1000, 2000, 30000, 30500};
+	static const sd_u64 bytes[] = {4096, 4096, 8192, 4096, 0};
+	static const sd_u64 want[] = {5000, 8000, 15000, 5000, 4500};
+	unsigned i;
+
+	sd_model_init(&m, SD_MODEL_LINK);
+	sd_model_set_fixed(&m, 1000, 8192000000ull);
+	dm = sd_model_interface(&m);
+	for (i = 0; i < 5; i++) {
+		struct sd_req r = sd_req_bytes(i % 2 ? SD_OP_WRITE : SD_OP_READ, 4096 * i, bytes[i],
+					       arrive[i]);
+
+		CHECK_EQ(sd_delay(&dm, &r), want[i]);
+	}
+	CHECK_EQ(m.link_free_ns, 34000);
+	/* Without a bandwidth the link never holds a request: the fixed latency alone. */
+	sd_model_init(&m, SD_MODEL_LINK);
+	sd_model_set_fixed(&m, 700, 0);
+	CHECK_EQ(size_delay(&m, 1 << 20), 700);
+	CHECK_EQ(size_delay(&m, 1 << 20), 700);
+}
+
+/* The request constructors and the name lookup. */
+static void test_request_and_names(void)
+{
+	struct sd_req r = sd_req_bytes(SD_OP_WRITE, 3 * 4096 + 512, 4096, 7);
+
+	/* bytes 12800..16895 touch pages 3 and 4 */
+	CHECK_EQ(r.first_page, 3);
+	CHECK_EQ(r.npages, 2);
+	CHECK_EQ(r.size_bytes, 4096);
+	CHECK_EQ(r.now_ns, 7);
+	r = sd_req_pages(SD_OP_READ, 10, 16, 9);
+	CHECK_EQ(r.size_bytes, 65536);
+	CHECK_EQ(r.op, SD_OP_READ);
+	CHECK_EQ(sd_model_kind_of("fct-sample", 10), SD_MODEL_FCT_SAMPLE);
+	CHECK_EQ(sd_model_kind_of("fct-samplex", 10), SD_MODEL_FCT_SAMPLE); /* len-bounded */
+	CHECK_EQ(sd_model_kind_of("fct", 3), (sd_u64)-1);
+	CHECK_EQ(sd_model_kind_of("link", 4), SD_MODEL_LINK);
+	CHECK_EQ(sd_model_kind_of("", 0), (sd_u64)-1);
+}
+
 int main(void)
 {
+	test_link();
+	test_request_and_names();
 	test_parse();
 	test_fct_mean();
 	test_fixed();
