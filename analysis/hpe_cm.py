@@ -19,6 +19,8 @@ swap-device duration (§5.2): 1 is no slowdown, 0.5 twice the duration.
   ``sum C = 0`` it gives Table 3's theoretical column 0.40, 0.31, 0.28, 0.26 for n = 2, 4,
   8, 16 (§5.2: 2/5, 4/13, 8/29, 16/61).
 - :func:`sum_c_from_ratio`: the ``sum C`` that makes Eq. (1) equal a measured ratio.
+- :func:`overcommit_comparison`: an over-commit sweep's measured ratios beside Eq. (1)
+  with each device's measured D (bench/RESULTS.md, the notebook).
 - :func:`fit_sum_c`: per measured multiple the model with ``sum C = 0``, the error, the
   implied ``sum C``; a constant per-section cost ``C`` (``sum C = n * C``) fitted before
   thrashing; and where thrashing begins (definition in its docstring).
@@ -29,12 +31,13 @@ for the tests and for bench/RESULTS.md's side-by-side tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, overload
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -230,3 +233,52 @@ def fit_sum_c(
     before = [(n, s) for n, s in zip(ns, sums, strict=True) if onset is None or n < onset]
     c = (sum(n * s for n, s in before) / sum(n * n for n, _ in before)) if before else None
     return SumCFit(d_paging, tolerance, ns, measured, model, errors, sums, c, onset)
+
+
+def overcommit_comparison(
+    summary: pd.DataFrame,
+    d_by_device: Mapping[str, float],
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Measured over-commit ratios beside Eq. (1) with each device's measured D.
+
+    Args:
+        summary: ``disaggsim emulate`` over-commit summary (``summary.csv`` of an
+            ``[hpe_cm]`` run with ``experiment = "overcommit"``): columns ``over_commit``,
+            ``device``, ``ratio``, ``ratio_min``, ``ratio_max``; the full-memory reference
+            rows (device ``memory``) and rows without a ratio are skipped.
+        d_by_device: D per device name (e.g. the pagefault summary's ``d_paging``); devices
+            not in it are skipped.
+        tolerance: passed to :func:`fit_sum_c`.
+
+    Returns:
+        (points, fits): ``points`` per (device, over_commit): the measured ratio and its
+        range, ``d_paging``, ``model`` (Eq. (1), sum C = 0), ``error`` ((measured - model)
+        / model), ``sum_c`` (implied); ``fits`` per device: ``d_paging``,
+        ``c_per_section``, ``thrashing_multiple`` (None: no onset), ``max_abs_error_to_8``
+        (the largest |error| at multiples <= 8, the paper's "within 10 % up to 8").
+
+    Raises:
+        KeyError: a column is missing; ValueError: as :func:`fit_sum_c`.
+    """
+    rows, fits = [], []
+    for name, grp in summary.groupby("device", sort=False):
+        if name not in d_by_device:
+            continue
+        grp = grp[grp["ratio"].notna() & (grp["ratio"] > 0)]
+        if grp.empty:
+            continue
+        d = float(d_by_device[str(name)])
+        fit = fit_sum_c(list(grp["over_commit"]), list(grp["ratio"]), d, tolerance)
+        ranges = {float(n): (lo, hi) for n, lo, hi in
+                  zip(grp["over_commit"], grp["ratio_min"], grp["ratio_max"], strict=True)}
+        for n, meas, mod, err, s in zip(fit.multiples, fit.measured, fit.model,
+                                        fit.relative_error, fit.sum_c, strict=True):
+            rows.append({"device": name, "over_commit": n, "ratio": meas,
+                         "ratio_min": ranges[n][0], "ratio_max": ranges[n][1], "d_paging": d,
+                         "model": mod, "error": err, "sum_c": s})
+        to8 = [abs(e) for n, e in zip(fit.multiples, fit.relative_error, strict=True) if n <= 8]
+        fits.append({"device": name, "d_paging": d, "c_per_section": fit.c_per_section,
+                     "thrashing_multiple": fit.thrashing_multiple,
+                     "max_abs_error_to_8": max(to8) if to8 else None})
+    return pd.DataFrame(rows), pd.DataFrame(fits)

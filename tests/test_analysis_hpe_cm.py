@@ -82,3 +82,22 @@ def test_fit_a_dip_followed_by_recovery_is_not_an_onset_and_order_does_not_matte
 def test_fit_rejects_bad_input(ns: list[float], rs: list[float], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         hpe_cm.fit_sum_c(ns, rs, 4.0)
+
+
+def test_overcommit_comparison_puts_table3_beside_the_model() -> None:
+    # A summary holding the paper's own 64 GB column as "measured" for one device and the
+    # full-memory reference rows (skipped): the comparison gives Table 3's errors and onset.
+    import pandas as pd
+
+    ns = list(hpe_cm.TABLE3)
+    rows = [{"over_commit": n, "device": "memory", "ratio": 1.0, "ratio_min": 1.0,
+             "ratio_max": 1.0} for n in ns]
+    rows += [{"over_commit": n, "device": "paper-64GB", "ratio": r[2], "ratio_min": r[2],
+              "ratio_max": r[2]} for n, r in hpe_cm.TABLE3.items()]
+    points, fits = hpe_cm.overcommit_comparison(pd.DataFrame(rows), {"paper-64GB": 4.0})
+    assert list(points["over_commit"]) == ns
+    assert points["model"].round(2).tolist() == [r[0] for r in hpe_cm.TABLE3.values()]
+    fit = fits.set_index("device").loc["paper-64GB"]
+    assert fit["thrashing_multiple"] == 8
+    # Largest |error| up to 8: 0.22 vs 8/29 (20.3 %).
+    assert fit["max_abs_error_to_8"] == pytest.approx(1 - 0.22 / (8 / 29))
