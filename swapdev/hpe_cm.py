@@ -16,10 +16,19 @@ The paper swaps to a remote RAM disk over iSER/RoCE and measures (§4.2-4.3, §5
   the same run with no limit ("full memory", the reference run first at every point). The
   performance ratio is the full-memory duration over the device's (§5.2).
 
+- ``experiment = "pgbench"`` (Table 4, VoltDB/TPC-C): the collector's PostgreSQL +
+  pgbench (:mod:`disaggsim.traces.apps.pgbench`, on its 2-node emulated cluster: server on
+  node 0, one pgbench client node) at each ``scales`` (pgbench scale factor, ~15 MB each),
+  ``shared_buffers`` sized to hold the whole database and prewarmed (so, like VoltDB, the
+  database lives in the server's memory), the server in a memory cgroup limited to
+  ``local_bytes`` swapping to each device, and with no limit (full memory); ``tpcb-like``
+  transactions from ``clients`` connections, unthrottled, for ``duration_s``: TPS.
+
 Devices (``[[devices]]``): ``none``/``fixed``/``fct-mean``/``fct-sample`` as the emulate
 configs' models (:class:`device.DelayModel`), or ``hdd`` (``rpm``, ``seek_ms``,
 ``transfer_bytes_per_s``: :mod:`disaggsim.swapdev.hdd_model`, written as an
-``fct-sample`` table per run). ``max_over_commit`` skips a slow device's larger points.
+``fct-sample`` table per run). ``max_over_commit`` skips a slow device's larger points
+(pgbench: database bytes, 15 MiB per scale unit, over ``local_bytes``).
 
 Config (TOML; unknown keys are errors naming the file and line)::
 
@@ -33,6 +42,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
     device_bytes = 67108864         # pagefault: size of each mapped device (bytes)
     local_bytes = 33554432          # overcommit: the memory cgroup's limit (bytes)
     over_commit = [1.2, 2, 4]       # overcommit: working set / local_bytes
+    scales = [4, 8, 16]             # pgbench: database sizes (pgbench -s)
+    duration_s = 20                 # pgbench: length of the measured run (s)
+    clients = 4                     # pgbench: connections
     [[devices]]
     name = "local"
     kind = "none"
@@ -63,6 +75,7 @@ from disaggsim.sim.config import load_config_model
 from disaggsim.swapdev import device, emulate_apps, hdd_model
 from disaggsim.traces import collect_env
 from disaggsim.traces._atomic import atomic_path
+from disaggsim.traces.apps.pgbench import BYTES_PER_SCALE
 
 PAGE = 4096
 #: The full-memory reference's name in the outputs (not a device).
@@ -78,15 +91,18 @@ class HpeCmSection(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     out_dir: Path = Path("results/hpe-cm")
-    experiment: Literal["pagefault", "overcommit"]
+    experiment: Literal["pagefault", "overcommit", "pgbench"]
     repeats: int = Field(3, ge=1)
     page_cluster: int = Field(0, ge=0, le=10)
     timeout_s: float = Field(600, gt=0)
     device_bytes: int = Field(64 << 20, ge=1 << 20)
     local_bytes: int = Field(32 << 20, ge=4 << 20)
     over_commit: list[Annotated[float, Field(ge=1, le=64)]] = [1.2, 1.4, 2, 3, 4, 8, 16]
+    scales: list[Annotated[int, Field(ge=1, le=1000)]] = [4, 8, 16]
+    duration_s: float = Field(20, gt=0)
+    clients: int = Field(4, ge=1, le=64)
 
-    @field_validator("over_commit")
+    @field_validator("over_commit", "scales")
     @classmethod
     def _distinct(cls, v: list[float]) -> list[float]:
         if not v or len(set(v)) != len(v):
@@ -248,6 +264,92 @@ def _overcommit_once(cfg: HpeCmConfig, dev: DeviceSection | None, over_commit: f
             "swap_in_bytes": swap_in, "swap_out_bytes": swap_out}
 
 
+def shared_buffers_mb(scale: int) -> int:
+    """``shared_buffers`` holding a whole pgbench database of ``scale`` (MiB): 1.25 x the
+    ~15 MiB per scale unit (:data:`pgbench.BYTES_PER_SCALE`; tables, indexes) + 16 MiB."""
+    return (scale * BYTES_PER_SCALE * 5 // 4 >> 20) + 16
+
+
+def _pgbench_once(cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work: Path,
+                  repeat: int) -> dict[str, object]:
+    """One PostgreSQL + pgbench run at ``scale`` (module docstring): TPS of the client."""
+    from disaggsim.traces.apps.pgbench import PgbenchConfig
+    from disaggsim.traces.collect_apps import Cluster, make_app
+
+    hc = cfg.hpe_cm
+    pg = PgbenchConfig(scale=scale, shared_buffers_mb=shared_buffers_mb(scale),
+                       clients_per_node=hc.clients, rate_tps=0, builtin="tpcb-like",
+                       prewarm=True)
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o711)
+    status, tps, latency_ms, swap_in, swap_out = "ok", None, None, None, None
+    with collect_env.UndoStack() as stack:
+        stack.enter_context(device.page_cluster(hc.page_cluster))
+        collect_env.make_cluster_network(stack, 2)
+        memcgs = [collect_env.memcg_group(stack, f"disaggsim-node{i}") for i in range(2)]
+        server = collect_env.memcg_group(stack, "disaggsim-hpecm-pg")
+        swapdev = None
+        if dev is not None:
+            size = scale * BYTES_PER_SCALE * 2 + (256 << 20)
+            swapdev = device.fuse_loop_device(stack, work / "dev", size - size % PAGE,
+                                              dev.delay(cfg.base_dir, work))
+            collect_env.disable_zswap(stack)
+            collect_env.swap_area(stack, os.path.basename(swapdev.loop))
+            (server / "memory.limit_in_bytes").write_text(str(hc.local_bytes))
+        dirs = [work / f"node{i}" for i in range(2)]
+        for d in dirs:
+            d.mkdir()
+        logs = work / "logs"
+        logs.mkdir()
+        cluster = Cluster(2, memcgs, dirs, logs, seed=repeat + 1,
+                          placement=lambda node, name: (server if name == "postgres" else None,
+                                                        {}))
+        app = make_app(pg, cluster)
+        app.prepare_data()
+        app.start(stack)
+        kills = collect_env.memcg_oom_kills(server)
+        try:
+            results = app.run(stack, hc.duration_s)
+            report = results["node1"]
+            assert isinstance(report, dict)
+            tps, latency_ms = report["tps"], report.get("latency_average_ms")
+        except RuntimeError:
+            if collect_env.memcg_oom_kills(server) <= kills:
+                raise
+            status = "oom"
+        stack.close()
+        if swapdev is not None:
+            swap_in, swap_out = emulate_apps.device_counters(
+                swapdev.log.read_text(errors="replace"))
+    return {"scale": scale, "db_bytes": scale * BYTES_PER_SCALE,
+            "shared_buffers_mb": pg.shared_buffers_mb, "device": dev.name if dev else MEMORY,
+            "kind": dev.kind if dev else MEMORY, "repeat": repeat, "status": status,
+            "local_bytes": hc.local_bytes if dev else None, "tps": tps,
+            "latency_average_ms": latency_ms, "swap_in_bytes": swap_in,
+            "swap_out_bytes": swap_out}
+
+
+def summarize_pgbench(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (scale, device), over the ``ok`` runs: ``repeats_ok``, median/min/max ``tps``,
+    ``tps_vs_memory`` = median TPS / the full-memory median at that scale, and
+    ``performance_diff`` = 1 - that (Table 4's "Performance diff")."""
+    rows = []
+    for (scale, name), grp in runs.groupby(["scale", "device"], sort=False):
+        ok = grp[grp["status"] == "ok"]
+        full = runs[(runs["scale"] == scale) & (runs["device"] == MEMORY)
+                    & (runs["status"] == "ok")]["tps"]
+        med = ok["tps"].median() if len(ok) else math.nan
+        rel = med / full.median() if len(full) else math.nan
+        rows.append({"scale": scale, "db_bytes": grp["db_bytes"].iloc[0], "device": name,
+                     "kind": grp["kind"].iloc[0], "repeats_ok": len(ok),
+                     "repeats_failed": len(grp) - len(ok), "tps": med,
+                     "tps_min": ok["tps"].min() if len(ok) else math.nan,
+                     "tps_max": ok["tps"].max() if len(ok) else math.nan,
+                     "tps_vs_memory": rel, "performance_diff": 1 - rel,
+                     "swap_in_bytes": _median(ok["swap_in_bytes"])})
+    return pd.DataFrame(rows)
+
+
 def _median(values: pd.Series) -> float | None:
     kept = values.dropna()
     return float(kept.median()) if len(kept) else None
@@ -341,19 +443,29 @@ def run(cfg: HpeCmConfig, progress: bool = True) -> Outputs:
     with device.system_lock(), tempfile.TemporaryDirectory(prefix="disaggsim-hpecm-",
                                                            dir="/var/tmp") as tmpdir:
         tmp = Path(tmpdir)
-        points: list[float | None] = list(hc.over_commit) if hc.experiment == "overcommit" \
-            else [None]
+        tmp.chmod(0o711)  # the PostgreSQL server runs as "postgres" below it
+        points: list[float | None] = [None]
+        if hc.experiment == "overcommit":
+            points = list(hc.over_commit)
+        elif hc.experiment == "pgbench":
+            points = [float(s) for s in hc.scales]
         for oc in points:
             for rep in range(hc.repeats):
                 for dev in [None, *cfg.devices]:
-                    if dev is not None and oc is not None and dev.max_over_commit is not None \
-                            and oc > dev.max_over_commit:
+                    n = oc if hc.experiment == "overcommit" else None
+                    if hc.experiment == "pgbench" and oc is not None:
+                        n = oc * BYTES_PER_SCALE / hc.local_bytes
+                    if dev is not None and n is not None and dev.max_over_commit is not None \
+                            and n > dev.max_over_commit:
                         continue
                     label = MEMORY if dev is None else dev.name
                     work = tmp / f"{oc}-{label}-{rep}"
                     if oc is None:
                         row = _pagefault_once(cfg, dev, work, rep)
                         text = f"p50 {row['p50_ns']} ns, mean {row['mean_ns']} ns"
+                    elif hc.experiment == "pgbench":
+                        row = _pgbench_once(cfg, dev, int(oc), work, rep)
+                        text = f"{row['tps']} TPS"
                     else:
                         row = _overcommit_once(cfg, dev, oc, work, rep)
                         text = f"write {row['write_s']} s"
@@ -363,8 +475,8 @@ def run(cfg: HpeCmConfig, progress: bool = True) -> Outputs:
                         print(f"{hc.name}: {where}{label} repeat {rep}: {row['status']} "
                               f"{text}", file=sys.stderr, flush=True)
     runs = pd.DataFrame(rows)
-    summary = summarize_pagefault(runs) if hc.experiment == "pagefault" \
-        else summarize_overcommit(runs)
+    summary = {"pagefault": summarize_pagefault, "overcommit": summarize_overcommit,
+               "pgbench": summarize_pgbench}[hc.experiment](runs)
     out.mkdir(parents=True, exist_ok=True)
     _write_csv(runs, out / "runs.csv")
     _write_csv(summary, out / "summary.csv")
