@@ -232,6 +232,27 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
     return row
 
 
+def prefilled_swap(stack: collect_env.UndoStack, work: Path, size_bytes: int,
+                    model: device.DelayModel) -> device.SwapDevice:
+    """The swap backend's device (:func:`device.fuse_loop_device`) written through once
+    before ``swapon``, so the daemon's RAM store is allocated (and mlocked) up front.
+
+    Why: the daemon allocates its store as swap-outs arrive (``MCL_ONFAULT``). Seen on this
+    shared machine (2026-11-27, another job filling memory): the daemon's allocation
+    entered *global* direct reclaim, which swapped to the daemon's own loop device and
+    waited for it (``wbt_wait`` in ``swap_writeout``, daemon and application both in D
+    state), a deadlock only ``/sys/fs/fuse/connections/N/abort`` broke. A daemon that never
+    allocates while serving cannot enter it. The write-through costs one pass of large
+    direct writes under the device's model; its bytes are subtracted from the swap-out
+    counter (``size_bytes`` is returned as the device's ``prefill_bytes``)."""
+    dev = device.fuse_loop_device(stack, work, size_bytes, model)
+    collect_env.sh(["dd", "if=/dev/zero", f"of={dev.loop}", "bs=4M", "oflag=direct",
+                    "status=none", f"count={size_bytes}", "iflag=count_bytes"])
+    collect_env.disable_zswap(stack)
+    collect_env.swap_area(stack, os.path.basename(dev.loop))
+    return dev
+
+
 def _overcommit_once(cfg: HpeCmConfig, dev: DeviceSection | None, over_commit: float,
                      work: Path, repeat: int) -> dict[str, object]:
     """One paging_w run of ``over_commit x local_bytes``: on ``dev`` with the memory
@@ -249,14 +270,16 @@ def _overcommit_once(cfg: HpeCmConfig, dev: DeviceSection | None, over_commit: f
             memcg = collect_env.memcg_group(stack, "disaggsim-hpecm-full")
             status, wall, rep = _run_json(argv, cfg.hpe_cm.timeout_s, memcg, "paging_w")
         else:
-            size = ws + (64 << 20)
-            swapdev = device.swap_device(stack, work, size - size % PAGE, local,
-                                         dev.delay(cfg.base_dir, work), "disaggsim-hpecm")
-            status, wall, rep = _run_json(argv, cfg.hpe_cm.timeout_s, swapdev.memcg,
-                                          "paging_w")
+            size = ws - local + (64 << 20)
+            size -= size % PAGE
+            swapdev = prefilled_swap(stack, work, size, dev.delay(cfg.base_dir, work))
+            memcg = collect_env.memcg_group(stack, "disaggsim-hpecm")
+            (memcg / "memory.limit_in_bytes").write_text(str(local))
+            status, wall, rep = _run_json(argv, cfg.hpe_cm.timeout_s, memcg, "paging_w")
             stack.close()  # the daemon exits and prints its counters
             swap_in, swap_out = emulate_apps.device_counters(
                 swapdev.log.read_text(errors="replace"))
+            swap_out -= size  # the prefill
     return {"over_commit": over_commit, "device": dev.name if dev else MEMORY,
             "kind": dev.kind if dev else MEMORY, "repeat": repeat, "status": status,
             "local_bytes": local, "working_set_bytes": ws, "write_s": rep.get("write_s"),
@@ -291,10 +314,8 @@ def _pgbench_once(cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work:
         swapdev = None
         if dev is not None:
             size = scale * BYTES_PER_SCALE * 2 + (256 << 20)
-            swapdev = device.fuse_loop_device(stack, work / "dev", size - size % PAGE,
-                                              dev.delay(cfg.base_dir, work))
-            collect_env.disable_zswap(stack)
-            collect_env.swap_area(stack, os.path.basename(swapdev.loop))
+            size -= size % PAGE
+            swapdev = prefilled_swap(stack, work / "dev", size, dev.delay(cfg.base_dir, work))
             (server / "memory.limit_in_bytes").write_text(str(hc.local_bytes))
         dirs = [work / f"node{i}" for i in range(2)]
         for d in dirs:
@@ -321,6 +342,7 @@ def _pgbench_once(cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work:
         if swapdev is not None:
             swap_in, swap_out = emulate_apps.device_counters(
                 swapdev.log.read_text(errors="replace"))
+            swap_out -= size  # the prefill
     return {"scale": scale, "db_bytes": scale * BYTES_PER_SCALE,
             "shared_buffers_mb": pg.shared_buffers_mb, "device": dev.name if dev else MEMORY,
             "kind": dev.kind if dev else MEMORY, "repeat": repeat, "status": status,

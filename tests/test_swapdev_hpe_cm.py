@@ -173,12 +173,14 @@ def test_paging_w_at_200_percent_writes_and_reads_back_its_pattern(
     local, ws = 32 << 20, 64 << 20
     with collect_env.UndoStack() as stack:
         stack.enter_context(device.page_cluster(0))
-        dev = device.swap_device(stack, tmp_path, 128 << 20, local, device.DelayModel("none"),
-                                 "disaggsim-hpecm-test")
-        proc = device.run_in_memcg(dev.memcg, [str(BUILD / "paging_w"), str(ws), "--verify",
-                                               "--seed", "5"], 600)
+        dev = hpe_cm.prefilled_swap(stack, tmp_path, 128 << 20, device.DelayModel("none"))
+        memcg = collect_env.memcg_group(stack, "disaggsim-hpecm-test")
+        (memcg / "memory.limit_in_bytes").write_text(str(local))
+        proc = device.run_in_memcg(memcg, [str(BUILD / "paging_w"), str(ws), "--verify",
+                                           "--seed", "5"], 600)
         stack.close()
         swap_in, swap_out = emulate_apps.device_counters(dev.log.read_text(errors="replace"))
+        swap_out -= 128 << 20  # the prefill
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["words"] == ws // 8 and report["bad_words"] == 0
