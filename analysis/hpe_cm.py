@@ -155,6 +155,26 @@ def sum_c_from_ratio(n: float, ratio: float, d_paging: float) -> float:
     return n / ratio - 1.0 - (n - 1.0) * d_paging
 
 
+def fit_d_paging(multiples: Sequence[float], ratios: Sequence[float]) -> float:
+    """The D for which Eq. (1) with ``sum C = 0`` best fits measured ratios: least squares
+    in the duration form of Eq. (1), ``n / ratio - 1 = (n - 1) * D`` (each section after
+    the first costs D), ``D = sum((n-1)(n/r - 1)) / sum((n-1)^2)`` over the points with
+    n > 1. On Table 3's 128 GB column it gives 4.06, the paper's Table 2 multiple (4.04).
+
+    Raises:
+        ValueError: lengths differ, no point with n > 1, or a ratio <= 0.
+    """
+    if len(multiples) != len(ratios):
+        raise ValueError(f"multiples and ratios: lengths differ ({len(multiples)}, "
+                         f"{len(ratios)})")
+    pts = [(float(n), float(r)) for n, r in zip(multiples, ratios, strict=True) if n > 1]
+    if not pts:
+        raise ValueError("multiples: expected at least one over-commit multiple > 1")
+    if any(not np.isfinite(r) or r <= 0 for _, r in pts):
+        raise ValueError(f"ratios: expected measured ratios > 0, got {list(ratios)}")
+    return sum((n - 1) * (n / r - 1) for n, r in pts) / sum((n - 1) ** 2 for n, _ in pts)
+
+
 @dataclass(frozen=True)
 class SumCFit:
     """What :func:`fit_sum_c` found; per-point tuples are in ascending ``multiples`` order.
@@ -256,7 +276,10 @@ def overcommit_comparison(
         range, ``d_paging``, ``model`` (Eq. (1), sum C = 0), ``error`` ((measured - model)
         / model), ``sum_c`` (implied); ``fits`` per device: ``d_paging``,
         ``c_per_section``, ``thrashing_multiple`` (None: no onset), ``max_abs_error_to_8``
-        (the largest |error| at multiples <= 8, the paper's "within 10 % up to 8").
+        (the largest |error| at multiples <= 8, the paper's "within 10 % up to 8"),
+        ``d_fit`` (:func:`fit_d_paging`: the D that fits the sweep's shape) and
+        ``max_abs_error_d_fit`` (the largest |error| of Eq. (1) with ``d_fit``); ``points``
+        also has ``model_d_fit`` and ``error_d_fit``.
 
     Raises:
         KeyError: a column is missing; ValueError: as :func:`fit_sum_c`.
@@ -270,15 +293,21 @@ def overcommit_comparison(
             continue
         d = float(d_by_device[str(name)])
         fit = fit_sum_c(list(grp["over_commit"]), list(grp["ratio"]), d, tolerance)
+        d_fit = fit_d_paging(list(grp["over_commit"]), list(grp["ratio"]))
+        errors_fit = [m / performance_ratio(n, d_fit) - 1
+                      for n, m in zip(fit.multiples, fit.measured, strict=True)]
         ranges = {float(n): (lo, hi) for n, lo, hi in
                   zip(grp["over_commit"], grp["ratio_min"], grp["ratio_max"], strict=True)}
-        for n, meas, mod, err, s in zip(fit.multiples, fit.measured, fit.model,
-                                        fit.relative_error, fit.sum_c, strict=True):
+        for n, meas, mod, err, s, err_fit in zip(fit.multiples, fit.measured, fit.model,
+                                                 fit.relative_error, fit.sum_c, errors_fit,
+                                                 strict=True):
             rows.append({"device": name, "over_commit": n, "ratio": meas,
                          "ratio_min": ranges[n][0], "ratio_max": ranges[n][1], "d_paging": d,
-                         "model": mod, "error": err, "sum_c": s})
+                         "model": mod, "error": err, "sum_c": s,
+                         "model_d_fit": performance_ratio(n, d_fit), "error_d_fit": err_fit})
         to8 = [abs(e) for n, e in zip(fit.multiples, fit.relative_error, strict=True) if n <= 8]
         fits.append({"device": name, "d_paging": d, "c_per_section": fit.c_per_section,
                      "thrashing_multiple": fit.thrashing_multiple,
-                     "max_abs_error_to_8": max(to8) if to8 else None})
+                     "max_abs_error_to_8": max(to8) if to8 else None, "d_fit": d_fit,
+                     "max_abs_error_d_fit": max(abs(e) for e in errors_fit)})
     return pd.DataFrame(rows), pd.DataFrame(fits)

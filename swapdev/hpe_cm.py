@@ -471,6 +471,7 @@ def run(cfg: HpeCmConfig, progress: bool = True) -> Outputs:
             points = list(hc.over_commit)
         elif hc.experiment == "pgbench":
             points = [float(s) for s in hc.scales]
+        unit = "scale" if hc.experiment == "pgbench" else "over-commit"
         for oc in points:
             for rep in range(hc.repeats):
                 for dev in [None, *cfg.devices]:
@@ -493,7 +494,7 @@ def run(cfg: HpeCmConfig, progress: bool = True) -> Outputs:
                         text = f"write {row['write_s']} s"
                     rows.append(row)
                     if progress:
-                        where = "" if oc is None else f"over-commit {oc:g} "
+                        where = "" if oc is None else f"{unit} {oc:g} "
                         print(f"{hc.name}: {where}{label} repeat {rep}: {row['status']} "
                               f"{text}", file=sys.stderr, flush=True)
     runs = pd.DataFrame(rows)

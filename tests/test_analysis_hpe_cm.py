@@ -101,3 +101,16 @@ def test_overcommit_comparison_puts_table3_beside_the_model() -> None:
     assert fit["thrashing_multiple"] == 8
     # Largest |error| up to 8: 0.22 vs 8/29 (20.3 %).
     assert fit["max_abs_error_to_8"] == pytest.approx(1 - 0.22 / (8 / 29))
+
+
+def test_fit_d_recovers_the_papers_d_from_its_own_measurements() -> None:
+    # Exact Eq. (1) values at D = 4 give back 4; Table 3's 128 GB measurements give
+    # (1 * (2/0.45 - 1) + 3 * (4/0.31 - 1) + 7 * (8/0.27 - 1)) / (1 + 9 + 49) = 4.06,
+    # Table 2's 3.8 / 0.94 = 4.04.
+    ns = [1.2, 2, 4, 8, 16]
+    assert hpe_cm.fit_d_paging(ns, list(hpe_cm.performance_ratio(ns, 4.0))) == pytest.approx(4)
+    expected = (1 * (2 / 0.45 - 1) + 3 * (4 / 0.31 - 1) + 7 * (8 / 0.27 - 1)) / 59
+    assert hpe_cm.fit_d_paging([2, 4, 8], [0.45, 0.31, 0.27]) == pytest.approx(expected)
+    assert round(expected, 2) == 4.06
+    with pytest.raises(ValueError, match="> 1"):
+        hpe_cm.fit_d_paging([1], [1.0])
