@@ -58,6 +58,7 @@ swap, memory cgroups, ``vm.page-cluster``, zswap): root only, under the machine-
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -448,8 +449,10 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
         df.to_csv(tmp, index=False, float_format="%.6g")
 
 
-def run(cfg: HpeCmConfig, progress: bool = True) -> Outputs:
-    """Run the config's experiment (root; under :func:`device.system_lock`).
+def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
+    """Run the config's experiment (root; under :func:`device.system_lock`, which
+    ``lock=False`` leaves to a caller already holding it: a second ``flock`` of the same
+    file from one process would wait for itself).
 
     Order: point-major, then repeat-major with the full-memory reference first and every
     device once per round, so a shared machine's slow drifts spread over all of them.
@@ -462,7 +465,8 @@ def run(cfg: HpeCmConfig, progress: bool = True) -> Outputs:
     out = (cfg.base_dir / hc.out_dir / hc.name).resolve()
     rows: list[dict[str, object]] = []
     load_start = os.getloadavg()
-    with device.system_lock(), tempfile.TemporaryDirectory(prefix="disaggsim-hpecm-",
+    held = device.system_lock() if lock else contextlib.nullcontext()
+    with held, tempfile.TemporaryDirectory(prefix="disaggsim-hpecm-",
                                                            dir="/var/tmp") as tmpdir:
         tmp = Path(tmpdir)
         tmp.chmod(0o711)  # the PostgreSQL server runs as "postgres" below it

@@ -145,7 +145,7 @@ name = "plus"
 kind = "fixed"
 latency_ns = {DELAY_DIFF_NS}
 """)
-    outs = hpe_cm.run(hpe_cm.load_hpe_cm_config(path), progress=False)
+    outs = hpe_cm.run(hpe_cm.load_hpe_cm_config(path), progress=False, lock=False)
     runs = pd.read_csv(outs.runs)
     dev_runs = runs[runs["device"] != hpe_cm.MEMORY]
     assert (dev_runs["status"] == "ok").all()

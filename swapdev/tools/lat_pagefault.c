@@ -33,36 +33,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
+#include "bench_util.h"
+
 #define PAGE 4096ull
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static long majflt(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_majflt;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -125,17 +102,7 @@ int main(int argc, char **argv)
 		madvise((void *)where, npages * PAGE, MADV_DONTNEED);
 		fdatasync(fd); /* dirty pages would stay cached */
 		posix_fadvise(fd, 0, (off_t)(npages * PAGE), POSIX_FADV_DONTNEED);
-		for (i = 0; i < npages; i++)
-			order[i] = i;
-		for (i = npages - 1; i > 0; i--) { /* Fisher-Yates with a 64-bit LCG */
-			uint64_t j, tmp;
-
-			s = s * 6364136223846793005ull + 1442695040888963407ull;
-			j = (s >> 33) % (i + 1);
-			tmp = order[i];
-			order[i] = order[j];
-			order[j] = tmp;
-		}
+		shuffle_u64(order, npages, &s);
 		mf0 = majflt();
 		for (i = 0; i < npages; i++) {
 			uint64_t t1 = now_ns(), t2;

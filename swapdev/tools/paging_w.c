@@ -21,17 +21,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 #define PAGE 4096ull
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The value of word i: an odd multiplier makes it a bijection of i, the seed shifts it. */
 static inline uint64_t pattern(uint64_t i, uint64_t seed)
