@@ -76,7 +76,7 @@ def pgbench_table(summary: pd.DataFrame, local_bytes: int) -> str:
     head = "| database (MiB) | × memory limit | " + " | ".join(f"{d} TPS" for d in devices)
     head += " | " + " | ".join(f"{d} diff" for d in devices if d != "memory") + " |"
     out = [head, "|" + "---|" * (2 + 2 * len(devices) - 1)]
-    for scale, grp in summary.groupby("scale", sort=True):
+    for _scale, grp in summary.groupby("scale", sort=True):
         by = grp.set_index("device")
         db = float(grp["db_bytes"].iloc[0])
         cells = [f"{by.loc[d, 'tps']:.0f}" if d in by.index else "–" for d in devices]
