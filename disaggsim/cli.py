@@ -175,8 +175,17 @@ def _cmd_latency_budget(args: argparse.Namespace) -> None:
 
 
 def _cmd_emulate(args: argparse.Namespace) -> None:
-    from disaggsim.swapdev import emulate
+    from disaggsim.swapdev import emulate, hpe_cm
 
+    if hpe_cm.is_hpe_cm_config(args.config):  # Ruan et al.'s experiments (swapdev/hpe_cm.py)
+        hcfg = hpe_cm.load_hpe_cm_config(args.config)
+        try:
+            outs = hpe_cm.run(hcfg, progress=not args.quiet)
+        except (RuntimeError, TimeoutError) as exc:
+            raise CliError(str(exc)) from exc
+        print(outs.summary.read_text(), end="")
+        print(f"results: {outs.out_dir}")
+        return
     cfg = emulate.load_emulate_config(args.config)
     try:
         out = emulate.emulate(cfg, progress=not args.quiet)
@@ -310,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
         "emulate",
         help="run an application on the latency-injection device: JCT vs injected delay (root)",
     )
-    c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py)")
+    c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py, or "
+                   "swapdev/hpe_cm.py for an [hpe_cm] table)")
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
     c.set_defaults(func=_cmd_emulate)
     return p

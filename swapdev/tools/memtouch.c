@@ -27,16 +27,10 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define PAGE 4096ul
 #define WORDS (PAGE / 8)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t pattern(uint64_t page, uint64_t word, uint64_t seed)
 {
@@ -44,21 +38,6 @@ static uint64_t pattern(uint64_t page, uint64_t word, uint64_t seed)
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	return z ^ (z >> 27);
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static long majflt(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_majflt;
 }
 
 int main(int argc, char **argv)
@@ -115,20 +94,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	madvise(mem, npages * PAGE, MADV_NOHUGEPAGE);
-	for (i = 0; i < npages; i++)
-		order[i] = i;
 	if (rnd) {
 		uint64_t s = seed;
 
-		for (i = npages - 1; i > 0; i--) {
-			uint64_t j, tmp;
-
-			s = s * 6364136223846793005ull + 1442695040888963407ull;
-			j = (s >> 33) % (i + 1);
-			tmp = order[i];
-			order[i] = order[j];
-			order[j] = tmp;
-		}
+		shuffle_u64(order, npages, &s);
+	} else {
+		for (i = 0; i < npages; i++)
+			order[i] = i;
 	}
 	t0 = now_ns();
 	for (i = 0; i < npages; i++)
