@@ -469,6 +469,11 @@ TcpLeanSender::RestartRto (Time now)
     }
     const Time rto = m_rto * m_backoff;
     m_rtoDeadline = now + rto;
+    if (m_rtoEventPending && m_rtoEventAt > m_rtoDeadline)
+    {
+        m_rtoEvent.Cancel (); // the RTO shrank (first sample below InitialRto)
+        m_rtoEventPending = false;
+    }
     if (!m_rtoEventPending)
     {
         ScheduleRtoEvent (now, rto);
@@ -481,6 +486,7 @@ TcpLeanSender::ScheduleRtoEvent (Time now, Time delay)
     // One pending timer event at most: restarting the timer only moves m_rtoDeadline, and
     // an early event re-schedules itself (as pFabric's sender does).
     m_rtoEventPending = true;
+    m_rtoEventAt = now + delay;
     using RtoEvent = PooledTimedEvent<TcpLeanSender, &TcpLeanSender::OnRtoEvent>;
     m_rtoEvent =
         Simulator::Schedule (delay, Ptr<EventImpl> (new RtoEvent (this, now + delay), false));

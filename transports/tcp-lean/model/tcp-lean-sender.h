@@ -201,6 +201,7 @@ class TcpLeanSender : public SimpleRefCount<TcpLeanSender>
     uint32_t m_backoff{1};
     bool m_rttSampled{false};
     Time m_rtoDeadline{Time::Max ()};
+    Time m_rtoEventAt; ///< when the pending timer event fires
     EventId m_rtoEvent;
 
     uint64_t m_timeouts{0};
