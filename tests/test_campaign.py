@@ -186,7 +186,9 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
 
     monkeypatch.setattr(runner, "_CAPABILITIES", {})
     caps = runner.driver_capabilities(_BINARY, tmp_path / "cache")
-    assert caps.protocols == ("dctcp", "fastpass", "ideal", "pfabric", "phost", "tcp")
+    assert caps.protocols == (
+        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "tcp", "tcp-lean"
+    )
     (cache,) = (tmp_path / "cache").glob("driver-*.json")
     # the file is what a later process reads: an edited listing shows through
     data = json.loads(cache.read_text())
