@@ -201,7 +201,7 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
     shutil.copy2(_BINARY, other)
     with open(other, "ab") as handle:
         handle.write(b"\0")
-    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp"
+    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp-lean"
     assert len(list((tmp_path / "cache").glob("driver-*.json"))) == 2
 
 
