@@ -78,6 +78,13 @@ TcpLeanFlowTransport::GetTypeId ()
                            UintegerValue (3),
                            MakeUintegerAccessor (&TcpLeanFlowTransport::m_dupThresh),
                            MakeUintegerChecker<uint32_t> (1))
+            .AddAttribute ("Prr",
+                           "Fast recovery sends per Proportional Rate Reduction (RFC 6937), "
+                           "ns-3's default TcpPrrRecovery (tcp-ns3); false = RFC 6675 §5 alone "
+                           "(cwnd = ssthresh at entry, send while pipe < cwnd)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&TcpLeanFlowTransport::m_prr),
+                           MakeBooleanChecker ())
             .AddAttribute ("MinRto",
                            "Lower bound of the RTO (RFC 6298 §2.4 with the datacenter value of "
                            "tcp-ns3: TcpSocketBase::MinRto 200 us, transports/tcp/doc/tcp.md)",
@@ -182,6 +189,7 @@ TcpLeanFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_senderConfig.clockGranularity = m_clockGranularity;
     m_senderConfig.growth = m_dctcp ? TcpLeanGrowth::LINUX_RENO : TcpLeanGrowth::NEW_RENO;
     m_senderConfig.dctcp = m_dctcp;
+    m_senderConfig.prr = m_prr;
     m_senderConfig.dctcpG = m_dctcpG;
     m_senderConfig.dctcpAlphaInit = m_dctcpAlphaInit;
     m_receiverConfig.mssBytes = m_mssBytes;

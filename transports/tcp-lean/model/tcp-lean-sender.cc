@@ -205,7 +205,7 @@ TcpLeanSender::SendSegment (uint32_t segment, Time now)
     if (segment < m_sndNxt)
     {
         // a retransmission (RFC 6675 HighRxt; counted in pipe twice until SACKed or acked)
-        m_highRxt = segment + 1;
+        m_highRxt = std::max (m_highRxt, segment + 1);
         if (!(m_flags[segment] & RETRANSMITTED))
         {
             m_flags[segment] |= RETRANSMITTED;
@@ -219,6 +219,10 @@ TcpLeanSender::SendSegment (uint32_t segment, Time now)
     m_sentAt[segment] = now;
     ++m_dataPacketsSent;
     const uint32_t payloadBytes = SegmentBytes (segment);
+    if (m_inRecovery)
+    {
+        m_prrOut += payloadBytes;
+    }
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();
     frame.dstHost = m_dstHost;
@@ -255,6 +259,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         return; // an old ACK, reordered behind a newer one
     }
     bool newSack = false;
+    uint32_t delivered = 0; ///< bytes newly SACKed or newly acknowledged, not SACKed before
     if (hasSack)
     {
         const uint32_t s = sackOffset / m_config.mssBytes;
@@ -268,6 +273,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
             ++m_sackedCount;
             m_highSacked = std::max (m_highSacked, s + 1);
             newSack = true;
+            delivered += SegmentBytes (s);
         }
     }
     const bool advanced = ackSegment > m_sndUna;
@@ -287,9 +293,13 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
             {
                 --m_sackedCount;
             }
-            else if (m_flags[s] & RETRANSMITTED)
+            else
             {
-                --m_retxOutstanding;
+                delivered += SegmentBytes (s);
+                if (m_flags[s] & RETRANSMITTED)
+                {
+                    --m_retxOutstanding;
+                }
             }
             ackedBytes += SegmentBytes (s);
         }
@@ -320,7 +330,8 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
 
     if (m_inRecovery && m_sndUna >= m_recoveryPoint)
     {
-        m_inRecovery = false; // cwnd = ssthresh since entry (RFC 6675 §5 step 4.2)
+        m_inRecovery = false;
+        m_cwnd = m_ssthresh; // RFC 6675 §5 step 4.2; PRR's end (RFC 6937 §3)
     }
     if (m_afterRto && m_sndUna >= m_recoveryPoint)
     {
@@ -331,10 +342,14 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         m_inCwr = false;
     }
 
+    if (m_inRecovery && m_config.prr)
+    {
+        ProportionalRateReduction (delivered);
+    }
     if (!m_inRecovery && !m_afterRto &&
         (m_dupAcks >= m_config.dupThresh || (m_sackedCount > 0 && IsLost (m_sndUna))))
     {
-        EnterRecovery (now);
+        EnterRecovery (delivered, now);
     }
     else if (m_config.dctcp && ece && advanced && !m_inCwr && !m_inRecovery)
     {
@@ -351,7 +366,23 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         IncreaseWindow (segmentsAcked);
     }
 
-    if (advanced)
+    if (advanced && m_inRecovery)
+    {
+        // A partial ACK (RFC 6582 §3.2 step 5, as ns-3's ProcessAck): the first segment not
+        // acknowledged is taken as lost too and resent at once, unless it was already; the
+        // timer restarts on the first partial ACK only ("Impatient" variant, RFC 6582 §4.1;
+        // ns-3 NewAck (ack, m_isFirstPartialAck)).
+        if (!(m_flags[m_sndUna] & (SACKED | RETRANSMITTED)))
+        {
+            SendSegment (m_sndUna, now);
+        }
+        if (m_firstPartialAck)
+        {
+            m_firstPartialAck = false;
+            RestartRto (now);
+        }
+    }
+    else if (advanced)
     {
         RestartRto (now); // RFC 6298 §5.3
     }
@@ -359,7 +390,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
 }
 
 void
-TcpLeanSender::EnterRecovery (Time now)
+TcpLeanSender::EnterRecovery (uint32_t delivered, Time now)
 {
     // RFC 6675 §5 step (4): RecoveryPoint = HighData; ssthresh = cwnd = FlightSize / 2
     // (RFC 5681 eq. (4): at least 2 SMSS); retransmit the first segment not acknowledged.
@@ -373,7 +404,40 @@ TcpLeanSender::EnterRecovery (Time now)
     m_recoveryPoint = m_sndNxt;
     m_highRxt = m_sndUna;
     m_dupAcks = 0;
+    m_firstPartialAck = true;
+    if (m_config.prr)
+    {
+        // RFC 6937 §3: RecoverFS = the data outstanding (ns-3 TcpPrrRecovery: UnAckDataCount)
+        m_recoverFs = flightSize;
+        m_prrDelivered = 0;
+        m_prrOut = 0;
+        ProportionalRateReduction (delivered);
+    }
     SendSegment (m_sndUna, now);
+}
+
+void
+TcpLeanSender::ProportionalRateReduction (uint32_t delivered)
+{
+    // RFC 6937 §3 (PRR-SSRB), as ns-3's TcpPrrRecovery::DoRecovery: cwnd = pipe + sndcnt.
+    m_prrDelivered += delivered;
+    const int64_t pipe = Pipe ();
+    int64_t sendCount;
+    if (pipe > int64_t (m_ssthresh))
+    {
+        const uint64_t share = (uint64_t (m_prrDelivered) * m_ssthresh + m_recoverFs - 1) /
+                               std::max<uint64_t> (m_recoverFs, 1);
+        sendCount = int64_t (share) - int64_t (m_prrOut);
+    }
+    else
+    {
+        const int64_t limit =
+            std::max<int64_t> (int64_t (m_prrDelivered) - m_prrOut, delivered) + m_config.mssBytes;
+        sendCount = std::min<int64_t> (limit, int64_t (m_ssthresh) - pipe);
+    }
+    // the fast retransmit itself always goes (ns-3: at least one segment before any is out)
+    sendCount = std::max<int64_t> (sendCount, m_prrOut > 0 ? 0 : m_config.mssBytes);
+    m_cwnd = static_cast<uint32_t> (pipe + sendCount);
 }
 
 void

@@ -40,6 +40,7 @@ struct TcpLeanSenderConfig
     Time initialRto{MicroSeconds (200)}; ///< RTO before the first RTT sample (RFC 6298 §2.1), doc §1
     TcpLeanGrowth growth{TcpLeanGrowth::NEW_RENO};
     bool dctcp{false};    ///< ECT data, α and the α/2 cut (RFC 8257 §3.3)
+    bool prr{true};       ///< recovery sends per RFC 6937 PRR (ns-3's default recovery)
     double dctcpG{1.0 / 16};     ///< RFC 8257 §4.2 / Alizadeh et al. SIGCOMM'10 §3.1
     double dctcpAlphaInit{1.0};  ///< RFC 8257 §3.3 (Linux dctcp_alpha_on_init = 1024/1024)
 };
@@ -61,6 +62,8 @@ struct TcpLeanSenderConfig
  * - Loss recovery: RFC 6675 (SACK scoreboard, IsLost, NextSeg rules 1–3) entered on the
  *   DupThresh-th duplicate ACK or when SND.UNA's segment IsLost; cwnd = ssthresh =
  *   max(FlightSize / 2, 2 MSS) (RFC 5681 eq. 4); leaves when SND.UNA passes RecoveryPoint.
+ *   A partial ACK resends the first unacknowledged segment at once and, the first time
+ *   only, restarts the timer (RFC 6582 §3.2, §4.1 "Impatient"; ns-3's ProcessAck).
  * - RTO (RFC 6298): SRTT/RTTVAR from one sample per advancing ACK (Karn: never from a
  *   retransmitted segment), RTO = max(MinRto, SRTT + max(G, 4 RTTVAR)), restarted on every
  *   advancing ACK, doubled per expiry; on expiry ssthresh = max(FlightSize / 2, 2 MSS),
@@ -150,7 +153,9 @@ class TcpLeanSender : public SimpleRefCount<TcpLeanSender>
     /// Send what cwnd − pipe allows.
     void SendPending (Time now);
     void SendSegment (uint32_t segment, Time now);
-    void EnterRecovery (Time now);
+    void EnterRecovery (uint32_t delivered, Time now);
+    /// RFC 6937 PRR: cwnd = pipe + the bytes PRR lets out after \p delivered more arrived.
+    void ProportionalRateReduction (uint32_t delivered);
     void IncreaseWindow (uint32_t segmentsAcked);
     void UpdateAlpha (uint32_t ackedBytes, bool ece);
     void SampleRtt (Time rtt);
@@ -170,6 +175,7 @@ class TcpLeanSender : public SimpleRefCount<TcpLeanSender>
     bool m_inRecovery{false};
     bool m_inCwr{false};
     bool m_afterRto{false};
+    bool m_firstPartialAck{false}; ///< no partial ACK yet in this recovery
     bool m_rtoEventPending{false};
 
     // sequence state, in segments
@@ -193,6 +199,10 @@ class TcpLeanSender : public SimpleRefCount<TcpLeanSender>
     uint32_t m_alphaWindowEnd{0}; ///< segment that ends the α observation window
     uint64_t m_alphaAckedBytes{0};
     uint64_t m_alphaMarkedBytes{0};
+    // RFC 6937 PRR, bytes
+    uint32_t m_recoverFs{0};
+    uint32_t m_prrDelivered{0};
+    uint32_t m_prrOut{0};
 
     // RFC 6298
     Time m_srtt;
