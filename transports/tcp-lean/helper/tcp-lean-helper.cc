@@ -205,19 +205,10 @@ TcpLeanFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
                 ? m_markThresholdAttr
                 : TcpFlowTransport::DctcpMarkThresholdBytes (topology, m_mssBytes);
     }
-    // The ports of tcp-ns3 (TcpFlowTransport::ConfigureFabric): drop-tail, CE above K for
-    // DCTCP; host NICs mark only when they have a limit.
-    ObjectFactory switchQueue;
-    switchQueue.SetTypeId (DropTailEcnQueue::GetTypeId ());
-    switchQueue.Set ("MarkThresholdBytes", UintegerValue (m_markThresholdBytes));
-    topology->SetSwitchQueue (switchQueue);
-    ObjectFactory hostQueue;
-    hostQueue.SetTypeId (DropTailEcnQueue::GetTypeId ());
-    hostQueue.Set ("MarkThresholdBytes",
-                   UintegerValue (m_hostBufferBytes > 0 ? m_markThresholdBytes : 0));
-    topology->SetHostQueue (hostQueue);
-    ApplyHostBufferBytes (topology, m_hostBufferBytes,
-                          "ns3::TcpLeanFlowTransport::HostBufferBytes");
+    // The ports of tcp-ns3: drop-tail, CE above K for DCTCP; host NICs mark only when they
+    // have a limit.
+    TcpFlowTransport::SetTcpPorts (topology, m_markThresholdBytes, m_hostBufferBytes,
+                                   "ns3::TcpLeanFlowTransport::HostBufferBytes");
 }
 
 void
