@@ -126,6 +126,10 @@ TcpLeanReceiver::SendAck (bool ece, bool hasSack, uint32_t sackSegment, Time now
     frame.dstHost = m_srcHost;
     frame.protocol = kTcpLeanProtocol;
     frame.flowHash = m_ackFlowHash;
+    // DCTCP's ACKs are ECT too, as ns-3's in DctcpEcn mode (TcpSocketBase::AddSocketTags) and
+    // Linux's (dctcp_init: INET_ECN_xmit): ports mark them like data (a CE on an ACK is not
+    // acted upon)
+    frame.ecn = m_config.dctcp ? FabricEcn::ECT0 : FabricEcn::NOT_ECT;
     frame.payloadBytes = 0;
     frame.transportFlags = static_cast<uint8_t> (TCP_LEAN_ACK | (ece ? TCP_LEAN_ECE : 0) |
                                                  (hasSack ? TCP_LEAN_SACK : 0));
