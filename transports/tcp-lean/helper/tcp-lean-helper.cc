@@ -85,6 +85,15 @@ TcpLeanFlowTransport::GetTypeId ()
                            BooleanValue (true),
                            MakeBooleanAccessor (&TcpLeanFlowTransport::m_prr),
                            MakeBooleanChecker ())
+            .AddAttribute ("Ns3DctcpEce",
+                           "DCTCP reacts to ECE as ns-3.37 (tcp-ns3's dctcp): in any state but "
+                           "CWR, fast recovery and after an RTO included, and cuts to "
+                           "cwnd (1 - alpha/2) with no 2-segment floor (TcpSocketBase::EnterCwr, "
+                           "TcpDctcp::GetSsThresh); false = RFC 8257 section 3.3 as Linux "
+                           "(Open state only, at least 2 segments)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3DctcpEce),
+                           MakeBooleanChecker ())
             .AddAttribute ("MinRto",
                            "Lower bound of the RTO (RFC 6298 §2.4 with the datacenter value of "
                            "tcp-ns3: TcpSocketBase::MinRto 200 us, transports/tcp/doc/tcp.md)",
@@ -190,6 +199,7 @@ TcpLeanFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_senderConfig.growth = m_dctcp ? TcpLeanGrowth::LINUX_RENO : TcpLeanGrowth::NEW_RENO;
     m_senderConfig.dctcp = m_dctcp;
     m_senderConfig.prr = m_prr;
+    m_senderConfig.ns3DctcpEce = m_ns3DctcpEce;
     m_senderConfig.dctcpG = m_dctcpG;
     m_senderConfig.dctcpAlphaInit = m_dctcpAlphaInit;
     m_receiverConfig.mssBytes = m_mssBytes;

@@ -94,6 +94,7 @@ class TcpLeanFlowTransport : public FlowTransport
     uint32_t m_hostBufferBytes{0};
     bool m_ns3Ports{true};
     bool m_prr{true};
+    bool m_ns3DctcpEce{true};
     uint32_t m_mssBytes{1460};
     uint32_t m_initialCwnd{10};
     uint32_t m_dupThresh{3};

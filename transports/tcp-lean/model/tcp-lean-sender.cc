@@ -351,12 +351,17 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
     {
         EnterRecovery (delivered, now);
     }
-    else if (m_config.dctcp && ece && advanced && !m_inCwr && !m_inRecovery)
+    else if (m_config.dctcp && ece && advanced && !m_inCwr &&
+             (m_config.ns3DctcpEce || (!m_inRecovery && !m_afterRto)))
     {
-        // RFC 8257 §3.3: once per window of data, cwnd ← cwnd × (1 − α / 2).
+        // RFC 8257 §3.3: once per window of data, cwnd ← cwnd × (1 − α / 2), at least 2
+        // segments (Linux dctcp_ssthresh).  ns-3.37 (Ns3DctcpEce): TcpSocketBase::ReceivedAck
+        // calls EnterCwr on a valid ECE in any state but CWR, fast recovery (which it leaves)
+        // and loss after an RTO included, and TcpDctcp::GetSsThresh has no floor.
         const auto cut = static_cast<uint32_t> (m_cwnd * (1.0 - m_alpha / 2.0));
-        m_cwnd = std::max (cut, 2 * m_config.mssBytes);
+        m_cwnd = m_config.ns3DctcpEce ? cut : std::max (cut, 2 * m_config.mssBytes);
         m_ssthresh = m_cwnd;
+        m_inRecovery = false;
         m_inCwr = true;
         m_cwrPoint = m_sndNxt;
         ++m_ecnCuts;
@@ -526,9 +531,12 @@ TcpLeanSender::SampleRtt (Time rtt)
 void
 TcpLeanSender::RestartRto (Time now)
 {
-    if (m_sndUna >= m_sndNxt)
+    if (m_sndUna >= m_sndNxt && (!m_config.ns3DctcpEce || m_sndUna >= m_nSegments))
     {
-        m_rtoDeadline = Time::Max (); // RFC 6298 §5.2: nothing outstanding
+        // RFC 6298 §5.2: nothing outstanding.  ns-3 cancels its timer only when the send
+        // buffer is empty (TcpSocketBase::ReceivedAck), so a window cut below one segment
+        // with nothing in flight (Ns3DctcpEce) waits one RTO, as there.
+        m_rtoDeadline = Time::Max ();
         return;
     }
     const Time rto = m_rto * m_backoff;

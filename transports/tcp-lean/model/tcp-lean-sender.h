@@ -41,6 +41,10 @@ struct TcpLeanSenderConfig
     TcpLeanGrowth growth{TcpLeanGrowth::NEW_RENO};
     bool dctcp{false};    ///< ECT data, α and the α/2 cut (RFC 8257 §3.3)
     bool prr{true};       ///< recovery sends per RFC 6937 PRR (ns-3's default recovery)
+    /// DCTCP's ECE response as ns-3.37's TcpSocketBase::EnterCwr + TcpDctcp::GetSsThresh: an
+    /// ECE cuts in fast recovery and after an RTO too (leaving recovery for CWR), and the cut
+    /// has no 2-segment floor (doc §2); false = RFC 8257 §3.3 / Linux (Open state only, ≥ 2).
+    bool ns3DctcpEce{true};
     double dctcpG{1.0 / 16};     ///< RFC 8257 §4.2 / Alizadeh et al. SIGCOMM'10 §3.1
     double dctcpAlphaInit{1.0};  ///< RFC 8257 §3.3 (Linux dctcp_alpha_on_init = 1024/1024)
 };

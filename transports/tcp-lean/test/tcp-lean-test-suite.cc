@@ -337,6 +337,68 @@ class DctcpWindowTestCase : public TestCase
 };
 
 /**
+ * DCTCP's ECE after a timeout, as ns-3.37 (Ns3DctcpEce, the default) and as RFC 8257 / Linux.
+ * 12 segments at 40 Gbps, alpha = 1 (DctcpAlphaOnInit); segments 9, 10, 11 (the last window's
+ * tail) are dropped once, so no duplicate ACK comes and the timer fires (RtoTestCase); cwnd =
+ * 1 MSS and segment 9 is resent, CE-marked.  Its ACK (ECE; the receiver's delayed-ACK timer)
+ * is back at some t_a, the same in both runs, and acknowledges a retransmission (no RTT sample,
+ * RTO = MinRto).
+ * - RFC 8257 / Linux (Ns3DctcpEce = false): CWR is entered from the Open state only, so the
+ *   ACK grows cwnd in slow start to 2 MSS (ssthresh = max(3 MSS / 2, 2 MSS)): 10 and 11 leave
+ *   at t_a, t_a + T; FCT = t_a + T + D.
+ * - ns-3: the ECE enters CWR from the loss state with cwnd = 1460 (1 - 1/2) = 730 B < 1 MSS:
+ *   nothing is sent until the next timeout, MinRto after t_a, which resends 10 with cwnd =
+ *   1 MSS; its ACK waits for the delayed-ACK timer (1 us), is back at t_a + MinRto + RTT +
+ *   1 us, and 11 leaves then: FCT = t_a + MinRto + RTT + 1 us + D.
+ * The difference is MinRto + RTT + 1 us - T = 200000 + 2871.6 + 1000 - 303.6 = 203568 ns,
+ * with two timeouts instead of one.
+ */
+class DctcpEceAfterRtoTestCase : public TestCase
+{
+  public:
+    DctcpEceAfterRtoTestCase ()
+          : TestCase ("dctcp-lean: an ECE after a timeout cuts cwnd to half a segment as "
+                      "ns-3.37 does, which waits one more RTO")
+    {
+    }
+
+  private:
+    struct Outcome
+    {
+        Time fct;
+        std::string timeouts;
+    };
+
+    static Outcome RunOnce (bool ns3DctcpEce)
+    {
+        OffsetQueue::s_dropOnce = {9 * kMss, 10 * kMss, 11 * kMss};
+        OffsetQueue::s_mark = {9 * kMss};
+        OffsetQueue::s_dropped = 0;
+        LeanFabric fabric ("dctcp-lean", "40Gbps", true, [ns3DctcpEce] () {
+            Config::SetDefault ("ns3::TcpLeanFlowTransport::Ns3DctcpEce",
+                                BooleanValue (ns3DctcpEce));
+        });
+        Outcome outcome;
+        outcome.fct = fabric.Run (12 * kMss);
+        outcome.timeouts = fabric.transport->GetStatistics ()[0].second;
+        Simulator::Destroy ();
+        return outcome;
+    }
+
+    void DoRun () override
+    {
+        const Outcome ns3 = RunOnce (true);
+        const Outcome rfc = RunOnce (false);
+        NS_TEST_ASSERT_MSG_EQ (ns3.fct.IsPositive () && rfc.fct.IsPositive (), true,
+                               "both finish");
+        NS_TEST_ASSERT_MSG_EQ (ns3.timeouts, "2", "ns-3: a second timeout");
+        NS_TEST_ASSERT_MSG_EQ (rfc.timeouts, "1", "RFC 8257: one timeout");
+        NS_TEST_ASSERT_MSG_EQ (ns3.fct - rfc.fct, PicoSeconds (203568000),
+                               "MinRto + RTT + 1 us - T");
+    }
+};
+
+/**
  * The ports are tcp-ns3's: drop-tail, CE above K for DCTCP with K from the topology
  * (transports/tcp/doc/tcp.md "K": 2 packets = 3036 B at 40 Gbps, 3 = 4554 B at 100 Gbps), no
  * marking for NewReno.
@@ -386,6 +448,7 @@ class TcpLeanTestSuite : public TestSuite
         AddTestCase (new RtoTestCase (200), TestCase::QUICK);
         AddTestCase (new RtoTestCase (100), TestCase::QUICK);
         AddTestCase (new DctcpWindowTestCase (), TestCase::QUICK);
+        AddTestCase (new DctcpEceAfterRtoTestCase (), TestCase::QUICK);
         AddTestCase (new PortsTestCase (), TestCase::QUICK);
     }
 };
