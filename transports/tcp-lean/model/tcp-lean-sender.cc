@@ -219,7 +219,7 @@ TcpLeanSender::SendSegment (uint32_t segment, Time now)
     m_sentAt[segment] = now;
     ++m_dataPacketsSent;
     const uint32_t payloadBytes = SegmentBytes (segment);
-    if (m_inRecovery)
+    if (m_inRecovery || (m_inCwr && m_config.ns3DctcpEce))
     {
         m_prrOut += payloadBytes;
     }
@@ -340,6 +340,34 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
     if (m_inCwr && m_sndUna > m_cwrPoint)
     {
         m_inCwr = false;
+        if (m_config.ns3DctcpEce)
+        {
+            m_cwnd = m_ssthresh; // ns-3 ReceivedAck: CWR's end, cwnd = ssthresh
+        }
+    }
+    if (m_config.ns3DctcpEce && m_config.dctcp && ece && advanced && !m_inCwr)
+    {
+        // ns-3.37 TcpSocketBase::ReceivedAck: a valid ECE in any state but CWR (fast recovery
+        // and loss after an RTO too, which it leaves) calls EnterCwr: ssthresh =
+        // TcpDctcp::GetSsThresh = cwnd (1 − α / 2), no floor; cwnd is then PRR's (RFC 6937,
+        // TcpPrrRecovery, RecoverFS = the data not acknowledged) until SND.UNA passes the data
+        // sent so far, and ssthresh at the end.  PRR runs on entry and again for the same ACK
+        // in ProcessAck (both count its delivered bytes), as there.
+        m_ssthresh = static_cast<uint32_t> (m_cwnd * (1.0 - m_alpha / 2.0));
+        m_inRecovery = false;
+        m_inCwr = true;
+        m_cwrPoint = m_sndNxt;
+        ++m_ecnCuts;
+        const uint64_t high =
+            std::min<uint64_t> (uint64_t (m_sndNxt) * m_config.mssBytes, m_sizeBytes);
+        m_recoverFs = static_cast<uint32_t> (high - uint64_t (m_sndUna) * m_config.mssBytes);
+        m_prrDelivered = 0;
+        m_prrOut = 0;
+        ProportionalRateReduction (delivered);
+    }
+    if (m_config.ns3DctcpEce && m_inCwr && advanced)
+    {
+        ProportionalRateReduction (delivered); // ns-3 ProcessAck, CA_CWR: DoRecovery
     }
 
     if (m_inRecovery && m_config.prr)
@@ -351,17 +379,14 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
     {
         EnterRecovery (delivered, now);
     }
-    else if (m_config.dctcp && ece && advanced && !m_inCwr &&
-             (m_config.ns3DctcpEce || (!m_inRecovery && !m_afterRto)))
+    else if (!m_config.ns3DctcpEce && m_config.dctcp && ece && advanced && !m_inCwr &&
+             !m_inRecovery && !m_afterRto)
     {
         // RFC 8257 §3.3: once per window of data, cwnd ← cwnd × (1 − α / 2), at least 2
-        // segments (Linux dctcp_ssthresh).  ns-3.37 (Ns3DctcpEce): TcpSocketBase::ReceivedAck
-        // calls EnterCwr on a valid ECE in any state but CWR, fast recovery (which it leaves)
-        // and loss after an RTO included, and TcpDctcp::GetSsThresh has no floor.
+        // segments (Linux dctcp_ssthresh), from the Open state only (Linux tcp_enter_cwr).
         const auto cut = static_cast<uint32_t> (m_cwnd * (1.0 - m_alpha / 2.0));
-        m_cwnd = m_config.ns3DctcpEce ? cut : std::max (cut, 2 * m_config.mssBytes);
+        m_cwnd = std::max (cut, 2 * m_config.mssBytes);
         m_ssthresh = m_cwnd;
-        m_inRecovery = false;
         m_inCwr = true;
         m_cwrPoint = m_sndNxt;
         ++m_ecnCuts;
@@ -534,8 +559,8 @@ TcpLeanSender::RestartRto (Time now)
     if (m_sndUna >= m_sndNxt && (!m_config.ns3DctcpEce || m_sndUna >= m_nSegments))
     {
         // RFC 6298 §5.2: nothing outstanding.  ns-3 cancels its timer only when the send
-        // buffer is empty (TcpSocketBase::ReceivedAck), so a window cut below one segment
-        // with nothing in flight (Ns3DctcpEce) waits one RTO, as there.
+        // buffer is empty (TcpSocketBase::ReceivedAck), so a window below one segment with
+        // nothing in flight (Ns3DctcpEce: ssthresh has no floor) waits one RTO, as there.
         m_rtoDeadline = Time::Max ();
         return;
     }
