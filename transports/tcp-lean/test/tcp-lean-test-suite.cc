@@ -288,8 +288,13 @@ class RtoTestCase : public TestCase
  * window.  The receiver ACKs 0 at once (ECE), sends the pending ACK of 1 with ECE when 2
  * arrives unmarked (the CE state changes, RFC 8257 §3.2), then ACK(2,3), (4,5), (6,7), (8,9)
  * without ECE.
- * - The first ECE (ACK(0), at RTT) cuts cwnd once: 14600 x (1 - 0.5 / 2) = 10950 B =
- *   ssthresh; no further cut in that window (CWR until SND.UNA passes segment 10).
+ * - The first ECE (ACK(0), at RTT) cuts once: ssthresh = 14600 x (1 - 0.5 / 2) = 10950 B; no
+ *   further cut in that window (CWR until SND.UNA passes segment 10).  RFC 8257 mode: cwnd =
+ *   ssthresh at once.  ns-3 mode (the default), PRR with RecoverFS = 9 segments = 13140 B:
+ *   ACK(0) (counted twice, as ns-3) sndcnt = ceil(2920 x 10950 / 13140) = 2434, 1 segment out;
+ *   ACK(1) 3650 - 1460 = 2190, 1 out; ACK(2,3) 6084 - 2920 = 3164, 2 out; ACK(4,5) 8517 - 5840
+ *   = 2677, 1 out; ACK(6,7): pipe = 2 + 5 segments = 10220 <= ssthresh, so cwnd = pipe +
+ *   min(..., 10950 - pipe) = 10950, and again at ACK(8,9): cwnd = 10950 B in both modes.
  * - The observation window ends when SND.UNA reaches 10 (what was sent at the first ACK),
  *   at ACK(8,9) = RTT + 9T = 5604 ns: 2920 of 14600 bytes were acknowledged with ECE, so
  *   alpha = (1 - 1/16) x 0.5 + (1/16) x 0.2 = 0.48125.
@@ -342,14 +347,16 @@ class DctcpWindowTestCase : public TestCase
  * tail) are dropped once, so no duplicate ACK comes and the timer fires (RtoTestCase); cwnd =
  * 1 MSS and segment 9 is resent, CE-marked.  Its ACK (ECE; the receiver's delayed-ACK timer)
  * is back at some t_a, the same in both runs, and acknowledges a retransmission (no RTT sample,
- * RTO = MinRto).
+ * RTO = MinRto); 10 and 11 are lost (pipe = 0).
  * - RFC 8257 / Linux (Ns3DctcpEce = false): CWR is entered from the Open state only, so the
  *   ACK grows cwnd in slow start to 2 MSS (ssthresh = max(3 MSS / 2, 2 MSS)): 10 and 11 leave
  *   at t_a, t_a + T; FCT = t_a + T + D.
- * - ns-3: the ECE enters CWR from the loss state with cwnd = 1460 (1 - 1/2) = 730 B < 1 MSS:
- *   nothing is sent until the next timeout, MinRto after t_a, which resends 10 with cwnd =
- *   1 MSS; its ACK waits for the delayed-ACK timer (1 us), is back at t_a + MinRto + RTT +
- *   1 us, and 11 leaves then: FCT = t_a + MinRto + RTT + 1 us + D.
+ * - ns-3: the ECE enters CWR from the loss state: ssthresh = 1460 (1 - 1/2) = 730 B, RecoverFS
+ *   = 2920 B, PRR (RFC 6937) twice on that ACK: prr_delivered = 2920, pipe 0 <= ssthresh,
+ *   sndcnt = min(2920 + 1460, 730 - 0) = 730, raised to 1 MSS as nothing was sent yet: 10
+ *   leaves at t_a.  Its ACK (delayed-ACK timer, 1 us) is back at t_a + RTT + 1 us: sndcnt =
+ *   min(..., 730) = 730, prr_out > 0, so cwnd = 730 B < 1 MSS and 11 waits for the timer,
+ *   restarted by that ACK: it leaves at t_a + RTT + 1 us + MinRto; FCT = that + D.
  * The difference is MinRto + RTT + 1 us - T = 200000 + 2871.6 + 1000 - 303.6 = 203568 ns,
  * with two timeouts instead of one.
  */
@@ -357,8 +364,8 @@ class DctcpEceAfterRtoTestCase : public TestCase
 {
   public:
     DctcpEceAfterRtoTestCase ()
-          : TestCase ("dctcp-lean: an ECE after a timeout cuts cwnd to half a segment as "
-                      "ns-3.37 does, which waits one more RTO")
+          : TestCase ("dctcp-lean: an ECE after a timeout enters CWR as ns-3.37 does: ssthresh "
+                      "= half a segment, and the tail waits one more RTO")
     {
     }
 
