@@ -78,6 +78,14 @@ TcpLeanSender::IsLost (uint32_t segment) const
 }
 
 uint32_t
+TcpLeanSender::FlightSize () const
+{
+    const uint64_t high =
+        std::min<uint64_t> (uint64_t (m_sndNxt) * m_config.mssBytes, m_sizeBytes);
+    return static_cast<uint32_t> (high - uint64_t (m_sndUna) * m_config.mssBytes);
+}
+
+uint32_t
 TcpLeanSender::Pipe () const
 {
     if (m_sackedCount == 0 && m_retxOutstanding == 0 && !m_afterRto)
@@ -87,9 +95,7 @@ TcpLeanSender::Pipe () const
         {
             return 0;
         }
-        const uint64_t high = std::min<uint64_t> (uint64_t (m_sndNxt) * m_config.mssBytes,
-                                                  m_sizeBytes);
-        return static_cast<uint32_t> (high - uint64_t (m_sndUna) * m_config.mssBytes);
+        return FlightSize ();
     }
     // RFC 6675 §4 SetPipe, one pass from the top counting SACKed segments above.
     uint32_t pipe = 0;
@@ -358,9 +364,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         m_inCwr = true;
         m_cwrPoint = m_sndNxt;
         ++m_ecnCuts;
-        const uint64_t high =
-            std::min<uint64_t> (uint64_t (m_sndNxt) * m_config.mssBytes, m_sizeBytes);
-        m_recoverFs = static_cast<uint32_t> (high - uint64_t (m_sndUna) * m_config.mssBytes);
+        m_recoverFs = FlightSize ();
         m_prrDelivered = 0;
         m_prrOut = 0;
         ProportionalRateReduction (delivered);
@@ -425,8 +429,7 @@ TcpLeanSender::EnterRecovery (uint32_t delivered, Time now)
     // RFC 6675 §5 step (4): RecoveryPoint = HighData; ssthresh = cwnd = FlightSize / 2
     // (RFC 5681 eq. (4): at least 2 SMSS); retransmit the first segment not acknowledged.
     ++m_fastRetransmits;
-    const uint64_t high = std::min<uint64_t> (uint64_t (m_sndNxt) * m_config.mssBytes, m_sizeBytes);
-    const auto flightSize = static_cast<uint32_t> (high - uint64_t (m_sndUna) * m_config.mssBytes);
+    const uint32_t flightSize = FlightSize ();
     m_ssthresh = std::max (flightSize / 2, 2 * m_config.mssBytes);
     m_cwnd = m_ssthresh;
     m_inRecovery = true;
@@ -614,10 +617,7 @@ TcpLeanSender::OnRto (Time now)
     // RFC 5681 §3.1 eq. (4), once per loss (not again when the retransmission times out).
     if (m_backoff == 1)
     {
-        const uint64_t high =
-            std::min<uint64_t> (uint64_t (m_sndNxt) * m_config.mssBytes, m_sizeBytes);
-        const auto flightSize =
-            static_cast<uint32_t> (high - uint64_t (m_sndUna) * m_config.mssBytes);
+        const uint32_t flightSize = FlightSize ();
         m_ssthresh = std::max (flightSize / 2, 2 * m_config.mssBytes);
     }
     m_cwnd = m_config.mssBytes;

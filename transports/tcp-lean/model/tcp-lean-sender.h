@@ -154,6 +154,8 @@ class TcpLeanSender : public SimpleRefCount<TcpLeanSender>
     uint32_t Pipe () const;
     /// RFC 6675 §4 NextSeg; \returns m_nSegments if nothing may be sent.
     uint32_t NextSegment () const;
+    /// RFC 5681 FlightSize: bytes sent and not cumulatively acknowledged (SND.NXT − SND.UNA).
+    uint32_t FlightSize () const;
     /// Send what cwnd − pipe allows.
     void SendPending (Time now);
     void SendSegment (uint32_t segment, Time now);
