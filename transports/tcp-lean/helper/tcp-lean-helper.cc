@@ -94,6 +94,13 @@ TcpLeanFlowTransport::GetTypeId ()
                            BooleanValue (true),
                            MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3DctcpEce),
                            MakeBooleanChecker ())
+            .AddAttribute ("Ns3PipeSsthresh",
+                           "NewReno's fast-recovery ssthresh = max(pipe / 2, 2 MSS) as ns-3.37's "
+                           "EnterRecovery (BytesInFlight, RFC 6675 pipe) instead of RFC 5681 "
+                           "eq. (4)'s FlightSize / 2",
+                           BooleanValue (false),
+                           MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3PipeSsthresh),
+                           MakeBooleanChecker ())
             .AddAttribute ("MinRto",
                            "Lower bound of the RTO (RFC 6298 §2.4 with the datacenter value of "
                            "tcp-ns3: TcpSocketBase::MinRto 200 us, transports/tcp/doc/tcp.md)",
@@ -200,6 +207,7 @@ TcpLeanFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_senderConfig.dctcp = m_dctcp;
     m_senderConfig.prr = m_prr;
     m_senderConfig.ns3DctcpEce = m_ns3DctcpEce;
+    m_senderConfig.ns3PipeSsthresh = m_ns3PipeSsthresh;
     m_senderConfig.dctcpG = m_dctcpG;
     m_senderConfig.dctcpAlphaInit = m_dctcpAlphaInit;
     m_receiverConfig.mssBytes = m_mssBytes;

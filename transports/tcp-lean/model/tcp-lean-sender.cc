@@ -430,7 +430,11 @@ TcpLeanSender::EnterRecovery (uint32_t delivered, Time now)
     // (RFC 5681 eq. (4): at least 2 SMSS); retransmit the first segment not acknowledged.
     ++m_fastRetransmits;
     const uint32_t flightSize = FlightSize ();
-    m_ssthresh = std::max (flightSize / 2, 2 * m_config.mssBytes);
+    // ns-3.37 EnterRecovery passes BytesInFlight () (RFC 6675 pipe, the head marked lost) to
+    // TcpNewReno::GetSsThresh (Ns3PipeSsthresh, NewReno only).
+    const uint32_t halved = m_config.ns3PipeSsthresh && m_config.growth == TcpLeanGrowth::NEW_RENO
+                                ? Pipe () : flightSize;
+    m_ssthresh = std::max (halved / 2, 2 * m_config.mssBytes);
     m_cwnd = m_ssthresh;
     m_inRecovery = true;
     m_inCwr = false;

@@ -45,6 +45,8 @@ struct TcpLeanSenderConfig
     /// ECE cuts in fast recovery and after an RTO too (leaving recovery for CWR), and the cut
     /// has no 2-segment floor (doc §2); false = RFC 8257 §3.3 / Linux (Open state only, ≥ 2).
     bool ns3DctcpEce{true};
+    /// NewReno's fast-recovery ssthresh = pipe / 2 as ns-3.37 (BytesInFlight ()), not FlightSize / 2.
+    bool ns3PipeSsthresh{false};
     double dctcpG{1.0 / 16};     ///< RFC 8257 §4.2 / Alizadeh et al. SIGCOMM'10 §3.1
     double dctcpAlphaInit{1.0};  ///< RFC 8257 §3.3 (Linux dctcp_alpha_on_init = 1024/1024)
 };
