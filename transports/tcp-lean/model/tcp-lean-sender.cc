@@ -621,8 +621,11 @@ TcpLeanSender::OnRto (Time now)
     // RFC 5681 §3.1 eq. (4), once per loss (not again when the retransmission times out).
     if (m_backoff == 1)
     {
-        const uint32_t flightSize = FlightSize ();
-        m_ssthresh = std::max (flightSize / 2, 2 * m_config.mssBytes);
+        // ns-3.37 ReTxTimeout: BytesInFlight () before the timeout (Ns3PipeSsthresh, NewReno).
+        const uint32_t halved =
+            m_config.ns3PipeSsthresh && m_config.growth == TcpLeanGrowth::NEW_RENO ? Pipe ()
+                                                                                  : FlightSize ();
+        m_ssthresh = std::max (halved / 2, 2 * m_config.mssBytes);
     }
     m_cwnd = m_config.mssBytes;
     m_cwndCount = 0;
