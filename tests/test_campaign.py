@@ -206,7 +206,9 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
 
     monkeypatch.setattr(runner, "_CAPABILITIES", {})
     caps = runner.driver_capabilities(_BINARY, tmp_path / "cache")
-    assert caps.protocols == ("dctcp", "fastpass", "ideal", "pfabric", "phost", "tcp")
+    assert caps.protocols == (
+        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "tcp", "tcp-lean"
+    )
     (cache,) = (tmp_path / "cache").glob("driver-*.json")
     # the file is what a later process reads: an edited listing shows through
     data = json.loads(cache.read_text())
@@ -219,7 +221,7 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
     shutil.copy2(_BINARY, other)
     with open(other, "ab") as handle:
         handle.write(b"\0")
-    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp"
+    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp-lean"
     assert len(list((tmp_path / "cache").glob("driver-*.json"))) == 2
 
 

@@ -243,7 +243,10 @@ def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_pa
     assert lines[1].startswith(
         f"{config}:19: grid.protocols[2]: protocol 'homa' is not implemented"
     )
-    assert "expected one of dctcp, fastpass, ideal, pfabric, phost, tcp" in lines[1]
+    assert (
+        "expected one of dctcp, dctcp-lean, fastpass, ideal, pfabric, phost, tcp, tcp-lean"
+        in lines[1]
+    )
     assert lines[2].startswith(
         f'{config}:28: attributes."ns3::TcpSocketBase::NoSuchAttribute": '
         "attribute 'ns3::TcpSocketBase::NoSuchAttribute': ns3::TcpSocketBase has no attribute"

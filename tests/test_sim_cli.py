@@ -123,7 +123,9 @@ def test_list_capabilities_lists_protocols_and_settable_attributes(tmp_path: Pat
     assert kinds == {"protocol", "attribute"}
     protocols = [line.split(" ", 1)[1] for line in lines if line.startswith("protocol ")]
     # the FlowTransportRegistrar entries of transports/*/helper/*.cc
-    assert protocols == ["dctcp", "fastpass", "ideal", "pfabric", "phost", "tcp"]
+    assert protocols == [
+        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "tcp", "tcp-lean"
+    ]
     attributes = {line.split(" ", 1)[1] for line in lines if line.startswith("attribute ")}
     # ns3::ClosTopology's own attributes (topologies/model/clos-topology.cc) ...
     assert {"ns3::ClosTopology::Racks", "ns3::ClosTopology::BufferBytes",

@@ -181,9 +181,17 @@ TcpFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
                                    ? m_markThresholdAttr
                                    : DctcpMarkThresholdBytes (topology, m_mssBytes);
     }
+    SetTcpPorts (topology, m_markThresholdBytes, m_hostBufferBytes,
+                 "ns3::TcpFlowTransport::HostBufferBytes");
+}
+
+void
+TcpFlowTransport::SetTcpPorts (Ptr<ClosTopology> topology, uint32_t markThresholdBytes,
+                               uint32_t hostBufferBytes, const std::string& hostBufferAttribute)
+{
     ObjectFactory switchQueue;
     switchQueue.SetTypeId (DropTailEcnQueue::GetTypeId ());
-    switchQueue.Set ("MarkThresholdBytes", UintegerValue (m_markThresholdBytes));
+    switchQueue.Set ("MarkThresholdBytes", UintegerValue (markThresholdBytes));
     topology->SetSwitchQueue (switchQueue);
     // With a host buffer limit the host NICs are the switch ports' queue, as in YAPS (every
     // host queue has the switches' queue_type, DCTCP-marking for DCTCP); an unlimited NIC
@@ -191,10 +199,10 @@ TcpFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     ObjectFactory hostQueue;
     hostQueue.SetTypeId (DropTailEcnQueue::GetTypeId ());
     hostQueue.Set ("MarkThresholdBytes",
-                   UintegerValue (m_hostBufferBytes > 0 ? m_markThresholdBytes : 0));
+                   UintegerValue (hostBufferBytes > 0 ? markThresholdBytes : 0));
     topology->SetHostQueue (hostQueue);
     // The topology applies HostBufferBytes as the host queues' MaxBytes.
-    ApplyHostBufferBytes (topology, m_hostBufferBytes, "ns3::TcpFlowTransport::HostBufferBytes");
+    ApplyHostBufferBytes (topology, hostBufferBytes, hostBufferAttribute);
 }
 
 void

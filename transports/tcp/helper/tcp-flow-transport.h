@@ -69,6 +69,15 @@ class TcpFlowTransport : public FlowTransport
      */
     static uint32_t DctcpMarkThresholdBytes (Ptr<const ClosTopology> topology, uint32_t mssBytes);
 
+    /**
+     * Give \p topology the TCP ports (before Build): DropTailEcnQueue switch ports CE-marking
+     * above \p markThresholdBytes (0 = never); host NICs of \p hostBufferBytes (0 =
+     * unlimited, then never marking), the transport's attribute \p hostBufferAttribute
+     * (FlowTransport::ApplyHostBufferBytes).  Shared with transports/tcp-lean.
+     */
+    static void SetTcpPorts (Ptr<ClosTopology> topology, uint32_t markThresholdBytes,
+                             uint32_t hostBufferBytes, const std::string& hostBufferAttribute);
+
     void ConfigureFabric (Ptr<ClosTopology> topology) override;
     void Install (Ptr<ClosTopology> topology) override;
     uint32_t GetPerPacketHeaderBytes () const override;
