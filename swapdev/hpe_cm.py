@@ -24,8 +24,8 @@ The paper swaps to a remote RAM disk over iSER/RoCE and measures (§4.2-4.3, §5
   ``local_bytes`` swapping to each device, and with no limit (full memory); ``tpcb-like``
   transactions from ``clients`` connections, unthrottled, for ``duration_s``: TPS.
 
-Devices (``[[devices]]``): ``none``/``fixed``/``fct-mean``/``fct-sample`` as the emulate
-configs' models (:class:`device.DelayModel`), or ``hdd`` (``rpm``, ``seek_ms``,
+Devices (``[[devices]]``): a delay model of the device's name table (``device.MODEL_NAMES``)
+as the emulate configs' models (:class:`device.DelayModel`), or ``hdd`` (``rpm``, ``seek_ms``,
 ``transfer_bytes_per_s``: :mod:`disaggsim.swapdev.hdd_model`, written as an
 ``fct-sample`` table per run). ``max_over_commit`` skips a slow device's larger points
 (pgbench: database bytes, 15 MiB per scale unit, over ``local_bytes``).
@@ -112,11 +112,17 @@ class HpeCmSection(_Strict):
         return v
 
 
+#: The device kind of the HDD-like delay model (:mod:`disaggsim.swapdev.hdd_model`).
+HDD = "hdd"
+
+
 class DeviceSection(_Strict):
     """``[[devices]]``: one swap device (a delay model of the swap backend)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["none", "fixed", "fct-mean", "fct-sample", "hdd"]
+    #: A delay model of the device's one name table (:data:`device.MODEL_NAMES`), or
+    #: ``hdd`` (:mod:`disaggsim.swapdev.hdd_model`, served as an FCT table).
+    kind: str
     latency_ns: int = Field(0, ge=0)
     bandwidth_bps: int = Field(0, ge=0)
     fct_file: Path | None = None
@@ -127,20 +133,25 @@ class DeviceSection(_Strict):
     transfer_bytes_per_s: float = Field(hdd_model.DEFAULT_TRANSFER_BYTES_PER_S, gt=0)
     max_over_commit: float | None = Field(None, ge=1)
 
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        return device.check_name(v, (*device.MODEL_NAMES, HDD), "kind")
+
     @model_validator(mode="after")
     def _kind_keys(self) -> DeviceSection:
         if self.name == MEMORY:
             raise ValueError(f"name: \"{MEMORY}\" is the full-memory reference's name")
-        if self.kind in ("fct-mean", "fct-sample") and self.fct_file is None:
+        if device.MODEL_PARAMS.get(self.kind) == "table" and self.fct_file is None:
             raise ValueError(f"fct_file: required for kind = \"{self.kind}\"")
-        if (self.kind == "hdd") != (self.rpm is not None):
+        if (self.kind == HDD) != (self.rpm is not None):
             raise ValueError("rpm: required for kind = \"hdd\", and only for it")
         return self
 
     def delay(self, base_dir: Path, work: Path) -> device.DelayModel:
         """The device's :class:`device.DelayModel` (an ``hdd`` table is written in
         ``work``)."""
-        if self.kind == "hdd":
+        if self.kind == HDD:
             assert self.rpm is not None
             table = hdd_model.write_hdd_cdf(work / f"{self.name}.cdf", self.rpm, self.seek_ms,
                                             self.transfer_bytes_per_s)

@@ -172,12 +172,18 @@ def test_bundled_configs_validate():
     import tomllib
 
     from disaggsim.swapdev.emulate import load_emulate_config
+    from disaggsim.swapdev.hpe_cm import load_hpe_cm_config
 
     paths = sorted((REPO / "configs").glob("*.toml"))
-    emulate = [p for p in paths if "emulate" in tomllib.loads(p.read_text())]
+    tables = {p: tomllib.loads(p.read_text()) for p in paths}
+    emulate = [p for p in paths if "emulate" in tables[p]]
+    hpe_cm = [p for p in paths if "hpe_cm" in tables[p]]
     assert emulate, "configs/ should hold an emulate experiment"
+    assert hpe_cm, "configs/ should hold the HPE composable-memory experiments"
     for path in paths:
-        if path in emulate:
+        if path in hpe_cm:
+            assert load_hpe_cm_config(path).devices
+        elif path in emulate:
             assert load_emulate_config(path).models
         else:
             assert load_config(path).grid.protocols

@@ -161,8 +161,8 @@ latency_ns = {DELAY_DIFF_NS}
     delta = summary.loc["plus", "delta_p50_ns"]
     assert LOW * DELAY_DIFF_NS <= delta <= HIGH * DELAY_DIFF_NS, summary
     # D is the ratio of the medians; the full-memory reference never read the device.
-    assert summary.loc["plus", "d_paging"] == pytest.approx(
-        summary.loc["plus", "p50_ns"] / summary.loc["local", "p50_ns"])
+    assert summary.loc["plus", "d_paging"] == pytest.approx(  # summary.csv: 6 significant digits
+        summary.loc["plus", "p50_ns"] / summary.loc["local", "p50_ns"], rel=1e-5)
     assert (runs[runs["device"] == hpe_cm.MEMORY]["majflt"] == 0).all()
 
 
