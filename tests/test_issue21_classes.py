@@ -68,15 +68,21 @@ def write_pcap(path: Path, ts_ns: list[int], linktype: int = 101, frame_of=None)
     return offsets
 
 
-def write_blk(path: Path, times_ns: list[int], sectors: list[int] | None = None) -> None:
-    """``NAME.blktrace.0`` with one 4 KiB write issue (D) record per time."""
+def write_blk(
+    path: Path, times_ns: list[int], sectors: list[int] | None = None, cpu: int = 0,
+    file_cpu: int | None = None,
+) -> None:
+    """``NAME.blktrace.<file_cpu>`` (default: ``cpu``) with one 4 KiB write issue (D) record
+    per time, each from ``cpu``."""
     rec = np.zeros(len(times_ns), dtype=RECORD_DTYPE_LE)
+    rec["cpu"] = cpu
     rec["magic"] = 0x65617407
     rec["time"] = times_ns
     rec["sector"] = sectors if sectors is not None else np.arange(len(times_ns)) * 8
     rec["bytes"] = 4096
     rec["action"] = (1 << 1) << 16 | 7  # BLK_TC_WRITE, __BLK_TA_ISSUE
-    path.with_name(path.name + ".blktrace.0").write_bytes(rec.tobytes())
+    name = f"{path.name}.blktrace.{cpu if file_cpu is None else file_cpu}"
+    path.with_name(name).write_bytes(rec.tobytes())
 
 
 def write_paging(path: Path, times_us: list[int], npages: int = 1) -> None:
@@ -327,6 +333,29 @@ def test_class6_link_type_must_decode_the_frames(
         assert header != frames
         return
     assert len(table) == 10
+
+
+@given(file_cpu=st.integers(0, 3), record_cpu=st.integers(0, 3))
+@PROP
+def test_class6_blktrace_file_number_must_be_its_records_cpu(
+    tmp_path_factory: pytest.TempPathFactory, file_cpu: int, record_cpu: int
+) -> None:
+    """``NAME.blktrace.<cpu>`` holds CPU <cpu>'s records (one relay buffer per CPU): the
+    records are all read, or the file name is refused naming the CPU the records are from."""
+    f = tmp_path_factory.mktemp("b") / "n.disk"
+    write_blk(f, [S_NS + i for i in range(10)], cpu=record_cpu, file_cpu=file_cpu)
+    try:
+        table = read_blktrace(f)
+    except InputError as exc:
+        assert str(exc) == (
+            f"{f}.blktrace.{file_cpu}:file name: field 'cpu': expected the value that matches "
+            f"the records: 10 of 10 decode under {record_cpu} (CPU {record_cpu}), 0 under the "
+            f"header's {file_cpu} (CPU {file_cpu}), got {file_cpu}"
+        )
+        assert file_cpu != record_cpu
+        return
+    assert file_cpu == record_cpu
+    assert table["cpu"].tolist() == [record_cpu] * 10
 
 
 # --- class 2: a regular-file and size guard on every open ----------------------------------

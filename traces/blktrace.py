@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from disaggsim.atomic import atomic_path
+from disaggsim.bounds import check_declared
 from disaggsim.guards import open_regular, read_regular
 from disaggsim.traces.errors import TraceFormatError
 
@@ -233,7 +234,27 @@ def read_records(path: str | Path) -> np.ndarray:
     for name in RECORD_DTYPE_LE.names or ():
         out[name] = raw[name]
     out["offset"] = offs
+    _check_cpu_of_file(p, out["cpu"])
     return out
+
+
+def _check_cpu_of_file(p: Path, cpu: np.ndarray) -> None:
+    """Header versus content (issue #21, class 6): ``NAME.blktrace.<cpu>`` holds the records
+    of that CPU (blktrace reads each CPU's relay buffer into its own file, and the kernel
+    writes ``t->cpu`` = the CPU whose buffer the record is in, kernel/trace/blktrace.c
+    ``__blk_add_trace``/``trace_note``), so a file whose records name another CPU was
+    renamed or mixed up (``disaggsim.bounds.check_declared``)."""
+    m = re.search(r"\.blktrace\.([0-9]+)$", p.name)
+    if m is None or not cpu.shape[0]:
+        return
+    values, counts = np.unique(cpu, return_counts=True)
+    explained = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
+    declared = int(m.group(1))
+    check_declared(
+        p, "file name", "cpu", declared, explained, int(cpu.shape[0]),
+        {v: f"CPU {v}" for v in [*explained, declared]},
+        error=TraceFormatError,
+    )
 
 
 def wallclock_offset_ns(
