@@ -132,3 +132,48 @@ def check_declared(
             f"header's {declared} ({names.get(declared, '?')})",
             declared,
         )
+
+
+def check_declared_time(
+    path: str | os.PathLike[str],
+    where: str | int | None,
+    field: str,
+    declared_ns: int,
+    first_ns: int,
+    last_ns: int,
+    witness: str,
+    floor_ns: int,
+    error: type[InputError] = InputError,
+) -> None:
+    """Header versus content for a time (issue #21, class 6): a declared trace start must
+    lie where an independent clock puts the records it describes.
+
+    A paging trace's meta file declares when tracing started (written just before the
+    tracers start, ``traces/paging.py``); relative paging timestamps are placed by it alone,
+    and a blktrace without offset or anchor is aligned to it. A start hours or days away
+    from the node's records on an independent CLOCK_REALTIME (its packet capture) would
+    move every memory access to the wrong messages, or out of the run.
+
+    Args:
+        path, where, field: the header field (``node0.rmem.meta``, line 1, ``start_time``).
+        declared_ns: the declared start, epoch ns.
+        first_ns, last_ns: the witness records' first and last time, epoch ns.
+        witness: the witness input's name (for the message).
+        floor_ns: the least tolerance (ns).
+
+    Raises:
+        InputError: ``declared_ns`` is farther from ``first_ns`` than the witness lasts (at
+            least ``floor_ns``): the same tolerance as between any two inputs of one run
+            (``traces.clocks.check_time_ranges``).
+    """
+    tolerance = max(last_ns - first_ns, floor_ns)
+    if abs(declared_ns - first_ns) > tolerance:
+        raise error(
+            path,
+            where,
+            field,
+            f"a start within {tolerance / 1e9:.3f} s of the first record of {witness} "
+            f"({first_ns} ns; it lasts {(last_ns - first_ns) / 1e9:.3f} s), "
+            f"{(declared_ns - first_ns) / 1e9:+.3f} s away",
+            declared_ns,
+        )

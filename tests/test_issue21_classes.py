@@ -358,6 +358,41 @@ def test_class6_blktrace_file_number_must_be_its_records_cpu(
     assert table["cpu"].tolist() == [record_cpu] * 10
 
 
+@given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-10**6, 10**6)),
+       relative=st.booleans())
+@PROP
+def test_class6_meta_start_must_be_near_the_nodes_capture(
+    tmp_path_factory: pytest.TempPathFactory, shift_s: int, relative: bool
+) -> None:
+    """A paging meta's start (header) is compared with the node's capture (content, the
+    same CLOCK_REALTIME): 10 packets over 9 s from T0 and paging records 1..10 s after the
+    meta; a start within 60 s (the floor: the capture lasts 9 s) of the first packet is
+    read, one farther away is refused at meta line 1 with the distance."""
+    tmp = tmp_path_factory.mktemp("m")
+    write_pcap(tmp / "n0.pcap", [T0_NS + i * S_NS for i in range(10)])
+    start_us = (T0_NS + shift_s * S_NS) // 1000
+    offsets_us = [(i + 1) * 10**6 for i in range(10)]
+    write_paging(tmp / "n0.rmem", offsets_us if relative else [start_us + t for t in offsets_us])
+    (tmp / "n0.rmem.meta").write_text(json.dumps({"start_time_us": start_us}))
+    nodes = (NodeInputs(0, ip="10.0.0.1", pcap=tmp / "n0.pcap", paging=tmp / "n0.rmem"),
+             NodeInputs(1, ip="10.0.0.2"))
+    try:
+        table = convert(SampleInputs(nodes=nodes))
+    except InputError as exc:
+        assert abs(shift_s) > 60
+        assert str(exc).startswith(
+            f"{tmp / 'n0.rmem.meta'}:1: field 'start_time': expected a start within 60.000 s "
+            f"of the first record of the node's capture {tmp / 'n0.pcap'} ({T0_NS} ns; it "
+            f"lasts 9.000 s), {shift_s:+.3f} s away, got {start_us * 1000}")
+        return
+    assert abs(shift_s) <= 60
+    # Accepted: each access sits where the meta puts it, (shift + i + 1) s after packet 0.
+    net = table[table["kind"] == "net"]["start_ns"].to_numpy()
+    mem = table[table["kind"] == "mem_write"]["start_ns"].to_numpy()
+    assert len(net) == 10
+    assert (mem - net.min()).tolist() == [(shift_s + i + 1) * S_NS for i in range(10)]
+
+
 # --- class 2: a regular-file and size guard on every open ----------------------------------
 
 READERS_2: dict[str, Callable[[Path], object]] = {

@@ -8,6 +8,7 @@ instances in tests/test_issue21_classes.py.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -107,6 +108,31 @@ def test_class6_linktype_says_sll_frames_are_ethernet(
 ) -> None:
     _pack(sample / "node1.pcap", "<I", 20, 113)
     _convert_fails(sample, capsys, r"node1\.pcap:byte 20: field 'linktype'.*\(Ethernet\)")
+
+
+def test_class6_meta_start_a_day_before_the_nodes_capture(
+    sample: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sample's node-1 meta moved back one day (86400 s): its relative paging records
+    would land a day before the node's packets; the meta is refused, not trusted."""
+    meta = sample / "node1.rmem.meta"
+    start_us = json.loads(meta.read_text())["start_time_us"]
+    meta.write_text(json.dumps({"start_time_us": start_us - 86_400 * 10**6}))
+    _convert_fails(sample, capsys, r"node1\.rmem\.meta:1: field 'start_time': expected a start "
+                   r"within 60\.000 s of the first record of the node's capture .*node1\.pcap.*"
+                   r"-8640\d\.\d{3} s away")
+
+
+def test_class6_blktrace_file_of_another_cpu(
+    sample: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The two per-CPU files of node 0's disk trace swapped by name."""
+    a, b = (sample / f"node0.disk.blktrace.{c}" for c in (0, 1))
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(data_b)
+    b.write_bytes(data_a)
+    _convert_fails(sample, capsys, r"node0\.disk\.blktrace\.0:file name: field 'cpu': .* "
+                   r"decode under 1 \(CPU 1\)")
 
 
 @pytest.mark.parametrize(

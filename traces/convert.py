@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_paths
-from disaggsim.bounds import check_records
+from disaggsim.bounds import check_declared_time, check_records
 from disaggsim.guards import check_regular, read_text
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
 from disaggsim.timerange import Policy, check_times
@@ -575,6 +575,12 @@ def convert(
         node_start_ns = (
             read_rmem_meta_ns(node_meta, sample.meta_tz) if node_meta is not None else None
         )
+        if node_meta is not None and node_start_ns is not None and str(n.pcap) in rep.time_ranges:
+            # The meta's start (header) against the node's capture (content, CLOCK_REALTIME).
+            check_declared_time(
+                node_meta, 1, "start_time", node_start_ns, *rep.time_ranges[str(n.pcap)],
+                f"the node's capture {n.pcap}", MIN_GAP_TOLERANCE_NS, error=TraceFormatError,
+            )
         pg = None
         if n.paging is not None:
             pg = read_rmem(
