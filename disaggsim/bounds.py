@@ -30,7 +30,8 @@ Packet captures (IETF draft-ietf-opsawg-pcap, "Packet Record" §5):
 
 Header versus content (class 6): a value a header declares must agree with the records it
 describes, else it is refused naming the header field. :func:`check_declared` compares a
-categorical header value with what decodes the records (a pcap's link type; the CPU in a
+categorical header value with what decodes the records (a pcap's link type and its
+ns-resolution magic against the sub-second fields; the CPU in a
 blktrace file name ``NAME.blktrace.<cpu>`` against the records' ``cpu``);
 :func:`check_declared_time` a declared start time with an independent clock's records (a
 paging meta's start against the node's packet capture).

@@ -358,6 +358,34 @@ def test_class6_blktrace_file_number_must_be_its_records_cpu(
     assert table["cpu"].tolist() == [record_cpu] * 10
 
 
+@given(content=st.sampled_from(["ns", "us"]),
+       fracs=st.lists(st.integers(1, 10**6 - 1), min_size=10, max_size=10))
+@PROP
+def test_class6_pcap_ns_magic_must_fit_the_sub_second_fields(
+    tmp_path_factory: pytest.TempPathFactory, content: str, fracs: list[int]
+) -> None:
+    """A ns-magic capture over 10 seconds: with ns sub-second fields at or above 10**6
+    (``10**9 - v``) every packet is read at its time; with µs values ``v`` in the ns field
+    (all below 10**6: each packet would move back by up to a second) the magic is refused
+    at byte 0 naming the µs magic that explains them."""
+    f = tmp_path_factory.mktemp("r") / "c.pcap"
+    sub = [10**9 - v for v in fracs] if content == "ns" else fracs
+    times = [T0_NS // S_NS * S_NS + i * S_NS + v for i, v in enumerate(sub)]
+    write_pcap(f, times)
+    try:
+        table = read_pcap(f)
+    except InputError as exc:
+        assert content == "us"
+        assert str(exc) == (
+            f"{f}:byte 0: field 'magic': expected the value that matches the records: 10 of "
+            f"10 decode under {0xA1B2C3D4} (µs timestamps: sub-second fields below 10**6), 0 "
+            f"under the header's {0xA1B23C4D} (ns timestamps: sub-second fields up to 10**9), "
+            f"got {0xA1B23C4D}")
+        return
+    assert content == "ns"
+    assert table.ts_ns.tolist() == times
+
+
 @given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-10**6, 10**6)),
        relative=st.booleans())
 @PROP

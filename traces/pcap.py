@@ -239,6 +239,8 @@ def _read_classic(
         "draft-ietf-opsawg-pcap §5)",
         record_word="byte", error=TraceFormatError,
     )
+    if unit == "ns":
+        _check_resolution(p, ts_sec, ts_frac)
     check_records(
         p, (caplen > orig_len) | ((snaplen > 0) & (caplen > snaplen)), caplen, offsets,
         "incl_len",
@@ -504,6 +506,35 @@ def _be16(a: np.ndarray, col: int) -> np.ndarray:
 
 def _be32(a: np.ndarray, col: int) -> np.ndarray:
     return (_be16(a, col) << 16) | _be16(a, col + 2)
+
+
+#: Distinct seconds the records must span before their sub-second fields can overrule the
+#: header's resolution (a burst inside one millisecond is no evidence).
+_RESOLUTION_MIN_SECONDS: Final = 8
+
+
+def _check_resolution(p: Path, ts_sec: np.ndarray, ts_frac: np.ndarray) -> None:
+    """Header versus content (issue #21, class 6): a ns-magic capture whose sub-second
+    fields are almost all below 10**6 holds µs values (a writer that put the wrong magic):
+    read as ns, every packet would move back by up to a second within its second.
+
+    Only records with a non-zero field count (0 reads the same in both units); uniform
+    ns fields are below 10**6 with probability 10**-3 each, so the header is refused when
+    at most half of them are at or above 10**6 and at least 90 % below, over at least
+    :data:`_RESOLUTION_MIN_SECONDS` distinct seconds (``disaggsim.bounds.check_declared``).
+    """
+    nonzero = ts_frac > 0
+    if np.unique(ts_sec[nonzero]).shape[0] < _RESOLUTION_MIN_SECONDS:
+        return
+    below = int(np.count_nonzero(ts_frac[nonzero] < PCAP_FRACTION_LIMIT["us"]))
+    total = int(np.count_nonzero(nonzero))
+    check_declared(
+        p, "byte 0", "magic", PCAP_MAGIC_NS,
+        {PCAP_MAGIC_NS: total - below, PCAP_MAGIC_US: below}, total,
+        {PCAP_MAGIC_NS: "ns timestamps: sub-second fields up to 10**9",
+         PCAP_MAGIC_US: "µs timestamps: sub-second fields below 10**6"},
+        error=TraceFormatError,
+    )
 
 
 def _decode_frames(
