@@ -34,7 +34,8 @@ categorical header value with what decodes the records (a pcap's link type and i
 ns-resolution magic against the sub-second fields; the CPU in a
 blktrace file name ``NAME.blktrace.<cpu>`` against the records' ``cpu``);
 :func:`check_declared_time` a declared start time with an independent clock's records (a
-paging meta's start against the node's packet capture).
+paging meta's start against the node's packet capture, or a blktrace placed by its own
+wall-clock anchor).
 """
 
 from __future__ import annotations

@@ -387,38 +387,51 @@ def test_class6_pcap_ns_magic_must_fit_the_sub_second_fields(
 
 
 @given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-10**6, 10**6)),
-       relative=st.booleans())
+       relative=st.booleans(), witness=st.sampled_from(["capture", "anchor"]))
 @PROP
-def test_class6_meta_start_must_be_near_the_nodes_capture(
-    tmp_path_factory: pytest.TempPathFactory, shift_s: int, relative: bool
+def test_class6_meta_start_must_be_near_the_nodes_records(
+    tmp_path_factory: pytest.TempPathFactory, shift_s: int, relative: bool, witness: str
 ) -> None:
-    """A paging meta's start (header) is compared with the node's capture (content, the
-    same CLOCK_REALTIME): 10 packets over 9 s from T0 and paging records 1..10 s after the
-    meta; a start within 60 s (the floor: the capture lasts 9 s) of the first packet is
-    read, one farther away is refused at meta line 1 with the distance."""
+    """A paging meta's start (header) is compared with the node's records on an independent
+    CLOCK_REALTIME (content): its capture, else a blktrace placed by its BLK_TN_TIMESTAMP
+    anchor. 10 packets or disk requests over 9 s from T0, paging records 1..10 s after the
+    meta; a start within 60 s (the floor: the witness lasts 9 s) of the witness's first
+    record is read, one farther away is refused at meta line 1 with the distance."""
     tmp = tmp_path_factory.mktemp("m")
-    write_pcap(tmp / "n0.pcap", [T0_NS + i * S_NS for i in range(10)])
     start_us = (T0_NS + shift_s * S_NS) // 1000
     offsets_us = [(i + 1) * 10**6 for i in range(10)]
     write_paging(tmp / "n0.rmem", offsets_us if relative else [start_us + t for t in offsets_us])
     (tmp / "n0.rmem.meta").write_text(json.dumps({"start_time_us": start_us}))
-    nodes = (NodeInputs(0, ip="10.0.0.1", pcap=tmp / "n0.pcap", paging=tmp / "n0.rmem"),
-             NodeInputs(1, ip="10.0.0.2"))
+    if witness == "capture":
+        write_pcap(tmp / "n0.pcap", [T0_NS + i * S_NS for i in range(10)])
+        nodes = (NodeInputs(0, ip="10.0.0.1", pcap=tmp / "n0.pcap", paging=tmp / "n0.rmem"),
+                 NodeInputs(1, ip="10.0.0.2"))
+        what, kind = f"the node's capture {tmp / 'n0.pcap'}", "net"
+    else:  # trace clock 1 s + i s; the anchor says trace clock 1 s is T0 on the wall clock
+        write_blk(tmp / "n0.disk", [S_NS + i * S_NS for i in range(10)])
+        blk = tmp / "n0.disk.blktrace.0"
+        anchor = struct.pack("<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1,
+                             0, 0, 0, 0, 8) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
+        blk.write_bytes(anchor + blk.read_bytes())
+        nodes = (NodeInputs(0, paging=tmp / "n0.rmem", disk_blktrace=tmp / "n0.disk"),)
+        what = (f"the node's blktrace {tmp / 'n0.disk'} (on the wall clock by its "
+                "BLK_TN_TIMESTAMP anchor)")
+        kind = "disk_write"
     try:
         table = convert(SampleInputs(nodes=nodes))
     except InputError as exc:
         assert abs(shift_s) > 60
-        assert str(exc).startswith(
+        assert str(exc) == (
             f"{tmp / 'n0.rmem.meta'}:1: field 'start_time': expected a start within 60.000 s "
-            f"of the first record of the node's capture {tmp / 'n0.pcap'} ({T0_NS} ns; it "
-            f"lasts 9.000 s), {shift_s:+.3f} s away, got {start_us * 1000}")
+            f"of the first record of {what} ({T0_NS} ns; it lasts 9.000 s), "
+            f"{shift_s:+.3f} s away, got {start_us * 1000}")
         return
     assert abs(shift_s) <= 60
-    # Accepted: each access sits where the meta puts it, (shift + i + 1) s after packet 0.
-    net = table[table["kind"] == "net"]["start_ns"].to_numpy()
+    # Accepted: each access sits where the meta puts it, (shift + i + 1) s after record 0.
+    other = table[table["kind"] == kind]["start_ns"].to_numpy()
     mem = table[table["kind"] == "mem_write"]["start_ns"].to_numpy()
-    assert len(net) == 10
-    assert (mem - net.min()).tolist() == [(shift_s + i + 1) * S_NS for i in range(10)]
+    assert len(other) == 10
+    assert (mem - other.min()).tolist() == [(shift_s + i + 1) * S_NS for i in range(10)]
 
 
 # --- class 2: a regular-file and size guard on every open ----------------------------------

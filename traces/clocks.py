@@ -51,7 +51,7 @@ def blktrace_offset(
     last: int,
     given: int | None,
     node_start_ns: int | None,
-) -> tuple[int, str]:
+) -> tuple[int, str, str]:
     """CLOCK_REALTIME - trace clock for one blktrace (rules in the module docstring).
 
     Args:
@@ -62,7 +62,8 @@ def blktrace_offset(
         node_start_ns: the node's trace start (epoch ns), or None.
 
     Returns:
-        ``(offset_ns, note)``; the note says which rule was used, for the report.
+        ``(offset_ns, note, rule)``; the note says which rule was used, for the report;
+        ``rule`` is ``"given"``, ``"anchor"``, ``"aligned"`` or ``"own clock"``.
 
     Raises:
         ValueError: the records plus the offset leave 1970..2100 (names the file).
@@ -70,27 +71,28 @@ def blktrace_offset(
     """
     anchor = wallclock_offset_ns(prefix) if given is None else None
     if given is not None:
-        offset = given
+        offset, rule = given, "given"
         note = f"{prefix}: given trace_clock_offset_ns {offset}"
     elif anchor is not None:
-        offset = anchor[0]
+        offset, rule = anchor[0], "anchor"
         note = f"{prefix}: wall-clock anchor BLK_TN_TIMESTAMP ({anchor[1]} byte {anchor[2]})"
     elif node_start_ns is not None:
         started = first_record_ns(prefix)
         offset = node_start_ns - (first if started is None else min(started, first))
+        rule = "aligned"
         note = (
             f"{prefix}: no wall-clock anchor and no offset given: first record aligned to "
             f"node {node}'s trace start {iso(node_start_ns)} (offset {offset} ns)"
         )
     else:
-        offset = 0
+        offset, rule = 0, "own clock"
         note = f"{prefix}: no wall-clock anchor, offset or node start: left on its own clock"
     if not (0 <= first + offset and last + offset < MAX_REALTIME_NS):
         raise ValueError(
             f"{prefix}: records {first}..{last} ns plus clock offset {offset} ns fall outside "
             f"1970..2100 (0..{MAX_REALTIME_NS} ns); expected an offset CLOCK_REALTIME - trace clock"
         )
-    return offset, note
+    return offset, note, rule
 
 
 def check_time_ranges(ranges: dict[str, tuple[int, int]]) -> None:

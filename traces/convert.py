@@ -644,7 +644,9 @@ def convert(
                         f"page-aligned swap I/O ({sample.page_bytes} B)",
                         (int(row["sector"]), int(row["size_bytes"])),
                     )
-                time_ns = _on_wall_clock(sw, n, n.swap_blktrace, sample, node_start_ns, rep)
+                time_ns = _on_wall_clock(
+                    sw, n, n.swap_blktrace, sample, node_start_ns, node_meta, rep
+                )
                 mem_frames.append(
                     pd.DataFrame(
                         {
@@ -669,7 +671,7 @@ def convert(
             if not len(dk):
                 rep.empty_files.append(str(n.disk_blktrace))
                 continue
-            time_ns = _on_wall_clock(dk, n, n.disk_blktrace, sample, node_start_ns, rep)
+            time_ns = _on_wall_clock(dk, n, n.disk_blktrace, sample, node_start_ns, node_meta, rep)
             disk_frames.append(
                 pd.DataFrame(
                     {
@@ -843,15 +845,24 @@ def _on_wall_clock(
     prefix: Path,
     sample: SampleInputs,
     node_start_ns: int | None,
+    node_meta: Path | None,
     rep: ConvertReport,
 ) -> np.ndarray:
     """``blk.time_ns`` moved to CLOCK_REALTIME (``clocks.blktrace_offset``); records the
-    time range and the clock note in ``rep``."""
+    time range and the clock note in ``rep``. A trace placed by its own wall-clock anchor
+    (content) checks the node's meta start (header) against it
+    (``disaggsim.bounds.check_declared_time``)."""
     given = n.trace_clock_offset_ns
     if given is None:
         given = sample.trace_clock_offset_ns
     first, last = int(blk["time_ns"].min()), int(blk["time_ns"].max())
-    offset, note = blktrace_offset(prefix, n.node, first, last, given, node_start_ns)
+    offset, note, rule = blktrace_offset(prefix, n.node, first, last, given, node_start_ns)
+    if rule == "anchor" and node_meta is not None and node_start_ns is not None:
+        check_declared_time(
+            node_meta, 1, "start_time", node_start_ns, first + offset, last + offset,
+            f"the node's blktrace {prefix} (on the wall clock by its BLK_TN_TIMESTAMP anchor)",
+            MIN_GAP_TOLERANCE_NS, error=TraceFormatError,
+        )
     rep.clock_notes.append(note)
     rep.time_ranges[str(prefix)] = (first + offset, last + offset)
     return blk["time_ns"].to_numpy(dtype=np.int64) + np.int64(offset)
