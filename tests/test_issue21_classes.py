@@ -434,6 +434,37 @@ def test_class6_meta_start_must_be_near_the_nodes_records(
     assert (mem - other.min()).tolist() == [(shift_s + i + 1) * S_NS for i in range(10)]
 
 
+@given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-10**6, 10**6)))
+@PROP
+def test_class6_given_clock_offset_must_fit_the_blktrace_anchor(
+    tmp_path_factory: pytest.TempPathFactory, shift_s: int
+) -> None:
+    """A node's given trace_clock_offset_ns (header) against the blktrace's own
+    BLK_TN_TIMESTAMP anchor (content: trace clock 1 s is T0): 10 requests over 9 s; an
+    offset ``shift_s`` from the anchor's is used when within 60 s (the floor), else refused
+    naming the node's field and the distance."""
+    tmp = tmp_path_factory.mktemp("o")
+    write_blk(tmp / "n0.disk", [S_NS + i * S_NS for i in range(10)])
+    blk = tmp / "n0.disk.blktrace.0"
+    anchor = struct.pack("<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1,
+                         0, 0, 0, 0, 8) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
+    blk.write_bytes(anchor + blk.read_bytes())
+    offset = T0_NS - S_NS + shift_s * S_NS
+    nodes = (NodeInputs(0, disk_blktrace=tmp / "n0.disk", trace_clock_offset_ns=offset),)
+    try:
+        table = convert(SampleInputs(nodes=nodes))
+    except InputError as exc:
+        assert abs(shift_s) > 60
+        assert str(exc) == (
+            f"{tmp / 'n0.disk'}:node 0: field 'trace_clock_offset_ns': expected a start within "
+            f"60.000 s of the first record of {tmp / 'n0.disk'} on the wall clock by its "
+            f"BLK_TN_TIMESTAMP anchor ({blk} byte 0), where the given offset {offset} ns puts "
+            f"it ({T0_NS} ns; it lasts 9.000 s), {shift_s:+.3f} s away, "
+            f"got {T0_NS + shift_s * S_NS}")
+        return
+    assert abs(shift_s) <= 60
+    assert table["start_ns"].tolist() == [i * S_NS for i in range(10)]
+
 # --- class 2: a regular-file and size guard on every open ----------------------------------
 
 READERS_2: dict[str, Callable[[Path], object]] = {

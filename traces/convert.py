@@ -62,7 +62,12 @@ from disaggsim.traces.blades import (
     disk_flows,
     memory_flows,
 )
-from disaggsim.traces.blktrace import SECTOR_BYTES, blktrace_files, read_blktrace
+from disaggsim.traces.blktrace import (
+    SECTOR_BYTES,
+    blktrace_files,
+    read_blktrace,
+    wallclock_offset_ns,
+)
 from disaggsim.traces.clocks import (
     MAX_OFFSET_NS,
     MIN_GAP_TOLERANCE_NS,
@@ -117,6 +122,7 @@ class SampleInputs:
     ``trace_clock_offset_ns`` None means "not known": each blktrace is then moved by its
     own wall-clock anchor or aligned to its node's trace start (see :func:`convert`).
     ``meta_tz`` is the time zone of ``date``-form meta files (``paging.read_rmem_meta_ns``).
+    ``meta_file`` is the file the facts were read from (``meta.json``), for messages.
     """
 
     nodes: tuple[NodeInputs, ...]
@@ -126,6 +132,7 @@ class SampleInputs:
     disk_bytes: int | None = None
     name: str = ""
     meta_tz: str = "UTC"
+    meta_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -317,6 +324,7 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
         swap_bytes=opt_int(meta, "swap_bytes", ""),
         disk_bytes=opt_int(meta, "disk_bytes", ""),
         name=str(meta.get("sample", base.name)),
+        meta_file=meta_path,
     )
     check_inputs(sample)
     return sample
@@ -857,6 +865,17 @@ def _on_wall_clock(
         given = sample.trace_clock_offset_ns
     first, last = int(blk["time_ns"].min()), int(blk["time_ns"].max())
     offset, note, rule = blktrace_offset(prefix, n.node, first, last, given, node_start_ns)
+    anchor = wallclock_offset_ns(prefix) if rule == "given" else None
+    if anchor is not None:  # the given offset (header) against the trace's own anchor
+        field = "trace_clock_offset_ns"
+        check_declared_time(
+            sample.meta_file or prefix,
+            None if n.trace_clock_offset_ns is None else f"node {n.node}",
+            field, first + offset, first + anchor[0], last + anchor[0],
+            f"{prefix} on the wall clock by its BLK_TN_TIMESTAMP anchor ({anchor[1]} byte "
+            f"{anchor[2]}), where the given offset {offset} ns puts it", MIN_GAP_TOLERANCE_NS,
+            error=TraceFormatError,
+        )
     if rule == "anchor" and node_meta is not None and node_start_ns is not None:
         check_declared_time(
             node_meta, 1, "start_time", node_start_ns, first + offset, last + offset,
