@@ -35,7 +35,7 @@ ns-resolution magic against the sub-second fields; the CPU in a
 blktrace file name ``NAME.blktrace.<cpu>`` against the records' ``cpu``);
 :func:`check_declared_time` a declared start time with an independent clock's records (a
 paging meta's start against the node's packet capture, or a blktrace placed by its own
-wall-clock anchor).
+wall-clock anchor; a given blktrace clock offset against that anchor).
 """
 
 from __future__ import annotations

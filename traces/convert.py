@@ -18,7 +18,10 @@ Clocks: pcap timestamps are CLOCK_REALTIME; the paging trace is converted with i
 start time (``paging.read_rmem``); blktrace times are the trace clock, moved to realtime
 by ``trace_clock_offset_ns`` (a node entry may override it), else by the trace's own
 wall-clock anchor, else by aligning it to the node's trace start (``traces/clocks.py``,
-reported per file). All inputs' time ranges must then fit one run
+reported per file). The declared times are checked against the records
+(``disaggsim.bounds.check_declared_time``, issue #21 class 6): a node's meta start against
+its capture and against a blktrace placed by its own anchor, a given offset against the
+trace's anchor. All inputs' time ranges must then fit one run
 (``clocks.check_time_ranges``), after each input's records were checked against the
 bulk of that input (``disaggsim.timerange``) and their device's size
 (``disaggsim.bounds``). One paging trace or blktrace serves one node in one role.
