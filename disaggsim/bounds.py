@@ -35,7 +35,8 @@ ns-resolution magic against the sub-second fields; the CPU in a
 blktrace file name ``NAME.blktrace.<cpu>`` against the records' ``cpu``);
 :func:`check_declared_time` a declared start time with an independent clock's records (a
 paging meta's start against the node's packet capture, or a blktrace placed by its own
-wall-clock anchor; a given blktrace clock offset against that anchor).
+wall-clock anchor; a given blktrace clock offset against that anchor);
+:func:`check_declared_count` a declared record count (``meta.json``'s ``pcap_packets``).
 """
 
 from __future__ import annotations
@@ -186,3 +187,29 @@ def check_declared_time(
             f"{(declared_ns - first_ns) / 1e9:+.3f} s away",
             declared_ns,
         )
+
+
+def check_declared_count(
+    path: str | os.PathLike[str],
+    where: str | int | None,
+    field: str,
+    declared: int,
+    counted: int,
+    what: str,
+    error: type[InputError] = InputError,
+) -> None:
+    """Header versus content for a count (issue #21, class 6): a declared number of records
+    must be the number the file holds (a capture cut at a record boundary reads cleanly and
+    silently loses its tail).
+
+    Args:
+        path, where, field: the header field (``meta.json``, ``"node 0"``, ``pcap_packets``).
+        declared: the header's count.
+        counted: the records read.
+        what: what was counted (``"records in node0.pcap"``).
+
+    Raises:
+        InputError: the two differ.
+    """
+    if declared != counted:
+        raise error(path, where, field, f"the number of {what} ({counted})", declared)

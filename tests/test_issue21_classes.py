@@ -465,6 +465,28 @@ def test_class6_given_clock_offset_must_fit_the_blktrace_anchor(
     assert abs(shift_s) <= 60
     assert table["start_ns"].tolist() == [i * S_NS for i in range(10)]
 
+@given(written=st.integers(1, 12), declared=st.integers(0, 12))
+@PROP
+def test_class6_meta_pcap_packets_must_count_the_capture(
+    tmp_path_factory: pytest.TempPathFactory, written: int, declared: int
+) -> None:
+    """meta.json's ``pcap_packets`` (tcpdump's own count) against the capture's records: a
+    capture cut at a record boundary reads cleanly, so only the count shows the loss."""
+    tmp = tmp_path_factory.mktemp("c")
+    write_pcap(tmp / "n0.pcap", [T0_NS + i * S_NS for i in range(written)])
+    (tmp / "meta.json").write_text(json.dumps({"nodes": [
+        {"node": 0, "ip": "10.0.0.1", "pcap": "n0.pcap", "pcap_packets": declared},
+        {"node": 1, "ip": "10.0.0.2"}]}))
+    try:
+        table = convert(tmp)
+    except InputError as exc:
+        assert declared != written
+        assert str(exc) == (f"{tmp / 'meta.json'}:node 0: field 'pcap_packets': expected the "
+                            f"number of records in {tmp / 'n0.pcap'} ({written}), got {declared}")
+        return
+    assert declared == written
+    assert len(table) == written
+
 # --- class 2: a regular-file and size guard on every open ----------------------------------
 
 READERS_2: dict[str, Callable[[Path], object]] = {

@@ -123,6 +123,23 @@ def test_class6_meta_start_a_day_before_the_nodes_capture(
                    r"-8640\d\.\d{3} s away")
 
 
+def test_class6_capture_cut_at_a_record_boundary(
+    sample: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """node1.pcap without its last record still parses; meta.json's pcap_packets (594)
+    names the loss."""
+    pcap = sample / "node1.pcap"
+    data = pcap.read_bytes()
+    off, n = 24, 0
+    while off < len(data):
+        last = off
+        off += 16 + struct.unpack_from("<I", data, off + 8)[0]
+        n += 1
+    pcap.write_bytes(data[:last])
+    _convert_fails(sample, capsys, rf"meta\.json:node 1: field 'pcap_packets': expected the "
+                   rf"number of records in .*node1\.pcap \({n - 1}\), got {n}")
+
+
 def test_class6_blktrace_file_of_another_cpu(
     sample: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

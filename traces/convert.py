@@ -7,7 +7,9 @@ names), or the same description built in code (:class:`SampleInputs`)::
     <sample>/meta.json  {"sample": str,
                          "nodes": [{"node": 0, "ip": "10.77.0.1", "pcap": "node0.pcap",
                                     "disk_blktrace": "node0.disk", "swap_blktrace": "node0.swap",
-                                    "paging": "node0.rmem"}, ...],
+                                    "paging": "node0.rmem",
+                                    "pcap_packets": int},  # tcpdump's count, checked
+                                   ...],
                          "trace_clock_offset_ns": int,  # CLOCK_REALTIME - blktrace clock
                          "page_bytes": 4096, "swap_bytes": int, "disk_bytes": int}
 
@@ -52,7 +54,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_paths
-from disaggsim.bounds import check_declared_time, check_records
+from disaggsim.bounds import check_declared_count, check_declared_time, check_records
 from disaggsim.guards import check_regular, read_text
 from disaggsim.schemas import BLADES_PER_NODE, FLOW_KINDS, FLOW_TABLE, BladeType
 from disaggsim.timerange import Policy, check_times
@@ -105,6 +107,8 @@ class NodeInputs:
 
     ``disk_blktrace``/``swap_blktrace`` are blktrace prefixes (``NAME`` of
     ``NAME.blktrace.<cpu>``); ``trace_clock_offset_ns`` overrides the sample's.
+    ``pcap_packets`` is the capture's own count of the packets it wrote (tcpdump's
+    "packets captured", ``testbed/collect.py``), checked against the file's records.
     """
 
     node: int
@@ -116,6 +120,7 @@ class NodeInputs:
     trace_clock_offset_ns: int | None = None
     meta: Path | None = None
     host: str | None = None
+    pcap_packets: int | None = None
 
 
 @dataclass(frozen=True)
@@ -296,6 +301,7 @@ def load_sample(sample_dir: str | Path) -> SampleInputs:
                 swap_blktrace=files["swap_blktrace"],
                 paging=files["paging"],
                 trace_clock_offset_ns=opt_int(entry, "trace_clock_offset_ns", where),
+                pcap_packets=opt_int(entry, "pcap_packets", where),
             )
         )
     page_bytes = opt_int(meta, "page_bytes", "")
@@ -536,6 +542,11 @@ def convert(
         if n.pcap is None:
             continue
         packets = read_pcap(n.pcap, allow_truncated_tail=opts.allow_truncated_pcap)
+        if n.pcap_packets is not None and not packets.truncated_tail_bytes:
+            check_declared_count(
+                sample.meta_file or n.pcap, f"node {n.node}", "pcap_packets", n.pcap_packets,
+                packets.n_records, f"records in {n.pcap}", error=TraceFormatError,
+            )
         packets = _select_packets(
             packets,
             check_times(
