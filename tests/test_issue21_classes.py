@@ -85,6 +85,18 @@ def write_blk(
     path.with_name(name).write_bytes(rec.tobytes())
 
 
+def write_anchored_blk(path: Path) -> Path:
+    """``NAME.blktrace.0``: a BLK_TN_TIMESTAMP anchor saying trace clock 1 s is T0 on the
+    wall clock (``blktrace.wallclock_offset_ns``), then 10 requests at 1..10 s of the trace
+    clock; returns the file."""
+    write_blk(path, [S_NS + i * S_NS for i in range(10)])
+    blk = path.with_name(path.name + ".blktrace.0")
+    anchor = struct.pack("<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1,
+                         0, 0, 0, 0, 8) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
+    blk.write_bytes(anchor + blk.read_bytes())
+    return blk
+
+
 def write_paging(path: Path, times_us: list[int], npages: int = 1) -> None:
     n = len(times_us)
     write_rmem(pd.DataFrame({"batch_id": range(n), "time_us": times_us, "op": "W",
@@ -408,11 +420,7 @@ def test_class6_meta_start_must_be_near_the_nodes_records(
                  NodeInputs(1, ip="10.0.0.2"))
         what, kind = f"the node's capture {tmp / 'n0.pcap'}", "net"
     else:  # trace clock 1 s + i s; the anchor says trace clock 1 s is T0 on the wall clock
-        write_blk(tmp / "n0.disk", [S_NS + i * S_NS for i in range(10)])
-        blk = tmp / "n0.disk.blktrace.0"
-        anchor = struct.pack("<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1,
-                             0, 0, 0, 0, 8) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
-        blk.write_bytes(anchor + blk.read_bytes())
+        write_anchored_blk(tmp / "n0.disk")
         nodes = (NodeInputs(0, paging=tmp / "n0.rmem", disk_blktrace=tmp / "n0.disk"),)
         what = (f"the node's blktrace {tmp / 'n0.disk'} (on the wall clock by its "
                 "BLK_TN_TIMESTAMP anchor)")
@@ -444,11 +452,7 @@ def test_class6_given_clock_offset_must_fit_the_blktrace_anchor(
     offset ``shift_s`` from the anchor's is used when within 60 s (the floor), else refused
     naming the node's field and the distance."""
     tmp = tmp_path_factory.mktemp("o")
-    write_blk(tmp / "n0.disk", [S_NS + i * S_NS for i in range(10)])
-    blk = tmp / "n0.disk.blktrace.0"
-    anchor = struct.pack("<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1,
-                         0, 0, 0, 0, 8) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
-    blk.write_bytes(anchor + blk.read_bytes())
+    blk = write_anchored_blk(tmp / "n0.disk")
     offset = T0_NS - S_NS + shift_s * S_NS
     nodes = (NodeInputs(0, disk_blktrace=tmp / "n0.disk", trace_clock_offset_ns=offset),)
     try:
