@@ -22,6 +22,7 @@ from __future__ import annotations
 import glob as globmod
 import re
 import tomllib
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -521,8 +522,8 @@ def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> l
     # convert tables; swapdev's emulate reads its configs through this module too.
     from disaggsim.traces.convert import ConvertOptions
 
-    adapter = TypeAdapter(ConvertOptions)
     known = {f.name for f in dataclasses.fields(ConvertOptions)}
+    hints = typing.get_type_hints(ConvertOptions)
     tables: list[tuple[tuple[int | str, ...], dict[str, Any]]] = [(("convert",), config.convert)]
     tables += [
         (("workloads", i, "convert"), w.convert)
@@ -538,11 +539,24 @@ def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> l
                     f"{_where(path, text, loc)}: {_format_loc(loc)}: unknown converter "
                     f"option; expected one of {', '.join(sorted(known))}"
                 )
-        try:
-            adapter.validate_python({k: v for k, v in options.items() if k in known})
-        except ValidationError as exc:
-            for error in exc.errors():
-                loc = (*prefix, *error["loc"])
+        errors: list[tuple[tuple[int | str, ...], Any]] = []
+        # Strict, as every other table (issue #21 class 8): no "5" for 5, no 1 for true, no
+        # 1.0 for 1. A nested dataclass (a partition) is given as a TOML table, so it alone
+        # is validated lax; a TOML array is the tuple a tuple-typed option holds.
+        for key, value in options.items():
+            if key not in known:
+                continue
+            lax = dataclasses.is_dataclass(hints[key])
+            try:
+                TypeAdapter(hints[key]).validate_python(
+                    tuple(value) if isinstance(value, list) else value, strict=not lax)
+            except ValidationError as exc:
+                # a union member's name is no part of where the value stands
+                errors += [((key, *(x for x in e["loc"] if isinstance(x, int))), e)
+                           for e in exc.errors()]
+        if errors:
+            for where, error in errors:
+                loc = (*prefix, *where)
                 problems.append(
                     f"{_where(path, text, loc)}: {_format_loc(loc)}: {error['msg']}, "
                     f"got {error['input']!r}"

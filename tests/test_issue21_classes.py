@@ -610,6 +610,10 @@ rates_gbps = [100.0]
 seeds = [1]
 [limits]
 run_timeout_s = 60.0
+[convert]
+tolerance_ns = 1000
+attribute_disk = false
+kinds = ["mem_read"]
 """
 KEYS = {  # key line -> (dotted key, TOML values of a wrong type)
     "jobs = 2": ("campaign.jobs", ['"2"', "true", "2.0", "[2]"]),
@@ -619,6 +623,9 @@ KEYS = {  # key line -> (dotted key, TOML values of a wrong type)
     "seeds = [1]": ("grid.seeds[0]", ["[true]", '["1"]', "[1.0]"]),
     "load = 0.5": ("workloads[0].load", ['"0.5"', "true", "nan"]),
     "run_timeout_s = 60.0": ("limits.run_timeout_s", ["inf", '"60"', "false"]),
+    "tolerance_ns = 1000": ("convert.tolerance_ns", ['"1000"', "true", "1000.0", "inf"]),
+    "attribute_disk = false": ("convert.attribute_disk", ["0", '"false"']),
+    'kinds = ["mem_read"]': ("convert.kinds[0]", ["[1]", "[true]"]),
 }
 
 
