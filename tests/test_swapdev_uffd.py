@@ -85,12 +85,16 @@ def test_fixed_delay_is_applied_per_request(tmp_path: Path) -> None:
 def test_fault_latency_moves_by_the_injected_delay(tmp_path: Path) -> None:
     """A sequential read pass over 4x local memory (every access a fault) with +10 us fixed
     latency: the device applies 10 us per request (median of its applied-delay histogram
-    within 2% + 200 ns), and the application sees it on its path (median per-access
-    latency at least 8.5 us above the same pass with no delay).
+    within 2% + 200 ns), and the application sees it on its path: an access that faults
+    cannot complete before its 10 us wait, so the median per-access latency is >= 10 us
+    under any load.
 
-    Only a lower bound is asserted end to end: CPU contention on a shared machine can only
-    add to the delta (it measured 9.9-10.1 us quiet, 23.8 us under load); the quiet-machine
-    accuracy is a bench figure (bench/RESULTS.md, swapdev)."""
+    The delta against the same pass with no delay (>= 8.5 us) is asserted only when the
+    no-delay floor is quiet (median < 5 us). Under heavy load the floor pays a handler
+    wake-up per fault (it measured 23.8 us) that the busy-waiting fixed delay does not,
+    so the delta shrank to 0.4 us in one CI run with seven builds beside it; contention
+    does not only add to it. The quiet-machine accuracy is a bench figure
+    (bench/RESULTS.md, swapdev)."""
     floor = device.run_memtouch_uffd(tmp_path / "none", MIB, LOCAL, device.DelayModel("none"))
     fixed = device.run_memtouch_uffd(
         tmp_path / "fixed", MIB, LOCAL, device.DelayModel("fixed", latency_ns=10_000)
@@ -98,8 +102,10 @@ def test_fault_latency_moves_by_the_injected_delay(tmp_path: Path) -> None:
     assert floor.report["slow_accesses"] >= PAGES - LOCAL // 4096
     applied = fixed.histograms["applied"].quantile_ns(0.5)
     assert abs(applied - 10_000) < 0.02 * 10_000 + 200, fixed.histograms["applied"]
-    delta = fixed.report["p50_ns"] - floor.report["p50_ns"]
-    assert delta >= 8_500, (floor.report, fixed.report)
+    assert fixed.report["p50_ns"] >= 10_000, fixed.report
+    if floor.report["p50_ns"] < 5_000:
+        delta = fixed.report["p50_ns"] - floor.report["p50_ns"]
+        assert delta >= 8_500, (floor.report, fixed.report)
 
 
 def test_fct_mean_table_drives_the_delay(tmp_path: Path) -> None:
