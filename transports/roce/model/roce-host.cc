@@ -1,0 +1,239 @@
+/*
+ * disaggsim: the RoCE NIC of one host.
+ */
+#include "roce-host.h"
+
+#include "roce-header.h"
+#include "roce-receiver.h"
+#include "roce-sender.h"
+
+#include "topologies/model/int-tag.h"
+
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE ("RoceHost");
+NS_OBJECT_ENSURE_REGISTERED (RoceHost);
+
+TypeId
+RoceHost::GetTypeId ()
+{
+    static TypeId tid = TypeId ("ns3::RoceHost")
+                            .SetParent<FabricHost> ()
+                            .SetGroupName ("Disaggsim")
+                            .AddConstructor<RoceHost> ();
+    return tid;
+}
+
+RoceHost::RoceHost () = default;
+
+RoceHost::~RoceHost () = default;
+
+void
+RoceHost::DoDispose ()
+{
+    m_wake.Cancel ();
+    if (m_nicQueue)
+    {
+        m_nicQueue->TraceDisconnectWithoutContext ("Dequeue",
+                                                   MakeCallback (&RoceHost::OnDequeue, this));
+    }
+    m_nicQueue = nullptr;
+    m_active.clear ();
+    m_senders.clear ();
+    m_receivers.clear ();
+    FabricHost::DoDispose ();
+}
+
+void
+RoceHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex)
+{
+    FabricHost::Setup (device, hostIndex, kRoceProtocol);
+}
+
+void
+RoceHost::DoSetup ()
+{
+    m_nicQueue = GetDevice ()->GetQueue ();
+    m_nicQueue->TraceConnectWithoutContext ("Dequeue", MakeCallback (&RoceHost::OnDequeue, this));
+}
+
+void
+RoceHost::AddSender (uint64_t flowId, Ptr<RoceSender> sender)
+{
+    m_senders[flowId] = sender;
+}
+
+void
+RoceHost::AddReceiver (uint64_t flowId, Ptr<RoceReceiver> receiver)
+{
+    m_receivers[flowId] = receiver;
+}
+
+void
+RoceHost::RemoveSender (uint64_t flowId)
+{
+    auto it = m_senders.find (flowId);
+    if (it == m_senders.end ())
+    {
+        return;
+    }
+    auto pos = std::find (m_active.begin (), m_active.end (), it->second);
+    if (pos != m_active.end ())
+    {
+        const size_t index = pos - m_active.begin ();
+        m_active.erase (pos);
+        if (m_next > index)
+        {
+            --m_next;
+        }
+    }
+    m_senders.erase (it);
+}
+
+void
+RoceHost::RemoveReceiver (uint64_t flowId)
+{
+    m_receivers.erase (flowId);
+}
+
+void
+RoceHost::SendFrame (Ptr<Packet> packet, const FabricHeader& frame, Time now)
+{
+    Send (std::move (packet), frame, now);
+}
+
+void
+RoceHost::Activate (RoceSender* sender)
+{
+    if (std::find (m_active.begin (), m_active.end (), sender) == m_active.end ())
+    {
+        m_active.push_back (sender);
+    }
+    if (!m_scheduling)
+    {
+        Schedule ();
+    }
+}
+
+void
+RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
+{
+    if (m_waitDequeue)
+    {
+        // Not from inside the port's own dequeue: the frame it took is not on the wire yet.
+        m_waitDequeue = false;
+        m_wake.Cancel ();
+        m_wake = Simulator::ScheduleNow (&RoceHost::Wake, this);
+    }
+}
+
+void
+RoceHost::Wake ()
+{
+    Schedule ();
+}
+
+void
+RoceHost::Schedule ()
+{
+    const Time now = Simulator::Now ();
+    m_scheduling = true;
+    Time earliest = Time::Max ();
+    while (!m_active.empty ())
+    {
+        if (!m_nicQueue->IsEmpty ())
+        {
+            m_waitDequeue = true; // one frame waits at the port already
+            earliest = Time::Max ();
+            break;
+        }
+        // Round robin from m_next: the first eligible QP sends one packet.
+        bool sent = false;
+        earliest = Time::Max ();
+        for (size_t k = 0; k < m_active.size (); ++k)
+        {
+            const size_t i = (m_next + k) % m_active.size ();
+            RoceSender* qp = PeekPointer (m_active[i]);
+            if (!qp->HasWindow ())
+            {
+                continue;
+            }
+            if (qp->GetNextAvail () > now)
+            {
+                earliest = std::min (earliest, qp->GetNextAvail ());
+                continue;
+            }
+            qp->SendNext (now);
+            m_next = (i + 1) % m_active.size ();
+            sent = true;
+            break;
+        }
+        if (!sent)
+        {
+            break;
+        }
+    }
+    // QPs with nothing to send (window closed, all sent) leave the list; ACKs re-activate.
+    m_active.erase (std::remove_if (m_active.begin (), m_active.end (),
+                                    [] (const Ptr<RoceSender>& qp) { return !qp->HasWindow (); }),
+                    m_active.end ());
+    if (m_next >= m_active.size ())
+    {
+        m_next = 0;
+    }
+    m_scheduling = false;
+    if (earliest != Time::Max () && !m_waitDequeue)
+    {
+        if (!m_wake.IsRunning () || Simulator::GetDelayLeft (m_wake) > earliest - now)
+        {
+            m_wake.Cancel ();
+            m_wake = Simulator::Schedule (earliest - now, &RoceHost::Wake, this);
+        }
+    }
+}
+
+void
+RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
+{
+    const uint8_t flags = frame.transportFlags;
+    if (flags & ROCE_DATA)
+    {
+        auto it = m_receivers.find (frame.flowId);
+        if (it == m_receivers.end ())
+        {
+            NS_LOG_WARN ("host " << GetHostIndex () << ": data of unknown flow " << frame.flowId);
+            return;
+        }
+        it->second->ReceiveData (frame.seq, frame.payloadBytes, frame.ecn == FabricEcn::CE,
+                                 packet, now);
+        return;
+    }
+    auto it = m_senders.find (frame.flowId);
+    if (it == m_senders.end ())
+    {
+        return; // a late ACK of a released flow
+    }
+    if (flags & (ROCE_ACK | ROCE_NACK))
+    {
+        IntTag records;
+        const bool hasRecords = packet->PeekPacketTag (records);
+        it->second->ReceiveAck (frame.seq, (flags & ROCE_NACK) != 0,
+                                hasRecords ? &records : nullptr, now);
+    }
+    else if (flags & ROCE_CNP)
+    {
+        it->second->ReceiveCnp (now);
+    }
+    else if (flags & ROCE_READ_REQUEST)
+    {
+        it->second->Start ();
+    }
+}
+
+} // namespace ns3
