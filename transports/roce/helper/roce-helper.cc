@@ -117,6 +117,15 @@ RoceFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_baseRtt = topology->IdealFct (0, far, m_mssBytes, header, m_mssBytes) +
                 topology->IdealFct (far, 0, ackBytes, 0, ackBytes);
     m_senderPrototype = CreateObject<RoceSender> ();
+    if (m_senderPrototype->GetRto ().IsZero ())
+    {
+        // RoceSender::Rto's derivation: a lossless fabric never drops, so the timeout only
+        // guards a broken path (IBA Local ACK Timeout 14); a lossy one recovers tail drops
+        // by it (IRN's RTO_high).
+        m_senderPrototype->SetRto (topology->GetFabric () == ClosTopology::LOSSLESS
+                                       ? NanoSeconds (4096LL << 14)
+                                       : MicroSeconds (320));
+    }
     m_senderPrototype->TraceConnectWithoutContext (
         "FlowAcked", MakeCallback (&RoceFlowTransport::OnFlowAcked, this));
     m_receiverPrototype = CreateObject<RoceReceiver> ();
@@ -318,7 +327,11 @@ RoceFlowTransport::GetConfigTypeIds () const
 std::vector<std::pair<std::string, std::string>>
 RoceFlowTransport::GetDerivedConfig () const
 {
-    return {{"roce.base_rtt_ns", std::to_string (m_baseRtt.GetNanoSeconds ())}};
+    return {
+        {"roce.base_rtt_ns", std::to_string (m_baseRtt.GetNanoSeconds ())},
+        {"roce.rto_ns",
+         std::to_string (m_senderPrototype ? m_senderPrototype->GetRto ().GetNanoSeconds () : 0)},
+    };
 }
 
 } // namespace ns3

@@ -8,6 +8,7 @@
 #include "roce-sender.h"
 
 #include "topologies/model/int-tag.h"
+#include "topologies/model/pooled-event.h"
 
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -37,7 +38,7 @@ RoceHost::~RoceHost () = default;
 void
 RoceHost::DoDispose ()
 {
-    m_wake.Cancel ();
+    m_wakeAt = Time::Max ();
     if (m_nicQueue)
     {
         m_nicQueue->TraceDisconnectWithoutContext ("Dequeue",
@@ -128,14 +129,32 @@ RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
     {
         // Not from inside the port's own dequeue: the frame it took is not on the wire yet.
         m_waitDequeue = false;
-        m_wake.Cancel ();
-        m_wake = Simulator::ScheduleNow (&RoceHost::Wake, this);
+        const Time now = Simulator::Now ();
+        ArmWake (now, now);
     }
 }
 
 void
-RoceHost::Wake ()
+RoceHost::ArmWake (Time at, Time now)
 {
+    if (at >= m_wakeAt)
+    {
+        return; // an earlier (or the same) wake is pending
+    }
+    m_wakeAt = at;
+    Simulator::ScheduleWithContext (
+        GetDevice ()->GetNodeId (), at - now,
+        new PooledTimedEvent<RoceHost, &RoceHost::WakeAt> (this, at));
+}
+
+void
+RoceHost::WakeAt (Time at)
+{
+    if (at != m_wakeAt)
+    {
+        return; // superseded by an earlier wake
+    }
+    m_wakeAt = Time::Max ();
     Schedule ();
 }
 
@@ -190,11 +209,7 @@ RoceHost::Schedule ()
     m_scheduling = false;
     if (earliest != Time::Max () && !m_waitDequeue)
     {
-        if (!m_wake.IsRunning () || Simulator::GetDelayLeft (m_wake) > earliest - now)
-        {
-            m_wake.Cancel ();
-            m_wake = Simulator::Schedule (earliest - now, &RoceHost::Wake, this);
-        }
+        ArmWake (earliest, now);
     }
 }
 

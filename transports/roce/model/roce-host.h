@@ -8,7 +8,6 @@
 #include "topologies/model/fabric-host.h"
 #include "topologies/model/fabric-queue.h"
 
-#include "ns3/event-id.h"
 
 #include <tsl/robin_map.h>
 
@@ -58,13 +57,16 @@ class RoceHost : public FabricHost
   private:
     /// Hand data packets to the port while it has room and QPs are eligible.
     void Schedule ();
-    void Wake ();
+    /// Run Schedule at \p at (pooled event, no EventId; a stale wake, \p at != m_wakeAt,
+    /// does nothing).
+    void ArmWake (Time at, Time now);
+    void WakeAt (Time at);
     void OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore);
 
     Ptr<FabricQueue> m_nicQueue;
     std::vector<Ptr<RoceSender>> m_active; //!< QPs with data left, in round-robin order
     size_t m_next{0};                      //!< round-robin position in m_active
-    EventId m_wake;
+    Time m_wakeAt{Time::Max ()}; //!< the pending wake (Time::Max: none)
     bool m_waitDequeue{false}; //!< the port is backlogged: Schedule at its next dequeue
     bool m_scheduling{false};  //!< inside Schedule (no re-entry)
     tsl::robin_map<uint64_t, Ptr<RoceSender>> m_senders;

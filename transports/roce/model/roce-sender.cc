@@ -31,11 +31,15 @@ RoceSender::GetTypeId ()
             .AddConstructor<RoceSender> ()
             .AddAttribute ("Rto",
                            "Retransmission timeout: go-back-N from the oldest unacknowledged "
-                           "byte when no ACK moved it for this long (320 us: IRN's RTO_high, "
-                           "Mittal et al. SIGCOMM'18 §4.1; HPCC's simulator has none; a "
-                           "lossless fabric never needs it)",
-                           TimeValue (MicroSeconds (320)), MakeTimeAccessor (&RoceSender::m_rto),
-                           MakeTimeChecker (NanoSeconds (1)))
+                           "byte when no ACK moved it for this long.  0 (default) = derived "
+                           "from the fabric (RoceFlowTransport::ConfigureFabric): lossless, "
+                           "InfiniBand's Local ACK Timeout 4.096 us x 2^14 = 67.1 ms (IBA "
+                           "§9.7.6.1.3; 14 is perftest's default), since PFC never drops and a "
+                           "short timeout fires on pauses (a spurious go-back-N); lossy, "
+                           "320 us (IRN's RTO_high, Mittal et al. SIGCOMM'18 §4.1).  HPCC's "
+                           "simulator has none",
+                           TimeValue (Time (0)), MakeTimeAccessor (&RoceSender::m_rto),
+                           MakeTimeChecker (Time (0)))
             .AddTraceSource ("FlowAcked", "The last byte was acknowledged: (flow id, time)",
                              MakeTraceSourceAccessor (&RoceSender::m_flowAcked),
                              "ns3::RoceSender::FlowAckedCallback");
@@ -106,7 +110,8 @@ RoceSender::SetWindowBytes (uint64_t bytes)
 void
 RoceSender::SendNext (Time now)
 {
-    const uint32_t payload = static_cast<uint32_t> (std::min<uint64_t> (m_mssBytes, m_sizeBytes - m_sndNxt));
+    const auto payload =
+        static_cast<uint32_t> (std::min<uint64_t> (m_mssBytes, m_sizeBytes - m_sndNxt));
     const uint32_t headerBytes = kRoceDataHeaderBytes + (m_int ? kIntHeaderBytes : 0);
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();
@@ -123,6 +128,7 @@ RoceSender::SendNext (Time now)
     {
         ++m_retransmitted;
     }
+    const bool nothingInFlight = m_sndNxt == m_sndUna;
     m_sndNxt += payload;
     m_highestSent = std::max (m_highestSent, m_sndNxt);
     ++m_dataPacketsSent;
@@ -130,9 +136,9 @@ RoceSender::SendNext (Time now)
     // The pacer: the next packet may go one serialization time at the QP's rate later (at
     // line rate exactly when the NIC finishes this one: back to back).
     m_nextAvail = now + FabricNetDevice::TxTimeFor (wireBytes, m_rateBps);
-    if (!m_rtoEvent.IsRunning ())
+    if (nothingInFlight || !m_rtoEvent.IsRunning ())
     {
-        RestartRto (now);
+        RestartRto (now); // the timer covers the oldest byte in flight
     }
     m_cc->OnDataSent (wireBytes, now);
     m_host->SendFrame (Create<Packet> (payload + headerBytes), frame, now);
@@ -189,20 +195,31 @@ RoceSender::GoBack ()
 void
 RoceSender::RestartRto (Time now)
 {
-    m_rtoEvent.Cancel ();
-    m_rtoEvent = Simulator::Schedule (m_rto, &RoceSender::RtoExpired, this);
+    // Lazy: every ACK moves the deadline, but an event is scheduled only when none is
+    // pending; one that fires early re-arms for the rest (one event per RTO, not per ACK).
+    m_rtoDeadline = now + m_rto;
+    if (!m_rtoEvent.IsRunning ())
+    {
+        m_rtoEvent = Simulator::Schedule (m_rto, &RoceSender::RtoExpired, this);
+    }
 }
 
 void
 RoceSender::RtoExpired ()
 {
+    const Time now = Simulator::Now ();
     if (m_done || m_sndUna >= m_sndNxt)
     {
         return;
     }
+    if (now < m_rtoDeadline)
+    {
+        m_rtoEvent = Simulator::Schedule (m_rtoDeadline - now, &RoceSender::RtoExpired, this);
+        return;
+    }
     ++m_timeouts;
     GoBack ();
-    RestartRto (Simulator::Now ());
+    RestartRto (now);
     m_host->Activate (this);
 }
 

@@ -44,6 +44,17 @@ class RoceSender : public Object, public RoceRateTarget
     void Setup (Ptr<RoceHost> host, uint64_t flowId, uint16_t dstHost, uint64_t sizeBytes,
                 uint32_t mssBytes, Ptr<RoceCongestionControl> cc, uint64_t lineRateBps,
                 Time baseRtt, uint64_t minWindowBytes);
+    /// Set the retransmission timeout (the transport resolves a 0 Rto attribute).
+    void SetRto (Time rto)
+    {
+        m_rto = rto;
+    }
+
+    Time GetRto () const
+    {
+        return m_rto;
+    }
+
     /// Begin sending (WRITE: at the flow's start; READ: when the request arrives).
     void Start ();
 
@@ -145,6 +156,7 @@ class RoceSender : public Object, public RoceRateTarget
     bool m_int{false};
     bool m_done{false};
     EventId m_rtoEvent;
+    Time m_rtoDeadline; //!< the RTO fires here (the event may be earlier: it re-arms)
     uint64_t m_dataPacketsSent{0};
     uint64_t m_retransmitted{0};
     uint64_t m_timeouts{0};
