@@ -88,6 +88,7 @@ RoceHost::RemoveSender (uint64_t flowId)
     if (pos != m_active.end ())
     {
         const size_t index = pos - m_active.begin ();
+        (*pos)->SetScheduled (false);
         m_active.erase (pos);
         if (m_next > index)
         {
@@ -112,8 +113,9 @@ RoceHost::SendFrame (Ptr<Packet> packet, const FabricHeader& frame, Time now)
 void
 RoceHost::Activate (RoceSender* sender)
 {
-    if (std::find (m_active.begin (), m_active.end (), sender) == m_active.end ())
+    if (!sender->IsScheduled ())
     {
+        sender->SetScheduled (true);
         m_active.push_back (sender);
     }
     if (!m_scheduling)
@@ -127,11 +129,48 @@ RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
 {
     if (m_waitDequeue)
     {
-        // Not from inside the port's own dequeue: the frame it took is not on the wire yet.
         m_waitDequeue = false;
         const Time now = Simulator::Now ();
-        ArmWake (now, now);
+        // The port just took its waiting frame and will put it on the wire right after this
+        // trace: the next eligible QP's frame goes straight into the port's queue, where the
+        // port finds it when it checks for more (so it follows back to back, and no event is
+        // needed).  Not through the port's EnqueueFrame: the port is between its dequeue
+        // and that frame's transmission, and an idle-looking port would send at once.
+        RoceSender* qp = NextEligible (now);
+        if (qp == nullptr)
+        {
+            ArmWake (now, now); // rate-paced QPs: Schedule finds their next time
+            return;
+        }
+        Ptr<Packet> packet;
+        FabricHeader frame;
+        qp->BuildNext (now, packet, frame);
+        FabricQueueItem next{packet, frame, GetDevice ()->HostFrameNotBefore (now),
+                             kFabricNoIngressPort};
+        if (m_nicQueue->Enqueue (std::move (next), now))
+        {
+            m_waitDequeue = true; // that frame waits at the port now
+            return;
+        }
+        CountNicDrop ();
+        ArmWake (now, now); // nothing waits at the port: the scheduler goes on at once
     }
+}
+
+RoceSender*
+RoceHost::NextEligible (Time now)
+{
+    for (size_t k = 0; k < m_active.size (); ++k)
+    {
+        const size_t i = (m_next + k) % m_active.size ();
+        RoceSender* qp = PeekPointer (m_active[i]);
+        if (qp->IsEligible (now))
+        {
+            m_next = (i + 1) % m_active.size ();
+            return qp;
+        }
+    }
+    return nullptr;
 }
 
 void
@@ -200,7 +239,14 @@ RoceHost::Schedule ()
     }
     // QPs with nothing to send (window closed, all sent) leave the list; ACKs re-activate.
     m_active.erase (std::remove_if (m_active.begin (), m_active.end (),
-                                    [] (const Ptr<RoceSender>& qp) { return !qp->HasWindow (); }),
+                                    [] (const Ptr<RoceSender>& qp) {
+                                        const bool idle = !qp->HasWindow ();
+                                        if (idle)
+                                        {
+                                            qp->SetScheduled (false);
+                                        }
+                                        return idle;
+                                    }),
                     m_active.end ());
     if (m_next >= m_active.size ())
     {

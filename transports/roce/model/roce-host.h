@@ -28,7 +28,8 @@ class RoceSender;
  * in round-robin order whose pacer and window allow hands one packet to the port; so the
  * port holds at most one data frame waiting (a paused port holds it, and the QPs wait).  If
  * no QP is eligible yet, the scheduler wakes at the earliest pacer time; if the port is
- * backlogged, at the port's next dequeue.  Frames that arrive are handed to the flow's
+ * backlogged, at the port's next dequeue, where the next frame goes into the port's queue
+ * at once (so QPs at line rate are clocked by the port itself, with no event of their own).  Frames that arrive are handed to the flow's
  * sender (ACK, NACK, CNP, READ request) or receiver (data) by flow id.
  */
 class RoceHost : public FabricHost
@@ -62,6 +63,9 @@ class RoceHost : public FabricHost
     void ArmWake (Time at, Time now);
     void WakeAt (Time at);
     void OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore);
+    /// \returns the next QP in round-robin order that may send at \p now (and moves the
+    /// round-robin position past it), or nullptr.
+    RoceSender* NextEligible (Time now);
 
     Ptr<FabricQueue> m_nicQueue;
     std::vector<Ptr<RoceSender>> m_active; //!< QPs with data left, in round-robin order

@@ -110,10 +110,19 @@ RoceSender::SetWindowBytes (uint64_t bytes)
 void
 RoceSender::SendNext (Time now)
 {
+    Ptr<Packet> packet;
+    FabricHeader frame;
+    BuildNext (now, packet, frame);
+    m_host->SendFrame (std::move (packet), frame, now);
+}
+
+void
+RoceSender::BuildNext (Time now, Ptr<Packet>& packet, FabricHeader& frame)
+{
     const auto payload =
         static_cast<uint32_t> (std::min<uint64_t> (m_mssBytes, m_sizeBytes - m_sndNxt));
     const uint32_t headerBytes = kRoceDataHeaderBytes + (m_int ? kIntHeaderBytes : 0);
-    FabricHeader frame;
+    frame = FabricHeader ();
     frame.srcHost = m_host->GetHostIndex ();
     frame.dstHost = m_dstHost;
     frame.protocol = kRoceProtocol;
@@ -133,15 +142,18 @@ RoceSender::SendNext (Time now)
     m_highestSent = std::max (m_highestSent, m_sndNxt);
     ++m_dataPacketsSent;
     const uint32_t wireBytes = payload + headerBytes + kFabricHeaderBytes;
-    // The pacer: the next packet may go one serialization time at the QP's rate later (at
-    // line rate exactly when the NIC finishes this one: back to back).
-    m_nextAvail = now + FabricNetDevice::TxTimeFor (wireBytes, m_rateBps);
+    // The pacer: the next packet may go one serialization time at the QP's rate later.  At
+    // line rate the NIC's own serialization is the pacer (it cannot send faster): the next
+    // packet may be handed over at once and waits for this one at the port.
+    m_nextAvail = m_rateBps >= m_lineRateBps
+                      ? now
+                      : now + FabricNetDevice::TxTimeFor (wireBytes, m_rateBps);
     if (nothingInFlight || !m_rtoEvent.IsRunning ())
     {
         RestartRto (now); // the timer covers the oldest byte in flight
     }
     m_cc->OnDataSent (wireBytes, now);
-    m_host->SendFrame (Create<Packet> (payload + headerBytes), frame, now);
+    packet = Create<Packet> (payload + headerBytes);
 }
 
 void

@@ -7,9 +7,12 @@
 
 #include "roce-cc.h"
 
+#include "topologies/model/fabric-header.h"
+
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
+#include "ns3/packet.h"
 #include "ns3/traced-callback.h"
 
 #include <limits>
@@ -23,7 +26,7 @@ class RoceHost;
 /**
  * \brief The data sender of one queue pair: segments the message at MssBytes, paces packets
  * at the QP's rate (the next packet may start TxTime(its wire bytes at the rate) after the
- * previous one was handed to the NIC), keeps at most the window of unacknowledged payload,
+ * previous one was handed to the NIC; at line rate the NIC's serialization paces), keeps at most the window of unacknowledged payload,
  * and recovers by go-back-N (IBA §9.7.5.1.1 sequence error NAK; HPCC's simulator
  * RdmaHw::RecoverQueue): a NACK or the retransmission timeout Rto sets snd_nxt back to
  * snd_una.  The Rto restarts whenever an ACK moves snd_una.
@@ -78,6 +81,9 @@ class RoceSender : public Object, public RoceRateTarget
 
     /// Build the next data packet and hand it to the NIC at \p now.
     void SendNext (Time now);
+    /// Build the next data packet at \p now into \p packet and \p frame (the QP's state
+    /// moves as if it was sent); the caller puts it on the NIC.
+    void BuildNext (Time now, Ptr<Packet>& packet, FabricHeader& frame);
 
     /// An ACK (or NACK if \p nack) for cumulative byte \p ackSeq arrived with \p records.
     void ReceiveAck (uint64_t ackSeq, bool nack, const IntTag* records, Time now);
@@ -123,6 +129,17 @@ class RoceSender : public Object, public RoceRateTarget
         return m_nacks;
     }
 
+    /// The host's scheduler lists this QP (RoceHost keeps it; saves a search per ACK).
+    bool IsScheduled () const
+    {
+        return m_scheduled;
+    }
+
+    void SetScheduled (bool scheduled)
+    {
+        m_scheduled = scheduled;
+    }
+
     /// Signature of FlowAcked: flow id and the time the last byte was acknowledged.
     typedef void (*FlowAckedCallback) (uint64_t flowId, Time acked);
 
@@ -155,6 +172,7 @@ class RoceSender : public Object, public RoceRateTarget
     bool m_ecn{false};
     bool m_int{false};
     bool m_done{false};
+    bool m_scheduled{false};
     EventId m_rtoEvent;
     Time m_rtoDeadline; //!< the RTO fires here (the event may be earlier: it re-arms)
     uint64_t m_dataPacketsSent{0};

@@ -431,13 +431,16 @@ class DropNthDataQueue : public DropTailEcnQueue
 /**
  * Go-back-N on the lossy fabric (roce-none, 40 Gbps, host 0 -> 1 in one rack): a flow of 10
  * x 1000 B (frames of W = 1062 B, T = W x 8 / 40 G = 212.4 ns) whose third frame (seq 2000)
- * is lost at the sender's NIC at 2T.  Frames 3.. leave at 3T, 4T, ...; frame 3 arrives at
- * 4T + 2d + s (d = 20 ns cable, s = 240 ns) out of order, so the receiver NACKs 2000 at once;
- * the NACK (66 B, 13.2 ns) reaches the sender at 4T + 13.2 + 4d + 2s = 1422.8 ns, after
- * frame 6 started (6T = 1274.4) and before frame 7 (7T): snd_nxt goes back to 2000 and the
- * pacer sends frame 2 at 7T, then 3..9 back to back; frame 9 starts at 14T and arrives at
- * 15T + 2d + s.  Without the loss the FCT is 10T + 2d + s: the loss costs exactly 5T.
- * Frames 2..6 are sent twice (5 retransmissions), one NACK, no timeout.
+ * is lost at the sender's NIC.  At line rate the NIC clocks the QP: frame k+1 is handed to
+ * the port when frame k starts (RoceHost), so frame 2 is refused at T and frame 3 takes its
+ * place: frames 3.. start at 2T, 3T, ...  Frame 3 arrives at 3T + 2d + s (d = 20 ns cable,
+ * s = 240 ns) out of order, so the receiver NACKs 2000 at once; the NACK (66 B, 13.2 ns)
+ * reaches the sender at 3T + 13.2 + 4d + 2s = 1210.4 ns, while frame 6 is on the wire (from
+ * 5T) and frame 7 waits at the port (handed over at 5T): snd_nxt goes back to 2000, frame 7
+ * still leaves at 6T (the receiver drops it), and frame 2 follows at 7T, then 3..9 back to
+ * back; frame 9 starts at 14T and arrives at 15T + 2d + s.  Without the loss the FCT is
+ * 10T + 2d + s: the loss costs exactly 5T.  Frames 2..7 are sent twice (6 retransmissions),
+ * one NACK, no timeout.
  */
 class GoBackNCase : public TestCase
 {
@@ -461,7 +464,7 @@ class GoBackNCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ_TOL (bench.finish.at (1).GetSeconds () * 1e9,
                                    15 * t + 2 * kHostCableNs + kSwitchNs, 1e-3,
                                    "FCT = 15T + 2d + s (5T more than without the loss)");
-        NS_TEST_ASSERT_MSG_EQ (bench.transport->GetRetransmittedPackets (), 5, "frames 2..6 again");
+        NS_TEST_ASSERT_MSG_EQ (bench.transport->GetRetransmittedPackets (), 6, "frames 2..7 again");
         for (const auto& [name, value] : bench.transport->GetStatistics ())
         {
             if (name == "roce.nacks")
