@@ -287,6 +287,58 @@ class DcqcnAlphaDecayCase : public TestCase
     }
 };
 
+/**
+ * DCQCN's rate increase at 40 Gbps (T = 55 us, F = 5, R_AI = 40 Mb/s, ByteCounter set to
+ * 100 KB here): CNPs at 0 and 1 us (α stays 1: no α period between them) leave Rt = 20 G,
+ * Rc = 10 G.  The timer, restarted at 1 us, fires at 56, 111, 166, 221 us (t = 1..4 < F: fast
+ * recovery, Rc = (Rt + Rc)/2 rounded up: 15, 17.5, 18.75, 19.375 G) and at 276 us (t = 5:
+ * additive increase, Rt = 20.04 G, Rc = (20.04 + 19.375)/2 = 19.7075 G).  Then 100 KB sent
+ * is one byte-counter event (bc = 1, max(t, bc) = 5: additive again): Rt = 20.08 G,
+ * Rc = (20.08 + 19.7075)/2 = 19.89375 G.
+ */
+class DcqcnIncreaseCase : public TestCase
+{
+  public:
+    DcqcnIncreaseCase ()
+          : TestCase ("roce-dcqcn: fast recovery, additive increase and the byte counter")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        StubTarget target;
+        Ptr<RoceDcqcn> dcqcn = CreateObject<RoceDcqcn> ();
+        dcqcn->SetAttribute ("ByteCounter", UintegerValue (100000));
+        dcqcn->Start (&target, 40000000000ULL, MicroSeconds (10), Time (0));
+        dcqcn->OnCnp (Time (0));
+        Simulator::Schedule (MicroSeconds (1), &RoceDcqcn::OnCnp, dcqcn, MicroSeconds (1));
+        Simulator::Stop (MicroSeconds (1) + NanoSeconds (1));
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 20000000000ULL, "Rt after 2 CNPs");
+        NS_TEST_ASSERT_MSG_EQ (target.rate, 10000000000ULL, "Rc after 2 CNPs");
+        const uint64_t fastRecovery[] = {15000000000ULL, 17500000000ULL, 18750000000ULL,
+                                         19375000000ULL};
+        for (int k = 1; k <= 4; ++k)
+        {
+            Simulator::Stop (MicroSeconds (1 + 55 * k) + NanoSeconds (1) -
+                             Simulator::Now ());
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (target.rate, fastRecovery[k - 1], "fast recovery step " << k);
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 20000000000ULL, "Rt kept");
+        }
+        Simulator::Stop (MicroSeconds (1 + 55 * 5) + NanoSeconds (1) - Simulator::Now ());
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 20040000000ULL, "Rt + R_AI");
+        NS_TEST_ASSERT_MSG_EQ (target.rate, 19707500000ULL, "additive increase");
+        dcqcn->OnDataSent (100000, Simulator::Now ());
+        NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 20080000000ULL, "byte counter: + R_AI");
+        NS_TEST_ASSERT_MSG_EQ (target.rate, 19893750000ULL, "byte counter event");
+        dcqcn->Dispose ();
+        Simulator::Destroy ();
+    }
+};
+
 /// The port of \p topology's ToR of \p rack that leads to \p host.
 Ptr<FabricNetDevice>
 TorPortTo (Ptr<ClosTopology> topology, uint32_t rack, uint32_t host)
@@ -567,6 +619,7 @@ class RoceTestSuite : public TestSuite
         }
         AddTestCase (new DcqcnCnpCase, TestCase::QUICK);
         AddTestCase (new DcqcnAlphaDecayCase, TestCase::QUICK);
+        AddTestCase (new DcqcnIncreaseCase, TestCase::QUICK);
         AddTestCase (new BottleneckCase ("dcqcn"), TestCase::QUICK);
         AddTestCase (new BottleneckCase ("hpcc"), TestCase::QUICK);
         AddTestCase (new GoBackNCase, TestCase::QUICK);
