@@ -54,7 +54,7 @@ enum class FabricEcn : uint8_t
  * class-blind queue ignores it.
  * intRequested, when 1, asks every switch egress port the frame leaves through to append
  * an in-band telemetry record (IntHop: time, the port's transmitted bytes, queue length,
- * line rate) to the frame's IntTag (topologies/model/int-tag.h; HPCC SIGCOMM'19 §3.2); the
+ * line rate) to the frame's records (IntRecords, topologies/model/int-tag.h; HPCC §3.2); the
  * transport counts the INT header's wire bytes (kIntHeaderBytes) in its packet.  0 for
  * every other transport: nothing is stamped and no frame pays more than the flag's test.
  *

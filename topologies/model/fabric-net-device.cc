@@ -356,11 +356,9 @@ FabricNetDevice::StampInt (const Ptr<Packet>& packet, Time start)
     // HPCC's simulator stamps at the switch's dequeue (switch-node.cc SwitchNotifyDequeue:
     // PushHop (now, m_txBytes before this packet, egress queue bytes after its dequeue,
     // line rate)); the same values here, at the frame's start on the wire.
-    IntTag tag;
-    packet->RemovePacketTag (tag);
-    tag.PushHop (IntHop{static_cast<uint64_t> (start.GetNanoSeconds ()), m_txBytes,
-                        m_queue->GetNBytes (), m_bitRate});
-    packet->AddPacketTag (tag);
+    IntRecords::Stamp (packet->GetUid ())
+        .PushHop (IntHop{static_cast<uint64_t> (start.GetNanoSeconds ()), m_txBytes,
+                         m_queue->GetNBytes (), m_bitRate});
 }
 
 void

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <unordered_map>
 
 namespace ns3
 {
@@ -43,7 +44,8 @@ struct IntHop
 /**
  * \brief The INT records of one frame: appended hop by hop at switch egress
  * (FabricNetDevice, for frames with FabricHeader::intRequested set), read by the receiver
- * and echoed to the sender in its ACK.
+ * and echoed to the sender in its ACK.  They travel out of band in IntRecords, keyed by the
+ * packet; the class is a Tag so that it can also ride on a packet (and print).
  */
 class IntTag : public Tag
 {
@@ -71,6 +73,64 @@ class IntTag : public Tag
   private:
     uint32_t m_nHops{0};
     std::array<IntHop, kIntMaxHops> m_hops{};
+};
+
+/**
+ * \brief Where the INT records of frames in flight live: out of band, keyed by the ns-3
+ * Packet's uid (unique per packet for the life of the process), so that a hop appends a
+ * record with one hash lookup instead of removing and re-adding a packet tag (which cost
+ * HPCC about 7,000 instructions per data packet, bench/RESULTS.md "RoCEv2").  The switch
+ * egress appends (Stamp); the receiver takes a data packet's records and puts them on its
+ * ACK (Take, Put); the sender takes the ACK's.  Records of a frame dropped on a lossy fabric
+ * stay until Clear (about 140 B each).  Single-threaded, like ns-3's default simulator.
+ */
+class IntRecords
+{
+  public:
+    /// \returns the records of packet \p uid, created empty if it has none.
+    static IntTag& Stamp (uint64_t uid)
+    {
+        return Store ()[uid];
+    }
+
+    /// Move the records of packet \p uid into \p records and forget them.  \returns false
+    /// (and leaves \p records alone) if it has none.
+    static bool Take (uint64_t uid, IntTag& records)
+    {
+        auto it = Store ().find (uid);
+        if (it == Store ().end ())
+        {
+            return false;
+        }
+        records = it->second;
+        Store ().erase (it);
+        return true;
+    }
+
+    /// Give packet \p uid the records \p records.
+    static void Put (uint64_t uid, const IntTag& records)
+    {
+        Store ()[uid] = records;
+    }
+
+    /// \returns the packets holding records (those in flight, and those dropped).
+    static size_t GetSize ()
+    {
+        return Store ().size ();
+    }
+
+    /// Forget every record (between simulations).
+    static void Clear ()
+    {
+        Store ().clear ();
+    }
+
+  private:
+    static std::unordered_map<uint64_t, IntTag>& Store ()
+    {
+        static std::unordered_map<uint64_t, IntTag> store;
+        return store;
+    }
 };
 
 } // namespace ns3

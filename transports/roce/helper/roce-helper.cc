@@ -97,6 +97,7 @@ RoceFlowTransport::DoDispose ()
     }
     m_active.clear ();
     m_hosts.clear ();
+    IntRecords::Clear (); // records of frames still in flight (or dropped) at the end
     m_senderPrototype = nullptr;
     m_receiverPrototype = nullptr;
     m_topology = nullptr;

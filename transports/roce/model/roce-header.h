@@ -38,7 +38,8 @@ constexpr uint32_t kRoceReadRequestHeaderBytes = kRoceDataHeaderBytes + 16;
  * - seq: DATA: byte offset of the payload in the message (the PSN x MTU); ACK/NACK: the next
  *   byte the responder expects (cumulative; a NACK asks for go-back-N from there);
  * - payloadBytes (FabricHeader): the data bytes of a DATA frame.
- * HPCC's INT records travel in the Packet's IntTag (topologies/model/int-tag.h), data and ACK.
+ * HPCC's INT records travel out of band in IntRecords (topologies/model/int-tag.h), data and
+ * ACK.
  */
 enum RoceFlags : uint8_t
 {

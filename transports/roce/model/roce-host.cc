@@ -283,7 +283,7 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
     if (flags & (ROCE_ACK | ROCE_NACK))
     {
         IntTag records;
-        const bool hasRecords = packet->PeekPacketTag (records);
+        const bool hasRecords = IntRecords::Take (packet->GetUid (), records);
         it->second->ReceiveAck (frame.seq, (flags & ROCE_NACK) != 0,
                                 hasRecords ? &records : nullptr, now);
     }

@@ -79,6 +79,12 @@ void
 RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce,
                            const Ptr<Packet>& packet, Time now)
 {
+    if (m_echoIntBytes != 0)
+    {
+        // Every data packet's records are taken (an ACK may echo them), so none is left over.
+        m_dataRecords = IntTag ();
+        IntRecords::Take (packet->GetUid (), m_dataRecords);
+    }
     if (ce && (!m_cnpSent || now >= m_lastCnp + m_cnpInterval))
     {
         m_cnpSent = true;
@@ -136,13 +142,9 @@ RoceReceiver::SendAck (bool nack, const Ptr<Packet>& data, Time now)
     frame.flowId = m_flowId;
     frame.seq = static_cast<uint32_t> (m_expected);
     Ptr<Packet> ack = Create<Packet> (kRoceAckHeaderBytes + m_echoIntBytes);
-    if (m_echoIntBytes != 0)
+    if (m_echoIntBytes != 0 && m_dataRecords.GetNHops () != 0)
     {
-        IntTag records;
-        if (data->PeekPacketTag (records))
-        {
-            ack->AddPacketTag (records);
-        }
+        IntRecords::Put (ack->GetUid (), m_dataRecords);
     }
     if (nack)
     {

@@ -5,6 +5,8 @@
 #ifndef DISAGGSIM_ROCE_RECEIVER_H
 #define DISAGGSIM_ROCE_RECEIVER_H
 
+#include "topologies/model/int-tag.h"
+
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/packet.h"
@@ -101,6 +103,7 @@ class RoceReceiver : public Object
     uint64_t m_acks{0};
     uint64_t m_nacks{0};
     uint64_t m_cnps{0};
+    IntTag m_dataRecords; //!< the INT records of the data packet being answered
     TracedCallback<uint64_t, Time> m_flowReceived;
 };
 
