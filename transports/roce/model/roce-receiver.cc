@@ -103,7 +103,7 @@ RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce,
         m_expected += payloadBytes;
         if (m_expected >= m_sizeBytes)
         {
-            SendAck (false, packet, now);
+            SendAck (false, now);
             if (!m_complete)
             {
                 m_complete = true;
@@ -114,7 +114,7 @@ RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce,
         {
             // The next milestone is the next multiple of the interval above what is ACKed.
             m_nextAckAt = (m_expected / m_ackIntervalBytes + 1) * m_ackIntervalBytes;
-            SendAck (false, packet, now);
+            SendAck (false, now);
         }
         return;
     }
@@ -124,15 +124,15 @@ RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce,
         {
             m_lastNackSeq = m_expected;
             m_nackAllowedAt = now + m_nackInterval;
-            SendAck (true, packet, now);
+            SendAck (true, now);
         }
         return;
     }
-    SendAck (false, packet, now); // a duplicate: ACK what we have
+    SendAck (false, now); // a duplicate: ACK what we have
 }
 
 void
-RoceReceiver::SendAck (bool nack, const Ptr<Packet>& data, Time now)
+RoceReceiver::SendAck (bool nack, Time now)
 {
     FabricHeader frame;
     frame.srcHost = m_host->GetHostIndex ();

@@ -81,7 +81,8 @@ class RoceReceiver : public Object
     void DoDispose () override;
 
   private:
-    void SendAck (bool nack, const Ptr<Packet>& data, Time now);
+    /// An ACK (or NACK) of m_expected, echoing m_dataRecords.
+    void SendAck (bool nack, Time now);
 
     uint32_t m_ackIntervalPackets{1};
     Time m_nackInterval;
