@@ -240,8 +240,8 @@ class HeadroomTestCase : public TestCase
 {
   public:
     HeadroomTestCase ()
-          : TestCase ("headroom = 3 max frames + rate x (2 cable + 2 max (switching, pause "
-                      "frame)): 8954, 7154, 5182 B")
+          : TestCase ("headroom = 2 max frames + the one the pause waits behind + rate x "
+                      "(2 cable + 2 max (switching, pause frame)): 8954, 7154, 5182, 26708 B")
     {
     }
 
