@@ -56,7 +56,8 @@ SwitchMmu::GetTypeId ()
                            MakeUintegerChecker<uint64_t> ())
             .AddAttribute ("HeadroomBytes",
                            "Headroom of every ingress port; 0 (default) = derived per port "
-                           "from its rate, cable delay and the switching delay "
+                           "from its rate, cable delay, the switching delay and the rate of "
+                           "the switch's slowest port "
                            "(DerivedHeadroomBytes; IEEE 802.1Qbb Annex N)",
                            UintegerValue (0), MakeUintegerAccessor (&SwitchMmu::m_headroomBytes),
                            MakeUintegerChecker<uint64_t> ())
