@@ -56,7 +56,8 @@ SwitchMmu::GetTypeId ()
                            MakeUintegerChecker<uint64_t> ())
             .AddAttribute ("HeadroomBytes",
                            "Headroom of every ingress port; 0 (default) = derived per port "
-                           "from its rate, cable delay and the switching delay "
+                           "from its rate, cable delay, the switching delay and the rate of "
+                           "the switch's slowest port "
                            "(DerivedHeadroomBytes; IEEE 802.1Qbb Annex N)",
                            UintegerValue (0), MakeUintegerAccessor (&SwitchMmu::m_headroomBytes),
                            MakeUintegerChecker<uint64_t> ())
@@ -93,14 +94,20 @@ SwitchMmu::~SwitchMmu () = default;
 
 uint64_t
 SwitchMmu::DerivedHeadroomBytes (uint64_t bitRate, Time cableDelay, Time switchingDelay,
-                                 uint32_t maxFrameBytes)
+                                 uint32_t maxFrameBytes, uint64_t slowestBitRate)
 {
     const Time pauseFrame = FabricNetDevice::TxTimeFor (kPfcFrameBytes, bitRate);
     const Time response = std::max (switchingDelay, pauseFrame);
     const int64_t ps = (2 * cableDelay + 2 * response).GetPicoSeconds ();
     // bytes = ceil (rate [bit/s] x ps / 8e12)
     const uint64_t bits = (bitRate / 1000 * static_cast<uint64_t> (ps) + 999999999) / 1000000000;
-    return 3ULL * maxFrameBytes + (bits + 7) / 8;
+    // The frame the pause waits behind holds this port for up to a maximum frame's time at
+    // the slowest rate feeding it (a cut-through port takes a frame from a slower ingress at
+    // its head and starts it txIn - txOut later: FabricSwitch::ReceiveFrame), while data
+    // keeps arriving at this port's rate: ceil (F x rate / slowest rate) bytes.
+    const uint64_t slowest = slowestBitRate != 0 ? std::min (slowestBitRate, bitRate) : bitRate;
+    const uint64_t waitBytes = (uint64_t (maxFrameBytes) * bitRate + slowest - 1) / slowest;
+    return 2ULL * maxFrameBytes + waitBytes + (bits + 7) / 8;
 }
 
 void
@@ -110,19 +117,10 @@ SwitchMmu::AddPort (FabricNetDevice* port, uint32_t index)
     {
         m_ports.resize (index + 1);
     }
-    Port& p = m_ports[index];
-    p.device = port;
-    if (m_headroomBytes != 0)
-    {
-        p.headroomBytes = m_headroomBytes;
-    }
-    else
+    m_ports[index].device = port;
+    if (m_headroomBytes == 0)
     {
         NS_ABORT_MSG_IF (!port->GetChannel (), "SwitchMmu: port " << index << " has no cable");
-        const Time delay = DynamicCast<FabricChannel> (port->GetChannel ())->GetDelay ();
-        p.headroomBytes =
-            DerivedHeadroomBytes (port->GetDataRate ().GetBitRate (), delay,
-                                  port->GetCutThroughDelay (), port->GetMtu () + kFabricHeaderBytes);
     }
     RecomputeReserved ();
 }
@@ -130,14 +128,37 @@ SwitchMmu::AddPort (FabricNetDevice* port, uint32_t index)
 void
 SwitchMmu::RecomputeReserved ()
 {
-    // As HPCC's simulator (SwitchMmu::ConfigNPort): one class's headroom and reserve per port.
-    m_reservedBytes = 0;
+    // Each port's derived headroom depends on the slowest port of the switch, so a new port
+    // resizes them all.
+    uint64_t slowest = 0;
     for (const Port& p : m_ports)
     {
         if (p.device != nullptr)
         {
-            m_reservedBytes += p.headroomBytes + m_reserveBytes;
+            const uint64_t rate = p.device->GetDataRate ().GetBitRate ();
+            slowest = slowest == 0 ? rate : std::min (slowest, rate);
         }
+    }
+    // As HPCC's simulator (SwitchMmu::ConfigNPort): one class's headroom and reserve per port.
+    m_reservedBytes = 0;
+    for (Port& p : m_ports)
+    {
+        if (p.device == nullptr)
+        {
+            continue;
+        }
+        if (m_headroomBytes != 0)
+        {
+            p.headroomBytes = m_headroomBytes;
+        }
+        else
+        {
+            const Time delay = DynamicCast<FabricChannel> (p.device->GetChannel ())->GetDelay ();
+            p.headroomBytes = DerivedHeadroomBytes (
+                p.device->GetDataRate ().GetBitRate (), delay, p.device->GetCutThroughDelay (),
+                p.device->GetMtu () + kFabricHeaderBytes, slowest);
+        }
+        m_reservedBytes += p.headroomBytes + m_reserveBytes;
     }
 }
 

@@ -36,9 +36,11 @@ namespace ns3
  * sends a pause frame of PauseQuanta (XOFF) and repeats it every half pause while it lasts;
  * once its headroom is empty and its shared use is XonOffsetBytes below the threshold (or
  * zero), it sends a pause of 0 quanta (XON).  Headroom per port (HeadroomBytes = 0: derived)
- * covers what arrives after the XOFF decision: 3 maximum frames (the one that crossed, the
- * one the pause waits behind, the one upstream is sending) + rate x (2 x cable delay + 2 x
- * max (switching delay, pause frame time)) (IEEE 802.1Qbb Annex N's budget for this model).
+ * covers what arrives after the XOFF decision: the frame that crossed, the frame upstream is
+ * sending, the bytes arriving while the pause waits behind the frame this port is sending (a
+ * maximum frame's time at the slowest port of the switch: a cut-through port holds a frame
+ * from a slower ingress before it starts) + rate x (2 x cable delay + 2 x max (switching
+ * delay, pause frame time)) (IEEE 802.1Qbb Annex N's budget for this model).
  *
  * RED-ECN (Floyd & Jacobson 1993; DCQCN, Zhu et al. SIGCOMM'15 §5): an ECN-capable frame
  * arriving at an egress queue holding q bytes is CE-marked with probability 0 (q <= Kmin),
@@ -84,10 +86,12 @@ class SwitchMmu : public FabricSharedBuffer
         return m_dropped;
     }
 
-    /// \returns the headroom HeadroomBytes = 0 derives for a port: 3 x \p maxFrameBytes +
+    /// \returns the headroom HeadroomBytes = 0 derives for a port of \p bitRate on a switch
+    /// whose slowest port runs at \p slowestBitRate (0: this port's rate): 2 x
+    /// \p maxFrameBytes + ceil (\p maxFrameBytes x \p bitRate / \p slowestBitRate) +
     /// ceil (\p bitRate x (2 \p cableDelay + 2 max (\p switchingDelay, T (64 B))) / 8).
     static uint64_t DerivedHeadroomBytes (uint64_t bitRate, Time cableDelay, Time switchingDelay,
-                                          uint32_t maxFrameBytes);
+                                          uint32_t maxFrameBytes, uint64_t slowestBitRate = 0);
 
     /// Signature of the IngressBytes trace source: port, class, bytes now.
     typedef void (*IngressTracedCallback) (uint32_t port, uint8_t trafficClass, uint64_t bytes);
@@ -121,6 +125,7 @@ class SwitchMmu : public FabricSharedBuffer
     void RefreshXoff (uint32_t port, uint8_t trafficClass);
     /// RED: \returns true if an ECT arrival at an egress of \p egressBytes is marked.
     bool RedMarks (uint64_t egressBytes);
+    /// (Re)derive every port's headroom (it depends on the slowest port) and the reserve.
     void RecomputeReserved ();
 
     // attributes

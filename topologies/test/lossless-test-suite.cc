@@ -49,16 +49,18 @@ BuildFabric (const std::map<std::string, std::string>& attributes,
 }
 
 /// Send \p n 1482 B frames from host \p src to host \p dst now (back to back at the NIC);
-/// the flow hash is the source's rack, so senders of racks 1..4 take uplinks 1, 2, 3, 0.
+/// the flow hash is \p flowHash, by default the source's rack, so senders of racks 1..4
+/// take uplinks 1, 2, 3, 0.
 void
-SendFrames (Ptr<ClosTopology> clos, uint32_t src, uint32_t dst, uint32_t n)
+SendFrames (Ptr<ClosTopology> clos, uint32_t src, uint32_t dst, uint32_t n,
+            uint32_t flowHash = UINT32_MAX)
 {
     for (uint32_t i = 0; i < n; ++i)
     {
         FabricHeader header;
         header.srcHost = static_cast<uint16_t> (src);
         header.dstHost = static_cast<uint16_t> (dst);
-        header.flowHash = src / 16;
+        header.flowHash = flowHash != UINT32_MAX ? flowHash : src / 16;
         header.payloadBytes = kPayload;
         clos->GetHostDevice (src)->SendFabric (Create<Packet> (kPayload), header);
     }
@@ -226,17 +228,20 @@ class IncastTestCase : public TestCase
 };
 
 /**
- * Headroom formula, by hand: 40 Gbps, 200 ns cable, 240 ns switching, 1518 B frames:
- * 3 x 1518 + 5 B/ns x (2 x 200 + 2 x max (240, 12.8)) ns = 4554 + 4400 = 8954 B; the host
- * link (20 ns): 4554 + 5 x 520 = 7154 B; 100 Gbps, 20 ns, no switching delay: the pause
- * frame's 5.12 ns counts, 4554 + 12.5 x (40 + 10.24) = 4554 + 628 = 5182 B.
+ * Headroom formula, by hand: 40 Gbps, 200 ns cable, 240 ns switching, 1518 B frames, every
+ * port of the switch at 40 Gbps: 3 x 1518 + 5 B/ns x (2 x 200 + 2 x max (240, 12.8)) ns =
+ * 4554 + 4400 = 8954 B; the host link (20 ns): 4554 + 5 x 520 = 7154 B; 100 Gbps, 20 ns, no
+ * switching delay: the pause frame's 5.12 ns counts, 4554 + 12.5 x (40 + 10.24) = 4554 +
+ * 628 = 5182 B.  A 160 Gbps port on a switch with 40 Gbps ports: the frame the pause waits
+ * behind may hold the port 1518 B / 40 Gbps = 303.6 ns, 6072 B at 160 Gbps, so 2 x 1518 +
+ * 6072 + 20 B/ns x (400 + 480) = 26708 B.
  */
 class HeadroomTestCase : public TestCase
 {
   public:
     HeadroomTestCase ()
-          : TestCase ("headroom = 3 max frames + rate x (2 cable + 2 max (switching, pause "
-                      "frame)): 8954, 7154, 5182 B")
+          : TestCase ("headroom = 2 max frames + the one the pause waits behind + rate x "
+                      "(2 cable + 2 max (switching, pause frame)): 8954, 7154, 5182, 26708 B")
     {
     }
 
@@ -257,12 +262,16 @@ class HeadroomTestCase : public TestCase
         Ptr<ClosTopology> clos = BuildFabric ({{"Fabric", "lossless"}});
         Ptr<SwitchMmu> mmu = DynamicCast<SwitchMmu> (clos->GetTor (0)->GetSharedBuffer ());
         NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (0), 7154u, "host port");
-        // The uplink runs at 160 Gbps: 4554 + 20 B/ns x 880 ns = 22154 B.
-        NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (16), 22154u, "uplink");
+        NS_TEST_ASSERT_MSG_EQ (
+            SwitchMmu::DerivedHeadroomBytes (4 * g40, NanoSeconds (200), NanoSeconds (240), 1518,
+                                             g40),
+            26708u, "160 Gbps port beside 40 Gbps ports");
+        // The uplink runs at 160 Gbps beside 40 Gbps host ports: 26708 B.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (16), 26708u, "uplink");
         // Default size: 36864 B x 20 ports, pooled, + the headroom and 4 KB reserve of 16 host
-        // ports and 4 uplinks: 737280 + 16 x (7154 + 4096) + 4 x (22154 + 4096) = 1022280 B.
-        NS_TEST_ASSERT_MSG_EQ (mmu->GetReservedBytes (), 16u * 11250 + 4u * 26250, "reserved");
-        NS_TEST_ASSERT_MSG_EQ (mmu->GetSizeBytes (), 1022280u, "pooled port buffers + PFC's");
+        // ports and 4 uplinks: 737280 + 16 x (7154 + 4096) + 4 x (26708 + 4096) = 1040496 B.
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetReservedBytes (), 16u * 11250 + 4u * 30804, "reserved");
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetSizeBytes (), 1040496u, "pooled port buffers + PFC's");
         // Dynamic XOFF with an empty buffer: Alpha x (size - reserved) = 737280 / 8.
         NS_TEST_ASSERT_MSG_EQ (mmu->GetXoffThresholdBytes (), 92160u, "dynamic threshold");
         Simulator::Destroy ();
@@ -412,6 +421,67 @@ class RedEcnTestCase : public TestCase
     bool m_ect;
 };
 
+/**
+ * Headroom when the pause frame waits behind a frame from a slower port (regression: before
+ * the headroom counted it, this case dropped 1 frame, as roce-none and roce-dcqcn did on the
+ * 144-host Clos, bench/RESULTS.md).  Static XOFF 4500 B, reserve 0; the ToR's port to host 0
+ * is paused until 20 us.  Hosts 16, 32, ..., 128 (racks 1..8) send 10 frames each (1500 wire
+ * B) to host 0 at t = 0, all by spine 0 (flow hash 0): each reaches its ToR at 20 + 240 ns,
+ * leaves its uplink at 260 + (300 - 75) = 485 ns (a 40 Gbps frame into a 160 Gbps port
+ * starts txIn - txOut later), reaches spine 0 at 485 + 200 + 240 = 925 ns, and the spine
+ * sends frame j (j = 0, 1, ...) to ToR 0 at 925 + 75 j ns, admitted by ToR 0's uplink
+ * ingress 16 at 1365 + 75 j ns.  Frame 2 (1515 ns) brings it to 4500 B = XOFF: XOFF.
+ * Meanwhile host 1 (rack 0) sends 10 frames to host 16 from 54 ns (flow hash 0: ToR 0's
+ * uplink 16): ToR 0 takes frame k at 314 + 300 k ns and holds port 16 until 614 + 300 k
+ * (225 ns idle + 75 ns on the wire), so the XOFF waits behind frame 4 (taken 1514 ns) until
+ * 1814 ns: 299 ns, not the 75 ns of a maximum frame at 160 Gbps.  Spine 0 gets it at
+ * 1814 + 200 + 240 = 2254 ns, during frame 17 (2200..2275 ns), and stops after it.  Frames
+ * 3..17 land in the headroom: 15 x 1500 = 22500 B, over the 22154 B of the old headroom
+ * (3 x 1518 + 20 B/ns x 880 ns; frame 17 was dropped) and under the derived 26708 B
+ * (2 x 1518 + 1518 x 160/40 + 17600).  So: 0 drops, every frame arrives, ingress 16 peaks at
+ * 4500 + 22500 = 27000 B <= XOFF + headroom.
+ */
+class SlowIngressHeadroomTestCase : public TestCase
+{
+  public:
+    SlowIngressHeadroomTestCase ()
+          : TestCase ("headroom covers the pause waiting 299 ns behind a 40 Gbps frame: "
+                      "22500 B of headroom used, 0 drops")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        Ptr<ClosTopology> clos = BuildFabric ({{"Fabric", "lossless"}},
+                                              {{"XoffBytes", "4500"}, {"ReserveBytes", "0"}});
+        Ptr<FabricSwitch> tor = clos->GetTor (0);
+        Ptr<SwitchMmu> mmu = DynamicCast<SwitchMmu> (tor->GetSharedBuffer ());
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetHeadroomBytes (16), 26708u, "uplink headroom");
+        Arrivals toHost0;
+        toHost0.Listen (clos, 0);
+        Arrivals toHost16;
+        toHost16.Listen (clos, 16);
+        Ptr<FabricNetDevice> port0 = tor->GetPort (0);
+        port0->Pause (0);
+        for (uint32_t rack = 1; rack <= 8; ++rack)
+        {
+            SendFrames (clos, rack * 16, 0, 10, 0); // flow hash 0: uplink 16, spine 0
+        }
+        Simulator::Schedule (NanoSeconds (54), &SendFrames, clos, 1u, 16u, 10u, 0u);
+        Simulator::Schedule (MicroSeconds (20), [port0] () { port0->Resume (0); });
+        Simulator::Run ();
+        NS_TEST_ASSERT_MSG_EQ (clos->GetSwitchPortDrops (), 0u, "no drop");
+        NS_TEST_ASSERT_MSG_EQ (toHost0.total, 80u, "every incast frame arrives");
+        NS_TEST_ASSERT_MSG_EQ (toHost16.total, 10u, "host 1's frames arrive");
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetPeakHeadroomBytes (16, 0), 22500u, "frames 3..17");
+        NS_TEST_ASSERT_MSG_EQ (mmu->GetPeakIngressBytes (16, 0), 27000u, "XOFF + 22500");
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (mmu->GetPeakIngressBytes (16, 0),
+                                     4500 + mmu->GetHeadroomBytes (16), "XOFF + headroom");
+        Simulator::Destroy ();
+    }
+};
+
 class LosslessTestSuite : public TestSuite
 {
   public:
@@ -420,6 +490,7 @@ class LosslessTestSuite : public TestSuite
     {
         AddTestCase (new HeadroomTestCase, TestCase::QUICK);
         AddTestCase (new TwoSenderPfcTestCase, TestCase::QUICK);
+        AddTestCase (new SlowIngressHeadroomTestCase, TestCase::QUICK);
         AddTestCase (new IncastTestCase (false), TestCase::QUICK);
         AddTestCase (new IncastTestCase (true), TestCase::QUICK);
         AddTestCase (new VictimFlowTestCase, TestCase::QUICK);
