@@ -255,9 +255,12 @@ def main() -> int:
                         done["size_bytes"].to_numpy(),
                         np.asarray(done["slowdown"], dtype=float), args.step,
                     )
+                    # its data packets: 1000 B payloads, no retransmission when lossless
+                    pkts = int(np.ceil(done["size_bytes"].to_numpy() / 1000).sum())
                     notes.append(
                         f"hpcc-sim {cc}: {len(done)}/{len(ref)} flows finished; wall "
-                        f"{wall:.1f} s ({time.perf_counter() - t0:.1f} s with its input files)"
+                        f"{wall:.1f} s ({time.perf_counter() - t0:.1f} s with its input "
+                        f"files), {pkts / wall:,.0f} data packets/s"
                     )
                     print(notes[-1], flush=True)
                 point = report_point(Path(workload).stem, load, tables, notes)
