@@ -243,6 +243,7 @@ def main() -> int:
         *[f"- {c}" for c in PAPER_CLAIMS],
         "",
     ]
+    print("\n".join(lines), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_roce_fidelity.") as tmp:
         workdir = Path(tmp)
         for workload in args.workload:
@@ -294,7 +295,6 @@ def main() -> int:
                 print("\n".join(point), flush=True)
                 lines += point
     report = "\n".join(lines) + "\n"
-    print(report)
     if args.out is not None:
         with atomic_path(args.out) as tmp_out:
             tmp_out.write_text(report)
