@@ -31,8 +31,11 @@ from disaggsim.atomic import atomic_path
 #: One run per group: the run keys (``disaggsim.schemas.CAMPAIGN_KEYS``) in the figure's
 #: order (tests/test_schema_headers.py checks the set).
 RUN_KEYS = ["workload", "protocol", "rate_gbps", "scope", "seed"]
-#: Protocol order of the bars: the paper's five protocols (Figure 7), then the Ideal reference.
-PROTOCOL_ORDER = ["tcp", "dctcp", "fastpass", "phost", "pfabric", "ideal"]
+#: Protocol order of the bars: the paper's five protocols (Figure 7), then the Ideal reference,
+#: then RDMA's RoCEv2 (issue #19; transports/roce/doc/roce.md).
+PROTOCOL_ORDER = [
+    "tcp", "dctcp", "fastpass", "phost", "pfabric", "ideal", "roce-dcqcn", "roce-hpcc", "roce-none",
+]
 #: Smallest excess slowdown (mean slowdown - 1) drawn on the log axis of :func:`fig7_figure`.
 EXCESS_FLOOR = 1e-4
 

@@ -207,7 +207,8 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(runner, "_CAPABILITIES", {})
     caps = runner.driver_capabilities(_BINARY, tmp_path / "cache")
     assert caps.protocols == (
-        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "tcp", "tcp-lean"
+        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
+        "roce-none", "tcp", "tcp-lean",
     )
     (cache,) = (tmp_path / "cache").glob("driver-*.json")
     # the file is what a later process reads: an edited listing shows through

@@ -124,7 +124,8 @@ def test_list_capabilities_lists_protocols_and_settable_attributes(tmp_path: Pat
     protocols = [line.split(" ", 1)[1] for line in lines if line.startswith("protocol ")]
     # the FlowTransportRegistrar entries of transports/*/helper/*.cc
     assert protocols == [
-        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "tcp", "tcp-lean"
+        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
+        "roce-none", "tcp", "tcp-lean",
     ]
     attributes = {line.split(" ", 1)[1] for line in lines if line.startswith("attribute ")}
     # ns3::ClosTopology's own attributes (topologies/model/clos-topology.cc) ...

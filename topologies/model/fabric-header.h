@@ -52,6 +52,11 @@ enum class FabricEcn : uint8_t
  * class that a multi-class port queue (StrictPriorityQueue) serves it in and that PFC pauses
  * (topologies/doc/lossless.md); 0 for every transport that does not choose one, and a
  * class-blind queue ignores it.
+ * intRequested, when 1, asks every switch egress port the frame leaves through to append
+ * an in-band telemetry record (IntHop: time, the port's transmitted bytes, queue length,
+ * line rate) to the frame's IntTag (topologies/model/int-tag.h; HPCC SIGCOMM'19 §3.2); the
+ * transport counts the INT header's wire bytes (kIntHeaderBytes) in its packet.  0 for
+ * every other transport: nothing is stamped and no frame pays more than the flag's test.
  *
  * Transport fields: a transport may carry its own header here too, out of band, instead of
  * serializing it into the Packet (pFabric does, transports/pfabric/model/pfabric-header.h):
@@ -72,6 +77,7 @@ struct FabricHeader
     uint32_t payloadBytes{0};
     uint16_t pinnedUplink{0xFFFF};
     uint8_t trafficClass{0}; ///< 802.1p PCP, 0..7 (in what was padding)
+    uint8_t intRequested{0}; ///< 1: switch egress ports stamp INT records (in what was padding)
     // transport fields
     uint64_t flowId{0};
     uint32_t seq{0};

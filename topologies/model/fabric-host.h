@@ -65,6 +65,11 @@ class FabricHost : public Object, public FabricFrameSink
 
   protected:
     void DoDispose () override;
+    /// Count a frame the host's NIC queue refused that the subclass queued itself.
+    void CountNicDrop ()
+    {
+        ++m_nicDrops;
+    }
     /// Called after Setup attached the port (e.g. to look at the NIC queue's type).
     virtual void DoSetup ();
     /// A frame of this host's protocol arrived at \p now (= Simulator::Now ()).

@@ -4,6 +4,7 @@
 #include "fabric-net-device.h"
 
 #include "fabric-channel.h"
+#include "int-tag.h"
 #include "pfc-header.h"
 #include "pooled-event.h"
 
@@ -326,9 +327,15 @@ void
 FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
 {
     Time start = item.notBefore > now ? item.notBefore : now;
-    Time txTime = TxTime (item.GetWireBytes ());
+    const uint32_t wireBytes = item.GetWireBytes ();
+    Time txTime = TxTime (wireBytes);
     m_busyUntil = start + txTime;
     ++m_txPackets;
+    if (item.header.intRequested != 0 && m_switchPortIndex != kFabricNoIngressPort)
+    {
+        StampInt (item.packet, start);
+    }
+    m_txBytes += wireBytes;
     if (!m_txTrace.IsEmpty ())
     {
         m_txTrace (item.packet, item.header);
@@ -341,6 +348,19 @@ FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
         m_txCompletePending = true;
         ScheduleTransmitComplete (now, m_busyUntil - now);
     }
+}
+
+void
+FabricNetDevice::StampInt (const Ptr<Packet>& packet, Time start)
+{
+    // HPCC's simulator stamps at the switch's dequeue (switch-node.cc SwitchNotifyDequeue:
+    // PushHop (now, m_txBytes before this packet, egress queue bytes after its dequeue,
+    // line rate)); the same values here, at the frame's start on the wire.
+    IntTag tag;
+    packet->RemovePacketTag (tag);
+    tag.PushHop (IntHop{static_cast<uint64_t> (start.GetNanoSeconds ()), m_txBytes,
+                        m_queue->GetNBytes (), m_bitRate});
+    packet->AddPacketTag (tag);
 }
 
 void

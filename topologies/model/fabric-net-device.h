@@ -241,6 +241,19 @@ class FabricNetDevice : public NetDevice
         return m_rxPackets;
     }
 
+    /// \returns the wire bytes this port has put on the wire (data frames; an INT record's
+    /// txBytes).
+    uint64_t GetTxBytes () const
+    {
+        return m_txBytes;
+    }
+
+    /// \returns the end of the current (or last) transmission: the port is busy before it.
+    Time GetBusyUntil () const
+    {
+        return m_busyUntil;
+    }
+
     /// \returns received frames whose header says they carry transport payload.
     uint64_t GetRxDataPackets () const
     {
@@ -283,6 +296,9 @@ class FabricNetDevice : public NetDevice
     void StartTransmission (Time now);
     /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
     void Transmit (const FabricQueueItem& item, Time now);
+    /// Append this port's INT record to \p packet's IntTag (a frame with intRequested
+    /// starting at \p start at a switch port).
+    void StampInt (const Ptr<Packet>& packet, Time start);
     /// The wire is free again; \p now = Simulator::Now () (the event's own time).
     void TransmitComplete (Time now);
     /// Schedule TransmitComplete at \p at = \p now + \p delay (a pooled event: one per busy
@@ -345,6 +361,7 @@ class FabricNetDevice : public NetDevice
     bool m_controlPending{false}; //!< m_pfc->control is not empty
     uint32_t m_switchPortIndex{kFabricNoIngressPort};
     uint64_t m_txPackets{0};
+    uint64_t m_txBytes{0}; //!< wire bytes of data frames sent (INT txBytes)
     uint64_t m_rxPackets{0};
     uint64_t m_rxDataPackets{0};
     TracedCallback<Ptr<const Packet>, const FabricHeader&> m_txTrace;

@@ -22,12 +22,14 @@
  *    (ClosTopology::AttachToTor, e.g. the Fastpass arbiter).
  * 4. AddFlow rejects a zero-size flow, src == dst and a host out of range with
  *    std::invalid_argument, and any flow before Install with std::logic_error.
+ * 5. On the lossless fabric (PFC) a 7:1 incast drops nothing and every flow finishes.
  */
 #include "topologies/model/clos-topology.h"
 #include "topologies/model/flow-transport.h"
 
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
+#include "ns3/enum.h"
 #include "ns3/simulator.h"
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
@@ -55,7 +57,7 @@ struct Bench
     uint64_t hostTx{0};
     uint64_t hostRx{0};
 
-    Bench (const FlowTransportRegistry::Entry& entry, double rateGbps)
+    Bench (const FlowTransportRegistry::Entry& entry, double rateGbps, bool lossless = false)
     {
         entry.setDefaults ();
         topology = CreateObject<ClosTopology> ();
@@ -64,6 +66,10 @@ struct Bench
         topology->SetAttribute ("Spines", UintegerValue (2));
         topology->SetAttribute ("AccessRate",
                                 DataRateValue (DataRate (static_cast<uint64_t> (rateGbps * 1e9))));
+        if (lossless)
+        {
+            topology->SetAttribute ("Fabric", EnumValue (ClosTopology::LOSSLESS));
+        }
         transport = entry.create ();
         transport->ConfigureFabric (topology);
         topology->Build ();
@@ -316,6 +322,55 @@ class RejectCase : public TestCase
     std::string m_protocol;
 };
 
+/**
+ * 5. On the lossless fabric (PFC), a 7:1 incast into host 0 (hosts 1..7, 60 KB each, at once)
+ * loses nothing: every flow finishes once with all its payload delivered, and no switch port
+ * or NIC drops a frame.  (Payload may arrive more than once: pHost resends on its own
+ * timers without a loss; RoCE's suite checks that it resends nothing.)
+ */
+class LosslessIncastCase : public TestCase
+{
+  public:
+    LosslessIncastCase (std::string protocol, double rateGbps)
+          : TestCase (protocol + ": a 7:1 incast on the lossless fabric drops nothing at " +
+                      std::to_string (static_cast<int> (rateGbps)) + " Gbps")
+          , m_protocol (std::move (protocol))
+          , m_rateGbps (rateGbps)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            Bench bench (*FlowTransportRegistry::Find (m_protocol), m_rateGbps, true);
+            const uint64_t size = 60000;
+            for (uint32_t h = 1; h < 8; ++h)
+            {
+                bench.transport->AddFlow (FlowSpec{h, 0, h, 0, size});
+            }
+            bench.Run ();
+            const bool sendsPackets = bench.hostTx > 0;
+            for (uint32_t h = 1; h < 8; ++h)
+            {
+                NS_TEST_ASSERT_MSG_EQ (bench.finishCount[h], 1, "flow " << h << " finishes once");
+                if (sendsPackets)
+                {
+                    const auto pair = std::make_pair (static_cast<uint16_t> (h), uint16_t (0));
+                    NS_TEST_ASSERT_MSG_GT_OR_EQ (bench.payloadBytes[pair], size,
+                                                 "flow " << h << ": every byte delivered");
+                }
+            }
+            NS_TEST_ASSERT_MSG_EQ (bench.topology->GetSwitchPortDrops (), 0, "no switch drop");
+            NS_TEST_ASSERT_MSG_EQ (bench.topology->GetHostNicDrops (), 0, "no NIC drop");
+        }
+        Simulator::Destroy ();
+    }
+
+    std::string m_protocol;
+    double m_rateGbps;
+};
+
 class TransportConformanceSuite : public TestSuite
 {
   public:
@@ -329,6 +384,7 @@ class TransportConformanceSuite : public TestSuite
                 AddTestCase (new LoneFlowCase (name, rate, 1), TestCase::QUICK);
                 AddTestCase (new LoneFlowCase (name, rate, 4), TestCase::QUICK);
                 AddTestCase (new DeliveryCase (name, rate), TestCase::QUICK);
+                AddTestCase (new LosslessIncastCase (name, rate), TestCase::QUICK);
             }
             AddTestCase (new RejectCase (name), TestCase::QUICK);
         }

@@ -1,0 +1,83 @@
+"""Speed of RoCEv2 (transports/roce) beside pFabric on the same fabric and flows.
+
+The fabric and flows of bench_pfabric.py's setup (a): web search (DCTCP, SIGCOMM'10) at
+load 0.6, 40 Gbps access links, permutation traffic, 144 hosts in 9 racks of 16, 4 spines at
+4x, 36 KB switch buffers per port (``common.run``).  pFabric runs with its YAPS
+configuration on its lossy fabric (``PFABRIC_YAPS_ATTRIBUTES``); ``roce-none``,
+``roce-dcqcn`` and ``roce-hpcc`` run on the same flows with 1460 B payloads (the same data
+packet count as pFabric), on the lossless fabric (PFC; where RoCE is meant to run) and on the
+lossy one; pFabric runs on both fabrics too, so each RoCE run has a pFabric run on its own
+fabric beside it.  Issue #19's bar: RoCE moves at least as many data packets per wall second as
+pFabric on the same fabric, measured in one sitting.
+
+Per run: wall time, data packets delivered (STATS.json ``data_packets_delivered``) per wall
+second, events per wall second, mean and p99 FCT slowdown (FCT_RECORDS ``slowdown``), PFC
+frames, retransmitted packets.  The 1-minute load average is printed before every run; run
+it under ``flock /tmp/disaggsim-bench.lock``.
+
+Usage: ``.venv/bin/python bench/bench_roce.py [--flows 3000] [--seed 1]
+[--binary build/sim/disaggsim-ns3] [--repeat 1]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from common import SETUPS, run
+
+#: (label, protocol, extra attributes) of each run: pFabric on each fabric, then RoCE.
+RUNS: list[tuple[str, str, dict[str, str]]] = [
+    (f"pfabric ({_fabric})", "pfabric", {"ns3::ClosTopology::Fabric": _fabric})
+    for _fabric in ("lossless", "lossy")
+]
+for _cc in ("none", "dcqcn", "hpcc"):
+    for _fabric in ("lossless", "lossy"):
+        RUNS.append(
+            (
+                f"roce-{_cc} ({_fabric})",
+                f"roce-{_cc}",
+                {"ns3::RoceFlowTransport::MssBytes": "1460", "ns3::ClosTopology::Fabric": _fabric},
+            )
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flows", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
+    parser.add_argument("--repeat", type=int, default=1, help="rounds over all runs (A/B)")
+    args = parser.parse_args()
+    setup = SETUPS["a"]
+    print(f"setup (a): {setup.rate_gbps:g} Gbps {setup.matrix}, web search load 0.6, "
+          f"{args.flows} flows, seed {args.seed}")
+    print("| run | load1 | wall s | data pkts | data pkts/s | events/s | mean sd | p99 sd "
+          "| PFC frames | retransmitted |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.repeat):
+            for label, protocol, attributes in RUNS:
+                load1 = os.getloadavg()[0]
+                result = run(args.binary, setup, protocol, args.flows, args.seed, Path(tmp),
+                             driver_seed=1, attributes=attributes, keep_files=False)
+                stats, fct, wall = result["stats"], result["fct"], result["wall_s"]
+                done = fct[fct["fct_ns"] >= 0]
+                slowdown = done["slowdown"].to_numpy(float)
+                packets = int(stats["data_packets_delivered"])
+                transport = stats.get("transport", {})
+                pfc = stats.get("pfc_frames", 0)
+                retx = transport.get("roce.retransmitted_packets", "-")
+                print(f"| {label} | {load1:.2f} | {wall:.2f} | {packets} | "
+                      f"{packets / wall:,.0f} | {stats['events'] / wall:,.0f} | "
+                      f"{slowdown.mean():.3f} | {np.percentile(slowdown, 99):.2f} | {pfc} | "
+                      f"{retx} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
