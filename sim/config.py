@@ -162,8 +162,8 @@ class SyntheticWorkload(_Strict):
 
     kind: Literal["synthetic"]
     name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
-    #: Shipped CDF name ("websearch", "datamining") or a YAPS-format CDF file (a path
-    #: relative to the config file).
+    #: Shipped CDF name ("websearch", "hpcc-fbhadoop", ...) or a CDF file in YAPS's or
+    #: HPCC's format (a path relative to the config file).
     cdf: str
     #: Offered load: fraction of access-link capacity summed over all hosts, in (0, 1].
     load: Annotated[float, Field(gt=0, le=1)]

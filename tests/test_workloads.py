@@ -61,7 +61,9 @@ def oracle_mean_linear_pkts(cdf: wl.FlowSizeCdf) -> float:
 
 
 def test_shipped_cdfs_are_listed() -> None:
-    assert wl.available_cdfs() == ["datamining", "ddc-samples", "websearch"]
+    assert wl.available_cdfs() == [
+        "datamining", "ddc-samples", "hpcc-fbhadoop", "hpcc-websearch", "websearch"
+    ]
 
 
 def test_websearch_linear_mean_hand_computed() -> None:
@@ -272,10 +274,10 @@ def test_malformed_cdf_names_file_line_field(tmp_path: Path) -> None:
     bad.write_text("1 1 0\n5 1 0.9\n")
     with pytest.raises(ValueError, match=r"bad\.txt: last line's field 'cdf' must be 1"):
         wl.load_cdf(bad)
-    bad.write_text("1 0\n")
-    with pytest.raises(ValueError, match=r"bad\.txt:1: expected 3 fields"):
+    bad.write_text("1 1 0 7\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:1: expected 3 fields .* or 2 fields"):
         wl.load_cdf(bad)
-    with pytest.raises(FileNotFoundError, match="shipped: datamining, ddc-samples, websearch"):
+    with pytest.raises(FileNotFoundError, match="shipped: datamining, ddc-samples, hpcc-"):
         wl.load_cdf("no-such-cdf")
 
 
@@ -303,3 +305,68 @@ def test_ddc_samples_cdf_matches_the_bundled_traces() -> None:
     )
     expected_mean_bytes = float((np.ceil(sizes / 1460) * 1460).mean())
     assert wl.load_cdf("ddc-samples").mean_bytes() == pytest.approx(expected_mean_bytes, rel=1e-4)
+
+
+# ---------------------------------------------------------------------------------------
+# HPCC's CDF format (bytes, percent): traffic_gen/custom_rand.py of HPCC's repository
+
+
+def test_hpcc_websearch_mean_hand_computed() -> None:
+    cdf = wl.load_cdf("hpcc-websearch")
+    assert cdf.unit_bytes == 1
+    # Trapezoids of traffic_gen/WebSearch_distribution.txt (bytes, percent), HPCC's own
+    # CustomRand.getAvg: .15*5000 + .05*15000 + .1*25000 + .1*40000 + .13*65000
+    # + .07*140000 + .1*600000 + .1*1500000 + .1*3500000 + .07*7500000 + .03*20000000
+    assert cdf.mean_pkts_linear() == pytest.approx(1_711_250.0, rel=1e-12)
+    # every point is a whole byte, so rounding each draw up adds exactly 1/2 B on average
+    assert cdf.mean_bytes() == pytest.approx(1_711_250.5, rel=1e-12)
+
+
+def test_hpcc_fbhadoop_mean_hand_computed() -> None:
+    cdf = wl.load_cdf("hpcc-fbhadoop")
+    # .01*50 + .01*150 + .03*250 + .1*325 + .05*375 + .1*450 + .1*550 + .1*650 + .1*850
+    # + .07*1500 + .03*4500 + .02*18500 + .1*40000 + .05*65000 + .03*100000 + .05*210000
+    # + .025*650000 + .015*1500000 + .01*6000000 = 120420.75
+    assert cdf.mean_pkts_linear() == pytest.approx(120_420.75, rel=1e-12)
+    assert cdf.mean_bytes() == pytest.approx(120_421.25, rel=1e-12)
+
+
+def test_hpcc_sample_bytes_hand_cases() -> None:
+    web = wl.load_cdf("hpcc-websearch")
+    # .075 -> halfway along (0, 0 %)-(10000, 15 %): 5000; .999 -> 10 MB + 29/30 x 20 MB =
+    # 29,333,333.3 -> 29,333,334 (HPCC's int() gives 29,333,333: at most 1 B apart); 1 -> 30 MB
+    assert web.sample_bytes(np.array([0.075, 0.999, 1.0])).tolist() == [
+        5000, 29_333_334, 30_000_000
+    ]
+    hdp = wl.load_cdf("hpcc-fbhadoop")
+    # 0 -> the first point, size 0 -> at least 1 B (HPCC: "if size <= 0: size = 1");
+    # .005 -> 50 B; .3 -> the point (500, 30 %) itself
+    assert hdp.sample_bytes(np.array([0.0, 0.005, 0.3])).tolist() == [1, 50, 500]
+
+
+def test_hpcc_generated_sizes_are_bytes_with_the_cdf_mean() -> None:
+    df = wl.generate("hpcc-fbhadoop", 0.3, 320, 200_000, 100.0, "all_to_all", seed=5)
+    sample = df["size_bytes"].to_numpy(dtype=float)
+    se = sample.std() / math.sqrt(len(sample))
+    assert abs(sample.mean() - wl.load_cdf("hpcc-fbhadoop").mean_bytes()) < 4 * se
+    assert np.any(df["size_bytes"] % 1460 != 0)  # not whole 1460 B packets
+    assert df["size_bytes"].min() >= 1 and df["size_bytes"].max() <= 10_000_000
+
+
+def test_malformed_hpcc_cdf_names_file_line_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 0\n100 50\n50 100\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:3: field 'size_bytes' must not decrease"):
+        wl.load_cdf(bad)
+    bad.write_text("0 0\n100 150\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:2: field 'cdf_percent' must be in \[0, 100\]"):
+        wl.load_cdf(bad)
+    bad.write_text("0 0\n100 1 1\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:2: expected 2 fields as on the first point"):
+        wl.load_cdf(bad)
+    bad.write_text("0 0\n100 99\n")
+    with pytest.raises(ValueError, match=r"last line's field 'cdf_percent' must be 100, got 99"):
+        wl.load_cdf(bad)
+    bad.write_text("-1 0\n100 100\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:1: field 'size_bytes' must be >= 0"):
+        wl.load_cdf(bad)

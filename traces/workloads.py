@@ -27,7 +27,10 @@ The output is a table in :data:`disaggsim.schemas.NS3_FLOWS` (flow_id, start_ns,
 dst_host, size_bytes), the ns-3 program's input.
 
 Shipped CDFs live in ``traces/cdfs/`` (see ``traces/cdfs/README.md`` for their sources):
-``websearch`` (DCTCP, SIGCOMM'10 Fig. 4) and ``datamining`` (VL2, SIGCOMM'09 Fig. 2).
+``websearch`` (DCTCP, SIGCOMM'10 Fig. 4) and ``datamining`` (VL2, SIGCOMM'09 Fig. 2) in YAPS's
+format (sizes in 1460 B packets), and ``hpcc-websearch`` and ``hpcc-fbhadoop`` (the two
+workloads of HPCC, Li et al. SIGCOMM'19 §5.1) in the format of HPCC's traffic generator
+(sizes in bytes, cumulative percent), whose 100 B-scale Hadoop flows no packet unit can hold.
 """
 
 from __future__ import annotations
@@ -63,13 +66,21 @@ MATRICES: Final = ("all_to_all", "permutation")
 
 @dataclass(frozen=True)
 class FlowSizeCdf:
-    """An empirical flow-size CDF in YAPS's format, with YAPS's sampling rule.
+    """An empirical flow-size CDF, with YAPS's sampling rule.
 
-    File format (YAPS ``EmpiricalRandomVariable::loadCDF``, same as pFabric's ns-2 CDF files):
-    one point per line, ``<size> <ignored> <cdf>``, whitespace-separated, size in packets of
-    ``MSS_BYTES`` payload, cdf non-decreasing in [0, 1] and 1 on the last line. YAPS's reader
-    skips nothing, so shipped files carry no comments; this reader also skips blank lines
-    and lines starting with ``#``.
+    File formats, told apart by the number of fields of the first point (every line of a
+    file has the same number):
+
+    - YAPS (``EmpiricalRandomVariable::loadCDF``, same as pFabric's ns-2 CDF files): one
+      point per line, ``<size> <ignored> <cdf>``, whitespace-separated, size in packets of
+      ``MSS_BYTES`` payload (> 0), cdf non-decreasing in [0, 1] and 1 on the last line;
+    - HPCC's traffic generator (alibaba-edu/High-Precision-Congestion-Control,
+      ``traffic_gen/custom_rand.py``, ``CustomRand.setCdf``): ``<size_bytes> <cdf_percent>``,
+      size in bytes (>= 0), cdf in percent, non-decreasing in [0, 100] and 100 on the last
+      line; the unit is one byte.
+
+    YAPS's reader skips nothing, so shipped files carry no comments; this reader also skips
+    blank lines and lines starting with ``#``.
 
     Sampling (YAPS ``EmpiricalRandomVariable::value``): draw ``u`` uniform in [0, 1], find
     the first point ``i`` with ``cdf[i] >= u``; if ``i > 0`` and ``u < cdf[i]`` return
@@ -77,15 +88,22 @@ class FlowSizeCdf:
     ``size[i]``. So sizes are whole packets, piecewise-uniform between CDF points, with an
     atom of mass ``cdf[0]`` at ``size[0]``.
 
+    HPCC's generator draws ``r`` uniform in [0, 100) and truncates the interpolated size
+    (``int(...)``, at least 1 B); this rule rounds up instead, so a size drawn from an HPCC
+    file is at most 1 B larger than HPCC's for the same draw.
+
     Attributes:
-        sizes_pkts: float64 array, shape (n,), sizes in packets, non-decreasing, > 0.
+        sizes_pkts: float64 array, shape (n,), sizes in units of ``unit_bytes`` (packets for
+            a YAPS file, bytes for an HPCC file), non-decreasing, > 0 (HPCC: >= 0).
         cdf: float64 array, shape (n,), cumulative probabilities, non-decreasing, last 1.
         source: the file the CDF was read from.
+        unit_bytes: bytes per size unit: ``MSS_BYTES`` (YAPS) or 1 (HPCC).
     """
 
     sizes_pkts: np.ndarray
     cdf: np.ndarray
     source: Path
+    unit_bytes: int = MSS_BYTES
 
     def sample_pkts(self, u: np.ndarray) -> np.ndarray:
         """Map uniform draws ``u`` (float64, shape (m,), in [0, 1]) to sizes in packets.
@@ -131,22 +149,30 @@ class FlowSizeCdf:
         return total
 
     def mean_bytes(self) -> float:
-        """Exact mean flow size in payload bytes (``mean_pkts() * MSS_BYTES``)."""
-        return self.mean_pkts() * MSS_BYTES
+        """Exact mean flow size in payload bytes (``mean_pkts() * unit_bytes``)."""
+        return self.mean_pkts() * self.unit_bytes
+
+    def sample_bytes(self, u: np.ndarray) -> np.ndarray:
+        """Sizes in payload bytes of uniform draws ``u`` (float64, shape (m,), in [0, 1]):
+        :meth:`sample_pkts` times ``unit_bytes``; int64, shape (m,), each >= 1."""
+        return self.sample_pkts(u) * self.unit_bytes
 
 
 def _mean_ceil_uniform(a: float, b: float) -> float:
-    """E[ceil X] for X uniform on [a, b] (a <= b); ``ceil(a)`` when a == b."""
+    """E[ceil X] for X uniform on [a, b] (0 <= a <= b); ``ceil(a)`` when a == b.
+
+    Closed form, so a segment of millions of units (an HPCC CDF in bytes) costs nothing:
+    with F(t) = integral_0^t ceil(x) dx = n (n + 1) / 2 + (t - n)(n + 1), n = floor(t)
+    (ceil(x) == k on (k - 1, k]), E = (F(b) - F(a)) / (b - a).
+    """
     if b <= a:
         return float(math.ceil(a))
-    total = 0.0
-    lo = a
-    while lo < b:
-        k = math.floor(lo) + 1.0  # ceil(x) == k on (k - 1, k]
-        hi = min(k, b)
-        total += k * (hi - lo)
-        lo = hi
-    return total / (b - a)
+
+    def integral(t: float) -> float:
+        n = math.floor(t)
+        return n * (n + 1) / 2.0 + (t - n) * (n + 1)
+
+    return (integral(b) - integral(a)) / (b - a)
 
 
 def available_cdfs() -> list[str]:
@@ -172,8 +198,16 @@ def resolve_cdf(cdf: str | Path) -> Path:
     )
 
 
+#: The two CDF file formats (:class:`FlowSizeCdf`), by field count: the names of the size
+#: and cdf fields, the cdf's full scale, the smallest size allowed and the size unit in bytes.
+_CDF_FORMATS: Final = {
+    3: ("size_pkts", "cdf", 1.0, "> 0", MSS_BYTES),
+    2: ("size_bytes", "cdf_percent", 100.0, ">= 0", 1),
+}
+
+
 def load_cdf(cdf: str | Path) -> FlowSizeCdf:
-    """Read a flow-size CDF in YAPS's format (see :class:`FlowSizeCdf`).
+    """Read a flow-size CDF file, YAPS's or HPCC's format (see :class:`FlowSizeCdf`).
 
     Args:
         cdf: a shipped CDF name or a file path.
@@ -185,6 +219,7 @@ def load_cdf(cdf: str | Path) -> FlowSizeCdf:
     path = resolve_cdf(cdf)
     sizes: list[float] = []
     probs: list[float] = []
+    n_fields = 0
     with io.TextIOWrapper(open_regular(path, "a flow-size CDF"), encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = raw.strip()
@@ -192,44 +227,63 @@ def load_cdf(cdf: str | Path) -> FlowSizeCdf:
                 continue
             where = f"{path}:{lineno}"
             fields = line.split()
-            if len(fields) != 3:
+            if not n_fields:
+                if len(fields) not in _CDF_FORMATS:
+                    raise ValueError(
+                        f"{where}: expected 3 fields '<size_pkts> <ignored> <cdf>' (YAPS) or "
+                        f"2 fields '<size_bytes> <cdf_percent>' (HPCC), got {len(fields)}: "
+                        f"{line!r}"
+                    )
+                n_fields = len(fields)
+            size_name, cdf_name, full, size_rule, unit = _CDF_FORMATS[n_fields]
+            if len(fields) != n_fields:
                 raise ValueError(
-                    f"{where}: expected 3 fields '<size_pkts> <ignored> <cdf>', got "
+                    f"{where}: expected {n_fields} fields as on the first point, got "
                     f"{len(fields)}: {line!r}"
                 )
             try:
                 size = float(fields[0])
             except ValueError:
                 raise ValueError(
-                    f"{where}: field 'size_pkts' must be a number, got {fields[0]!r}"
+                    f"{where}: field {size_name!r} must be a number, got {fields[0]!r}"
                 ) from None
             try:
-                prob = float(fields[2])
+                prob = float(fields[-1]) / full
             except ValueError:
                 raise ValueError(
-                    f"{where}: field 'cdf' must be a number, got {fields[2]!r}"
+                    f"{where}: field {cdf_name!r} must be a number, got {fields[-1]!r}"
                 ) from None
-            if not (math.isfinite(size) and size > 0):
-                raise ValueError(f"{where}: field 'size_pkts' must be > 0, got {fields[0]!r}")
+            if not (math.isfinite(size) and (size > 0 or (unit == 1 and size == 0))):
+                raise ValueError(
+                    f"{where}: field {size_name!r} must be {size_rule}, got {fields[0]!r}"
+                )
             if not (0.0 <= prob <= 1.0):
-                raise ValueError(f"{where}: field 'cdf' must be in [0, 1], got {fields[2]!r}")
+                raise ValueError(
+                    f"{where}: field {cdf_name!r} must be in [0, {full:g}], got {fields[-1]!r}"
+                )
             if sizes and size < sizes[-1]:
                 raise ValueError(
-                    f"{where}: field 'size_pkts' must not decrease (previous {sizes[-1]:g}), "
-                    f"got {fields[0]!r}"
+                    f"{where}: field {size_name!r} must not decrease (previous "
+                    f"{sizes[-1]:g}), got {fields[0]!r}"
                 )
             if probs and prob < probs[-1]:
                 raise ValueError(
-                    f"{where}: field 'cdf' must not decrease (previous {probs[-1]:g}), "
-                    f"got {fields[2]!r}"
+                    f"{where}: field {cdf_name!r} must not decrease (previous "
+                    f"{probs[-1] * full:g}), got {fields[-1]!r}"
                 )
             sizes.append(size)
             probs.append(prob)
     if not sizes:
-        raise ValueError(f"{path}: no CDF points (expected lines '<size_pkts> 1 <cdf>')")
+        raise ValueError(
+            f"{path}: no CDF points (expected lines '<size_pkts> 1 <cdf>' or "
+            "'<size_bytes> <cdf_percent>')"
+        )
+    size_name, cdf_name, full, _, unit = _CDF_FORMATS[n_fields]
     if probs[-1] != 1.0:
-        raise ValueError(f"{path}: last line's field 'cdf' must be 1, got {probs[-1]:g}")
-    return FlowSizeCdf(np.asarray(sizes, dtype=np.float64), np.asarray(probs), path)
+        raise ValueError(
+            f"{path}: last line's field {cdf_name!r} must be {full:g}, got {probs[-1] * full:g}"
+        )
+    return FlowSizeCdf(np.asarray(sizes, dtype=np.float64), np.asarray(probs), path, unit)
 
 
 def arrival_rate_per_s(
@@ -276,7 +330,8 @@ def generate(
     """Generate ``n_flows`` flows of a standard synthetic workload (module docstring).
 
     Args:
-        cdf: shipped CDF name (``websearch``, ``datamining``) or a YAPS-format CDF file.
+        cdf: shipped CDF name (``websearch``, ``datamining``, ``hpcc-websearch``, ...) or a
+            CDF file in YAPS's or HPCC's format.
         load: offered load, fraction of access-link capacity summed over hosts (> 0).
         hosts: number of hosts (>= 2), numbered rack-major (NS3_FLOWS).
         n_flows: number of flows (>= 1).
@@ -291,7 +346,8 @@ def generate(
 
     Returns:
         DataFrame with NS3_FLOWS's columns and dtypes, ``n_flows`` rows in start order,
-        flow_id 0..n_flows-1; sizes are whole packets (multiples of MSS_BYTES).
+        flow_id 0..n_flows-1; sizes are whole units of the CDF (multiples of MSS_BYTES for a
+        YAPS file, bytes for an HPCC file).
 
     Raises:
         ValueError: an argument out of range, naming it and what was expected.
@@ -325,7 +381,7 @@ def generate(
     lam = arrival_rate_per_s(load, hosts, rate_gbps, size_cdf.mean_bytes(), header_bytes)
     gaps_ns = rng.exponential(1e9 / lam, size=n_flows)
     starts = start_ns + np.rint(np.cumsum(gaps_ns)).astype(np.int64)
-    sizes = size_cdf.sample_pkts(rng.random(n_flows)) * MSS_BYTES
+    sizes = size_cdf.sample_bytes(rng.random(n_flows))
     src = rng.integers(0, hosts, size=n_flows)
     base = (src // group) * group
     if matrix == "all_to_all":
