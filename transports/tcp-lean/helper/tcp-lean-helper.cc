@@ -98,8 +98,16 @@ TcpLeanFlowTransport::GetTypeId ()
                            "NewReno's fast-recovery ssthresh = max(pipe / 2, 2 MSS) as ns-3.37's "
                            "EnterRecovery (BytesInFlight, RFC 6675 pipe) instead of RFC 5681 "
                            "eq. (4)'s FlightSize / 2",
-                           BooleanValue (false),
+                           BooleanValue (true),
                            MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3PipeSsthresh),
+                           MakeBooleanChecker ())
+            .AddAttribute ("Ns3Disorder",
+                           "ns-3.37's Disorder state: an ACK carrying new SACK information "
+                           "counts towards DupThresh even when it advances SND.UNA and does not "
+                           "grow the window (TcpSocketBase::ProcessAck); false = RFC 6675 §2 / "
+                           "RFC 5681 (every cumulative ACK resets DupAcks and grows the window)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3Disorder),
                            MakeBooleanChecker ())
             .AddAttribute ("MinRto",
                            "Lower bound of the RTO (RFC 6298 §2.4 with the datacenter value of "
@@ -208,6 +216,7 @@ TcpLeanFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_senderConfig.prr = m_prr;
     m_senderConfig.ns3DctcpEce = m_ns3DctcpEce;
     m_senderConfig.ns3PipeSsthresh = m_ns3PipeSsthresh;
+    m_senderConfig.ns3Disorder = m_ns3Disorder;
     m_senderConfig.dctcpG = m_dctcpG;
     m_senderConfig.dctcpAlphaInit = m_dctcpAlphaInit;
     m_receiverConfig.mssBytes = m_mssBytes;

@@ -95,7 +95,8 @@ class TcpLeanFlowTransport : public FlowTransport
     bool m_ns3Ports{true};
     bool m_prr{true};
     bool m_ns3DctcpEce{true};
-    bool m_ns3PipeSsthresh{false};
+    bool m_ns3PipeSsthresh{true};
+    bool m_ns3Disorder{true};
     uint32_t m_mssBytes{1460};
     uint32_t m_initialCwnd{10};
     uint32_t m_dupThresh{3};

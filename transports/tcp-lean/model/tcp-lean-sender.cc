@@ -312,7 +312,10 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         segmentsAcked = ackSegment - m_sndUna;
         m_sndUna = ackSegment;
         m_sndNxt = std::max (m_sndNxt, m_sndUna);
-        m_dupAcks = 0;
+        if (!(m_config.ns3Disorder && newSack))
+        {
+            m_dupAcks = 0;
+        }
         m_backoff = 1;
         if (m_sndUna == m_nSegments)
         {
@@ -324,9 +327,11 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
             return;
         }
     }
-    else if (newSack && !m_afterRto)
+    if (newSack && !m_afterRto && !m_inRecovery && (!advanced || m_config.ns3Disorder))
     {
-        ++m_dupAcks; // RFC 6675 §2: an ACK carrying new SACK information
+        // RFC 6675 §2: an ACK carrying new SACK information; ns-3 counts it even when it
+        // advances SND.UNA (Ns3Disorder: TcpSocketBase::ProcessAck isDupack)
+        ++m_dupAcks;
     }
 
     if (m_config.dctcp)
@@ -395,8 +400,11 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         m_cwrPoint = m_sndNxt;
         ++m_ecnCuts;
     }
-    else if (advanced && !m_inRecovery && !m_inCwr)
+    else if (advanced && !m_inRecovery && !m_inCwr &&
+             !(m_config.ns3Disorder && newSack && !m_afterRto))
     {
+        // ns-3 grows the window in Open and Loss only: an ACK with new SACK information keeps
+        // it in Disorder (Ns3Disorder)
         IncreaseWindow (segmentsAcked);
     }
 
