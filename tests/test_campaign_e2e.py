@@ -244,7 +244,7 @@ def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_pa
         f"{config}:19: grid.protocols[2]: protocol 'homa' is not implemented"
     )
     assert (
-        "expected one of dctcp, dctcp-lean, fastpass, ideal, pfabric, phost, tcp, tcp-lean"
+        "expected one of dctcp, dctcp-ns3, fastpass, ideal, pfabric, phost, tcp, tcp-ns3"
         in lines[1]
     )
     assert lines[2].startswith(

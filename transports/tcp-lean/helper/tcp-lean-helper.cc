@@ -1,5 +1,5 @@
 /*
- * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp-lean", "dctcp-lean").
+ * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp", "dctcp"; formerly "tcp-lean", "dctcp-lean").
  */
 #include "tcp-lean-helper.h"
 
@@ -24,21 +24,23 @@ NS_OBJECT_ENSURE_REGISTERED (TcpLeanFlowTransport);
 namespace
 {
 const FlowTransportRegistrar g_tcpLeanRegistrar ({
-    "tcp-lean",
+    "tcp",
     "TCP NewReno with SACK (RFC 5681, 6675, 6298) on the fabric's frame path, no IP stack "
-    "(transports/tcp-lean/doc/tcp-lean.md)",
+    "(transports/tcp-lean/doc/tcp-lean.md; ns-3's own stack: tcp-ns3)",
     &TcpLeanFlowTransport::SetTcpDefaults,
     [] { return Ptr<FlowTransport> (CreateObject<TcpLeanFlowTransport> ()); },
     "ns3::TcpLeanFlowTransport::MssBytes",
+    "tcp-lean",
 });
 
 const FlowTransportRegistrar g_dctcpLeanRegistrar ({
-    "dctcp-lean",
+    "dctcp",
     "DCTCP (RFC 8257) on the lean TCP, switch ports marking CE above K "
-    "(transports/tcp-lean/doc/tcp-lean.md)",
+    "(transports/tcp-lean/doc/tcp-lean.md; ns-3's own stack: dctcp-ns3)",
     &TcpLeanFlowTransport::SetDctcpDefaults,
     [] { return Ptr<FlowTransport> (CreateObject<TcpLeanFlowTransport> ()); },
     "ns3::TcpLeanFlowTransport::MssBytes",
+    "dctcp-lean",
 });
 
 /// The TCP port every `tcp-ns3` host listens on (TcpFlowTransport::Port's default).

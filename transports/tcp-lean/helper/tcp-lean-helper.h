@@ -1,5 +1,5 @@
 /*
- * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp-lean", "dctcp-lean").
+ * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp", "dctcp"; formerly "tcp-lean", "dctcp-lean").
  */
 #ifndef DISAGGSIM_TCP_LEAN_HELPER_H
 #define DISAGGSIM_TCP_LEAN_HELPER_H

@@ -266,7 +266,7 @@ class RtoTestCase : public TestCase
             OffsetQueue::s_mark.clear ();
             OffsetQueue::s_dropped = 0;
             const Time minRto = MicroSeconds (m_minRtoUs);
-            LeanFabric fabric ("tcp-lean", "40Gbps", true, [minRto] () {
+            LeanFabric fabric ("tcp", "40Gbps", true, [minRto] () {
                 Config::SetDefault ("ns3::TcpLeanFlowTransport::MinRto", TimeValue (minRto));
             });
             const Time fct = fabric.Run (10 * kMss);
@@ -315,7 +315,7 @@ class DctcpWindowTestCase : public TestCase
         {
             OffsetQueue::s_dropOnce.clear ();
             OffsetQueue::s_mark = {0, kMss};
-            LeanFabric fabric ("dctcp-lean", "40Gbps", true, [] () {
+            LeanFabric fabric ("dctcp", "40Gbps", true, [] () {
                 Config::SetDefault ("ns3::TcpLeanFlowTransport::DctcpAlphaOnInit",
                                     DoubleValue (0.5));
             });
@@ -381,7 +381,7 @@ class DctcpEceAfterRtoTestCase : public TestCase
         OffsetQueue::s_dropOnce = {9 * kMss, 10 * kMss, 11 * kMss};
         OffsetQueue::s_mark = {9 * kMss};
         OffsetQueue::s_dropped = 0;
-        LeanFabric fabric ("dctcp-lean", "40Gbps", true, [ns3DctcpEce] () {
+        LeanFabric fabric ("dctcp", "40Gbps", true, [ns3DctcpEce] () {
             Config::SetDefault ("ns3::TcpLeanFlowTransport::Ns3DctcpEce",
                                 BooleanValue (ns3DctcpEce));
         });
@@ -422,9 +422,9 @@ class PortsTestCase : public TestCase
     void DoRun () override
     {
         for (auto [protocol, rate, k] : {std::tuple<std::string, std::string, uint32_t>{
-                                             "dctcp-lean", "40Gbps", 3036},
-                                         {"dctcp-lean", "100Gbps", 4554},
-                                         {"tcp-lean", "40Gbps", 0}})
+                                             "dctcp", "40Gbps", 3036},
+                                         {"dctcp", "100Gbps", 4554},
+                                         {"tcp", "40Gbps", 0}})
         {
             {
                 LeanFabric fabric (protocol, rate, false);
@@ -441,7 +441,7 @@ class TcpLeanTestSuite : public TestSuite
     TcpLeanTestSuite ()
           : TestSuite ("disaggsim-tcp-lean", UNIT)
     {
-        for (const std::string protocol : {"tcp-lean", "dctcp-lean"})
+        for (const std::string protocol : {"tcp", "dctcp"})
         {
             AddTestCase (new LoneFlowTestCase (protocol, "40Gbps", 100, 31747700),
                          TestCase::QUICK);
@@ -450,7 +450,7 @@ class TcpLeanTestSuite : public TestSuite
             AddTestCase (new FastRetransmitTestCase (protocol), TestCase::QUICK);
         }
         // NewReno only: DCTCP's Linux Reno growth adds 2 MSS per ACK of two segments.
-        AddTestCase (new LoneFlowTestCase ("tcp-lean", "100Gbps", 26, 6127560),
+        AddTestCase (new LoneFlowTestCase ("tcp", "100Gbps", 26, 6127560),
                      TestCase::QUICK);
         AddTestCase (new RtoTestCase (200), TestCase::QUICK);
         AddTestCase (new RtoTestCase (100), TestCase::QUICK);
