@@ -283,6 +283,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         }
     }
     const bool advanced = ackSegment > m_sndUna;
+    const bool wasAfterRto = m_afterRto; // ns-3's Loss state: ProcessAck's CA_LOSS branch
     uint32_t segmentsAcked = 0;
     uint32_t ackedBytes = 0;
     if (advanced)
@@ -334,6 +335,10 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         ++m_dupAcks;
     }
 
+    // ns-3.37 (Ns3Disorder): an ACK with new SACK information that leaves the socket in
+    // Disorder (not in Loss, Recovery or CWR) neither grows the window nor calls NewAck, so the
+    // retransmission timer keeps running from its last restart (TcpSocketBase::ProcessAck).
+    const bool disorder = m_config.ns3Disorder && !wasAfterRto && !m_inRecovery;
     if (m_config.dctcp)
     {
         UpdateAlpha (ackedBytes, ece && advanced);
@@ -400,11 +405,8 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         m_cwrPoint = m_sndNxt;
         ++m_ecnCuts;
     }
-    else if (advanced && !m_inRecovery && !m_inCwr &&
-             !(m_config.ns3Disorder && newSack && !m_afterRto))
+    else if (advanced && !m_inRecovery && !m_inCwr && !(disorder && newSack))
     {
-        // ns-3 grows the window in Open and Loss only: an ACK with new SACK information keeps
-        // it in Disorder (Ns3Disorder)
         IncreaseWindow (segmentsAcked);
     }
 
@@ -424,7 +426,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
             RestartRto (now);
         }
     }
-    else if (advanced)
+    else if (advanced && !(disorder && newSack && !m_inCwr))
     {
         RestartRto (now); // RFC 6298 §5.3
     }
