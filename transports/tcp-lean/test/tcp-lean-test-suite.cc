@@ -283,6 +283,59 @@ class RtoTestCase : public TestCase
 };
 
 /**
+ * The timer in ns-3's Disorder state (Ns3Disorder, doc §6).  10 segments at 40 Gbps, segment 8
+ * dropped once.  The receiver ACKs 0 at once, then every second segment: ACK(7) (segments 5,
+ * 6) leaves at D + 6T; segment 7 waits for its delayed ACK (1 us), but segment 9 arrives
+ * first, at D + 9T, out of order: ACK(8) with a SACK of 9 leaves at once, a 70 B frame (58 B +
+ * 12 B SACK option), which takes 12 B x 8 / 40 Gbps x (1 + 3/4) = 4.2 ns longer than A (one
+ * access-link serialization plus the re-serialization after the 4x uplink).  One SACKed
+ * segment: no fast retransmit, so segment 8 is resent by the timer, RTO = MinRto (samples
+ * ~3-5 us), and arrives D later, which completes the flow.
+ * - ns-3 (default): ACK(8) advances SND.UNA but carries new SACK information, so the socket
+ *   stays in Disorder and the timer keeps its restart at ACK(7), RTT + 6T: FCT = 2871.6 +
+ *   1821.6 + MinRto + 1691.3 = 6384.5 ns + MinRto.
+ * - RFC 6298 §5.3 (Ns3Disorder = false): restarted at ACK(8), D + 9T + A + 4.2: FCT =
+ *   1691.3 + 2732.4 + 1184.5 + MinRto + 1691.3 = 7299.5 ns + MinRto.
+ */
+class DisorderTimerTestCase : public TestCase
+{
+  public:
+    explicit DisorderTimerTestCase (bool ns3Disorder)
+          : TestCase (std::string ("tcp: an ACK with new SACK information ") +
+                      (ns3Disorder ? "leaves the timer running (ns-3's Disorder)"
+                                   : "restarts the timer (RFC 6298)"))
+          , m_ns3Disorder (ns3Disorder)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        {
+            OffsetQueue::s_dropOnce = {8 * kMss};
+            OffsetQueue::s_mark.clear ();
+            OffsetQueue::s_dropped = 0;
+            const bool ns3Disorder = m_ns3Disorder;
+            LeanFabric fabric ("tcp", "40Gbps", true, [ns3Disorder] () {
+                Config::SetDefault ("ns3::TcpLeanFlowTransport::Ns3Disorder",
+                                    BooleanValue (ns3Disorder));
+            });
+            const Time fct = fabric.Run (10 * kMss);
+            NS_TEST_ASSERT_MSG_EQ (OffsetQueue::s_dropped, 1, "one frame dropped");
+            const Time expected = MicroSeconds (200) + PicoSeconds (m_ns3Disorder ? 6384500
+                                                                                   : 7299500);
+            NS_TEST_ASSERT_MSG_EQ (fct, expected, "FCT");
+            auto stats = fabric.transport->GetStatistics ();
+            NS_TEST_ASSERT_MSG_EQ (stats[0].second, "1", "one timeout");
+            NS_TEST_ASSERT_MSG_EQ (stats[1].second, "0", "no fast retransmit");
+        }
+        Simulator::Destroy ();
+    }
+
+    bool m_ns3Disorder;
+};
+
+/**
  * DCTCP's reaction to one marked window (RFC 8257 §3.3), with DctcpAlphaOnInit = 0.5 and
  * g = 1/16.  10 segments at 40 Gbps; the switch CE-marks segments 0 and 1 of the first
  * window.  The receiver ACKs 0 at once (ECE), sends the pending ACK of 1 with ECE when 2
@@ -454,6 +507,8 @@ class TcpLeanTestSuite : public TestSuite
                      TestCase::QUICK);
         AddTestCase (new RtoTestCase (200), TestCase::QUICK);
         AddTestCase (new RtoTestCase (100), TestCase::QUICK);
+        AddTestCase (new DisorderTimerTestCase (true), TestCase::QUICK);
+        AddTestCase (new DisorderTimerTestCase (false), TestCase::QUICK);
         AddTestCase (new DctcpWindowTestCase (), TestCase::QUICK);
         AddTestCase (new DctcpEceAfterRtoTestCase (), TestCase::QUICK);
         AddTestCase (new PortsTestCase (), TestCase::QUICK);
