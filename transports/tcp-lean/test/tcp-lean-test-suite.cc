@@ -240,6 +240,32 @@ class FastRetransmitTestCase : public TestCase
     std::string m_protocol;
 };
 
+/// A 10-segment flow at 40 Gbps whose segment \p dropped is lost once and resent by the
+/// timer: checks one drop, one timeout, no fast retransmit and the FCT.
+class OneTimeoutTestCase : public TestCase
+{
+  protected:
+    using TestCase::TestCase;
+
+    void CheckOneTimeout (uint32_t dropped, const std::function<void ()>& overrides,
+                          Time expectedFct)
+    {
+        {
+            OffsetQueue::s_dropOnce = {dropped * kMss};
+            OffsetQueue::s_mark.clear ();
+            OffsetQueue::s_dropped = 0;
+            LeanFabric fabric ("tcp", "40Gbps", true, overrides);
+            const Time fct = fabric.Run (10 * kMss);
+            NS_TEST_ASSERT_MSG_EQ (OffsetQueue::s_dropped, 1, "one frame dropped");
+            NS_TEST_ASSERT_MSG_EQ (fct, expectedFct, "FCT");
+            auto stats = fabric.transport->GetStatistics ();
+            NS_TEST_ASSERT_MSG_EQ (stats[0].second, "1", "one timeout");
+            NS_TEST_ASSERT_MSG_EQ (stats[1].second, "0", "no fast retransmit");
+        }
+        Simulator::Destroy ();
+    }
+};
+
 /**
  * The retransmission timer (RFC 6298).  10 segments at 40 Gbps, the last (9) dropped once:
  * no later segment, so no duplicate ACK.  The last ACK that advances, ACK(7,8), leaves at D +
@@ -248,12 +274,12 @@ class FastRetransmitTestCase : public TestCase
  * MinRto and arrives D later: FCT = 2871.6 + 2428.8 + MinRto + 1691.3 ns = 6991.7 ns +
  * MinRto: 206991.7 ns with the default 200 us, 106991.7 ns with MinRto = 100 us.
  */
-class RtoTestCase : public TestCase
+class RtoTestCase : public OneTimeoutTestCase
 {
   public:
     explicit RtoTestCase (int64_t minRtoUs)
-          : TestCase ("tcp-lean: a lost tail is resent after exactly MinRto = " +
-                      std::to_string (minRtoUs) + " us")
+          : OneTimeoutTestCase ("tcp: a lost tail is resent after exactly MinRto = " +
+                                std::to_string (minRtoUs) + " us")
           , m_minRtoUs (minRtoUs)
     {
     }
@@ -261,22 +287,13 @@ class RtoTestCase : public TestCase
   private:
     void DoRun () override
     {
-        {
-            OffsetQueue::s_dropOnce = {9 * kMss};
-            OffsetQueue::s_mark.clear ();
-            OffsetQueue::s_dropped = 0;
-            const Time minRto = MicroSeconds (m_minRtoUs);
-            LeanFabric fabric ("tcp", "40Gbps", true, [minRto] () {
+        const Time minRto = MicroSeconds (m_minRtoUs);
+        CheckOneTimeout (
+            9,
+            [minRto] () {
                 Config::SetDefault ("ns3::TcpLeanFlowTransport::MinRto", TimeValue (minRto));
-            });
-            const Time fct = fabric.Run (10 * kMss);
-            NS_TEST_ASSERT_MSG_EQ (OffsetQueue::s_dropped, 1, "one frame dropped");
-            NS_TEST_ASSERT_MSG_EQ (fct, PicoSeconds (6991700) + minRto, "FCT");
-            auto stats = fabric.transport->GetStatistics ();
-            NS_TEST_ASSERT_MSG_EQ (stats[0].second, "1", "one timeout");
-            NS_TEST_ASSERT_MSG_EQ (stats[1].second, "0", "no fast retransmit");
-        }
-        Simulator::Destroy ();
+            },
+            PicoSeconds (6991700) + minRto);
     }
 
     int64_t m_minRtoUs;
@@ -297,13 +314,13 @@ class RtoTestCase : public TestCase
  * - RFC 6298 §5.3 (Ns3Disorder = false): restarted at ACK(8), D + 9T + A + 4.2: FCT =
  *   1691.3 + 2732.4 + 1184.5 + MinRto + 1691.3 = 7299.5 ns + MinRto.
  */
-class DisorderTimerTestCase : public TestCase
+class DisorderTimerTestCase : public OneTimeoutTestCase
 {
   public:
     explicit DisorderTimerTestCase (bool ns3Disorder)
-          : TestCase (std::string ("tcp: an ACK with new SACK information ") +
-                      (ns3Disorder ? "leaves the timer running (ns-3's Disorder)"
-                                   : "restarts the timer (RFC 6298)"))
+          : OneTimeoutTestCase (std::string ("tcp: an ACK with new SACK information ") +
+                                (ns3Disorder ? "leaves the timer running (ns-3's Disorder)"
+                                             : "restarts the timer (RFC 6298)"))
           , m_ns3Disorder (ns3Disorder)
     {
     }
@@ -311,25 +328,14 @@ class DisorderTimerTestCase : public TestCase
   private:
     void DoRun () override
     {
-        {
-            OffsetQueue::s_dropOnce = {8 * kMss};
-            OffsetQueue::s_mark.clear ();
-            OffsetQueue::s_dropped = 0;
-            const bool ns3Disorder = m_ns3Disorder;
-            LeanFabric fabric ("tcp", "40Gbps", true, [ns3Disorder] () {
+        const bool ns3Disorder = m_ns3Disorder;
+        CheckOneTimeout (
+            8,
+            [ns3Disorder] () {
                 Config::SetDefault ("ns3::TcpLeanFlowTransport::Ns3Disorder",
                                     BooleanValue (ns3Disorder));
-            });
-            const Time fct = fabric.Run (10 * kMss);
-            NS_TEST_ASSERT_MSG_EQ (OffsetQueue::s_dropped, 1, "one frame dropped");
-            const Time expected = MicroSeconds (200) + PicoSeconds (m_ns3Disorder ? 6384500
-                                                                                   : 7299500);
-            NS_TEST_ASSERT_MSG_EQ (fct, expected, "FCT");
-            auto stats = fabric.transport->GetStatistics ();
-            NS_TEST_ASSERT_MSG_EQ (stats[0].second, "1", "one timeout");
-            NS_TEST_ASSERT_MSG_EQ (stats[1].second, "0", "no fast retransmit");
-        }
-        Simulator::Destroy ();
+            },
+            MicroSeconds (200) + PicoSeconds (ns3Disorder ? 6384500 : 7299500));
     }
 
     bool m_ns3Disorder;
@@ -357,7 +363,7 @@ class DctcpWindowTestCase : public TestCase
 {
   public:
     DctcpWindowTestCase ()
-          : TestCase ("dctcp-lean: after a window with 2 of 10 segments marked, cwnd = "
+          : TestCase ("dctcp: after a window with 2 of 10 segments marked, cwnd = "
                       "IW x (1 - alpha0 : 2) and alpha = (1 - g) alpha0 + g F")
     {
     }
@@ -417,7 +423,7 @@ class DctcpEceAfterRtoTestCase : public TestCase
 {
   public:
     DctcpEceAfterRtoTestCase ()
-          : TestCase ("dctcp-lean: an ECE after a timeout enters CWR as ns-3.37 does: ssthresh "
+          : TestCase ("dctcp: an ECE after a timeout enters CWR as ns-3.37 does: ssthresh "
                       "= half a segment, and the tail waits one more RTO")
     {
     }
@@ -467,7 +473,7 @@ class PortsTestCase : public TestCase
 {
   public:
     PortsTestCase ()
-          : TestCase ("tcp-lean and dctcp-lean: drop-tail ports, DCTCP K as tcp-ns3's")
+          : TestCase ("tcp and dctcp: drop-tail ports, DCTCP K as tcp-ns3's")
     {
     }
 
