@@ -196,7 +196,7 @@ def main() -> int:
                         "load1": float("nan"),
                     }
                 )
-        for name in args.setups.split(","):
+        for name in filter(None, args.setups.split(",")):
             if name not in SETUPS:
                 parser.error(f"--setups: unknown setup {name!r} (expected a or b)")
             extra = ["pfabric"] if args.pfabric else []
