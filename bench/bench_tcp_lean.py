@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SETUPS, driver_command  # noqa: E402
 from bench_vs_reference import setup_flows  # noqa: E402
+from common import SETUPS, driver_command  # noqa: E402
 
 from disaggsim.traces.workloads import write_sim_flows_csv
 
