@@ -1,5 +1,8 @@
 """Fidelity and speed of the lean TCP/DCTCP (transports/tcp-lean) against ns-3's TCP/DCTCP.
 
+Protocol names: ``tcp``/``dctcp`` are the lean ones (formerly ``tcp-lean``/``dctcp-lean``),
+``tcp-ns3``/``dctcp-ns3`` ns-3's own stack, the references (README "Protocols").
+
 Both run on the very same flows, and each flow's FCT is compared flow by flow:
 
 - the quickstart's two samples (traces/samples/memcached-ycsb, dask-sort), at 40 and 100 Gbps,
@@ -10,7 +13,7 @@ Both run on the very same flows, and each flow's FCT is compared flow by flow:
   bench_pfabric.py / bench_vs_reference.py (their flow generation, ``setup_flows``, and
   fabric, ``driver_command``), ``--flows`` flows, driver seed 1.
 
-Pairs: ``tcp`` vs ``tcp-lean`` and ``dctcp`` vs ``dctcp-lean``.  Per setup and pair: mean
+Pairs: ``tcp-ns3`` vs ``tcp`` and ``dctcp-ns3`` vs ``dctcp``.  Per setup and pair: mean
 FCT and p99 FCT of each and the relative difference, and Pearson's correlation of the
 per-flow FCTs; the bar (issue #26) is mean within 5 %, p99 within 10 %, correlation >= 0.95.
 
@@ -39,13 +42,13 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pfabric import SETUPS, driver_command  # noqa: E402
 from bench_vs_reference import setup_flows  # noqa: E402
+from common import SETUPS, driver_command  # noqa: E402
 
 from disaggsim.traces.workloads import write_sim_flows_csv
 
 REPO = Path(__file__).resolve().parents[1]
-PAIRS = (("tcp", "tcp-lean"), ("dctcp", "dctcp-lean"))
+PAIRS = (("tcp-ns3", "tcp"), ("dctcp-ns3", "dctcp"))
 BAR = {"mean": 0.05, "p99": 0.10, "corr": 0.95}
 
 
@@ -193,7 +196,7 @@ def main() -> int:
                         "load1": float("nan"),
                     }
                 )
-        for name in args.setups.split(","):
+        for name in filter(None, args.setups.split(",")):
             if name not in SETUPS:
                 parser.error(f"--setups: unknown setup {name!r} (expected a or b)")
             extra = ["pfabric"] if args.pfabric else []

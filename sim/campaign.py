@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 from disaggsim.atomic import atomic_path, write_text_atomic
 from disaggsim.errors import located_os_error
 from disaggsim.schemas import CAMPAIGN_FCT, CAMPAIGN_KEYS
-from disaggsim.sim.config import CampaignConfig, config_location, load_config
+from disaggsim.sim.config import CampaignConfig, ConfigError, config_location, load_config
 from disaggsim.sim.hashing import binary_identity
 from disaggsim.sim.rundir import (
     KEY_DIGITS,
@@ -63,6 +63,7 @@ from disaggsim.sim.rundir import (
     run_row,
 )
 from disaggsim.sim.runner import (
+    DriverCapabilities,
     RunSpec,
     die_with_parent,
     driver_capabilities,
@@ -156,6 +157,7 @@ def run_campaign(
     check_resources(Path(config_path), config, jobs)
     resolved = config.resolved_workloads()  # paths and globs: checked before any output
     binary = find_binary()
+    config = rename_protocols(config, driver_capabilities(binary))
     out_dir = config.out_dir
     _make_out_dir(Path(config_path), out_dir)
     with _campaign_lock(out_dir):
@@ -182,6 +184,35 @@ def run_campaign(
             result.runs = _run_local(planned, runs_dir, jobs, progress)
         _collect(planned, runs_dir, result, summarize)
     return result
+
+
+def rename_protocols(config: CampaignConfig, caps: DriverCapabilities) -> CampaignConfig:
+    """The config with every former protocol name replaced by the current one, in
+    ``grid.protocols`` and ``[protocols.<name>]``, with a one-line notice on stderr per name
+    (``caps.renamed``: the ns-3 program's transport registry, README "Protocols").  The run
+    key, the tables and the plots then carry the current name.
+
+    Raises:
+        ConfigError: a former name and its current name are both in the grid.
+    """
+    renamed = {old: new for old, new in caps.renamed.items()
+               if old in config.grid.protocols or old in config.protocols}
+    if not renamed:
+        return config
+    for old, new in renamed.items():
+        if old in config.grid.protocols and new in config.grid.protocols:
+            where = config_location(config.source, ("grid", "protocols")) if config.source \
+                else "config"
+            raise ConfigError(
+                f"{where}: grid.protocols names both {old!r} and {new!r}, its new name: the "
+                "same transport twice"
+            )
+        print(f"notice: protocol {old!r} is now called {new!r} (README, \"Protocols\")",
+              file=sys.stderr)
+    grid = config.grid.model_copy(
+        update={"protocols": [renamed.get(p, p) for p in config.grid.protocols]})
+    sections = {renamed.get(name, name): section for name, section in config.protocols.items()}
+    return config.model_copy(update={"grid": grid, "protocols": sections})
 
 
 #: Memory of one local worker process before its run: 150 MB, the peak RSS of a Python

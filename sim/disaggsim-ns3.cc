@@ -10,6 +10,7 @@
  *   disaggsim-ns3 --list-capabilities
  *
  * --list-capabilities prints, one per line, "protocol NAME" for every registered transport
+ * (then "alias FORMER NAME" if it was renamed: --protocol=FORMER runs NAME with a notice)
  * and "attribute ns3::Class::Attribute" for every attribute that the command line's
  * --ns3::Class::Attribute=value accepts, then exits 0.  Those are each TypeId's own
  * attributes only: Config::SetDefaultFailSafe, behind that option, looks the name up among
@@ -88,6 +89,11 @@ ListCapabilities (std::ostream& os)
     for (const std::string& name : FlowTransportRegistry::GetNames ())
     {
         os << "protocol " << name << "\n";
+        const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find (name);
+        if (!entry->formerName.empty ())
+        {
+            os << "alias " << entry->formerName << " " << name << "\n";
+        }
     }
     for (uint16_t i = 0; i < TypeId::GetRegisteredN (); ++i)
     {
@@ -114,8 +120,14 @@ Run (int argc, char** argv)
     Time::SetResolution (Time::PS);
     GlobalValue::Bind ("ChecksumEnabled", BooleanValue (false));
 
-    const std::string protocol = PreScan (argc, argv, "protocol", "tcp");
+    std::string protocol = PreScan (argc, argv, "protocol", "tcp");
     const FlowTransportRegistry::Entry* entry = FlowTransportRegistry::Find (protocol);
+    if (entry == nullptr && (entry = FlowTransportRegistry::FindFormer (protocol)) != nullptr)
+    {
+        std::cerr << "disaggsim-ns3: notice: protocol '" << protocol << "' is now called '"
+                  << entry->name << "' (README, \"Protocols\")\n";
+        protocol = entry->name;
+    }
     if (entry == nullptr)
     {
         std::cerr << "disaggsim-ns3: --protocol: expected one of";

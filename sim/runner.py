@@ -89,10 +89,13 @@ class DriverCapabilities:
         protocols: registered transports (``--protocol`` values).
         attributes: every ``ns3::Class::Attribute`` path its command line accepts
             (inherited attributes listed under each class).
+        renamed: former protocol name -> current one (the program's ``alias FORMER NAME``
+            lines: its transport registry holds the one table, README "Protocols").
     """
 
     protocols: tuple[str, ...]
     attributes: frozenset[str]
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     def check_protocol(self, protocol: str) -> str | None:
         """None if ``protocol`` is implemented, else what is wrong (one sentence)."""
@@ -160,13 +163,17 @@ def driver_capabilities(binary: Path, cache_dir: Path | None = None) -> DriverCa
             write_text_atomic(cache, json.dumps({"binary": str(binary), "lines": lines}) + "\n")
     protocols: list[str] = []
     attributes: set[str] = set()
+    renamed: dict[str, str] = {}
     for line in lines:
         kind, _, value = line.partition(" ")
         if kind == "protocol":
             protocols.append(value)
         elif kind == "attribute":
             attributes.add(value)
-    caps = DriverCapabilities(tuple(protocols), frozenset(attributes))
+        elif kind == "alias":
+            former, _, current = value.partition(" ")
+            renamed[former] = current
+    caps = DriverCapabilities(tuple(protocols), frozenset(attributes), renamed)
     _CAPABILITIES[ident] = caps
     return caps
 

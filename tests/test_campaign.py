@@ -207,9 +207,10 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(runner, "_CAPABILITIES", {})
     caps = runner.driver_capabilities(_BINARY, tmp_path / "cache")
     assert caps.protocols == (
-        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
-        "roce-none", "tcp", "tcp-lean",
+        "dctcp", "dctcp-ns3", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
+        "roce-none", "tcp", "tcp-ns3",
     )
+    assert caps.renamed == {"dctcp-lean": "dctcp", "tcp-lean": "tcp"}
     (cache,) = (tmp_path / "cache").glob("driver-*.json")
     # the file is what a later process reads: an edited listing shows through
     data = json.loads(cache.read_text())
@@ -222,8 +223,35 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
     shutil.copy2(_BINARY, other)
     with open(other, "ab") as handle:
         handle.write(b"\0")
-    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp-lean"
+    assert runner.driver_capabilities(other, tmp_path / "cache").protocols[-1] == "tcp-ns3"
     assert len(list((tmp_path / "cache").glob("driver-*.json"))) == 2
+
+
+def test_former_protocol_names_are_renamed_once_with_a_notice(tmp_path: Path, capsys) -> None:
+    # tcp-lean/dctcp-lean took the names tcp/dctcp (issue #26); the program's registry lists
+    # "alias tcp-lean tcp", and a config naming the former name runs (and is keyed and
+    # tabled) under the current one, its [protocols.<name>] section included.
+    from disaggsim.sim.campaign import rename_protocols
+    from disaggsim.sim.config import ConfigError
+    from disaggsim.sim.runner import DriverCapabilities
+
+    caps = DriverCapabilities(("dctcp", "tcp", "tcp-ns3"), frozenset(), {"tcp-lean": "tcp"})
+    config = _config(
+        tmp_path,
+        '[grid]\nprotocols = ["tcp-lean", "tcp-ns3", "dctcp"]\n'
+        '[protocols.tcp-lean.attributes]\n"ns3::TcpLeanFlowTransport::Prr" = false\n',
+    )
+    renamed = rename_protocols(config, caps)
+    assert renamed.grid.protocols == ["tcp", "tcp-ns3", "dctcp"]
+    assert renamed.attributes_for("tcp") == {"ns3::TcpLeanFlowTransport::Prr": "false"}
+    assert capsys.readouterr().err == (
+        "notice: protocol 'tcp-lean' is now called 'tcp' (README, \"Protocols\")\n"
+    )
+    assert rename_protocols(renamed, caps) is renamed  # current names: no notice
+    assert capsys.readouterr().err == ""
+    both = _config(tmp_path, '[grid]\nprotocols = ["tcp-lean", "tcp", "dctcp"]\n')
+    with pytest.raises(ConfigError, match="names both 'tcp-lean' and 'tcp'"):
+        rename_protocols(both, caps)
 
 
 def test_capability_checks_name_what_exists() -> None:

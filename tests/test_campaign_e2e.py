@@ -244,8 +244,8 @@ def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_pa
         f"{config}:19: grid.protocols[2]: protocol 'homa' is not implemented"
     )
     assert (
-        "expected one of dctcp, dctcp-lean, fastpass, ideal, pfabric, phost, roce-dcqcn, "
-        "roce-hpcc, roce-none, tcp, tcp-lean"
+        "expected one of dctcp, dctcp-ns3, fastpass, ideal, pfabric, phost, roce-dcqcn, "
+        "roce-hpcc, roce-none, tcp, tcp-ns3"
         in lines[1]
     )
     assert lines[2].startswith(
@@ -323,8 +323,10 @@ def _ns3_under(directory: Path) -> list[int]:
 
 @pytest.mark.parametrize("jobs", [1, 2])  # ns-3 a child of the campaign / of a pool worker
 def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs):
-    n_runs, n_flows = 3, 300  # TCP runs of ~4 s here: long enough to be killed mid-run
-    text = _config(tmp_path).read_text()
+    # ns-3's TCP: runs of ~4 s here, long enough to be killed mid-run (the lean `tcp`
+    # finishes these in ~1 s)
+    n_runs, n_flows = 3, 300
+    text = _config(tmp_path, protocols='["tcp-ns3"]').read_text()
     text = text.replace("seeds = [1]", "seeds = [1, 2, 3]").replace(
         'scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]'
     ).replace(f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}")

@@ -38,7 +38,7 @@ def _run(tmp_path: Path, flows: Path, *extra: str) -> subprocess.CompletedProces
     )
 
 
-@pytest.mark.parametrize("protocol", ["tcp", "dctcp"])
+@pytest.mark.parametrize("protocol", ["tcp", "dctcp", "tcp-ns3", "dctcp-ns3"])
 def test_lone_flows_have_slowdown_one(tmp_path: Path, protocol: str) -> None:
     # Flows far apart in time (100 us) so that each is alone in the network.
     rows = [
@@ -72,6 +72,21 @@ def test_lone_flows_have_slowdown_one(tmp_path: Path, protocol: str) -> None:
     assert stats["events"] > 0 and stats["peak_rss_kb"] > 0
     assert stats["config"]["options"]["protocol"] == protocol
     assert stats["config"]["attributes"]["ns3::ClosTopology::Racks"] == "9"
+
+
+def test_former_protocol_name_runs_the_renamed_transport_with_a_notice(tmp_path: Path) -> None:
+    # tcp-lean took the name tcp (issue #26): the old name still runs, says so in one line,
+    # and the run records the current name.
+    flows = tmp_path / "flows.csv"
+    _write_flows(flows, [(0, 0, 0, 16, 1460)])
+    proc = _run(tmp_path, flows, "--protocol=tcp-lean")
+    assert proc.returncode == 0, proc.stderr
+    notice = [line for line in proc.stderr.splitlines() if "notice" in line]
+    assert notice == [
+        "disaggsim-ns3: notice: protocol 'tcp-lean' is now called 'tcp' (README, \"Protocols\")"
+    ]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["config"]["options"]["protocol"] == "tcp"
 
 
 def test_unfinished_flows_are_kept(tmp_path: Path) -> None:
@@ -120,12 +135,16 @@ def test_list_capabilities_lists_protocols_and_settable_attributes(tmp_path: Pat
                           timeout=120, check=True)
     lines = proc.stdout.splitlines()
     kinds = {line.split(" ", 1)[0] for line in lines}
-    assert kinds == {"protocol", "attribute"}
+    assert kinds == {"protocol", "alias", "attribute"}
     protocols = [line.split(" ", 1)[1] for line in lines if line.startswith("protocol ")]
     # the FlowTransportRegistrar entries of transports/*/helper/*.cc
     assert protocols == [
-        "dctcp", "dctcp-lean", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
-        "roce-none", "tcp", "tcp-lean",
+        "dctcp", "dctcp-ns3", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
+        "roce-none", "tcp", "tcp-ns3",
+    ]
+    # the lean transports' former names (issue #26), each after its current name
+    assert [line for line in lines if line.startswith("alias ")] == [
+        "alias dctcp-lean dctcp", "alias tcp-lean tcp"
     ]
     attributes = {line.split(" ", 1)[1] for line in lines if line.startswith("attribute ")}
     # ns3::ClosTopology's own attributes (topologies/model/clos-topology.cc) ...

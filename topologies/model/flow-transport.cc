@@ -137,7 +137,8 @@ FlowTransportRegistry::Entries ()
 void
 FlowTransportRegistry::Register (const Entry& entry)
 {
-    NS_ABORT_MSG_IF (Find (entry.name) != nullptr,
+    NS_ABORT_MSG_IF (Find (entry.name) != nullptr || FindFormer (entry.name) != nullptr ||
+                         (!entry.formerName.empty () && Find (entry.formerName) != nullptr),
                      "FlowTransportRegistry: transport '" << entry.name << "' registered twice");
     Entries ().push_back (entry);
 }
@@ -148,6 +149,19 @@ FlowTransportRegistry::Find (const std::string& name)
     for (const Entry& entry : Entries ())
     {
         if (entry.name == name)
+        {
+            return &entry;
+        }
+    }
+    return nullptr;
+}
+
+const FlowTransportRegistry::Entry*
+FlowTransportRegistry::FindFormer (const std::string& name)
+{
+    for (const Entry& entry : Entries ())
+    {
+        if (!entry.formerName.empty () && entry.formerName == name)
         {
             return &entry;
         }

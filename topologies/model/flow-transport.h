@@ -136,11 +136,16 @@ class FlowTransportRegistry
         /// Attribute that the driver's --mssBytes shorthand sets (e.g.
         /// "ns3::TcpSocket::SegmentSize"); empty if the transport has none.
         std::string mssAttribute;
+        /// The name this transport had before a rename (empty: none); the driver accepts it
+        /// with a one-line notice and --list-capabilities lists it as "alias FORMER NAME".
+        std::string formerName{};
     };
 
     static void Register (const Entry& entry);
     /// \returns the entry for \p name, or nullptr.
     static const Entry* Find (const std::string& name);
+    /// \returns the entry whose Entry::formerName is \p name, or nullptr.
+    static const Entry* FindFormer (const std::string& name);
     static std::vector<std::string> GetNames ();
 
   private:

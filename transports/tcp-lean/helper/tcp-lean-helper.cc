@@ -1,5 +1,5 @@
 /*
- * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp-lean", "dctcp-lean").
+ * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp", "dctcp"; formerly "tcp-lean", "dctcp-lean").
  */
 #include "tcp-lean-helper.h"
 
@@ -24,21 +24,23 @@ NS_OBJECT_ENSURE_REGISTERED (TcpLeanFlowTransport);
 namespace
 {
 const FlowTransportRegistrar g_tcpLeanRegistrar ({
-    "tcp-lean",
+    "tcp",
     "TCP NewReno with SACK (RFC 5681, 6675, 6298) on the fabric's frame path, no IP stack "
-    "(transports/tcp-lean/doc/tcp-lean.md)",
+    "(transports/tcp-lean/doc/tcp-lean.md; ns-3's own stack: tcp-ns3)",
     &TcpLeanFlowTransport::SetTcpDefaults,
     [] { return Ptr<FlowTransport> (CreateObject<TcpLeanFlowTransport> ()); },
     "ns3::TcpLeanFlowTransport::MssBytes",
+    "tcp-lean",
 });
 
 const FlowTransportRegistrar g_dctcpLeanRegistrar ({
-    "dctcp-lean",
+    "dctcp",
     "DCTCP (RFC 8257) on the lean TCP, switch ports marking CE above K "
-    "(transports/tcp-lean/doc/tcp-lean.md)",
+    "(transports/tcp-lean/doc/tcp-lean.md; ns-3's own stack: dctcp-ns3)",
     &TcpLeanFlowTransport::SetDctcpDefaults,
     [] { return Ptr<FlowTransport> (CreateObject<TcpLeanFlowTransport> ()); },
     "ns3::TcpLeanFlowTransport::MssBytes",
+    "dctcp-lean",
 });
 
 /// The TCP port every `tcp-ns3` host listens on (TcpFlowTransport::Port's default).
@@ -98,8 +100,16 @@ TcpLeanFlowTransport::GetTypeId ()
                            "NewReno's fast-recovery ssthresh = max(pipe / 2, 2 MSS) as ns-3.37's "
                            "EnterRecovery (BytesInFlight, RFC 6675 pipe) instead of RFC 5681 "
                            "eq. (4)'s FlightSize / 2",
-                           BooleanValue (false),
+                           BooleanValue (true),
                            MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3PipeSsthresh),
+                           MakeBooleanChecker ())
+            .AddAttribute ("Ns3Disorder",
+                           "ns-3.37's Disorder state: an ACK carrying new SACK information "
+                           "counts towards DupThresh even when it advances SND.UNA and does not "
+                           "grow the window (TcpSocketBase::ProcessAck); false = RFC 6675 §2 / "
+                           "RFC 5681 (every cumulative ACK resets DupAcks and grows the window)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&TcpLeanFlowTransport::m_ns3Disorder),
                            MakeBooleanChecker ())
             .AddAttribute ("MinRto",
                            "Lower bound of the RTO (RFC 6298 §2.4 with the datacenter value of "
@@ -208,6 +218,7 @@ TcpLeanFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     m_senderConfig.prr = m_prr;
     m_senderConfig.ns3DctcpEce = m_ns3DctcpEce;
     m_senderConfig.ns3PipeSsthresh = m_ns3PipeSsthresh;
+    m_senderConfig.ns3Disorder = m_ns3Disorder;
     m_senderConfig.dctcpG = m_dctcpG;
     m_senderConfig.dctcpAlphaInit = m_dctcpAlphaInit;
     m_receiverConfig.mssBytes = m_mssBytes;

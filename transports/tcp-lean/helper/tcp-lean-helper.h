@@ -1,5 +1,5 @@
 /*
- * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp-lean", "dctcp-lean").
+ * disaggsim: lean TCP / DCTCP as a FlowTransport (protocol names "tcp", "dctcp"; formerly "tcp-lean", "dctcp-lean").
  */
 #ifndef DISAGGSIM_TCP_LEAN_HELPER_H
 #define DISAGGSIM_TCP_LEAN_HELPER_H
@@ -95,7 +95,8 @@ class TcpLeanFlowTransport : public FlowTransport
     bool m_ns3Ports{true};
     bool m_prr{true};
     bool m_ns3DctcpEce{true};
-    bool m_ns3PipeSsthresh{false};
+    bool m_ns3PipeSsthresh{true};
+    bool m_ns3Disorder{true};
     uint32_t m_mssBytes{1460};
     uint32_t m_initialCwnd{10};
     uint32_t m_dupThresh{3};

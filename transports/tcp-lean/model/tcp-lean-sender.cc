@@ -283,6 +283,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         }
     }
     const bool advanced = ackSegment > m_sndUna;
+    const bool wasAfterRto = m_afterRto; // ns-3's Loss state: ProcessAck's CA_LOSS branch
     uint32_t segmentsAcked = 0;
     uint32_t ackedBytes = 0;
     if (advanced)
@@ -312,7 +313,10 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         segmentsAcked = ackSegment - m_sndUna;
         m_sndUna = ackSegment;
         m_sndNxt = std::max (m_sndNxt, m_sndUna);
-        m_dupAcks = 0;
+        if (!(m_config.ns3Disorder && newSack))
+        {
+            m_dupAcks = 0;
+        }
         m_backoff = 1;
         if (m_sndUna == m_nSegments)
         {
@@ -324,11 +328,17 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
             return;
         }
     }
-    else if (newSack && !m_afterRto)
+    if (newSack && !m_afterRto && !m_inRecovery && (!advanced || m_config.ns3Disorder))
     {
-        ++m_dupAcks; // RFC 6675 §2: an ACK carrying new SACK information
+        // RFC 6675 §2: an ACK carrying new SACK information; ns-3 counts it even when it
+        // advances SND.UNA (Ns3Disorder: TcpSocketBase::ProcessAck isDupack)
+        ++m_dupAcks;
     }
 
+    // ns-3.37 (Ns3Disorder): an ACK with new SACK information that leaves the socket in
+    // Disorder (not in Loss, Recovery or CWR) neither grows the window nor calls NewAck, so the
+    // retransmission timer keeps running from its last restart (TcpSocketBase::ProcessAck).
+    const bool disorder = m_config.ns3Disorder && !wasAfterRto && !m_inRecovery;
     if (m_config.dctcp)
     {
         UpdateAlpha (ackedBytes, ece && advanced);
@@ -395,7 +405,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
         m_cwrPoint = m_sndNxt;
         ++m_ecnCuts;
     }
-    else if (advanced && !m_inRecovery && !m_inCwr)
+    else if (advanced && !m_inRecovery && !m_inCwr && !(disorder && newSack))
     {
         IncreaseWindow (segmentsAcked);
     }
@@ -416,7 +426,7 @@ TcpLeanSender::ReceiveAck (uint32_t ackBytes, bool hasSack, uint32_t sackOffset,
             RestartRto (now);
         }
     }
-    else if (advanced)
+    else if (advanced && !(disorder && newSack && !m_inCwr))
     {
         RestartRto (now); // RFC 6298 §5.3
     }

@@ -46,7 +46,11 @@ struct TcpLeanSenderConfig
     /// has no 2-segment floor (doc §2); false = RFC 8257 §3.3 / Linux (Open state only, ≥ 2).
     bool ns3DctcpEce{true};
     /// NewReno's fast-recovery ssthresh = pipe / 2 as ns-3.37 (BytesInFlight ()), not FlightSize / 2.
-    bool ns3PipeSsthresh{false};
+    bool ns3PipeSsthresh{true};
+    /// ns-3.37's Disorder state (TcpSocketBase::DupAck/ProcessAck): an ACK carrying new SACK
+    /// information counts as a duplicate even when it advances SND.UNA, and does not grow the
+    /// window; false = RFC 6675 §2 / RFC 5681 (DupAcks reset by every cumulative ACK).
+    bool ns3Disorder{true};
     double dctcpG{1.0 / 16};     ///< RFC 8257 §4.2 / Alizadeh et al. SIGCOMM'10 §3.1
     double dctcpAlphaInit{1.0};  ///< RFC 8257 §3.3 (Linux dctcp_alpha_on_init = 1024/1024)
 };

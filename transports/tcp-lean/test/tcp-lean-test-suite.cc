@@ -240,6 +240,32 @@ class FastRetransmitTestCase : public TestCase
     std::string m_protocol;
 };
 
+/// A 10-segment flow at 40 Gbps whose segment \p dropped is lost once and resent by the
+/// timer: checks one drop, one timeout, no fast retransmit and the FCT.
+class OneTimeoutTestCase : public TestCase
+{
+  protected:
+    using TestCase::TestCase;
+
+    void CheckOneTimeout (uint32_t dropped, const std::function<void ()>& overrides,
+                          Time expectedFct)
+    {
+        {
+            OffsetQueue::s_dropOnce = {dropped * kMss};
+            OffsetQueue::s_mark.clear ();
+            OffsetQueue::s_dropped = 0;
+            LeanFabric fabric ("tcp", "40Gbps", true, overrides);
+            const Time fct = fabric.Run (10 * kMss);
+            NS_TEST_ASSERT_MSG_EQ (OffsetQueue::s_dropped, 1, "one frame dropped");
+            NS_TEST_ASSERT_MSG_EQ (fct, expectedFct, "FCT");
+            auto stats = fabric.transport->GetStatistics ();
+            NS_TEST_ASSERT_MSG_EQ (stats[0].second, "1", "one timeout");
+            NS_TEST_ASSERT_MSG_EQ (stats[1].second, "0", "no fast retransmit");
+        }
+        Simulator::Destroy ();
+    }
+};
+
 /**
  * The retransmission timer (RFC 6298).  10 segments at 40 Gbps, the last (9) dropped once:
  * no later segment, so no duplicate ACK.  The last ACK that advances, ACK(7,8), leaves at D +
@@ -248,12 +274,12 @@ class FastRetransmitTestCase : public TestCase
  * MinRto and arrives D later: FCT = 2871.6 + 2428.8 + MinRto + 1691.3 ns = 6991.7 ns +
  * MinRto: 206991.7 ns with the default 200 us, 106991.7 ns with MinRto = 100 us.
  */
-class RtoTestCase : public TestCase
+class RtoTestCase : public OneTimeoutTestCase
 {
   public:
     explicit RtoTestCase (int64_t minRtoUs)
-          : TestCase ("tcp-lean: a lost tail is resent after exactly MinRto = " +
-                      std::to_string (minRtoUs) + " us")
+          : OneTimeoutTestCase ("tcp: a lost tail is resent after exactly MinRto = " +
+                                std::to_string (minRtoUs) + " us")
           , m_minRtoUs (minRtoUs)
     {
     }
@@ -261,25 +287,58 @@ class RtoTestCase : public TestCase
   private:
     void DoRun () override
     {
-        {
-            OffsetQueue::s_dropOnce = {9 * kMss};
-            OffsetQueue::s_mark.clear ();
-            OffsetQueue::s_dropped = 0;
-            const Time minRto = MicroSeconds (m_minRtoUs);
-            LeanFabric fabric ("tcp-lean", "40Gbps", true, [minRto] () {
+        const Time minRto = MicroSeconds (m_minRtoUs);
+        CheckOneTimeout (
+            9,
+            [minRto] () {
                 Config::SetDefault ("ns3::TcpLeanFlowTransport::MinRto", TimeValue (minRto));
-            });
-            const Time fct = fabric.Run (10 * kMss);
-            NS_TEST_ASSERT_MSG_EQ (OffsetQueue::s_dropped, 1, "one frame dropped");
-            NS_TEST_ASSERT_MSG_EQ (fct, PicoSeconds (6991700) + minRto, "FCT");
-            auto stats = fabric.transport->GetStatistics ();
-            NS_TEST_ASSERT_MSG_EQ (stats[0].second, "1", "one timeout");
-            NS_TEST_ASSERT_MSG_EQ (stats[1].second, "0", "no fast retransmit");
-        }
-        Simulator::Destroy ();
+            },
+            PicoSeconds (6991700) + minRto);
     }
 
     int64_t m_minRtoUs;
+};
+
+/**
+ * The timer in ns-3's Disorder state (Ns3Disorder, doc §6).  10 segments at 40 Gbps, segment 8
+ * dropped once.  The receiver ACKs 0 at once, then every second segment: ACK(7) (segments 5,
+ * 6) leaves at D + 6T; segment 7 waits for its delayed ACK (1 us), but segment 9 arrives
+ * first, at D + 9T, out of order: ACK(8) with a SACK of 9 leaves at once, a 70 B frame (58 B +
+ * 12 B SACK option), which takes 12 B x 8 / 40 Gbps x (1 + 3/4) = 4.2 ns longer than A (one
+ * access-link serialization plus the re-serialization after the 4x uplink).  One SACKed
+ * segment: no fast retransmit, so segment 8 is resent by the timer, RTO = MinRto (samples
+ * ~3-5 us), and arrives D later, which completes the flow.
+ * - ns-3 (default): ACK(8) advances SND.UNA but carries new SACK information, so the socket
+ *   stays in Disorder and the timer keeps its restart at ACK(7), RTT + 6T: FCT = 2871.6 +
+ *   1821.6 + MinRto + 1691.3 = 6384.5 ns + MinRto.
+ * - RFC 6298 §5.3 (Ns3Disorder = false): restarted at ACK(8), D + 9T + A + 4.2: FCT =
+ *   1691.3 + 2732.4 + 1184.5 + MinRto + 1691.3 = 7299.5 ns + MinRto.
+ */
+class DisorderTimerTestCase : public OneTimeoutTestCase
+{
+  public:
+    explicit DisorderTimerTestCase (bool ns3Disorder)
+          : OneTimeoutTestCase (std::string ("tcp: an ACK with new SACK information ") +
+                                (ns3Disorder ? "leaves the timer running (ns-3's Disorder)"
+                                             : "restarts the timer (RFC 6298)"))
+          , m_ns3Disorder (ns3Disorder)
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        const bool ns3Disorder = m_ns3Disorder;
+        CheckOneTimeout (
+            8,
+            [ns3Disorder] () {
+                Config::SetDefault ("ns3::TcpLeanFlowTransport::Ns3Disorder",
+                                    BooleanValue (ns3Disorder));
+            },
+            MicroSeconds (200) + PicoSeconds (ns3Disorder ? 6384500 : 7299500));
+    }
+
+    bool m_ns3Disorder;
 };
 
 /**
@@ -304,7 +363,7 @@ class DctcpWindowTestCase : public TestCase
 {
   public:
     DctcpWindowTestCase ()
-          : TestCase ("dctcp-lean: after a window with 2 of 10 segments marked, cwnd = "
+          : TestCase ("dctcp: after a window with 2 of 10 segments marked, cwnd = "
                       "IW x (1 - alpha0 : 2) and alpha = (1 - g) alpha0 + g F")
     {
     }
@@ -315,7 +374,7 @@ class DctcpWindowTestCase : public TestCase
         {
             OffsetQueue::s_dropOnce.clear ();
             OffsetQueue::s_mark = {0, kMss};
-            LeanFabric fabric ("dctcp-lean", "40Gbps", true, [] () {
+            LeanFabric fabric ("dctcp", "40Gbps", true, [] () {
                 Config::SetDefault ("ns3::TcpLeanFlowTransport::DctcpAlphaOnInit",
                                     DoubleValue (0.5));
             });
@@ -364,7 +423,7 @@ class DctcpEceAfterRtoTestCase : public TestCase
 {
   public:
     DctcpEceAfterRtoTestCase ()
-          : TestCase ("dctcp-lean: an ECE after a timeout enters CWR as ns-3.37 does: ssthresh "
+          : TestCase ("dctcp: an ECE after a timeout enters CWR as ns-3.37 does: ssthresh "
                       "= half a segment, and the tail waits one more RTO")
     {
     }
@@ -381,7 +440,7 @@ class DctcpEceAfterRtoTestCase : public TestCase
         OffsetQueue::s_dropOnce = {9 * kMss, 10 * kMss, 11 * kMss};
         OffsetQueue::s_mark = {9 * kMss};
         OffsetQueue::s_dropped = 0;
-        LeanFabric fabric ("dctcp-lean", "40Gbps", true, [ns3DctcpEce] () {
+        LeanFabric fabric ("dctcp", "40Gbps", true, [ns3DctcpEce] () {
             Config::SetDefault ("ns3::TcpLeanFlowTransport::Ns3DctcpEce",
                                 BooleanValue (ns3DctcpEce));
         });
@@ -414,7 +473,7 @@ class PortsTestCase : public TestCase
 {
   public:
     PortsTestCase ()
-          : TestCase ("tcp-lean and dctcp-lean: drop-tail ports, DCTCP K as tcp-ns3's")
+          : TestCase ("tcp and dctcp: drop-tail ports, DCTCP K as tcp-ns3's")
     {
     }
 
@@ -422,9 +481,9 @@ class PortsTestCase : public TestCase
     void DoRun () override
     {
         for (auto [protocol, rate, k] : {std::tuple<std::string, std::string, uint32_t>{
-                                             "dctcp-lean", "40Gbps", 3036},
-                                         {"dctcp-lean", "100Gbps", 4554},
-                                         {"tcp-lean", "40Gbps", 0}})
+                                             "dctcp", "40Gbps", 3036},
+                                         {"dctcp", "100Gbps", 4554},
+                                         {"tcp", "40Gbps", 0}})
         {
             {
                 LeanFabric fabric (protocol, rate, false);
@@ -441,7 +500,7 @@ class TcpLeanTestSuite : public TestSuite
     TcpLeanTestSuite ()
           : TestSuite ("disaggsim-tcp-lean", UNIT)
     {
-        for (const std::string protocol : {"tcp-lean", "dctcp-lean"})
+        for (const std::string protocol : {"tcp", "dctcp"})
         {
             AddTestCase (new LoneFlowTestCase (protocol, "40Gbps", 100, 31747700),
                          TestCase::QUICK);
@@ -450,10 +509,12 @@ class TcpLeanTestSuite : public TestSuite
             AddTestCase (new FastRetransmitTestCase (protocol), TestCase::QUICK);
         }
         // NewReno only: DCTCP's Linux Reno growth adds 2 MSS per ACK of two segments.
-        AddTestCase (new LoneFlowTestCase ("tcp-lean", "100Gbps", 26, 6127560),
+        AddTestCase (new LoneFlowTestCase ("tcp", "100Gbps", 26, 6127560),
                      TestCase::QUICK);
         AddTestCase (new RtoTestCase (200), TestCase::QUICK);
         AddTestCase (new RtoTestCase (100), TestCase::QUICK);
+        AddTestCase (new DisorderTimerTestCase (true), TestCase::QUICK);
+        AddTestCase (new DisorderTimerTestCase (false), TestCase::QUICK);
         AddTestCase (new DctcpWindowTestCase (), TestCase::QUICK);
         AddTestCase (new DctcpEceAfterRtoTestCase (), TestCase::QUICK);
         AddTestCase (new PortsTestCase (), TestCase::QUICK);

@@ -41,13 +41,15 @@ namespace
 constexpr uint32_t kTcpIpv4HeaderBytes = 40;
 
 const FlowTransportRegistrar g_tcpRegistrar (
-    {"tcp", "TCP NewReno (ns-3 TcpNewReno, SACK) over DropTail switch ports",
+    {"tcp-ns3", "TCP NewReno (ns-3 TcpNewReno, SACK) over DropTail switch ports: the reference "
+                "of the lean `tcp`",
      &TcpFlowTransport::SetTcpDefaults,
      [] () -> Ptr<FlowTransport> { return CreateObject<TcpFlowTransport> (); },
      "ns3::TcpSocket::SegmentSize"});
 
 const FlowTransportRegistrar g_dctcpRegistrar (
-    {"dctcp", "DCTCP (ns-3 TcpDctcp, ECN) over switch ports marking CE above K",
+    {"dctcp-ns3", "DCTCP (ns-3 TcpDctcp, ECN) over switch ports marking CE above K: the "
+                  "reference of the lean `dctcp`",
      &TcpFlowTransport::SetDctcpDefaults,
      [] () -> Ptr<FlowTransport> { return CreateObject<TcpFlowTransport> (); },
      "ns3::TcpSocket::SegmentSize"});

@@ -42,7 +42,7 @@ namespace ns3
  * WarmupTime (or kUnsizedWarmup if WarmupTime is 0) and the run aborts at its start if the
  * handshake schedule needs longer.
  *
- * Protocol names (FlowTransportRegistry): "tcp" = TcpNewReno over DropTail ports; "dctcp" =
+ * Protocol names (FlowTransportRegistry): "tcp-ns3" = TcpNewReno over DropTail ports; "dctcp-ns3" =
  * TcpDctcp with UseEcn=On over ports that CE-mark above K (MarkThresholdBytes; 0 = derived
  * from the topology: K > C x RTT / 7, Alizadeh et al. SIGCOMM'10 §3.4).  Host NICs are
  * unlimited by default (HostBufferBytes = 0: no drop, no mark); with a limit (36864 = YAPS)
@@ -56,7 +56,7 @@ class TcpFlowTransport : public FlowTransport
     TcpFlowTransport ();
     ~TcpFlowTransport () override;
 
-    /// Config::SetDefault for the datacenter TCP defaults shared by "tcp" and "dctcp".
+    /// Config::SetDefault for the datacenter TCP defaults shared by "tcp-ns3" and "dctcp-ns3".
     static void SetTcpDefaults ();
     /// SetTcpDefaults plus DCTCP: TcpDctcp, UseEcn=On, ECN marking at switch ports.
     static void SetDctcpDefaults ();

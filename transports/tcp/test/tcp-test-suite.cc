@@ -130,7 +130,7 @@ class LoneFlowTestCase : public TestCase
         for (uint64_t size : {1ULL, 1460ULL, 4096ULL, 14600ULL, 1000000ULL})
         {
             std::vector<FlowSpec> flows = {Flow (7, 0, m_dst, size, 1000)};
-            TcpRun run = RunFlows ("tcp", m_rate, flows,
+            TcpRun run = RunFlows ("tcp-ns3", m_rate, flows,
                                    [size] ()
                                    {
                                        if (size > 14600)
@@ -163,7 +163,7 @@ class LoneFlowByHandTestCase : public TestCase
     void DoRun () override
     {
         std::vector<FlowSpec> flows = {Flow (1, 3, 40, 1460, 0)};
-        TcpRun run = RunFlows ("tcp", "40Gbps", flows);
+        TcpRun run = RunFlows ("tcp-ns3", "40Gbps", flows);
         // (1460 + 20 IPv4 + 20 TCP + 18 frame) B x 8 / 40 Gbps = 303.6 ns
         // + 2 x 20 ns (4 m host cables) + 2 x 200 ns (40 m spine cables)
         // + 3 x 240 ns (ToR, spine, ToR)
@@ -251,7 +251,7 @@ class TcpLongFlowsFairTestCase : public TestCase
     {
         std::vector<FlowSpec> flows = {Flow (1, 1, 0, 100000000), Flow (2, 2, 0, 100000000)};
         const uint32_t seed = m_seed;
-        TcpRun run = RunFlows ("tcp", "40Gbps", flows,
+        TcpRun run = RunFlows ("tcp-ns3", "40Gbps", flows,
                                [seed] ()
                                {
                                    RngSeedManager::SetSeed (seed);
@@ -362,8 +362,8 @@ class IncastTestCase : public TestCase
 
     void DoRun () override
     {
-        QueueStats tcp = RunIncast ("tcp");
-        QueueStats dctcp = RunIncast ("dctcp");
+        QueueStats tcp = RunIncast ("tcp-ns3");
+        QueueStats dctcp = RunIncast ("dctcp-ns3");
         std::cout << "incast steady state: TCP mean " << tcp.meanBytes << " B peak "
                   << tcp.peakBytes << " B drops " << tcp.drops << "; DCTCP mean " << dctcp.meanBytes
                   << " B peak " << dctcp.peakBytes << " B marks " << dctcp.marks << " drops "
@@ -472,7 +472,7 @@ class NoLateConnectionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ (finished, flows.size (), "all flows finished");
         NS_TEST_ASSERT_MSG_EQ (tcp->GetLateConnections (), 0u, "no connection late");
         NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), flows.size (), "all in the warm-up");
-        if (m_protocol == "tcp")
+        if (m_protocol == "tcp-ns3")
         {
             // The data phase is loaded: the incast overflows the ToR's port to host 0.
             NS_TEST_ASSERT_MSG_GT (drops, 0u, "the run is loaded (TCP drops at ToR ports)");
@@ -543,7 +543,7 @@ class HandshakeUnderLoadTestCase : public TestCase
         }
         Ptr<FabricQueue> port;
         uint32_t loadedSyns = 0;
-        TcpRun run = RunFlows ("tcp", "40Gbps", flows, {}, {},
+        TcpRun run = RunFlows ("tcp-ns3", "40Gbps", flows, {}, {},
                                [&port, &loadedSyns] (TcpRun& r)
                                {
                                    port = r.topology->GetTor (0)->GetPort (0)->GetQueue ();
@@ -590,7 +590,7 @@ class HandshakeScheduleTestCase : public TestCase
         {
             flows.push_back (Flow (s, s, 0, 1460, 0));
         }
-        TcpRun run = RunFlows ("tcp", "40Gbps", flows);
+        TcpRun run = RunFlows ("tcp-ns3", "40Gbps", flows);
         Ptr<TcpFlowTransport> tcp = DynamicCast<TcpFlowTransport> (run.transport);
         NS_TEST_ASSERT_MSG_EQ (run.transport->GetTraceOrigin (), MicroSeconds (5040), "warm-up");
         NS_TEST_ASSERT_MSG_EQ (tcp->GetWarmupConnections (), 20u, "warm-up connections");
@@ -630,7 +630,7 @@ class IdleConnectionTestCase : public TestCase
             // Spread over 20 ms so that the flows never meet: each is alone in the fabric.
             flows.push_back (Flow (s, s, 0, 14600, int64_t (s) * 1000000));
         }
-        TcpRun run = RunFlows ("tcp", "40Gbps", flows,
+        TcpRun run = RunFlows ("tcp-ns3", "40Gbps", flows,
                                [] () {
                                    Config::SetDefault ("ns3::TcpFlowTransport::OpenHorizon",
                                                        TimeValue (MilliSeconds (20)));
@@ -696,7 +696,7 @@ class SlidingHorizonTestCase : public TestCase
         uint32_t peakReceiver = 0;
         // Stop 1 ms after the last start: its TIME_WAIT (200 us) is over.
         TcpRun run = RunFlows (
-            "tcp", "40Gbps", flows, {}, {},
+            "tcp-ns3", "40Gbps", flows, {}, {},
             [&peakSender, &peakReceiver] (TcpRun& r)
             {
                 Sample (r.topology->GetHost (1), &peakSender);
@@ -735,8 +735,8 @@ class TcpTestSuite : public TestSuite
             AddTestCase (new LoneFlowTestCase (rate, 1), TestCase::QUICK);   // intra-rack
             AddTestCase (new LoneFlowTestCase (rate, 100), TestCase::QUICK); // inter-rack
         }
-        AddTestCase (new TwoFlowsTestCase ("tcp", false), TestCase::QUICK);
-        AddTestCase (new TwoFlowsTestCase ("dctcp", true), TestCase::QUICK);
+        AddTestCase (new TwoFlowsTestCase ("tcp-ns3", false), TestCase::QUICK);
+        AddTestCase (new TwoFlowsTestCase ("dctcp-ns3", true), TestCase::QUICK);
         for (uint32_t seed : {1u, 2u})
         {
             AddTestCase (new TcpLongFlowsFairTestCase (seed), TestCase::QUICK);
@@ -746,8 +746,8 @@ class TcpTestSuite : public TestSuite
         AddTestCase (new IdleConnectionTestCase, TestCase::QUICK);
         AddTestCase (new SlidingHorizonTestCase, TestCase::QUICK);
         AddTestCase (new HandshakeUnderLoadTestCase, TestCase::QUICK);
-        AddTestCase (new NoLateConnectionTestCase ("tcp"), TestCase::QUICK);
-        AddTestCase (new NoLateConnectionTestCase ("dctcp"), TestCase::QUICK);
+        AddTestCase (new NoLateConnectionTestCase ("tcp-ns3"), TestCase::QUICK);
+        AddTestCase (new NoLateConnectionTestCase ("dctcp-ns3"), TestCase::QUICK);
     }
 };
 
