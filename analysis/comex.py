@@ -28,10 +28,14 @@ time, Eq. (1) stays linear in P).
 from __future__ import annotations
 
 import math
-from typing import Final
+from pathlib import Path
+from typing import Annotated, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from disaggsim.sim.config import load_config_model
 
 #: §3.3.3: "a minimal of 4.54 µs in total" (4 NIC trips ~1 µs, 2 switch trips 270 ns).
 NETWORK_NS: Final = 4540
@@ -113,3 +117,52 @@ def slotted_requests(n_compute: int, m_memory: int, p_request: float, slots: int
     dest = rng.integers(0, m_memory, size=(slots, n_compute))
     slot, node = np.nonzero(send)
     return np.column_stack([slot.astype(np.int64) * slot_ns, node, dest[slot, node]])
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class FabricSection(_Strict):
+    """``[comex_fabric]``: COMEX's requests on the simulated fabric (``bench/comex_fabric.py``).
+
+    N compute and M memory blades (``compute_nodes`` x ``memory_nodes`` grids) on one
+    switch (``switch``: one rack of N + M hosts) and on the Clos (``clos``: the default 9 x
+    16 fabric, compute blades in rack 0, memory blades in the other racks); each transport
+    of ``protocols`` at ``rate_gbps`` (COMEX: 10 GbE, §5.1.2). ``request_probability``:
+    Eq. (1)'s P per slot of ``service_ns`` (T_S); ``slots`` slots per run. ``trace_*``: the
+    second part, a comex run's converted rmem log replayed from N compute blades.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    out_dir: Annotated[Path, Field(strict=False)]
+    topologies: list[Literal["switch", "clos"]] = Field(min_length=1)
+    protocols: list[str] = Field(min_length=1)
+    rate_gbps: float = Field(10.0, gt=0)
+    compute_nodes: list[Annotated[int, Field(ge=1, le=15)]] = Field(min_length=1)
+    memory_nodes: list[Annotated[int, Field(ge=1, le=64)]] = Field(min_length=1)
+    request_probability: list[Annotated[float, Field(ge=0, le=1)]] = Field(min_length=1)
+    slots: int = Field(300, ge=1)
+    service_ns: int = Field(SERVICE_NS, ge=0)
+    message_bytes: int = Field(64, ge=1)
+    seed: int = 1
+    trace_compute_nodes: list[Annotated[int, Field(ge=1, le=15)]] = []
+    trace_memory_nodes: int = Field(4, ge=1, le=64)
+    trace_window_ns: int = Field(50_000_000, gt=0)
+
+
+class FabricConfig(_Strict):
+    """A whole ``bench/comex_fabric.py`` config; ``base_dir`` is set by the loader."""
+
+    comex_fabric: FabricSection
+    base_dir: Path
+
+
+def load_fabric_config(path: str | Path) -> FabricConfig:
+    """Read and validate a ``[comex_fabric]`` config (TOML).
+
+    Raises:
+        ConfigError: unreadable, syntax error, unknown key or bad value, named by file,
+            line and key (``disaggsim.sim.config.load_config_model``).
+    """
+    return load_config_model(path, FabricConfig)[0]
