@@ -28,8 +28,13 @@ node as Eq. (1), ``RTT = 4.54 µs + T_S + T_S (N - 1) P / M``
    Read RTT beside Eq. (1) + 64 KiB at the link rate, with P the measured requests per
    compute blade per T_S.
 
-Outputs (``out_dir/name``): ``eq1.csv``, ``trace.csv`` (columns below), ``runs/`` (each
-ns-3 run's flows and FCTs). The transports are those registered in the ns-3 program;
+Outputs (``out_dir/name``): ``eq1.csv`` and ``trace.csv``, one row per point: the
+configuration, Eq. (1) (``eq1_paper_ns`` with 4.54 µs, ``eq1_fabric_ns`` with the fabric's
+``zero_load_network_ns``; for the trace ``eq1_paper_plus_transfer_ns``), the model's and
+the simulated memory-node wait (``model_queue_ns``, ``sim_queue_ns``), the network's own
+queueing (FCT - ideal FCT of request and reply, ``sim_network_queue_ns``), the simulated
+RTT (``sim_rtt_mean_ns``, ``sim_rtt_p99_ns``), all in ns. Each ns-3 run's files are kept
+in a temporary directory only. The transports are those registered in the ns-3 program;
 ``roce`` (RoCEv2 with PFC and DCQCN, being written under #19) is skipped with a note if it
 is not.
 """
@@ -125,7 +130,7 @@ def round_trips(req: pd.DataFrame, topology: dict[str, int], protocol: str, rate
     })
 
 
-def eq1_part(cfg: comex.FabricSection, protocols: list[str], out: Path) -> pd.DataFrame:
+def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.DataFrame:
     rows = []
     for topo in cfg.topologies:
         for proto in protocols:
@@ -144,7 +149,7 @@ def eq1_part(cfg: comex.FabricSection, protocols: list[str], out: Path) -> pd.Da
                         t0 = time.monotonic()
                         rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
                                          np.full(len(req), cfg.message_bytes),
-                                         out / "runs" / f"eq1-{topo}-{proto}-N{n}-M{m}-P{p}")
+                                         runs / f"eq1-{topo}-{proto}-N{n}-M{m}-P{p}")
                         base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).mean())
                         rows.append({
                             "topology": topo, "protocol": proto, "compute_nodes": n,
@@ -200,7 +205,7 @@ def converted_flows(rmem: Path, work: Path) -> pd.DataFrame:
 
 
 def trace_part(cfg: comex.FabricSection, protocols: list[str], flows: pd.DataFrame,
-               out: Path) -> pd.DataFrame:
+               runs: Path) -> pd.DataFrame:
     # The window (of consecutive windows from the first read on) with the most reads: the
     # run first writes its array out (evictions only), and its reads come in bursts.
     read_starts = flows.loc[flows["kind"] == "mem_read", "start_ns"]
@@ -235,7 +240,7 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], flows: pd.DataFra
                 wr = pd.concat(wr_parts, ignore_index=True).assign(req_id=-1)
                 t0 = time.monotonic()
                 rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
-                                 reply_bytes, out / "runs" / f"trace-{topo}-{proto}-N{n}-M{m}", wr)
+                                 reply_bytes, runs / f"trace-{topo}-{proto}-N{n}-M{m}", wr)
                 p_req = min(1.0, len(reads) * cfg.service_ns / cfg.trace_window_ns)
                 transfer = float(np.mean(reply_bytes)) * 8 / cfg.rate_gbps
                 base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).mean())
@@ -276,20 +281,19 @@ def main(argv: list[str] | None = None) -> int:
     for p in sorted(set(cfg.protocols) - registered):
         print(f"comex_fabric: transport {p!r} is not registered in this build; skipped",
               flush=True)
-    if not args.skip_eq1:
-        eq1 = eq1_part(cfg, protocols, out)
-        with atomic_path(out / "eq1.csv") as tmp:
-            eq1.to_csv(tmp, index=False)
-    if cfg.trace_compute_nodes:
-        with tempfile.TemporaryDirectory(prefix="comex-fabric-") as tmpdir:
-            work = Path(tmpdir)
+    with tempfile.TemporaryDirectory(prefix="comex-fabric-") as tmpdir:
+        work = Path(tmpdir)  # every ns-3 run's flows and FCTs, the sample, the flow table
+        if not args.skip_eq1:
+            eq1 = eq1_part(cfg, protocols, work / "runs")
+            with atomic_path(out / "eq1.csv") as tmp:
+                eq1.to_csv(tmp, index=False)
+        if cfg.trace_compute_nodes:
             rmem = args.trace_from or comex_rmem_log(work)
             flows = converted_flows(rmem, work)
-            sizes = flows.groupby("kind")["size_bytes"].describe()
-            print(sizes.to_string(), flush=True)
-            trace = trace_part(cfg, protocols, flows, out)
-        with atomic_path(out / "trace.csv") as tmp:
-            trace.to_csv(tmp, index=False)
+            print(flows.groupby("kind")["size_bytes"].describe().to_string(), flush=True)
+            trace = trace_part(cfg, protocols, flows, work / "runs")
+            with atomic_path(out / "trace.csv") as tmp:
+                trace.to_csv(tmp, index=False)
     return 0
 
 

@@ -196,8 +196,9 @@ class ComexSection(_Strict):
             ("WRITE_BATCH_PAGES", self.write_batch_pages), ("SERVICE_NS", self.service_ns),
             ("MEMORY_NODES", self.memory_nodes)) if value is not None}
         out = []
-        for p in self.prefetch_pages or [None]:
-            for b in self.read_buffer_pages or [None]:
+        unset: list[int | None] = [None]
+        for p in [*self.prefetch_pages] if self.prefetch_pages else unset:
+            for b in [*self.read_buffer_pages] if self.read_buffer_pages else unset:
                 env = dict(fixed)
                 suffix = ""
                 if p is not None:
