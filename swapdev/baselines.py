@@ -37,6 +37,8 @@ from disaggsim.swapdev import device, hdd_model
 BaselineName = Literal["hdd-5400", "ssd-sata"]
 BASELINE_NAMES: Final[tuple[str, ...]] = get_args(BaselineName)
 
+#: The paging policy a baseline runs with: Linux's swap, one page per fault (module doc).
+BASELINE_PAGING: Final = "demand"
 #: §5.1.2: "5,400RPM SATA hard disk drive".
 HDD_RPM: Final = 5400
 #: §5.3.5: the SSD340's "530 MB/s read bandwidth", in bit/s for the ``fixed`` model.

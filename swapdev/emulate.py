@@ -76,13 +76,13 @@ from disaggsim.atomic import atomic_path
 from disaggsim.errors import InputError
 from disaggsim.guards import read_text
 from disaggsim.sim.config import ConfigError, config_location, load_config_model
-from disaggsim.swapdev import baselines, device, emulate_apps, emulate_kmod
+from disaggsim.swapdev import baselines, comex_params, device, emulate_apps, emulate_kmod
+from disaggsim.swapdev.comex_params import NonNegInt
 from disaggsim.testbed import collect_env
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
 DEGRADATION_THRESHOLD = 1.05
 
-NonNegInt = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -92,16 +92,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
-def _as_list(value: object) -> object:
-    return value if isinstance(value, list) else [value]
-
-
-def _check_grid(values: list[Any], what: str) -> list[Any]:
-    if not values:
-        raise ValueError(f"{what}: expected a value or a non-empty list")
-    if len(set(values)) != len(values):
-        raise ValueError(f"{what}: repeated values in the grid {values}")
-    return values
+_as_list = comex_params.as_list
+_check_grid = comex_params.check_grid
 
 
 class EmulateSection(_Strict):
@@ -172,45 +164,6 @@ class AppSection(_Strict):
         return self.preset_spec.jemalloc if self.jemalloc is None else self.jemalloc
 
 
-class ComexSection(_Strict):
-    """``[models.comex]``: the comex policy's parameters (``src/policy_comex.c``; unset:
-    its defaults, COMEX's P = 16, B = 4096, 64, 6 µs, 12); ``prefetch_pages`` and
-    ``read_buffer_pages`` may be lists (their product: the P x B sweep of Figs. 11-12)."""
-
-    prefetch_pages: list[Annotated[int, Field(ge=1, le=64)]] | None = None
-    read_buffer_pages: list[Annotated[int, Field(ge=1)]] | None = None
-    write_batch_pages: int | None = Field(None, ge=1)
-    service_ns: NonNegInt | None = None
-    memory_nodes: int | None = Field(None, ge=1, le=65536)
-
-    _grid = field_validator("prefetch_pages", "read_buffer_pages", mode="before")(_as_list)
-
-    @field_validator("prefetch_pages", "read_buffer_pages")
-    @classmethod
-    def _values(cls, v: list[int] | None) -> list[int] | None:
-        return None if v is None else _check_grid(v, "grid")
-
-    def points(self) -> list[tuple[str, dict[str, str]]]:
-        """(label suffix, ``SWAPDEV_COMEX_*`` environment) per (P, B) of the grid."""
-        fixed = {f"SWAPDEV_COMEX_{key}": str(value) for key, value in (
-            ("WRITE_BATCH_PAGES", self.write_batch_pages), ("SERVICE_NS", self.service_ns),
-            ("MEMORY_NODES", self.memory_nodes)) if value is not None}
-        out = []
-        unset: list[int | None] = [None]
-        for p in [*self.prefetch_pages] if self.prefetch_pages else unset:
-            for b in [*self.read_buffer_pages] if self.read_buffer_pages else unset:
-                env = dict(fixed)
-                suffix = ""
-                if p is not None:
-                    env["SWAPDEV_COMEX_PREFETCH_PAGES"] = str(p)
-                    suffix += f"-P{p}"
-                if b is not None:
-                    env["SWAPDEV_COMEX_READ_BUFFER_PAGES"] = str(b)
-                    suffix += f"-B{b}"
-                out.append((suffix, env))
-        return out
-
-
 class ModelSection(_Strict):
     """``[[models]]``: one delay model (:class:`device.DelayModel`) or a local-swap
     ``baseline`` (:mod:`disaggsim.swapdev.baselines`: ``hdd-5400``, ``ssd-sata``); a
@@ -222,7 +175,7 @@ class ModelSection(_Strict):
     kind: str | None = None
     baseline: baselines.BaselineName | None = None
     paging: device.PagingPolicy | None = None
-    comex: ComexSection | None = None
+    comex: comex_params.ComexSection | None = None
     latency_ns: list[NonNegInt] = [0]
     bandwidth_bps: list[NonNegInt] = [0]
     fct_file: Annotated[Path | None, Field(strict=False)] = None
@@ -338,11 +291,11 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
                     f"({cfg.emulate.timeout_s} s)"
                 )
     for i, m in enumerate(cfg.models):
-        uses_comex = (m.paging or ("demand" if m.baseline else cfg.emulate.paging)) == "comex"
+        paging = m.paging or (baselines.BASELINE_PAGING if m.baseline else cfg.emulate.paging)
         if (m.paging is not None or m.comex is not None) and cfg.emulate.backend != "uffd":
             problems.append(f"{config_location(path, ('models', i))}: models[{i}]: paging "
                             f"and comex: only for backend = \"uffd\"")
-        elif m.comex is not None and not uses_comex:
+        elif m.comex is not None and paging != comex_params.POLICY:
             problems.append(f"{config_location(path, ('models', i, 'comex'))}: models[{i}]."
                             f"comex: only with paging = \"comex\"")
     if cfg.app.command is not None:
@@ -401,7 +354,8 @@ def expand_models(cfg: EmulateConfig) -> list[Point]:
         if m.baseline is not None:
             model = baselines.baseline_model(m.baseline, baseline_dir(cfg))
             points.append(Point(m.label or m.baseline, model.kind, model.latency_ns,
-                                model.bandwidth_bps, model, m.paging or "demand",
+                                model.bandwidth_bps, model,
+                                m.paging or baselines.BASELINE_PAGING,
                                 baseline=m.baseline))
             continue
         assert m.kind is not None
@@ -537,8 +491,9 @@ def _run_command_once(
         status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
         counters = emulate_apps.device_counters(proc.stderr)
         if status == "ok" and proc.returncode == 0:
+            cx = device.comex_counters(proc.stderr)
             return emulate_apps.Outcome(status, wall, *counters, wall,
-                                        detail={"comex": device.comex_counters(proc.stderr)})
+                                        detail={"comex_counters": cx})
     else:
         with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))
@@ -580,7 +535,7 @@ def _run_preset_with_retries(
             # The holders' logs hold the device's exit summaries (comex counters).
             logs = [log for log in session.cluster.logs.values()
                     if log.name.startswith(session.preset.holders) and log.exists()]
-            res.detail["comex"] = device.comex_counters(
+            res.detail["comex_counters"] = device.comex_counters(
                 "".join(log.read_text(errors="replace") for log in logs))
             return res
         except emulate_apps.MemcgOomKill as exc:
@@ -634,7 +589,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                         else:
                             res = _run_preset_with_retries(cfg, session, pt, local, work)
                     mem = mem_bytes()
-                    cx: dict[str, int] = dict(res.detail.get("comex") or {})  # type: ignore[call-overload]
+                    cx: dict[str, int] = dict(res.detail.get("comex_counters") or {})  # type: ignore[call-overload]
                     paging = "" if cfg.emulate.backend != "uffd" else (
                         pt.paging or cfg.emulate.paging)
                     run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps,
