@@ -130,6 +130,19 @@ def round_trips(req: pd.DataFrame, topology: dict[str, int], protocol: str, rate
     })
 
 
+def measured(rt: pd.DataFrame, base_ns: float, t0: float) -> dict[str, float]:
+    """A point's simulated columns from :func:`round_trips`' rows (ns; ``wall_s`` since
+    ``t0``, a ``time.monotonic()``)."""
+    return {
+        "zero_load_network_ns": base_ns,
+        "sim_queue_ns": float(rt["wait_ns"].mean()),
+        "sim_network_queue_ns": float((rt["req_fct_ns"] - rt["req_ideal_ns"]
+                                       + rt["reply_fct_ns"] - rt["reply_ideal_ns"]).mean()),
+        "sim_rtt_mean_ns": float(rt["rtt_ns"].mean()),
+        "sim_rtt_p99_ns": float(rt["rtt_ns"].quantile(0.99)),
+        "wall_s": round(time.monotonic() - t0, 2)}
+
+
 def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.DataFrame:
     rows = []
     for topo in cfg.topologies:
@@ -157,15 +170,8 @@ def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.D
                             "rho": n * p / m, "requests": len(req),
                             "eq1_paper_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns),
                             "eq1_fabric_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns, base),
-                            "zero_load_network_ns": base,
                             "model_queue_ns": cfg.service_ns * (n - 1) * p / m,
-                            "sim_queue_ns": float(rt["wait_ns"].mean()),
-                            "sim_network_queue_ns": float(
-                                (rt["req_fct_ns"] - rt["req_ideal_ns"] + rt["reply_fct_ns"]
-                                 - rt["reply_ideal_ns"]).mean()),
-                            "sim_rtt_mean_ns": float(rt["rtt_ns"].mean()),
-                            "sim_rtt_p99_ns": float(rt["rtt_ns"].quantile(0.99)),
-                            "wall_s": round(time.monotonic() - t0, 2)})
+                            **measured(rt, base, t0)})
                         print(json.dumps(rows[-1]), flush=True)
     return pd.DataFrame(rows)
 
@@ -252,14 +258,7 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], flows: pd.DataFra
                     "eq1_paper_plus_transfer_ns": comex.eq1_rtt_ns(n, m, p_req, cfg.service_ns)
                     + transfer,
                     "eq1_fabric_ns": comex.eq1_rtt_ns(n, m, p_req, cfg.service_ns, base),
-                    "zero_load_network_ns": base,
-                    "sim_queue_ns": float(rt["wait_ns"].mean()),
-                    "sim_network_queue_ns": float(
-                        (rt["req_fct_ns"] - rt["req_ideal_ns"] + rt["reply_fct_ns"]
-                         - rt["reply_ideal_ns"]).mean()),
-                    "sim_rtt_mean_ns": float(rt["rtt_ns"].mean()),
-                    "sim_rtt_p99_ns": float(rt["rtt_ns"].quantile(0.99)),
-                    "wall_s": round(time.monotonic() - t0, 2)})
+                    **measured(rt, base, t0)})
                 print(json.dumps(rows[-1]), flush=True)
     return pd.DataFrame(rows)
 
