@@ -1,0 +1,97 @@
+"""The markdown tables of bench/RESULTS.md "COMEX (#23)" from the committed results.
+
+    python bench/comex_tables.py [hitrate|pb|speedup|eq1|trace]
+
+Reads ``notebooks/data/comex/`` (written by ``bench/comex_emulate.sh`` and
+``bench/comex_fabric.py``) and prints each table; times in s (emulate) or µs (fabric).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from disaggsim.sim.runner import repo_root
+
+DATA = repo_root() / "notebooks" / "data" / "comex"
+APPS = {"comex-numpy-sort": ("numpy-sort", "FSORT 87 %"),
+        "comex-python-sort": ("python-sort", "BFS 44 %, MIS n/a"),
+        "comex-memcached-ycsb": ("memcached-ycsb", "DICT 86 %"),
+        "comex-dask-sort": ("dask-sort", "FT 47 %")}
+
+
+def hitrate() -> None:
+    for name, (app, paper) in APPS.items():
+        runs = pd.read_csv(DATA / name / "runs.csv")
+        for fraction, g in runs[runs["model"] == "comex-10g"].groupby("local_fraction"):
+            med = g[["comex_reads", "comex_read_hits", "comex_write_hits",
+                     "comex_prefetched_unused", "hit_rate"]].median()
+            print(f"| {app} | {fraction:.0%} | {med.comex_reads:,.0f} | {med.comex_read_hits:,.0f} "
+                  f"| {med.comex_write_hits:,.0f} | {med.comex_prefetched_unused:,.0f} "
+                  f"| {med.hit_rate:.0%} | {paper} |")
+
+
+def pb() -> None:
+    s = pd.read_csv(DATA / "comex-pb-numpy-sort" / "summary.csv")
+    s = s[s["model"] != "none"].copy()
+    s["P"] = s["model"].str.extract(r"-P(\d+)-")[0].astype(int)
+    s["B"] = s["model"].str.extract(r"-B(\d+)$")[0].astype(int)
+    bs = sorted(s["B"].unique())
+    print("| P \\ B | " + " | ".join(str(b) for b in bs) + " |")
+    print("|---" * (len(bs) + 1) + "|")
+    for p, g in s.groupby("P"):
+        g = g.set_index("B")
+        print(f"| {p} | " + " | ".join(
+            f"{g.loc[b, 'median_jct_s']:.2f} ({g.loc[b, 'min_jct_s']:.2f}–"
+            f"{g.loc[b, 'max_jct_s']:.2f}), {g.loc[b, 'hit_rate']:.0%}" for b in bs) + " |")
+
+
+def speedup() -> None:
+    print("| application | local | comex JCT (s) | baseline | baseline JCT (s) | speed-up |")
+    print("|---|---|---|---|---|---|")
+    for name, (app, _) in APPS.items():
+        for _, r in pd.read_csv(DATA / name / "speedup.csv").iterrows():
+            base = "> timeout" if pd.isna(r.baseline_median_jct_s) else \
+                f"{r.baseline_median_jct_s:.2f}"
+            value = f"≥ {r.speedup_at_least:.1f}x" if pd.isna(r.speedup) else f"{r.speedup:.2f}x"
+            print(f"| {app} | {r.local_fraction:.0%} | {r.median_jct_s:.2f} | {r.baseline} "
+                  f"| {base} | {value} |")
+
+
+def eq1() -> None:
+    e = pd.read_csv(DATA / "comex-fabric" / "eq1.csv")
+    sw = e[(e["protocol"] == "pfabric") & (e["topology"] == "switch")]
+    clos = e[(e["protocol"] == "pfabric") & (e["topology"] == "clos")].set_index(
+        ["compute_nodes", "request_probability"])
+    print("| N | P | ρ = NP/M | Eq. (1), 4.54 µs | Eq. (1), fabric T_NW | simulated mean (p99), "
+          "one switch | simulated mean, Clos | T_Q Eq. (1) | T_Q simulated | network queueing |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for _, r in sw.iterrows():
+        c = clos.loc[(r.compute_nodes, r.request_probability)]
+        print(f"| {r.compute_nodes} | {r.request_probability:g} | {r.rho:.2f} "
+              f"| {r.eq1_paper_ns / 1000:.2f} | {r.eq1_fabric_ns / 1000:.2f} "
+              f"| {r.sim_rtt_mean_ns / 1000:.2f} ({r.sim_rtt_p99_ns / 1000:.1f}) "
+              f"| {c.sim_rtt_mean_ns / 1000:.2f} | {r.model_queue_ns / 1000:.2f} "
+              f"| {r.sim_queue_ns / 1000:.2f} | {r.sim_network_queue_ns / 1000:.3f} |")
+
+
+def trace() -> None:
+    t = pd.read_csv(DATA / "comex-fabric" / "trace.csv")
+    print("| topology | transport | N | reads | writes | P per T_S | Eq. (1) + 64 KiB at 10 Gb/s "
+          "| Eq. (1), fabric T_NW | simulated mean (p99) | memory-node wait | network queueing |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for _, r in t.iterrows():
+        print(f"| {r.topology} | {r.protocol} | {r.compute_nodes} | {r.reads} | {r.writes} "
+              f"| {r.request_probability:.3f} | {r.eq1_paper_plus_transfer_ns / 1000:.1f} "
+              f"| {r.eq1_fabric_ns / 1000:.1f} | {r.sim_rtt_mean_ns / 1000:.1f} "
+              f"({r.sim_rtt_p99_ns / 1000:.0f}) | {r.sim_queue_ns / 1000:.2f} "
+              f"| {r.sim_network_queue_ns / 1000:.1f} |")
+
+
+TABLES = {"hitrate": hitrate, "pb": pb, "speedup": speedup, "eq1": eq1, "trace": trace}
+
+if __name__ == "__main__":
+    for which in sys.argv[1:] or list(TABLES):
+        TABLES[which]()
+        print()
