@@ -147,7 +147,7 @@ for name, (app, _) in APPS.items():
         speed.append(pd.read_csv(path).assign(application=app))
 sp = pd.concat(speed, ignore_index=True)
 display(sp.round(3))
-fig = Figure(figsize=(6.5, 3.2))
+fig = Figure(figsize=(8, 3.8))
 ax = fig.subplots()
 x = np.arange(len(sp))
 value = sp["speedup"].fillna(sp["speedup_at_least"])
@@ -156,9 +156,9 @@ ax.bar(x, value, color=["tab:green" if b == "ssd-sata" else "tab:brown" for b in
 for i, bound in enumerate(sp["speedup"].isna()):
     if bound:
         ax.bar(x[i], value[i], fill=False, hatch="//", edgecolor="black")
-ax.set_xticks(x, [f"{a}\n{f:.0%} vs {b}" for a, f, b in
+ax.set_xticks(x, [f"{a} {f:.0%}\nvs {b}" for a, f, b in
                   zip(sp["application"], sp["local_fraction"], sp["baseline"], strict=True)],
-              fontsize=6)
+              fontsize=6, rotation=30, ha="right")
 ax.set_yscale("log")
 ax.set_ylabel("speed-up over local swap")
 ax.axhline(1, color="grey", lw=1)
