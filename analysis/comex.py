@@ -128,15 +128,19 @@ class FabricSection(_Strict):
 
     N compute and M memory blades (``compute_nodes`` x ``memory_nodes`` grids) on one
     switch (``switch``: one rack of N + M hosts) and on the Clos (``clos``: the default 9 x
-    16 fabric, compute blades in rack 0, memory blades in the other racks); each transport
-    of ``protocols`` at ``rate_gbps`` (COMEX: 10 GbE, §5.1.2). ``request_probability``:
-    Eq. (1)'s P per slot of ``service_ns`` (T_S); ``slots`` slots per run. ``trace_*``: the
+    16 fabric, compute blades in rack 0, memory blades in the other racks), on each of
+    ``fabrics``; each transport of ``protocols`` at ``rate_gbps`` (COMEX: 10 GbE,
+    §5.1.2). ``request_probability``: Eq. (1)'s P per slot of ``service_ns`` (T_S);
+    ``slots`` slots per run. ``trace_*``: the
     second part, a comex run's converted rmem log replayed from N compute blades.
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     out_dir: Annotated[Path, Field(strict=False)]
     topologies: list[Literal["switch", "clos"]] = Field(min_length=1)
+    #: ``lossy`` (drop-tail port buffers) and/or ``lossless`` (PFC, the fabric RoCE runs on;
+    #: README "Fabrics", topologies/doc/lossless.md).
+    fabrics: list[Literal["lossy", "lossless"]] = Field(["lossy"], min_length=1)
     protocols: list[str] = Field(min_length=1)
     rate_gbps: float = Field(10.0, gt=0)
     compute_nodes: list[Annotated[int, Field(ge=1, le=15)]] = Field(min_length=1)

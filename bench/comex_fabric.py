@@ -1,6 +1,7 @@
 """COMEX's requests on the simulated fabric, beside Eq. (1) (issue #23 item 3).
 
-    python bench/comex_fabric.py configs/comex-fabric.toml [--trace-from RMEM]
+    python bench/comex_fabric.py configs/comex-fabric.toml [--trace-from RMEM |
+        --window-from notebooks/data/comex/comex-fabric/trace_window.csv] [--skip-eq1]
 
 COMEX (paper 002, §3.3.3) models a request's round trip from a compute node to a memory
 node as Eq. (1), ``RTT = 4.54 µs + T_S + T_S (N - 1) P / M``
@@ -28,7 +29,10 @@ node as Eq. (1), ``RTT = 4.54 µs + T_S + T_S (N - 1) P / M``
    Read RTT beside Eq. (1) + 64 KiB at the link rate, with P the measured requests per
    compute blade per T_S.
 
-Outputs (``out_dir/name``): ``eq1.csv`` and ``trace.csv``, one row per point: the
+Outputs (``out_dir/name``): ``trace_window.csv``, the replayed window (``t`` ns, ``kind``,
+``size_bytes``: a recording's burstiness depends on the machine's load while it ran, so
+the window is kept and ``--window-from`` replays it); ``eq1.csv`` and ``trace.csv``, one
+row per point: the
 configuration, Eq. (1) (``eq1_paper_ns`` with 4.54 µs, ``eq1_fabric_ns`` with the fabric's
 ``zero_load_network_ns``; for the trace ``eq1_paper_plus_transfer_ns``), the model's and
 the simulated memory-node wait (``model_queue_ns``, ``sim_queue_ns``), the network's own
@@ -42,6 +46,7 @@ is not.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -63,18 +68,21 @@ from disaggsim.traces.paging import read_rmem
 RACK_HOSTS = 16
 
 
-def hosts(topology: str, n: int, m: int) -> tuple[dict[str, int], list[int], list[int]]:
+def hosts(topology: str, n: int, m: int,
+          fabric: str) -> tuple[dict[str, int | str], list[int], list[int]]:
     """(driver topology keys, compute hosts, memory hosts) of N compute and M memory
     blades: ``switch`` one rack of N + M hosts; ``clos`` the 9 x 16 fabric, compute blades
-    in rack 0 and memory blade j in rack 1 + j mod 8 (every request crosses a spine)."""
+    in rack 0 and memory blade j in rack 1 + j mod 8 (every request crosses a spine);
+    ``fabric`` lossy or lossless (``--fabric``)."""
     if topology == "switch":
-        return {"racks": 1, "hosts_per_rack": n + m}, list(range(n)), list(range(n, n + m))
+        return ({"racks": 1, "hosts_per_rack": n + m, "fabric": fabric}, list(range(n)),
+                list(range(n, n + m)))
     mem = [RACK_HOSTS * (1 + j % 8) + j // 8 for j in range(m)]
-    return {"racks": 9, "hosts_per_rack": RACK_HOSTS}, list(range(n)), mem
+    return {"racks": 9, "hosts_per_rack": RACK_HOSTS, "fabric": fabric}, list(range(n)), mem
 
 
-def simulate(flows: pd.DataFrame, topology: dict[str, int], protocol: str, rate_gbps: float,
-             run_dir: Path) -> pd.DataFrame:
+def simulate(flows: pd.DataFrame, topology: dict[str, int | str], protocol: str,
+             rate_gbps: float, run_dir: Path) -> pd.DataFrame:
     """Run ``disaggsim-ns3`` on ``flows`` (NS3_FLOWS columns); returns its FCT records
     indexed by ``flow_id``. Raises RuntimeError if a flow did not finish."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -92,8 +100,8 @@ def simulate(flows: pd.DataFrame, topology: dict[str, int], protocol: str, rate_
     return fct
 
 
-def round_trips(req: pd.DataFrame, topology: dict[str, int], protocol: str, rate_gbps: float,
-                service_ns: int, reply_bytes: np.ndarray, run_dir: Path,
+def round_trips(req: pd.DataFrame, topology: dict[str, int | str], protocol: str,
+                rate_gbps: float, service_ns: int, reply_bytes: np.ndarray, run_dir: Path,
                 extra_c2m: pd.DataFrame | None = None) -> pd.DataFrame:
     """Requests ``req`` (``start_ns, src_host, dst_host``) -> per request: request FCT,
     memory-node wait, reply FCT, RTT and both ideal FCTs (ns). ``extra_c2m``: more
@@ -145,11 +153,11 @@ def measured(rt: pd.DataFrame, base_ns: float, t0: float) -> dict[str, float]:
 
 def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.DataFrame:
     rows = []
-    for topo in cfg.topologies:
+    for topo, fabric in itertools.product(cfg.topologies, cfg.fabrics):
         for proto in protocols:
             for n in cfg.compute_nodes:
                 for m in cfg.memory_nodes:
-                    topology, c_hosts, m_hosts = hosts(topo, n, m)
+                    topology, c_hosts, m_hosts = hosts(topo, n, m, fabric)
                     for p in cfg.request_probability:
                         arr = comex.slotted_requests(n, m, p, cfg.slots, cfg.service_ns, cfg.seed)
                         if len(arr) == 0:
@@ -162,10 +170,11 @@ def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.D
                         t0 = time.monotonic()
                         rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
                                          np.full(len(req), cfg.message_bytes),
-                                         runs / f"eq1-{topo}-{proto}-N{n}-M{m}-P{p}")
+                                         runs / f"eq1-{topo}-{fabric}-{proto}-N{n}-M{m}-P{p}")
                         base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).mean())
                         rows.append({
-                            "topology": topo, "protocol": proto, "compute_nodes": n,
+                            "topology": topo, "fabric": fabric, "protocol": proto,
+                            "compute_nodes": n,
                             "memory_nodes": m, "request_probability": p,
                             "rho": n * p / m, "requests": len(req),
                             "eq1_paper_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns),
@@ -210,24 +219,29 @@ def converted_flows(rmem: Path, work: Path) -> pd.DataFrame:
     return flows[flows["kind"].isin(["mem_read", "mem_write"])].reset_index(drop=True)
 
 
-def trace_part(cfg: comex.FabricSection, protocols: list[str], flows: pd.DataFrame,
-               runs: Path) -> pd.DataFrame:
-    # The window (of consecutive windows from the first read on) with the most reads: the
-    # run first writes its array out (evictions only), and its reads come in bursts.
+def busiest_window(flows: pd.DataFrame, window_ns: int) -> pd.DataFrame:
+    """The flows of the window (of consecutive ``window_ns`` windows from the first read
+    on) with the most reads, as ``t`` (ns from the window's start), ``kind``,
+    ``size_bytes``: the run first writes its array out (evictions only), and its reads
+    come in bursts."""
     read_starts = flows.loc[flows["kind"] == "mem_read", "start_ns"]
-    bins = (read_starts - read_starts.min()) // cfg.trace_window_ns
-    first = read_starts.min() + int(bins.value_counts().idxmax()) * cfg.trace_window_ns
-    window = flows[(flows["start_ns"] >= first)
-                   & (flows["start_ns"] - first < cfg.trace_window_ns)].copy()
-    window["t"] = window["start_ns"] - first
+    bins = (read_starts - read_starts.min()) // window_ns
+    first = read_starts.min() + int(bins.value_counts().idxmax()) * window_ns
+    window = flows[(flows["start_ns"] >= first) & (flows["start_ns"] - first < window_ns)]
+    return pd.DataFrame({"t": window["start_ns"] - first, "kind": window["kind"],
+                         "size_bytes": window["size_bytes"]}).reset_index(drop=True)
+
+
+def trace_part(cfg: comex.FabricSection, protocols: list[str], window: pd.DataFrame,
+               runs: Path) -> pd.DataFrame:
     reads = window[window["kind"] == "mem_read"]
     writes = window[window["kind"] == "mem_write"]
     rows = []
-    for topo in cfg.topologies:
+    for topo, fabric in itertools.product(cfg.topologies, cfg.fabrics):
         for proto in protocols:
             for n in cfg.trace_compute_nodes:
                 m = cfg.trace_memory_nodes
-                topology, c_hosts, m_hosts = hosts(topo, n, m)
+                topology, c_hosts, m_hosts = hosts(topo, n, m, fabric)
                 req_parts, wr_parts, sizes = [], [], []
                 for c in range(n):
                     shift = c * cfg.trace_window_ns // n
@@ -246,12 +260,14 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], flows: pd.DataFra
                 wr = pd.concat(wr_parts, ignore_index=True).assign(req_id=-1)
                 t0 = time.monotonic()
                 rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
-                                 reply_bytes, runs / f"trace-{topo}-{proto}-N{n}-M{m}", wr)
+                                 reply_bytes, runs / f"trace-{topo}-{fabric}-{proto}-N{n}-M{m}",
+                                 wr)
                 p_req = min(1.0, len(reads) * cfg.service_ns / cfg.trace_window_ns)
                 transfer = float(np.mean(reply_bytes)) * 8 / cfg.rate_gbps
                 base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).mean())
                 rows.append({
-                    "topology": topo, "protocol": proto, "compute_nodes": n, "memory_nodes": m,
+                    "topology": topo, "fabric": fabric, "protocol": proto, "compute_nodes": n,
+                    "memory_nodes": m,
                     "reads": len(req), "writes": len(wr),
                     "write_bytes_mean": float(wr["size_bytes"].mean()) if len(wr) else 0.0,
                     "request_probability": p_req,
@@ -268,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("config", type=Path)
     ap.add_argument("--trace-from", type=Path, help="an rmem log of a comex run (default: "
                     "record one: numpy-sort on the uffd device, ~5 s)")
+    ap.add_argument("--window-from", type=Path, help="replay a window written before "
+                    "(out_dir/name/trace_window.csv) instead of recording and converting")
     ap.add_argument("--skip-eq1", action="store_true")
     args = ap.parse_args(argv)
     cfg = comex.load_fabric_config(args.config).comex_fabric
@@ -287,10 +305,16 @@ def main(argv: list[str] | None = None) -> int:
             with atomic_path(out / "eq1.csv") as tmp:
                 eq1.to_csv(tmp, index=False)
         if cfg.trace_compute_nodes:
-            rmem = args.trace_from or comex_rmem_log(work)
-            flows = converted_flows(rmem, work)
-            print(flows.groupby("kind")["size_bytes"].describe().to_string(), flush=True)
-            trace = trace_part(cfg, protocols, flows, work / "runs")
+            if args.window_from is not None:
+                window = pd.read_csv(args.window_from)
+            else:
+                rmem = args.trace_from or comex_rmem_log(work)
+                flows = converted_flows(rmem, work)
+                print(flows.groupby("kind")["size_bytes"].describe().to_string(), flush=True)
+                window = busiest_window(flows, cfg.trace_window_ns)
+                with atomic_path(out / "trace_window.csv") as tmp:
+                    window.to_csv(tmp, index=False)
+            trace = trace_part(cfg, protocols, window, work / "runs")
             with atomic_path(out / "trace.csv") as tmp:
                 trace.to_csv(tmp, index=False)
     return 0

@@ -1,6 +1,6 @@
 """The markdown tables of bench/RESULTS.md "COMEX (#23)" from the committed results.
 
-    python bench/comex_tables.py [hitrate|pb|speedup|eq1|trace]
+    python bench/comex_tables.py [hitrate|pb|speedup|eq1|lossless|trace]
 
 Reads ``notebooks/data/comex/`` (written by ``bench/comex_emulate.sh`` and
 ``bench/comex_fabric.py``) and prints each table; times in s (emulate) or µs (fabric).
@@ -61,6 +61,7 @@ def speedup() -> None:
 
 def eq1() -> None:
     e = pd.read_csv(DATA / "comex-fabric" / "eq1.csv")
+    e = e[e["fabric"] == "lossy"]
     sw = e[(e["protocol"] == "pfabric") & (e["topology"] == "switch")]
     clos = e[(e["protocol"] == "pfabric") & (e["topology"] == "clos")].set_index(
         ["compute_nodes", "request_probability"])
@@ -76,20 +77,33 @@ def eq1() -> None:
               f"| {r.sim_queue_ns / 1000:.2f} | {r.sim_network_queue_ns / 1000:.3f} |")
 
 
+def lossless() -> None:
+    """Per point of eq1.csv: the lossless fabric's mean RTT over the lossy one's."""
+    e = pd.read_csv(DATA / "comex-fabric" / "eq1.csv")
+    keys = ["topology", "protocol", "compute_nodes", "request_probability"]
+    p = e.pivot_table(index=keys, columns="fabric", values="sim_rtt_mean_ns")
+    ratio = p["lossless"] / p["lossy"]
+    print(f"lossless / lossy mean RTT over {len(ratio)} points: {ratio.min():.4f}–"
+          f"{ratio.max():.4f}")
+
+
 def trace() -> None:
     t = pd.read_csv(DATA / "comex-fabric" / "trace.csv")
-    print("| topology | transport | N | reads | writes | P per T_S | Eq. (1) + 64 KiB at 10 Gb/s "
-          "| Eq. (1), fabric T_NW | simulated mean (p99) | memory-node wait | network queueing |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| topology | fabric | transport | N | reads | writes | P per T_S | Eq. (1) + 64 KiB at "
+          "10 Gb/s | Eq. (1), fabric T_NW | simulated mean (p99) | memory-node wait | network "
+          "queueing |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for _, r in t.iterrows():
-        print(f"| {r.topology} | {r.protocol} | {r.compute_nodes} | {r.reads} | {r.writes} "
+        print(f"| {r.topology} | {r.fabric} | {r.protocol} | {r.compute_nodes} | {r.reads} "
+              f"| {r.writes} "
               f"| {r.request_probability:.3f} | {r.eq1_paper_plus_transfer_ns / 1000:.1f} "
               f"| {r.eq1_fabric_ns / 1000:.1f} | {r.sim_rtt_mean_ns / 1000:.1f} "
               f"({r.sim_rtt_p99_ns / 1000:.0f}) | {r.sim_queue_ns / 1000:.2f} "
               f"| {r.sim_network_queue_ns / 1000:.1f} |")
 
 
-TABLES = {"hitrate": hitrate, "pb": pb, "speedup": speedup, "eq1": eq1, "trace": trace}
+TABLES = {"hitrate": hitrate, "pb": pb, "speedup": speedup, "eq1": eq1, "lossless": lossless,
+          "trace": trace}
 
 if __name__ == "__main__":
     for which in sys.argv[1:] or list(TABLES):

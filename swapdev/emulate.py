@@ -558,12 +558,12 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
     spec = cfg.app.preset_spec
+    baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     if cfg.emulate.backend == "kmod":
         with device.system_lock():
             kmod_runs = _kmod_runs(cfg, points, progress)
         _write_outputs(cfg, out, kmod_runs)
         return out
-    baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
