@@ -84,7 +84,8 @@ def hosts(topology: str, n: int, m: int,
 def simulate(flows: pd.DataFrame, topology: dict[str, int | str], protocol: str,
              rate_gbps: float, run_dir: Path) -> pd.DataFrame:
     """Run ``disaggsim-ns3`` on ``flows`` (NS3_FLOWS columns); returns its FCT records
-    indexed by ``flow_id``. Raises RuntimeError if a flow did not finish."""
+    indexed by ``flow_id`` (a flow unfinished when the run stopped, ``drainNs`` after the
+    last start, has ``finished`` 0). Raises RuntimeError if the program fails."""
     run_dir.mkdir(parents=True, exist_ok=True)
     flows_csv, fct_csv = run_dir / "flows.csv", run_dir / "fct.csv"
     flows[["flow_id", "start_ns", "src_host", "dst_host", "size_bytes"]].to_csv(
@@ -94,10 +95,7 @@ def simulate(flows: pd.DataFrame, topology: dict[str, int | str], protocol: str,
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr[-1500:]}")
-    fct = read_fct_csv(fct_csv).set_index("flow_id").sort_index()
-    if (fct["finished"] == 0).any():
-        raise RuntimeError(f"{run_dir}: {(fct['finished'] == 0).sum()} flows unfinished")
-    return fct
+    return read_fct_csv(fct_csv).set_index("flow_id").sort_index()
 
 
 def round_trips(req: pd.DataFrame, topology: dict[str, int | str], protocol: str,
@@ -106,7 +104,8 @@ def round_trips(req: pd.DataFrame, topology: dict[str, int | str], protocol: str
     """Requests ``req`` (``start_ns, src_host, dst_host``) -> per request: request FCT,
     memory-node wait, reply FCT, RTT and both ideal FCTs (ns). ``extra_c2m``: more
     compute -> memory flows (write batches) simulated with the requests, served by the
-    memory node after their transfer like a request, with no reply."""
+    memory node after their transfer like a request, with no reply. A request or reply
+    that did not finish (an overloaded link past the run's end) leaves NaN times."""
     n_req = len(req)
     c2m = req.assign(size_bytes=req["size_bytes"], is_req=True)
     if extra_c2m is not None:
@@ -117,31 +116,38 @@ def round_trips(req: pd.DataFrame, topology: dict[str, int | str], protocol: str
     c2m["arrive_ns"] = f1.loc[c2m["flow_id"], "finish_ns"].to_numpy()
     c2m["fct_ns"] = f1.loc[c2m["flow_id"], "fct_ns"].to_numpy()
     c2m["ideal_ns"] = f1.loc[c2m["flow_id"], "ideal_fct_ns"].to_numpy()
-    c2m["wait_ns"] = 0.0
-    for _, idx in c2m.groupby("dst_host").groups.items():
+    done1 = f1.loc[c2m["flow_id"], "finished"].to_numpy() == 1
+    c2m.loc[~done1, ["arrive_ns", "fct_ns"]] = np.nan
+    c2m["wait_ns"] = np.nan
+    for _, idx in c2m[done1].groupby("dst_host").groups.items():
         part = c2m.loc[idx].sort_values(["arrive_ns", "flow_id"])
         c2m.loc[part.index, "wait_ns"] = comex.fifo_waits(part["arrive_ns"], service_ns)
     reqs = c2m[c2m["is_req"]].sort_values("req_id").reset_index(drop=True)
     assert len(reqs) == n_req
+    served = reqs["wait_ns"].notna().to_numpy()
     reply = pd.DataFrame({
-        "flow_id": np.arange(n_req),
-        "start_ns": (reqs["arrive_ns"] + reqs["wait_ns"] + service_ns).round().astype(np.int64),
-        "src_host": reqs["dst_host"], "dst_host": reqs["src_host"],
-        "size_bytes": reply_bytes})
+        "flow_id": np.arange(n_req)[served],
+        "start_ns": (reqs["arrive_ns"] + reqs["wait_ns"] + service_ns)[served].round()
+        .astype(np.int64),
+        "src_host": reqs["dst_host"][served], "dst_host": reqs["src_host"][served],
+        "size_bytes": reply_bytes[served]})
     f2 = simulate(reply.sort_values("start_ns", kind="stable"), topology, protocol, rate_gbps,
                   run_dir / "m2c")
+    f2 = f2.where(f2["finished"] == 1).reindex(np.arange(n_req))
     return pd.DataFrame({
         "req_fct_ns": reqs["fct_ns"], "req_ideal_ns": reqs["ideal_ns"],
-        "wait_ns": reqs["wait_ns"], "reply_fct_ns": f2.loc[reply["flow_id"], "fct_ns"].to_numpy(),
-        "reply_ideal_ns": f2.loc[reply["flow_id"], "ideal_fct_ns"].to_numpy(),
-        "rtt_ns": f2.loc[reply["flow_id"], "finish_ns"].to_numpy() - reqs["start_ns"].to_numpy(),
+        "wait_ns": reqs["wait_ns"], "reply_fct_ns": f2["fct_ns"].to_numpy(),
+        "reply_ideal_ns": f2["ideal_fct_ns"].to_numpy(),
+        "rtt_ns": f2["finish_ns"].to_numpy() - reqs["start_ns"].to_numpy(),
     })
 
 
 def measured(rt: pd.DataFrame, base_ns: float, t0: float) -> dict[str, float]:
     """A point's simulated columns from :func:`round_trips`' rows (ns; ``wall_s`` since
-    ``t0``, a ``time.monotonic()``)."""
+    ``t0``, a ``time.monotonic()``): means and p99 over the round trips that finished,
+    ``unfinished`` the others."""
     return {
+        "unfinished": int(rt["rtt_ns"].isna().sum()),
         "zero_load_network_ns": base_ns,
         "sim_queue_ns": float(rt["wait_ns"].mean()),
         "sim_network_queue_ns": float((rt["req_fct_ns"] - rt["req_ideal_ns"]
@@ -171,7 +177,7 @@ def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.D
                         rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
                                          np.full(len(req), cfg.message_bytes),
                                          runs / f"eq1-{topo}-{fabric}-{proto}-N{n}-M{m}-P{p}")
-                        base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).mean())
+                        base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).median())
                         rows.append({
                             "topology": topo, "fabric": fabric, "protocol": proto,
                             "compute_nodes": n,
@@ -264,7 +270,7 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], window: pd.DataFr
                                  wr)
                 p_req = min(1.0, len(reads) * cfg.service_ns / cfg.trace_window_ns)
                 transfer = float(np.mean(reply_bytes)) * 8 / cfg.rate_gbps
-                base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).mean())
+                base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).median())
                 rows.append({
                     "topology": topo, "fabric": fabric, "protocol": proto, "compute_nodes": n,
                     "memory_nodes": m,
