@@ -114,8 +114,8 @@ def trace() -> None:
     t = pd.read_csv(DATA / "comex-fabric" / "trace.csv")
     print("| topology | fabric | transport | N | reads | writes | memory-link load | P per T_S "
           "| Eq. (1) + 64 KiB at 10 Gb/s | Eq. (1), fabric T_NW | simulated mean (p99) "
-          "| memory-node wait | network queueing |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| memory-node wait | network queueing | unfinished |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for _, r in t.iterrows():
         load = r.reads * 65536 * 8 / (r.memory_nodes * cfg.trace_window_ns * cfg.rate_gbps)
         print(f"| {r.topology} | {r.fabric} | {r.protocol} | {r.compute_nodes} | {r.reads} "
@@ -123,7 +123,7 @@ def trace() -> None:
               f"| {r.request_probability:.3f} | {r.eq1_paper_plus_transfer_ns / 1000:.1f} "
               f"| {r.eq1_fabric_ns / 1000:.1f} | {r.sim_rtt_mean_ns / 1000:.1f} "
               f"({r.sim_rtt_p99_ns / 1000:.0f}) | {r.sim_queue_ns / 1000:.2f} "
-              f"| {r.sim_network_queue_ns / 1000:.1f} |")
+              f"| {r.sim_network_queue_ns / 1000:.1f} | {r.get('unfinished', 0)} |")
 
 
 TABLES = {"hitrate": hitrate, "pb": pb, "speedup": speedup, "eq1": eq1, "lossless": lossless,
