@@ -519,25 +519,21 @@ def _run_command_once(
 
 
 def _run_preset_with_retries(
-    cfg: Any, session: Any, pt: Point, local: int, work: Path
+    cfg: Any, session: Any, delay: Any, local: int, work: Path, paging: str | None = None,
+    device_env: dict[str, str] | None = None,
 ) -> Any:
     """One run of a cluster preset; a run whose application a memory cgroup OOM-killed
     measured nothing and is repeated in a fresh directory (its logs kept), at most
-    ``emulate_apps.OOM_ATTEMPTS`` times (emulate_apps.MemcgOomKill)."""
+    ``emulate_apps.OOM_ATTEMPTS`` times (emulate_apps.MemcgOomKill). ``paging`` and
+    ``device_env``: the point's (:class:`Point`), over ``[emulate] paging``."""
+    more = {"device_env": device_env} if device_env else {}
     for attempt in range(1, emulate_apps.OOM_ATTEMPTS + 1):
         run_dir = work if attempt == 1 else work.with_name(f"{work.name}-attempt{attempt}")
         try:
-            res = emulate_apps.run_preset_once(
-                session, cfg.emulate.backend, pt.delay, local, cfg.emulate.timeout_s,
-                run_dir, cfg.emulate.page_cluster, cfg.app.use_jemalloc,
-                cfg.emulate.eviction, pt.paging or cfg.emulate.paging,
-                cfg.emulate.queue_depth, dict(pt.device_env))
-            # The holders' logs hold the device's exit summaries (comex counters).
-            logs = [log for log in session.cluster.logs.values()
-                    if log.name.startswith(session.preset.holders) and log.exists()]
-            res.detail["comex_counters"] = device.comex_counters(
-                "".join(log.read_text(errors="replace") for log in logs))
-            return res
+            return emulate_apps.run_preset_once(
+                session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
+                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction,
+                paging or cfg.emulate.paging, cfg.emulate.queue_depth, **more)
         except emulate_apps.MemcgOomKill as exc:
             if attempt == emulate_apps.OOM_ATTEMPTS:
                 raise
@@ -587,7 +583,13 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                         if session is None:
                             res = _run_command_once(cfg, pt, local, work)
                         else:
-                            res = _run_preset_with_retries(cfg, session, pt, local, work)
+                            res = _run_preset_with_retries(cfg, session, pt.delay, local, work,
+                                                           pt.paging, dict(pt.device_env))
+                            # The holders' logs hold the device's exit summaries.
+                            logs = [log for log in session.cluster.logs.values()
+                                    if log.name.startswith(spec.holders) and log.exists()]
+                            res.detail["comex_counters"] = device.comex_counters(
+                                "".join(log.read_text(errors="replace") for log in logs))
                     mem = mem_bytes()
                     cx: dict[str, int] = dict(res.detail.get("comex_counters") or {})  # type: ignore[call-overload]
                     paging = "" if cfg.emulate.backend != "uffd" else (
