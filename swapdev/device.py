@@ -483,19 +483,25 @@ def system_lock(timeout_s: float = 1800) -> Iterator[None]:
 
 
 def comex_counters(stderr: str) -> dict[str, int]:
-    """The comex policy's counters from the device's stderr line (``src/policy_comex.c``
-    ``comex_finish``): ``reads``, ``prefetch_pages``, ``read_hits``, ``write_hits``,
-    ``prefetched``, ``prefetched_unused``, ``write_batches``, ``write_pages``,
-    ``full_waits``; {} if the run printed none (no paging, or another policy)."""
-    m = re.search(
-        r"swapdev comex: (\d+) reads of (\d+) pages, (\d+) read-buffer hits, (\d+) "
-        r"write-buffer hits, (\d+) prefetched, (\d+) prefetched unused, (\d+) write "
-        r"batches \((\d+) pages\), (\d+) write-buffer-full waits", stderr)
-    if m is None:
-        return {}
+    """The comex policy's counters from the device's stderr lines (``src/policy_comex.c``
+    ``comex_finish``, one per process that paged): ``reads``, ``prefetch_pages``,
+    ``read_hits``, ``write_hits``, ``prefetched``, ``prefetched_unused``,
+    ``write_batches``, ``write_pages``, ``full_waits``, summed over the lines
+    (``prefetch_pages``, P, is the first line's); {} if the run printed none (no paging,
+    or another policy)."""
     keys = ("reads", "prefetch_pages", "read_hits", "write_hits", "prefetched",
             "prefetched_unused", "write_batches", "write_pages", "full_waits")
-    return dict(zip(keys, (int(x) for x in m.groups()), strict=True))
+    out: dict[str, int] = {}
+    for m in re.finditer(
+            r"swapdev comex: (\d+) reads of (\d+) pages, (\d+) read-buffer hits, (\d+) "
+            r"write-buffer hits, (\d+) prefetched, (\d+) prefetched unused, (\d+) write "
+            r"batches \((\d+) pages\), (\d+) write-buffer-full waits", stderr):
+        for key, value in zip(keys, (int(x) for x in m.groups()), strict=True):
+            if key == "prefetch_pages":
+                out.setdefault(key, value)
+            else:
+                out[key] = out.get(key, 0) + value
+    return out
 
 
 def fixed_delay_ns(latency_ns: int, bandwidth_bps: int, size_bytes: int) -> int:

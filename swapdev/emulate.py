@@ -76,13 +76,13 @@ from disaggsim.atomic import atomic_path
 from disaggsim.errors import InputError
 from disaggsim.guards import read_text
 from disaggsim.sim.config import ConfigError, config_location, load_config_model
-from disaggsim.swapdev import device, emulate_apps, emulate_kmod
+from disaggsim.swapdev import baselines, comex_params, device, emulate_apps, emulate_kmod
+from disaggsim.swapdev.comex_params import NonNegInt
 from disaggsim.testbed import collect_env
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
 DEGRADATION_THRESHOLD = 1.05
 
-NonNegInt = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -92,16 +92,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
-def _as_list(value: object) -> object:
-    return value if isinstance(value, list) else [value]
-
-
-def _check_grid(values: list[Any], what: str) -> list[Any]:
-    if not values:
-        raise ValueError(f"{what}: expected a value or a non-empty list")
-    if len(set(values)) != len(values):
-        raise ValueError(f"{what}: repeated values in the grid {values}")
-    return values
+_as_list = comex_params.as_list
+_check_grid = comex_params.check_grid
 
 
 class EmulateSection(_Strict):
@@ -135,7 +127,7 @@ class AppSection(_Strict):
     (bytes, per data-holding process; a preset has a measured default), the local
     fraction(s) of it (0, 1] and whether jemalloc is preloaded with the uffd device."""
 
-    preset: Literal["python-sort", "memcached-ycsb", "dask-sort"] | None = None
+    preset: Literal["python-sort", "memcached-ycsb", "dask-sort", "numpy-sort"] | None = None
     command: list[str] | None = Field(None, min_length=1)
     working_set_bytes: int | None = Field(None, gt=0)
     local_fraction: list[Fraction]
@@ -173,10 +165,17 @@ class AppSection(_Strict):
 
 
 class ModelSection(_Strict):
-    """``[[models]]``: one delay model (:class:`device.DelayModel`); a ``fixed`` model's
-    ``latency_ns`` (ns) and ``bandwidth_bps`` (bit/s) may be lists (their product)."""
+    """``[[models]]``: one delay model (:class:`device.DelayModel`) or a local-swap
+    ``baseline`` (:mod:`disaggsim.swapdev.baselines`: ``hdd-5400``, ``ssd-sata``); a
+    ``fixed`` model's ``latency_ns`` (ns) and ``bandwidth_bps`` (bit/s) may be lists (their
+    product). uffd: ``paging`` overrides ``[emulate] paging`` for this entry (a baseline's
+    default is ``demand``, a swap to a local disk); ``[models.comex]`` sets the comex
+    policy's parameters."""
 
-    kind: str
+    kind: str | None = None
+    baseline: baselines.BaselineName | None = None
+    paging: device.PagingPolicy | None = None
+    comex: comex_params.ComexSection | None = None
     latency_ns: list[NonNegInt] = [0]
     bandwidth_bps: list[NonNegInt] = [0]
     fct_file: Annotated[Path | None, Field(strict=False)] = None
@@ -188,10 +187,17 @@ class ModelSection(_Strict):
 
     @field_validator("kind")
     @classmethod
-    def _kind(cls, v: str) -> str:
+    def _kind(cls, v: str | None) -> str | None:
         # "none" is the reference every sweep gets anyway.
+        if v is None:
+            return v
         return device.check_name(v, tuple(k for k in device.MODEL_NAMES if k != "none"),
                                  "kind")
+
+    @field_validator("paging")
+    @classmethod
+    def _paging(cls, v: str | None) -> str | None:
+        return None if v is None else device.check_name(v, device.PAGING_POLICIES, "paging")
 
     @field_validator("latency_ns", "bandwidth_bps")
     @classmethod
@@ -200,6 +206,14 @@ class ModelSection(_Strict):
 
     @model_validator(mode="after")
     def _grid_only_fixed(self) -> ModelSection:
+        if (self.kind is None) == (self.baseline is None):
+            raise ValueError("give exactly one of kind and baseline")
+        if self.baseline is not None:
+            if len(self.latency_ns) * len(self.bandwidth_bps) > 1 or self.fct_file:
+                raise ValueError("baseline: its parameters are fixed (swapdev/baselines.py); "
+                                 "no latency_ns/bandwidth_bps grid or fct_file")
+            return self
+        assert self.kind is not None
         grid = len(self.latency_ns) * len(self.bandwidth_bps) > 1
         rate = device.MODEL_PARAMS[self.kind] == "rate"
         if grid and not rate:
@@ -276,6 +290,14 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
                     f"latency_ns: {lat} ns: expected less than the per-run timeout_s "
                     f"({cfg.emulate.timeout_s} s)"
                 )
+    for i, m in enumerate(cfg.models):
+        paging = m.paging or (baselines.BASELINE_PAGING if m.baseline else cfg.emulate.paging)
+        if (m.paging is not None or m.comex is not None) and cfg.emulate.backend != "uffd":
+            problems.append(f"{config_location(path, ('models', i))}: models[{i}]: paging "
+                            f"and comex: only for backend = \"uffd\"")
+        elif m.comex is not None and paging != comex_params.POLICY:
+            problems.append(f"{config_location(path, ('models', i, 'comex'))}: models[{i}]."
+                            f"comex: only with paging = \"comex\"")
     if cfg.app.command is not None:
         program = cfg.app.command[0].replace("{build}", str(device.build_dir()))
         if shutil.which(program) is None and not (
@@ -304,6 +326,12 @@ class Point:
     latency_ns: int
     bandwidth_bps: int
     delay: device.DelayModel
+    #: uffd: this point's paging policy (None: ``[emulate] paging``) and the comex
+    #: policy's ``SWAPDEV_COMEX_*`` variables; ``baseline``: the local-swap baseline's name
+    #: (:data:`baselines.BASELINE_NAMES`), "" for a network model.
+    paging: str | None = None
+    device_env: tuple[tuple[str, str], ...] = ()
+    baseline: str = ""
 
 
 def _label(kind: str, latency_ns: int, bandwidth_bps: int, fct_file: Path | None) -> str:
@@ -322,16 +350,32 @@ def expand_models(cfg: EmulateConfig) -> list[Point]:
     points = [Point("none", "none", 0, 0, device.DelayModel("none"))]
     for m in cfg.models:
         fct = None if m.fct_file is None else (cfg.base_dir / m.fct_file)
+        comex = m.comex.points() if m.comex is not None else [("", {})]
+        if m.baseline is not None:
+            model = baselines.baseline_model(m.baseline, baseline_dir(cfg))
+            points.append(Point(m.label or m.baseline, model.kind, model.latency_ns,
+                                model.bandwidth_bps, model,
+                                m.paging or baselines.BASELINE_PAGING,
+                                baseline=m.baseline))
+            continue
+        assert m.kind is not None
         for lat in m.latency_ns:
             for bw in m.bandwidth_bps:
-                label = m.label or _label(m.kind, lat, bw, m.fct_file)
-                model = device.DelayModel(m.kind, lat, bw, fct, m.fct_format, m.seed)
-                points.append(Point(label, m.kind, lat, bw, model))
+                for suffix, env in comex:
+                    label = (m.label or _label(m.kind, lat, bw, m.fct_file)) + suffix
+                    model = device.DelayModel(m.kind, lat, bw, fct, m.fct_format, m.seed)
+                    points.append(Point(label, m.kind, lat, bw, model, m.paging,
+                                        tuple(sorted(env.items()))))
     labels = [p.label for p in points]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
         raise ValueError(f"models: the same point twice: {', '.join(dup)} (give labels)")
     return points
+
+
+def baseline_dir(cfg: EmulateConfig) -> Path:
+    """Where the baselines' delay tables are written: ``out_dir/name/baselines``."""
+    return (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name / "baselines").resolve()
 
 
 @dataclass(frozen=True)
@@ -352,6 +396,24 @@ class Run:
     memory_bandwidth_bytes_per_s: float | None = None
     memory_bandwidth_source: str = ""
     peak_rss_bytes: int | None = None
+    #: uffd: the paging policy; comex: its counters (``device.comex_counters``, summed
+    #: over the data-holding processes) and the fault hit rate, (read-buffer hits +
+    #: write-buffer hits) / (those + remote reads), COMEX Fig. 14's prefetch hit share.
+    paging: str = ""
+    comex_reads: int | None = None
+    comex_read_hits: int | None = None
+    comex_write_hits: int | None = None
+    comex_prefetched_unused: int | None = None
+    comex_write_batches: int | None = None
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Faults served from COMEX's buffers over all faults on remote pages."""
+        if self.comex_reads is None or self.comex_read_hits is None or \
+                self.comex_write_hits is None:
+            return None
+        hits = self.comex_read_hits + self.comex_write_hits
+        return hits / (hits + self.comex_reads) if hits + self.comex_reads else None
 
     @property
     def swap_bandwidth_bytes_per_s(self) -> float | None:
@@ -363,6 +425,7 @@ class Run:
     def row(self) -> dict[str, object]:
         out: dict[str, object] = asdict(self)
         out["swap_bandwidth_bytes_per_s"] = self.swap_bandwidth_bytes_per_s
+        out["hit_rate"] = self.hit_rate
         return out
 
 
@@ -411,9 +474,10 @@ def _perf_stat(events: list[str] | None, out: Path) -> Any:
 
 
 def _run_command_once(
-    cfg: EmulateConfig, model: device.DelayModel, local: int, work: Path
+    cfg: EmulateConfig, pt: Point, local: int, work: Path
 ) -> emulate_apps.Outcome:
     """One run of a command application (a JCT = wall time from start to exit)."""
+    model = pt.delay
     spec = cfg.app.preset_spec
     build = device.build_dir()
     argv = [part.replace("{build}", str(build)) for part in spec.command]
@@ -421,10 +485,15 @@ def _run_command_once(
     work.mkdir(parents=True, exist_ok=True)
     if cfg.emulate.backend == "uffd":
         extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction,
-                                cfg.emulate.paging)
+                                pt.paging or cfg.emulate.paging)
+        extra.update(pt.device_env)
         extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
         status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
         counters = emulate_apps.device_counters(proc.stderr)
+        if status == "ok" and proc.returncode == 0:
+            cx = device.comex_counters(proc.stderr)
+            return emulate_apps.Outcome(status, wall, *counters, wall,
+                                        detail={"comex_counters": cx})
     else:
         with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))
@@ -450,18 +519,21 @@ def _run_command_once(
 
 
 def _run_preset_with_retries(
-    cfg: Any, session: Any, delay: Any, local: int, work: Path
+    cfg: Any, session: Any, delay: Any, local: int, work: Path, paging: str | None = None,
+    device_env: dict[str, str] | None = None,
 ) -> Any:
     """One run of a cluster preset; a run whose application a memory cgroup OOM-killed
     measured nothing and is repeated in a fresh directory (its logs kept), at most
-    ``emulate_apps.OOM_ATTEMPTS`` times (emulate_apps.MemcgOomKill)."""
+    ``emulate_apps.OOM_ATTEMPTS`` times (emulate_apps.MemcgOomKill). ``paging`` and
+    ``device_env``: the point's (:class:`Point`), over ``[emulate] paging``."""
+    more = {"device_env": device_env} if device_env else {}
     for attempt in range(1, emulate_apps.OOM_ATTEMPTS + 1):
         run_dir = work if attempt == 1 else work.with_name(f"{work.name}-attempt{attempt}")
         try:
             return emulate_apps.run_preset_once(
                 session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
                 cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction,
-                cfg.emulate.paging, cfg.emulate.queue_depth)
+                paging or cfg.emulate.paging, cfg.emulate.queue_depth, **more)
         except emulate_apps.MemcgOomKill as exc:
             if attempt == emulate_apps.OOM_ATTEMPTS:
                 raise
@@ -482,6 +554,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
     spec = cfg.app.preset_spec
+    baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     if cfg.emulate.backend == "kmod":
         with device.system_lock():
             kmod_runs = _kmod_runs(cfg, points, progress)
@@ -508,15 +581,26 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     work = tmp / f"{fraction}-{pt.label}-{rep}"
                     with _perf_stat(events, tmp / "perf.txt") as mem_bytes:
                         if session is None:
-                            res = _run_command_once(cfg, pt.delay, local, work)
+                            res = _run_command_once(cfg, pt, local, work)
                         else:
-                            res = _run_preset_with_retries(cfg, session, pt.delay, local, work)
+                            res = _run_preset_with_retries(cfg, session, pt.delay, local, work,
+                                                           pt.paging, dict(pt.device_env))
+                            # The holders' logs hold the device's exit summaries.
+                            logs = [log for log in session.cluster.logs.values()
+                                    if log.name.startswith(spec.holders) and log.exists()]
+                            res.detail["comex_counters"] = device.comex_counters(
+                                "".join(log.read_text(errors="replace") for log in logs))
                     mem = mem_bytes()
+                    cx: dict[str, int] = dict(res.detail.get("comex_counters") or {})  # type: ignore[call-overload]
+                    paging = "" if cfg.emulate.backend != "uffd" else (
+                        pt.paging or cfg.emulate.paging)
                     run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps,
                               rep, res.status, res.jct_s, res.wall_s, res.swap_in_bytes,
                               res.swap_out_bytes,
                               None if mem is None else mem / res.wall_s, mem_source,
-                              res.peak_rss_bytes)
+                              res.peak_rss_bytes, paging, cx.get("reads"),
+                              cx.get("read_hits"), cx.get("write_hits"),
+                              cx.get("prefetched_unused"), cx.get("write_batches"))
                     runs.append(run)
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)
@@ -596,8 +680,37 @@ def summarize(runs: list[Run]) -> list[dict[str, object]]:
             "memory_bandwidth_bytes_per_s": _median(
                 [r.memory_bandwidth_bytes_per_s for r in ok]),
             "memory_bandwidth_source": mine[0].memory_bandwidth_source,
+            "paging": mine[0].paging,
+            "hit_rate": _median([r.hit_rate for r in ok]),
         })
     return rows
+
+
+def speedups(summary: list[dict[str, object]], baseline_labels: list[str],
+             timeout_s: float) -> list[dict[str, object]]:
+    """COMEX's "speed-up over local swap" (paper 002 Figs. 13, 17): per local fraction,
+    per baseline point ``b`` and every other point ``m`` but the zero-delay reference,
+    ``speedup = median JCT(b) / median JCT(m)``. A baseline whose runs all timed out gives
+    ``speedup_at_least = timeout_s / median JCT(m)`` instead (the baseline took longer
+    than ``timeout_s``); a point without a result gives neither."""
+    out: list[dict[str, object]] = []
+    for fraction in dict.fromkeys(r["local_fraction"] for r in summary):
+        here = [r for r in summary if r["local_fraction"] == fraction]
+        for base in (r for r in here if r["model"] in baseline_labels):
+            for row in here:
+                if row["model"] in baseline_labels or row["model"] == "none":
+                    continue
+                jct, bjct = row["median_jct_s"], base["median_jct_s"]
+                speed = at_least = None
+                if jct is not None and bjct is not None:
+                    speed = float(str(bjct)) / float(str(jct))
+                elif jct is not None and base["repeats_timeout"]:
+                    at_least = timeout_s / float(str(jct))
+                out.append({"local_fraction": fraction, "baseline": base["model"],
+                            "model": row["model"], "baseline_median_jct_s": bjct,
+                            "median_jct_s": jct, "speedup": speed,
+                            "speedup_at_least": at_least})
+    return out
 
 
 def table3(summary: list[dict[str, object]],
@@ -655,6 +768,10 @@ def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     rows = summarize(runs)
     with atomic_path(out / "summary.csv") as tmp:
         tmp.write_text(_csv_text(rows))
+    bases = [p.label for p in expand_models(cfg) if p.baseline]
+    if bases:
+        with atomic_path(out / "speedup.csv") as tmp:
+            tmp.write_text(_csv_text(speedups(rows, bases, cfg.emulate.timeout_s)))
     t3 = table3(rows)
     if t3:
         with atomic_path(out / "table3.csv") as tmp:

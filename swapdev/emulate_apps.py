@@ -34,6 +34,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -96,6 +97,20 @@ PRESETS: Final[dict[str, Preset]] = {
         holders=("dask-worker",), jemalloc=True,
     ),
 }
+
+# --- COMEX (#23): a sequential-heavy numeric preset -------------------------------------
+#: NumPy sorts 4 M random float64 (32 MiB): its introsort partitions the array by
+#: sequential scans from both ends, level after level; the stand-in for PBBS FSORT
+#: (floating-point sort, COMEX Table 1; NPB and PBBS are not packaged here).
+NUMPY_SORT: Final = (
+    "import numpy as np\na = np.random.default_rng(1).random(4 << 20)\na.sort()\n"
+    "print(float(a[:: 1 << 16].sum()))"
+)
+# The array is 32 MiB and sorted in place; the working set is the array (jemalloc serves
+# it from one mmap the uffd device sees). The venv's interpreter: NumPy is a dependency.
+PRESETS["numpy-sort"] = Preset("numpy-sort", 32 << 20, command=(sys.executable, "-c",
+                                                                NUMPY_SORT), jemalloc=True)
+# -------------------------------------------------------------------------------------------
 
 _COUNTERS = re.compile(
     r"swapdev (?:uffd|fuse): (\d+) swap-ins \((\d+) pages\), (\d+) swap-outs \((\d+) pages\)"
@@ -259,12 +274,14 @@ def run_preset_once(
     eviction: device.EvictionPolicy = "fifo",
     paging: device.PagingPolicy = "demand",
     queue_depth: int = 1,
+    device_env: dict[str, str] | None = None,
 ) -> Outcome:
     """One run of a cluster preset: start the application (untimed: memcached + YCSB load,
     Dask scheduler + workers), run its job under ``timeout_s`` (then every process of the
     run is killed and the run reported as ``timeout``), stop it, read the device counters.
     ``eviction`` and ``paging`` are the uffd backend's policies (``SWAPDEV_EVICTION``,
-    ``SWAPDEV_PAGING``), ``queue_depth`` the swap backend's (``SWAPDEV_QUEUE_DEPTH``).
+    ``SWAPDEV_PAGING``), ``device_env`` more uffd ``SWAPDEV_*`` variables (the comex
+    parameters), ``queue_depth`` the swap backend's (``SWAPDEV_QUEUE_DEPTH``).
 
     Raises RuntimeError if the application fails (its log's last lines quoted);
     MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its processes.
@@ -294,7 +311,8 @@ def run_preset_once(
         else:
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text("-1")
-            extra = device.uffd_env(model, local_bytes, jemalloc, eviction, paging)
+            extra = {**device.uffd_env(model, local_bytes, jemalloc, eviction, paging),
+                     **(device_env or {})}
 
         def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
             if not log_name.startswith(preset.holders):

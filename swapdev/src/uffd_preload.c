@@ -520,12 +520,23 @@ __attribute__((constructor)) static void swapdev_init(void)
 
 __attribute__((destructor)) static void swapdev_fini(void)
 {
+	struct sd_run outputs;
+
 	/* The handler keeps serving faults until the process is gone; only the outputs close. */
 	pthread_mutex_lock(&lock);
 	if (enabled) {
 		evict_ops->finish(evict_st, stderr);
 		paging_ops->finish(paging_st, sd_now_ns(), stderr);
 	}
-	sd_run_finish(&run, "uffd");
+	pthread_mutex_lock(&run.mu);
+	outputs = run; /* the counters, histograms and output files as they are now */
+	run.trace = NULL; /* faults served from here on are not recorded */
+	run.hist_path = NULL;
+	pthread_mutex_unlock(&run.mu);
 	pthread_mutex_unlock(&lock);
+	/* Written without the lock: asprintf, fopen and the trace's stdio buffer are heap
+	 * memory that may be registered and remote (a preloaded jemalloc's), and the handler
+	 * serves its faults under the lock: holding it here deadlocked (numpy-sort at 25 %
+	 * local with SWAPDEV_HIST: the exit's asprintf faulted, the handler waited). */
+	sd_run_finish(&outputs, "uffd");
 }
