@@ -48,7 +48,9 @@ def test_uniform_keys_reach_a_remote_rack_with_probability_r_minus_1_over_r(rack
 
 
 def _racks(**kw: object) -> RcmpRacks:
-    base = dict(racks=2, clients_per_rack=1, items=2 * 32768, hot_threshold=4.0)
+    base: dict[str, object] = {
+        "racks": 2, "clients_per_rack": 1, "items": 2 * 32768, "hot_threshold": 4.0
+    }
     base.update(kw)
     return RcmpRacks(RcmpParams(**base))  # type: ignore[arg-type]
 
