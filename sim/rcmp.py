@@ -57,9 +57,11 @@ on the fabric are what a simulation of the table measures.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import json
 import math
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +73,7 @@ import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_dir
 from disaggsim.errors import InputError
-from disaggsim.schemas import RCMP_ACCESSES, SIM_FLOWS
+from disaggsim.schemas import NS3_FLOWS, RCMP_ACCESSES, SIM_FLOWS
 from disaggsim.testbed.apps.ycsb import (
     ZIPFIAN_CONSTANT,
     JavaRandom,
@@ -553,10 +555,56 @@ def generate(params: RcmpParams) -> RcmpTraffic:
     )
 
 
+def _of_type(value: object, default: object) -> bool:
+    """``value`` has the TOML type of a field whose default is ``default`` (None: a number)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int)
+    if isinstance(default, float) or default is None:
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))
+
+
+def load_params(path: Path) -> RcmpParams:
+    """Read an experiment from a TOML file's ``[rcmp]`` table (keys: RcmpParams' fields;
+    ``hot_threshold`` and ``free_pages_per_rack`` may be the string ``"none"``).
+
+    Raises:
+        InputError: unreadable TOML, no ``[rcmp]`` table, an unknown key, a value of the
+            wrong type, or a parameter out of range (names the file and the key).
+    """
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, None, "a readable TOML file", str(exc)) from None
+    table = data.get("rcmp")
+    if not isinstance(table, dict):
+        raise InputError(path, None, "rcmp", "a [rcmp] table")
+    fields = {f.name: f for f in dataclasses.fields(RcmpParams)}
+    values: dict[str, object] = {}
+    for key, value in table.items():
+        if key not in fields:
+            raise InputError(path, "rcmp", key, f"one of {', '.join(fields)}")
+        if value == "none" and key in ("hot_threshold", "free_pages_per_rack", "client_racks"):
+            value = None
+        if value is not None and not _of_type(value, getattr(RcmpParams(), key)):
+            raise InputError(path, "rcmp", key, f"a value like {getattr(RcmpParams(), key)!r}",
+                             value)
+        values[key] = value
+    params = RcmpParams(**values)  # type: ignore[arg-type]
+    try:
+        params.check()
+    except InputError as exc:
+        raise InputError(path, "rcmp", exc.field, exc.expected, exc.got) from None
+    return params
+
+
 def write_traffic(traffic: RcmpTraffic, out_dir: Path) -> None:
-    """Write ``flows.csv`` (SIM_FLOWS, the ns-3 program's input with its ``kind``),
-    ``accesses.parquet`` (RCMP_ACCESSES) and ``counts.json`` into ``out_dir``, created
-    atomically (all or nothing).
+    """Write ``flows.csv`` (SIM_FLOWS, with each flow's ``kind``), ``ns3_flows.csv``
+    (NS3_FLOWS: the ns-3 program's ``--flows`` input), ``accesses.parquet``
+    (RCMP_ACCESSES) and ``counts.json`` into ``out_dir``, created atomically (all or
+    nothing).
 
     Raises:
         FileExistsError: ``out_dir`` exists.
@@ -565,6 +613,7 @@ def write_traffic(traffic: RcmpTraffic, out_dir: Path) -> None:
         raise FileExistsError(f"{out_dir}: exists; choose a new output directory")
     with atomic_dir(out_dir) as tmp:
         traffic.flows.to_csv(tmp / "flows.csv", index=False)
+        traffic.flows[NS3_FLOWS.names].to_csv(tmp / "ns3_flows.csv", index=False)
         pq.write_table(
             pa.Table.from_pandas(traffic.accesses, schema=RCMP_ACCESSES, preserve_index=False),
             tmp / "accesses.parquet",

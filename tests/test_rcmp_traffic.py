@@ -181,3 +181,26 @@ def test_bad_parameters_name_the_parameter() -> None:
         generate(RcmpParams(mix="E"))
     with pytest.raises(InputError, match="client_racks"):
         generate(RcmpParams(racks=2, client_racks=3))
+
+
+def test_configs_load_and_bad_keys_name_the_file(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from disaggsim.sim.rcmp import load_params
+
+    root = Path(__file__).resolve().parent.parent / "configs"
+    a = load_params(root / "rcmp-ycsb-a.toml")
+    assert (a.racks, a.mix, a.distribution, a.items, a.cxl_rows) == (
+        4, "A", "zipfian", 100_000_000, True
+    )
+    fig20 = load_params(root / "rcmp-micro-fig20.toml")
+    assert (fig20.client_racks, fig20.hot_threshold) == (1, 3.0)
+    bad = Path(str(tmp_path)) / "bad.toml"
+    for text, word in [("[rcmp]\nmixx = 1\n", "mixx"), ("[rcmp]\nracks = 0\n", "racks"),
+                       ("[rcmp]\nmix = 3\n", "mix"), ("[other]\n", "rcmp"),
+                       ("[rcmp]\nhot_threshold = \"none\"\nracks = true\n", "racks")]:
+        bad.write_text(text)
+        with pytest.raises(InputError, match=f"bad.toml.*{word}"):
+            load_params(bad)
+    bad.write_text('[rcmp]\nhot_threshold = "none"\n')
+    assert load_params(bad).hot_threshold is None

@@ -1,0 +1,206 @@
+"""Rcmp (papers/003) at reduced scale: Fig. 14, Fig. 17, Fig. 20 and the simulated FCTs of
+Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
+
+    .venv/bin/python bench/rcmp_figs.py model   # Fig. 20 from the traffic generator
+    .venv/bin/python bench/rcmp_figs.py fct     # ns-3: Rcmp's flows on the Clos
+    flock /tmp/disaggsim-bench.lock flock /tmp/disaggsim-machine.lock \\
+        .venv/bin/python bench/rcmp_figs.py kv  # Fig. 14, 17, 20: librcmp vs the uffd device
+
+Each writes ``bench/figures/rcmp/<part>.csv`` (the notebook ``notebooks/rcmp.py`` reads
+them) and prints the table with ``uptime``'s load. The same key streams drive both memories:
+``disaggsim.sim.rcmp.generate``'s accesses (YCSB generators), written as ``rcmp-kv`` op
+files. The inter-rack delay is the swapdev ``fixed`` model for both: 3 µs (Rcmp §6.2, "the
+RDMA network latency is 1.5 to 3 µs"; Table 3's ~3 µs) plus the bytes at 100 Gbps (§6.2,
+ConnectX-5): a 64 B access waits 3005 ns, a 4 KiB page 3328 ns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from disaggsim.sim.rcmp import RcmpParams, generate
+from disaggsim.sim.runner import driver_argv, find_binary, read_fct_csv
+from disaggsim.swapdev import device
+
+OUT = Path(__file__).resolve().parent / "figures" / "rcmp"
+REMOTE_ENV = {"SWAPDEV_MODEL": "fixed", "SWAPDEV_LATENCY_NS": "3000",
+              "SWAPDEV_BANDWIDTH_BPS": "100000000000"}
+
+
+def uptime() -> str:
+    """The machine's load averages (``uptime``), recorded with every number."""
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def write(name: str, frame: pd.DataFrame) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(OUT / f"{name}.csv", index=False)
+    print(frame.to_string(index=False))
+    print(f"-> {OUT / name}.csv; {uptime()}")
+
+
+# -- Fig. 20 from the generator ---------------------------------------------------------
+def model_fig20() -> pd.DataFrame:
+    """Estimated throughput (accesses / closed-loop makespan) of the random-read
+    micro-benchmark (§6.3: 64 B items, 100 M of them, 2 racks, clients in one), hot-page
+    swapping off vs H_p = 3 (Fig. 20), uniform vs Zipfian keys."""
+    rows = []
+    for dist in ("uniform", "zipfian"):
+        for hp in (None, 3.0):
+            p = RcmpParams(mix="read", distribution=dist, items=100_000_000, racks=2,
+                           client_racks=1, clients_per_rack=8, ops_per_client=10_000,
+                           hot_threshold=hp)
+            t = generate(p)
+            c = t.counts
+            n = c["cxl_R"] + c["rdma_R"]
+            rows.append({
+                "distribution": dist, "hot_threshold": hp if hp is not None else "off",
+                "accesses": n, "remote_share": c["rdma_R"] / n,
+                "migrations": c["migrations"], "victims": c["victims"],
+                "swaps_stopped": c["swaps_stopped"],
+                "est_accesses_per_s": n / (t.makespan_ns / 1e9),
+            })
+    frame = pd.DataFrame(rows)
+    base = frame[frame["hot_threshold"] == "off"].set_index("distribution")["est_accesses_per_s"]
+    frame["vs_off"] = frame["est_accesses_per_s"] / frame["distribution"].map(base)
+    return frame
+
+
+# -- simulated FCTs ------------------------------------------------------------------------
+def fct_runs() -> pd.DataFrame:
+    """Rcmp's flows (YCSB A, Zipfian, 4 racks x 8 clients, H_p = 4) on a 4-rack Clos at
+    100 Gbps with pFabric: the network flows alone, and every access through the CXL tier
+    (``--cxlTier``: in-rack accesses served by the pool, inter-rack ones daemon to daemon)."""
+    p = RcmpParams(mix="A", distribution="zipfian", items=100_000_000, racks=4,
+                   clients_per_rack=8, ops_per_client=1000, cxl_rows=True)
+    t = generate(p)
+    binary = find_binary()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for tier in (False, True):
+            flows = t.flows if tier else t.flows[t.flows["kind"] != "cxl"]
+            flows = flows.reset_index(drop=True)
+            csv = Path(tmp) / f"flows-{tier}.csv"
+            flows[["flow_id", "start_ns", "src_host", "dst_host", "size_bytes"]].to_csv(
+                csv, index=False)
+            out, stats = Path(tmp) / f"fct-{tier}.csv", Path(tmp) / f"stats-{tier}.json"
+            cmd = driver_argv(binary, csv, out, stats, "pfabric", 100.0, 1,
+                              {"racks": p.racks, "hosts_per_rack": p.hosts_per_rack,
+                               "spines": 2})
+            if tier:
+                cmd.append("--cxlTier=true")
+            subprocess.run(cmd, check=True, capture_output=True)
+            fct = read_fct_csv(out).merge(flows[["flow_id", "kind"]], on="flow_id")
+            for kind, g in fct.groupby("kind"):
+                done = g[g["finished"] == 1]
+                rows.append({
+                    "cxl_tier": tier, "kind": kind, "flows": len(g), "finished": len(done),
+                    "size_bytes_median": int(g["size_bytes"].median()),
+                    "fct_us_p50": done["fct_ns"].quantile(0.5) / 1e3,
+                    "fct_us_p99": done["fct_ns"].quantile(0.99) / 1e3,
+                    "slowdown_p50": done["slowdown"].quantile(0.5),
+                    "slowdown_p99": done["slowdown"].quantile(0.99),
+                })
+    return pd.DataFrame(rows)
+
+
+# -- emulation: librcmp vs the uffd device ------------------------------------------------
+def _ops_file(path: Path, **kw: Any) -> int:
+    t = generate(RcmpParams(**kw))
+    a = t.accesses
+    with path.open("w") as f:
+        for c, o, k in zip(a["client_host"], a["op"], a["key"], strict=True):
+            f.write(f"{c} {o} {k}\n")
+    return len(a)
+
+
+def _kv(build: Path, backend: str, ops: Path, items: int, threads: int, extra: list[str],
+        local_bytes: int) -> dict[str, Any]:
+    env = {**os.environ, **REMOTE_ENV}
+    for k in ("SWAPDEV_TRACE", "SWAPDEV_HIST"):
+        env.pop(k, None)
+    if backend == "pages":
+        env["LD_PRELOAD"] = str(build / "libswapdev_uffd.so")
+        env["SWAPDEV_LOCAL_BYTES"] = str(local_bytes)
+    cmd = [str(build / "rcmp-kv"), f"--backend={backend}", f"--items={items}",
+           f"--ops={ops}", f"--threads={threads}", *extra]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def kv_runs(repeats: int) -> dict[str, pd.DataFrame]:
+    """Fig. 14 (64 B latency per tier and system, the micro-benchmark), Fig. 17 (YCSB on
+    the hash table, throughput over page-level remote memory), Fig. 20 (swapping on/off):
+    2 racks, clients in rack 0, 500 k items; the page-level system keeps 1/8 of the table
+    local (Fastswap's 1 GB of local DRAM in front of the pool, §6.2)."""
+    build = device.build_dir()
+    items, threads, per_client = 500_000, 2, 10_000
+    table_bytes = 2 * items * 64
+    local = table_bytes // 8
+    fig14, fig17, fig20 = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for op in ("read", "write"):
+            ops = Path(tmp) / f"micro-{op}.txt"
+            _ops_file(ops, mix=op, items=items, racks=2, client_racks=1, clients_per_rack=1,
+                      ops_per_client=per_client, hot_threshold=None)
+            systems = [("rcmp-cxl-only", "rcmp", ["--racks=1"]),
+                       ("rcmp", "rcmp", ["--racks=2"]),
+                       ("rcmp-no-swap", "rcmp", ["--racks=2", "--hot-threshold=-1"]),
+                       ("page-level (uffd)", "pages", [])]
+            for r in range(repeats):
+                for name, backend, extra in systems:
+                    res = _kv(build, backend, ops, items, 1, ["--direct=1", *extra],
+                              items * 64 // 8)
+                    fig14.append({"op": op, "system": name, "repeat": r, **res})
+        for mix in ("A", "B", "C", "D", "F"):
+            for dist in ("uniform", "zipfian"):
+                ops = Path(tmp) / f"ycsb-{mix}-{dist}.txt"
+                _ops_file(ops, mix=mix, distribution=dist, items=items, racks=2,
+                          client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
+                          hot_threshold=None)
+                for r in range(repeats):
+                    for backend in ("rcmp", "pages"):
+                        res = _kv(build, backend, ops, items, threads, [], local)
+                        fig17.append({"mix": mix, "distribution": dist, "repeat": r, **res})
+        for dist in ("uniform", "zipfian"):
+            ops = Path(tmp) / f"fig20-{dist}.txt"
+            _ops_file(ops, mix="read", distribution=dist, items=items, racks=2,
+                      client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
+                      hot_threshold=None)
+            for r in range(repeats):
+                for hp in ("-1", "3"):
+                    res = _kv(build, "rcmp", ops, items, threads,
+                              ["--direct=1", f"--hot-threshold={hp}"], local)
+                    fig20.append({"distribution": dist, "hot_threshold": hp, "repeat": r,
+                                  **res})
+    return {"kv_fig14": pd.DataFrame(fig14), "kv_fig17": pd.DataFrame(fig17),
+            "kv_fig20": pd.DataFrame(fig20)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=["model", "fct", "kv"])
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    print(uptime())
+    if args.part == "model":
+        write("model_fig20", model_fig20())
+    elif args.part == "fct":
+        write("fct", fct_runs())
+    else:
+        for name, frame in kv_runs(args.repeats).items():
+            write(name, frame)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
