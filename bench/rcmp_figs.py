@@ -3,6 +3,7 @@ Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
 
     .venv/bin/python bench/rcmp_figs.py model   # Fig. 20 from the traffic generator
     .venv/bin/python bench/rcmp_figs.py fct     # ns-3: Rcmp's flows on the Clos
+    .venv/bin/python bench/rcmp_figs.py lone    # ns-3: Fig. 14's accesses, each alone
     flock /tmp/disaggsim-bench.lock flock /tmp/disaggsim-machine.lock \\
         .venv/bin/python bench/rcmp_figs.py kv  # Fig. 14, 17, 20: librcmp vs the uffd device
 
@@ -78,22 +79,24 @@ def model_fig20() -> pd.DataFrame:
 # -- simulated FCTs ------------------------------------------------------------------------
 def fct_runs() -> pd.DataFrame:
     """Rcmp's flows (YCSB A, Zipfian, 4 racks x 8 clients, H_p = 4) on a 4-rack Clos at
-    100 Gbps with pFabric: the network flows alone, and every access through the CXL tier
-    (``--cxlTier``: in-rack accesses served by the pool, inter-rack ones daemon to daemon)."""
+    100 Gbps: with pFabric, the network flows alone and every access through the CXL tier
+    (``--cxlTier``: in-rack accesses served by the pool, inter-rack ones daemon to daemon);
+    with lean DCTCP (no RoCE transport on main yet) through the tier."""
     p = RcmpParams(mix="A", distribution="zipfian", items=100_000_000, racks=4,
                    clients_per_rack=8, ops_per_client=1000, cxl_rows=True)
     t = generate(p)
     binary = find_binary()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for tier in (False, True):
+        for protocol, tier in (("pfabric", False), ("pfabric", True), ("dctcp-lean", True)):
             flows = t.flows if tier else t.flows[t.flows["kind"] != "cxl"]
             flows = flows.reset_index(drop=True)
-            csv = Path(tmp) / f"flows-{tier}.csv"
+            csv = Path(tmp) / f"flows-{protocol}-{tier}.csv"
             flows[["flow_id", "start_ns", "src_host", "dst_host", "size_bytes"]].to_csv(
                 csv, index=False)
-            out, stats = Path(tmp) / f"fct-{tier}.csv", Path(tmp) / f"stats-{tier}.json"
-            cmd = driver_argv(binary, csv, out, stats, "pfabric", 100.0, 1,
+            out = Path(tmp) / f"fct-{protocol}-{tier}.csv"
+            stats = Path(tmp) / f"stats-{protocol}-{tier}.json"
+            cmd = driver_argv(binary, csv, out, stats, protocol, 100.0, 1,
                               {"racks": p.racks, "hosts_per_rack": p.hosts_per_rack,
                                "spines": 2})
             if tier:
@@ -103,7 +106,7 @@ def fct_runs() -> pd.DataFrame:
             for kind, g in fct.groupby("kind"):
                 done = g[g["finished"] == 1]
                 rows.append({
-                    "cxl_tier": tier, "kind": kind, "flows": len(g), "finished": len(done),
+                    "protocol": protocol, "cxl_tier": tier, "kind": kind, "flows": len(g), "finished": len(done),
                     "size_bytes_median": int(g["size_bytes"].median()),
                     "fct_us_p50": done["fct_ns"].quantile(0.5) / 1e3,
                     "fct_us_p99": done["fct_ns"].quantile(0.99) / 1e3,
@@ -111,6 +114,37 @@ def fct_runs() -> pd.DataFrame:
                     "slowdown_p99": done["slowdown"].quantile(0.99),
                 })
     return pd.DataFrame(rows)
+
+
+def lone_accesses() -> pd.DataFrame:
+    """Fig. 14 simulated: lone accesses on the 4-rack Clos at 100 Gbps with pFabric and the
+    CXL tier (each row alone: 10 µs apart). A 64 B read in the rack is one CXL access; across
+    racks RRPC's request (16 B) then its reply (16 + 64 B); a page-level system's fetch is a
+    request and a 4 KiB page back (its page-fault handling is not in the network)."""
+    rows = [("in-rack 64 B (CXL)", 1, 0, 64), ("RRPC request 16 B", 0, 9, 16),
+            ("RRPC reply 80 B", 9, 0, 80), ("page 4 KiB", 9, 0, 4096),
+            ("one-sided 512 B", 9, 0, 512)]
+    binary = find_binary()
+    with tempfile.TemporaryDirectory() as tmp:
+        csv, out, stats = (Path(tmp) / n for n in ("f.csv", "fct.csv", "s.json"))
+        pd.DataFrame({"flow_id": range(len(rows)),
+                      "start_ns": [10_000 * (i + 1) for i in range(len(rows))],
+                      "src_host": [r[1] for r in rows], "dst_host": [r[2] for r in rows],
+                      "size_bytes": [r[3] for r in rows]}).to_csv(csv, index=False)
+        cmd = driver_argv(binary, csv, out, stats, "pfabric", 100.0, 1,
+                          {"racks": 4, "hosts_per_rack": 9, "spines": 2})
+        subprocess.run([*cmd, "--cxlTier=true"], check=True, capture_output=True)
+        fct = read_fct_csv(out)
+    frame = pd.DataFrame({"row": [r[0] for r in rows], "size_bytes": [r[3] for r in rows],
+                          "fct_ns": fct["fct_ns"].to_numpy()})
+    t = dict(zip(frame["row"], frame["fct_ns"], strict=True))
+    derived = pd.DataFrame([
+        {"row": "Rcmp 64 B read, remote rack (request + reply)", "size_bytes": 64,
+         "fct_ns": t["RRPC request 16 B"] + t["RRPC reply 80 B"]},
+        {"row": "page-level 4 KiB fetch (request + page)", "size_bytes": 4096,
+         "fct_ns": t["RRPC request 16 B"] + t["page 4 KiB"]},
+    ])
+    return pd.concat([frame, derived], ignore_index=True)
 
 
 # -- emulation: librcmp vs the uffd device ------------------------------------------------
@@ -188,7 +222,7 @@ def kv_runs(repeats: int) -> dict[str, pd.DataFrame]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["model", "fct", "kv"])
+    ap.add_argument("part", choices=["model", "fct", "lone", "kv"])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     print(uptime())
@@ -196,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         write("model_fig20", model_fig20())
     elif args.part == "fct":
         write("fct", fct_runs())
+    elif args.part == "lone":
+        write("lone", lone_accesses())
     else:
         for name, frame in kv_runs(args.repeats).items():
             write(name, frame)

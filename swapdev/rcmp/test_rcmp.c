@@ -2,9 +2,10 @@
  * librcmp, two cases.
  *
  * 1. A swap with a victim, by hand (§5.3): 2 racks of one 2 MiB page each, page 0 local
- *    (read once: hotness 1), page 1 remote.  H_p = 2: reads 1 and 2 of page 1 have hotness
- *    1 and ~2 (not > 2), read 3 has ~3 > 2: page 1 moves in, and page 0, the coldest local
- *    page (1 <= H_p, so not hot), goes out in exchange.  Both pages keep their data.
+ *    (written once: hotness 1), page 1 remote.  H_p = 2: the write and the first read of
+ *    page 1 have hotness 1 and ~2 (not > 2), the second read ~3 > 2: page 1 moves in, and
+ *    page 0, the coldest local page (1 <= H_p, so not hot), goes out in exchange.  Both
+ *    pages keep their data.
  * 2. Concurrency: 4 threads write and read back objects of 64..4000 B filling 13 pages over
  *    5 racks (interleaved, §6.3), over 4x this rack's 3-page pool (the local budget), this
  *    rack holding 2 of them (pages 4, 9) and one free page a hot page can move into.  Every
