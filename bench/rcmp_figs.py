@@ -106,7 +106,8 @@ def fct_runs() -> pd.DataFrame:
             for kind, g in fct.groupby("kind"):
                 done = g[g["finished"] == 1]
                 rows.append({
-                    "protocol": protocol, "cxl_tier": tier, "kind": kind, "flows": len(g), "finished": len(done),
+                    "protocol": protocol, "cxl_tier": tier, "kind": kind, "flows": len(g),
+                    "finished": len(done),
                     "size_bytes_median": int(g["size_bytes"].median()),
                     "fct_us_p50": done["fct_ns"].quantile(0.5) / 1e3,
                     "fct_us_p99": done["fct_ns"].quantile(0.99) / 1e3,
