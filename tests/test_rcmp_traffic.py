@@ -11,6 +11,7 @@ import pytest
 from disaggsim.errors import InputError
 from disaggsim.schemas import RCMP_FLOW_KINDS, SIM_FLOWS
 from disaggsim.sim.rcmp import PAGE_BYTES, RcmpParams, RcmpRacks, generate, write_traffic
+from ns3_program import BINARY, needs_ns3
 
 
 def _within(observed: int, n: int, p: float, sigmas: float = 5.0) -> bool:
@@ -204,3 +205,38 @@ def test_configs_load_and_bad_keys_name_the_file(tmp_path: object) -> None:
             load_params(bad)
     bad.write_text('[rcmp]\nhot_threshold = "none"\n')
     assert load_params(bad).hot_threshold is None
+
+
+@needs_ns3
+def test_generated_traffic_runs_through_the_cxl_tier(tmp_path: object) -> None:
+    # 2 racks of 2 clients (hosts per rack 3: the daemon is host 0 of each rack), 64 B
+    # reads, every row through the driver with --cxlTier over pFabric at 40 Gbps. The ideal
+    # of each row is its lone-access time, derived by hand (topologies/doc/cxl.md):
+    # - a cxl row: 140 ns + 64 B at 256 Gbps (2 ns) = 142 ns;
+    # - an RPC of b bytes between the daemons: ceil_ns(140 + T(b)) + IdealFct + 140 + T(b),
+    #   T(b) = 8 b / 256 Gbps; IdealFct of one pFabric frame of b + 22 + 18 bytes at
+    #   40 Gbps (s ns) across racks = 1.75 s + 2 x 20 + 2 x 200 + 3 x 240 (clos.md):
+    #   16 B request: s = 11.2, T = 0.5: 141 + 1179.6 + 140.5 = 1461.1 -> 1461 ns;
+    #   80 B reply:   s = 24,   T = 2.5: 143 + 1202 + 142.5 = 1487.5 -> 1488 ns.
+    import subprocess
+    from pathlib import Path
+
+    from disaggsim.sim.runner import driver_argv, read_fct_csv
+
+    assert BINARY is not None
+    out = Path(str(tmp_path))
+    p = RcmpParams(racks=2, clients_per_rack=2, items=100_000, ops_per_client=40,
+                   hot_threshold=None, cxl_rows=True)
+    t = generate(p)
+    write_traffic(t, out / "rcmp")
+    cmd = driver_argv(BINARY, out / "rcmp" / "ns3_flows.csv", out / "fct.csv",
+                      out / "stats.json", "pfabric", 40.0, 1,
+                      {"racks": 2, "hosts_per_rack": 3, "spines": 1})
+    subprocess.run([*cmd, "--cxlTier=true"], check=True, capture_output=True)
+    fct = read_fct_csv(out / "fct.csv").merge(t.flows[["flow_id", "kind"]], on="flow_id")
+    assert (fct["finished"] == 1).all()
+    assert (fct["fct_ns"] >= fct["ideal_fct_ns"]).all()
+    cxl = fct[fct["kind"] == "cxl"]
+    assert len(cxl) == t.counts["cxl_R"] and (cxl["ideal_fct_ns"] == 142).all()
+    rpc = fct[fct["kind"] == "rpc"]
+    assert dict(zip(rpc["size_bytes"], rpc["ideal_fct_ns"], strict=True)) == {16: 1461, 80: 1488}
