@@ -7,11 +7,11 @@ import math
 
 import pandas as pd
 import pytest
+from ns3_program import BINARY, needs_ns3
 
 from disaggsim.errors import InputError
 from disaggsim.schemas import RCMP_FLOW_KINDS, SIM_FLOWS
 from disaggsim.sim.rcmp import PAGE_BYTES, RcmpParams, RcmpRacks, generate, write_traffic
-from ns3_program import BINARY, needs_ns3
 
 
 def _within(observed: int, n: int, p: float, sigmas: float = 5.0) -> bool:
