@@ -4,11 +4,13 @@ Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
     .venv/bin/python bench/rcmp_figs.py model   # Fig. 20 from the traffic generator
     .venv/bin/python bench/rcmp_figs.py fct     # ns-3: Rcmp's flows on the Clos
     .venv/bin/python bench/rcmp_figs.py lone    # ns-3: Fig. 14's accesses, each alone
-    flock /tmp/disaggsim-bench.lock flock /tmp/disaggsim-machine.lock \\
-        .venv/bin/python bench/rcmp_figs.py kv  # Fig. 14, 17, 20: librcmp vs the uffd device
+    flock /tmp/disaggsim-bench.lock .venv/bin/python bench/rcmp_figs.py kv --backend rcmp
+    flock /tmp/disaggsim-machine.lock flock /tmp/disaggsim-bench.lock \\
+        .venv/bin/python bench/rcmp_figs.py kv --backend pages  # the uffd device (root)
 
-Each writes ``bench/figures/rcmp/<part>.csv`` (the notebook ``notebooks/rcmp.py`` reads
-them) and prints the table with ``uptime``'s load. The same key streams drive both memories:
+``kv`` runs Fig. 14, 17 and 20 on librcmp and Fig. 14 and 17 on page-level remote memory
+(the uffd device). Each writes ``bench/figures/rcmp/<part>.csv`` (the notebook
+``notebooks/rcmp.py`` reads them) and prints the table with ``uptime``'s load. The same key streams drive both memories:
 ``disaggsim.sim.rcmp.generate``'s accesses (YCSB generators), written as ``rcmp-kv`` op
 files. The inter-rack delay is the swapdev ``fixed`` model for both: 3 µs (Rcmp §6.2, "the
 RDMA network latency is 1.5 to 3 µs"; Table 3's ~3 µs) plus the bytes at 100 Gbps (§6.2,
@@ -172,7 +174,7 @@ def _kv(build: Path, backend: str, ops: Path, items: int, threads: int, extra: l
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def kv_runs(repeats: int) -> dict[str, pd.DataFrame]:
+def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
     """Fig. 14 (64 B latency per tier and system, the micro-benchmark), Fig. 17 (YCSB on
     the hash table, throughput over page-level remote memory), Fig. 20 (swapping on/off):
     2 racks, clients in rack 0, 500 k items; the page-level system keeps 1/8 of the table
@@ -193,6 +195,8 @@ def kv_runs(repeats: int) -> dict[str, pd.DataFrame]:
                        ("page-level (uffd)", "pages", [])]
             for r in range(repeats):
                 for name, backend, extra in systems:
+                    if backend != backend_only:
+                        continue
                     res = _kv(build, backend, ops, items, 1, ["--direct=1", *extra],
                               items * 64 // 8)
                     fig14.append({"op": op, "system": name, "repeat": r, **res})
@@ -203,10 +207,10 @@ def kv_runs(repeats: int) -> dict[str, pd.DataFrame]:
                           client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
                           hot_threshold=None)
                 for r in range(repeats):
-                    for backend in ("rcmp", "pages"):
+                    for backend in (backend_only,):
                         res = _kv(build, backend, ops, items, threads, [], local)
                         fig17.append({"mix": mix, "distribution": dist, "repeat": r, **res})
-        for dist in ("uniform", "zipfian"):
+        for dist in ("uniform", "zipfian") if backend_only == "rcmp" else ():
             ops = Path(tmp) / f"fig20-{dist}.txt"
             _ops_file(ops, mix="read", distribution=dist, items=items, racks=2,
                       client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
@@ -217,14 +221,19 @@ def kv_runs(repeats: int) -> dict[str, pd.DataFrame]:
                               ["--direct=1", f"--hot-threshold={hp}"], local)
                     fig20.append({"distribution": dist, "hot_threshold": hp, "repeat": r,
                                   **res})
-    return {"kv_fig14": pd.DataFrame(fig14), "kv_fig17": pd.DataFrame(fig17),
-            "kv_fig20": pd.DataFrame(fig20)}
+    out = {f"kv_fig14_{backend_only}": pd.DataFrame(fig14),
+           f"kv_fig17_{backend_only}": pd.DataFrame(fig17)}
+    if fig20:
+        out["kv_fig20"] = pd.DataFrame(fig20)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["model", "fct", "lone", "kv"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--backend", choices=["rcmp", "pages"], default="rcmp",
+                    help="kv: librcmp, or the uffd device (root, under the machine lock)")
     args = ap.parse_args(argv)
     print(uptime())
     if args.part == "model":
@@ -234,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.part == "lone":
         write("lone", lone_accesses())
     else:
-        for name, frame in kv_runs(args.repeats).items():
+        for name, frame in kv_runs(args.repeats, args.backend).items():
             write(name, frame)
     return 0
 

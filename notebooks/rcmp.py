@@ -26,8 +26,10 @@
 # - `bench/figures/rcmp/model_fig20.csv`: Fig. 20 from the traffic generator (`sim/rcmp.py`);
 # - `bench/figures/rcmp/fct.csv`: Rcmp's flows simulated on the Clos with pFabric, with and
 #   without the CXL tier;
-# - `bench/figures/rcmp/kv_fig14.csv`, `kv_fig17.csv`, `kv_fig20.csv` (when present): the
-#   emulation, librcmp vs page-level remote memory on the uffd device.
+# - `bench/figures/rcmp/lone.csv`: Fig. 14's accesses simulated alone (pFabric + CXL tier);
+# - `bench/figures/rcmp/kv_fig14_*.csv`, `kv_fig17_*.csv`, `kv_fig20.csv` (when present):
+#   the emulation, librcmp (`_rcmp`) vs page-level remote memory on the uffd device
+#   (`_pages`).
 #
 # It reads only CSV files (seconds, no root, no device).
 
@@ -64,6 +66,15 @@ fct = pd.read_csv(RESULTS / "fct.csv")
 display(fct)
 
 # %% [markdown]
+# ## Fig. 14 simulated: lone accesses (pFabric at 100 Gbps, CXL tier)
+#
+# The paper: Rcmp's 64 B read < 3 µs with 2 racks; Fastswap > 12 µs (its page-fault
+# handling, which is not network time, is most of that).
+
+# %%
+display(pd.read_csv(RESULTS / "lone.csv"))
+
+# %% [markdown]
 # ## Emulation: librcmp vs page-level remote memory (Fig. 14, 17, 20)
 #
 # Present once `bench/rcmp_figs.py kv` has run on a machine with root (uffd). Medians of
@@ -71,16 +82,21 @@ display(fct)
 # the emulated tiers and on the machine's load.
 
 # %%
-kv14, kv17, kv20 = (RESULTS / f"kv_fig{n}.csv" for n in (14, 17, 20))
-if kv14.exists():
-    f14 = pd.read_csv(kv14)
+def both(fig: int) -> pd.DataFrame | None:
+    """librcmp's and the uffd device's runs of one figure, when present."""
+    parts = [pd.read_csv(f) for f in sorted(RESULTS.glob(f"kv_fig{fig}_*.csv"))]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+f14, f17 = both(14), both(17)
+if f14 is not None:
     display(f14.groupby(["op", "system"])[["p50_latency_us", "mean_latency_us"]].median())
-if kv17.exists():
-    f17 = pd.read_csv(kv17)
+if f17 is not None:
     thr = f17.groupby(["mix", "distribution", "backend"])["accesses_per_s"].median().unstack()
-    thr["rcmp / page-level"] = thr["rcmp"] / thr["pages"]
+    if {"rcmp", "pages"} <= set(thr.columns):
+        thr["rcmp / page-level"] = thr["rcmp"] / thr["pages"]
     display(thr)
-if kv20.exists():
-    f20 = pd.read_csv(kv20)
+if (RESULTS / "kv_fig20.csv").exists():
+    f20 = pd.read_csv(RESULTS / "kv_fig20.csv")
     t20 = f20.groupby(["distribution", "hot_threshold"])["accesses_per_s"].median().unstack()
     display(t20)
