@@ -10,11 +10,12 @@ Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
 
 ``kv`` runs Fig. 14, 17 and 20 on librcmp and Fig. 14 and 17 on page-level remote memory
 (the uffd device). Each writes ``bench/figures/rcmp/<part>.csv`` (the notebook
-``notebooks/rcmp.py`` reads them) and prints the table with ``uptime``'s load. The same key streams drive both memories:
-``disaggsim.sim.rcmp.generate``'s accesses (YCSB generators), written as ``rcmp-kv`` op
-files. The inter-rack delay is the swapdev ``fixed`` model for both: 3 µs (Rcmp §6.2, "the
-RDMA network latency is 1.5 to 3 µs"; Table 3's ~3 µs) plus the bytes at 100 Gbps (§6.2,
-ConnectX-5): a 64 B access waits 3005 ns, a 4 KiB page 3328 ns.
+``notebooks/rcmp.py`` reads them) and prints the table with ``uptime``'s load. The same
+key streams drive both memories: ``disaggsim.sim.rcmp.generate``'s accesses (YCSB
+generators), written as ``rcmp-kv`` op files. The inter-rack delay is the swapdev
+``fixed`` model for both: 3 µs (Rcmp §6.2, "the RDMA network latency is 1.5 to 3 µs";
+Table 3's ~3 µs) plus the bytes at 100 Gbps (§6.2, ConnectX-5): a 64 B access waits
+3005 ns, a 4 KiB page 3328 ns.
 """
 
 from __future__ import annotations
