@@ -186,7 +186,7 @@ Run (int argc, char** argv)
                   scheduler);
     cmd.AddValue ("cxlTier",
                   "serve intra-rack accesses from a per-rack CXL pool, inter-rack ones via the "
-                  "racks' daemons over --protocol (ns3::CxlRackTier)",
+                  "racks' daemons over --protocol (ns3::CxlRackTier::Enabled)",
                   cxlTier);
     cmd.Parse (argc, argv);
     TypeId schedulerTid;
@@ -228,12 +228,21 @@ Run (int argc, char** argv)
 
     // Topology, transport.
     Ptr<FlowTransport> transport = entry->create ();
-    Ptr<CxlRackTier> tier;
+    // --cxlTier is the shorthand of ns3::CxlRackTier::Enabled (a campaign sets the attribute).
     if (cxlTier)
     {
-        tier = CreateObject<CxlRackTier> ();
+        Config::SetDefault ("ns3::CxlRackTier::Enabled", BooleanValue (true));
+    }
+    Ptr<CxlRackTier> tier = CreateObject<CxlRackTier> ();
+    cxlTier = tier->IsEnabled ();
+    if (cxlTier)
+    {
         tier->SetInnerTransport (transport);
         transport = tier;
+    }
+    else
+    {
+        tier = nullptr;
     }
     Ptr<ClosTopology> topology = ClosHelper ().Install (transport);
     if (mssBytes != 0 && entry->mssAttribute.empty () && transport->GetMssBytes () != mssBytes)

@@ -4,6 +4,7 @@
 #include "cxl-rack-tier.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -26,6 +27,11 @@ CxlRackTier::GetTypeId ()
             .SetParent<FlowTransport> ()
             .SetGroupName ("Disaggsim")
             .AddConstructor<CxlRackTier> ()
+            .AddAttribute ("Enabled",
+                           "Whether the driver puts the tier around its transport "
+                           "(disaggsim-ns3 --cxlTier sets it; a campaign's [attributes] can)",
+                           BooleanValue (false), MakeBooleanAccessor (&CxlRackTier::m_enabled),
+                           MakeBooleanChecker ())
             .AddAttribute ("LoadStoreLatency",
                            "Latency of one load/store access to the rack's CXL pool.  Default "
                            "140 ns: Rcmp's NUMA emulation of CXL memory measured 138.5 and "

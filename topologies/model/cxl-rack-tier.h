@@ -54,6 +54,12 @@ class CxlRackTier : public FlowTransport
         return m_inner;
     }
 
+    /// \returns the Enabled attribute: whether a driver should use the tier.
+    bool IsEnabled () const
+    {
+        return m_enabled;
+    }
+
     void ConfigureFabric (Ptr<ClosTopology> topology) override;
     void Install (Ptr<ClosTopology> topology) override;
     uint32_t GetPerPacketHeaderBytes () const override;
@@ -95,6 +101,7 @@ class CxlRackTier : public FlowTransport
     DataRate m_linkRate;
     Time m_daemonDelay;
     uint32_t m_daemonIndex{0};
+    bool m_enabled{false};
     std::vector<FlowSpec> m_intraRack;
     std::map<uint64_t, uint64_t> m_interRackSize; //!< inner flow id -> bytes
     bool m_serveScheduled{false};
