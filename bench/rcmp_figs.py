@@ -56,9 +56,10 @@ def write(name: str, frame: pd.DataFrame) -> None:
 def model_fig20() -> pd.DataFrame:
     """Estimated throughput (accesses / closed-loop makespan) of the random-read
     micro-benchmark (§6.3: 64 B items, 100 M of them, 2 racks, clients in one), hot-page
-    swapping off vs H_p = 3 (Fig. 20), uniform vs Zipfian keys."""
+    swapping off vs H_p = 3 (Fig. 20), uniform vs Zipfian keys (YCSB's scrambled, and
+    unscrambled as Rcmp's own micro-benchmark draws them)."""
     rows = []
-    for dist in ("uniform", "zipfian"):
+    for dist in ("uniform", "zipfian", "zipfian-unscrambled"):
         for hp in (None, 3.0):
             p = RcmpParams(mix="read", distribution=dist, items=100_000_000, racks=2,
                            client_racks=1, clients_per_rack=8, ops_per_client=10_000,
@@ -211,7 +212,7 @@ def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
                     for backend in (backend_only,):
                         res = _kv(build, backend, ops, items, threads, [], local)
                         fig17.append({"mix": mix, "distribution": dist, "repeat": r, **res})
-        for dist in ("uniform", "zipfian") if backend_only == "rcmp" else ():
+        for dist in ("uniform", "zipfian-unscrambled") if backend_only == "rcmp" else ():
             ops = Path(tmp) / f"fig20-{dist}.txt"
             _ops_file(ops, mix="read", distribution=dist, items=items, racks=2,
                       client_racks=1, clients_per_rack=threads, ops_per_client=per_client,

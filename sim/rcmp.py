@@ -97,7 +97,13 @@ MIXES: Final[dict[str, tuple[float, float, float, float]]] = {
     "D": (0.95, 0.0, 0.05, 0.0),
     "F": (0.5, 0.0, 0.0, 0.5),
 }
-DISTRIBUTIONS: Final = ("uniform", "zipfian")
+#: Key distributions: ``uniform``; ``zipfian``, YCSB's scrambled Zipfian (hot keys
+#: scattered over the key space, as a hash table's buckets are); ``zipfian-unscrambled``,
+#: item i the i-th most popular (YCSB ``ZipfianGenerator`` without the scrambling), as
+#: Rcmp's own micro-benchmark draws addresses: ``zipf_distribution(range / payload)``,
+#: address = rank x payload (PDS-Lab/Rcmp ``test/microbench_core.hpp``), so the hot items
+#: share the first pages.
+DISTRIBUTIONS: Final = ("uniform", "zipfian", "zipfian-unscrambled")
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,7 @@ class RcmpParams:
         item_bytes: bytes per item (64 B, §6.3 and §6.4).
         ops_per_client: operations each client issues.
         mix: a key of :data:`MIXES`.
-        distribution: ``uniform`` or ``zipfian`` (YCSB constant 0.99).
+        distribution: one of :data:`DISTRIBUTIONS` (Zipfian: YCSB constant 0.99).
         page_bytes: page size (2 MiB, §6.1).
         hot_threshold: H_p (4, §6.1); None turns hot-page swapping off.
         decay_per_s: lambda of the hotness decay (0.04 /s, §6.1).
@@ -177,7 +183,7 @@ class RcmpParams:
             ("item_bytes", 1 <= self.item_bytes <= self.page_bytes, "1..page_bytes"),
             ("ops_per_client", self.ops_per_client >= 0, "an integer >= 0"),
             ("mix", self.mix in MIXES, f"one of {', '.join(MIXES)}"),
-            ("distribution", self.distribution in DISTRIBUTIONS, "uniform or zipfian"),
+            ("distribution", self.distribution in DISTRIBUTIONS, " or ".join(DISTRIBUTIONS)),
             ("hot_threshold", self.hot_threshold is None or self.hot_threshold >= 0,
              "a number >= 0 or none"),
             ("decay_per_s", self.decay_per_s >= 0, "a number >= 0"),
@@ -276,6 +282,11 @@ class _Keys:
         self.rng = JavaRandom(params.seed)
         self.uniform = params.distribution == "uniform"
         self.scrambled = ScrambledZipfianGenerator(0, params.items, self.rng)
+        self.ranked: ZipfianGenerator | None = None
+        if params.distribution == "zipfian-unscrambled" and params.mix != "D":
+            self.ranked = ZipfianGenerator(
+                0, params.items - 1, ZIPFIAN_CONSTANT, _zeta(params.items), self.rng
+            )
         self.latest: ZipfianGenerator | None = None
         if params.mix == "D":
             # SkewedLatestGenerator: max - zipfian(max), the zipfian over the inserted keys.
@@ -289,6 +300,8 @@ class _Keys:
             return self.count - 1 - self.latest.next_value()
         if self.uniform:  # UniformLongGenerator(0, count - 1)
             return int(self.rng.next_double() * self.count)
+        if self.ranked is not None:
+            return self.ranked.next_value()
         while True:
             k = self.scrambled.next_value()
             if k < self.count:

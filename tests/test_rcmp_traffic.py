@@ -240,3 +240,16 @@ def test_generated_traffic_runs_through_the_cxl_tier(tmp_path: object) -> None:
     assert len(cxl) == t.counts["cxl_R"] and (cxl["ideal_fct_ns"] == 142).all()
     rpc = fct[fct["kind"] == "rpc"]
     assert dict(zip(rpc["size_bytes"], rpc["ideal_fct_ns"], strict=True)) == {16: 1461, 80: 1488}
+
+
+def test_unscrambled_zipfian_makes_item_0_the_most_popular() -> None:
+    # P(item 0) = 1 / zeta(n, 0.99) and P(item 1) = 2^-0.99 / zeta(n, 0.99) (YCSB's
+    # ZipfianGenerator, Gray et al.); n = 1000: zeta = sum_{i<=1000} i^-0.99.
+    n = 1000
+    zeta_n = sum(i**-0.99 for i in range(1, n + 1))
+    t = generate(RcmpParams(items=n, distribution="zipfian-unscrambled", ops_per_client=2500,
+                            hot_threshold=None))
+    keys = t.accesses["key"]
+    total = len(keys)
+    assert _within(int((keys == 0).sum()), total, 1 / zeta_n)
+    assert _within(int((keys == 1).sum()), total, 2**-0.99 / zeta_n)
