@@ -10,6 +10,7 @@ The same functions are importable from notebooks (CONTRIBUTING.md, "One flow thr
     export-fct  -> disaggsim.analysis.export.export_fct (--distribution: export_fct_distribution)
     latency-budget -> disaggsim.analysis.latency_budget (Table 4, sweep) + plots
     emulate     -> disaggsim.swapdev.emulate.emulate
+    rcmp-gen    -> disaggsim.sim.rcmp.generate (Rcmp's accesses and flows, issue #25)
 """
 
 from __future__ import annotations
@@ -93,6 +94,20 @@ def _cmd_gen(args: argparse.Namespace) -> None:
     )
     workloads.write_flows(flows, Path(args.out))
     print(f"{len(flows)} flows -> {args.out}")
+
+
+def _cmd_rcmp_gen(args: argparse.Namespace) -> None:
+    from disaggsim.sim import rcmp
+
+    params = rcmp.load_params(Path(args.config))
+    traffic = rcmp.generate(params)
+    rcmp.write_traffic(traffic, Path(args.out))
+    c = traffic.counts
+    print(
+        f"{len(traffic.accesses)} accesses (cxl {c['cxl_R'] + c['cxl_W']}, "
+        f"rdma {c['rdma_R'] + c['rdma_W']}), {c['migrations']} migrations, "
+        f"{len(traffic.flows)} flows on {traffic.hosts} hosts -> {args.out}"
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> None:
@@ -266,6 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--out", required=True, help="output file: .csv, .parquet or .yaps")
     c.set_defaults(func=_cmd_gen)
+
+    c = sub.add_parser(
+        "rcmp-gen", help="Rcmp's accesses and flows for a CXL + RDMA cluster (configs/rcmp-*.toml)"
+    )
+    c.add_argument("--config", required=True, help="TOML file with an [rcmp] table")
+    c.add_argument("--out", required=True, help="new output directory")
+    c.set_defaults(func=_cmd_rcmp_gen)
 
     c = sub.add_parser(
         "run",

@@ -99,8 +99,45 @@ NS3_FLOWS: Final = pa.schema(
 #: CAMPAIGN_FCT with no other edit than the code that fills it (sim/placement.py for
 #: placed blades, sim/runner.py for host-level workloads).
 #:
-#: - kind: one of FLOW_KINDS (FLOW_TABLE "kind"; "net" for host-level workloads)
+#: - kind: one of FLOW_KINDS (FLOW_TABLE "kind"; "net" for host-level workloads), or one of
+#:   RCMP_FLOW_KINDS for an Rcmp workload (sim/rcmp.py)
 SIM_FLOWS: Final = pa.schema(list(NS3_FLOWS) + [FLOW_TABLE.field("kind")])
+
+#: Flow kinds of an Rcmp workload (sim/rcmp.py; Rcmp, ACM TACO 2024, papers/003):
+#:
+#: - rpc: a pure-RPC message between two racks' daemons (RRPC, §5.5: data < 512 B travels
+#:   inside the request or the reply; also the address lookup before one-sided access)
+#: - rdma_read / rdma_write: a one-sided RDMA READ's data (remote daemon -> local daemon) or
+#:   WRITE's data (local -> remote), RRPC's mode for >= 512 B (§5.5)
+#: - migrate: a hot page (2 MiB, §6.1) moved between racks by two one-sided RDMA operations
+#:   (§5.3 step 5): the hot page to the requesting rack, and a victim page back if that rack
+#:   had no free page
+#: - cxl: an intra-rack access served by the rack's CXL pool, not by the Ethernet fabric
+#:   (only with ``cxl_rows``: the ns-3 CXL tier serves these, ``topologies/doc/cxl.md``)
+RCMP_FLOW_KINDS: Final = ("rpc", "rdma_read", "rdma_write", "migrate", "cxl")
+
+#: One row per memory access of an Rcmp workload (sim/rcmp.py), in start order.
+#:
+#: - start_ns: when the client issued the access (closed loop, see sim/rcmp.py)
+#: - client_host: the issuing compute node (host id, rack-major as NS3_FLOWS)
+#: - rack: the client's rack; owner_rack: the rack whose CXL pool held the page then
+#: - op: 'R' read or 'W' write (a YCSB update, insert, or the write of a read-modify-write)
+#: - key: item number; page: global page id (key * item bytes // page bytes)
+#: - size_bytes: bytes accessed (the item size)
+#: - tier: "cxl" (owner_rack == rack) or "rdma" (another rack, through the daemons)
+RCMP_ACCESSES: Final = pa.schema(
+    [
+        pa.field("start_ns", pa.int64(), nullable=False),
+        pa.field("client_host", pa.int32(), nullable=False),
+        pa.field("rack", pa.int32(), nullable=False),
+        pa.field("owner_rack", pa.int32(), nullable=False),
+        pa.field("op", pa.string(), nullable=False),
+        pa.field("key", pa.int64(), nullable=False),
+        pa.field("page", pa.int64(), nullable=False),
+        pa.field("size_bytes", pa.int64(), nullable=False),
+        pa.field("tier", pa.string(), nullable=False),
+    ]
+)
 
 #: One record per flow, written by the ns-3 program (CSV with this header and order).
 #:

@@ -5,7 +5,7 @@
  *                 [--racks=9 --hostsPerRack=16 --spines=4 --accessRateGbps=40
  *                  --spineRateFactor=4 --bufferBytes=36864 --switchDelayNs=240
  *                  --intraRackCableM=4 --interRackCableM=40 --propNsPerM=5 --mssBytes=1460
- *                  --seed=1 --stopTimeNs=-1 --drainNs=1000000000]
+ *                  --seed=1 --stopTimeNs=-1 --drainNs=1000000000 --cxlTier=false]
  *                 [--ns3::SomeClass::Attribute=value ...]
  *   disaggsim-ns3 --list-capabilities
  *
@@ -20,11 +20,15 @@
  *
  * Topology defaults are the paper's (Gao et al. OSDI'16 §3.3, §4.2, Table 4); each
  * shorthand sets the ns3::ClosTopology attribute of the same meaning, so attributes stay the
- * one configuration path.  Exit codes: 0 ok, 2 bad input (nothing written), 1 other errors.
+ * one configuration path.  --cxlTier=true serves each rack's accesses from a CXL pool and
+ * carries the inter-rack ones between the racks' daemons over the chosen transport
+ * (ns3::CxlRackTier, topologies/doc/cxl.md; its attributes set it up); a flow's ideal FCT
+ * is then its lone-access time (CxlRackTier::LoneAccessTime).  Exit codes: 0 ok, 2 bad input (nothing written), 1 other errors.
  */
 #include "sim/flow-csv.h"
 #include "sim/run-stats.h"
 #include "topologies/helper/clos-helper.h"
+#include "topologies/model/cxl-rack-tier.h"
 #include "topologies/model/flow-transport.h"
 
 #include "ns3/core-module.h"
@@ -159,6 +163,7 @@ Run (int argc, char** argv)
     // heap (topologies/model/four-ary-heap-scheduler.h) beats std::priority_queue (pHost
     // "Speed" in bench/RESULTS.md).
     std::string scheduler = "ns3::FourAryHeapScheduler";
+    bool cxlTier = false;
     CommandLine cmd (__FILE__);
     cmd.Usage ("Simulate SIM_FLOWS over a Clos fabric; write FCT_RECORDS and STATS.json.");
     cmd.AddValue ("flows", "SIM_FLOWS CSV to read", flowsPath);
@@ -191,6 +196,10 @@ Run (int argc, char** argv)
                   "ns3::CalendarScheduler, ns3::MapScheduler, ns3::PriorityQueueScheduler, "
                   "ns3::ListScheduler)",
                   scheduler);
+    cmd.AddValue ("cxlTier",
+                  "serve intra-rack accesses from a per-rack CXL pool, inter-rack ones via the "
+                  "racks' daemons over --protocol (ns3::CxlRackTier::Enabled)",
+                  cxlTier);
     cmd.Parse (argc, argv);
     TypeId schedulerTid;
     if (!TypeId::LookupByNameFailSafe (scheduler, &schedulerTid) ||
@@ -231,6 +240,22 @@ Run (int argc, char** argv)
 
     // Topology, transport.
     Ptr<FlowTransport> transport = entry->create ();
+    // --cxlTier is the shorthand of ns3::CxlRackTier::Enabled (a campaign sets the attribute).
+    if (cxlTier)
+    {
+        Config::SetDefault ("ns3::CxlRackTier::Enabled", BooleanValue (true));
+    }
+    Ptr<CxlRackTier> tier = CreateObject<CxlRackTier> ();
+    cxlTier = tier->IsEnabled ();
+    if (cxlTier)
+    {
+        tier->SetInnerTransport (transport);
+        transport = tier;
+    }
+    else
+    {
+        tier = nullptr;
+    }
     Ptr<ClosTopology> topology = ClosHelper ().Install (transport);
     if (mssBytes != 0 && entry->mssAttribute.empty () && transport->GetMssBytes () != mssBytes)
     {
@@ -299,7 +324,9 @@ Run (int argc, char** argv)
         disaggsim::FctRecord& r = records[i];
         r.flow = flows[i];
         Time ideal =
-            topology->IdealFct (r.flow.srcHost, r.flow.dstHost, r.flow.sizeBytes, headerBytes, mss);
+            tier ? tier->LoneAccessTime (r.flow)
+                 : topology->IdealFct (r.flow.srcHost, r.flow.dstHost, r.flow.sizeBytes,
+                                       headerBytes, mss);
         r.idealFctNs = (ideal.GetPicoSeconds () + 500) / 1000;
         if (recorder.finished[i])
         {
@@ -329,6 +356,7 @@ Run (int argc, char** argv)
         {"trace_origin_ns", std::to_string (origin.GetNanoSeconds ())},
         {"time_resolution", "ps"},
         {"scheduler", scheduler},
+        {"cxl_tier", cxlTier ? "true" : "false"},
         {"checksums", "off"},
     };
     std::vector<TypeId> types = {ClosTopology::GetTypeId ()};

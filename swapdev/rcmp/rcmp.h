@@ -1,0 +1,98 @@
+/*
+ * librcmp: Rcmp's memory-pool API (Wang et al., "Rcmp: Reconstructing RDMA-Based Memory
+ * Disaggregation via CXL", ACM TACO 2024, papers/003, Table 4) as an access-level
+ * emulation: the data lives in this process, and each Read/Write waits for the latency of
+ * the tier its page lives in.
+ *
+ * - The page's rack is this client's rack: a CXL load/store, cxl_latency_ns +
+ *   size * 8e9 / cxl_bandwidth_bps (Rcmp §6.2: 140 ns, NUMA-emulated).
+ * - Another rack: the inter-rack delay of swapdev's delay core (core/sd_delay.h), configured
+ *   exactly as the swap devices are (SWAPDEV_MODEL, SWAPDEV_LATENCY_NS,
+ *   SWAPDEV_BANDWIDTH_BPS, SWAPDEV_FCT_FILE, ...: src/sd_user.h), so a fixed latency or an
+ *   FCT distribution from a campaign is the same network for Rcmp and for page-level remote
+ *   memory on the uffd device.  One request of the access's bytes (Rcmp's direct I/O,
+ *   §4.1; RRPC sends it in one RPC below 512 B and one one-sided transfer above, §5.5).
+ *
+ * Memory: pages of page_bytes (2 MiB, §6.1), each in one rack's pool of rack_bytes; the
+ * global address is (page_id << 32) | page_offset (§5.1); Alloc hands out slabs inside a
+ * page (an object never spans pages).  Hot pages (§5.3): a remote page's hotness
+ * alpha (Cur_r + Cur_w) + 1 (alpha = exp(-lambda dt), counts cleared after T_l) above
+ * hot_threshold moves it into the local rack, to a free page or in exchange for the
+ * coldest local page unless that one is hot too; the move is a 2 MiB read (and a 2 MiB
+ * write back for the victim) through the delay model, paid by the thread that found the
+ * page hot, with the page locked meanwhile.  Write buffer (§5.4): while a thread holds the
+ * WLock of an address, its writes of fewer than write_buffer_max_bytes (256 B, §6.5) to a
+ * remote page cost one CXL store and are sent in a batch at UnLock by Rcmp's background
+ * threads (counted here, not waited for).  One process emulates the clients of one rack;
+ * the other racks run no clients, so their hotness never outbids this rack's (§5.3 step 3).
+ *
+ * Not emulated: real CXL hardware and cache coherence (the data is this process's memory),
+ * the daemon's CPU and ring buffers (only their delay, inside the model), the read-hot page
+ * cache.  Thread-safe: any number of threads may call Read/Write/Lock at once.
+ */
+#ifndef RCMP_H
+#define RCMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint64_t rcmp_gaddr;
+#define RCMP_NULL ((rcmp_gaddr)UINT64_MAX)
+
+enum rcmp_alloc_policy {
+	RCMP_ALLOC_LOCAL_FIRST = 0, /* §5.1 Alloc: the local rack, then remote racks in turn */
+	RCMP_ALLOC_INTERLEAVE = 1,  /* page i in rack i % racks: §6.3's equal pre-allocation */
+};
+
+struct rcmp_options {
+	uint32_t racks;              /* >= 1 */
+	uint32_t local_rack;         /* this client's rack, < racks */
+	uint64_t rack_bytes;         /* each rack's pool (a multiple of page_bytes) */
+	uint64_t page_bytes;         /* 2 MiB (§6.1) */
+	uint64_t cxl_latency_ns;     /* 140 (§6.2) */
+	uint64_t cxl_bandwidth_bps;  /* 256e9 (PCIe 5.0 x8, topologies/doc/cxl.md); 0: none */
+	double hot_threshold;        /* H_p, 4 (§6.1); < 0: no migration */
+	double decay_per_s;          /* lambda, 0.04 (§6.1) */
+	double lifetime_s;           /* T_l, 100 (§6.1) */
+	uint64_t write_buffer_max_bytes; /* 256 (§6.5); 0: no write buffer */
+	int alloc_policy;            /* enum rcmp_alloc_policy */
+};
+
+/* The paper's defaults for racks racks of rack_bytes each. */
+struct rcmp_options rcmp_default_options(uint32_t racks, uint64_t rack_bytes);
+
+struct rcmp_pool;
+
+struct rcmp_stats {
+	uint64_t cxl_reads, cxl_writes;       /* served by the local rack's pool */
+	uint64_t remote_reads, remote_writes; /* through the delay model */
+	uint64_t buffered_writes, buffered_bytes, buffer_flushes;
+	uint64_t migrations, victims, swaps_stopped;
+	uint64_t lock_ops;
+};
+
+/* Open the pool (Table 4 Open).  The inter-rack model comes from the SWAPDEV_* environment
+ * (sd_run_init).  Returns NULL and prints "rcmp: <what>" to stderr on bad options. */
+struct rcmp_pool *rcmp_open(const struct rcmp_options *opt);
+/* Close it (Table 4 Close): writes SWAPDEV_TRACE/SWAPDEV_HIST if set, frees everything. */
+void rcmp_close(struct rcmp_pool *pool);
+
+/* Alloc size bytes (1..page_bytes); RCMP_NULL if the pool is full. */
+rcmp_gaddr rcmp_alloc(struct rcmp_pool *pool, size_t size);
+/* Free an object of size bytes; 0, or -1 for an address that is not allocated. */
+int rcmp_free(struct rcmp_pool *pool, rcmp_gaddr gaddr, size_t size);
+
+/* Read/Write size bytes at gaddr (may span pages); 0, or -1 if out of the pool. */
+int rcmp_read(struct rcmp_pool *pool, rcmp_gaddr gaddr, size_t size, void *buf);
+int rcmp_write(struct rcmp_pool *pool, rcmp_gaddr gaddr, size_t size, const void *buf);
+
+/* RLock (shared) or WLock (exclusive) the lock at gaddr, and UnLock (Table 4). */
+enum { RCMP_RLOCK = 0, RCMP_WLOCK = 1 };
+int rcmp_lock(struct rcmp_pool *pool, rcmp_gaddr gaddr, int mode);
+int rcmp_unlock(struct rcmp_pool *pool, rcmp_gaddr gaddr);
+
+/* The rack holding the page of gaddr now, or -1. */
+int rcmp_rack_of(struct rcmp_pool *pool, rcmp_gaddr gaddr);
+void rcmp_get_stats(struct rcmp_pool *pool, struct rcmp_stats *out);
+
+#endif

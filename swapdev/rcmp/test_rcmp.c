@@ -1,0 +1,225 @@
+/*
+ * librcmp, two cases.
+ *
+ * 1. A swap with a victim, by hand (§5.3): 2 racks of one 2 MiB page each, page 0 local
+ *    (written once: hotness 1), page 1 remote.  H_p = 2: the write and the first read of
+ *    page 1 have hotness 1 and ~2 (not > 2), the second read ~3 > 2: page 1 moves in, and
+ *    page 0, the coldest local page (1 <= H_p, so not hot), goes out in exchange.  Both
+ *    pages keep their data.
+ * 2. Concurrency: 4 threads write and read back objects of 64..4000 B filling 13 pages over
+ *    5 racks (interleaved, §6.3), over 4x this rack's 3-page pool (the local budget), this
+ *    rack holding 2 of them (pages 4, 9) and one free page a hot page can move into.  Every
+ *    Read must return what the last Write of that object stored (versioned patterns); the counters must show
+ *    both tiers, a migration, buffered small writes under a WLock (§5.4), and add up to the
+ *    accesses made.
+ *
+ * The inter-rack model is the delay core's `fixed` (200 ns), so the waits are real but
+ * short.
+ */
+#define _GNU_SOURCE
+#include "rcmp.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define THREADS 4
+#define RACKS 5
+#define PAGE (2u << 20)
+#define RACK_BYTES (3ull * PAGE)
+#define PAGES_USED 13
+#define ROUNDS 6
+
+static struct rcmp_pool *pool;
+static rcmp_gaddr *obj;
+static size_t *obj_size;
+static size_t nobj;
+static pthread_barrier_t barrier;
+static unsigned long errors;
+static pthread_mutex_t err_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void pattern(uint8_t *buf, size_t n, size_t id, unsigned version)
+{
+	uint64_t x = (uint64_t)id * 0x9E3779B97F4A7C15ull + version * 0xBF58476D1CE4E5B9ull + 1;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+}
+
+static void check(size_t id, unsigned version, uint8_t *got, uint8_t *want)
+{
+	pattern(want, obj_size[id], id, version);
+	if (memcmp(got, want, obj_size[id])) {
+		pthread_mutex_lock(&err_mu);
+		if (errors++ < 5)
+			fprintf(stderr, "object %zu (%zu B, version %u): read differs from write\n", id,
+				obj_size[id], version);
+		pthread_mutex_unlock(&err_mu);
+	}
+}
+
+static void *worker(void *arg)
+{
+	size_t t = (size_t)arg, i;
+	uint8_t *buf = malloc(PAGE), *want = malloc(PAGE);
+	unsigned round;
+
+	for (round = 1; round <= ROUNDS; round++) {
+		for (i = t; i < nobj; i += THREADS) {
+			pattern(buf, obj_size[i], i, round);
+			if (obj_size[i] < 256 && round % 2 == 0) { /* small writes under a WLock */
+				rcmp_lock(pool, obj[i], RCMP_WLOCK);
+				rcmp_write(pool, obj[i], obj_size[i], buf);
+				rcmp_unlock(pool, obj[i]);
+			} else {
+				rcmp_write(pool, obj[i], obj_size[i], buf);
+			}
+		}
+		for (i = t; i < nobj; i += THREADS) { /* read back, several times: pages get hot */
+			rcmp_read(pool, obj[i], obj_size[i], buf);
+			check(i, round, buf, want);
+		}
+	}
+	pthread_barrier_wait(&barrier);
+	for (i = 0; i < nobj; i++) { /* everyone's objects, final version */
+		rcmp_read(pool, obj[i], obj_size[i], buf);
+		check(i, ROUNDS, buf, want);
+	}
+	free(buf);
+	free(want);
+	return NULL;
+}
+
+static int swap_case(void)
+{
+	struct rcmp_options o = rcmp_default_options(2, PAGE);
+	struct rcmp_pool *p;
+	struct rcmp_stats st;
+	uint8_t *a = malloc(PAGE), *b = malloc(PAGE), *c = malloc(PAGE);
+	rcmp_gaddr g0, g1;
+	int i, rc = 0;
+
+	o.page_bytes = PAGE;
+	o.hot_threshold = 2.0;
+	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
+	p = rcmp_open(&o);
+	if (!p || !a || !b || !c)
+		return 1;
+	g0 = rcmp_alloc(p, PAGE);
+	g1 = rcmp_alloc(p, PAGE);
+	pattern(a, PAGE, 0, 1);
+	pattern(b, PAGE, 1, 1);
+	rcmp_write(p, g1, PAGE, b); /* remote write: hotness 1 */
+	rcmp_write(p, g0, PAGE, a); /* local: hotness 1 */
+	if (rcmp_rack_of(p, g0) != 0 || rcmp_rack_of(p, g1) != 1)
+		rc = 1;
+	rcmp_read(p, g1, 64, c); /* hotness ~2: not hot */
+	rcmp_get_stats(p, &st);
+	if (st.migrations)
+		rc = 1;
+	rcmp_read(p, g1, 64, c); /* ~3 > 2: swapped in, page 0 out */
+	rcmp_get_stats(p, &st);
+	if (st.migrations != 1 || st.victims != 1 || rcmp_rack_of(p, g1) != 0 ||
+	    rcmp_rack_of(p, g0) != 1)
+		rc = 1;
+	for (i = 0; i < 2; i++) {
+		rcmp_read(p, i ? g1 : g0, PAGE, c);
+		if (memcmp(c, i ? b : a, PAGE))
+			rc = 1;
+	}
+	rcmp_close(p);
+	free(a);
+	free(b);
+	free(c);
+	if (rc)
+		fprintf(stderr, "FAIL: swap case: migrations %llu victims %llu\n",
+			(unsigned long long)st.migrations, (unsigned long long)st.victims);
+	return rc;
+}
+
+int main(void)
+{
+	static const size_t sizes[] = {64, 200, 1000, 4000, 100};
+	struct rcmp_options o = rcmp_default_options(RACKS, RACK_BYTES);
+	const size_t budget = (size_t)PAGES_USED * PAGE;
+	pthread_t th[THREADS];
+	struct rcmp_stats st;
+	size_t cap = 0, i, total = 0;
+	rcmp_gaddr g;
+
+	setenv("SWAPDEV_MODEL", "fixed", 1);
+	setenv("SWAPDEV_LATENCY_NS", "200", 1);
+	unsetenv("SWAPDEV_BANDWIDTH_BPS");
+	unsetenv("SWAPDEV_TRACE");
+	unsetenv("SWAPDEV_HIST");
+	if (swap_case())
+		return 1;
+	o.page_bytes = PAGE;
+	o.hot_threshold = 2.0;
+	o.local_rack = 4; /* holds pages 4 and 9 of 12: one of its 3 slots stays free */
+	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
+	pool = rcmp_open(&o);
+	if (!pool)
+		return 1;
+	/* 13 pages, more than 4x the local rack's pool of 3. */
+	for (;;) {
+		size_t s = sizes[nobj % 5];
+
+		if (total + s > budget - PAGE / 2) /* 12.5 pages of data: 13 pages */
+			break;
+		g = rcmp_alloc(pool, s);
+		if (g == RCMP_NULL)
+			break;
+		if (nobj == cap) {
+			cap = cap ? 2 * cap : 1024;
+			obj = realloc(obj, cap * sizeof(*obj));
+			obj_size = realloc(obj_size, cap * sizeof(*obj_size));
+		}
+		obj[nobj] = g;
+		obj_size[nobj++] = s;
+		total += s;
+	}
+	if (total < 4 * RACK_BYTES || rcmp_rack_of(pool, obj[nobj - 1]) < 0) {
+		fprintf(stderr, "allocated %zu bytes, expected about 4x %llu\n", total,
+			(unsigned long long)RACK_BYTES);
+		return 1;
+	}
+	pthread_barrier_init(&barrier, NULL, THREADS);
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, worker, (void *)i);
+	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	rcmp_get_stats(pool, &st);
+	fprintf(stderr,
+		"objects %zu (%zu B); cxl r/w %llu/%llu remote r/w %llu/%llu buffered %llu "
+		"migrations %llu victims %llu stopped %llu\n",
+		nobj, total, (unsigned long long)st.cxl_reads, (unsigned long long)st.cxl_writes,
+		(unsigned long long)st.remote_reads, (unsigned long long)st.remote_writes,
+		(unsigned long long)st.buffered_writes, (unsigned long long)st.migrations,
+		(unsigned long long)st.victims, (unsigned long long)st.swaps_stopped);
+	rcmp_close(pool);
+	if (errors) {
+		fprintf(stderr, "FAIL: %lu reads differ\n", errors);
+		return 1;
+	}
+	/* Every path taken: both tiers, a hot page moved into the free local page, buffered
+	 * writes. */
+	if (!st.cxl_reads || !st.remote_reads || !st.migrations || !st.buffered_writes) {
+		fprintf(stderr, "FAIL: a path was not exercised\n");
+		return 1;
+	}
+	/* Accesses add up: (ROUNDS writes + ROUNDS reads) per object + THREADS final reads. */
+	if (st.cxl_reads + st.remote_reads != nobj * (ROUNDS + THREADS) ||
+	    st.cxl_writes + st.remote_writes + st.buffered_writes != nobj * ROUNDS) {
+		fprintf(stderr, "FAIL: access counts do not add up\n");
+		return 1;
+	}
+	fprintf(stderr, "ok\n");
+	return 0;
+}
