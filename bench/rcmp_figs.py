@@ -92,7 +92,7 @@ def fct_runs() -> pd.DataFrame:
     binary = find_binary()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for protocol, tier in (("pfabric", False), ("pfabric", True), ("dctcp-lean", True)):
+        for protocol, tier in (("pfabric", False), ("pfabric", True), ("dctcp", True)):
             flows = t.flows if tier else t.flows[t.flows["kind"] != "cxl"]
             flows = flows.reset_index(drop=True)
             csv = Path(tmp) / f"flows-{protocol}-{tier}.csv"
