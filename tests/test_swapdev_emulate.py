@@ -509,3 +509,17 @@ def test_a_finished_sweep_is_resumed_not_rerun(tmp_path: Path) -> None:
     assert (out / "runs.csv").read_text() == first
     path.write_text(path.read_text().replace("20000", "30000"))
     assert emulate.previous_runs(emulate.load_emulate_config(path), out) == {}
+
+
+def test_classify_needs_figure_2s_boundary_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CONFIG's only model is 20 us: no 5 us / 40 Gb/s point to classify by (§3.2), so
+    `classify` refuses before running anything, naming the file."""
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG)
+    assert main(["classify", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"disaggsim classify: error: {path}: [[models]]: no fixed point at "
+                          "5000 ns, 40000000000 bit/s")
+    assert not (tmp_path / "out").exists()
