@@ -30,7 +30,6 @@
 # %%
 import io
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
