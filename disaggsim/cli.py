@@ -11,6 +11,7 @@ The same functions are importable from notebooks (CONTRIBUTING.md, "One flow thr
     latency-budget -> disaggsim.analysis.latency_budget (Table 4, sweep) + plots
     emulate     -> disaggsim.swapdev.emulate.emulate
     rcmp-gen    -> disaggsim.sim.rcmp.generate (Rcmp's accesses and flows, issue #25)
+    classify    -> disaggsim.swapdev.emulate.emulate + classify (dolphin or shark, §3.2)
 """
 
 from __future__ import annotations
@@ -210,6 +211,27 @@ def _cmd_emulate(args: argparse.Namespace) -> None:
     print(f"results: {out}")
 
 
+def _cmd_classify(args: argparse.Namespace) -> None:
+    from disaggsim.swapdev import emulate
+
+    cfg = emulate.load_emulate_config(args.config)
+    wanted = (emulate.CLASSIFY_LATENCY_NS, emulate.CLASSIFY_BANDWIDTH_BPS)
+    if not any(p.kind == "fixed" and (p.latency_ns, p.bandwidth_bps) == wanted
+               for p in emulate.expand_models(cfg)):
+        raise CliError(
+            f"{args.config}: [[models]]: no fixed point at {wanted[0]} ns, {wanted[1]} bit/s "
+            "(Figure 2's dolphin/shark boundary); leave out [[models]] for Figure 2's grid"
+        )
+    try:
+        out = emulate.emulate(cfg, progress=not args.quiet)
+    except (RuntimeError, TimeoutError) as exc:
+        raise CliError(str(exc)) from exc
+    print(f"{cfg.emulate.name}: dolphin (<= 5 % at 5 us, 40 Gb/s) or shark (paper §3.2)")
+    print((out / "classification.csv").read_text() if args.csv else
+          emulate.format_classification(emulate.read_classification(out)), end="")
+    print(f"results: {out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``disaggsim`` argument parser (one subparser per pipeline step)."""
     from disaggsim.sim.config import TopologySection
@@ -345,6 +367,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "swapdev/hpe_cm.py for an [hpe_cm] table)")
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
     c.set_defaults(func=_cmd_emulate)
+
+    c = sub.add_parser(
+        "classify",
+        help="dolphin or shark: run an application at Figure 2's grid (or the config's "
+        "models) and print its class at 5 us / 40 Gb/s (root; resumes a finished sweep)",
+    )
+    c.add_argument("config", help="emulate config (TOML, swapdev/emulate.py); without "
+                   "[[models]] the sweep is Figure 2's latency x bandwidth grid")
+    c.add_argument("--quiet", action="store_true", help="no per-run progress")
+    c.add_argument("--csv", action="store_true", help="print classification.csv instead")
+    c.set_defaults(func=_cmd_classify)
     return p
 
 

@@ -15,7 +15,16 @@ Config (TOML; unknown keys are errors naming the file and line)::
     out_dir = "results/emulate"     # relative to the config file
     backend = "swap"                # swap | uffd | kmod (the kernel module in its QEMU
                                     # guest; app.command memtouch only, emulate_kmod.py)
-    repeats = 5                     # runs per point; the median is reported, with min-max
+    repeats = 5                     # runs per point (at least); the median is reported
+    repeats_max = 5                 # adaptive: up to this many rounds while a point is
+                                    # unsettled (jct_stats.settled; default = repeats)
+    half_width = 0.015              # ... i.e. its interval is wider than +-half_width and
+                                    # straddles the 5 % threshold
+    confidence = 0.95               # of the intervals (jct_stats: bootstrap, ratio of medians)
+    app_cpus = [1]                  # pin the sweep's processes (the application) to these
+                                    # CPUs (default: not pinned)
+    handler_cpus = [0]              # pin the device's handler (uffd thread, swap's FUSE
+                                    # daemon) to these CPUs (default: not pinned)
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
     eviction = "fifo"               # uffd replacement policy (device.EVICTION_POLICIES)
     paging = "demand"               # uffd paging policy: demand | comex (PAGING_POLICIES)
@@ -27,7 +36,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
     working_set_bytes = 268435456   # required with command; a preset has its own
     local_fraction = [0.5, 0.75]    # local memory = fraction x working set (one or a grid)
     jemalloc = true                 # uffd: preload jemalloc too (default: the preset's)
-    [[models]]                      # the zero-delay run is added as the reference
+    [[models]]                      # the zero-delay run is added as the reference;
+                                    # no [[models]]: Figure 2's grid (FIGURE2_LATENCIES_NS x
+                                    # FIGURE2_BANDWIDTHS_BPS, fixed)
     kind = "fixed"                  # a delay model of device.MODEL_NAMES but none
     latency_ns = [1000, 5000]       # fixed: one value or a grid (with bandwidth_bps)
     bandwidth_bps = [40000000000, 100000000000]
@@ -35,21 +46,36 @@ Config (TOML; unknown keys are errors naming the file and line)::
 A ``fixed`` model with lists expands to every (latency, bandwidth) pair; the sweep is
 local fraction x models (paper Figs. 3-5 and Table 3).
 
+Noise control (issue #22, item 4; :mod:`disaggsim.swapdev.jct_stats`): each round runs the
+zero-delay reference and then every point still unsettled, so the reference is interleaved
+with the points; after ``repeats`` rounds a point stops when its interval of the relative
+JCT is within +-``half_width`` or lies wholly on one side of the 5 % threshold, and the
+sweep stops at ``repeats_max`` rounds (a sequential design: stopping once decided makes the
+interval's nominal coverage approximate, and the cap bounds it). Each run records the
+machine's load (1-minute load average at its end, the hypervisor's steal share during it).
+A sweep is resumable: ``runs.csv`` is rewritten after every run with ``sweep.json`` (the
+config's run-defining part); running the same config again reuses those runs.
+
 Outputs in ``out_dir/name`` (the device's own files stay in a temporary directory), each
 written atomically:
 
 - ``runs.csv``: one row per run: ``local_fraction, model, kind, latency_ns,
   bandwidth_bps, repeat, status`` (``ok``/``timeout``), ``jct_s`` (empty on timeout),
+  ``load_1m`` and ``steal_fraction`` (see above),
   ``wall_s``, ``swap_in_bytes, swap_out_bytes`` (the device's own counters),
   ``swap_bandwidth_bytes_per_s`` (in + out over the JCT), ``memory_bandwidth_bytes_per_s``
   and ``memory_bandwidth_source`` (see :func:`memory_bandwidth_probe`), ``peak_rss_bytes``
   (presets: the data-holding processes' summed ``VmHWM``, a check of the working set);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
-  median zero-delay JCT at that fraction), ``relative_min, relative_max`` and the medians
-  of the bandwidth columns;
+  median zero-delay JCT at that fraction), ``relative_min, relative_max``, the medians
+  of the bandwidth columns, ``ci_low, ci_high, ci_half_width`` (the relative JCT's
+  interval), ``verdict`` (``pass``/``fail``/``undecided`` at 5 %), ``load_1m_median`` and
+  ``steal_fraction_max``;
 - ``table3.csv``: per (latency, bandwidth) of the ``fixed`` models, the smallest local
   fraction keeping the degradation under 5 % (paper Table 3), see :func:`table3`;
+- ``classification.csv``: per local fraction holding Figure 2's point (5 µs, 40 Gb/s),
+  dolphin / shark / undecided (:func:`classify`);
 - ``<name>.png``: relative JCT against latency per (fraction, bandwidth);
   ``<name>-fig6.png``: relative JCT against swap bandwidth (paper Fig. 6a).
 """
@@ -72,17 +98,32 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from disaggsim.atomic import atomic_path
+from disaggsim.atomic import atomic_path, write_text_atomic
 from disaggsim.errors import InputError
 from disaggsim.guards import read_text
 from disaggsim.sim.config import ConfigError, config_location, load_config_model
-from disaggsim.swapdev import baselines, comex_params, device, emulate_apps, emulate_kmod
+from disaggsim.swapdev import (
+    baselines,
+    comex_params,
+    device,
+    emulate_apps,
+    emulate_kmod,
+    jct_stats,
+)
 from disaggsim.swapdev.comex_params import NonNegInt
 from disaggsim.testbed import collect_env
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
 DEGRADATION_THRESHOLD = 1.05
 
+#: Figure 2's grid (paper §3.2): end-to-end latencies 1, 3, 5, 10 µs ...
+FIGURE2_LATENCIES_NS = [1000, 3000, 5000, 10000]
+#: ... times bandwidths 10, 40, 100 Gb/s, at 25 % local memory (:data:`FIGURE2_FRACTION`).
+FIGURE2_BANDWIDTHS_BPS = [10 * 10**9, 40 * 10**9, 100 * 10**9]
+FIGURE2_FRACTION = 0.25
+#: The dolphin / shark boundary (§3.2): dolphins stay within 5 % at 5 µs and 40 Gb/s.
+CLASSIFY_LATENCY_NS = 5000
+CLASSIFY_BANDWIDTH_BPS = 40 * 10**9
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -110,6 +151,23 @@ class EmulateSection(_Strict):
     paging: device.PagingPolicy = "demand"
     queue_depth: int = Field(1, ge=1, le=256)
     timeout_s: float = Field(600, gt=0)
+    repeats_max: int | None = Field(None, ge=1)
+    half_width: float = Field(jct_stats.HALF_WIDTH, gt=0, lt=1)
+    confidence: float = Field(jct_stats.CONFIDENCE, gt=0, lt=1)
+    app_cpus: list[NonNegInt] | None = Field(None, min_length=1)
+    handler_cpus: list[NonNegInt] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _repeat_cap(self) -> EmulateSection:
+        if self.repeats_max is not None and self.repeats_max < self.repeats:
+            raise ValueError(f"repeats_max: {self.repeats_max} is less than repeats "
+                             f"({self.repeats})")
+        return self
+
+    @property
+    def max_rounds(self) -> int:
+        """Rounds at most: ``repeats_max``, or ``repeats`` if not adaptive."""
+        return self.repeats if self.repeats_max is None else self.repeats_max
 
     @field_validator("eviction")
     @classmethod
@@ -227,12 +285,18 @@ class ModelSection(_Strict):
         return self
 
 
+def figure2_models() -> list[ModelSection]:
+    """Figure 2's grid as one ``fixed`` model (the default of ``[[models]]``)."""
+    return [ModelSection(kind="fixed", latency_ns=FIGURE2_LATENCIES_NS,
+                         bandwidth_bps=FIGURE2_BANDWIDTHS_BPS)]
+
+
 class EmulateConfig(_Strict):
     """A whole emulate config; ``base_dir`` (set by the loader) resolves relative paths."""
 
     emulate: EmulateSection
     app: AppSection
-    models: list[ModelSection] = Field(min_length=1)
+    models: list[ModelSection] = Field(default_factory=figure2_models, min_length=1)
     base_dir: Path
 
 
@@ -307,7 +371,18 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
                 f"{config_location(path, ('app', 'command'))}: app.command[0]: expected an "
                 f"executable program (on PATH or a path), got {program!r}"
             )
-    runs = len(expand_models(cfg)) * len(cfg.app.local_fraction) * cfg.emulate.repeats
+    online = os.sched_getaffinity(0)
+    for key in ("app_cpus", "handler_cpus"):
+        for cpu in getattr(cfg.emulate, key) or []:
+            if cpu not in online:
+                problems.append(
+                    f"{config_location(path, ('emulate', key))}: emulate.{key}: CPU {cpu}: "
+                    f"expected one of this process's CPUs {sorted(online)}")
+    if cfg.emulate.backend == "kmod" and (cfg.emulate.app_cpus or cfg.emulate.handler_cpus):
+        problems.append(f"{config_location(path, ('emulate', 'backend'))}: emulate.backend: "
+                        "app_cpus/handler_cpus: expected swap or uffd (the kmod guest is "
+                        "one QEMU process)")
+    runs = len(expand_models(cfg)) * len(cfg.app.local_fraction) * cfg.emulate.max_rounds
     if runs * cfg.emulate.timeout_s > MAX_SWEEP_S:
         problems.append(
             f"{config_location(path, ('emulate', 'repeats'))}: emulate.repeats: {runs} runs x "
@@ -406,6 +481,9 @@ class Run:
     comex_prefetched_unused: int | None = None
     comex_write_batches: int | None = None
 
+    load_1m: float | None = None
+    steal_fraction: float | None = None
+
     @property
     def hit_rate(self) -> float | None:
         """Faults served from COMEX's buffers over all faults on remote pages."""
@@ -500,6 +578,8 @@ def _run_command_once(
             size = max(2 * spec.working_set_bytes, 64 << 20)
             dev = device.swap_device(stack, work, size - size % 4096, local, model,
                                      queue_depth=cfg.emulate.queue_depth)
+            if cfg.emulate.handler_cpus:
+                _pin_process(dev.daemon.pid, cfg.emulate.handler_cpus)
             status, wall, proc = emulate_apps.run_command(argv, timeout, {}, dev.memcg)
             oom = (dev.memcg / "memory.oom_control").read_text()
             if status == "ok" and proc.returncode != 0 and "oom_kill 0" not in oom:
@@ -542,14 +622,111 @@ def _run_preset_with_retries(
                   flush=True)
     raise AssertionError("unreachable")
 
+def _pin_process(pid: int, cpus: list[int]) -> None:
+    """Pin every thread of process ``pid`` to ``cpus`` (threads it creates later inherit)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+@contextlib.contextmanager
+def _pinned(cfg: EmulateConfig) -> Any:
+    """For the block: this process (and so every process the sweep starts) on
+    ``app_cpus``; the uffd handler thread on ``handler_cpus`` (``SWAPDEV_HANDLER_CPUS``,
+    inherited by the applications); both restored after."""
+    old_affinity = os.sched_getaffinity(0)
+    old_env = os.environ.get("SWAPDEV_HANDLER_CPUS")
+    try:
+        if cfg.emulate.app_cpus:
+            os.sched_setaffinity(0, cfg.emulate.app_cpus)
+        if cfg.emulate.handler_cpus:
+            os.environ["SWAPDEV_HANDLER_CPUS"] = ",".join(map(str, cfg.emulate.handler_cpus))
+        yield
+    finally:
+        os.sched_setaffinity(0, old_affinity)
+        if old_env is None:
+            os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
+        else:
+            os.environ["SWAPDEV_HANDLER_CPUS"] = old_env
+
+
+#: ``[emulate]`` keys that decide how many runs a sweep makes, not what one run measures:
+#: a sweep resumed with other values of these reuses the runs already made.
+_ROUND_KEYS = ("repeats", "repeats_max", "half_width", "confidence", "timeout_s")
+
+
+def _sweep_identity(cfg: EmulateConfig) -> str:
+    """The config's run-defining part as JSON (``sweep.json``): what a reused run needs."""
+    import json
+
+    data = cfg.model_dump(mode="json", exclude={"base_dir": True,
+                                                "emulate": set(_ROUND_KEYS)})
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+_RUN_TYPES = {name: f.type for name, f in Run.__dataclass_fields__.items()}
+
+
+def _run_from_row(row: dict[str, str]) -> Run:
+    """A runs.csv row back into a :class:`Run` (empty cells are None)."""
+    values: dict[str, Any] = {}
+    for name, kind in _RUN_TYPES.items():
+        text = row[name]
+        kind = str(kind)
+        if text == "" and "None" in kind:
+            values[name] = None
+        elif kind.startswith("int"):
+            values[name] = int(text)
+        elif kind.startswith("float"):
+            values[name] = float(text)
+        else:
+            values[name] = text
+    return Run(**values)
+
+
+def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int], Run]:
+    """The runs of an earlier, interrupted or finished, sweep of the same config in
+    ``out`` (``sweep.json`` equal to this config's), by (local fraction, model, repeat);
+    empty if there are none or the config differs."""
+    stamp, table = out / "sweep.json", out / "runs.csv"
+    if not (stamp.is_file() and table.is_file()) or stamp.read_text() != _sweep_identity(cfg):
+        return {}
+    with open(table, newline="") as handle:
+        runs = [_run_from_row(row) for row in csv.DictReader(handle)]
+    return {(r.local_fraction, r.model, r.repeat): r for r in runs}
+
+
+def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
+               points: list[Point]) -> list[Point]:
+    """The points of ``fraction`` that need another round (:func:`jct_stats.settled`)."""
+    def jcts(label: str) -> list[float]:
+        return [r.jct_s for r in runs if r.local_fraction == fraction and r.model == label
+                and r.status == "ok" and r.jct_s is not None]
+
+    ref = jcts("none")
+    out = []
+    for pt in points:
+        mine = jcts(pt.label)
+        if not ref or not mine:
+            out.append(pt)  # nothing to compare yet (timeouts): try again
+            continue
+        ci = jct_stats.ratio_of_medians_ci(mine, ref, cfg.emulate.confidence)
+        if not jct_stats.settled(ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
+            out.append(pt)
+    return out
+
+
 def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     """Run the config's sweep (root; under the machine-state lock for the swap backend and
     the cluster presets); returns the out dir.
 
-    Order: fraction-major, then repeat-major (every model once, then again), so slow drifts
-    of a shared machine spread over all models. A run over ``timeout_s`` is killed,
-    reported (console and runs.csv) and left out of the medians. Raises RuntimeError if a
-    run fails, ValueError on duplicate model labels.
+    Order: fraction-major, then round-major: each round runs the zero-delay reference and
+    then every point not yet settled (all of them in the first ``repeats`` rounds), so
+    slow drifts of a shared machine spread over all models and the reference. A run over
+    ``timeout_s`` is killed, reported (console and runs.csv) and left out of the medians.
+    Runs of an earlier sweep of the same config in the out dir are reused
+    (:func:`previous_runs`). Raises RuntimeError if a run fails, ValueError on duplicate
+    model labels.
     """
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
@@ -560,6 +737,11 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
             kmod_runs = _kmod_runs(cfg, points, progress)
         _write_outputs(cfg, out, kmod_runs)
         return out
+    done = previous_runs(cfg, out)
+    if done and progress:
+        print(f"resuming: {len(done)} runs of {out / 'runs.csv'} reused", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "sweep.json", _sweep_identity(cfg))
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
@@ -567,22 +749,33 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     # The swap backend and the cluster presets change machine state.
     locked = cfg.emulate.backend == "swap" or spec.app is not None
     lock = device.system_lock() if locked else contextlib.nullcontext()
-    with lock, collect_env.UndoStack() as stack:
+    with lock, collect_env.UndoStack() as stack, _pinned(cfg):
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="disaggsim-emulate-", dir="/var/tmp")))
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
-        if spec.app is not None:
-            session = stack.enter_context(emulate_apps.cluster_session(stack, spec, tmp))
         for fraction in cfg.app.local_fraction:
             local = int(spec.working_set_bytes * fraction)
-            for rep in range(cfg.emulate.repeats):
-                for pt in points:
+            active = points[1:]
+            for rep in range(cfg.emulate.max_rounds):
+                if rep >= cfg.emulate.repeats:
+                    active = _unsettled(cfg, runs, fraction, active)
+                    if not active:
+                        break
+                for pt in [points[0], *active]:
+                    if (fraction, pt.label, rep) in done:
+                        runs.append(done[fraction, pt.label, rep])
+                        continue
+                    if session is None and spec.app is not None:
+                        session = stack.enter_context(
+                            emulate_apps.cluster_session(stack, spec, tmp))
                     work = tmp / f"{fraction}-{pt.label}-{rep}"
+                    load_before = jct_stats.read_cpu_times()
                     with _perf_stat(events, tmp / "perf.txt") as mem_bytes:
-                        if session is None:
+                        if spec.app is None:
                             res = _run_command_once(cfg, pt, local, work)
                         else:
+                            assert session is not None  # opened above for a preset
                             res = _run_preset_with_retries(cfg, session, pt.delay, local, work,
                                                            pt.paging, dict(pt.device_env))
                             # The holders' logs hold the device's exit summaries.
@@ -590,6 +783,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                                     if log.name.startswith(spec.holders) and log.exists()]
                             res.detail["comex_counters"] = device.comex_counters(
                                 "".join(log.read_text(errors="replace") for log in logs))
+                    steal = jct_stats.steal_fraction(load_before, jct_stats.read_cpu_times())
                     mem = mem_bytes()
                     cx: dict[str, int] = dict(res.detail.get("comex_counters") or {})  # type: ignore[call-overload]
                     paging = "" if cfg.emulate.backend != "uffd" else (
@@ -600,8 +794,11 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                               None if mem is None else mem / res.wall_s, mem_source,
                               res.peak_rss_bytes, paging, cx.get("reads"),
                               cx.get("read_hits"), cx.get("write_hits"),
-                              cx.get("prefetched_unused"), cx.get("write_batches"))
+                              cx.get("prefetched_unused"), cx.get("write_batches"),
+                              jct_stats.load_average_1m(), steal)
                     runs.append(run)
+                    with atomic_path(out / "runs.csv") as part:  # resumable (see above)
+                        part.write_text(_csv_text([r.row() for r in runs]))
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)
     _write_outputs(cfg, out, runs)
@@ -637,8 +834,8 @@ def _print_run(run: Run, timeout_s: float) -> None:
         print(f"{head} TIMEOUT after {timeout_s:g} s: killed, not counted", flush=True)
         return
     bw = run.swap_bandwidth_bytes_per_s
-    print(f"{head} {run.jct_s:.3f} s, swap {0 if bw is None else bw / 1e6:.1f} MB/s",
-          flush=True)
+    print(f"{head} {run.jct_s:.3f} s, swap {0 if bw is None else bw / 1e6:.1f} MB/s, "
+          f"load {run.load_1m}, steal {run.steal_fraction or 0:.1%}", flush=True)
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -646,9 +843,13 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
-def summarize(runs: list[Run]) -> list[dict[str, object]]:
+def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
+              threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
     """Per (local fraction, model), over the ``ok`` runs: median/min/max JCT, the same over
-    the median zero-delay JCT of that fraction, and the medians of the bandwidths.
+    the median zero-delay JCT of that fraction, the medians of the bandwidths, the
+    relative JCT's interval (:func:`jct_stats.ratio_of_medians_ci` at ``confidence``) and
+    its verdict at ``threshold`` (the reference's own row has none), the runs' median
+    load average and largest steal share.
 
     Timed-out runs are only counted (``repeats_timeout``); a point (or a fraction's
     reference) with no ``ok`` run has empty JCT (and relative) columns.
@@ -658,10 +859,14 @@ def summarize(runs: list[Run]) -> list[dict[str, object]]:
     for fraction, label in keys:
         mine = [r for r in runs if r.local_fraction == fraction and r.model == label]
         ok = [r for r in mine if r.status == "ok" and r.jct_s is not None]
-        ref = _median([r.jct_s for r in runs if r.local_fraction == fraction
-                       and r.model == "none" and r.status == "ok"])
+        ref_jcts = [float(r.jct_s) for r in runs if r.local_fraction == fraction
+                    and r.model == "none" and r.status == "ok" and r.jct_s is not None]
+        ref = statistics.median(ref_jcts) if ref_jcts else None
         jcts = [float(r.jct_s) for r in ok if r.jct_s is not None]
         med = statistics.median(jcts) if jcts else None
+        ci = (jct_stats.ratio_of_medians_ci(jcts, ref_jcts, confidence)
+              if jcts and ref_jcts and label != "none" else None)
+        steals = [r.steal_fraction for r in mine if r.steal_fraction is not None]
 
         def rel(x: float | None, ref: float | None = ref) -> float | None:
             return None if x is None or not ref else x / ref
@@ -682,6 +887,12 @@ def summarize(runs: list[Run]) -> list[dict[str, object]]:
             "memory_bandwidth_source": mine[0].memory_bandwidth_source,
             "paging": mine[0].paging,
             "hit_rate": _median([r.hit_rate for r in ok]),
+            "ci_low": None if ci is None else ci.low,
+            "ci_high": None if ci is None else ci.high,
+            "ci_half_width": None if ci is None else ci.half_width,
+            "verdict": None if ci is None else jct_stats.verdict(ci, threshold),
+            "load_1m_median": _median([r.load_1m for r in mine]),
+            "steal_fraction_max": max(steals) if steals else None,
         })
     return rows
 
@@ -716,26 +927,104 @@ def speedups(summary: list[dict[str, object]], baseline_labels: list[str],
 def table3(summary: list[dict[str, object]],
            threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
     """Paper Table 3: per (latency, bandwidth) of the ``fixed`` models, the smallest local
-    fraction f such that the median relative JCT is below ``threshold`` at f and at every
-    larger measured fraction (so one lucky point below a failing one does not count).
+    fraction f whose point passes (its interval wholly at or below ``threshold``,
+    :func:`jct_stats.verdict`) at f and at every larger measured fraction, so one lucky
+    point below a failing one does not count.
 
-    ``min_local_fraction`` is empty if even the largest fraction fails, or a fraction in
-    the way has no result (every run timed out).
+    ``status`` is ``decided`` when the walk down from the largest fraction ends on a fail
+    or at the smallest fraction, ``undecided`` when it ends on an undecided point (the
+    true requirement may then be lower) or on a point without a result (every run timed
+    out). ``min_local_fraction`` is empty if even the largest fraction does not pass.
     """
     out: list[dict[str, object]] = []
     fixed = [r for r in summary if r["kind"] == "fixed"]
     for lat, bw in dict.fromkeys((r["latency_ns"], r["bandwidth_bps"]) for r in fixed):
-        pts = sorted(((float(str(r["local_fraction"])), r["relative_jct"]) for r in fixed
+        pts = sorted(((float(str(r["local_fraction"])), r.get("verdict")) for r in fixed
                       if r["latency_ns"] == lat and r["bandwidth_bps"] == bw), reverse=True)
         best: float | None = None
-        for fraction, rel in pts:
-            if rel is None or float(str(rel)) >= threshold:
+        status = "decided"
+        for fraction, point_verdict in pts:
+            if point_verdict != "pass":
+                status = "decided" if point_verdict == "fail" else "undecided"
                 break
             best = fraction
         out.append({"latency_ns": lat, "bandwidth_bps": bw, "threshold": threshold,
                     "fractions": " ".join(f"{f:g}" for f, _ in sorted(pts)),
-                    "min_local_fraction": best})
+                    "min_local_fraction": best, "status": status})
     return out
+
+
+def classify(summary: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The paper's dolphins and sharks (§3.2, Figure 2), per local fraction holding the
+    ``fixed`` point at :data:`CLASSIFY_LATENCY_NS` / :data:`CLASSIFY_BANDWIDTH_BPS`:
+    ``class`` (:func:`jct_stats.app_class` of that point's verdict), its relative JCT and
+    interval, and what the application needs to stay within 5 % at 40 and at 100 Gb/s:
+    ``max_latency_ns_at_<G>gbps``, the largest swept latency whose point passes with
+    every smaller swept latency passing too (empty if none), and ``status_at_<G>gbps``,
+    ``undecided`` if the first latency that does not pass is undecided.
+    Fig. 2's paper reading: dolphins need 5 µs and 40 Gb/s, sharks 3 µs and 40-100 Gb/s.
+    """
+    out: list[dict[str, object]] = []
+    fixed = [r for r in summary if r["kind"] == "fixed"]
+    for fraction in dict.fromkeys(r["local_fraction"] for r in fixed):
+        here = {(int(str(r["latency_ns"])), int(str(r["bandwidth_bps"]))): r for r in fixed
+                if r["local_fraction"] == fraction}
+        point = here.get((CLASSIFY_LATENCY_NS, CLASSIFY_BANDWIDTH_BPS))
+        if point is None:
+            continue
+        row: dict[str, object] = {
+            "local_fraction": fraction,
+            "class": "undecided" if point["verdict"] is None else jct_stats.app_class(
+                point["verdict"]),  # type: ignore[arg-type]
+            "relative_jct": point["relative_jct"], "ci_low": point["ci_low"],
+            "ci_high": point["ci_high"], "repeats_ok": point["repeats_ok"]}
+        for bw in (40 * 10**9, 100 * 10**9):
+            best: int | None = None
+            status = "decided"
+            for lat in sorted(lat for lat, b in here if b == bw):
+                v = here[lat, bw]["verdict"]
+                if v != "pass":
+                    status = "decided" if v == "fail" else "undecided"
+                    break
+                best = lat
+            row[f"max_latency_ns_at_{bw // 10**9}gbps"] = best
+            row[f"status_at_{bw // 10**9}gbps"] = status
+        out.append(row)
+    return out
+
+
+def read_classification(out: Path) -> list[dict[str, object]]:
+    """``classification.csv`` of a sweep's out dir, with its numbers typed again."""
+    rows: list[dict[str, object]] = []
+    with open(out / "classification.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            typed: dict[str, object] = dict(row)
+            for key, text in row.items():
+                if key.startswith("max_latency"):
+                    typed[key] = int(text) if text else None
+            rows.append(typed)
+    return rows
+
+
+def format_classification(rows: list[dict[str, object]]) -> str:
+    """The classification as a text table (what ``disaggsim classify`` prints)."""
+    lines = [f"{'local':>6} {'class':>10} {'JCT ratio at 5 us, 40 Gb/s (95% CI)':>36} "
+             f"{'runs':>5} {'needs at 40 Gb/s':>17} {'at 100 Gb/s':>12}"]
+    for r in rows:
+        def need(gbps: int, r: dict[str, object] = r) -> str:
+            v = r[f"max_latency_ns_at_{gbps}gbps"]
+            text = "none" if v is None else f"{int(str(v)) / 1000:g} us"
+            return text + ("?" if r[f"status_at_{gbps}gbps"] == "undecided" else "")
+
+        rel = "" if r["relative_jct"] in (None, "") else (
+            f"{float(str(r['relative_jct'])):.3f} ({float(str(r['ci_low'])):.3f}-"
+            f"{float(str(r['ci_high'])):.3f})")
+        lines.append(f"{float(str(r['local_fraction'])):>6.0%} {str(r['class']):>10} "
+                     f"{rel:>36} {str(r['repeats_ok']):>5} "
+                     f"{need(40):>17} {need(100):>12}")
+    lines.append("needs: the largest swept latency within 5 % (with every smaller one); "
+                 "'?': the next latency is undecided")
+    return "\n".join(lines) + "\n"
 
 
 def _csv_text(rows: list[dict[str, object]]) -> str:
@@ -765,7 +1054,7 @@ def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "runs.csv") as tmp:
         tmp.write_text(_csv_text([r.row() for r in runs]))
-    rows = summarize(runs)
+    rows = summarize(runs, cfg.emulate.confidence)
     with atomic_path(out / "summary.csv") as tmp:
         tmp.write_text(_csv_text(rows))
     bases = [p.label for p in expand_models(cfg) if p.baseline]
@@ -776,6 +1065,9 @@ def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     if t3:
         with atomic_path(out / "table3.csv") as tmp:
             tmp.write_text(_csv_text(t3))
+    classes = classify(rows)
+    if classes:
+        write_text_atomic(out / "classification.csv", _csv_text(classes))
     ok = [r for r in rows if r["relative_jct"] is not None]
     app = cfg.app.preset or cfg.emulate.name
     title = f"{cfg.emulate.name}: {app}, {cfg.emulate.backend}"

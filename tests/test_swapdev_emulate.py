@@ -176,8 +176,10 @@ def test_table3_takes_the_smallest_fraction_under_5_percent_from_above() -> None
     summary: list[dict[str, object]] = []
     for lat, values in rel.items():
         for fraction, value in zip([0.25, 0.5, 0.75, 0.9], values, strict=True):
+            # A point passes when its whole interval is under 5 %: here a +-0 interval.
             summary.append({"kind": "fixed", "latency_ns": lat, "bandwidth_bps": 40 * 10**9,
-                            "local_fraction": fraction, "relative_jct": value})
+                            "local_fraction": fraction, "relative_jct": value,
+                            "verdict": "pass" if value <= 1.05 else "fail"})
     summary.append({"kind": "none", "latency_ns": 0, "bandwidth_bps": 0,
                     "local_fraction": 0.5, "relative_jct": 1.0})
     got = {r["latency_ns"]: r["min_local_fraction"] for r in emulate.table3(summary)}
@@ -450,3 +452,95 @@ def test_comex_paging_and_link_grid_reach_the_device(tmp_path: Path) -> None:
                               cfg.emulate.paging)
     assert run_env["SWAPDEV_PAGING"] == "comex" and run_env["SWAPDEV_MODEL"] == "link"
     assert run_env["SWAPDEV_LATENCY_NS"] == "1000"
+
+
+def test_noise_control_keys_are_checked_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 1"))
+    with pytest.raises(ConfigError, match=rf"{path}:\d+: emulate: .*repeats_max: 1 is less "
+                                          r"than repeats \(2\)"):
+        emulate.load_emulate_config(path)
+    cpu = max(os.sched_getaffinity(0)) + 1  # not a CPU of this process
+    path.write_text(CONFIG.replace("repeats = 2", f"repeats = 2\nhandler_cpus = [{cpu}]"))
+    with pytest.raises(ConfigError, match=rf"{path}:6: emulate.handler_cpus: CPU {cpu}: "):
+        emulate.load_emulate_config(path)
+
+
+def test_without_models_the_sweep_is_figure_2s_grid(tmp_path: Path) -> None:
+    """Paper §3.2: latency {1, 3, 5, 10} us x bandwidth {10, 40, 100} Gb/s = 12 points,
+    plus the zero-delay reference."""
+    path = tmp_path / "fig2.toml"
+    path.write_text(CONFIG[:CONFIG.index("[[models]]")])
+    points = emulate.expand_models(emulate.load_emulate_config(path))
+    assert len(points) == 13 and points[0].kind == "none"
+    assert {(p.latency_ns, p.bandwidth_bps) for p in points[1:]} == {
+        (lat * 1000, gbps * 10**9) for lat in (1, 3, 5, 10) for gbps in (10, 40, 100)}
+
+
+def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
+    """Reference 10 s +-0; point A: 20 s every time (fail, a point interval: settled);
+    point B: 10.0 and 11.0 s (relative 1.0-1.1, straddling 1.05 and +-5 % wide): another
+    round."""
+    cfg_points = [emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
+                  for label, lat in [("a", 1000), ("b", 2000)]]
+    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(2)]
+    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(2)]
+    runs += [_run(0.25, "b", 2000, 0, 10.0), _run(0.25, "b", 2000, 1, 11.0)]
+    cfg = emulate.EmulateConfig.model_validate({
+        "emulate": {"name": "x", "repeats": 2, "repeats_max": 4},
+        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+        "base_dir": Path("/"),
+    })
+    assert [p.label for p in emulate._unsettled(cfg, runs, 0.25, cfg_points)] == ["b"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here")
+def test_a_finished_sweep_is_resumed_not_rerun(tmp_path: Path) -> None:
+    """The same config run twice: the second run reuses every run of runs.csv (same JCTs,
+    nothing re-measured); a changed model is a new sweep."""
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG.replace("repeats = 2", "repeats = 1").replace('"64"', '"8"')
+                    .replace("67108864", "8388608"))
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    first = (out / "runs.csv").read_text()
+    cfg = emulate.load_emulate_config(path)
+    assert len(emulate.previous_runs(cfg, out)) == 2
+    emulate.emulate(cfg, progress=False)
+    assert (out / "runs.csv").read_text() == first
+    path.write_text(path.read_text().replace("20000", "30000"))
+    assert emulate.previous_runs(emulate.load_emulate_config(path), out) == {}
+
+
+def test_classify_needs_figure_2s_boundary_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CONFIG's only model is 20 us: no 5 us / 40 Gb/s point to classify by (§3.2), so
+    `classify` refuses before running anything, naming the file."""
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG)
+    assert main(["classify", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"disaggsim classify: error: {path}: [[models]]: no fixed point at "
+                          "5000 ns, 40000000000 bit/s")
+    assert not (tmp_path / "out").exists()
+
+
+def test_pinning_applies_for_the_sweep_and_is_undone() -> None:
+    """app_cpus pins this process (its children inherit the mask), handler_cpus reaches the
+    uffd device as SWAPDEV_HANDLER_CPUS; both are restored afterwards."""
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    cfg = emulate.EmulateConfig.model_validate({
+        "emulate": {"name": "x", "app_cpus": [cpu], "handler_cpus": [cpu]},
+        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+        "base_dir": Path("/"),
+    })
+    os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
+    with emulate._pinned(cfg):
+        assert os.sched_getaffinity(0) == {cpu}
+        assert os.environ["SWAPDEV_HANDLER_CPUS"] == str(cpu)
+        child = subprocess.run(["sh", "-c", "grep Cpus_allowed_list /proc/self/status"],
+                               capture_output=True, text=True, check=True).stdout
+        assert child.split()[-1] == str(cpu)
+    assert os.sched_getaffinity(0) == before
+    assert "SWAPDEV_HANDLER_CPUS" not in os.environ

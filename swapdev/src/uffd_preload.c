@@ -32,6 +32,10 @@
  *
  * The handler spins on a non-blocking uffd (a blocking read() can hang: notes
  * swap-and-rdma.md §1) for SWAPDEV_SPIN_US (default 500) after the last fault, then poll()s.
+ * SWAPDEV_HANDLER_CPUS (a list such as "0" or "0,2", default unset: the process's own
+ * affinity) pins the handler thread apart from the application (disaggsim emulate's
+ * noise control: on a 2-core machine the spinning handler on one core, the application on
+ * the other; swapdev/jct_stats.py).
  * fork(): every inactive and remote page is brought back first (the child's copies are not
  * registered); the child then runs without the device. Not seen: mappings made before the
  * library loads, and glibc malloc's own mmaps (not called through the PLT).
@@ -42,6 +46,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -263,11 +268,35 @@ static void handle_fault(const struct uffd_msg *m)
 	pthread_mutex_unlock(&lock);
 }
 
+/* Pin the calling (handler) thread to SWAPDEV_HANDLER_CPUS, a comma-separated CPU list. */
+static void pin_handler(void)
+{
+	const char *list = getenv("SWAPDEV_HANDLER_CPUS");
+	cpu_set_t set;
+	char *end;
+	int err;
+
+	if (!list || !*list)
+		return;
+	CPU_ZERO(&set);
+	for (const char *p = list; *p; p = end + (*end == ',')) {
+		long cpu = strtol(p, &end, 10);
+
+		if (end == p || cpu < 0 || cpu >= CPU_SETSIZE || (*end && *end != ','))
+			die("SWAPDEV_HANDLER_CPUS=%s: expected CPU numbers separated by commas", list);
+		CPU_SET((int)cpu, &set);
+	}
+	err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (err)
+		die("SWAPDEV_HANDLER_CPUS=%s: %s", list, strerror(err));
+}
+
 static void *handler_main(void *arg)
 {
 	uint64_t last = sd_now_ns();
 
 	(void)arg;
+	pin_handler();
 	for (;;) {
 		struct uffd_msg msg;
 		ssize_t n = read(uffd, &msg, sizeof(msg));
