@@ -12,8 +12,12 @@ APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja
 	librdmacm-dev cpio xz-utils \
 	postgresql openjdk-17-jre-headless libjemalloc2 robin-map-dev
 JOBS ?= 2
+# The Timely dataflow application (testbed/apps/timely_pagerank, Rust): the cargo on PATH
+# (rustup's), else Debian's (package cargo, rustc 1.63; installed by the timely target).
+TIMELY := testbed/apps/timely_pagerank
+CARGO ?= $(shell command -v cargo 2>/dev/null || echo /usr/bin/cargo)
 
-.PHONY: all deps venv build quickstart test test-guest lint clean
+.PHONY: all deps venv build timely quickstart test test-guest lint clean
 
 all: build
 
@@ -35,11 +39,22 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
-build: deps
+build: deps timely
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	cmake -S swapdev -B $(BUILD)/swapdev -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD)/swapdev -j $(JOBS)
+
+# build/timely/release/timely-pagerank, from the committed Cargo.lock (crates.io).
+timely:
+	@if [ ! -x "$(CARGO)" ]; then \
+	  echo "installing: cargo (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends cargo; \
+	fi
+	CARGO_TARGET_DIR=$(CURDIR)/$(BUILD)/timely $(CARGO) build --release --locked -j $(JOBS) \
+	  --manifest-path $(TIMELY)/Cargo.toml
 
 # The main job: convert the bundled real traces, run the quickstart campaign, print the
 # summary table and write the plots (results/quickstart/).

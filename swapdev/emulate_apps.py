@@ -40,10 +40,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeAlias
 
 from disaggsim.swapdev import device
 from disaggsim.testbed import collect_env as env
+from disaggsim.testbed.apps.pgbench import PgbenchConfig
+from disaggsim.testbed.apps.spark import EXECUTOR_LOG_NAME, SparkConfig
+from disaggsim.testbed.apps.timely import LOG_NAME as TIMELY_LOG_NAME
+from disaggsim.testbed.apps.timely import TimelyConfig
 from disaggsim.testbed.collect_apps import (
     Cluster,
     DaskSortConfig,
@@ -58,23 +62,44 @@ PYTHON_SORT: Final = (
 )
 
 
+#: The collector applications ``emulate`` runs (their configs, testbed/collect_apps.py).
+AppConfig: TypeAlias = (MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig
+                        | TimelyConfig)
+
+
 @dataclass(frozen=True)
 class Preset:
     """One named application: a command, or a collector application on ``n_nodes``.
 
-    ``holders``: log-name prefixes (``Cluster.spawn``) of the processes whose memory is
-    made remote; ``working_set_bytes``: per holder; ``jemalloc``: preload jemalloc with
-    the uffd device by default.
+    ``holders``: log-name prefixes (``Cluster.spawn`` / ``Cluster.adopt``) of the
+    processes whose memory is made remote; ``working_set_bytes``: per node's holders;
+    ``jemalloc``: preload jemalloc with the uffd device by default; ``uffd_unsupported``:
+    why the uffd device cannot see the application's data (then it runs on the swap
+    backend only).
     """
 
     name: str
     working_set_bytes: int
     command: tuple[str, ...] = ()
-    app: MemcachedYcsbConfig | DaskSortConfig | None = None
+    app: AppConfig | None = None
     n_nodes: int = 2
     holders: tuple[str, ...] = ()
     jemalloc: bool = False
+    uffd_unsupported: str = ""
 
+    def check_backend(self, backend: str) -> None:
+        """Raises ValueError (one line: the preset, the backend and why) if the preset
+        cannot run on ``backend``."""
+        if backend != "swap" and self.uffd_unsupported:
+            raise ValueError(f'preset {self.name!r}: backend "{backend}" cannot see its '
+                             f'memory ({self.uffd_unsupported}); use backend = "swap"')
+
+
+#: Why the uffd device cannot hold PostgreSQL's data (swapdev/src/uffd_preload.c).
+PG_UFFD_UNSUPPORTED: Final = (
+    "PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked "
+    "from the postmaster; the device registers private mappings only and leaves a forked "
+    "child without it")
 
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
@@ -94,6 +119,33 @@ PRESETS: Final[dict[str, Preset]] = {
         "dask-sort", 130 << 20,
         app=DaskSortConfig(files_per_node=2, records_per_file=100_000, reducers_per_node=2),
         holders=("dask-worker",), jemalloc=True,
+    ),
+    "postgres-pgbench": Preset(
+        "postgres-pgbench", 200 << 20,
+        app=PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=0,
+                          builtin="select-only", transactions_per_client=20_000),
+        holders=("postgres",), uffd_unsupported=PG_UFFD_UNSUPPORTED,
+    ),
+    "spark-wordcount": Preset(
+        "spark-wordcount", 400 << 20,
+        app=SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=100_000),
+        holders=(EXECUTOR_LOG_NAME,),
+    ),
+    "spark-sort": Preset(
+        "spark-sort", 400 << 20,
+        app=SparkConfig(job="sort", splits_per_node=2, records_per_split=100_000),
+        holders=(EXECUTOR_LOG_NAME,),
+    ),
+    "spark-pagerank": Preset(
+        "spark-pagerank", 400 << 20,
+        app=SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=100_000,
+                        graph_scale=16, iterations=5),
+        holders=(EXECUTOR_LOG_NAME,),
+    ),
+    "timely-pagerank": Preset(
+        "timely-pagerank", 300 << 20,
+        app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=10),
+        holders=(TIMELY_LOG_NAME,), jemalloc=True,
     ),
 }
 
@@ -206,15 +258,6 @@ def cluster_session(stack: env.UndoStack, preset: Preset, work: Path) -> Iterato
     yield ClusterSession(preset, cluster, holders, work)
 
 
-def _jct(preset: Preset, results: dict[str, object]) -> float:
-    if isinstance(preset.app, MemcachedYcsbConfig):
-        return max(float(r["run_s"]) for r in results.values()  # type: ignore[index]
-                   if isinstance(r, dict))
-    driver = results["driver"]
-    assert isinstance(driver, dict)
-    return float(driver["sort_s"])
-
-
 #: Attempts at one run whose application a memory cgroup's OOM killer ended (as the
 #: collector's ``START_ATTEMPTS``, testbed/collect.py).
 OOM_ATTEMPTS: Final = 3
@@ -273,7 +316,8 @@ def run_preset_once(
     assert preset.app is not None
     run_dir.mkdir(parents=True, exist_ok=True)
     run_dir.chmod(0o777)  # memcached drops to "nobody"; the device writes at its exit
-    cluster.log_dir, cluster.procs, cluster.logs = run_dir, [], {}
+    preset.check_backend(backend)
+    cluster.log_dir, cluster.procs, cluster.logs, cluster.adopted = run_dir, [], {}, {}
     memcgs = [*cluster.memcgs, *session.holder_memcgs]
     for cg in memcgs:
         env.memcg_reset(cg)
@@ -299,9 +343,9 @@ def run_preset_once(
         def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
             if not log_name.startswith(preset.holders):
                 return None, {}
-            if backend == "uffd":  # its own trace: the job's window is counted from it
+            if backend == "uffd":  # one trace per process: the job's window is counted
                 return session.holder_memcgs[node], {
-                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.rmem")}
+                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem")}
             return session.holder_memcgs[node], extra
 
         cluster.placement = placement
@@ -313,7 +357,11 @@ def run_preset_once(
             for proc in cluster.procs:
                 with suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
+            for pid in cluster.adopted:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
+        peaks = _PeakRss(session.holder_memcgs)
         timer = threading.Timer(timeout_s, expire)
         start = time.monotonic()
         window_ns = [time.time_ns(), 0]
@@ -326,29 +374,80 @@ def run_preset_once(
             results = {}
         finally:
             timer.cancel()
+            peaks.stop()
         wall = time.monotonic() - start
         window_ns[1] = time.time_ns()
-        peak_rss = sum(_vmhwm_bytes(proc.pid) for proc in cluster.procs
-                       if cluster.logs[proc.pid].name.startswith(preset.holders))
+        peak_rss = peaks.total_bytes()
+        peak_memcg = sum(int((cg / "memory.max_usage_in_bytes").read_text())
+                         for cg in session.holder_memcgs)
+        holder_pids = {pid: name for pid, name in _holders(cluster, preset.holders)}
     # The stack stopped every process (SIGTERM): the device wrote its outputs; after a
     # timeout the holders were SIGKILLed and wrote nothing.
     if timed_out.is_set():
-        return Outcome("timeout", None, None, None, wall, peak_rss or None)
+        return Outcome("timeout", None, None, None, wall, peak_rss or None,
+                       {"peak_memcg_bytes": peak_memcg})
     if fuse_trace is not None:
         swap_in, swap_out = swap_bytes_in_window(fuse_trace, window_ns[0], window_ns[1])
     else:
+        for pid, name in holder_pids.items():
+            if not (run_dir / f"{name}.{pid}.rmem").exists():
+                raise RuntimeError(f"{run_dir / f'{name}.{pid}.rmem'}: the device wrote no "
+                                   f"trace (process {pid} did not exit cleanly; see the logs "
+                                   f"in {run_dir})")
+        # Every process that inherited the device wrote one (a Spark executor's PySpark
+        # daemon too): all are the holders' paging.
         swap_in = swap_out = 0
-        for proc in cluster.procs:
-            log = cluster.logs[proc.pid]
-            if log.name.startswith(preset.holders):
-                trace = log.with_suffix(".rmem")
-                if not trace.exists():
-                    raise RuntimeError(f"{trace}: the device wrote no trace (the process "
-                                       f"did not exit cleanly; see {log})")
-                got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
-                swap_in, swap_out = swap_in + got[0], swap_out + got[1]
-    return Outcome("ok", _jct(preset, results), swap_in, swap_out, wall, peak_rss or None,
-                   {"results": results})
+        for trace in sorted(run_dir.glob("*.rmem")):
+            got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
+            swap_in, swap_out = swap_in + got[0], swap_out + got[1]
+    return Outcome("ok", app.jct_s(results), swap_in, swap_out, wall, peak_rss or None,
+                   {"results": results, "peak_memcg_bytes": peak_memcg})
+
+
+def _holders(cluster: Cluster, prefixes: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(pid, log name) of the cluster's data-holding processes: those it spawned and those
+    the application adopted (a Spark executor) whose name starts with one of ``prefixes``."""
+    out = [(p.pid, cluster.logs[p.pid].stem) for p in cluster.procs
+           if cluster.logs[p.pid].name.startswith(prefixes)]
+    return out + [(pid, name) for pid, name in cluster.adopted.items()
+                  if name.startswith(prefixes)]
+
+
+class _PeakRss:
+    """Samples the peak resident set (``VmHWM``) of every process in ``memcgs`` every
+    ``period_s`` in a thread, so that processes that exit with the job (a Spark executor
+    stops with its driver) are counted: :meth:`total_bytes` is the sum over processes of
+    their last seen ``VmHWM``."""
+
+    def __init__(self, memcgs: list[Path], period_s: float = 0.25) -> None:
+        self.memcgs, self.period_s = memcgs, period_s
+        self.peak: dict[int, int] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        for cg in self.memcgs:
+            try:
+                pids = [int(p) for p in (cg / "cgroup.procs").read_text().split()]
+            except FileNotFoundError:
+                continue
+            for pid in pids:
+                self.peak[pid] = max(self.peak.get(pid, 0), _vmhwm_bytes(pid))
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.period_s):
+            self._sample()
+
+    def stop(self) -> None:
+        """One last sample, then stop the thread."""
+        self._done.set()
+        self._thread.join()
+        self._sample()
+
+    def total_bytes(self) -> int:
+        """Summed peak ``VmHWM`` of the processes seen (bytes)."""
+        return sum(self.peak.values())
 
 
 def _vmhwm_bytes(pid: int) -> int:

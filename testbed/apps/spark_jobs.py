@@ -280,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra options of the driver's and executors' JVMs")
     ap.add_argument("--go-file", type=Path, default=None,
                     help="after the executors registered, wait for this file to exist")
+    ap.add_argument("--executor-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment of the executors (spark.executorEnv.KEY)")
     a = ap.parse_args(argv)
     from pyspark import SparkConf, SparkContext
 
@@ -293,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
             .set("spark.driver.extraJavaOptions", a.jvm_options)
             .set("spark.python.worker.reuse", "true")
             .set("spark.ui.showConsoleProgress", "false"))
+    for pair in a.executor_env:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            ap.error(f"--executor-env {pair!r}: expected KEY=VALUE")
+        conf.set(f"spark.executorEnv.{key}", value)
     sc = SparkContext(conf=conf)
     sc.setLogLevel("WARN")
     deadline = time.monotonic() + 180
