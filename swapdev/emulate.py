@@ -43,7 +43,8 @@ written atomically:
   ``wall_s``, ``swap_in_bytes, swap_out_bytes`` (the device's own counters),
   ``swap_bandwidth_bytes_per_s`` (in + out over the JCT), ``memory_bandwidth_bytes_per_s``
   and ``memory_bandwidth_source`` (see :func:`memory_bandwidth_probe`), ``peak_rss_bytes``
-  (presets: the data-holding processes' summed ``VmHWM``, a check of the working set);
+  (presets: the data-holding processes' peak summed PSS, ``emulate_apps._PeakRss``, a
+  check of the working set);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
   median zero-delay JCT at that fraction), ``relative_min, relative_max`` and the medians

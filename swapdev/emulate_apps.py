@@ -44,6 +44,8 @@ from typing import Final, TypeAlias
 
 from disaggsim.swapdev import device
 from disaggsim.testbed import collect_env as env
+from disaggsim.testbed.apps.hadoop_mr import LOG_NAME as HADOOP_LOG_NAME
+from disaggsim.testbed.apps.hadoop_mr import HadoopConfig
 from disaggsim.testbed.apps.pgbench import PgbenchConfig
 from disaggsim.testbed.apps.spark import EXECUTOR_LOG_NAME, SparkConfig
 from disaggsim.testbed.apps.timely import LOG_NAME as TIMELY_LOG_NAME
@@ -64,7 +66,7 @@ PYTHON_SORT: Final = (
 
 #: The collector applications ``emulate`` runs (their configs, testbed/collect_apps.py).
 AppConfig: TypeAlias = (MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig
-                        | TimelyConfig)
+                        | TimelyConfig | HadoopConfig)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ PRESETS: Final[dict[str, Preset]] = {
     "postgres-pgbench": Preset(
         "postgres-pgbench", 200 << 20,
         app=PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=0,
-                          builtin="select-only", transactions_per_client=20_000),
+                          builtin="select-only", transactions_per_client=60_000),
         holders=("postgres",), uffd_unsupported=PG_UFFD_UNSUPPORTED,
     ),
     "spark-wordcount": Preset(
@@ -142,9 +144,25 @@ PRESETS: Final[dict[str, Preset]] = {
                         graph_scale=16, iterations=5),
         holders=(EXECUTOR_LOG_NAME,),
     ),
+    "spark-sql-bdb": Preset(
+        "spark-sql-bdb", 400 << 20,
+        app=SparkConfig(job="sql-bdb", splits_per_node=2, rankings_per_split=20_000,
+                        uservisits_per_split=60_000),
+        holders=(EXECUTOR_LOG_NAME,),
+    ),
+    "hadoop-wordcount": Preset(
+        "hadoop-wordcount", 400 << 20,
+        app=HadoopConfig(job="wordcount", splits=4, lines_per_split=100_000),
+        n_nodes=1, holders=(HADOOP_LOG_NAME,),
+    ),
+    "hadoop-terasort": Preset(
+        "hadoop-terasort", 400 << 20,
+        app=HadoopConfig(job="terasort", splits=4, records=2_000_000),
+        n_nodes=1, holders=(HADOOP_LOG_NAME,),
+    ),
     "timely-pagerank": Preset(
         "timely-pagerank", 300 << 20,
-        app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=10),
+        app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=20),
         holders=(TIMELY_LOG_NAME,), jemalloc=True,
     ),
 }
@@ -181,8 +199,8 @@ def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, 
 @dataclass
 class Outcome:
     """One run: ``status`` ``ok`` or ``timeout``; JCT (None on timeout), the device's swap
-    bytes, the wall time of the timed part (s) and the data-holding processes' summed
-    peak RSS (``VmHWM``, bytes; None for a command)."""
+    bytes, the wall time of the timed part (s) and the data-holding processes' peak
+    summed resident set (PSS sampled by :class:`_PeakRss`, bytes; None for a command)."""
 
     status: str
     jct_s: float | None
@@ -414,26 +432,30 @@ def _holders(cluster: Cluster, prefixes: tuple[str, ...]) -> list[tuple[int, str
 
 
 class _PeakRss:
-    """Samples the peak resident set (``VmHWM``) of every process in ``memcgs`` every
-    ``period_s`` in a thread, so that processes that exit with the job (a Spark executor
-    stops with its driver) are counted: :meth:`total_bytes` is the sum over processes of
-    their last seen ``VmHWM``."""
+    """Samples the resident memory of the processes in ``memcgs`` every ``period_s`` in a
+    thread: per sample the sum of their proportional set sizes (``Pss`` of
+    ``/proc/PID/smaps_rollup``: a page shared by k processes counts 1/k in each, so
+    PostgreSQL's shared buffers count once, not once per backend), and
+    :meth:`total_bytes` is the largest sum seen. Sampling, not ``VmHWM``, so that processes
+    that exit with the job (a Spark executor stops with its driver) are counted and shared
+    pages are not."""
 
     def __init__(self, memcgs: list[Path], period_s: float = 0.25) -> None:
         self.memcgs, self.period_s = memcgs, period_s
-        self.peak: dict[int, int] = {}
+        self.peak = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
+        total = 0
         for cg in self.memcgs:
             try:
                 pids = [int(p) for p in (cg / "cgroup.procs").read_text().split()]
             except FileNotFoundError:
                 continue
-            for pid in pids:
-                self.peak[pid] = max(self.peak.get(pid, 0), _vmhwm_bytes(pid))
+            total += sum(_pss_bytes(pid) for pid in pids)
+        self.peak = max(self.peak, total)
 
     def _loop(self) -> None:
         while not self._done.wait(self.period_s):
@@ -446,15 +468,15 @@ class _PeakRss:
         self._sample()
 
     def total_bytes(self) -> int:
-        """Summed peak ``VmHWM`` of the processes seen (bytes)."""
-        return sum(self.peak.values())
+        """The largest summed ``Pss`` seen (bytes)."""
+        return self.peak
 
 
-def _vmhwm_bytes(pid: int) -> int:
-    """Peak resident set (``VmHWM``) of a live process, 0 if it is gone."""
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size of a live process (``smaps_rollup`` ``Pss``), 0 if gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1]) * 1024
     except (FileNotFoundError, ProcessLookupError):
         pass

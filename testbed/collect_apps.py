@@ -21,6 +21,8 @@ Applications (both real programs from Debian/PyPI, with traffic crossing nodes):
   (:mod:`disaggsim.testbed.apps.spark`, :mod:`disaggsim.testbed.apps.spark_jobs`);
 - ``timely-pagerank``: PageRank as a Timely dataflow (crates.io ``timely``), one process per
   node (:mod:`disaggsim.testbed.apps.timely`).
+- ``hadoop-mapreduce``: Hadoop MapReduce WordCount or TeraSort (Maven Central jars) in
+  local mode, one JVM on node 0 (:mod:`disaggsim.testbed.apps.hadoop_mr`).
 
 Each runner also defines its job completion time (``jct_s``), which ``disaggsim emulate``
 reports (:mod:`disaggsim.swapdev.emulate_apps`).
@@ -39,6 +41,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from disaggsim.testbed.apps.hadoop_mr import HadoopConfig, HadoopMapReduce
 from disaggsim.testbed.apps.pgbench import PgbenchConfig, PostgresPgbench
 from disaggsim.testbed.apps.spark import SparkConfig, SparkStandalone
 from disaggsim.testbed.apps.timely import TimelyConfig, TimelyPagerank
@@ -90,8 +93,8 @@ class DaskSortConfig(BaseModel):
 
 
 AppConfig = Annotated[
-    MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig,
-    Field(discriminator="kind")]
+    MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig
+    | HadoopConfig, Field(discriminator="kind")]
 
 
 #: ``Cluster.placement(node, log_name)``: the memory cgroup (None: the node's) and the extra
@@ -334,10 +337,14 @@ def _drop_cache(path: Path) -> None:
 
 
 def make_app(
-    cfg: MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig,
+    cfg: MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig
+    | HadoopConfig,
     cluster: Cluster,
-) -> MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone | TimelyPagerank:
+) -> (MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone | TimelyPagerank
+      | HadoopMapReduce):
     """Instantiate the runner of an application config."""
+    if isinstance(cfg, HadoopConfig):
+        return HadoopMapReduce(cfg, cluster)
     if isinstance(cfg, TimelyConfig):
         return TimelyPagerank(cfg, cluster)
     if isinstance(cfg, MemcachedYcsbConfig):

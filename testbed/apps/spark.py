@@ -60,7 +60,9 @@ class SparkConfig(BaseModel):
     """A Spark job on a standalone cluster (see module docstring; the jobs and their data
     are documented in :mod:`disaggsim.testbed.apps.spark_jobs`).
 
-    - ``job``: ``wordcount``, ``sort`` or ``pagerank``.
+    - ``job``: ``wordcount``, ``sort``, ``pagerank`` or ``sql-bdb`` (Spark SQL on the Big
+      Data Benchmark: ``rankings_per_split`` rankings and ``uservisits_per_split`` visits
+      per split).
     - ``splits_per_node`` / ``reducers_per_node``: map splits and reduce partitions per node.
     - WordCount: ``lines_per_split`` lines of ``words_per_line`` Zipf words over
       ``vocab_size`` words. Sort: ``records_per_split`` 100-byte records. PageRank:
@@ -76,7 +78,7 @@ class SparkConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["spark"] = "spark"
-    job: Literal["wordcount", "sort", "pagerank"]
+    job: Literal["wordcount", "sort", "pagerank", "sql-bdb"]
     splits_per_node: Annotated[int, Field(ge=1)] = 2
     reducers_per_node: Annotated[int, Field(ge=1)] = 2
     lines_per_split: Annotated[int, Field(ge=1)] = 20_000
@@ -86,6 +88,8 @@ class SparkConfig(BaseModel):
     edges_per_split: Annotated[int, Field(ge=1)] = 100_000
     graph_scale: Annotated[int, Field(ge=2, le=40)] = 16
     iterations: Annotated[int, Field(ge=1)] = 5
+    rankings_per_split: Annotated[int, Field(ge=1)] = 20_000
+    uservisits_per_split: Annotated[int, Field(ge=1)] = 100_000
     executor_memory_mb: Annotated[int, Field(ge=MIN_JVM_MB)] = 512
     driver_memory_mb: Annotated[int, Field(ge=MIN_JVM_MB)] = 512
     daemon_memory_mb: Annotated[int, Field(ge=64)] = 256
@@ -111,6 +115,10 @@ def dataset(cfg: SparkConfig, n_nodes: int, seed: int) -> str:
         n = splits * cfg.records_per_split
         return (f"{n} sort-benchmark records (100 B, {n * 100 / 1e6:.0f} MB), "
                 f"seed {seed}")
+    if cfg.job == "sql-bdb":
+        return (f"Big Data Benchmark tables: {splits * cfg.rankings_per_split} rankings, "
+                f"{splits * cfg.uservisits_per_split} uservisits, seed {seed}; queries 1B, "
+                f"2A, 3A")
     return (f"R-MAT graph (Graph500 a=0.57 b=c=0.19), 2^{cfg.graph_scale} vertices, "
             f"{splits * cfg.edges_per_split} edges drawn, seed {seed}; "
             f"{cfg.iterations} PageRank iterations")
@@ -138,6 +146,8 @@ def driver_argv(cfg: SparkConfig, n_nodes: int, seed: int, go_file: Path,
             "--records-per-split", str(cfg.records_per_split),
             "--edges-per-split", str(cfg.edges_per_split),
             "--graph-scale", str(cfg.graph_scale), "--iterations", str(cfg.iterations),
+            "--rankings-per-split", str(cfg.rankings_per_split),
+            "--uservisits-per-split", str(cfg.uservisits_per_split),
             "--jvm-options", jvm_options(cfg), "--go-file", str(go_file), *env_args]
 
 
