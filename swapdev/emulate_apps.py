@@ -1,31 +1,83 @@
 """The applications ``disaggsim emulate`` runs on the latency-injection device, one run each.
 
-Three named presets (``[app] preset = ...``), with different memory access patterns, plus
-any command (``[app] command = [...]``):
+Named presets (``[app] preset = ...``, :data:`PRESETS`) plus any command (``[app] command =
+[...]``). Every preset but ``python-sort`` is one of the collector's applications
+(:mod:`disaggsim.testbed.collect_apps`), started by the collector's own runner on an
+emulated cluster (network namespaces, one memory cgroup per node): one definition of each
+application serves ``disaggsim collect`` and ``disaggsim emulate``, including its job
+completion time (the runner's ``jct_s``).
 
-- ``python-sort``: CPython builds and sorts 2 M random floats (100 MiB working set; random
-  accesses over its object arenas during the sort). JCT: wall time of the process.
-- ``memcached-ycsb``: the collector's memcached + YCSB (:class:`~disaggsim.traces.
-  collect_apps.MemcachedYcsb`, started by the collector's own code on a 2-node emulated
-  cluster): memcached on node 0 holds 50 k records of ~1.1 KB, one YCSB client on node 1
-  runs workload A (50 % reads, 50 % updates, Zipfian keys) for 50 k operations,
-  unthrottled. The data-holding process is memcached. JCT: the YCSB run phase's wall time
-  (``run_s``; the load phase is not timed).
-- ``dask-sort``: the collector's Dask distributed sort (:class:`~disaggsim.traces.
-  collect_apps.DaskSort`) on 2 nodes, 2 x 50 k records of 100 B per node; the
-  data-holding processes are the two workers. JCT: the driver's job time (``sort_s``).
+The table below is the one place that lists them (paper: Gao et al., OSDI'16, Table 2).
+*Working set*: the ``working_set_bytes`` default, per node's data holders: the peak summed
+resident set (PSS, sampled every 0.25 s, :class:`_PeakRss`) of the data-holding
+processes in a run without a limit on this 2-core VM (``disaggsim emulate`` with
+``local_fraction = 1`` on the swap backend, bytes divided by the nodes that hold data),
+rounded up; *JCT*: that run's, under the load given in bench/RESULTS.md ("Applications
+under emulate (#22 item 1)").
 
-Local memory: ``local_fraction`` x ``working_set_bytes`` per data-holding process. On the
+============== ========================== ====================== ============= ===== =====
+preset         program (paper Table 2)    data-holding processes JCT           WS    JCT
+                                                                 definition    MiB   s
+============== ========================== ====================== ============= ===== =====
+python-sort    CPython sort of 2 M floats the process            process wall  100   ~3
+memcached-ycsb memcached + YCSB A, 50 k   memcached (node 0)     YCSB run      80    ~10
+               records, 50 k ops                                 phase
+               (Memcached)
+dask-sort      Dask sort, 2 x 100 k       the 2 Dask workers     driver's      130   ~10
+               100-B records per node                            sort job
+postgres-      PostgreSQL + pgbench       postmaster + backends  transactions  WS_PG JCT_PG
+pgbench        select-only, scale 10,     (node 0)               / tps of the
+               4 x 60 k transactions                             slowest client
+               (SQL; swap only)
+spark-         Spark WordCount, 4 x 100 k executor JVM + its     driver's job  WS_WC JCT_WC
+wordcount      Zipf lines (Spark WC)      PySpark workers, each  time
+                                          node
+spark-sort     Spark sortByKey, 400 k     same                   same          WS_SO JCT_SO
+               records (Spark Sort)
+spark-pagerank Spark PageRank, R-MAT 2^16 same                   same          WS_PR JCT_PR
+               vertices, 400 k edges, 5
+               steps (GraphLab)
+spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          WS_SQ JCT_SQ
+               2A, 3A: 80 k rankings,
+               240 k uservisits (SparkSQL
+               BDB)
+hadoop-        Hadoop WordCount, 4 x      the job's JVM (local   JVM wall      WS_HW JCT_HW
+wordcount      100 k Zipf lines (Hadoop   mode, node 0)
+               WC)
+hadoop-        Hadoop TeraSort of 2 M     same                   same (TeraGen WS_HT JCT_HT
+terasort       TeraGen records (Hadoop                           untimed)
+               Sort)
+timely-        Timely dataflow PageRank,  the 2 Timely           slowest       WS_TI JCT_TI
+pagerank       R-MAT 2^20 vertices, 2 x   processes              process's
+               4 M edges, 20 steps                               job time
+               (Timely)
+============== ========================== ====================== ============= ===== =====
+
+Not here: GraphLab, Spark Streaming and HERD (no package of them runs here; PageRank on
+Spark and Timely stands for the graph workload).
+
+Local memory: ``local_fraction`` x ``working_set_bytes`` per node's data holders. On the
 ``swap`` backend those processes run in their own memory cgroup (v1) with that limit (the
-other processes, clients and the Dask scheduler, are not limited); on the ``uffd`` backend
-they get the device preloaded with that budget. The uffd device sees only ``mmap`` calls
-made through the PLT (``swapdev/src/uffd_preload.c``): glibc malloc's own large mmaps are
-invisible to it, so memcached's slabs and Dask's NumPy buffers would stay local. For these
-presets the device is preloaded together with jemalloc (Debian ``libjemalloc2``), whose
-heap comes from ``mmap`` calls the device sees; ``[app] jemalloc`` overrides that.
+other processes, clients, schedulers, Spark's master, worker and driver, are not
+limited); on the ``uffd`` backend they get the device preloaded with that budget, one
+instance per process. The uffd device sees only ``mmap`` calls made through the PLT
+(``swapdev/src/uffd_preload.c``):
 
-Working sets (``working_set_bytes`` defaults, measured on this machine as the peak
-``VmHWM`` of the data-holding process in a run without a limit): see :data:`PRESETS`.
+- glibc malloc's own large mmaps are invisible to it, so memcached's slabs, Dask's NumPy
+  buffers and the Timely workers' vectors would stay local: these presets preload
+  jemalloc (Debian ``libjemalloc2``) with the device, whose heap comes from ``mmap``
+  calls the device sees (``[app] jemalloc`` overrides);
+- the JVM's heap is seen: HotSpot (libjvm) reserves it ``PROT_NONE`` and commits it with
+  ``mmap(MAP_FIXED, PROT_READ|PROT_WRITE)`` through the PLT, which the device registers.
+  Checked: ``java -Xms256m -Xmx256m -XX:+AlwaysPreTouch`` with a 64 MiB budget swaps out
+  51 296 pages (200 MiB); the Spark executors get the device through
+  ``spark.executorEnv`` (:mod:`disaggsim.testbed.apps.spark`), their PySpark daemon
+  inherits it (it holds no data; the workers it forks run without the device, the
+  device's fork rule), and every process writes its own trace (``SWAPDEV_TRACE`` ``%p``);
+- PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked
+  from the postmaster: the device registers private mappings only and leaves a forked
+  child without it, so ``postgres-pgbench`` runs on the swap backend only
+  (:attr:`Preset.uffd_unsupported`; a uffd config is refused naming the reason).
 """
 
 from __future__ import annotations

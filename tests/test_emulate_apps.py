@@ -283,7 +283,8 @@ FULL_CASES = [(name, backend) for name, p in emulate_apps.PRESETS.items()
               if not (backend == "uffd" and p.uffd_unsupported)]
 
 
-@pytest.mark.skipif(not (ROOT and FULL), reason="DISAGGSIM_FULL_APPS=1 and root")
+@pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 runs every preset")
+@pytest.mark.skipif(FULL and not ROOT, reason="namespaces, memcg, swap need root")
 @pytest.mark.parametrize(("preset", "backend"), FULL_CASES)
 def test_every_preset_runs_at_its_size_at_a_quarter_local_memory(
     tmp_path: Path, preset: str, backend: str
