@@ -174,24 +174,26 @@ PRESETS: Final[dict[str, Preset]] = {
         app=DaskSortConfig(files_per_node=2, records_per_file=100_000, reducers_per_node=2),
         holders=("dask-worker",), jemalloc=True,
     ),
+    # The presets below: working set = the table's (module docstring), measured with
+    # bench/bench_emulate_apps.py --mode working-set (bench/RESULTS.md).
     "postgres-pgbench": Preset(
-        "postgres-pgbench", 200 << 20,
+        "postgres-pgbench", 190 << 20,
         app=PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=0,
                           builtin="select-only", transactions_per_client=60_000),
         holders=("postgres",), uffd_unsupported=PG_UFFD_UNSUPPORTED,
     ),
     "spark-wordcount": Preset(
-        "spark-wordcount", 400 << 20,
+        "spark-wordcount", 310 << 20,
         app=SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=100_000),
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "spark-sort": Preset(
-        "spark-sort", 400 << 20,
+        "spark-sort", 330 << 20,
         app=SparkConfig(job="sort", splits_per_node=2, records_per_split=100_000),
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "spark-pagerank": Preset(
-        "spark-pagerank", 400 << 20,
+        "spark-pagerank", 380 << 20,
         app=SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=100_000,
                         graph_scale=16, iterations=5),
         holders=(EXECUTOR_LOG_NAME,),
@@ -203,17 +205,17 @@ PRESETS: Final[dict[str, Preset]] = {
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "hadoop-wordcount": Preset(
-        "hadoop-wordcount", 400 << 20,
+        "hadoop-wordcount", 540 << 20,
         app=HadoopConfig(job="wordcount", splits=4, lines_per_split=100_000),
         n_nodes=1, holders=(HADOOP_LOG_NAME,),
     ),
     "hadoop-terasort": Preset(
-        "hadoop-terasort", 400 << 20,
+        "hadoop-terasort", 660 << 20,
         app=HadoopConfig(job="terasort", splits=4, records=2_000_000),
         n_nodes=1, holders=(HADOOP_LOG_NAME,),
     ),
     "timely-pagerank": Preset(
-        "timely-pagerank", 300 << 20,
+        "timely-pagerank", 220 << 20,
         app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=20),
         holders=(TIMELY_LOG_NAME,), jemalloc=True,
     ),

