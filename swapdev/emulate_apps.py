@@ -12,8 +12,10 @@ The table below is the one place that lists them (paper: Gao et al., OSDI'16, Ta
 resident set (PSS, sampled every 0.25 s, :class:`_PeakRss`) of the data-holding
 processes in a run without a limit on this 2-core VM (``disaggsim emulate`` with
 ``local_fraction = 1`` on the swap backend, bytes divided by the nodes that hold data),
-rounded up; *JCT*: that run's, under the load given in bench/RESULTS.md ("Applications
-under emulate (#22 item 1)").
+rounded up; *JCT*: the range of that run and its 0 ns twin, at a load average of 9-16 on
+the 2 cores (bench/RESULTS.md, "Applications under emulate (#22 item 1)"). The first
+three rows are earlier measurements (``VmHWM`` of their single data-holding process, see
+the comments in :data:`PRESETS`).
 
 ============== ========================== ====================== ============= ===== =====
 preset         program (paper Table 2)    data-holding processes JCT           WS    JCT
@@ -25,29 +27,29 @@ memcached-ycsb memcached + YCSB A, 50 k   memcached (node 0)     YCSB run      8
                (Memcached)
 dask-sort      Dask sort, 2 x 100 k       the 2 Dask workers     driver's      130   ~10
                100-B records per node                            sort job
-postgres-      PostgreSQL + pgbench       postmaster + backends  transactions  WS_PG JCT_PG
+postgres-      PostgreSQL + pgbench       postmaster + backends  transactions  190   14-18
 pgbench        select-only, scale 10,     (node 0)               / tps of the
                4 x 60 k transactions                             slowest client
                (SQL; swap only)
-spark-         Spark WordCount, 4 x 100 k executor JVM + its     driver's job  WS_WC JCT_WC
+spark-         Spark WordCount, 4 x 100 k executor JVM + its     driver's job  310   15-18
 wordcount      Zipf lines (Spark WC)      PySpark workers, each  time
                                           node
-spark-sort     Spark sortByKey, 400 k     same                   same          WS_SO JCT_SO
+spark-sort     Spark sortByKey, 400 k     same                   same          330   13-15
                records (Spark Sort)
-spark-pagerank Spark PageRank, R-MAT 2^16 same                   same          WS_PR JCT_PR
+spark-pagerank Spark PageRank, R-MAT 2^16 same                   same          380   29-30
                vertices, 400 k edges, 5
                steps (GraphLab)
-spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          WS_SQ JCT_SQ
+spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          460   49-61
                2A, 3A: 80 k rankings,
                240 k uservisits (SparkSQL
                BDB)
-hadoop-        Hadoop WordCount, 4 x      the job's JVM (local   JVM wall      WS_HW JCT_HW
+hadoop-        Hadoop WordCount, 4 x      the job's JVM (local   JVM wall      540   19-21
 wordcount      100 k Zipf lines (Hadoop   mode, node 0)
                WC)
-hadoop-        Hadoop TeraSort of 2 M     same                   same (TeraGen WS_HT JCT_HT
+hadoop-        Hadoop TeraSort of 2 M     same                   same (TeraGen 660   34-39
 terasort       TeraGen records (Hadoop                           untimed)
                Sort)
-timely-        Timely dataflow PageRank,  the 2 Timely           slowest       WS_TI JCT_TI
+timely-        Timely dataflow PageRank,  the 2 Timely           slowest       220   17-19
 pagerank       R-MAT 2^20 vertices, 2 x   processes              process's
                4 M edges, 20 steps                               job time
                (Timely)
@@ -199,7 +201,7 @@ PRESETS: Final[dict[str, Preset]] = {
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "spark-sql-bdb": Preset(
-        "spark-sql-bdb", 400 << 20,
+        "spark-sql-bdb", 460 << 20,
         app=SparkConfig(job="sql-bdb", splits_per_node=2, rankings_per_split=20_000,
                         uservisits_per_split=60_000),
         holders=(EXECUTOR_LOG_NAME,),

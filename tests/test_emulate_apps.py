@@ -91,6 +91,8 @@ def test_hadoop_wordcount_and_terasort_run_locally_and_match_their_oracles(
     """Hadoop's own WordCount counts the Spark WordCount's text as a Counter does; TeraGen +
     TeraSort write globally sorted 100-byte records, as many as generated (the
     LocalJobRunner on Debian's OpenJDK 17)."""
+    with pytest.raises(ValueError, match="expected >= parallel_maps x sort_mb"):
+        hadoop_mr.HadoopConfig(job="wordcount", heap_mb=256, sort_mb=100)
     cfg = hadoop_mr.HadoopConfig(job="wordcount", splits=2, reducers=2, heap_mb=256,
                                  sort_mb=16)
     text = tmp_path / "in"
@@ -270,7 +272,9 @@ def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.Mon
     spec = emulate_apps.PRESETS["hadoop-terasort"]
     assert isinstance(spec.app, hadoop_mr.HadoopConfig)
     small = replace(spec, working_set_bytes=192 << 20,
-                    app=spec.app.model_copy(update={"records": 200_000, "heap_mb": 256}))
+                    app=hadoop_mr.HadoopConfig.model_validate(
+                        {**spec.app.model_dump(), "records": 200_000, "heap_mb": 256,
+                         "sort_mb": 32}))
     monkeypatch.setitem(emulate_apps.PRESETS, "hadoop-terasort", small)
     runs = _run_preset(tmp_path, "hadoop-terasort", "swap", 0.5)
     _check_runs(runs, small.working_set_bytes, 0.5, 1, "swap")

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from disaggsim.paths import BUILD_DIR
 from disaggsim.testbed.apps.spark import java_home
@@ -55,6 +55,8 @@ JAR_DIR: Final = BUILD_DIR / "hadoop"
 MAVEN_CENTRAL: Final = "https://repo1.maven.org/maven2"
 EXAMPLES_MAIN: Final = "org.apache.hadoop.examples.ExampleDriver"
 LOG_NAME: Final = "hadoop"
+#: Heap beyond the map tasks' sort buffers (the job's other objects), MiB.
+HEAP_HEADROOM_MB: Final = 128
 
 
 class HadoopConfig(BaseModel):
@@ -81,6 +83,16 @@ class HadoopConfig(BaseModel):
     heap_mb: Annotated[int, Field(ge=128)] = 1024
     sort_mb: Annotated[int, Field(ge=1)] = 100
     parallel_maps: Annotated[int, Field(ge=1)] = 2
+
+    @model_validator(mode="after")
+    def _heap_holds_the_sort_buffers(self) -> HadoopConfig:
+        # Each running map task allocates its whole sort buffer in the one JVM (seen: 2 x
+        # 100 MiB in a 256 MiB heap, OutOfMemoryError in TeraValidate's maps).
+        need = self.parallel_maps * self.sort_mb + HEAP_HEADROOM_MB
+        if self.heap_mb < need:
+            raise ValueError(f"heap_mb {self.heap_mb}: expected >= parallel_maps x sort_mb + "
+                             f"{HEAP_HEADROOM_MB} = {need} (the map tasks' sort buffers)")
+        return self
 
 
 def jar_paths() -> list[tuple[str, str]]:
