@@ -74,7 +74,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-emulate-apps-") as tmp:
         for preset in args.presets.split(","):
             before = load()
-            runs = run_preset(preset, args, Path(tmp))
+            try:
+                runs = run_preset(preset, args, Path(tmp))
+            except (RuntimeError, ValueError) as exc:  # one failed preset: say so, go on
+                last = str(exc).splitlines()[-1][:200]
+                rows.append(f"| {preset} | {args.backend} | failed: {last} | | | | | "
+                            f"{before} / {load()} |")
+                print(rows[-1], flush=True)
+                continue
             after = load()
             spec = emulate_apps.PRESETS[preset]
             holders = 1 if spec.n_nodes == 1 or preset in ("memcached-ycsb",

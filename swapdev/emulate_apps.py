@@ -12,21 +12,24 @@ The table below is the one place that lists them (paper: Gao et al., OSDI'16, Ta
 resident set (PSS, sampled every 0.25 s, :class:`_PeakRss`) of the data-holding
 processes in a run without a limit on this 2-core VM (``disaggsim emulate`` with
 ``local_fraction = 1`` on the swap backend, bytes divided by the nodes that hold data),
-rounded up; *JCT*: the range of that run and its 0 ns twin, at a load average of 9-16 on
+rounded up; it includes the file pages they map (code, a JVM's jars), which the swap
+backend's limit does not cover when another group read them first; *JCT*: the range of that run and its 0 ns twin, at a load average of 9-16 on
 the 2 cores (bench/RESULTS.md, "Applications under emulate (#22 item 1)"). The first
-three rows are earlier measurements (``VmHWM`` of their single data-holding process, see
-the comments in :data:`PRESETS`).
+three rows keep their earlier sizes and working sets (``VmHWM`` of each data-holding
+process, see the comments in :data:`PRESETS`; the PSS peaks measured now, 73 and 121 MiB,
+are below them) because the committed sweeps used them; memcached + YCSB and the Dask sort
+run shorter than the 10 s the others are sized for (python-sort: not measured here).
 
 ============== ========================== ====================== ============= ===== =====
 preset         program (paper Table 2)    data-holding processes JCT           WS    JCT
                                                                  definition    MiB   s
 ============== ========================== ====================== ============= ===== =====
-python-sort    CPython sort of 2 M floats the process            process wall  100   ~3
-memcached-ycsb memcached + YCSB A, 50 k   memcached (node 0)     YCSB run      80    ~10
+python-sort    CPython sort of 2 M floats the process            process wall  100   n/m
+memcached-ycsb memcached + YCSB A, 50 k   memcached (node 0)     YCSB run      80    5-7
                records, 50 k ops                                 phase
                (Memcached)
-dask-sort      Dask sort, 2 x 100 k       the 2 Dask workers     driver's      130   ~10
-               100-B records per node                            sort job
+dask-sort      Dask sort, 2 x 100 k       the Dask worker, each  driver's      130   0.7-0.8
+               100-B records per node     node                   sort job
 postgres-      PostgreSQL + pgbench       postmaster + backends  transactions  190   14-18
 pgbench        select-only, scale 10,     (node 0)               / tps of the
                4 x 60 k transactions                             slowest client
