@@ -9,16 +9,17 @@ completion time (the runner's ``jct_s``).
 
 The table below is the one place that lists them (paper: Gao et al., OSDI'16, Table 2).
 *Working set*: the ``working_set_bytes`` default, per node's data holders: the peak summed
-resident set (PSS, sampled every 0.25 s, :class:`_PeakRss`) of the data-holding
-processes in a run without a limit on this 2-core VM (``disaggsim emulate`` with
-``local_fraction = 1`` on the swap backend, bytes divided by the nodes that hold data),
-rounded up; it includes the file pages they map (code, a JVM's jars), which the swap
-backend's limit does not cover when another group read them first; *JCT*: the range of that run and its 0 ns twin, at a load average of 9-16 on
-the 2 cores (bench/RESULTS.md, "Applications under emulate (#22 item 1)"). The first
-three rows keep their earlier sizes and working sets (``VmHWM`` of each data-holding
-process, see the comments in :data:`PRESETS`; the PSS peaks measured now, 73 and 121 MiB,
-are below them) because the committed sweeps used them; memcached + YCSB and the Dask sort
-run shorter than the 10 s the others are sized for (python-sort: not measured here).
+resident set (PSS, sampled every 0.25 s, :class:`_PeakRss`) of the data-holding processes
+in a run without a limit on this 2-core VM (``disaggsim emulate`` with ``local_fraction =
+1`` on the swap backend, bytes divided by the nodes that hold data), rounded up; it
+includes the file pages they map (code, a JVM's jars), which the swap backend's limit does
+not cover when another group read them first; *JCT*: the range of that run and its 0 ns
+twin, at a load average of 9-16 on the 2 cores (bench/RESULTS.md, "Applications under
+emulate (#22 item 1)"). The first three rows keep their earlier sizes and working sets
+(``VmHWM`` of each data-holding process, see the comments in :data:`PRESETS`; the PSS
+peaks measured now, 73 and 121 MiB, are below them) because the committed sweeps used
+them; memcached + YCSB and the Dask sort run shorter than the 10 s the others are sized
+for (python-sort: not measured here).
 
 ============== ========================== ====================== ============= ===== =====
 preset         program (paper Table 2)    data-holding processes JCT           WS    JCT
@@ -35,13 +36,15 @@ pgbench        select-only, scale 10,     (node 0)               / tps of the
                4 x 60 k transactions                             slowest client
                (SQL; swap only)
 spark-         Spark WordCount, 4 x 100 k executor JVM + its     driver's job  310   15-18
-wordcount      Zipf lines (Spark WC)      PySpark workers, each  time
-                                          node
+wordcount      Zipf lines (Spark WC;      PySpark workers, each  time
+               swap only)                 node
 spark-sort     Spark sortByKey, 400 k     same                   same          330   13-15
-               records (Spark Sort)
+               records (Spark Sort;
+               swap only)
 spark-pagerank Spark PageRank, R-MAT 2^16 same                   same          380   29-30
                vertices, 400 k edges, 5
-               steps (GraphLab)
+               steps (GraphLab; swap
+               only)
 spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          460   49-61
                2A, 3A: 80 k rankings,
                240 k uservisits (SparkSQL
@@ -75,10 +78,14 @@ instance per process. The uffd device sees only ``mmap`` calls made through the 
 - the JVM's heap is seen: HotSpot (libjvm) reserves it ``PROT_NONE`` and commits it with
   ``mmap(MAP_FIXED, PROT_READ|PROT_WRITE)`` through the PLT, which the device registers.
   Checked: ``java -Xms256m -Xmx256m -XX:+AlwaysPreTouch`` with a 64 MiB budget swaps out
-  51 296 pages (200 MiB); the Spark executors get the device through
-  ``spark.executorEnv`` (:mod:`disaggsim.testbed.apps.spark`), their PySpark daemon
-  inherits it (it holds no data; the workers it forks run without the device, the
-  device's fork rule), and every process writes its own trace (``SWAPDEV_TRACE`` ``%p``);
+  51 296 pages (200 MiB), and a program growing its heap to 300 MiB under 64 MiB pages
+  425 MiB out. The Spark executors get the device through ``spark.executorEnv``
+  (:mod:`disaggsim.testbed.apps.spark`) and every process writes its own trace
+  (``SWAPDEV_TRACE`` ``%p``). But a PySpark RDD job's records live in the Python workers
+  that ``pyspark.daemon`` forks, and a forked child runs without the device: on uffd only
+  the executor JVM would be limited (measured: ``spark-wordcount`` at 25 % paged 0 bytes),
+  so the RDD presets (WordCount, Sort, PageRank) are swap-backend only; ``spark-sql-bdb``
+  keeps its tables and operators in the executor JVM (cached DataFrames) and runs on both;
 - PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked
   from the postmaster: the device registers private mappings only and leaves a forked
   child without it, so ``postgres-pgbench`` runs on the swap backend only
@@ -160,6 +167,12 @@ PG_UFFD_UNSUPPORTED: Final = (
     "from the postmaster; the device registers private mappings only and leaves a forked "
     "child without it")
 
+#: Why the uffd device cannot hold a PySpark RDD job's data (measured: spark-wordcount at
+#: 25 % on uffd paged 0 bytes, its executors' JVM part fitting the budget).
+PYSPARK_UFFD_UNSUPPORTED: Final = (
+    "a PySpark RDD job's records live in Python workers forked from pyspark.daemon, and the "
+    "device leaves a forked child without it; only the executor JVM would be limited")
+
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
     "python-sort": Preset("python-sort", 100 << 20, command=("/usr/bin/python3", "-c",
@@ -190,18 +203,18 @@ PRESETS: Final[dict[str, Preset]] = {
     "spark-wordcount": Preset(
         "spark-wordcount", 310 << 20,
         app=SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=100_000),
-        holders=(EXECUTOR_LOG_NAME,),
+        holders=(EXECUTOR_LOG_NAME,), uffd_unsupported=PYSPARK_UFFD_UNSUPPORTED,
     ),
     "spark-sort": Preset(
         "spark-sort", 330 << 20,
         app=SparkConfig(job="sort", splits_per_node=2, records_per_split=100_000),
-        holders=(EXECUTOR_LOG_NAME,),
+        holders=(EXECUTOR_LOG_NAME,), uffd_unsupported=PYSPARK_UFFD_UNSUPPORTED,
     ),
     "spark-pagerank": Preset(
         "spark-pagerank", 380 << 20,
         app=SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=100_000,
                         graph_scale=16, iterations=5),
-        holders=(EXECUTOR_LOG_NAME,),
+        holders=(EXECUTOR_LOG_NAME,), uffd_unsupported=PYSPARK_UFFD_UNSUPPORTED,
     ),
     "spark-sql-bdb": Preset(
         "spark-sql-bdb", 460 << 20,
