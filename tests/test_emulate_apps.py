@@ -300,3 +300,19 @@ def test_every_preset_runs_at_its_size_at_a_quarter_local_memory(
     holders = 1 if one_server else spec.n_nodes
     _check_runs(_run_preset(tmp_path, preset, backend, 0.25), spec.working_set_bytes, 0.25,
                 holders, backend)
+
+
+@pytest.mark.skipif(not ROOT, reason="userfaultfd needs root here")
+def test_uffd_device_lets_a_launcher_close_its_descriptors() -> None:
+    """A process launcher closes every descriptor it did not open before its exec (the
+    JVM's jspawnhelper inherits LD_PRELOAD from a JVM on the device: Hadoop's local file
+    system runs chmod that way). The device, which registered nothing in it yet, stops its
+    handler quietly; before, it exited 2 ("read(uffd): Bad file descriptor") and every such
+    command failed."""
+    close_all = ('for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then '
+                 'eval "exec $n>&-"; fi; done 2>/dev/null; sleep 0.2; echo ok')
+    env = {**os.environ, "LD_PRELOAD": str(device.build_dir() / "libswapdev_uffd.so"),
+           "SWAPDEV_LOCAL_BYTES": str(64 << 20)}
+    out = subprocess.run(["bash", "-c", close_all], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert (out.returncode, out.stdout) == (0, "ok\n"), out.stderr
