@@ -316,3 +316,18 @@ def test_uffd_device_lets_a_launcher_close_its_descriptors() -> None:
     out = subprocess.run(["bash", "-c", close_all], env=env, capture_output=True, text=True,
                          timeout=60)
     assert (out.returncode, out.stdout) == (0, "ok\n"), out.stderr
+
+
+def test_pgbench_job_runs_a_fixed_amount_and_its_jct_is_transactions_over_tps() -> None:
+    """With ``transactions_per_client`` pgbench runs ``-t N`` (a job), not ``-T``; the JCT
+    is the slowest client node's transactions / tps: 4 x 60 000 at 16 000 tps is 15 s,
+    at 24 000 tps 10 s, so 15 s."""
+    from disaggsim.testbed.apps.pgbench import PgbenchConfig, PostgresPgbench, run_argv
+
+    cfg = PgbenchConfig(transactions_per_client=60_000, rate_tps=0)
+    argv = run_argv(cfg, "pgbench", "h", 7.0, seed=1)
+    assert argv[argv.index("-t") + 1] == "60000" and "-T" not in argv
+    results: dict[str, object] = {
+        "node1": {"transactions": 240_000, "tps": 16_000.0},
+        "node2": {"transactions": 240_000, "tps": 24_000.0}}
+    assert PostgresPgbench.jct_s(None, results) == pytest.approx(15.0)  # type: ignore[arg-type]
