@@ -126,8 +126,12 @@ def classpath() -> str:
 def job_argv(cfg: HadoopConfig, tmp_dir: Path, program: str, *args: str) -> list[str]:
     """``java ... ExampleDriver <program> -D... <args>``: one example program in local
     mode with the config's JVM heap and MapReduce settings, its scratch files
-    (``hadoop.tmp.dir``: staging, map outputs) in ``tmp_dir``."""
-    return [str(java_home() / "bin" / "java"), f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC",
+    (``hadoop.tmp.dir``: staging, map outputs) in ``tmp_dir``, run from ``tmp_dir``'s
+    parent (``env -C``): the LocalJobRunner links distributed-cache files such as
+    TeraSort's ``_partition.lst`` into its working directory, and a link left in a shared
+    directory by an earlier job would point to a removed file."""
+    return ["env", "-C", str(tmp_dir.parent), str(java_home() / "bin" / "java"),
+            f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp", classpath(), EXAMPLES_MAIN, program,
             "-Dmapreduce.framework.name=local", "-Dfs.defaultFS=file:///",
