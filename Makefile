@@ -10,10 +10,14 @@ APT_PACKAGES := ns3 libns3-dev libgsl-dev libsqlite3-dev libxml2-dev cmake ninja
 	slurmctld slurmd slurm-client munge fuse3 libfuse3-dev \
 	qemu-system-x86 busybox-static dwarves rdma-core ibverbs-providers libibverbs-dev \
 	librdmacm-dev cpio xz-utils \
-	postgresql openjdk-17-jre-headless libjemalloc2 robin-map-dev
+	postgresql openjdk-17-jre-headless libjemalloc2 robin-map-dev curl ca-certificates
 JOBS ?= 2
+# The Timely dataflow application (testbed/apps/timely_pagerank, Rust): the cargo on PATH
+# (rustup's), else Debian's (package cargo, rustc 1.63; installed by the timely target).
+TIMELY := testbed/apps/timely_pagerank
+CARGO ?= $(shell command -v cargo 2>/dev/null || echo /usr/bin/cargo)
 
-.PHONY: all deps venv build quickstart test test-guest lint clean
+.PHONY: all deps venv build timely hadoop-jars quickstart test test-guest lint clean
 
 all: build
 
@@ -35,11 +39,36 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
-build: deps
+build: deps timely hadoop-jars
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	cmake -S swapdev -B $(BUILD)/swapdev -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD)/swapdev -j $(JOBS)
+
+# The Hadoop MapReduce jars (testbed/apps/hadoop_mr.py) from Maven Central into build/hadoop,
+# each checked against the SHA-256 pinned in testbed/apps/hadoop_jars.sha256.
+HADOOP_JARS := testbed/apps/hadoop_jars.sha256
+hadoop-jars: $(BUILD)/hadoop/.stamp
+$(BUILD)/hadoop/.stamp: $(HADOOP_JARS) | deps
+	mkdir -p $(BUILD)/hadoop
+	while read -r sum path; do \
+	  f=$(BUILD)/hadoop/$$(basename $$path); \
+	  echo "$$sum  $$f" | sha256sum -c --status 2>/dev/null && continue; \
+	  curl -fsSL --retry 3 -o $$f.part https://repo1.maven.org/maven2/$$path && \
+	  echo "$$sum  $$f.part" | sha256sum -c --quiet && mv $$f.part $$f || exit 1; \
+	done < $(HADOOP_JARS)
+	touch $@
+
+# build/timely/release/timely-pagerank, from the committed Cargo.lock (crates.io).
+timely:
+	@if [ ! -x "$(CARGO)" ]; then \
+	  echo "installing: cargo (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends cargo; \
+	fi
+	CARGO_TARGET_DIR=$(CURDIR)/$(BUILD)/timely $(CARGO) build --release --locked -j $(JOBS) \
+	  --manifest-path $(TIMELY)/Cargo.toml
 
 # The main job: convert the bundled real traces, run the quickstart campaign, print the
 # summary table and write the plots (results/quickstart/).

@@ -31,7 +31,7 @@ Config (TOML; unknown keys are errors naming the file and line)::
     queue_depth = 1                 # swap: requests the FUSE device serves at once
     timeout_s = 600                 # per run: a longer run is killed, reported, not counted
     [app]
-    preset = "memcached-ycsb"       # python-sort | memcached-ycsb | dask-sort, or:
+    preset = "memcached-ycsb"       # a name of emulate_apps.PRESETS (its table), or:
     # command = ["python3", "-c", "..."]   # "{build}" expands to build/swapdev
     working_set_bytes = 268435456   # required with command; a preset has its own
     local_fraction = [0.5, 0.75]    # local memory = fraction x working set (one or a grid)
@@ -65,7 +65,8 @@ written atomically:
   ``wall_s``, ``swap_in_bytes, swap_out_bytes`` (the device's own counters),
   ``swap_bandwidth_bytes_per_s`` (in + out over the JCT), ``memory_bandwidth_bytes_per_s``
   and ``memory_bandwidth_source`` (see :func:`memory_bandwidth_probe`), ``peak_rss_bytes``
-  (presets: the data-holding processes' summed ``VmHWM``, a check of the working set);
+  (presets: the data-holding processes' peak summed PSS, ``emulate_apps._PeakRss``, a
+  check of the working set);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
   median zero-delay JCT at that fraction), ``relative_min, relative_max``, the medians
@@ -185,13 +186,20 @@ class AppSection(_Strict):
     (bytes, per data-holding process; a preset has a measured default), the local
     fraction(s) of it (0, 1] and whether jemalloc is preloaded with the uffd device."""
 
-    preset: Literal["python-sort", "memcached-ycsb", "dask-sort", "numpy-sort"] | None = None
+    preset: str | None = None
     command: list[str] | None = Field(None, min_length=1)
     working_set_bytes: int | None = Field(None, gt=0)
     local_fraction: list[Fraction]
     jemalloc: bool | None = None
 
     _grid = field_validator("local_fraction", mode="before")(_as_list)
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, v: str | None) -> str | None:
+        if v is not None and v not in emulate_apps.PRESETS:
+            raise ValueError(f"Input should be one of {', '.join(emulate_apps.PRESETS)}")
+        return v
 
     @field_validator("local_fraction")
     @classmethod
@@ -331,6 +339,11 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
     :data:`MAX_SWEEP_S`. Returns one ``<file>:<line>: <key>: <what>`` line per problem.
     """
     problems: list[str] = []
+    try:
+        cfg.app.preset_spec.check_backend(cfg.emulate.backend)
+    except ValueError as exc:
+        problems.append(f"{config_location(path, ('emulate', 'backend'))}: emulate.backend: "
+                        f"{exc}")
     for i, m in enumerate(cfg.models):
         if m.fct_file is not None:
             f = cfg.base_dir / m.fct_file

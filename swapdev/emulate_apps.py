@@ -1,31 +1,99 @@
 """The applications ``disaggsim emulate`` runs on the latency-injection device, one run each.
 
-Three named presets (``[app] preset = ...``), with different memory access patterns, plus
-any command (``[app] command = [...]``):
+Named presets (``[app] preset = ...``, :data:`PRESETS`) plus any command (``[app] command =
+[...]``). Every preset but ``python-sort`` is one of the collector's applications
+(:mod:`disaggsim.testbed.collect_apps`), started by the collector's own runner on an
+emulated cluster (network namespaces, one memory cgroup per node): one definition of each
+application serves ``disaggsim collect`` and ``disaggsim emulate``, including its job
+completion time (the runner's ``jct_s``).
 
-- ``python-sort``: CPython builds and sorts 2 M random floats (100 MiB working set; random
-  accesses over its object arenas during the sort). JCT: wall time of the process.
-- ``memcached-ycsb``: the collector's memcached + YCSB (:class:`~disaggsim.traces.
-  collect_apps.MemcachedYcsb`, started by the collector's own code on a 2-node emulated
-  cluster): memcached on node 0 holds 50 k records of ~1.1 KB, one YCSB client on node 1
-  runs workload A (50 % reads, 50 % updates, Zipfian keys) for 50 k operations,
-  unthrottled. The data-holding process is memcached. JCT: the YCSB run phase's wall time
-  (``run_s``; the load phase is not timed).
-- ``dask-sort``: the collector's Dask distributed sort (:class:`~disaggsim.traces.
-  collect_apps.DaskSort`) on 2 nodes, 2 x 50 k records of 100 B per node; the
-  data-holding processes are the two workers. JCT: the driver's job time (``sort_s``).
+The table below is the one place that lists them (paper: Gao et al., OSDI'16, Table 2).
+*Working set*: the ``working_set_bytes`` default, per node's data holders: the peak summed
+resident set (PSS, sampled every 0.25 s, :class:`_PeakRss`) of the data-holding processes
+in a run without a limit on this 2-core VM (``disaggsim emulate`` with ``local_fraction =
+1`` on the swap backend, bytes divided by the nodes that hold data), rounded up; it
+includes the file pages they map (code, a JVM's jars), which the swap backend's limit does
+not cover when another group read them first; *JCT*: the range of that run and its 0 ns
+twin, at a load average of 9-16 on the 2 cores (bench/RESULTS.md, "Applications under
+emulate (#22 item 1)"). The first three rows keep their earlier sizes and working sets
+(``VmHWM`` of each data-holding process, see the comments in :data:`PRESETS`; the PSS
+peaks measured now, 73 and 121 MiB, are below them) because the committed sweeps used
+them; memcached + YCSB and the Dask sort run shorter than the 10 s the others are sized
+for (python-sort: not measured here).
 
-Local memory: ``local_fraction`` x ``working_set_bytes`` per data-holding process. On the
+============== ========================== ====================== ============= ===== =====
+preset         program (paper Table 2)    data-holding processes JCT           WS    JCT
+                                                                 definition    MiB   s
+============== ========================== ====================== ============= ===== =====
+python-sort    CPython sort of 2 M floats the process            process wall  100   n/m
+memcached-ycsb memcached + YCSB A, 50 k   memcached (node 0)     YCSB run      80    5-7
+               records, 50 k ops                                 phase
+               (Memcached)
+dask-sort      Dask sort, 2 x 100 k       the Dask worker, each  driver's      130   0.7-0.8
+               100-B records per node     node                   sort job
+postgres-      PostgreSQL + pgbench       postmaster + backends  transactions  190   14-18
+pgbench        select-only, scale 10,     (node 0)               / tps of the
+               4 x 60 k transactions                             slowest client
+               (SQL; swap only)
+spark-         Spark WordCount, 4 x 100 k executor JVM + its     driver's job  310   15-18
+wordcount      Zipf lines (Spark WC;      PySpark workers, each  time
+               swap only)                 node
+spark-sort     Spark sortByKey, 400 k     same                   same          330   13-15
+               records (Spark Sort;
+               swap only)
+spark-pagerank Spark PageRank, R-MAT 2^16 same                   same          380   29-30
+               vertices, 400 k edges, 5
+               steps (GraphLab; swap
+               only)
+spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          460   49-61
+               2A, 3A: 80 k rankings,
+               240 k uservisits (SparkSQL
+               BDB)
+hadoop-        Hadoop WordCount, 4 x      the job's JVM (local   JVM wall      540   19-21
+wordcount      100 k Zipf lines (Hadoop   mode, node 0)
+               WC; swap only)
+hadoop-        Hadoop TeraSort of 2 M     same                   same (TeraGen 660   34-39
+terasort       TeraGen records (Hadoop                           untimed)
+               Sort; swap only)
+timely-        Timely dataflow PageRank,  the 2 Timely           slowest       220   17-19
+pagerank       R-MAT 2^20 vertices, 2 x   processes              process's
+               4 M edges, 20 steps                               job time
+               (Timely; swap only)
+============== ========================== ====================== ============= ===== =====
+
+Not here: GraphLab, Spark Streaming and HERD (no package of them runs here; PageRank on
+Spark and Timely stands for the graph workload).
+
+Local memory: ``local_fraction`` x ``working_set_bytes`` per node's data holders. On the
 ``swap`` backend those processes run in their own memory cgroup (v1) with that limit (the
-other processes, clients and the Dask scheduler, are not limited); on the ``uffd`` backend
-they get the device preloaded with that budget. The uffd device sees only ``mmap`` calls
-made through the PLT (``swapdev/src/uffd_preload.c``): glibc malloc's own large mmaps are
-invisible to it, so memcached's slabs and Dask's NumPy buffers would stay local. For these
-presets the device is preloaded together with jemalloc (Debian ``libjemalloc2``), whose
-heap comes from ``mmap`` calls the device sees; ``[app] jemalloc`` overrides that.
+other processes, clients, schedulers, Spark's master, worker and driver, are not
+limited); on the ``uffd`` backend they get the device preloaded with that budget, one
+instance per process. The uffd device sees only ``mmap`` calls made through the PLT
+(``swapdev/src/uffd_preload.c``):
 
-Working sets (``working_set_bytes`` defaults, measured on this machine as the peak
-``VmHWM`` of the data-holding process in a run without a limit): see :data:`PRESETS`.
+- glibc malloc's own large mmaps are invisible to it, so memcached's slabs, Dask's NumPy
+  buffers and the Timely workers' vectors would stay local: these presets preload
+  jemalloc (Debian ``libjemalloc2``) with the device, whose heap comes from ``mmap``
+  calls the device sees (``[app] jemalloc`` overrides);
+- the JVM's heap is seen: HotSpot (libjvm) reserves it ``PROT_NONE`` and commits it with
+  ``mmap(MAP_FIXED, PROT_READ|PROT_WRITE)`` through the PLT, which the device registers.
+  Checked: ``java -Xms256m -Xmx256m -XX:+AlwaysPreTouch`` with a 64 MiB budget swaps out
+  51 296 pages (200 MiB), and a program growing its heap to 300 MiB under 64 MiB pages
+  425 MiB out. The Spark executors get the device through ``spark.executorEnv``
+  (:mod:`disaggsim.testbed.apps.spark`) and every process writes its own trace
+  (``SWAPDEV_TRACE`` ``%p``). But a PySpark RDD job's records live in the Python workers
+  that ``pyspark.daemon`` forks, and a forked child runs without the device: on uffd only
+  the executor JVM would be limited (measured: ``spark-wordcount`` at 25 % paged 0 bytes),
+  so the RDD presets (WordCount, Sort, PageRank) are swap-backend only; ``spark-sql-bdb``
+  keeps its tables and operators in the executor JVM (cached DataFrames) and runs on both
+  (at 25 % on uffd it paged 16 MB/s);
+- the Timely and Hadoop presets are swap-backend only for now: on the device the Timely
+  processes hang with jemalloc and the Hadoop job JVM crashed at 25 % (not diagnosed,
+  :data:`TIMELY_UFFD_UNSUPPORTED`, :data:`HADOOP_UFFD_UNSUPPORTED`);
+- PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked
+  from the postmaster: the device registers private mappings only and leaves a forked
+  child without it, so ``postgres-pgbench`` runs on the swap backend only
+  (:attr:`Preset.uffd_unsupported`; a uffd config is refused naming the reason).
 """
 
 from __future__ import annotations
@@ -41,10 +109,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeAlias
 
 from disaggsim.swapdev import device
 from disaggsim.testbed import collect_env as env
+from disaggsim.testbed.apps.hadoop_mr import LOG_NAME as HADOOP_LOG_NAME
+from disaggsim.testbed.apps.hadoop_mr import HadoopConfig
+from disaggsim.testbed.apps.pgbench import PgbenchConfig
+from disaggsim.testbed.apps.spark import EXECUTOR_LOG_NAME, SparkConfig
+from disaggsim.testbed.apps.timely import LOG_NAME as TIMELY_LOG_NAME
+from disaggsim.testbed.apps.timely import TimelyConfig
 from disaggsim.testbed.collect_apps import (
     Cluster,
     DaskSortConfig,
@@ -59,23 +133,60 @@ PYTHON_SORT: Final = (
 )
 
 
+#: The collector applications ``emulate`` runs (their configs, testbed/collect_apps.py).
+AppConfig: TypeAlias = (MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig
+                        | TimelyConfig | HadoopConfig)
+
+
 @dataclass(frozen=True)
 class Preset:
     """One named application: a command, or a collector application on ``n_nodes``.
 
-    ``holders``: log-name prefixes (``Cluster.spawn``) of the processes whose memory is
-    made remote; ``working_set_bytes``: per holder; ``jemalloc``: preload jemalloc with
-    the uffd device by default.
+    ``holders``: log-name prefixes (``Cluster.spawn`` / ``Cluster.adopt``) of the
+    processes whose memory is made remote; ``working_set_bytes``: per node's holders;
+    ``jemalloc``: preload jemalloc with the uffd device by default; ``uffd_unsupported``:
+    why the uffd device cannot see the application's data (then it runs on the swap
+    backend only).
     """
 
     name: str
     working_set_bytes: int
     command: tuple[str, ...] = ()
-    app: MemcachedYcsbConfig | DaskSortConfig | None = None
+    app: AppConfig | None = None
     n_nodes: int = 2
     holders: tuple[str, ...] = ()
     jemalloc: bool = False
+    uffd_unsupported: str = ""
 
+    def check_backend(self, backend: str) -> None:
+        """Raises ValueError (one line: the preset, the backend and why) if the preset
+        cannot run on ``backend``."""
+        if backend != "swap" and self.uffd_unsupported:
+            raise ValueError(f'preset {self.name!r}: backend "{backend}" cannot see its '
+                             f'memory ({self.uffd_unsupported}); use backend = "swap"')
+
+
+#: Why the uffd device cannot hold PostgreSQL's data (swapdev/src/uffd_preload.c).
+PG_UFFD_UNSUPPORTED: Final = (
+    "PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked "
+    "from the postmaster; the device registers private mappings only and leaves a forked "
+    "child without it")
+
+#: Why the uffd device cannot hold a PySpark RDD job's data (measured: spark-wordcount at
+#: 25 % on uffd paged 0 bytes, its executors' JVM part fitting the budget).
+PYSPARK_UFFD_UNSUPPORTED: Final = (
+    "a PySpark RDD job's records live in Python workers forked from pyspark.daemon, and the "
+    "device leaves a forked child without it; only the executor JVM would be limited")
+
+#: Not diagnosed yet (bench/RESULTS.md, "Applications under emulate"): on the uffd device
+#: the Timely processes hang with jemalloc (which the device needs to see their vectors;
+#: scale 18 at a budget that never binds: no progress in 18 min, fine without either), and
+#: the Hadoop job JVM crashed (HotSpot error report) at 25 % local memory.
+TIMELY_UFFD_UNSUPPORTED: Final = (
+    "its processes hang on the device with jemalloc, which the device needs to see their "
+    "vectors (not diagnosed)")
+HADOOP_UFFD_UNSUPPORTED: Final = (
+    "the job JVM crashed on the device at 25 % local memory (not diagnosed)")
 
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
@@ -95,6 +206,51 @@ PRESETS: Final[dict[str, Preset]] = {
         "dask-sort", 130 << 20,
         app=DaskSortConfig(files_per_node=2, records_per_file=100_000, reducers_per_node=2),
         holders=("dask-worker",), jemalloc=True,
+    ),
+    # The presets below: working set = the table's (module docstring), measured with
+    # bench/bench_emulate_apps.py --mode working-set (bench/RESULTS.md).
+    "postgres-pgbench": Preset(
+        "postgres-pgbench", 190 << 20,
+        app=PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=0,
+                          builtin="select-only", transactions_per_client=60_000),
+        holders=("postgres",), uffd_unsupported=PG_UFFD_UNSUPPORTED,
+    ),
+    "spark-wordcount": Preset(
+        "spark-wordcount", 310 << 20,
+        app=SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=100_000),
+        holders=(EXECUTOR_LOG_NAME,), uffd_unsupported=PYSPARK_UFFD_UNSUPPORTED,
+    ),
+    "spark-sort": Preset(
+        "spark-sort", 330 << 20,
+        app=SparkConfig(job="sort", splits_per_node=2, records_per_split=100_000),
+        holders=(EXECUTOR_LOG_NAME,), uffd_unsupported=PYSPARK_UFFD_UNSUPPORTED,
+    ),
+    "spark-pagerank": Preset(
+        "spark-pagerank", 380 << 20,
+        app=SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=100_000,
+                        graph_scale=16, iterations=5),
+        holders=(EXECUTOR_LOG_NAME,), uffd_unsupported=PYSPARK_UFFD_UNSUPPORTED,
+    ),
+    "spark-sql-bdb": Preset(
+        "spark-sql-bdb", 460 << 20,
+        app=SparkConfig(job="sql-bdb", splits_per_node=2, rankings_per_split=20_000,
+                        uservisits_per_split=60_000),
+        holders=(EXECUTOR_LOG_NAME,),
+    ),
+    "hadoop-wordcount": Preset(
+        "hadoop-wordcount", 540 << 20,
+        app=HadoopConfig(job="wordcount", splits=4, lines_per_split=100_000),
+        n_nodes=1, holders=(HADOOP_LOG_NAME,), uffd_unsupported=HADOOP_UFFD_UNSUPPORTED,
+    ),
+    "hadoop-terasort": Preset(
+        "hadoop-terasort", 660 << 20,
+        app=HadoopConfig(job="terasort", splits=4, records=2_000_000),
+        n_nodes=1, holders=(HADOOP_LOG_NAME,), uffd_unsupported=HADOOP_UFFD_UNSUPPORTED,
+    ),
+    "timely-pagerank": Preset(
+        "timely-pagerank", 220 << 20,
+        app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=20),
+        holders=(TIMELY_LOG_NAME,), jemalloc=True, uffd_unsupported=TIMELY_UFFD_UNSUPPORTED,
     ),
 }
 
@@ -144,8 +300,8 @@ def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, 
 @dataclass
 class Outcome:
     """One run: ``status`` ``ok`` or ``timeout``; JCT (None on timeout), the device's swap
-    bytes, the wall time of the timed part (s) and the data-holding processes' summed
-    peak RSS (``VmHWM``, bytes; None for a command)."""
+    bytes, the wall time of the timed part (s) and the data-holding processes' peak
+    summed resident set (PSS sampled by :class:`_PeakRss`, bytes; None for a command)."""
 
     status: str
     jct_s: float | None
@@ -221,15 +377,6 @@ def cluster_session(stack: env.UndoStack, preset: Preset, work: Path) -> Iterato
     yield ClusterSession(preset, cluster, holders, work)
 
 
-def _jct(preset: Preset, results: dict[str, object]) -> float:
-    if isinstance(preset.app, MemcachedYcsbConfig):
-        return max(float(r["run_s"]) for r in results.values()  # type: ignore[index]
-                   if isinstance(r, dict))
-    driver = results["driver"]
-    assert isinstance(driver, dict)
-    return float(driver["sort_s"])
-
-
 #: Attempts at one run whose application a memory cgroup's OOM killer ended (as the
 #: collector's ``START_ATTEMPTS``, testbed/collect.py).
 OOM_ATTEMPTS: Final = 3
@@ -290,7 +437,8 @@ def run_preset_once(
     assert preset.app is not None
     run_dir.mkdir(parents=True, exist_ok=True)
     run_dir.chmod(0o777)  # memcached drops to "nobody"; the device writes at its exit
-    cluster.log_dir, cluster.procs, cluster.logs = run_dir, [], {}
+    preset.check_backend(backend)
+    cluster.log_dir, cluster.procs, cluster.logs, cluster.adopted = run_dir, [], {}, {}
     memcgs = [*cluster.memcgs, *session.holder_memcgs]
     for cg in memcgs:
         env.memcg_reset(cg)
@@ -317,9 +465,9 @@ def run_preset_once(
         def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
             if not log_name.startswith(preset.holders):
                 return None, {}
-            if backend == "uffd":  # its own trace: the job's window is counted from it
+            if backend == "uffd":  # one trace per process: the job's window is counted
                 return session.holder_memcgs[node], {
-                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.rmem")}
+                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem")}
             return session.holder_memcgs[node], extra
 
         cluster.placement = placement
@@ -331,7 +479,11 @@ def run_preset_once(
             for proc in cluster.procs:
                 with suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
+            for pid in cluster.adopted:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
+        peaks = _PeakRss(session.holder_memcgs)
         timer = threading.Timer(timeout_s, expire)
         start = time.monotonic()
         window_ns = [time.time_ns(), 0]
@@ -344,36 +496,91 @@ def run_preset_once(
             results = {}
         finally:
             timer.cancel()
+            peaks.stop()
         wall = time.monotonic() - start
         window_ns[1] = time.time_ns()
-        peak_rss = sum(_vmhwm_bytes(proc.pid) for proc in cluster.procs
-                       if cluster.logs[proc.pid].name.startswith(preset.holders))
+        peak_rss = peaks.total_bytes()
+        peak_memcg = sum(int((cg / "memory.max_usage_in_bytes").read_text())
+                         for cg in session.holder_memcgs)
+        holder_pids = {pid: name for pid, name in _holders(cluster, preset.holders)}
     # The stack stopped every process (SIGTERM): the device wrote its outputs; after a
     # timeout the holders were SIGKILLed and wrote nothing.
     if timed_out.is_set():
-        return Outcome("timeout", None, None, None, wall, peak_rss or None)
+        return Outcome("timeout", None, None, None, wall, peak_rss or None,
+                       {"peak_memcg_bytes": peak_memcg})
     if fuse_trace is not None:
         swap_in, swap_out = swap_bytes_in_window(fuse_trace, window_ns[0], window_ns[1])
     else:
+        for pid, name in holder_pids.items():
+            if not (run_dir / f"{name}.{pid}.rmem").exists():
+                raise RuntimeError(f"{run_dir / f'{name}.{pid}.rmem'}: the device wrote no "
+                                   f"trace (process {pid} did not exit cleanly; see the logs "
+                                   f"in {run_dir})")
+        # Every process that inherited the device wrote one (a Spark executor's PySpark
+        # daemon too): all are the holders' paging.
         swap_in = swap_out = 0
-        for proc in cluster.procs:
-            log = cluster.logs[proc.pid]
-            if log.name.startswith(preset.holders):
-                trace = log.with_suffix(".rmem")
-                if not trace.exists():
-                    raise RuntimeError(f"{trace}: the device wrote no trace (the process "
-                                       f"did not exit cleanly; see {log})")
-                got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
-                swap_in, swap_out = swap_in + got[0], swap_out + got[1]
-    return Outcome("ok", _jct(preset, results), swap_in, swap_out, wall, peak_rss or None,
-                   {"results": results})
+        for trace in sorted(run_dir.glob("*.rmem")):
+            got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
+            swap_in, swap_out = swap_in + got[0], swap_out + got[1]
+    return Outcome("ok", app.jct_s(results), swap_in, swap_out, wall, peak_rss or None,
+                   {"results": results, "peak_memcg_bytes": peak_memcg})
 
 
-def _vmhwm_bytes(pid: int) -> int:
-    """Peak resident set (``VmHWM``) of a live process, 0 if it is gone."""
+def _holders(cluster: Cluster, prefixes: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(pid, log name) of the cluster's data-holding processes: those it spawned and those
+    the application adopted (a Spark executor) whose name starts with one of ``prefixes``."""
+    out = [(p.pid, cluster.logs[p.pid].stem) for p in cluster.procs
+           if cluster.logs[p.pid].name.startswith(prefixes)]
+    return out + [(pid, name) for pid, name in cluster.adopted.items()
+                  if name.startswith(prefixes)]
+
+
+class _PeakRss:
+    """Samples the resident memory of the processes in ``memcgs`` every ``period_s`` in a
+    thread: per sample the sum of their proportional set sizes (``Pss`` of
+    ``/proc/PID/smaps_rollup``: a page shared by k processes counts 1/k in each, so
+    PostgreSQL's shared buffers count once, not once per backend), and
+    :meth:`total_bytes` is the largest sum seen. Sampling, not ``VmHWM``, so that processes
+    that exit with the job (a Spark executor stops with its driver) are counted and shared
+    pages are not."""
+
+    def __init__(self, memcgs: list[Path], period_s: float = 0.25) -> None:
+        self.memcgs, self.period_s = memcgs, period_s
+        self.peak = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        total = 0
+        for cg in self.memcgs:
+            try:
+                pids = [int(p) for p in (cg / "cgroup.procs").read_text().split()]
+            except FileNotFoundError:
+                continue
+            total += sum(_pss_bytes(pid) for pid in pids)
+        self.peak = max(self.peak, total)
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.period_s):
+            self._sample()
+
+    def stop(self) -> None:
+        """One last sample, then stop the thread."""
+        self._done.set()
+        self._thread.join()
+        self._sample()
+
+    def total_bytes(self) -> int:
+        """The largest summed ``Pss`` seen (bytes)."""
+        return self.peak
+
+
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size of a live process (``smaps_rollup`` ``Pss``), 0 if gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1]) * 1024
     except (FileNotFoundError, ProcessLookupError):
         pass

@@ -18,7 +18,14 @@ Applications (both real programs from Debian/PyPI, with traffic crossing nodes):
   other node, the SQL workload (:mod:`disaggsim.testbed.apps.pgbench`);
 - ``spark``: a Spark standalone cluster (PyPI pyspark, Debian OpenJDK), master and driver on
   node 0, a worker and its executor on every node, running WordCount, Sort or PageRank
-  (:mod:`disaggsim.testbed.apps.spark`, :mod:`disaggsim.testbed.apps.spark_jobs`).
+  (:mod:`disaggsim.testbed.apps.spark`, :mod:`disaggsim.testbed.apps.spark_jobs`);
+- ``timely-pagerank``: PageRank as a Timely dataflow (crates.io ``timely``), one process per
+  node (:mod:`disaggsim.testbed.apps.timely`).
+- ``hadoop-mapreduce``: Hadoop MapReduce WordCount or TeraSort (Maven Central jars) in
+  local mode, one JVM on node 0 (:mod:`disaggsim.testbed.apps.hadoop_mr`).
+
+Each runner also defines its job completion time (``jct_s``), which ``disaggsim emulate``
+reports (:mod:`disaggsim.swapdev.emulate_apps`).
 """
 
 from __future__ import annotations
@@ -34,8 +41,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from disaggsim.testbed.apps.hadoop_mr import HadoopConfig, HadoopMapReduce
 from disaggsim.testbed.apps.pgbench import PgbenchConfig, PostgresPgbench
 from disaggsim.testbed.apps.spark import SparkConfig, SparkStandalone
+from disaggsim.testbed.apps.timely import TimelyConfig, TimelyPagerank
 from disaggsim.testbed.collect_env import (
     UndoStack,
     last_json_line,
@@ -83,8 +92,9 @@ class DaskSortConfig(BaseModel):
     port: int = 8786
 
 
-AppConfig = Annotated[MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig,
-                      Field(discriminator="kind")]
+AppConfig = Annotated[
+    MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig
+    | HadoopConfig, Field(discriminator="kind")]
 
 
 #: ``Cluster.placement(node, log_name)``: the memory cgroup (None: the node's) and the extra
@@ -112,6 +122,26 @@ class Cluster:
     placement: Placement | None = None
     #: Every process started, in order (a time limit stops them all).
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    #: pid -> log name of the processes an application's own daemon started and the
+    #: application handed to :meth:`adopt` (a Spark worker's executor JVM).
+    adopted: dict[int, str] = field(default_factory=dict)
+
+    def child_env(self, log_name: str) -> dict[str, str]:
+        """The extra environment ``placement`` gives processes named ``log_name`` that an
+        application's own daemon starts (it must pass it on, e.g. Spark's
+        ``spark.executorEnv``); the same on every node."""
+        return self.placement(0, log_name)[1] if self.placement else {}
+
+    def adopt(self, pid: int, log_name: str) -> None:
+        """Record a running process that an application's own daemon started (not
+        :meth:`spawn`), placed by the application as ``placement`` places ``log_name``
+        (:meth:`child_env`, :meth:`child_memcg`); a time limit kills it too."""
+        self.adopted[pid] = log_name
+
+    def child_memcg(self, node: int, log_name: str) -> Path | None:
+        """The memory cgroup ``placement`` gives processes named ``log_name`` on ``node``
+        that an application's own daemon starts (None: the daemon's own group)."""
+        return self.placement(node, log_name)[0] if self.placement else None
 
     def spawn(
         self, stack: UndoStack, node: int, argv: list[str], log_name: str
@@ -211,6 +241,12 @@ class MemcachedYcsb:
         return {f"node{n}": last_json_line(self.cl.log_dir / f"ycsb-run-node{n}.log")
                 for n in range(1, self.cl.n_nodes)}
 
+    def jct_s(self, results: dict[str, object]) -> float:
+        """The job completion time of :meth:`run`'s ``results``: the slowest client's YCSB
+        run phase (``run_s``; with ``operationcount`` set the run phase is a job)."""
+        return max(float(r["run_s"]) for r in results.values()  # type: ignore[index]
+                   if isinstance(r, dict))
+
 
 class DaskSort:
     """Runs :class:`DaskSortConfig` (see module docstring)."""
@@ -287,6 +323,12 @@ class DaskSort:
         self.cl.wait([proc], duration_s * 10 + 300, "dask sort")
         return {"driver": last_json_line(self.cl.log_dir / "dask-sort-driver.log")}
 
+    def jct_s(self, results: dict[str, object]) -> float:
+        """The job completion time: the driver's sort job time (``sort_s``)."""
+        driver = results["driver"]
+        assert isinstance(driver, dict)
+        return float(driver["sort_s"])
+
 
 def _drop_cache(path: Path) -> None:
     from disaggsim.testbed.apps.dask_sort import drop_cache
@@ -295,9 +337,16 @@ def _drop_cache(path: Path) -> None:
 
 
 def make_app(
-    cfg: MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig, cluster: Cluster
-) -> MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone:
+    cfg: MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig
+    | HadoopConfig,
+    cluster: Cluster,
+) -> (MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone | TimelyPagerank
+      | HadoopMapReduce):
     """Instantiate the runner of an application config."""
+    if isinstance(cfg, HadoopConfig):
+        return HadoopMapReduce(cfg, cluster)
+    if isinstance(cfg, TimelyConfig):
+        return TimelyPagerank(cfg, cluster)
     if isinstance(cfg, MemcachedYcsbConfig):
         return MemcachedYcsb(cfg, cluster)
     if isinstance(cfg, PgbenchConfig):

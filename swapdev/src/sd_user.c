@@ -161,8 +161,18 @@ int sd_run_init(struct sd_run *r)
 			return -1;
 	}
 	if (tp && *tp) {
-		r->trace_path = strdup(tp);
-		if (asprintf(&r->trace_tmp, "%s.tmp.%d", tp, (int)getpid()) < 0)
+		/* "%p" in the path stands for the pid (as in core_pattern): the processes that
+		 * inherit one environment (a JVM's children) write one trace each. */
+		const char *pp = strstr(tp, "%p");
+
+		if (pp) {
+			if (asprintf(&r->trace_path, "%.*s%d%s", (int)(pp - tp), tp, (int)getpid(),
+				     pp + 2) < 0)
+				return -1;
+		} else {
+			r->trace_path = strdup(tp);
+		}
+		if (asprintf(&r->trace_tmp, "%s.tmp.%d", r->trace_path, (int)getpid()) < 0)
 			return -1;
 		r->trace = fopen(r->trace_tmp, "w");
 		if (!r->trace) {

@@ -307,6 +307,16 @@ static void *handler_main(void *arg)
 			last = sd_now_ns();
 			continue;
 		}
+		/*
+		 * EBADF before any region was registered: the program closed every descriptor it
+		 * did not open itself, as a process launcher does before its exec (the JVM's
+		 * jspawnhelper, which inherits LD_PRELOAD from a JVM running on the device). Nothing
+		 * of it is on the device: stop serving quietly; the exec'd program loads its own.
+		 */
+		if (n < 0 && errno == EBADF && next_gen == 1) {
+			enabled = 0;
+			return NULL;
+		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			die("read(uffd): %s", strerror(errno));
 		if (sd_now_ns() - last > spin_ns) {

@@ -59,6 +59,7 @@ class PgbenchConfig(BaseModel):
     - ``builtin``: pgbench ``--builtin`` script.
     - ``prewarm``: load ``pgbench_accounts`` and its primary key into ``shared_buffers``
       (``pg_prewarm``) after the load, so the buffer cache is full when the run starts.
+    - ``transactions_per_client``: a fixed amount of work instead of a duration.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -69,6 +70,9 @@ class PgbenchConfig(BaseModel):
     rate_tps: Annotated[float, Field(ge=0)] = 200.0
     builtin: Literal["tpcb-like", "select-only", "simple-update"] = "tpcb-like"
     prewarm: bool = True
+    #: Transactions per client connection (pgbench ``--transactions``); 0: run for the
+    #: traced duration. ``disaggsim emulate`` sets it so the run phase is a job.
+    transactions_per_client: Annotated[int, Field(ge=0)] = 0
     port: Annotated[int, Field(ge=1024, le=65535)] = 5432
 
 
@@ -128,10 +132,13 @@ def prewarm_argv(cfg: PgbenchConfig, psql: str, host: str) -> list[str]:
 
 def run_argv(cfg: PgbenchConfig, pgbench: str, host: str, duration_s: float,
              seed: int) -> list[str]:
-    """``pgbench`` run phase of one client node for ``duration_s`` (rounded up to >= 1 s)."""
+    """``pgbench`` run phase of one client node: ``transactions_per_client`` transactions
+    per connection, or (0) for ``duration_s`` (rounded up to >= 1 s)."""
+    amount = (["-t", str(cfg.transactions_per_client)] if cfg.transactions_per_client
+              else ["-T", str(max(1, round(duration_s)))])
     argv = [pgbench, "-h", host, "-p", str(cfg.port), "-U", PG_USER,
             "-b", cfg.builtin, "-c", str(cfg.clients_per_node), "-j", "1",
-            "-T", str(max(1, round(duration_s))), "--random-seed", str(seed), "-n"]
+            *amount, "--random-seed", str(seed), "-n"]
     if cfg.rate_tps > 0:
         argv += ["-R", f"{cfg.rate_tps:g}"]
     return argv + [PG_USER]
@@ -242,6 +249,13 @@ class PostgresPgbench:
             log = self.cl.log_dir / f"pgbench-node{node}.log"
             out[f"node{node}"] = parse_report(log.read_text(errors="replace"), str(log))
         return out
+
+    def jct_s(self, results: dict[str, object]) -> float:
+        """The job completion time: the slowest client node's transactions over its
+        throughput (pgbench's tps "without initial connection time"), i.e. the time its
+        fixed ``transactions_per_client`` took once connected."""
+        return max(float(r["transactions"]) / float(r["tps"])  # type: ignore[index]
+                   for r in results.values() if isinstance(r, dict))
 
 
 def _fast_shutdown(proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:

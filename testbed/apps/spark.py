@@ -22,7 +22,9 @@ GC threads competing on a small machine) and a small young generation
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,13 +43,26 @@ DEBIAN_JAVA_HOME: Final = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 MIN_JVM_MB: Final = 450
 MASTER_CLASS: Final = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS: Final = "org.apache.spark.deploy.worker.Worker"
+#: The executor JVM a worker starts for an application (Spark standalone).
+EXECUTOR_CLASS: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+#: The name under which the executors are placed (``Cluster.adopt``, ``child_env``).
+EXECUTOR_LOG_NAME: Final = "spark-executor"
+#: The worker's environment variable naming the executors' memory cgroup (may be empty).
+EXECUTOR_MEMCG_ENV: Final = "DISAGGSIM_EXECUTOR_MEMCG"
+#: ``bin/java`` of the executors' JAVA_HOME (see ``SparkStandalone._executor_java_home``).
+EXECUTOR_JAVA_WRAPPER: Final = """#!/bin/sh
+if [ -n "${env}" ]; then echo $$ > "${env}/cgroup.procs" || exit 1; fi
+exec {java} "$@"
+"""
 
 
 class SparkConfig(BaseModel):
     """A Spark job on a standalone cluster (see module docstring; the jobs and their data
     are documented in :mod:`disaggsim.testbed.apps.spark_jobs`).
 
-    - ``job``: ``wordcount``, ``sort`` or ``pagerank``.
+    - ``job``: ``wordcount``, ``sort``, ``pagerank`` or ``sql-bdb`` (Spark SQL on the Big
+      Data Benchmark: ``rankings_per_split`` rankings and ``uservisits_per_split`` visits
+      per split).
     - ``splits_per_node`` / ``reducers_per_node``: map splits and reduce partitions per node.
     - WordCount: ``lines_per_split`` lines of ``words_per_line`` Zipf words over
       ``vocab_size`` words. Sort: ``records_per_split`` 100-byte records. PageRank:
@@ -63,7 +78,7 @@ class SparkConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["spark"] = "spark"
-    job: Literal["wordcount", "sort", "pagerank"]
+    job: Literal["wordcount", "sort", "pagerank", "sql-bdb"]
     splits_per_node: Annotated[int, Field(ge=1)] = 2
     reducers_per_node: Annotated[int, Field(ge=1)] = 2
     lines_per_split: Annotated[int, Field(ge=1)] = 20_000
@@ -73,6 +88,8 @@ class SparkConfig(BaseModel):
     edges_per_split: Annotated[int, Field(ge=1)] = 100_000
     graph_scale: Annotated[int, Field(ge=2, le=40)] = 16
     iterations: Annotated[int, Field(ge=1)] = 5
+    rankings_per_split: Annotated[int, Field(ge=1)] = 20_000
+    uservisits_per_split: Annotated[int, Field(ge=1)] = 100_000
     executor_memory_mb: Annotated[int, Field(ge=MIN_JVM_MB)] = 512
     driver_memory_mb: Annotated[int, Field(ge=MIN_JVM_MB)] = 512
     daemon_memory_mb: Annotated[int, Field(ge=64)] = 256
@@ -98,6 +115,10 @@ def dataset(cfg: SparkConfig, n_nodes: int, seed: int) -> str:
         n = splits * cfg.records_per_split
         return (f"{n} sort-benchmark records (100 B, {n * 100 / 1e6:.0f} MB), "
                 f"seed {seed}")
+    if cfg.job == "sql-bdb":
+        return (f"Big Data Benchmark tables: {splits * cfg.rankings_per_split} rankings, "
+                f"{splits * cfg.uservisits_per_split} uservisits, seed {seed}; queries 1B, "
+                f"2A, 3A")
     return (f"R-MAT graph (Graph500 a=0.57 b=c=0.19), 2^{cfg.graph_scale} vertices, "
             f"{splits * cfg.edges_per_split} edges drawn, seed {seed}; "
             f"{cfg.iterations} PageRank iterations")
@@ -108,8 +129,12 @@ def jvm_options(cfg: SparkConfig) -> str:
     return f"-XX:+UseSerialGC -Xmn{cfg.young_gen_mb}m"
 
 
-def driver_argv(cfg: SparkConfig, n_nodes: int, seed: int, go_file: Path) -> list[str]:
-    """The driver's command line (run on node 0)."""
+def driver_argv(cfg: SparkConfig, n_nodes: int, seed: int, go_file: Path,
+                executor_env: dict[str, str] | None = None) -> list[str]:
+    """The driver's command line (run on node 0); ``executor_env``: extra environment of
+    the executors (``spark.executorEnv.*``)."""
+    env_args = [a for k, v in sorted((executor_env or {}).items())
+                for a in ("--executor-env", f"{k}={v}")]
     return [sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", cfg.job,
             "--master", f"spark://{node_ip(0)}:{cfg.master_port}", "--driver-host", node_ip(0),
             "--executors", str(n_nodes), "--executor-memory-mb", str(cfg.executor_memory_mb),
@@ -121,7 +146,9 @@ def driver_argv(cfg: SparkConfig, n_nodes: int, seed: int, go_file: Path) -> lis
             "--records-per-split", str(cfg.records_per_split),
             "--edges-per-split", str(cfg.edges_per_split),
             "--graph-scale", str(cfg.graph_scale), "--iterations", str(cfg.iterations),
-            "--jvm-options", jvm_options(cfg), "--go-file", str(go_file)]
+            "--rankings-per-split", str(cfg.rankings_per_split),
+            "--uservisits-per-split", str(cfg.uservisits_per_split),
+            "--jvm-options", jvm_options(cfg), "--go-file", str(go_file), *env_args]
 
 
 #: log4j2 configuration of every Spark JVM: warnings and errors only, to stderr (the logs).
@@ -188,7 +215,12 @@ class SparkStandalone:
 
     def _env(self, node: int) -> list[str]:
         d = self.cl.data_dirs[node]
+        memcg = self.cl.child_memcg(node, EXECUTOR_LOG_NAME)
+        # ``ip netns exec`` mounts a fresh /sys, without the cgroup file systems: the
+        # executor's wrapper reaches the group through this process's root instead.
+        reach = f"/proc/{os.getpid()}/root{memcg}" if memcg else ""
         return ["env", f"SPARK_HOME={self.spark_home}", f"JAVA_HOME={self.java_home}",
+                f"{EXECUTOR_MEMCG_ENV}={reach}",
                 f"SPARK_CONF_DIR={self.conf_dir}", f"SPARK_LOCAL_IP={node_ip(node)}",
                 f"SPARK_LOCAL_HOSTNAME={node_ip(node)}", f"SPARK_LOCAL_DIRS={d / 'spark-local'}",
                 f"SPARK_DAEMON_MEMORY={self.cfg.daemon_memory_mb}m",
@@ -216,16 +248,20 @@ class SparkStandalone:
             spark_class, MASTER_CLASS, "--host", node_ip(0), "--port", str(self.cfg.master_port),
             "--webui-port", "8080"], "spark-master")
         wait_tcp(0, node_ip(0), self.cfg.master_port, 120)
+        workers = []
         for node in range(self.cl.n_nodes):
-            self.cl.spawn(stack, node, self._env(node) + [
+            workers.append(self.cl.spawn(stack, node, self._env(node) + [
                 spark_class, WORKER_CLASS, f"spark://{node_ip(0)}:{self.cfg.master_port}",
                 "--host", node_ip(node), "--cores", "1",
                 "--memory", f"{self.cfg.executor_memory_mb}m",
                 "--work-dir", str(self.cl.data_dirs[node] / "spark-work"),
-                "--webui-port", "8081"], f"spark-worker-node{node}")
+                "--webui-port", "8081"], f"spark-worker-node{node}"))
+        executor_env = {**self.cl.child_env(EXECUTOR_LOG_NAME),
+                        "JAVA_HOME": str(self._executor_java_home())}
         self.driver = self.cl.spawn(
             stack, 0, self._env(0) + driver_argv(self.cfg, self.cl.n_nodes, self.cl.seed,
-                                                 self.go_file), "spark-driver")
+                                                 self.go_file, executor_env),
+            "spark-driver")
         log = self.cl.log_dir / "spark-driver.log"
         deadline = time.monotonic() + 300
         while "executors registered" not in log.read_text(errors="replace"):
@@ -233,6 +269,56 @@ class SparkStandalone:
                 self.cl.wait([self.driver], 0, "spark driver start")
                 raise RuntimeError(f"spark driver: no executors after 300 s (see {log})")
             time.sleep(0.2)
+        for pid in self._executor_pids(workers):
+            self.cl.adopt(pid, EXECUTOR_LOG_NAME)
+
+    def _executor_java_home(self) -> Path:
+        """A JAVA_HOME for the executors (``spark.executorEnv.JAVA_HOME``: a standalone
+        worker starts the executor with ``$JAVA_HOME/bin/java`` of the application's
+        environment) whose ``bin/java`` first joins the memory cgroup named by the worker's
+        ``$DISAGGSIM_EXECUTOR_MEMCG`` (if set), then execs Debian's java: so the executor
+        is charged to the data holders' group from its first page (cgroup v1 on this kernel
+        cannot move a process's charges later: ``memory.move_charge_at_immigrate`` is
+        gone), while its worker stays in the node's group."""
+        home = self.conf_dir / "executor-java"
+        (home / "bin").mkdir(parents=True, exist_ok=True)
+        java = home / "bin" / "java"
+        java.write_text(EXECUTOR_JAVA_WRAPPER.format(env=EXECUTOR_MEMCG_ENV,
+                                                     java=self.java_home / "bin" / "java"))
+        java.chmod(0o755)
+        return home
+
+    def _executor_pids(self, workers: list[subprocess.Popen[bytes]]) -> list[int]:
+        """The executor JVM of each worker (its child running :data:`EXECUTOR_CLASS`), in
+        node order.
+
+        Raises:
+            RuntimeError: a worker has no executor, or more than one.
+        """
+        children: dict[int, list[int]] = {w.pid: [] for w in workers}
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                stat = (proc / "stat").read_text()
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid in children and EXECUTOR_CLASS.encode() in cmdline:
+                children[ppid].append(int(proc.name))
+        for node, w in enumerate(workers):
+            if len(children[w.pid]) != 1:
+                raise RuntimeError(f"spark worker on node {node} (pid {w.pid}): expected one "
+                                   f"executor JVM, found {children[w.pid]}")
+        return [children[w.pid][0] for w in workers]
+
+    def jct_s(self, results: dict[str, object]) -> float:
+        """The job completion time: the driver's job time (``job_s``, from the release of
+        the job to its last result, executors already registered)."""
+        driver = results["driver"]
+        assert isinstance(driver, dict)
+        return float(driver["job_s"])
 
     def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """Release the driver's job and wait for it (timeout 10 x ``duration_s`` + 300 s)."""

@@ -21,11 +21,24 @@ Data (pure functions, unit-tested):
   power-law degree distribution like the web and social graphs GraphLab ran on; self loops
   dropped.
 
+- Big Data Benchmark tables (:func:`gen_rankings`, :func:`gen_uservisits`): the AMPLab Big
+  Data Benchmark's ``rankings`` and ``uservisits`` with its published schemas
+  (https://amplab.cs.berkeley.edu/benchmark/, "Schemas"; the tables of Pavlo et al., SIGMOD'09):
+  ``rankings(pageURL VARCHAR(300), pageRank INT, avgDuration INT)``, ``uservisits(sourceIP
+  VARCHAR(116), destURL VARCHAR(100), visitDate DATE, adRevenue FLOAT, userAgent
+  VARCHAR(256), countryCode CHAR(3), languageCode CHAR(6), searchWord VARCHAR(32), duration
+  INT)``. The values are ours (the benchmark ships data, not a generator): page ``i``'s URL
+  is :func:`page_url`, ``pageRank`` Zipf(1.3) capped at 10 000 (a heavy tail, so the scan's
+  threshold selects a minority), a visit's ``destURL`` is a ranked page drawn with Zipf's
+  law (:func:`zipf_ranks`), ``sourceIP`` uniform IPv4, ``visitDate`` uniform over
+  1970-2009, ``adRevenue`` uniform [0, 1000).
+
 Jobs: WordCount is ``flatMap -> map(w, 1) -> reduceByKey`` (Spark's examples/wordcount.py),
 Sort is ``sortByKey`` (range partitioning by sampled keys: Spark's TeraSort structure), PageRank
 is Spark's examples/pagerank.py iteration (links ``join`` ranks, contributions
 ``reduceByKey``, ``0.15 + 0.85 x sum``; Page et al. 1999 with damping 0.85, dangling mass
-dropped as in that example).
+dropped as in that example); SQL BDB runs the benchmark's queries 1B, 2A and 3A in Spark SQL
+(:data:`BDB_QUERIES`: a scan, an aggregation and a join).
 
 Run ``python -m disaggsim.testbed.apps.spark_jobs --help`` (inside the cluster).
 """
@@ -113,6 +126,61 @@ def gen_edges(seed: int, split: int, n_edges: int, scale: int) -> np.ndarray:
         dst |= dst_bit.astype(np.int64) << bit
     keep = src != dst
     return np.stack([src[keep], dst[keep]], axis=1)
+
+
+#: The Big Data Benchmark queries run (its page, "Queries": 1 scan with X = 100 (1B),
+#: 2 aggregation with X = 8 (2A), 3 join with X = 1980-04-01 (3A)), in Spark SQL.
+BDB_QUERIES: Final = {
+    "scan": "SELECT pageURL, pageRank FROM rankings WHERE pageRank > 100",
+    "aggregation": ("SELECT SUBSTR(sourceIP, 1, 8), SUM(adRevenue) FROM uservisits "
+                    "GROUP BY SUBSTR(sourceIP, 1, 8)"),
+    "join": ("SELECT sourceIP, totalRevenue, avgPageRank FROM (SELECT sourceIP, "
+             "AVG(pageRank) AS avgPageRank, SUM(adRevenue) AS totalRevenue FROM rankings AS R, "
+             "uservisits AS UV WHERE R.pageURL = UV.destURL AND UV.visitDate BETWEEN "
+             "DATE '1980-01-01' AND DATE '1980-04-01' GROUP BY UV.sourceIP) "
+             "ORDER BY totalRevenue DESC LIMIT 1"),
+}
+_AGENTS: Final = ("Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (Windows NT 10.0; Win64)",
+                  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15)", "curl/7.88.1")
+_COUNTRIES: Final = ("USA", "DEU", "FRA", "CHN", "IND", "BRA", "JPN", "GBR")
+_LANGUAGES: Final = ("en-US", "de-DE", "fr-FR", "zh-CN", "hi-IN", "pt-BR", "ja-JP", "en-GB")
+#: visitDate range: 1970-01-01 .. 2009-12-31, as days since the epoch.
+_LAST_VISIT_DAY: Final = 14609
+
+
+def page_url(i: int) -> str:
+    """The URL of ranked page ``i``."""
+    return f"http://www.{word(i)}.example.com/page{i:09d}.html"
+
+
+def gen_rankings(seed: int, first: int, n: int) -> list[tuple[str, int, int]]:
+    """``rankings`` rows for pages ``first .. first+n-1``: (pageURL, pageRank,
+    avgDuration); deterministic in ``(seed, first)``."""
+    rng = np.random.Generator(np.random.PCG64([seed, 3, first]))
+    ranks = np.minimum(rng.zipf(1.3, n), 10_000)
+    durations = rng.integers(1, 100, n)
+    return [(page_url(first + k), int(ranks[k]), int(durations[k])) for k in range(n)]
+
+
+def gen_uservisits(seed: int, split: int, n: int, n_pages: int) -> list[tuple[Any, ...]]:
+    """``n`` ``uservisits`` rows of split ``split`` whose destURLs are among ``n_pages``
+    ranked pages (Zipf); the schema's column order; deterministic in ``(seed, split)``."""
+    import datetime
+
+    rng = np.random.Generator(np.random.PCG64([seed, 4, split]))
+    dest = zipf_ranks(n, n_pages, rng)
+    ips = rng.integers(0, 256, size=(n, 4))
+    days = rng.integers(0, _LAST_VISIT_DAY + 1, n)
+    revenue = rng.random(n) * 1000
+    pick = rng.integers(0, len(_AGENTS), size=(n, 3))
+    words_ = zipf_ranks(n, 1000, rng)
+    durations = rng.integers(1, 10, n)
+    epoch = datetime.date(1970, 1, 1)
+    return [(f"{ips[k, 0]}.{ips[k, 1]}.{ips[k, 2]}.{ips[k, 3]}", page_url(int(dest[k])),
+             epoch + datetime.timedelta(days=int(days[k])), float(revenue[k]),
+             _AGENTS[pick[k, 0]], _COUNTRIES[pick[k, 1] * 2 % 8],
+             _LANGUAGES[pick[k, 2] * 2 % 8], word(int(words_[k])), int(durations[k]))
+            for k in range(n)]
 
 
 def pagerank_contributions(
@@ -253,7 +321,48 @@ def _pagerank(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
             "top_rank": round(top[3], 6), "iterations": a.iterations}
 
 
-JOBS: Final = {"wordcount": _wordcount, "sort": _sort, "pagerank": _pagerank}
+def _sql_bdb(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import (
+        DateType,
+        FloatType,
+        IntegerType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    spark = SparkSession(sc)
+    seed, n_rank, n_visit = a.seed, a.rankings_per_split, a.uservisits_per_split
+    n_pages = a.splits * n_rank
+    rankings_schema = StructType([StructField("pageURL", StringType()),
+                                  StructField("pageRank", IntegerType()),
+                                  StructField("avgDuration", IntegerType())])
+    uservisits_schema = StructType([
+        StructField("sourceIP", StringType()), StructField("destURL", StringType()),
+        StructField("visitDate", DateType()), StructField("adRevenue", FloatType()),
+        StructField("userAgent", StringType()), StructField("countryCode", StringType()),
+        StructField("languageCode", StringType()), StructField("searchWord", StringType()),
+        StructField("duration", IntegerType())])
+    rankings = spark.createDataFrame(sc.parallelize(range(a.splits), a.splits).flatMap(
+        lambda s: gen_rankings(seed, s * n_rank, n_rank)), rankings_schema).cache()
+    visits = spark.createDataFrame(sc.parallelize(range(a.splits), a.splits).flatMap(
+        lambda s: gen_uservisits(seed, s, n_visit, n_pages)), uservisits_schema).cache()
+    rankings.createOrReplaceTempView("rankings")
+    visits.createOrReplaceTempView("uservisits")
+    out: dict[str, Any] = {"rankings": rankings.count(), "uservisits": visits.count()}
+    for name, sql in BDB_QUERIES.items():
+        t0 = time.monotonic()
+        rows = spark.sql(sql).collect()
+        out[f"{name}_rows"] = len(rows)
+        out[f"{name}_s"] = round(time.monotonic() - t0, 3)
+        if name == "join" and rows:
+            out["join_top"] = [rows[0][0], round(float(rows[0][1]), 2), float(rows[0][2])]
+    return out
+
+
+JOBS: Final = {"wordcount": _wordcount, "sort": _sort, "pagerank": _pagerank,
+               "sql-bdb": _sql_bdb}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,10 +385,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--edges-per-split", type=int, default=100_000)
     ap.add_argument("--graph-scale", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--rankings-per-split", type=int, default=20_000)
+    ap.add_argument("--uservisits-per-split", type=int, default=100_000)
     ap.add_argument("--jvm-options", default="-XX:+UseSerialGC",
                     help="extra options of the driver's and executors' JVMs")
     ap.add_argument("--go-file", type=Path, default=None,
                     help="after the executors registered, wait for this file to exist")
+    ap.add_argument("--executor-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment of the executors (spark.executorEnv.KEY)")
     a = ap.parse_args(argv)
     from pyspark import SparkConf, SparkContext
 
@@ -293,6 +406,11 @@ def main(argv: list[str] | None = None) -> int:
             .set("spark.driver.extraJavaOptions", a.jvm_options)
             .set("spark.python.worker.reuse", "true")
             .set("spark.ui.showConsoleProgress", "false"))
+    for pair in a.executor_env:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            ap.error(f"--executor-env {pair!r}: expected KEY=VALUE")
+        conf.set(f"spark.executorEnv.{key}", value)
     sc = SparkContext(conf=conf)
     sc.setLogLevel("WARN")
     deadline = time.monotonic() + 180

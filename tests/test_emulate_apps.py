@@ -1,0 +1,337 @@
+"""The applications ``disaggsim emulate`` runs (swapdev/emulate_apps.py, the collector's
+runners in testbed/apps): the new programs against independent oracles, and each
+application under a memory limit on both backends, leaving the machine as found.
+
+``make test`` runs the oracle checks and smoke sizes (a small Timely PageRank and Spark
+WordCount on the swap backend, pgbench refused on uffd, the uffd device's launcher case);
+a small Hadoop TeraSort under a limit and every preset at its own size on each backend it
+supports (~1-5 min each) run with ``DISAGGSIM_FULL_APPS=1``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from disaggsim.sim.config import ConfigError
+from disaggsim.swapdev import device, emulate, emulate_apps
+from disaggsim.testbed import collect_env
+from disaggsim.testbed.apps import hadoop_mr, timely
+from disaggsim.testbed.apps.spark_jobs import (
+    BDB_QUERIES,
+    gen_edges,
+    gen_rankings,
+    gen_uservisits,
+    gen_words,
+    pagerank_local,
+)
+
+ROOT = os.geteuid() == 0
+FULL = os.environ.get("DISAGGSIM_FULL_APPS") == "1"
+
+
+def _timely_built() -> bool:
+    return timely.BINARY.exists()
+
+
+def _hadoop_fetched() -> bool:
+    try:
+        hadoop_mr.classpath()
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
+@pytest.mark.parametrize("workers", [1, 3])
+def test_timely_pagerank_matches_the_local_oracle(tmp_path: Path, workers: int) -> None:
+    """The Timely dataflow computes the Spark job's PageRank: on the same R-MAT edges (with
+    duplicates), the ranked vertices, their rank sum and the top vertex equal
+    ``pagerank_local`` (a plain-Python loop of the same iteration), for one worker and for
+    three (contributions exchanged between workers)."""
+    edges = np.concatenate([gen_edges(5, s, 2500, 9) for s in range(2)])
+    path = tmp_path / "edges.txt"
+    path.write_text("".join(f"{s} {d}\n" for s, d in edges))
+    oracle = pagerank_local(edges, 4)
+    out = subprocess.run([str(timely.BINARY), "--edges-file", str(path), "--iterations", "4",
+                          "--", "-w", str(workers)], capture_output=True, text=True,
+                         check=True, timeout=60)
+    import json
+
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    top_vertex, top_rank = max(oracle.items(), key=lambda kv: (kv[1], -kv[0]))
+    assert got["vertices_ranked"] == len(oracle)
+    assert got["rank_sum"] == pytest.approx(sum(oracle.values()), rel=1e-9)
+    assert (got["top_vertex"], got["top_rank"]) == (top_vertex, pytest.approx(top_rank,
+                                                                              rel=1e-6))
+    assert got["links"] == len({(int(s), int(d)) for s, d in edges})
+
+
+@pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
+def test_timely_pagerank_rejects_a_bad_edge_line(tmp_path: Path) -> None:
+    path = tmp_path / "edges.txt"
+    path.write_text("1 2\n3 x\n")
+    out = subprocess.run([str(timely.BINARY), "--edges-file", str(path), "--", "-w", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert f"{path}:2: expected two vertex ids" in out.stderr
+
+
+@pytest.mark.skipif(not _hadoop_fetched(), reason="Hadoop jars not fetched (make build)")
+def test_hadoop_wordcount_and_terasort_run_locally_and_match_their_oracles(
+    tmp_path: Path,
+) -> None:
+    """Hadoop's own WordCount counts the Spark WordCount's text as a Counter does; TeraGen +
+    TeraSort write globally sorted 100-byte records, as many as generated (the
+    LocalJobRunner on Debian's OpenJDK 17)."""
+    with pytest.raises(ValueError, match="expected >= parallel_maps x sort_mb"):
+        hadoop_mr.HadoopConfig(job="wordcount", heap_mb=256, sort_mb=100)
+    cfg = hadoop_mr.HadoopConfig(job="wordcount", splits=2, reducers=2, heap_mb=256,
+                                 sort_mb=16)
+    text = tmp_path / "in"
+    text.mkdir()
+    lines = [gen_words(3, s, 400, 6, 300) for s in range(2)]
+    for s, split in enumerate(lines):
+        (text / f"s{s}.txt").write_text("\n".join(split) + "\n")
+
+    def run(*argv: str) -> None:
+        subprocess.run(hadoop_mr.job_argv(cfg, tmp_path / "tmp", *argv), check=True,
+                       capture_output=True, timeout=300, cwd=tmp_path)
+
+    run("wordcount", str(text), str(tmp_path / "wc"))
+    got: dict[str, int] = {}
+    for part in sorted((tmp_path / "wc").glob("part-r-*")):
+        for line in part.read_text().splitlines():
+            w, c = line.split("\t")
+            got[w] = int(c)
+    assert got == dict(Counter(w for split in lines for line in split for w in line.split()))
+
+    run("teragen", "5000", str(tmp_path / "tg"))
+    run("terasort", str(tmp_path / "tg"), str(tmp_path / "ts"))
+    data = b"".join(p.read_bytes() for p in sorted((tmp_path / "ts").glob("part-r-*")))
+    assert len(data) == 5000 * 100
+    keys = [data[i:i + 10] for i in range(0, len(data), 100)]
+    assert keys == sorted(keys)
+
+
+def _spark_ok() -> bool:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return Path("/usr/lib/jvm/java-17-openjdk-amd64/bin/java").exists()
+
+
+@pytest.mark.skipif(not _spark_ok(), reason="pyspark or OpenJDK 17 missing")
+def test_spark_sql_bdb_queries_match_pandas(tmp_path: Path) -> None:
+    """Spark SQL's answers to the Big Data Benchmark queries 1B, 2A and 3A on the generated
+    tables equal pandas' on the same rows (scan count, group count, the join's top
+    sourceIP and its revenue)."""
+    import json
+    import sys
+
+    import pandas as pd
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", "sql-bdb",
+         "--master", "local[2]", "--driver-host", "127.0.0.1", "--executors", "1",
+         "--seed", "3", "--splits", "2", "--reducers", "2", "--rankings-per-split", "500",
+         "--uservisits-per-split", "20000"],
+        cwd=tmp_path, env=env, check=True, capture_output=True, text=True, timeout=300)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    rankings = pd.DataFrame([r for s in range(2) for r in gen_rankings(3, s * 500, 500)],
+                            columns=["pageURL", "pageRank", "avgDuration"])
+    visits = pd.DataFrame([r for s in range(2) for r in gen_uservisits(3, s, 20000, 1000)],
+                          columns=["sourceIP", "destURL", "visitDate", "adRevenue",
+                                   "userAgent", "countryCode", "languageCode", "searchWord",
+                                   "duration"])
+    assert "pageRank > 100" in BDB_QUERIES["scan"]
+    assert got["scan_rows"] == int((rankings["pageRank"] > 100).sum())
+    assert got["aggregation_rows"] == visits["sourceIP"].str[:8].nunique()
+    import datetime
+
+    inside = visits[(visits["visitDate"] >= datetime.date(1980, 1, 1))
+                    & (visits["visitDate"] <= datetime.date(1980, 4, 1))]
+    joined = inside.merge(rankings, left_on="destURL", right_on="pageURL")
+    # adRevenue is a FLOAT column in the schema: Spark sums 32-bit values.
+    joined["adRevenue"] = joined["adRevenue"].astype(np.float32).astype(float)
+    per_ip = joined.groupby("sourceIP").agg(total=("adRevenue", "sum"),
+                                            avg=("pageRank", "mean"))
+    top = per_ip.sort_values("total", ascending=False).iloc[0]
+    assert got["join_top"][0] == top.name
+    assert got["join_top"][1] == pytest.approx(top["total"], abs=0.01)
+    assert got["join_top"][2] == pytest.approx(top["avg"])
+
+
+def test_pgbench_on_the_uffd_backend_is_refused_naming_why(tmp_path: Path) -> None:
+    path = tmp_path / "pg.toml"
+    path.write_text('[emulate]\nname = "pg"\nbackend = "uffd"\n[app]\n'
+                    'preset = "postgres-pgbench"\nlocal_fraction = 0.25\n'
+                    '[[models]]\nkind = "fixed"\nlatency_ns = 1000\n')
+    with pytest.raises(ConfigError) as err:
+        emulate.load_emulate_config(path)
+    msg = str(err.value)
+    assert f"{path}:3: emulate.backend:" in msg
+    assert "shared anonymous mapping" in msg and 'use backend = "swap"' in msg
+
+
+def test_every_preset_names_its_holders_and_the_runner_defines_the_jct() -> None:
+    """Every cluster preset says which processes hold its data and its runner (the
+    collector's own class) defines the JCT the sweep reports."""
+    import disaggsim.testbed.collect_apps as ca
+
+    for name, preset in emulate_apps.PRESETS.items():
+        if preset.app is None:
+            continue
+        assert preset.holders, name
+        cls = {"memcached-ycsb": "MemcachedYcsb", "dask-sort": "DaskSort",
+               "postgres-pgbench": "PostgresPgbench", "spark": "SparkStandalone",
+               "timely-pagerank": "TimelyPagerank",
+               "hadoop-mapreduce": "HadoopMapReduce"}[preset.app.kind]
+        assert callable(getattr(ca, cls).jct_s), name
+
+
+def _run_preset(tmp_path: Path, preset: str, backend: str, fraction: float) -> list[dict[str, str]]:
+    """One run of ``preset`` (and its zero-delay reference) at ``fraction`` under a 5 µs
+    delay; asserts the machine is as before."""
+    device.build_dir()
+    path = tmp_path / f"{preset}.toml"
+    path.write_text(
+        f'[emulate]\nname = "p"\nout_dir = "out"\nbackend = "{backend}"\nrepeats = 1\n'
+        f'timeout_s = 600\n[app]\npreset = "{preset}"\nlocal_fraction = {fraction}\n'
+        '[[models]]\nkind = "fixed"\nlatency_ns = 5000\n')
+    with device.system_lock():
+        before = collect_env.system_state()
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    # The cluster's memory cgroups are gone again: removing a group needs it empty, so no
+    # process of the run (a Spark executor included) is left.
+    with device.system_lock():
+        assert collect_env.system_state() == before
+    with open(out / "runs.csv") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: int,
+                backend: str) -> None:
+    """Each run finished with a JCT inside its wall time and the device moved pages (the
+    limit binds). The holders' PSS is no check of the limit: it counts the file pages they
+    map (a JVM's jars, charged to whichever group read them first), which the limit does
+    not cover."""
+    del ws, fraction, holders, backend
+    assert len(runs) == 2
+    for r in runs:
+        assert r["status"] == "ok" and 0 < float(r["jct_s"]) <= float(r["wall_s"]), r
+        assert int(r["swap_in_bytes"]) + int(r["swap_out_bytes"]) > 0, r
+
+
+@pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
+@pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
+def test_timely_smoke_runs_under_a_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small Timely PageRank (two processes, 1 M edges each, ~50 MB resident each) at 75 %
+    of a 48 MiB working set per process, on the swap backend (uffd: see
+    ``emulate_apps.TIMELY_UFFD_UNSUPPORTED``)."""
+    backend = "swap"
+    spec = emulate_apps.PRESETS["timely-pagerank"]
+    assert isinstance(spec.app, timely.TimelyConfig)
+    small = replace(spec, working_set_bytes=48 << 20, app=spec.app.model_copy(
+        update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}))
+    monkeypatch.setitem(emulate_apps.PRESETS, "timely-pagerank", small)
+    # 0.75: at 0.5 the memory cgroup (v1) OOM-killed a process in some runs (the workers
+    # allocate faster than the FUSE swap device writes back; emulate_apps.MemcgOomKill).
+    runs = _run_preset(tmp_path, "timely-pagerank", backend, 0.75)
+    _check_runs(runs, small.working_set_bytes, 0.75, 2, backend)
+
+
+@pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
+@pytest.mark.skipif(not _spark_ok(), reason="pyspark or OpenJDK 17 missing")
+def test_spark_smoke_runs_its_executors_in_the_limited_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small Spark WordCount on the swap backend: the executors (started by the workers)
+    run in the limited memory cgroup from their first page and page there."""
+    spec = emulate_apps.PRESETS["spark-wordcount"]
+    assert spec.app is not None and spec.app.kind == "spark"
+    small = replace(spec, working_set_bytes=320 << 20,
+                    app=spec.app.model_copy(update={"lines_per_split": 5_000}))
+    monkeypatch.setitem(emulate_apps.PRESETS, "spark-wordcount", small)
+    runs = _run_preset(tmp_path, "spark-wordcount", "swap", 0.5)
+    _check_runs(runs, small.working_set_bytes, 0.5, 2, "swap")
+
+
+@pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
+@pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 (at 25 % the JVM pages "
+                    "for minutes on the FUSE swap device; at 75 % the limit did not bind)")
+@pytest.mark.skipif(not _hadoop_fetched(), reason="Hadoop jars not fetched (make build)")
+def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small Hadoop TeraSort (200 k records, 256 MiB heap) on the swap backend at 25 % of
+    320 MiB."""
+    spec = emulate_apps.PRESETS["hadoop-terasort"]
+    assert isinstance(spec.app, hadoop_mr.HadoopConfig)
+    small = replace(spec, working_set_bytes=320 << 20,
+                    app=hadoop_mr.HadoopConfig.model_validate(
+                        {**spec.app.model_dump(), "records": 200_000, "heap_mb": 256,
+                         "sort_mb": 32}))
+    monkeypatch.setitem(emulate_apps.PRESETS, "hadoop-terasort", small)
+    runs = _run_preset(tmp_path, "hadoop-terasort", "swap", 0.25)
+    _check_runs(runs, small.working_set_bytes, 0.25, 1, "swap")
+
+
+FULL_CASES = [(name, backend) for name, p in emulate_apps.PRESETS.items()
+              if p.app is not None for backend in ("uffd", "swap")
+              if not (backend == "uffd" and p.uffd_unsupported)]
+
+
+@pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 runs every preset")
+@pytest.mark.skipif(FULL and not ROOT, reason="namespaces, memcg, swap need root")
+@pytest.mark.parametrize(("preset", "backend"), FULL_CASES)
+def test_every_preset_runs_at_its_size_at_a_quarter_local_memory(
+    tmp_path: Path, preset: str, backend: str
+) -> None:
+    """Every cluster preset at its own size with 25 % local memory (the paper's Figure 2
+    point) on each backend it supports."""
+    spec = emulate_apps.PRESETS[preset]
+    one_server = spec.n_nodes == 1 or preset in ("memcached-ycsb", "postgres-pgbench")
+    holders = 1 if one_server else spec.n_nodes
+    _check_runs(_run_preset(tmp_path, preset, backend, 0.25), spec.working_set_bytes, 0.25,
+                holders, backend)
+
+
+@pytest.mark.skipif(not ROOT, reason="userfaultfd needs root here")
+def test_uffd_device_lets_a_launcher_close_its_descriptors() -> None:
+    """A process launcher closes every descriptor it did not open before its exec (the
+    JVM's jspawnhelper inherits LD_PRELOAD from a JVM on the device: Hadoop's local file
+    system runs chmod that way). The device, which registered nothing in it yet, stops its
+    handler quietly; before, it exited 2 ("read(uffd): Bad file descriptor") and every such
+    command failed."""
+    close_all = ('for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then '
+                 'eval "exec $n>&-"; fi; done 2>/dev/null; sleep 0.2; echo ok')
+    env = {**os.environ, "LD_PRELOAD": str(device.build_dir() / "libswapdev_uffd.so"),
+           "SWAPDEV_LOCAL_BYTES": str(64 << 20)}
+    out = subprocess.run(["bash", "-c", close_all], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert (out.returncode, out.stdout) == (0, "ok\n"), out.stderr
+
+
+def test_pgbench_job_runs_a_fixed_amount_and_its_jct_is_transactions_over_tps() -> None:
+    """With ``transactions_per_client`` pgbench runs ``-t N`` (a job), not ``-T``; the JCT
+    is the slowest client node's transactions / tps: 4 x 60 000 at 16 000 tps is 15 s,
+    at 24 000 tps 10 s, so 15 s."""
+    from disaggsim.testbed.apps.pgbench import PgbenchConfig, PostgresPgbench, run_argv
+
+    cfg = PgbenchConfig(transactions_per_client=60_000, rate_tps=0)
+    argv = run_argv(cfg, "pgbench", "h", 7.0, seed=1)
+    assert argv[argv.index("-t") + 1] == "60000" and "-T" not in argv
+    results: dict[str, object] = {
+        "node1": {"transactions": 240_000, "tps": 16_000.0},
+        "node2": {"transactions": 240_000, "tps": 24_000.0}}
+    assert PostgresPgbench.jct_s(None, results) == pytest.approx(15.0)  # type: ignore[arg-type]
