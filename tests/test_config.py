@@ -169,10 +169,12 @@ def test_workload_paths_globs_and_names(tmp_path):
 def test_bundled_configs_validate():
     """Every config in configs/ validates with its own loader: campaigns (``disaggsim run``),
     the latency-injection experiments (``disaggsim emulate``, an ``[emulate]`` table) and
-    COMEX's fabric experiment (``bench/comex_fabric.py``, a ``[comex_fabric]`` table)."""
+    COMEX's fabric experiment (``bench/comex_fabric.py``, a ``[comex_fabric]`` table) and
+    Rcmp's traffic (``disaggsim rcmp-gen``, an ``[rcmp]`` table)."""
     import tomllib
 
     from disaggsim.analysis.comex import load_fabric_config
+    from disaggsim.sim.rcmp import load_params
     from disaggsim.swapdev.emulate import load_emulate_config
     from disaggsim.swapdev.hpe_cm import load_hpe_cm_config
 
@@ -181,6 +183,8 @@ def test_bundled_configs_validate():
     emulate = [p for p in paths if "emulate" in tables[p]]
     hpe_cm = [p for p in paths if "hpe_cm" in tables[p]]
     comex_fabric = [p for p in paths if "comex_fabric" in tables[p]]
+    rcmp = [p for p in paths if "rcmp" in tables[p]]
+    assert rcmp, "configs/ should hold Rcmp's traffic experiments (#25)"
     assert comex_fabric, "configs/ should hold COMEX's fabric experiment (#23)"
     assert emulate, "configs/ should hold an emulate experiment"
     assert hpe_cm, "configs/ should hold the HPE composable-memory experiments"
@@ -189,6 +193,8 @@ def test_bundled_configs_validate():
             assert load_hpe_cm_config(path).devices
         elif path in comex_fabric:
             assert load_fabric_config(path).comex_fabric.protocols
+        elif path in rcmp:
+            assert load_params(path).racks >= 1
         elif path in emulate:
             assert load_emulate_config(path).models
         else:
