@@ -65,7 +65,7 @@ from common import SETUPS, Setup, run, summarize, yaps_slowdowns
 from disaggsim.atomic import atomic_path
 
 LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-PROTOCOLS = ("pfabric", "phost", "fastpass", "ideal", "dctcp", "tcp")
+PROTOCOLS = ("pfabric", "phost", "fastpass", "ideal", "dctcp-ns3", "tcp-ns3")
 FIGURES = Path(__file__).resolve().parent / "figures"
 PANELS = (
     ("mean", "(a) overall: mean"),
@@ -74,8 +74,8 @@ PANELS = (
     ("large_mean", "(d) [10MB, inf): mean"),
 )
 STYLE = {
-    "tcp": ("tab:red", "s"),
-    "dctcp": ("tab:orange", "^"),
+    "tcp-ns3": ("tab:red", "s"),
+    "dctcp-ns3": ("tab:orange", "^"),
     "pfabric": ("tab:blue", "o"),
     "phost": ("tab:purple", "D"),
     "fastpass": ("tab:green", "v"),
@@ -90,7 +90,7 @@ def driver_seed_of(protocol: str) -> int:
     rejects RNG seed 0, so TCP/DCTCP use 1 (their frames carry the 5-tuple hash: per-flow
     ECMP either way).
     """
-    return 1 if protocol in ("tcp", "dctcp") else 0
+    return 1 if protocol in ("tcp-ns3", "dctcp-ns3") else 0
 
 
 def run_point(
@@ -157,7 +157,7 @@ def save_point(path: Path, point_key: str, summary: dict[str, float]) -> None:
 
 def flows_of(protocol: str, flows: int, tcp_flows: int) -> int:
     """Flow count of a protocol's runs (TCP/DCTCP reduced, module docstring)."""
-    return tcp_flows if protocol in ("tcp", "dctcp") else flows
+    return tcp_flows if protocol in ("tcp-ns3", "dctcp-ns3") else flows
 
 
 def runs_of(protocols: list[str], flows: int, tcp_flows: int) -> list[tuple[str, int]]:
@@ -167,7 +167,8 @@ def runs_of(protocols: list[str], flows: int, tcp_flows: int) -> list[tuple[str,
     workload's lower bound, so the reduced TCP/DCTCP runs have a like-for-like floor.
     """
     runs = [(p, flows_of(p, flows, tcp_flows)) for p in protocols]
-    if ("ideal", flows) in runs and {"tcp", "dctcp"} & set(protocols) and tcp_flows != flows:
+    ns3_tcp = {"tcp-ns3", "dctcp-ns3"} & set(protocols)
+    if ("ideal", flows) in runs and ns3_tcp and tcp_flows != flows:
         runs.append(("ideal", tcp_flows))
     return runs
 

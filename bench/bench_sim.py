@@ -95,7 +95,7 @@ def main() -> int:
         for rate_gbps in (40, 100):
             flows_csv = tmp / f"flows_{rate_gbps}.csv"
             write_flows(flows_csv, make_flows(args.flows, args.load, rate_gbps, args.seed))
-            for protocol in ("tcp", "dctcp"):
+            for protocol in ("tcp-ns3", "dctcp-ns3"):
                 out = tmp / f"fct_{protocol}_{rate_gbps}.csv"
                 stats_path = tmp / f"stats_{protocol}_{rate_gbps}.json"
                 cmd = driver_argv(args.binary, flows_csv, out, stats_path, protocol,

@@ -53,7 +53,7 @@ def _config(directory: Path, name: str, runs: int, campaign: str) -> Path:
             spines = 2
 
             [grid]
-            protocols = ["tcp"]
+            protocols = ["tcp-ns3"]
             rates_gbps = [40]
             scopes = ["datacenter"]
             seeds = [{seeds}]
