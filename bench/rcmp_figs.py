@@ -85,14 +85,17 @@ def fct_runs() -> pd.DataFrame:
     """Rcmp's flows (YCSB A, Zipfian, 4 racks x 8 clients, H_p = 4) on a 4-rack Clos at
     100 Gbps: with pFabric, the network flows alone and every access through the CXL tier
     (``--cxlTier``: in-rack accesses served by the pool, inter-rack ones daemon to daemon);
-    with lean DCTCP (no RoCE transport on main yet) through the tier."""
+    with lean DCTCP through the tier; with RoCEv2 + DCQCN (#19) through the tier on the
+    lossless (PFC) fabric it runs on."""
     p = RcmpParams(mix="A", distribution="zipfian", items=100_000_000, racks=4,
                    clients_per_rack=8, ops_per_client=1000, cxl_rows=True)
     t = generate(p)
     binary = find_binary()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for protocol, tier in (("pfabric", False), ("pfabric", True), ("dctcp", True)):
+        for protocol, tier, fabric in (("pfabric", False, "lossy"), ("pfabric", True, "lossy"),
+                                       ("dctcp", True, "lossy"),
+                                       ("roce-dcqcn", True, "lossless")):
             flows = t.flows if tier else t.flows[t.flows["kind"] != "cxl"]
             flows = flows.reset_index(drop=True)
             csv = Path(tmp) / f"flows-{protocol}-{tier}.csv"
@@ -102,7 +105,7 @@ def fct_runs() -> pd.DataFrame:
             stats = Path(tmp) / f"stats-{protocol}-{tier}.json"
             cmd = driver_argv(binary, csv, out, stats, protocol, 100.0, 1,
                               {"racks": p.racks, "hosts_per_rack": p.hosts_per_rack,
-                               "spines": 2})
+                               "spines": 2, "fabric": fabric})
             if tier:
                 cmd.append("--cxlTier=true")
             subprocess.run(cmd, check=True, capture_output=True)
@@ -110,7 +113,8 @@ def fct_runs() -> pd.DataFrame:
             for kind, g in fct.groupby("kind"):
                 done = g[g["finished"] == 1]
                 rows.append({
-                    "protocol": protocol, "cxl_tier": tier, "kind": kind, "flows": len(g),
+                    "protocol": protocol, "fabric": fabric, "cxl_tier": tier, "kind": kind,
+                    "flows": len(g),
                     "finished": len(done),
                     "size_bytes_median": int(g["size_bytes"].median()),
                     "fct_us_p50": done["fct_ns"].quantile(0.5) / 1e3,
