@@ -295,6 +295,8 @@ static void swap_in(struct rcmp_pool *p, uint32_t id)
 
 	pthread_mutex_lock(&p->mu);
 	s = free_slot(p, local);
+	if (s >= 0) /* reserved now: a concurrent swap-in or Alloc must not pick it too */
+		p->slot_used[local][s] = 1;
 	if (s < 0) { /* step 2: the coldest local page, unless it is hot too */
 		double best = 0;
 
@@ -355,8 +357,7 @@ static void swap_in(struct rcmp_pool *p, uint32_t id)
 		memcpy(p->rack_base[local] + (uint64_t)s * p->opt.page_bytes, data_of(p, pg),
 		       p->opt.page_bytes);
 		pthread_mutex_lock(&p->mu);
-		p->slot_used[from][pg->slot] = 0;
-		p->slot_used[local][s] = 1;
+		p->slot_used[from][pg->slot] = 0; /* local slot s: reserved above */
 		pg->rack = local;
 		pg->slot = (uint32_t)s;
 		pthread_mutex_unlock(&p->mu);
