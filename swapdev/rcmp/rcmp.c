@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "../src/sd_user.h"
 
@@ -21,13 +22,14 @@ struct hotness {
 };
 
 struct page {
-	pthread_rwlock_t rw; /* readers: accesses; writer: a migration */
+	pthread_rwlock_t rw; /* readers: accesses; writer: the daemon's page-table update */
 	uint32_t rack;
-	uint32_t slot;       /* page index inside the rack's pool */
+	uint32_t slot;       /* frame index inside the rack's pool */
 	uint64_t used_bytes; /* slab bump pointer */
 	uint64_t live_bytes; /* allocated minus freed */
 	int allocated;
-	int migrating;
+	int migrating;       /* a swap request is queued or in progress (§5.3 step 1) */
+	int write_fenced;    /* the daemon is transferring it: writes wait, reads go on */
 	struct hotness remote; /* this rack's hotness of a remote page (its daemon's record) */
 	struct hotness local;  /* this rack's clients' hotness of a local page */
 };
@@ -36,16 +38,25 @@ struct rcmp_pool {
 	struct rcmp_options opt;
 	struct sd_run run;    /* inter-rack: the SWAPDEV_* model (sd_user.h) */
 	struct sd_model cxl;  /* intra-rack: a fixed model, cxl latency + bandwidth */
-	uint8_t **rack_base;  /* racks x rack_bytes */
-	uint8_t **slot_used;  /* racks x slots: 1 if a page occupies the slot */
-	uint32_t slots;       /* pages per rack */
+	uint8_t **rack_base;  /* racks x (slots + 1) frames */
+	uint8_t **slot_used;  /* racks x (slots + 1): 1 if a page (or the swap area) holds it */
+	uint32_t *spare;      /* racks: the frame that is the rack's swap area now */
+	uint32_t slots;       /* pages per rack (the swap area's frame not counted) */
 	struct page *pages;   /* racks x slots page ids */
 	uint32_t npages;      /* pages handed out so far (page ids 0..npages-1) */
 	uint32_t next_rack;   /* round robin of remote allocation */
 	uint32_t alloc_page;  /* the page Alloc is filling, or UINT32_MAX */
-	pthread_mutex_t mu;   /* page table, allocation, hotness, stats */
+	pthread_mutex_t mu;   /* page table, allocation, hotness, stats, the swap queue */
 	pthread_rwlock_t locks[LOCK_STRIPES];
 	struct rcmp_stats st;
+	/* The daemon's swap manager (§4.2, §5.3): a FIFO of page ids, one thread. */
+	uint32_t *queue;      /* racks x slots entries: a page is queued at most once */
+	uint32_t q_head, q_len;
+	int daemon_busy, daemon_stop, daemon_started;
+	pthread_t daemon;
+	pthread_cond_t daemon_cv; /* a request was queued, or stop */
+	pthread_cond_t idle_cv;   /* the queue is empty and no swap is in progress */
+	pthread_cond_t fence_cv;  /* a page's write fence was lifted */
 };
 
 /* WLocks held by this thread, and the bytes it buffered under them. */
@@ -82,6 +93,17 @@ static void spin_until(uint64_t end_ns)
 		;
 }
 
+/* The daemon's wait for its own transfers: it sleeps, so that it does not take a CPU
+ * from the clients it serves (the NIC moves the bytes, not the daemon's core). */
+static void sleep_until(uint64_t end_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(end_ns / 1000000000ull),
+			      .tv_nsec = (long)(end_ns % 1000000000ull)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+		;
+}
+
 static uint32_t page_of(rcmp_gaddr g)
 {
 	return (uint32_t)(g >> 32);
@@ -92,9 +114,12 @@ static uint64_t offset_of(rcmp_gaddr g)
 	return g & 0xffffffffull;
 }
 
+static void *daemon_main(void *arg);
+
 struct rcmp_pool *rcmp_open(const struct rcmp_options *opt)
 {
 	struct rcmp_pool *p;
+	pthread_rwlockattr_t wr_first;
 	uint32_t r, i;
 
 	if (!opt->racks || opt->local_rack >= opt->racks || !opt->page_bytes ||
@@ -117,11 +142,16 @@ struct rcmp_pool *rcmp_open(const struct rcmp_options *opt)
 	p->slots = (uint32_t)(opt->rack_bytes / opt->page_bytes);
 	p->rack_base = calloc(opt->racks, sizeof(*p->rack_base));
 	p->slot_used = calloc(opt->racks, sizeof(*p->slot_used));
+	p->spare = calloc(opt->racks, sizeof(*p->spare));
 	p->pages = calloc((size_t)opt->racks * p->slots, sizeof(*p->pages));
-	if (!p->rack_base || !p->slot_used || !p->pages)
+	p->queue = calloc((size_t)opt->racks * p->slots, sizeof(*p->queue));
+	if (!p->rack_base || !p->slot_used || !p->spare || !p->pages || !p->queue)
 		goto fail;
 	for (r = 0; r < opt->racks; r++) {
-		void *m = mmap(NULL, opt->rack_bytes, PROT_READ | PROT_WRITE,
+		/* The pool's pages and one frame more: the swap area the daemon moves a page
+		 * into before the page table points at it (PDS-Lab/Rcmp's daemon reserves one
+		 * too, "swap area", before a swap). */
+		void *m = mmap(NULL, opt->rack_bytes + opt->page_bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED) {
 			fprintf(stderr, "rcmp: cannot map rack %u's pool of %llu bytes\n", r,
@@ -129,17 +159,34 @@ struct rcmp_pool *rcmp_open(const struct rcmp_options *opt)
 			goto fail;
 		}
 		p->rack_base[r] = m;
-		p->slot_used[r] = calloc(p->slots, 1);
+		p->slot_used[r] = calloc(p->slots + 1, 1);
 		if (!p->slot_used[r])
 			goto fail;
+		p->spare[r] = p->slots;
+		p->slot_used[r][p->slots] = 1;
 	}
+	/* Writer-preferring: the daemon's page-table update must not starve behind a hot
+	 * page's stream of readers (no thread holds two page locks for reading). */
+	pthread_rwlockattr_init(&wr_first);
+	pthread_rwlockattr_setkind_np(&wr_first, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	for (i = 0; i < opt->racks * p->slots; i++)
-		pthread_rwlock_init(&p->pages[i].rw, NULL);
+		pthread_rwlock_init(&p->pages[i].rw, &wr_first);
+	pthread_rwlockattr_destroy(&wr_first);
 	for (i = 0; i < LOCK_STRIPES; i++)
 		pthread_rwlock_init(&p->locks[i], NULL);
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->daemon_cv, NULL);
+	pthread_cond_init(&p->idle_cv, NULL);
+	pthread_cond_init(&p->fence_cv, NULL);
 	p->alloc_page = UINT32_MAX;
 	p->next_rack = (opt->local_rack + 1) % opt->racks;
+	if (opt->hot_threshold >= 0) {
+		if (pthread_create(&p->daemon, NULL, daemon_main, p)) {
+			fprintf(stderr, "rcmp: cannot start the daemon's swap thread\n");
+			goto fail;
+		}
+		p->daemon_started = 1;
+	}
 	return p;
 fail:
 	rcmp_close(p);
@@ -152,15 +199,24 @@ void rcmp_close(struct rcmp_pool *p)
 
 	if (!p)
 		return;
+	if (p->daemon_started) { /* a swap in progress completes; queued ones are dropped */
+		pthread_mutex_lock(&p->mu);
+		p->daemon_stop = 1;
+		pthread_cond_signal(&p->daemon_cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->daemon, NULL);
+	}
 	for (r = 0; p->rack_base && r < p->opt.racks; r++) {
 		if (p->rack_base[r])
-			munmap(p->rack_base[r], p->opt.rack_bytes);
+			munmap(p->rack_base[r], p->opt.rack_bytes + p->opt.page_bytes);
 		if (p->slot_used)
 			free(p->slot_used[r]);
 	}
 	free(p->rack_base);
 	free(p->slot_used);
+	free(p->spare);
 	free(p->pages);
+	free(p->queue);
 	sd_run_finish(&p->run, "rcmp");
 	free(p);
 }
@@ -170,7 +226,7 @@ static int64_t free_slot(struct rcmp_pool *p, uint32_t r)
 {
 	uint32_t s;
 
-	for (s = 0; s < p->slots; s++)
+	for (s = 0; s <= p->slots; s++) /* the swap area's frame is marked used */
 		if (!p->slot_used[r][s])
 			return s;
 	return -1;
@@ -284,18 +340,37 @@ static uint8_t *data_of(struct rcmp_pool *p, const struct page *pg)
 	return p->rack_base[pg->rack] + (uint64_t)pg->slot * p->opt.page_bytes;
 }
 
-/* Steps 2-6 of §5.3 for page id, found hot by this thread: move it into the local rack. */
+/* Wait for every access that started before this page's write fence (p->mu not held). */
+static void drain_accesses(struct page *pg)
+{
+	pthread_rwlock_wrlock(&pg->rw);
+	pthread_rwlock_unlock(&pg->rw);
+}
+
+/*
+ * Steps 2-6 of §5.3 for page id, run by the daemon's swap manager (daemon_main), off the
+ * clients' path: the client whose access found the page hot only queued the request.
+ *
+ * Coherence while the page moves: PDS-Lab/Rcmp's daemon holds the page's page_ref_lock
+ * exclusively for the whole swap (src/proto/rpc_daemon.cc, "PAGE SWAP"), so no access to
+ * it can change the bytes a one-sided READ is copying.  Here only writes are held off (the
+ * page's write fence): a read of the source during a one-sided READ of it sees the same
+ * bytes, so reads keep going to the old rack (the remote path, or CXL for the victim)
+ * until the page table changes.  The bytes go to the new rack's swap-area frame while the
+ * fence holds, and the page-table update (step 6) is an O(1) flip under the page's write
+ * lock: no access ever sees a half-copied page.
+ */
 static void swap_in(struct rcmp_pool *p, uint32_t id)
 {
 	const uint32_t local = p->opt.local_rack;
 	struct page *pg = &p->pages[id], *victim = NULL;
-	uint64_t now = sd_now_ns();
+	uint64_t now = sd_now_ns(), t0, d_in, d_out = 0;
 	int64_t s;
-	uint32_t v, from;
+	uint32_t v, from, old_slot, dst, vslot = 0;
 
 	pthread_mutex_lock(&p->mu);
 	s = free_slot(p, local);
-	if (s >= 0) /* reserved now: a concurrent swap-in or Alloc must not pick it too */
+	if (s >= 0) /* reserved now: an Alloc must not pick it too */
 		p->slot_used[local][s] = 1;
 	if (s < 0) { /* step 2: the coldest local page, unless it is hot too */
 		double best = 0;
@@ -318,59 +393,111 @@ static void swap_in(struct rcmp_pool *p, uint32_t id)
 			return;
 		}
 		victim->migrating = 1;
+		victim->write_fenced = 1;
 	}
+	pg->write_fenced = 1;
+	p->st.swaps_started++;
 	pthread_mutex_unlock(&p->mu);
-	/* Step 5: two one-sided transfers; the pages are locked meanwhile. */
+	drain_accesses(pg);
+	if (victim)
+		drain_accesses(victim);
+	/* Step 5: two one-sided RDMA operations posted together (one submit of two work
+	 * requests in PDS-Lab/Rcmp's tryMigratePage): the hot page in, the victim out. */
+	t0 = sd_now_ns();
+	{
+		struct sd_req rq = sd_req_bytes(SD_OP_READ, (uint64_t)id * p->opt.page_bytes,
+						p->opt.page_bytes, t0);
+
+		d_in = sd_run_model_delay(&p->run, &rq);
+	}
+	if (victim) {
+		struct sd_req wq = sd_req_bytes(SD_OP_WRITE, 0, p->opt.page_bytes, t0);
+
+		d_out = sd_run_model_delay(&p->run, &wq);
+	}
+	sleep_until(t0 + (d_in > d_out ? d_in : d_out));
+	sd_run_delay(&p->run, t0, d_in);
+	if (victim)
+		sd_run_delay(&p->run, t0, d_out);
+	/* The bytes, while writes are fenced: into this rack's frame (the free one, or the
+	 * swap area) and, for the victim, into the owner's swap area. */
+	from = pg->rack;
+	old_slot = pg->slot;
+	dst = victim ? p->spare[local] : (uint32_t)s;
+	memcpy(p->rack_base[local] + (uint64_t)dst * p->opt.page_bytes, data_of(p, pg),
+	       p->opt.page_bytes);
+	if (victim) {
+		vslot = victim->slot;
+		memcpy(p->rack_base[from] + (uint64_t)p->spare[from] * p->opt.page_bytes,
+		       data_of(p, victim), p->opt.page_bytes);
+	}
+	/* Step 6: the page table. */
 	pthread_rwlock_wrlock(&pg->rw);
 	if (victim)
 		pthread_rwlock_wrlock(&victim->rw);
-	from = pg->rack;
-	{
-		struct sd_req rq = sd_req_bytes(SD_OP_READ, (uint64_t)id * p->opt.page_bytes,
-						p->opt.page_bytes, sd_now_ns());
-		sd_run_serve(&p->run, &rq);
-	}
-	if (victim) {
-		struct sd_req wq = sd_req_bytes(SD_OP_WRITE, 0, p->opt.page_bytes, sd_now_ns());
-		uint8_t *tmp = malloc(p->opt.page_bytes);
-		uint32_t vslot = victim->slot;
-
-		sd_run_serve(&p->run, &wq);
-		pthread_mutex_lock(&p->mu);
-		if (tmp) { /* exchange the slots: the victim's data goes to the remote rack */
-			memcpy(tmp, data_of(p, victim), p->opt.page_bytes);
-			memcpy(data_of(p, victim), data_of(p, pg), p->opt.page_bytes);
-			memcpy(data_of(p, pg), tmp, p->opt.page_bytes);
-			victim->rack = from;
-			victim->slot = pg->slot;
-			pg->rack = local;
-			pg->slot = vslot;
-			memset(&victim->remote, 0, sizeof(victim->remote));
-			memset(&victim->local, 0, sizeof(victim->local));
-			p->st.victims++;
-		}
-		victim->migrating = 0;
-		pthread_mutex_unlock(&p->mu);
-		free(tmp);
-		pthread_rwlock_unlock(&victim->rw);
-	} else {
-		memcpy(p->rack_base[local] + (uint64_t)s * p->opt.page_bytes, data_of(p, pg),
-		       p->opt.page_bytes);
-		pthread_mutex_lock(&p->mu);
-		p->slot_used[from][pg->slot] = 0; /* local slot s: reserved above */
-		pg->rack = local;
-		pg->slot = (uint32_t)s;
-		pthread_mutex_unlock(&p->mu);
-	}
 	pthread_mutex_lock(&p->mu);
-	if (pg->rack == local) {
-		memset(&pg->remote, 0, sizeof(pg->remote)); /* step 4: the old records go */
-		memset(&pg->local, 0, sizeof(pg->local));
-		p->st.migrations++;
+	pg->rack = local;
+	pg->slot = dst;
+	if (victim) {
+		victim->rack = from;
+		victim->slot = p->spare[from];
+		p->spare[from] = old_slot; /* the frames left behind are the swap areas now */
+		p->spare[local] = vslot;
+		memset(&victim->remote, 0, sizeof(victim->remote));
+		memset(&victim->local, 0, sizeof(victim->local));
+		victim->migrating = 0;
+		victim->write_fenced = 0;
+		p->st.victims++;
+	} else {
+		p->slot_used[from][old_slot] = 0;
 	}
+	memset(&pg->remote, 0, sizeof(pg->remote)); /* step 4: the old records go */
+	memset(&pg->local, 0, sizeof(pg->local));
 	pg->migrating = 0;
+	pg->write_fenced = 0;
+	p->st.migrations++;
+	pthread_cond_broadcast(&p->fence_cv);
 	pthread_mutex_unlock(&p->mu);
+	if (victim)
+		pthread_rwlock_unlock(&victim->rw);
 	pthread_rwlock_unlock(&pg->rw);
+}
+
+/* The rack's daemon, its swap manager: serves the FIFO of swap requests (§5.3 step 1). */
+static void *daemon_main(void *arg)
+{
+	struct rcmp_pool *p = arg;
+	uint32_t id;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->q_len && !p->daemon_stop) {
+			p->daemon_busy = 0;
+			pthread_cond_broadcast(&p->idle_cv);
+			pthread_cond_wait(&p->daemon_cv, &p->mu);
+		}
+		if (p->daemon_stop)
+			break;
+		id = p->queue[p->q_head];
+		p->q_head = (p->q_head + 1) % (p->opt.racks * p->slots);
+		p->q_len--;
+		p->daemon_busy = 1;
+		pthread_mutex_unlock(&p->mu);
+		swap_in(p, id);
+		pthread_mutex_lock(&p->mu);
+	}
+	p->daemon_busy = 0;
+	pthread_cond_broadcast(&p->idle_cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+void rcmp_wait_migrations(struct rcmp_pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	while (p->daemon_started && !p->daemon_stop && (p->q_len || p->daemon_busy))
+		pthread_cond_wait(&p->idle_cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
 }
 
 static int holds_wlock(struct rcmp_pool *p, rcmp_gaddr g)
@@ -390,16 +517,37 @@ static int access_page(struct rcmp_pool *p, rcmp_gaddr g, uint8_t *buf, uint64_t
 		       int buffered_ok)
 {
 	uint32_t id = page_of(g);
-	uint64_t off = offset_of(g), start = sd_now_ns();
+	uint64_t off = offset_of(g), start;
 	struct page *pg;
-	int remote, hot = 0;
+	int remote, buffered;
 
 	if (id >= p->npages || off + n > p->opt.page_bytes)
 		return -1;
 	pg = &p->pages[id];
-	pthread_rwlock_rdlock(&pg->rw);
+	for (;;) {
+		int fenced = 0;
+
+		pthread_rwlock_rdlock(&pg->rw);
+		if (!is_write)
+			break;
+		pthread_mutex_lock(&p->mu);
+		fenced = pg->write_fenced;
+		pthread_mutex_unlock(&p->mu);
+		if (!fenced)
+			break;
+		/* The page is being transferred: the write waits for the page table's update
+		 * (Rcmp's daemon holds the page's lock for the swap) and then goes to the
+		 * page's new rack. */
+		pthread_rwlock_unlock(&pg->rw);
+		pthread_mutex_lock(&p->mu);
+		while (pg->write_fenced)
+			pthread_cond_wait(&p->fence_cv, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	}
+	start = sd_now_ns();
 	remote = pg->rack != p->opt.local_rack;
-	if (!remote || (is_write && buffered_ok && n < p->opt.write_buffer_max_bytes)) {
+	buffered = remote && is_write && buffered_ok && n < p->opt.write_buffer_max_bytes;
+	if (!remote || buffered) {
 		spin_until(start + sd_fixed_ns(&p->cxl, n));
 	} else {
 		struct sd_req rq = sd_req_bytes(is_write ? SD_OP_WRITE : SD_OP_READ,
@@ -417,7 +565,7 @@ static int access_page(struct rcmp_pool *p, rcmp_gaddr g, uint8_t *buf, uint64_t
 			p->st.cxl_writes++;
 		else
 			p->st.cxl_reads++;
-	} else if (is_write && buffered_ok && n < p->opt.write_buffer_max_bytes) {
+	} else if (buffered) {
 		p->st.buffered_writes++;
 		p->st.buffered_bytes += n;
 		held.buffered += n;
@@ -428,15 +576,18 @@ static int access_page(struct rcmp_pool *p, rcmp_gaddr g, uint8_t *buf, uint64_t
 			p->st.remote_writes++;
 		else
 			p->st.remote_reads++;
-		if (p->opt.hot_threshold >= 0 && h > p->opt.hot_threshold && !pg->migrating) {
-			pg->migrating = 1; /* step 1: one request per page at a time */
-			hot = 1;
+		if (p->daemon_started && h > p->opt.hot_threshold && !pg->migrating) {
+			/* Step 1: a swap request to the daemon's FIFO, one per page at a time; this
+			 * access is done, the daemon moves the page (swap_in). */
+			pg->migrating = 1;
+			p->queue[(p->q_head + p->q_len) % (p->opt.racks * p->slots)] = id;
+			p->q_len++;
+			p->st.swap_requests++;
+			pthread_cond_signal(&p->daemon_cv);
 		}
 	}
 	pthread_mutex_unlock(&p->mu);
 	pthread_rwlock_unlock(&pg->rw);
-	if (hot)
-		swap_in(p, id);
 	return 0;
 }
 

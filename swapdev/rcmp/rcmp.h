@@ -18,9 +18,13 @@
  * page (an object never spans pages).  Hot pages (§5.3): a remote page's hotness
  * alpha (Cur_r + Cur_w) + 1 (alpha = exp(-lambda dt), counts cleared after T_l) above
  * hot_threshold moves it into the local rack, to a free page or in exchange for the
- * coldest local page unless that one is hot too; the move is a 2 MiB read (and a 2 MiB
- * write back for the victim) through the delay model, paid by the thread that found the
- * page hot, with the page locked meanwhile.  Write buffer (§5.4): while a thread holds the
+ * coldest local page unless that one is hot too.  The access that finds the page hot only
+ * queues a swap request (§5.3 step 1, the FIFO) and completes at the remote latency; the
+ * rack's daemon (one thread per pool: its swap manager, §4.2) moves the page off the
+ * clients' path: a 2 MiB one-sided READ (and a 2 MiB WRITE of the victim, posted
+ * together) through the delay model, then the page-table update.  Meanwhile the page's
+ * reads keep going to its old rack and its writes wait for the update (coherent: the
+ * bytes being copied cannot change).  Write buffer (§5.4): while a thread holds the
  * WLock of an address, its writes of fewer than write_buffer_max_bytes (256 B, §6.5) to a
  * remote page cost one CXL store and are sent in a batch at UnLock by Rcmp's background
  * threads (counted here, not waited for).  One process emulates the clients of one rack;
@@ -67,6 +71,7 @@ struct rcmp_stats {
 	uint64_t cxl_reads, cxl_writes;       /* served by the local rack's pool */
 	uint64_t remote_reads, remote_writes; /* through the delay model */
 	uint64_t buffered_writes, buffered_bytes, buffer_flushes;
+	uint64_t swap_requests, swaps_started; /* queued by clients; transfers begun by the daemon */
 	uint64_t migrations, victims, swaps_stopped;
 	uint64_t lock_ops;
 };
@@ -74,7 +79,8 @@ struct rcmp_stats {
 /* Open the pool (Table 4 Open).  The inter-rack model comes from the SWAPDEV_* environment
  * (sd_run_init).  Returns NULL and prints "rcmp: <what>" to stderr on bad options. */
 struct rcmp_pool *rcmp_open(const struct rcmp_options *opt);
-/* Close it (Table 4 Close): writes SWAPDEV_TRACE/SWAPDEV_HIST if set, frees everything. */
+/* Close it (Table 4 Close): a swap in progress completes, queued ones are dropped; writes
+ * SWAPDEV_TRACE/SWAPDEV_HIST if set, frees everything. */
 void rcmp_close(struct rcmp_pool *pool);
 
 /* Alloc size bytes (1..page_bytes); RCMP_NULL if the pool is full. */
@@ -90,6 +96,10 @@ int rcmp_write(struct rcmp_pool *pool, rcmp_gaddr gaddr, size_t size, const void
 enum { RCMP_RLOCK = 0, RCMP_WLOCK = 1 };
 int rcmp_lock(struct rcmp_pool *pool, rcmp_gaddr gaddr, int mode);
 int rcmp_unlock(struct rcmp_pool *pool, rcmp_gaddr gaddr);
+
+/* Wait until the daemon's swap queue is empty and no swap is in progress (returns at once
+ * with migration off). */
+void rcmp_wait_migrations(struct rcmp_pool *pool);
 
 /* The rack holding the page of gaddr now, or -1. */
 int rcmp_rack_of(struct rcmp_pool *pool, rcmp_gaddr gaddr);

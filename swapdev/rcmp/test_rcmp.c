@@ -13,7 +13,18 @@
  *    both tiers, a migration, buffered small writes under a WLock (§5.4), and add up to the
  *    accesses made.
  *
- * The inter-rack model is the delay core's `fixed` (200 ns), so the waits are real but
+ * 3. The swap is off the client's path (§5.3: the daemon's swap manager does it).  2 racks
+ *    of one page each, the inter-rack model `fixed` with L = 20 us and 50 Mbps, so
+ *      a 64 B remote access takes L + 64 * 8 / 50e6 s = 20 + 10.24 = 30.24 us, and
+ *      the swap (2 MiB in and 2 MiB out, posted together) L + 2^21 * 8 / 50e6 s = 335.56 ms.
+ *    H_p = 2: the third access of page 1 finds it hot.  That access must take the remote
+ *    latency, not the swap's (bound: 30.24 us + 50 ms of scheduling slack, far below
+ *    335.56 ms); right after it the page is still in rack 1 and a read of it is still a
+ *    remote read of the right bytes; a write to it waits for the page-table update, so it
+ *    ends no earlier than 335.56 ms after the swap started, lands in rack 0 (a CXL write)
+ *    and is what a later read returns; the victim (page 0) keeps its bytes.
+ *
+ * Cases 1 and 2 use the delay core's `fixed` model at 200 ns, so the waits are real but
  * short.
  */
 #define _GNU_SOURCE
@@ -23,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define THREADS 4
 #define RACKS 5
@@ -123,7 +135,8 @@ static int swap_case(void)
 	rcmp_get_stats(p, &st);
 	if (st.migrations)
 		rc = 1;
-	rcmp_read(p, g1, 64, c); /* ~3 > 2: swapped in, page 0 out */
+	rcmp_read(p, g1, 64, c); /* ~3 > 2: a swap request; the daemon moves page 1 in, 0 out */
+	rcmp_wait_migrations(p);
 	rcmp_get_stats(p, &st);
 	if (st.migrations != 1 || st.victims != 1 || rcmp_rack_of(p, g1) != 0 ||
 	    rcmp_rack_of(p, g0) != 1)
@@ -143,6 +156,87 @@ static int swap_case(void)
 	return rc;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int async_case(void)
+{
+	const uint64_t latency_ns = 20000, bps = 50000000;
+	const uint64_t remote_ns = latency_ns + 64 * 8 * 1000000000ull / bps;       /* 30.24 us */
+	const uint64_t swap_ns = latency_ns + (uint64_t)PAGE * 8 * 1000000000ull / bps; /* 335.56 ms */
+	const uint64_t slack_ns = 50000000;
+	struct rcmp_options o = rcmp_default_options(2, PAGE);
+	struct rcmp_stats st0, st1, st2;
+	uint8_t a[64], b[64], c[64], w[64];
+	uint64_t t_trigger, took_trigger, t, took_read, write_end;
+	rcmp_gaddr g0, g1;
+	struct rcmp_pool *p;
+	int rc = 0, rack_during;
+
+	setenv("SWAPDEV_LATENCY_NS", "20000", 1);
+	setenv("SWAPDEV_BANDWIDTH_BPS", "50000000", 1);
+	o.page_bytes = PAGE;
+	o.hot_threshold = 2.0;
+	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
+	p = rcmp_open(&o);
+	unsetenv("SWAPDEV_BANDWIDTH_BPS");
+	setenv("SWAPDEV_LATENCY_NS", "200", 1);
+	if (!p)
+		return 1;
+	g0 = rcmp_alloc(p, PAGE);
+	g1 = rcmp_alloc(p, PAGE);
+	pattern(a, 64, 0, 1);
+	pattern(b, 64, 1, 1);
+	pattern(w, 64, 1, 2);
+	rcmp_write(p, g0, 64, a); /* local */
+	rcmp_write(p, g1, 64, b); /* remote: hotness 1 */
+	rcmp_read(p, g1, 64, c);  /* ~2 */
+	rcmp_get_stats(p, &st0);
+	t_trigger = mono_ns();
+	rcmp_read(p, g1, 64, c); /* ~3 > 2: the swap request */
+	took_trigger = mono_ns() - t_trigger;
+	rack_during = rcmp_rack_of(p, g1);
+	t = mono_ns();
+	rcmp_read(p, g1, 64, c); /* during the swap: the remote path, the old bytes */
+	took_read = mono_ns() - t;
+	rcmp_get_stats(p, &st1);
+	if (memcmp(c, b, 64))
+		rc = 1;
+	do { /* the daemon takes the request up (it may not have run yet) */
+		rcmp_get_stats(p, &st2);
+	} while (!st2.swaps_started && mono_ns() - t_trigger < swap_ns);
+	rcmp_write(p, g1, 64, w); /* waits for the page-table update, then a CXL write */
+	write_end = mono_ns();
+	rcmp_get_stats(p, &st2);
+	rcmp_read(p, g1, 64, c);
+	if (memcmp(c, w, 64) || rcmp_rack_of(p, g1) != 0)
+		rc = 1;
+	rcmp_read(p, g0, 64, c);
+	if (memcmp(c, a, 64) || rcmp_rack_of(p, g0) != 1)
+		rc = 1;
+	fprintf(stderr,
+		"async swap: trigger %.2f us (remote %.2f us), read during %.2f us, write ended "
+		"%.2f ms after the trigger (swap %.2f ms), rack during %d\n",
+		took_trigger / 1e3, remote_ns / 1e3, took_read / 1e3,
+		(write_end - t_trigger) / 1e6, swap_ns / 1e6, rack_during);
+	if (took_trigger < remote_ns || took_trigger > remote_ns + slack_ns || rack_during != 1 ||
+	    took_read < remote_ns || took_read > remote_ns + slack_ns ||
+	    st1.remote_reads != st0.remote_reads + 2 || st1.migrations != 0 ||
+	    st1.swap_requests != 1 ||
+	    write_end - t_trigger < swap_ns || st2.migrations != 1 || st2.victims != 1 ||
+	    st2.cxl_writes != st1.cxl_writes + 1 || st2.remote_writes != st1.remote_writes)
+		rc = 1;
+	rcmp_close(p);
+	if (rc)
+		fprintf(stderr, "FAIL: async swap case\n");
+	return rc;
+}
+
 int main(void)
 {
 	static const size_t sizes[] = {64, 200, 1000, 4000, 100};
@@ -158,7 +252,7 @@ int main(void)
 	unsetenv("SWAPDEV_BANDWIDTH_BPS");
 	unsetenv("SWAPDEV_TRACE");
 	unsetenv("SWAPDEV_HIST");
-	if (swap_case())
+	if (swap_case() || async_case())
 		return 1;
 	o.page_bytes = PAGE;
 	o.hot_threshold = 2.0;
@@ -195,6 +289,7 @@ int main(void)
 		pthread_create(&th[i], NULL, worker, (void *)i);
 	for (i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
+	rcmp_wait_migrations(pool);
 	rcmp_get_stats(pool, &st);
 	fprintf(stderr,
 		"objects %zu (%zu B); cxl r/w %llu/%llu remote r/w %llu/%llu buffered %llu "
