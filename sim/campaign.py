@@ -32,6 +32,7 @@ processes (``runner.die_with_parent``).
 from __future__ import annotations
 
 import fcntl
+import json
 import shutil
 import sys
 import traceback
@@ -70,7 +71,7 @@ from disaggsim.sim.runner import (
     find_binary,
 )
 from disaggsim.sim.slurm import run_array, wait_previous
-from disaggsim.sim.workloads import LoadedWorkload, load_workload
+from disaggsim.sim.workloads import RCMP_FILE, LoadedWorkload, load_workload
 
 
 def expand_grid(
@@ -369,6 +370,8 @@ def _placement_problems(config_path: Path, planned: list[PlannedRun]) -> list[st
         topo = spec.topology
         n_hosts = topo["racks"] * topo["hosts_per_rack"]
         key = (spec.flows_path, spec.scope, spec.seed)
+        if spec.hosts_given:  # per run: the CXL check depends on the protocol's attributes
+            problems += [p for p in _rcmp_problems(where, spec) if p not in problems]
         if spec.generator is not None or key in seen:
             continue
         seen.add(key)
@@ -388,6 +391,32 @@ def _placement_problems(config_path: Path, planned: list[PlannedRun]) -> list[st
                 f"{where}: topology: workload {spec.workload!r} does not fit "
                 f"(scope {spec.scope}, seed {spec.seed}): {exc}"
             )
+    return problems
+
+
+def _rcmp_problems(where: str, spec: RunSpec) -> list[str]:
+    """An Rcmp workload's hosts are its racks' daemons and clients (``rcmp.json``, written
+    by ``disaggsim.sim.workloads``): the topology must have its racks x hosts_per_rack, and
+    its ``cxl`` rows need the CXL tier (else ns-3 would carry them over Ethernet)."""
+    side = Path(spec.flows_path).parent / RCMP_FILE
+    if not side.is_file():
+        return []
+    want = json.loads(side.read_text())
+    topo = spec.topology
+    problems = []
+    if (topo["racks"], topo["hosts_per_rack"]) != (want["racks"], want["hosts_per_rack"]):
+        problems.append(
+            f"{where}: topology: workload {spec.workload!r} (Rcmp) expects racks = "
+            f"{want['racks']} and hosts_per_rack = {want['hosts_per_rack']} (clients_per_rack "
+            f"+ 1, host 0 of each rack its daemon), got {topo['racks']} and "
+            f"{topo['hosts_per_rack']}"
+        )
+    if want["cxl_rows"] and spec.attributes.get("ns3::CxlRackTier::Enabled") != "true":
+        problems.append(
+            f"{where}: workload {spec.workload!r} (Rcmp) has cxl rows (cxl_rows = true): "
+            f"expected \"ns3::CxlRackTier::Enabled\" = true in [attributes] for protocol "
+            f"{spec.protocol!r}"
+        )
     return problems
 
 

@@ -152,6 +152,20 @@ class YapsWorkload(_WorkloadBase):
     path: str
 
 
+class RcmpWorkload(_WorkloadBase):
+    """Rcmp's inter-rack traffic (papers/003; ``disaggsim.sim.rcmp``): ``path`` is an
+    experiment file with one ``[rcmp]`` table, the input of ``disaggsim rcmp-gen`` (keys:
+    ``RcmpParams``' fields), and the flows are that generator's table (RRPC messages,
+    one-sided transfers, 2 MiB migrations, and ``cxl`` rows with ``cxl_rows = true``)
+    between the racks' daemon hosts. The hosts are fixed by the experiment, so the
+    workload runs with scope "datacenter" only, on a topology with the experiment's
+    ``racks`` and ``hosts_per_rack`` (``clients_per_rack + 1``); ``cxl`` rows need
+    ``ns3::CxlRackTier::Enabled = true`` in the run's attributes."""
+
+    kind: Literal["rcmp"]
+    path: str
+
+
 class SyntheticWorkload(_Strict):
     """A standard synthetic datacenter workload generated per run by
     ``disaggsim.traces.workloads.generate``: Poisson arrivals at an offered ``load``,
@@ -174,10 +188,10 @@ class SyntheticWorkload(_Strict):
 
 
 Workload = Annotated[
-    TraceSampleWorkload | FlowTableWorkload | YapsWorkload | SyntheticWorkload,
+    TraceSampleWorkload | FlowTableWorkload | YapsWorkload | RcmpWorkload | SyntheticWorkload,
     Field(discriminator="kind"),
 ]
-WORKLOAD_KINDS = ("trace_sample", "flow_table", "yaps", "synthetic")
+WORKLOAD_KINDS = ("trace_sample", "flow_table", "yaps", "rcmp", "synthetic")
 
 
 class TopologySection(_Strict):
@@ -386,7 +400,10 @@ class ResolvedWorkload:
         self,
         name: str,
         path: Path | None,
-        spec: TraceSampleWorkload | FlowTableWorkload | YapsWorkload | SyntheticWorkload,
+        spec: (
+            TraceSampleWorkload | FlowTableWorkload | YapsWorkload | RcmpWorkload
+            | SyntheticWorkload
+        ),
         convert_defaults: dict[str, Any],
     ) -> None:
         self.name = name

@@ -201,7 +201,8 @@ class RunSpec:
         generator: synthetic workloads: ``disaggsim.traces.workloads.generate`` keyword
             arguments (cdf, load, n_flows, matrix, header_bytes); then ``flows_path`` is
             empty and the flows are generated here for the run's rate, scope and seed.
-        hosts_given: ``flows_path`` is SIM_FLOWS (YAPS workloads): simulated as is.
+        hosts_given: ``flows_path`` holds host-level flows (YAPS: NS3_FLOWS; Rcmp:
+            SIM_FLOWS with its kinds): simulated as is.
     """
 
     workload: str
@@ -473,9 +474,9 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> pd.DataFrame:
 
 
 def _host_level(flows: pd.DataFrame) -> pd.DataFrame:
-    """SIM_FLOWS of host-level flows (NS3_FLOWS: synthetic or YAPS), which carry no blade
-    traffic: kind "net"."""
-    return flows.assign(kind="net")
+    """SIM_FLOWS of host-level flows: an Rcmp workload's keep their kinds; NS3_FLOWS
+    (synthetic or YAPS) carry no blade traffic: kind "net"."""
+    return flows if "kind" in flows.columns else flows.assign(kind="net")
 
 
 def read_fct_csv(path: Path) -> pd.DataFrame:

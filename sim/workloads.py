@@ -1,7 +1,11 @@
 """Turn a campaign workload into a flow table (``disaggsim.schemas.FLOW_TABLE``), cached.
 
 YAPS files hold host-level flows: they are cached as NS3_FLOWS and simulated without blade
-placement. Synthetic workloads are generated per run (nothing to cache).
+placement. An Rcmp experiment (``kind = "rcmp"``) is generated once by
+``disaggsim.sim.rcmp.generate`` and cached as SIM_FLOWS (host-level, with each flow's Rcmp
+kind), with ``<key>/rcmp.json`` (``{"racks", "hosts_per_rack", "cxl_rows"}``) for the
+campaign's pre-flight check of the topology. Synthetic workloads are generated per run
+(nothing to cache).
 
 Replication (``copies > 1``, ``disaggsim.sim.replication``) is per run (its offsets or
 draws follow the run's seed): the cached table stays the traced cluster's, and
@@ -29,11 +33,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_dir
+from disaggsim.errors import InputError
 from disaggsim.flowcheck import check_flows, rows_of
 from disaggsim.guards import check_regular
-from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
+from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS, SIM_FLOWS
+from disaggsim.sim import rcmp
 from disaggsim.sim.config import (
     FlowTableWorkload,
+    RcmpWorkload,
     ResolvedWorkload,
     SyntheticWorkload,
     TraceSampleWorkload,
@@ -98,6 +105,8 @@ def workload_key(workload: ResolvedWorkload) -> str:
     }
     if isinstance(spec, TraceSampleWorkload | YapsWorkload):
         inputs["converter"] = converter_identity()
+    if isinstance(spec, RcmpWorkload):
+        inputs["generator"] = sha256_file(Path(inspect.getfile(rcmp)))
     if isinstance(spec, TraceSampleWorkload):
         inputs["convert_options"] = workload.convert_options
     replication = replication_options(workload)
@@ -110,6 +119,8 @@ def workload_key(workload: ResolvedWorkload) -> str:
 
 #: Name of the replication side file in a workload's cache directory.
 REPLICATION_FILE = "replication.json"
+#: Name of an Rcmp workload's side file: the topology its hosts assume, and cxl rows.
+RCMP_FILE = "rcmp.json"
 
 
 def replication_options(workload: ResolvedWorkload) -> dict[str, Any] | None:
@@ -138,8 +149,11 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     key = workload_key(workload)
     final = cache_dir / key
     done = final / "done.json"
-    hosts_given = isinstance(workload.spec, YapsWorkload)
-    schema = NS3_FLOWS if hosts_given else FLOW_TABLE
+    hosts_given = isinstance(workload.spec, YapsWorkload | RcmpWorkload)
+    schema = (
+        SIM_FLOWS if isinstance(workload.spec, RcmpWorkload)
+        else NS3_FLOWS if hosts_given else FLOW_TABLE
+    )
     if done.is_file():
         meta = json.loads(done.read_text())
         return LoadedWorkload(
@@ -173,6 +187,11 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
         }
         if replication is not None:
             (tmp / REPLICATION_FILE).write_text(json.dumps(replication) + "\n")
+        if isinstance(workload.spec, RcmpWorkload):
+            params = _rcmp_params(workload)
+            side = {"racks": params.racks, "hosts_per_rack": params.hosts_per_rack,
+                    "cxl_rows": params.cxl_rows}
+            (tmp / RCMP_FILE).write_text(json.dumps(side) + "\n")
         (tmp / "done.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     return LoadedWorkload(
         workload.name, final / "flows.parquet", content, len(frame), hosts_given=hosts_given
@@ -263,11 +282,23 @@ def _convert(workload: ResolvedWorkload) -> pd.DataFrame:
     if isinstance(spec, TraceSampleWorkload):
         frame = convert_mod.convert(workload.path, _convert_options(workload.convert_options))
         return _as_flow_table(frame, workload.path)
+    if isinstance(spec, RcmpWorkload):
+        flows = rcmp.generate(_rcmp_params(workload)).flows
+        return pa.Table.from_pandas(flows, schema=SIM_FLOWS, preserve_index=False).to_pandas()
     if isinstance(spec, YapsWorkload):
         frame = yaps.read_yaps(workload.path)
         table = pa.Table.from_pandas(frame[NS3_FLOWS.names], preserve_index=False)
         return table.cast(NS3_FLOWS).to_pandas()
     raise WorkloadError(f"{workload.path}: unknown workload kind {workload.kind!r}")
+
+
+def _rcmp_params(workload: ResolvedWorkload) -> rcmp.RcmpParams:
+    """The ``[rcmp]`` experiment of an Rcmp workload (one loader: ``rcmp.load_params``)."""
+    assert workload.path is not None
+    try:
+        return rcmp.load_params(workload.path)
+    except InputError as exc:
+        raise WorkloadError(f"workload {workload.name!r}: {exc}") from None
 
 
 def _validate(workload: ResolvedWorkload, frame: pd.DataFrame) -> None:
