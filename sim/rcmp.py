@@ -61,6 +61,7 @@ import dataclasses
 import heapq
 import json
 import math
+import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ import pyarrow.parquet as pq
 
 from disaggsim.atomic import atomic_dir
 from disaggsim.errors import InputError
+from disaggsim.paths import REPO_ROOT
 from disaggsim.schemas import NS3_FLOWS, RCMP_ACCESSES, SIM_FLOWS
 from disaggsim.testbed.apps.ycsb import (
     ZIPFIAN_CONSTANT,
@@ -85,6 +87,27 @@ from disaggsim.testbed.apps.ycsb import (
 
 #: Rcmp's page (2 MB, §6.1) in bytes.
 PAGE_BYTES: Final = 2 * 1024 * 1024
+#: librcmp's header, the one definition of RRPC's numbers for the generator and the
+#: emulation (``swapdev/doc/rcmp.md``).
+RCMP_HEADER: Final = REPO_ROOT / "swapdev" / "rcmp" / "rcmp.h"
+
+
+def c_define(path: Path, name: str) -> int:
+    """The integer of a ``#define NAME <integer>`` line of a C header.
+
+    Raises:
+        InputError: no such line (names the file and the macro).
+    """
+    found = re.search(rf"^#define {re.escape(name)} (\d+)\s*$", path.read_text(), re.MULTILINE)
+    if found is None:
+        raise InputError(path, None, name, "a '#define NAME <integer>' line")
+    return int(found[1])
+
+
+#: RRPC's switch from pure RPC to one-sided (512 B: §5.5, Fig. 3's cut-off).
+RPC_THRESHOLD_BYTES: Final = c_define(RCMP_HEADER, "RCMP_RPC_THRESHOLD_BYTES")
+#: An RPC message's bytes besides its data (16 B: this project's assumption, module doc).
+RPC_HEADER_BYTES: Final = c_define(RCMP_HEADER, "RCMP_RPC_HEADER_BYTES")
 #: Operation proportions (read, update, insert, read-modify-write) per mix: the §6.3
 #: micro-benchmarks and the YCSB core workloads of Rcmp Table 5 (E, scans, is not run:
 #: "the hashtable does not support range queries", §6.4).
@@ -127,8 +150,10 @@ class RcmpParams:
         free_pages_per_rack: pages a rack can take in beyond its pre-allocated ones before
             it must give a victim back (step 2); 0: the pre-allocated pages fill the pool
             (§6.3 pre-allocates the same number of pages in each rack); None: unlimited.
-        rpc_threshold_bytes: RRPC's switch from pure RPC to one-sided (512 B, §5.5).
-        rpc_header_bytes: an RPC message's bytes besides its data (16 B, see module doc).
+        rpc_threshold_bytes: RRPC's switch from pure RPC to one-sided (512 B, §5.5;
+            :data:`RPC_THRESHOLD_BYTES`, librcmp's define).
+        rpc_header_bytes: an RPC message's bytes besides its data (16 B, see module doc;
+            :data:`RPC_HEADER_BYTES`).
         cxl_latency_ns: intra-rack access time for the closed loop (140 ns, §6.2).
         remote_access_ns: inter-rack access time for the closed loop (3 µs, Fig. 14).
         rdma_gbps: daemon NIC rate for a migration's duration (100 Gbps, §6.2).
@@ -149,8 +174,8 @@ class RcmpParams:
     decay_per_s: float = 0.04
     lifetime_s: float = 100.0
     free_pages_per_rack: int | None = 0
-    rpc_threshold_bytes: int = 512
-    rpc_header_bytes: int = 16
+    rpc_threshold_bytes: int = RPC_THRESHOLD_BYTES
+    rpc_header_bytes: int = RPC_HEADER_BYTES
     cxl_latency_ns: int = 140
     remote_access_ns: int = 3000
     rdma_gbps: float = 100.0

@@ -11,7 +11,14 @@ from ns3_program import BINARY, needs_ns3
 
 from disaggsim.errors import InputError
 from disaggsim.schemas import RCMP_FLOW_KINDS, SIM_FLOWS
-from disaggsim.sim.rcmp import PAGE_BYTES, RcmpParams, RcmpRacks, generate, write_traffic
+from disaggsim.sim.rcmp import (
+    PAGE_BYTES,
+    RcmpParams,
+    RcmpRacks,
+    c_define,
+    generate,
+    write_traffic,
+)
 
 
 def _within(observed: int, n: int, p: float, sigmas: float = 5.0) -> bool:
@@ -121,6 +128,21 @@ def test_rrpc_uses_pure_rpc_below_512_bytes_and_one_sided_transfers_above() -> N
         (0, 2, 0, 16, "rpc"), (1500, 0, 2, 16, "rpc"), (3000, 0, 2, 512, "rdma_read"),
         (5000, 0, 2, 512, "rdma_read"),
     ]
+
+
+def test_rrpc_numbers_come_from_librcmps_header(tmp_path: object) -> None:
+    """The generator's RRPC threshold and header are librcmp's defines (one definition, so
+    the emulation and the simulated flows split at the same size), and a header without
+    them is named in the error."""
+    from pathlib import Path
+
+    header = Path(str(tmp_path)) / "rcmp.h"
+    header.write_text("#define RCMP_RPC_THRESHOLD_BYTES 1024\n#define OTHER 3\n")
+    assert c_define(header, "RCMP_RPC_THRESHOLD_BYTES") == 1024
+    with pytest.raises(InputError, match=r"rcmp\.h: field 'RCMP_RPC_HEADER_BYTES': expected"):
+        c_define(header, "RCMP_RPC_HEADER_BYTES")
+    # the shipped header: Rcmp §5.5's 512 B cut-off
+    assert (RcmpParams().rpc_threshold_bytes, RcmpParams().rpc_header_bytes) == (512, 16)
 
 
 @pytest.mark.parametrize(("mix", "write_share"), [("B", 0.05), ("A", 0.5)])

@@ -29,7 +29,11 @@ struct page {
 	uint64_t live_bytes; /* allocated minus freed */
 	int allocated;
 	int migrating;       /* a swap request is queued or in progress (§5.3 step 1) */
-	int write_fenced;    /* the daemon is transferring it: writes wait, reads go on */
+	int write_fenced;    /* latched for a swap: writes wait for step 6, reads go on */
+	uint32_t swap_victim; /* the queued swap's victim page, or UINT32_MAX */
+	uint32_t swap_slot;   /* the queued swap's free local slot, or UINT32_MAX */
+	uint64_t swap_t0_ns;  /* when its transfers were posted */
+	int addr_cached;      /* this rack's daemon has its remote address (RRPC, §5.5) */
 	struct hotness remote; /* this rack's hotness of a remote page (its daemon's record) */
 	struct hotness local;  /* this rack's clients' hotness of a local page */
 };
@@ -38,10 +42,9 @@ struct rcmp_pool {
 	struct rcmp_options opt;
 	struct sd_run run;    /* inter-rack: the SWAPDEV_* model (sd_user.h) */
 	struct sd_model cxl;  /* intra-rack: a fixed model, cxl latency + bandwidth */
-	uint8_t **rack_base;  /* racks x (slots + 1) frames */
-	uint8_t **slot_used;  /* racks x (slots + 1): 1 if a page (or the swap area) holds it */
-	uint32_t *spare;      /* racks: the frame that is the rack's swap area now */
-	uint32_t slots;       /* pages per rack (the swap area's frame not counted) */
+	uint8_t *data;        /* page id's bytes at data + id * page_bytes, wherever it lives */
+	uint8_t **slot_used;  /* racks x slots: 1 if a page occupies the slot */
+	uint32_t slots;       /* pages per rack */
 	struct page *pages;   /* racks x slots page ids */
 	uint32_t npages;      /* pages handed out so far (page ids 0..npages-1) */
 	uint32_t next_rack;   /* round robin of remote allocation */
@@ -83,6 +86,8 @@ struct rcmp_options rcmp_default_options(uint32_t racks, uint64_t rack_bytes)
 	o.decay_per_s = 0.04;
 	o.lifetime_s = 100.0;
 	o.write_buffer_max_bytes = 256;
+	o.rpc_threshold_bytes = RCMP_RPC_THRESHOLD_BYTES;
+	o.rpc_header_bytes = RCMP_RPC_HEADER_BYTES;
 	o.alloc_policy = RCMP_ALLOC_LOCAL_FIRST;
 	return o;
 }
@@ -140,30 +145,25 @@ struct rcmp_pool *rcmp_open(const struct rcmp_options *opt)
 	sd_model_init(&p->cxl, SD_MODEL_FIXED);
 	sd_model_set_fixed(&p->cxl, opt->cxl_latency_ns, opt->cxl_bandwidth_bps);
 	p->slots = (uint32_t)(opt->rack_bytes / opt->page_bytes);
-	p->rack_base = calloc(opt->racks, sizeof(*p->rack_base));
 	p->slot_used = calloc(opt->racks, sizeof(*p->slot_used));
-	p->spare = calloc(opt->racks, sizeof(*p->spare));
 	p->pages = calloc((size_t)opt->racks * p->slots, sizeof(*p->pages));
 	p->queue = calloc((size_t)opt->racks * p->slots, sizeof(*p->queue));
-	if (!p->rack_base || !p->slot_used || !p->spare || !p->pages || !p->queue)
+	if (!p->slot_used || !p->pages || !p->queue)
 		goto fail;
+	/* The bytes of every rack's pool: a page keeps its bytes here when it moves (the
+	 * delay model times the transfer; see swap_complete). */
+	p->data = mmap(NULL, opt->rack_bytes * opt->racks, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p->data == MAP_FAILED) {
+		p->data = NULL;
+		fprintf(stderr, "rcmp: cannot map %u racks' pools of %llu bytes\n", opt->racks,
+			(unsigned long long)opt->rack_bytes);
+		goto fail;
+	}
 	for (r = 0; r < opt->racks; r++) {
-		/* The pool's pages and one frame more: the swap area the daemon moves a page
-		 * into before the page table points at it (PDS-Lab/Rcmp's daemon reserves one
-		 * too, "swap area", before a swap). */
-		void *m = mmap(NULL, opt->rack_bytes + opt->page_bytes, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (m == MAP_FAILED) {
-			fprintf(stderr, "rcmp: cannot map rack %u's pool of %llu bytes\n", r,
-				(unsigned long long)opt->rack_bytes);
-			goto fail;
-		}
-		p->rack_base[r] = m;
-		p->slot_used[r] = calloc(p->slots + 1, 1);
+		p->slot_used[r] = calloc(p->slots, 1);
 		if (!p->slot_used[r])
 			goto fail;
-		p->spare[r] = p->slots;
-		p->slot_used[r][p->slots] = 1;
 	}
 	/* Writer-preferring: the daemon's page-table update must not starve behind a hot
 	 * page's stream of readers (no thread holds two page locks for reading). */
@@ -206,15 +206,11 @@ void rcmp_close(struct rcmp_pool *p)
 		pthread_mutex_unlock(&p->mu);
 		pthread_join(p->daemon, NULL);
 	}
-	for (r = 0; p->rack_base && r < p->opt.racks; r++) {
-		if (p->rack_base[r])
-			munmap(p->rack_base[r], p->opt.rack_bytes + p->opt.page_bytes);
-		if (p->slot_used)
-			free(p->slot_used[r]);
-	}
-	free(p->rack_base);
+	if (p->data)
+		munmap(p->data, p->opt.rack_bytes * p->opt.racks);
+	for (r = 0; p->slot_used && r < p->opt.racks; r++)
+		free(p->slot_used[r]);
 	free(p->slot_used);
-	free(p->spare);
 	free(p->pages);
 	free(p->queue);
 	sd_run_finish(&p->run, "rcmp");
@@ -226,7 +222,7 @@ static int64_t free_slot(struct rcmp_pool *p, uint32_t r)
 {
 	uint32_t s;
 
-	for (s = 0; s <= p->slots; s++) /* the swap area's frame is marked used */
+	for (s = 0; s < p->slots; s++)
 		if (!p->slot_used[r][s])
 			return s;
 	return -1;
@@ -337,42 +333,31 @@ static double held_hotness(const struct rcmp_options *o, const struct hotness *h
 
 static uint8_t *data_of(struct rcmp_pool *p, const struct page *pg)
 {
-	return p->rack_base[pg->rack] + (uint64_t)pg->slot * p->opt.page_bytes;
-}
-
-/* Wait for every access that started before this page's write fence (p->mu not held). */
-static void drain_accesses(struct page *pg)
-{
-	pthread_rwlock_wrlock(&pg->rw);
-	pthread_rwlock_unlock(&pg->rw);
+	return p->data + (uint64_t)(pg - p->pages) * p->opt.page_bytes;
 }
 
 /*
- * Steps 2-6 of §5.3 for page id, run by the daemon's swap manager (daemon_main), off the
- * clients' path: the client whose access found the page hot only queued the request.
- *
- * Coherence while the page moves: PDS-Lab/Rcmp's daemon holds the page's page_ref_lock
- * exclusively for the whole swap (src/proto/rpc_daemon.cc, "PAGE SWAP"), so no access to
- * it can change the bytes a one-sided READ is copying.  Here only writes are held off (the
- * page's write fence): a read of the source during a one-sided READ of it sees the same
- * bytes, so reads keep going to the old rack (the remote path, or CXL for the victim)
- * until the page table changes.  The bytes go to the new rack's swap-area frame while the
- * fence holds, and the page-table update (step 6) is an O(1) flip under the page's write
- * lock: no access ever sees a half-copied page.
+ * Steps 1-2 of §5.3 for page id, found hot by the access of the calling client (p->mu held,
+ * with the page's read lock): one request per page at a time; the destination is a free
+ * local slot (reserved now), or the coldest local page as victim unless that one is hot
+ * too (then the swap stops).  The page (and the victim) are latched: writes to them wait
+ * until step 6.  The two transfers are posted now (t0) and the request goes to the daemon's
+ * FIFO; the access itself is done.  PDS-Lab/Rcmp's daemon runs these steps inside the
+ * handler of that same access (src/proto/rpc_daemon.cc, "PAGE SWAP"), on its own server's
+ * CPU, so they happen at the access's time, not whenever this machine schedules the
+ * daemon's thread.
  */
-static void swap_in(struct rcmp_pool *p, uint32_t id)
+static void swap_request(struct rcmp_pool *p, uint32_t id, uint64_t now)
 {
 	const uint32_t local = p->opt.local_rack;
 	struct page *pg = &p->pages[id], *victim = NULL;
-	uint64_t now = sd_now_ns(), t0, d_in, d_out = 0;
 	int64_t s;
-	uint32_t v, from, old_slot, dst, vslot = 0;
+	uint32_t v;
 
-	pthread_mutex_lock(&p->mu);
 	s = free_slot(p, local);
-	if (s >= 0) /* reserved now: an Alloc must not pick it too */
-		p->slot_used[local][s] = 1;
-	if (s < 0) { /* step 2: the coldest local page, unless it is hot too */
+	if (s >= 0) {
+		p->slot_used[local][s] = 1; /* an Alloc must not pick it too */
+	} else {
 		double best = 0;
 
 		for (v = 0; v < p->npages; v++) {
@@ -388,22 +373,47 @@ static void swap_in(struct rcmp_pool *p, uint32_t id)
 		}
 		if (!victim || best > p->opt.hot_threshold) {
 			p->st.swaps_stopped++;
-			pg->migrating = 0;
-			pthread_mutex_unlock(&p->mu);
 			return;
 		}
 		victim->migrating = 1;
 		victim->write_fenced = 1;
 	}
+	pg->migrating = 1;
 	pg->write_fenced = 1;
+	pg->swap_victim = victim ? (uint32_t)(victim - p->pages) : UINT32_MAX;
+	pg->swap_slot = s >= 0 ? (uint32_t)s : UINT32_MAX;
+	pg->swap_t0_ns = sd_now_ns();
+	p->queue[(p->q_head + p->q_len) % (p->opt.racks * p->slots)] = id;
+	p->q_len++;
+	p->st.swap_requests++;
+	pthread_cond_signal(&p->daemon_cv);
+}
+
+/*
+ * Steps 5-6 for a queued page, on the daemon's thread, off the clients' path.  Step 5: the
+ * 2 MiB one-sided READ of the page and, with a victim, the 2 MiB WRITE of the victim,
+ * posted together at t0 (tryMigratePage submits both work requests at once), each timed by
+ * the delay model; the daemon sleeps until the later one ends.  Meanwhile reads of both
+ * pages take their old paths (remote for the page, CXL for the victim): a read of the
+ * source during a one-sided READ of it sees the same bytes.  Step 6: the page table, under
+ * both pages' write locks (no access sees the move half done); the latched writes resume
+ * against the new racks.  The bytes stay where they are in this process (p->data): the
+ * NIC's DMA costs Rcmp's clients no CPU, and a 4 MiB copy per swap on this machine's CPUs
+ * would.
+ */
+static void swap_complete(struct rcmp_pool *p, uint32_t id)
+{
+	const uint32_t local = p->opt.local_rack;
+	struct page *pg = &p->pages[id], *victim = NULL;
+	uint64_t t0, d_in, d_out = 0;
+	uint32_t from, old_slot;
+
+	pthread_mutex_lock(&p->mu);
+	t0 = pg->swap_t0_ns;
+	if (pg->swap_victim != UINT32_MAX)
+		victim = &p->pages[pg->swap_victim];
 	p->st.swaps_started++;
 	pthread_mutex_unlock(&p->mu);
-	drain_accesses(pg);
-	if (victim)
-		drain_accesses(victim);
-	/* Step 5: two one-sided RDMA operations posted together (one submit of two work
-	 * requests in PDS-Lab/Rcmp's tryMigratePage): the hot page in, the victim out. */
-	t0 = sd_now_ns();
 	{
 		struct sd_req rq = sd_req_bytes(SD_OP_READ, (uint64_t)id * p->opt.page_bytes,
 						p->opt.page_bytes, t0);
@@ -419,39 +429,32 @@ static void swap_in(struct rcmp_pool *p, uint32_t id)
 	sd_run_delay(&p->run, t0, d_in);
 	if (victim)
 		sd_run_delay(&p->run, t0, d_out);
-	/* The bytes, while writes are fenced: into this rack's frame (the free one, or the
-	 * swap area) and, for the victim, into the owner's swap area. */
-	from = pg->rack;
-	old_slot = pg->slot;
-	dst = victim ? p->spare[local] : (uint32_t)s;
-	memcpy(p->rack_base[local] + (uint64_t)dst * p->opt.page_bytes, data_of(p, pg),
-	       p->opt.page_bytes);
-	if (victim) {
-		vslot = victim->slot;
-		memcpy(p->rack_base[from] + (uint64_t)p->spare[from] * p->opt.page_bytes,
-		       data_of(p, victim), p->opt.page_bytes);
-	}
-	/* Step 6: the page table. */
+	/* Both write locks, in page-id order (one lock order for every pair). */
+	if (victim && victim < pg)
+		pthread_rwlock_wrlock(&victim->rw);
 	pthread_rwlock_wrlock(&pg->rw);
-	if (victim)
+	if (victim && victim > pg)
 		pthread_rwlock_wrlock(&victim->rw);
 	pthread_mutex_lock(&p->mu);
+	from = pg->rack;
+	old_slot = pg->slot;
 	pg->rack = local;
-	pg->slot = dst;
-	if (victim) {
+	if (victim) { /* the two pages exchange their slots */
+		pg->slot = victim->slot;
 		victim->rack = from;
-		victim->slot = p->spare[from];
-		p->spare[from] = old_slot; /* the frames left behind are the swap areas now */
-		p->spare[local] = vslot;
+		victim->slot = old_slot;
 		memset(&victim->remote, 0, sizeof(victim->remote));
 		memset(&victim->local, 0, sizeof(victim->local));
+		victim->addr_cached = 0; /* its new remote address must be looked up */
 		victim->migrating = 0;
 		victim->write_fenced = 0;
 		p->st.victims++;
 	} else {
+		pg->slot = pg->swap_slot;
 		p->slot_used[from][old_slot] = 0;
 	}
-	memset(&pg->remote, 0, sizeof(pg->remote)); /* step 4: the old records go */
+	pg->addr_cached = 0; /* step 4: the old records go, the cached address too */
+	memset(&pg->remote, 0, sizeof(pg->remote));
 	memset(&pg->local, 0, sizeof(pg->local));
 	pg->migrating = 0;
 	pg->write_fenced = 0;
@@ -483,7 +486,7 @@ static void *daemon_main(void *arg)
 		p->q_len--;
 		p->daemon_busy = 1;
 		pthread_mutex_unlock(&p->mu);
-		swap_in(p, id);
+		swap_complete(p, id);
 		pthread_mutex_lock(&p->mu);
 	}
 	p->daemon_busy = 0;
@@ -498,6 +501,43 @@ void rcmp_wait_migrations(struct rcmp_pool *p)
 	while (p->daemon_started && !p->daemon_stop && (p->q_len || p->daemon_busy))
 		pthread_cond_wait(&p->idle_cv, &p->mu);
 	pthread_mutex_unlock(&p->mu);
+}
+
+/*
+ * One inter-rack access of n bytes at byte pos of page pg, by RRPC's modes (§5.5), timed
+ * by the delay model from start; the caller holds the page's read lock.  Returns 1 if it
+ * was a pure RPC.  *lookup is set when an address-lookup RPC went first.
+ */
+static int rrpc_access(struct rcmp_pool *p, struct page *pg, uint64_t pos, uint64_t n,
+		       int is_write, uint64_t start, int *lookup)
+{
+	int op = is_write ? SD_OP_WRITE : SD_OP_READ;
+
+	*lookup = 0;
+	if (n < p->opt.rpc_threshold_bytes) { /* pure RPC: the data rides in the message */
+		struct sd_req rq = sd_req_bytes(op, pos, p->opt.rpc_header_bytes + n, start);
+
+		sd_run_serve(&p->run, &rq);
+		return 1;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (!pg->addr_cached) {
+		pg->addr_cached = 1;
+		*lookup = 1;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (*lookup) { /* the page's remote address, by RPC, then cached */
+		struct sd_req lq = sd_req_bytes(SD_OP_READ, pos, p->opt.rpc_header_bytes, start);
+
+		sd_run_serve(&p->run, &lq);
+		start = sd_now_ns();
+	}
+	{
+		struct sd_req rq = sd_req_bytes(op, pos, n, start);
+
+		sd_run_serve(&p->run, &rq);
+	}
+	return 0;
 }
 
 static int holds_wlock(struct rcmp_pool *p, rcmp_gaddr g)
@@ -519,7 +559,7 @@ static int access_page(struct rcmp_pool *p, rcmp_gaddr g, uint8_t *buf, uint64_t
 	uint32_t id = page_of(g);
 	uint64_t off = offset_of(g), start;
 	struct page *pg;
-	int remote, buffered;
+	int remote, buffered, rpc = 0, lookup = 0;
 
 	if (id >= p->npages || off + n > p->opt.page_bytes)
 		return -1;
@@ -550,9 +590,8 @@ static int access_page(struct rcmp_pool *p, rcmp_gaddr g, uint8_t *buf, uint64_t
 	if (!remote || buffered) {
 		spin_until(start + sd_fixed_ns(&p->cxl, n));
 	} else {
-		struct sd_req rq = sd_req_bytes(is_write ? SD_OP_WRITE : SD_OP_READ,
-						(uint64_t)id * p->opt.page_bytes + off, n, start);
-		sd_run_serve(&p->run, &rq);
+		rpc = rrpc_access(p, pg, (uint64_t)id * p->opt.page_bytes + off, n, is_write, start,
+				  &lookup);
 	}
 	if (is_write)
 		memcpy(data_of(p, pg) + off, buf, n);
@@ -576,15 +615,13 @@ static int access_page(struct rcmp_pool *p, rcmp_gaddr g, uint8_t *buf, uint64_t
 			p->st.remote_writes++;
 		else
 			p->st.remote_reads++;
-		if (p->daemon_started && h > p->opt.hot_threshold && !pg->migrating) {
-			/* Step 1: a swap request to the daemon's FIFO, one per page at a time; this
-			 * access is done, the daemon moves the page (swap_in). */
-			pg->migrating = 1;
-			p->queue[(p->q_head + p->q_len) % (p->opt.racks * p->slots)] = id;
-			p->q_len++;
-			p->st.swap_requests++;
-			pthread_cond_signal(&p->daemon_cv);
-		}
+		if (rpc)
+			p->st.rpc_accesses++;
+		else
+			p->st.onesided_accesses++;
+		p->st.addr_lookups += (uint64_t)lookup;
+		if (p->daemon_started && h > p->opt.hot_threshold && !pg->migrating)
+			swap_request(p, id, start);
 	}
 	pthread_mutex_unlock(&p->mu);
 	pthread_rwlock_unlock(&pg->rw);
@@ -628,16 +665,17 @@ static pthread_rwlock_t *stripe(struct rcmp_pool *p, rcmp_gaddr g)
 	return &p->locks[(h >> 32) % LOCK_STRIPES];
 }
 
-/* The cost of a lock message: a CXL access for a local page, a 16 B RPC otherwise. */
+/* The cost of a lock message: a CXL access for a local page, otherwise a pure RPC of
+ * rpc_header_bytes (RRPC's mode for locking, §5.5). */
 static void lock_message(struct rcmp_pool *p, rcmp_gaddr g)
 {
 	uint64_t start = sd_now_ns();
 	int rack = rcmp_rack_of(p, g);
 
 	if (rack == (int)p->opt.local_rack || rack < 0) {
-		spin_until(start + sd_fixed_ns(&p->cxl, 16));
+		spin_until(start + sd_fixed_ns(&p->cxl, p->opt.rpc_header_bytes));
 	} else {
-		struct sd_req rq = sd_req_bytes(SD_OP_WRITE, 0, 16, start);
+		struct sd_req rq = sd_req_bytes(SD_OP_WRITE, 0, p->opt.rpc_header_bytes, start);
 
 		sd_run_serve(&p->run, &rq);
 	}

@@ -10,8 +10,11 @@
  *   exactly as the swap devices are (SWAPDEV_MODEL, SWAPDEV_LATENCY_NS,
  *   SWAPDEV_BANDWIDTH_BPS, SWAPDEV_FCT_FILE, ...: src/sd_user.h), so a fixed latency or an
  *   FCT distribution from a campaign is the same network for Rcmp and for page-level remote
- *   memory on the uffd device.  One request of the access's bytes (Rcmp's direct I/O,
- *   §4.1; RRPC sends it in one RPC below 512 B and one one-sided transfer above, §5.5).
+ *   memory on the uffd device.  Rcmp's direct I/O (§4.1) by RRPC's modes (§5.5, the
+ *   defines below): below rpc_threshold_bytes one request of header + data bytes (the
+ *   pure RPC's round trip); from it on one request of the data bytes (the one-sided
+ *   transfer), preceded by one of header bytes (the address-lookup RPC) on the first access
+ *   to the page since it last moved.
  *
  * Memory: pages of page_bytes (2 MiB, §6.1), each in one rack's pool of rack_bytes; the
  * global address is (page_id << 32) | page_offset (§5.1); Alloc hands out slabs inside a
@@ -40,6 +43,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* RRPC (§5.5): an access of fewer than RCMP_RPC_THRESHOLD_BYTES (512 B: Fig. 3's cut-off)
+ * is one pure RPC, its data inside the request or the reply; a larger one is a one-sided
+ * RDMA READ/WRITE, after an address-lookup RPC the first time a rack reaches the page
+ * (the address is cached until the page moves).  An RPC message carries
+ * RCMP_RPC_HEADER_BYTES besides its data (a global address and a size, 8 B each: the
+ * arguments of Read/Write, Table 4; the paper gives no message size).  The one definition
+ * of both: sim/rcmp.py's generator reads them from here. */
+#define RCMP_RPC_THRESHOLD_BYTES 512
+#define RCMP_RPC_HEADER_BYTES 16
+
 typedef uint64_t rcmp_gaddr;
 #define RCMP_NULL ((rcmp_gaddr)UINT64_MAX)
 
@@ -59,6 +72,8 @@ struct rcmp_options {
 	double decay_per_s;          /* lambda, 0.04 (§6.1) */
 	double lifetime_s;           /* T_l, 100 (§6.1) */
 	uint64_t write_buffer_max_bytes; /* 256 (§6.5); 0: no write buffer */
+	uint64_t rpc_threshold_bytes; /* RCMP_RPC_THRESHOLD_BYTES (§5.5) */
+	uint64_t rpc_header_bytes;    /* RCMP_RPC_HEADER_BYTES */
 	int alloc_policy;            /* enum rcmp_alloc_policy */
 };
 
@@ -70,6 +85,7 @@ struct rcmp_pool;
 struct rcmp_stats {
 	uint64_t cxl_reads, cxl_writes;       /* served by the local rack's pool */
 	uint64_t remote_reads, remote_writes; /* through the delay model */
+	uint64_t rpc_accesses, onesided_accesses, addr_lookups; /* RRPC's modes (§5.5) */
 	uint64_t buffered_writes, buffered_bytes, buffer_flushes;
 	uint64_t swap_requests, swaps_started; /* queued by clients; transfers begun by the daemon */
 	uint64_t migrations, victims, swaps_stopped;

@@ -15,14 +15,22 @@
  *
  * 3. The swap is off the client's path (§5.3: the daemon's swap manager does it).  2 racks
  *    of one page each, the inter-rack model `fixed` with L = 20 us and 50 Mbps, so
- *      a 64 B remote access takes L + 64 * 8 / 50e6 s = 20 + 10.24 = 30.24 us, and
+ *      a 64 B remote read (a pure RPC of 16 + 64 B, case 4) L + 80 * 8 / 50e6 s = 32.8 us,
  *      the swap (2 MiB in and 2 MiB out, posted together) L + 2^21 * 8 / 50e6 s = 335.56 ms.
  *    H_p = 2: the third access of page 1 finds it hot.  That access must take the remote
- *    latency, not the swap's (bound: 30.24 us + 50 ms of scheduling slack, far below
+ *    latency, not the swap's (bound: 32.8 us + 50 ms of scheduling slack, far below
  *    335.56 ms); right after it the page is still in rack 1 and a read of it is still a
  *    remote read of the right bytes; a write to it waits for the page-table update, so it
  *    ends no earlier than 335.56 ms after the swap started, lands in rack 0 (a CXL write)
  *    and is what a later read returns; the victim (page 0) keeps its bytes.
+ *
+ * 4. RRPC's modes (§5.5), one thread, swapping off, `fixed` with L = 20 us and 1 Gbps
+ *    (8 ns a byte), header 16 B: a remote 64 B read is a pure RPC of 16 + 64 B,
+ *    L + 80 * 8 = 20.64 us; 511 B, L + 527 * 8 = 24.216 us; the first 512 B access to a
+ *    page is an address-lookup RPC of 16 B (L + 128 ns) then a one-sided 512 B transfer
+ *    (L + 4096 ns): 44.224 us; the second, the transfer alone: 24.096 us.  Each access
+ *    takes at least its target (the busy-wait never ends early; preemption only adds),
+ *    and the counters name the modes: 2 RPCs, 2 one-sided, 1 lookup.
  *
  * Cases 1 and 2 use the delay core's `fixed` model at 200 ns, so the waits are real but
  * short.
@@ -167,7 +175,8 @@ static uint64_t mono_ns(void)
 static int async_case(void)
 {
 	const uint64_t latency_ns = 20000, bps = 50000000;
-	const uint64_t remote_ns = latency_ns + 64 * 8 * 1000000000ull / bps;       /* 30.24 us */
+	/* a pure RPC (case 4): header + 64 B */
+	const uint64_t remote_ns = latency_ns + (16 + 64) * 8 * 1000000000ull / bps; /* 32.8 us */
 	const uint64_t swap_ns = latency_ns + (uint64_t)PAGE * 8 * 1000000000ull / bps; /* 335.56 ms */
 	const uint64_t slack_ns = 50000000;
 	struct rcmp_options o = rcmp_default_options(2, PAGE);
@@ -207,9 +216,6 @@ static int async_case(void)
 	rcmp_get_stats(p, &st1);
 	if (memcmp(c, b, 64))
 		rc = 1;
-	do { /* the daemon takes the request up (it may not have run yet) */
-		rcmp_get_stats(p, &st2);
-	} while (!st2.swaps_started && mono_ns() - t_trigger < swap_ns);
 	rcmp_write(p, g1, 64, w); /* waits for the page-table update, then a CXL write */
 	write_end = mono_ns();
 	rcmp_get_stats(p, &st2);
@@ -237,6 +243,58 @@ static int async_case(void)
 	return rc;
 }
 
+static int rrpc_case(void)
+{
+	static const struct {
+		size_t n;
+		uint64_t target_ns;
+	} acc[] = {{64, 20640}, {511, 24216}, {512, 44224}, {512, 24096}};
+	const uint64_t slack_ns = 50000000;
+	struct rcmp_options o = rcmp_default_options(2, PAGE);
+	struct rcmp_stats st;
+	uint8_t buf[512];
+	struct rcmp_pool *p;
+	rcmp_gaddr g;
+	uint64_t t, took;
+	size_t i;
+	int rc = 0;
+
+	setenv("SWAPDEV_LATENCY_NS", "20000", 1);
+	setenv("SWAPDEV_BANDWIDTH_BPS", "1000000000", 1);
+	o.page_bytes = PAGE;
+	o.hot_threshold = -1;
+	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
+	p = rcmp_open(&o);
+	unsetenv("SWAPDEV_BANDWIDTH_BPS");
+	setenv("SWAPDEV_LATENCY_NS", "200", 1);
+	if (!p)
+		return 1;
+	rcmp_alloc(p, PAGE);     /* page 0: rack 0, local */
+	g = rcmp_alloc(p, 1024); /* page 1: rack 1 */
+	if (rcmp_rack_of(p, g) != 1 || o.rpc_threshold_bytes != 512 || o.rpc_header_bytes != 16)
+		rc = 1;
+	for (i = 0; i < sizeof(acc) / sizeof(acc[0]); i++) {
+		t = mono_ns();
+		rcmp_read(p, g, acc[i].n, buf);
+		took = mono_ns() - t;
+		fprintf(stderr, "rrpc: %zu B read took %.3f us (target %.3f us)\n", acc[i].n,
+			took / 1e3, acc[i].target_ns / 1e3);
+		if (took < acc[i].target_ns || took > acc[i].target_ns + slack_ns)
+			rc = 1;
+	}
+	rcmp_get_stats(p, &st);
+	if (st.rpc_accesses != 2 || st.onesided_accesses != 2 || st.addr_lookups != 1 ||
+	    st.remote_reads != 4)
+		rc = 1;
+	rcmp_close(p);
+	if (rc)
+		fprintf(stderr, "FAIL: rrpc case: rpc %llu one-sided %llu lookups %llu\n",
+			(unsigned long long)st.rpc_accesses,
+			(unsigned long long)st.onesided_accesses,
+			(unsigned long long)st.addr_lookups);
+	return rc;
+}
+
 int main(void)
 {
 	static const size_t sizes[] = {64, 200, 1000, 4000, 100};
@@ -252,7 +310,7 @@ int main(void)
 	unsetenv("SWAPDEV_BANDWIDTH_BPS");
 	unsetenv("SWAPDEV_TRACE");
 	unsetenv("SWAPDEV_HIST");
-	if (swap_case() || async_case())
+	if (swap_case() || async_case() || rrpc_case())
 		return 1;
 	o.page_bytes = PAGE;
 	o.hot_threshold = 2.0;
