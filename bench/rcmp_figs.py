@@ -5,6 +5,7 @@ Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
     .venv/bin/python bench/rcmp_figs.py fct     # ns-3: Rcmp's flows on the Clos
     .venv/bin/python bench/rcmp_figs.py lone    # ns-3: Fig. 14's accesses, each alone
     flock /tmp/disaggsim-bench.lock .venv/bin/python bench/rcmp_figs.py kv --backend rcmp
+    flock /tmp/disaggsim-bench.lock .venv/bin/python bench/rcmp_figs.py fig20  # Fig. 20 only
     flock /tmp/disaggsim-machine.lock flock /tmp/disaggsim-bench.lock \\
         .venv/bin/python bench/rcmp_figs.py kv --backend pages  # the uffd device (root)
 
@@ -189,7 +190,7 @@ def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
     items, threads, per_client = 500_000, 2, 10_000
     table_bytes = 2 * items * 64
     local = table_bytes // 8
-    fig14, fig17, fig20 = [], [], []
+    fig14, fig17 = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for op in ("read", "write"):
             ops = Path(tmp) / f"micro-{op}.txt"
@@ -216,28 +217,51 @@ def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
                     for backend in (backend_only,):
                         res = _kv(build, backend, ops, items, threads, [], local)
                         fig17.append({"mix": mix, "distribution": dist, "repeat": r, **res})
-        for dist in ("uniform", "zipfian-unscrambled") if backend_only == "rcmp" else ():
-            ops = Path(tmp) / f"fig20-{dist}.txt"
-            _ops_file(ops, mix="read", distribution=dist, items=items, racks=2,
-                      client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
-                      hot_threshold=None)
-            for r in range(repeats):
-                for hp in ("-1", "3"):
-                    res = _kv(build, "rcmp", ops, items, threads,
-                              ["--direct=1", f"--hot-threshold={hp}"], local)
-                    fig20.append({"distribution": dist, "hot_threshold": hp, "repeat": r,
-                                  **res})
     out = {f"kv_fig14_{backend_only}": pd.DataFrame(fig14),
            f"kv_fig17_{backend_only}": pd.DataFrame(fig17)}
-    if fig20:
-        out["kv_fig20"] = pd.DataFrame(fig20)
+    if backend_only == "rcmp":
+        out["kv_fig20"] = kv_fig20(repeats, FIG20_READS_PER_CLIENT)
     return out
+
+
+#: Fig. 20's reads per client: 0.3-0.5 s a run here, long enough that the swaps' early
+#: effect (hot pages in, then the pool full of hot pages, §5.3 step 2) is not the whole run.
+FIG20_READS_PER_CLIENT = 100_000
+
+
+def kv_fig20(repeats: int, per_client: int) -> pd.DataFrame:
+    """Fig. 20 on librcmp: random 64 B reads (the §6.3 micro-benchmark, ``--direct=1``)
+    of 500 k items over 2 racks, 2 clients in rack 0, swapping off (``H_p`` -1) and on
+    (``H_p`` = 3, Fig. 20's setting), uniform and unscrambled Zipfian keys (Rcmp's
+    micro-benchmark: item i is the i-th most popular). The repeats interleave off and on,
+    and each row carries the 1-min load average read just before the run."""
+    build = device.build_dir()
+    items, threads = 500_000, 2
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ops = {}
+        for dist in ("uniform", "zipfian-unscrambled"):
+            ops[dist] = Path(tmp) / f"fig20-{dist}.txt"
+            _ops_file(ops[dist], mix="read", distribution=dist, items=items, racks=2,
+                      client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
+                      hot_threshold=None)
+        for r in range(repeats):
+            for dist in ops:
+                for hp in ("-1", "3"):
+                    load = os.getloadavg()[0]
+                    res = _kv(build, "rcmp", ops[dist], items, threads,
+                              ["--direct=1", f"--hot-threshold={hp}"], 0)
+                    rows.append({"distribution": dist, "hot_threshold": hp, "repeat": r,
+                                 "load_1min": load, **res})
+    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["model", "fct", "lone", "kv"])
+    ap.add_argument("part", choices=["model", "fct", "lone", "kv", "fig20"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--fig20-ops", type=int, default=FIG20_READS_PER_CLIENT,
+                    help="fig20: reads per client")
     ap.add_argument("--backend", choices=["rcmp", "pages"], default="rcmp",
                     help="kv: librcmp, or the uffd device (root, under the machine lock)")
     args = ap.parse_args(argv)
@@ -248,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         write("fct", fct_runs())
     elif args.part == "lone":
         write("lone", lone_accesses())
+    elif args.part == "fig20":
+        write("kv_fig20", kv_fig20(args.repeats, args.fig20_ops))
     else:
         for name, frame in kv_runs(args.repeats, args.backend).items():
             write(name, frame)

@@ -172,6 +172,24 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Cases 3 and 4: 2 racks of one page each, pages interleaved, H_p hot_threshold, and
+ * `fixed` across racks at 20 us and bandwidth_bps (the other cases' 200 ns restored). */
+static struct rcmp_pool *open_two_racks(double hot_threshold, const char *bandwidth_bps)
+{
+	struct rcmp_options o = rcmp_default_options(2, PAGE);
+	struct rcmp_pool *p;
+
+	setenv("SWAPDEV_LATENCY_NS", "20000", 1);
+	setenv("SWAPDEV_BANDWIDTH_BPS", bandwidth_bps, 1);
+	o.page_bytes = PAGE;
+	o.hot_threshold = hot_threshold;
+	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
+	p = rcmp_open(&o);
+	unsetenv("SWAPDEV_BANDWIDTH_BPS");
+	setenv("SWAPDEV_LATENCY_NS", "200", 1);
+	return p;
+}
+
 static int async_case(void)
 {
 	const uint64_t latency_ns = 20000, bps = 50000000;
@@ -179,7 +197,6 @@ static int async_case(void)
 	const uint64_t remote_ns = latency_ns + (16 + 64) * 8 * 1000000000ull / bps; /* 32.8 us */
 	const uint64_t swap_ns = latency_ns + (uint64_t)PAGE * 8 * 1000000000ull / bps; /* 335.56 ms */
 	const uint64_t slack_ns = 50000000;
-	struct rcmp_options o = rcmp_default_options(2, PAGE);
 	struct rcmp_stats st0, st1, st2;
 	uint8_t a[64], b[64], c[64], w[64];
 	uint64_t t_trigger, took_trigger, t, took_read, write_end;
@@ -187,14 +204,7 @@ static int async_case(void)
 	struct rcmp_pool *p;
 	int rc = 0, rack_during;
 
-	setenv("SWAPDEV_LATENCY_NS", "20000", 1);
-	setenv("SWAPDEV_BANDWIDTH_BPS", "50000000", 1);
-	o.page_bytes = PAGE;
-	o.hot_threshold = 2.0;
-	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
-	p = rcmp_open(&o);
-	unsetenv("SWAPDEV_BANDWIDTH_BPS");
-	setenv("SWAPDEV_LATENCY_NS", "200", 1);
+	p = open_two_racks(2.0, "50000000");
 	if (!p)
 		return 1;
 	g0 = rcmp_alloc(p, PAGE);
@@ -259,14 +269,7 @@ static int rrpc_case(void)
 	size_t i;
 	int rc = 0;
 
-	setenv("SWAPDEV_LATENCY_NS", "20000", 1);
-	setenv("SWAPDEV_BANDWIDTH_BPS", "1000000000", 1);
-	o.page_bytes = PAGE;
-	o.hot_threshold = -1;
-	o.alloc_policy = RCMP_ALLOC_INTERLEAVE;
-	p = rcmp_open(&o);
-	unsetenv("SWAPDEV_BANDWIDTH_BPS");
-	setenv("SWAPDEV_LATENCY_NS", "200", 1);
+	p = open_two_racks(-1, "1000000000");
 	if (!p)
 		return 1;
 	rcmp_alloc(p, PAGE);     /* page 0: rack 0, local */
