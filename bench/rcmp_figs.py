@@ -6,6 +6,7 @@ Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
     .venv/bin/python bench/rcmp_figs.py lone    # ns-3: Fig. 14's accesses, each alone
     flock /tmp/disaggsim-bench.lock .venv/bin/python bench/rcmp_figs.py kv --backend rcmp
     flock /tmp/disaggsim-bench.lock .venv/bin/python bench/rcmp_figs.py fig20  # Fig. 20 only
+    .venv/bin/python bench/rcmp_figs.py fig17-faults  # Fig. 17: page-level faults, counted
     flock /tmp/disaggsim-machine.lock flock /tmp/disaggsim-bench.lock \\
         .venv/bin/python bench/rcmp_figs.py kv --backend pages  # the uffd device (root)
 
@@ -256,9 +257,50 @@ def kv_fig20(repeats: int, per_client: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _fnv1a64(value: int) -> int:
+    """rcmp-kv's bucket hash (``swapdev/rcmp/rcmp_kv.c`` ``fnv1a64``: FNV-1a over the key's
+    8 little-endian bytes)."""
+    h = 0xCBF29CE484222325
+    for _ in range(8):
+        h = ((h ^ (value & 0xFF)) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        value >>= 8
+    return h
+
+
+def fig17_faults() -> pd.DataFrame:
+    """Why YCSB D gains less over page-level remote memory (Fig. 17), counted, not timed:
+    the ``kv`` part's key streams (2 clients x 10 k operations, 500 k items) replayed
+    through the uffd device's local memory as ``kv`` runs it (1/8 of the table's 4 KiB
+    pages, FIFO of fault-in, the table's last pages resident after the pre-load) gives the
+    share of operations whose first probe faults; librcmp sends about half of every mix's
+    accesses to the other rack (the table is interleaved), whatever the mix."""
+    items, slots = 500_000, 1_000_000
+    n_pages = slots * 64 // 4096
+    budget = n_pages // 8
+    rows = []
+    for mix in ("A", "B", "C", "D", "F"):
+        for dist in ("uniform", "zipfian"):
+            a = generate(RcmpParams(mix=mix, distribution=dist, items=items, racks=2,
+                                    client_racks=1, clients_per_rack=2,
+                                    ops_per_client=10_000, hot_threshold=None)).accesses
+            pages = [(_fnv1a64(int(k)) % slots) * 64 // 4096 for k in a["key"]]
+            resident = dict.fromkeys(range(n_pages - budget, n_pages))
+            faults = 0
+            for page in pages:
+                if page not in resident:
+                    faults += 1
+                    resident[page] = None
+                    if len(resident) > budget:
+                        del resident[next(iter(resident))]
+            rows.append({"mix": mix, "distribution": dist, "accesses": len(pages),
+                         "distinct_pages": len(set(pages)), "faults": faults,
+                         "fault_share": faults / len(pages)})
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["model", "fct", "lone", "kv", "fig20"])
+    ap.add_argument("part", choices=["model", "fct", "lone", "kv", "fig20", "fig17-faults"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fig20-ops", type=int, default=FIG20_READS_PER_CLIENT,
                     help="fig20: reads per client")
@@ -272,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         write("fct", fct_runs())
     elif args.part == "lone":
         write("lone", lone_accesses())
+    elif args.part == "fig17-faults":
+        write("fig17_faults", fig17_faults())
     elif args.part == "fig20":
         write("kv_fig20", kv_fig20(args.repeats, args.fig20_ops))
     else:
