@@ -124,7 +124,6 @@ static void *daemon_main(void *arg);
 struct rcmp_pool *rcmp_open(const struct rcmp_options *opt)
 {
 	struct rcmp_pool *p;
-	pthread_rwlockattr_t wr_first;
 	uint32_t r, i;
 
 	if (!opt->racks || opt->local_rack >= opt->racks || !opt->page_bytes ||
@@ -165,13 +164,13 @@ struct rcmp_pool *rcmp_open(const struct rcmp_options *opt)
 		if (!p->slot_used[r])
 			goto fail;
 	}
-	/* Writer-preferring: the daemon's page-table update must not starve behind a hot
-	 * page's stream of readers (no thread holds two page locks for reading). */
-	pthread_rwlockattr_init(&wr_first);
-	pthread_rwlockattr_setkind_np(&wr_first, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	/* Reader-preferring (glibc's default): the daemon takes a page's write lock only for
+	 * the O(1) page-table update, when no access holds the page; a writer-preferring lock
+	 * would stop every new access to the page from the moment the daemon asks until this
+	 * machine gets round to running it (milliseconds on 2 busy vCPUs), which Rcmp's clients,
+	 * whose daemon has its own server, never see. */
 	for (i = 0; i < opt->racks * p->slots; i++)
-		pthread_rwlock_init(&p->pages[i].rw, &wr_first);
-	pthread_rwlockattr_destroy(&wr_first);
+		pthread_rwlock_init(&p->pages[i].rw, NULL);
 	for (i = 0; i < LOCK_STRIPES; i++)
 		pthread_rwlock_init(&p->locks[i], NULL);
 	pthread_mutex_init(&p->mu, NULL);
