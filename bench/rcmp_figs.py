@@ -10,8 +10,8 @@ Rcmp's inter-rack traffic (issue #25 item 4; bench/RESULTS.md, "Rcmp (#25)").
     flock /tmp/disaggsim-machine.lock flock /tmp/disaggsim-bench.lock \\
         .venv/bin/python bench/rcmp_figs.py kv --backend pages  # the uffd device (root)
 
-``kv`` runs Fig. 14, 17 and 20 on librcmp and Fig. 14 and 17 on page-level remote memory
-(the uffd device). Each writes ``bench/figures/rcmp/<part>.csv`` (the notebook
+``kv`` runs Fig. 14 and 17 on librcmp and on page-level remote memory (the uffd device),
+``fig20`` Fig. 20 on librcmp. Each writes ``bench/figures/rcmp/<part>.csv`` (the notebook
 ``notebooks/rcmp.py`` reads them) and prints the table with ``uptime``'s load. The same
 key streams drive both memories: ``disaggsim.sim.rcmp.generate``'s accesses (YCSB
 generators), written as ``rcmp-kv`` op files. The inter-rack delay is the swapdev
@@ -184,7 +184,7 @@ def _kv(build: Path, backend: str, ops: Path, items: int, threads: int, extra: l
 
 def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
     """Fig. 14 (64 B latency per tier and system, the micro-benchmark), Fig. 17 (YCSB on
-    the hash table, throughput over page-level remote memory), Fig. 20 (swapping on/off):
+    the hash table, throughput over page-level remote memory):
     2 racks, clients in rack 0, 500 k items; the page-level system keeps 1/8 of the table
     local (Fastswap's 1 GB of local DRAM in front of the pool, §6.2)."""
     build = device.build_dir()
@@ -220,8 +220,6 @@ def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
                         fig17.append({"mix": mix, "distribution": dist, "repeat": r, **res})
     out = {f"kv_fig14_{backend_only}": pd.DataFrame(fig14),
            f"kv_fig17_{backend_only}": pd.DataFrame(fig17)}
-    if backend_only == "rcmp":
-        out["kv_fig20"] = kv_fig20(repeats, FIG20_READS_PER_CLIENT)
     return out
 
 
