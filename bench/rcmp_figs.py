@@ -233,7 +233,8 @@ def kv_fig20(repeats: int, per_client: int) -> pd.DataFrame:
     of 500 k items over 2 racks, 2 clients in rack 0, swapping off (``H_p`` -1) and on
     (``H_p`` = 3, Fig. 20's setting), uniform and unscrambled Zipfian keys (Rcmp's
     micro-benchmark: item i is the i-th most popular). The repeats interleave off and on,
-    and each row carries the 1-min load average read just before the run."""
+    and each row carries the 1-min load average read just before the run and the CPUs the
+    run may use (``cpus``: 1 while another engineer's CPU isolation holds CPU 1)."""
     build = device.build_dir()
     items, threads = 500_000, 2
     rows = []
@@ -251,7 +252,8 @@ def kv_fig20(repeats: int, per_client: int) -> pd.DataFrame:
                     res = _kv(build, "rcmp", ops[dist], items, threads,
                               ["--direct=1", f"--hot-threshold={hp}"], 0)
                     rows.append({"distribution": dist, "hot_threshold": hp, "repeat": r,
-                                 "load_1min": load, **res})
+                                 "load_1min": load, "cpus": len(os.sched_getaffinity(0)),
+                                 **res})
     return pd.DataFrame(rows)
 
 
