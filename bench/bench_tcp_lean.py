@@ -214,6 +214,7 @@ def run_websearch(
                 "load1": load,
             }
         )
+        print(f"speed: {json.dumps(speed[-1])}", file=sys.stderr, flush=True)  # as it comes
     return out, speed
 
 
@@ -259,15 +260,19 @@ def main() -> int:
             extra = ["pfabric"] if args.pfabric else []
             out, runs_speed = run_websearch(args.binary, name, args.flows, protocols + extra, work)
             speed += runs_speed
-            if args.callgrind_flows:
-                for row in runs_speed:
-                    ir, packets = callgrind_instructions(
-                        args.binary, name, args.callgrind_flows, row["protocol"], work)
-                    row.update(callgrind_flows=args.callgrind_flows, instructions=ir,
-                               callgrind_packets=packets, instructions_per_packet=ir / packets)
             for ref, lean in PAIRS:
                 row = compare(out[ref], out[lean])
                 rows.append({"setup": f"websearch ({name})", "pair": lean, **row})
+        # callgrind last (~50x slower), the lean and pFabric runs first: rows print as they come
+        for row in sorted((r for r in speed if "load1" in r and r["setup"] in SETUPS),
+                          key=lambda r: r["protocol"].endswith("-ns3")):
+            if not args.callgrind_flows:
+                break
+            ir, packets = callgrind_instructions(
+                args.binary, row["setup"], args.callgrind_flows, row["protocol"], work)
+            row.update(callgrind_flows=args.callgrind_flows, instructions=ir,
+                       callgrind_packets=packets, instructions_per_packet=ir / packets)
+            print(f"callgrind: {json.dumps(row)}", file=sys.stderr, flush=True)
     print("| setup | lean | mean ns-3 / lean us | diff | p99 ns-3 / lean us | diff | corr | bar |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
