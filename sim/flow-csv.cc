@@ -4,7 +4,7 @@
 #include "flow-csv.h"
 
 #include <cerrno>
-#include <cinttypes>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,6 +81,10 @@ ReadSimFlowsCsv (const std::string& path, uint32_t nHosts)
     const std::string hostRange = "an integer host in [0, " + std::to_string (nHosts) + ")";
     std::vector<ns3::FlowSpec> flows;
     std::unordered_set<uint64_t> ids;
+    // The cells of a line split at every ',' (an empty line has none), into strings reused
+    // from line to line: a std::istringstream per line cost a third of reading the flows
+    // (its locale set-up; bench/RESULTS.md issue #26 "Campaign CPU").
+    std::vector<std::string> cells;
     while (std::getline (in, text))
     {
         ++line;
@@ -88,22 +92,27 @@ ReadSimFlowsCsv (const std::string& path, uint32_t nHosts)
         {
             text.pop_back ();
         }
-        std::vector<std::string> cells;
-        std::string cell;
-        std::istringstream row (text);
-        while (std::getline (row, cell, ','))
+        size_t nCells = 0;
+        for (size_t begin = 0; !text.empty ();)
         {
-            cells.push_back (cell);
+            const size_t comma = text.find (',', begin);
+            const size_t end = comma == std::string::npos ? text.size () : comma;
+            if (nCells == cells.size ())
+            {
+                cells.emplace_back ();
+            }
+            cells[nCells++].assign (text, begin, end - begin);
+            if (comma == std::string::npos)
+            {
+                break;
+            }
+            begin = comma + 1;
         }
-        if (!text.empty () && text.back () == ',')
-        {
-            cells.emplace_back ();
-        }
-        if (cells.size () != 5)
+        if (nCells != 5)
         {
             std::ostringstream os;
             os << path << ":" << line << ": expected 5 fields (" << kSimFlowsHeader << "), got "
-               << cells.size ();
+               << nCells;
             throw InputError (os.str ());
         }
         ns3::FlowSpec flow;
@@ -166,24 +175,37 @@ WriteFctCsv (const std::string& path, const std::vector<FctRecord>& records)
     text.reserve (records.size () * 64 + 128);
     text += kFctRecordsHeader;
     text += '\n';
-    char buf[256];
+    // std::to_chars, not snprintf (a quarter of a short run's CPU went to printf's format
+    // parsing): integers in decimal, the slowdown as printf's "%.9f" would print it
+    // (C++17 [charconv.to.chars]: fixed with a precision is "as if by printf"; both
+    // round the exact binary value correctly).  A "%.9f" double has at most 320
+    // characters (DBL_MAX: 309 integer digits), so the conversions cannot fail.
+    char number[384];
+    const auto append = [&text, &number] (auto value, char separator) {
+        text.append (number, std::to_chars (number, number + sizeof (number), value).ptr);
+        text += separator;
+    };
     for (const FctRecord& r : records)
     {
-        char slowdown[32];
+        append (r.flow.flowId, ',');
+        append (r.flow.srcHost, ',');
+        append (r.flow.dstHost, ',');
+        append (r.flow.sizeBytes, ',');
+        append (r.flow.startNs, ',');
+        append (r.finishNs, ',');
+        append (r.fctNs, ',');
+        append (r.idealFctNs, ',');
         if (r.finished)
         {
-            std::snprintf (slowdown, sizeof (slowdown), "%.9f", r.slowdown);
+            text.append (number, std::to_chars (number, number + sizeof (number), r.slowdown,
+                                                std::chars_format::fixed, 9)
+                                     .ptr);
         }
         else
         {
-            std::snprintf (slowdown, sizeof (slowdown), "nan");
+            text += "nan";
         }
-        std::snprintf (
-            buf, sizeof (buf),
-            "%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%d\n",
-            r.flow.flowId, r.flow.srcHost, r.flow.dstHost, r.flow.sizeBytes, r.flow.startNs,
-            r.finishNs, r.fctNs, r.idealFctNs, slowdown, r.finished ? 1 : 0);
-        text += buf;
+        text += r.finished ? ",1\n" : ",0\n";
     }
     WriteFileAtomically (path, text);
 }

@@ -36,9 +36,7 @@ void
 PfabricHost::DoDispose ()
 {
     m_nicQueue = nullptr;
-    m_senders.clear ();
-    m_receivers.clear ();
-    FabricHost::DoDispose ();
+    FlowDemuxHost::DoDispose ();
 }
 
 void
@@ -51,30 +49,6 @@ void
 PfabricHost::DoSetup ()
 {
     m_nicQueue = DynamicCast<PfabricQueue> (GetDevice ()->GetQueue ());
-}
-
-void
-PfabricHost::AddSender (uint64_t flowId, Ptr<PfabricSender> sender)
-{
-    m_senders[flowId] = sender;
-}
-
-void
-PfabricHost::AddReceiver (uint64_t flowId, Ptr<PfabricReceiver> receiver)
-{
-    m_receivers[flowId] = receiver;
-}
-
-void
-PfabricHost::RemoveSender (uint64_t flowId)
-{
-    m_senders.erase (flowId);
-}
-
-void
-PfabricHost::RemoveReceiver (uint64_t flowId)
-{
-    m_receivers.erase (flowId);
 }
 
 bool
@@ -92,20 +66,19 @@ PfabricHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
     const bool probe = (frame.transportFlags & PFABRIC_PROBE) != 0;
     if (frame.transportFlags & PFABRIC_ACK)
     {
-        auto it = m_senders.find (frame.flowId);
-        if (it != m_senders.end ())
+        if (PfabricSender* sender = FindSender (frame.flowId))
         {
-            it->second->ReceiveAck (frame.seq, frame.sackSeq, probe, now);
+            sender->ReceiveAck (frame.seq, frame.sackSeq, probe, now);
         }
         return;
     }
-    auto it = m_receivers.find (frame.flowId);
-    if (it == m_receivers.end ())
+    PfabricReceiver* receiver = FindReceiver (frame.flowId);
+    if (receiver == nullptr)
     {
         NS_LOG_WARN ("host " << GetHostIndex () << ": data of unknown flow " << frame.flowId);
         return;
     }
-    it->second->ReceiveData (frame.seq, frame.payloadBytes, probe, frame.flowHash, now);
+    receiver->ReceiveData (frame.seq, frame.payloadBytes, probe, frame.flowHash, now);
 }
 
 } // namespace ns3

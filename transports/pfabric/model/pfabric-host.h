@@ -4,12 +4,10 @@
 #ifndef DISAGGSIM_PFABRIC_HOST_H
 #define DISAGGSIM_PFABRIC_HOST_H
 
-#include "topologies/model/fabric-host.h"
+#include "topologies/model/flow-demux-host.h"
 
 #include "ns3/nstime.h"
 #include "ns3/object.h"
-
-#include <tsl/robin_map.h>
 
 namespace ns3
 {
@@ -28,7 +26,7 @@ class PfabricSender;
  * receive callback): no IPv4 stack, no sockets.  The host's egress queue is the device's
  * (a PfabricQueue, as in YAPS where host NICs have the pFabric discipline too).
  */
-class PfabricHost : public FabricHost
+class PfabricHost : public FlowDemuxHost<PfabricSender, PfabricReceiver>
 {
   public:
     static TypeId GetTypeId ();
@@ -37,12 +35,6 @@ class PfabricHost : public FabricHost
 
     /// Attach to \p device, the port of host \p hostIndex (rack-major host number).
     void Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex);
-
-    void AddSender (uint64_t flowId, Ptr<PfabricSender> sender);
-    void AddReceiver (uint64_t flowId, Ptr<PfabricReceiver> receiver);
-    /// Forget a finished flow's endpoints (its late packets are then ignored).
-    void RemoveSender (uint64_t flowId);
-    void RemoveReceiver (uint64_t flowId);
 
     /// \returns true if a data packet of flow \p flowId sent by this host still waits in the
     /// host's own NIC queue (not yet on the wire; Linux tcp_output.c skb_still_in_host_queue).
@@ -55,11 +47,6 @@ class PfabricHost : public FabricHost
 
   private:
     Ptr<PfabricQueue> m_nicQueue; ///< the device's queue if it is a PfabricQueue
-    // Flows of this host by flow id, looked up per received frame: open addressing, so a
-    // lookup is one probe into a flat array (std::unordered_map's modulo and node chase were
-    // 1.3 % of a heavy incast, bench/RESULTS.md).
-    tsl::robin_map<uint64_t, Ptr<PfabricSender>> m_senders;
-    tsl::robin_map<uint64_t, Ptr<PfabricReceiver>> m_receivers;
 };
 
 } // namespace ns3

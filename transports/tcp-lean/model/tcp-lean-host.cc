@@ -28,41 +28,9 @@ TcpLeanHost::TcpLeanHost () = default;
 TcpLeanHost::~TcpLeanHost () = default;
 
 void
-TcpLeanHost::DoDispose ()
-{
-    m_senders.clear ();
-    m_receivers.clear ();
-    FabricHost::DoDispose ();
-}
-
-void
 TcpLeanHost::Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex)
 {
     FabricHost::Setup (device, hostIndex, kTcpLeanProtocol);
-}
-
-void
-TcpLeanHost::AddSender (uint64_t flowId, Ptr<TcpLeanSender> sender)
-{
-    m_senders[flowId] = sender;
-}
-
-void
-TcpLeanHost::AddReceiver (uint64_t flowId, Ptr<TcpLeanReceiver> receiver)
-{
-    m_receivers[flowId] = receiver;
-}
-
-void
-TcpLeanHost::RemoveSender (uint64_t flowId)
-{
-    m_senders.erase (flowId);
-}
-
-void
-TcpLeanHost::RemoveReceiver (uint64_t flowId)
-{
-    m_receivers.erase (flowId);
 }
 
 void
@@ -71,19 +39,16 @@ TcpLeanHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
     // The TCP header is the frame's transport fields (tcp-lean-header.h).
     if (frame.transportFlags & TCP_LEAN_ACK)
     {
-        auto it = m_senders.find (frame.flowId);
-        if (it != m_senders.end ())
+        if (TcpLeanSender* sender = FindSender (frame.flowId))
         {
-            it->second->ReceiveAck (frame.seq, (frame.transportFlags & TCP_LEAN_SACK) != 0,
-                                    frame.sackSeq, (frame.transportFlags & TCP_LEAN_ECE) != 0,
-                                    now);
+            sender->ReceiveAck (frame.seq, (frame.transportFlags & TCP_LEAN_SACK) != 0,
+                                frame.sackSeq, (frame.transportFlags & TCP_LEAN_ECE) != 0, now);
         }
         return;
     }
-    auto it = m_receivers.find (frame.flowId);
-    if (it != m_receivers.end ())
+    if (TcpLeanReceiver* receiver = FindReceiver (frame.flowId))
     {
-        it->second->ReceiveData (frame.seq, frame.ecn == FabricEcn::CE, now);
+        receiver->ReceiveData (frame.seq, frame.ecn == FabricEcn::CE, now);
     }
 }
 

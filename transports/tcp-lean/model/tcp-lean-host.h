@@ -6,9 +6,7 @@
 
 #include "tcp-lean-receiver.h"
 #include "tcp-lean-sender.h"
-#include "topologies/model/fabric-host.h"
-
-#include <tsl/robin_map.h>
+#include "topologies/model/flow-demux-host.h"
 
 namespace ns3
 {
@@ -18,7 +16,7 @@ namespace ns3
  * flow's sender (ACKs) or receiver (data), by flow id: the connection lookup that a socket
  * demux does by 4-tuple (no IPv4 stack, no sockets; doc/tcp-lean.md §1).
  */
-class TcpLeanHost : public FabricHost
+class TcpLeanHost : public FlowDemuxHost<TcpLeanSender, TcpLeanReceiver>
 {
   public:
     static TypeId GetTypeId ();
@@ -28,20 +26,8 @@ class TcpLeanHost : public FabricHost
     /// Attach to \p device, the port of host \p hostIndex (rack-major host number).
     void Setup (Ptr<FabricNetDevice> device, uint16_t hostIndex);
 
-    void AddSender (uint64_t flowId, Ptr<TcpLeanSender> sender);
-    void AddReceiver (uint64_t flowId, Ptr<TcpLeanReceiver> receiver);
-    /// Forget a finished flow's ends (late frames of it are then ignored).
-    void RemoveSender (uint64_t flowId);
-    void RemoveReceiver (uint64_t flowId);
-
   protected:
-    void DoDispose () override;
     void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) override;
-
-  private:
-    // open addressing: one probe per received frame (as PfabricHost)
-    tsl::robin_map<uint64_t, Ptr<TcpLeanSender>> m_senders;
-    tsl::robin_map<uint64_t, Ptr<TcpLeanReceiver>> m_receivers;
 };
 
 } // namespace ns3
