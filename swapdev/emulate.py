@@ -25,6 +25,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
                                     # CPUs (default: not pinned)
     handler_cpus = [0]              # pin the device's handler (uffd thread, swap's FUSE
                                     # daemon) to these CPUs (default: not pinned)
+    handler_spin_us = 0             # uffd: the handler spins this long after a fault
+                                    # before it blocks (SWAPDEV_SPIN_US; default: the
+                                    # device's 500); 0 when it shares the application's CPU
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
     eviction = "fifo"               # uffd replacement policy (device.EVICTION_POLICIES)
     paging = "demand"               # uffd paging policy: demand | comex (PAGING_POLICIES)
@@ -157,6 +160,8 @@ class EmulateSection(_Strict):
     confidence: float = Field(jct_stats.CONFIDENCE, gt=0, lt=1)
     app_cpus: list[NonNegInt] | None = Field(None, min_length=1)
     handler_cpus: list[NonNegInt] | None = Field(None, min_length=1)
+    #: SWAPDEV_SPIN_US for the uffd handler (None: the device's default, 500 us).
+    handler_spin_us: NonNegInt | None = None
 
     @model_validator(mode="after")
     def _repeat_cap(self) -> EmulateSection:
@@ -645,22 +650,27 @@ def _pin_process(pid: int, cpus: list[int]) -> None:
 @contextlib.contextmanager
 def _pinned(cfg: EmulateConfig) -> Any:
     """For the block: this process (and so every process the sweep starts) on
-    ``app_cpus``; the uffd handler thread on ``handler_cpus`` (``SWAPDEV_HANDLER_CPUS``,
-    inherited by the applications); both restored after."""
+    ``app_cpus``; the uffd handler thread on ``handler_cpus`` (``SWAPDEV_HANDLER_CPUS``)
+    spinning ``handler_spin_us`` (``SWAPDEV_SPIN_US``), both inherited by the
+    applications; all restored after."""
     old_affinity = os.sched_getaffinity(0)
-    old_env = os.environ.get("SWAPDEV_HANDLER_CPUS")
+    names = ("SWAPDEV_HANDLER_CPUS", "SWAPDEV_SPIN_US")
+    old_env = {name: os.environ.get(name) for name in names}
     try:
         if cfg.emulate.app_cpus:
             os.sched_setaffinity(0, cfg.emulate.app_cpus)
         if cfg.emulate.handler_cpus:
             os.environ["SWAPDEV_HANDLER_CPUS"] = ",".join(map(str, cfg.emulate.handler_cpus))
+        if cfg.emulate.handler_spin_us is not None:
+            os.environ["SWAPDEV_SPIN_US"] = str(cfg.emulate.handler_spin_us)
         yield
     finally:
         os.sched_setaffinity(0, old_affinity)
-        if old_env is None:
-            os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
-        else:
-            os.environ["SWAPDEV_HANDLER_CPUS"] = old_env
+        for name, value in old_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 #: ``[emulate]`` keys that decide how many runs a sweep makes, not what one run measures:

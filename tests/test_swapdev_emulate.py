@@ -526,21 +526,29 @@ def test_classify_needs_figure_2s_boundary_point(
 
 
 def test_pinning_applies_for_the_sweep_and_is_undone() -> None:
-    """app_cpus pins this process (its children inherit the mask), handler_cpus reaches the
-    uffd device as SWAPDEV_HANDLER_CPUS; both are restored afterwards."""
+    """app_cpus pins this process (its children inherit the mask), handler_cpus and
+    handler_spin_us reach the uffd device as SWAPDEV_HANDLER_CPUS and SWAPDEV_SPIN_US; all
+    are restored afterwards (an unset variable unset, a set one to its value)."""
     cpu = min(os.sched_getaffinity(0))
     before = os.sched_getaffinity(0)
     cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "app_cpus": [cpu], "handler_cpus": [cpu]},
+        "emulate": {"name": "x", "app_cpus": [cpu], "handler_cpus": [cpu],
+                    "handler_spin_us": 0},
         "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
         "base_dir": Path("/"),
     })
     os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
-    with emulate._pinned(cfg):
-        assert os.sched_getaffinity(0) == {cpu}
-        assert os.environ["SWAPDEV_HANDLER_CPUS"] == str(cpu)
-        child = subprocess.run(["sh", "-c", "grep Cpus_allowed_list /proc/self/status"],
-                               capture_output=True, text=True, check=True).stdout
-        assert child.split()[-1] == str(cpu)
-    assert os.sched_getaffinity(0) == before
-    assert "SWAPDEV_HANDLER_CPUS" not in os.environ
+    os.environ["SWAPDEV_SPIN_US"] = "77"
+    try:
+        with emulate._pinned(cfg):
+            assert os.sched_getaffinity(0) == {cpu}
+            assert os.environ["SWAPDEV_HANDLER_CPUS"] == str(cpu)
+            child = subprocess.run(
+                ["sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo $SWAPDEV_SPIN_US"],
+                capture_output=True, text=True, check=True).stdout
+            assert child.split()[-2:] == [str(cpu), "0"]
+        assert os.sched_getaffinity(0) == before
+        assert "SWAPDEV_HANDLER_CPUS" not in os.environ
+        assert os.environ["SWAPDEV_SPIN_US"] == "77"
+    finally:
+        os.environ.pop("SWAPDEV_SPIN_US", None)
