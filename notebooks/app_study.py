@@ -42,7 +42,7 @@ from disaggsim.swapdev import emulate
 REPO = repo_root()
 DATA = REPO / "notebooks" / "data" / "app_study"
 FIGURES = REPO / "bench" / "figures"
-APPS = ["chunksort", "memcached-ycsb", "memtouch-random"]
+APPS = ["chunksort", "memcached-ycsb", "memtouch-random", "dask-sort"]
 
 
 def show(fig: Figure, name: str) -> None:
@@ -61,6 +61,14 @@ def summary(sweep: str) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.exists() else None
 
 
+def study(app: str, figure: str) -> pd.DataFrame | None:
+    """An application's sweep for a figure ("fig2", "fig5", "fig8"): the isolated one
+    (`<app>-<figure>-iso`, measured on a CPU of its own) if committed, else the earlier
+    loaded-machine sweep (`<app>-<figure>`), else None."""
+    return summary(f"{app}-{figure}-iso") if (DATA / f"{app}-{figure}-iso").is_dir() \
+        else summary(f"{app}-{figure}")
+
+
 def records(table: pd.DataFrame) -> list[dict[str, object]]:
     """Rows as dicts with None for empty cells: what emulate.classify / table3 take."""
     return [{k: (None if pd.isna(v) else v) for k, v in row.items()}
@@ -76,13 +84,17 @@ def errorbars(table: pd.DataFrame) -> np.ndarray:
 # %% [markdown]
 # ## Noise: an A/A test (issue #22 item 4)
 #
-# chunksort's zero-delay run against a second zero-delay point, interleaved, 12 rounds:
-# the true relative JCT is 1, so the interval's half-width is the noise the 5 % decision
-# has to beat. Pinned: the application on CPU 1, the device's handler thread on CPU 0.
+# chunksort's zero-delay run against a second zero-delay point, interleaved: the true
+# relative JCT is 1, so the interval's half-width is the noise the 5 % decision has to
+# beat. Loaded machine (7 other engineers' builds on both CPUs): pinned (the application on
+# CPU 1, the device's handler thread on CPU 0) and not pinned. Isolated (every other task
+# of the machine moved to CPU 0, the application and the handler together on CPU 1): the
+# handler blocking after each fault (`handler_spin_us = 0`, the study's setting) and
+# spinning 500 µs first (the device's default).
 
 # %%
 rows = []
-for sweep in ("noise-pinned", "noise-unpinned"):
+for sweep in ("noise-pinned", "noise-unpinned", "noise-isolated", "noise-isolated-spin500"):
     path = DATA / sweep / "runs.csv"
     if not path.exists():
         continue
@@ -110,7 +122,7 @@ display(pd.DataFrame(rows))
 # `emulate.classify` reads the 5 µs / 40 Gb/s point's verdict.
 
 # %%
-fig2 = {app: t for app in APPS if (t := summary(f"{app}-fig2")) is not None}
+fig2 = {app: t for app in APPS if (t := study(app, "fig2")) is not None}
 classes = []
 for app, table in fig2.items():
     for row in emulate.classify(records(table)):
@@ -171,7 +183,7 @@ show(fig, "app_study_fig3_fig4.png")
 # dolphins 20 % and 15 %.
 
 # %%
-fig5 = {app: t for app in APPS if (t := summary(f"{app}-fig5")) is not None}
+fig5 = {app: t for app in APPS if (t := study(app, "fig5")) is not None}
 t3 = []
 for app, table in fig5.items():
     for row in emulate.table3(records(table)):
@@ -252,7 +264,7 @@ show(fig, "app_study_fig6a.png")
 # below 40 Gb/s.
 
 # %%
-fig8 = {app: t for app in APPS if (t := summary(f"{app}-fig8")) is not None}
+fig8 = {app: t for app in APPS if (t := study(app, "fig8")) is not None}
 rows = []
 for app, table in fig8.items():
     for _, r in table[table["kind"] != "none"].iterrows():
