@@ -51,7 +51,8 @@ local fraction x models (paper Figs. 3-5 and Table 3).
 
 Noise control (issue #22, item 4; :mod:`disaggsim.swapdev.jct_stats`): each round runs the
 zero-delay reference and then every point still unsettled, so the reference is interleaved
-with the points; after ``repeats`` rounds a point stops when its interval of the relative
+with the points, and a point is compared with the reference runs of its own rounds
+(:func:`reference_jcts`); after ``repeats`` rounds a point stops when its interval of the relative
 JCT is within +-``half_width`` or lies wholly on one side of the 5 % threshold, and the
 sweep stops at ``repeats_max`` rounds (a sequential design: stopping once decided makes the
 interval's nominal coverage approximate, and the cap bounds it). Each run records the
@@ -72,10 +73,10 @@ written atomically:
   check of the working set);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
-  median zero-delay JCT at that fraction), ``relative_min, relative_max``, the medians
-  of the bandwidth columns, ``ci_low, ci_high, ci_half_width`` (the relative JCT's
-  interval), ``verdict`` (``pass``/``fail``/``undecided`` at 5 %), ``load_1m_median`` and
-  ``steal_fraction_max``;
+  median zero-delay JCT at that fraction in the point's rounds), ``relative_min,
+  relative_max``, the medians of the bandwidth columns, ``ci_low, ci_high,
+  ci_half_width`` (the relative JCT's interval), ``verdict`` (``pass``/``fail``/
+  ``undecided`` at 5 %), ``load_1m_median`` and ``steal_fraction_max``;
 - ``table3.csv``: per (latency, bandwidth) of the ``fixed`` models, the smallest local
   fraction keeping the degradation under 5 % (paper Table 3), see :func:`table3`;
 - ``classification.csv``: per local fraction holding Figure 2's point (5 µs, 40 Gb/s),
@@ -719,17 +720,30 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
     return {(r.local_fraction, r.model, r.repeat): r for r in runs}
 
 
+def reference_jcts(runs: list[Run], fraction: float, label: str) -> list[float]:
+    """The zero-delay JCTs (s) that point ``label`` at ``fraction`` is compared with: the
+    ``ok`` reference runs of the rounds (``repeat``) in which the point ran. Each round runs
+    the reference and then the points still unsettled, so a point that stopped early (or a
+    sweep resumed in a later measurement window) is compared with the reference of its own
+    rounds: a drift of the machine's speed between rounds or windows (5 % between two
+    isolated windows here, bench/RESULTS.md "Application study (#22)") cancels in the ratio
+    instead of biasing the points that stopped early. The reference's own row: all its runs.
+    """
+    rounds = None if label == "none" else {
+        r.repeat for r in runs if r.local_fraction == fraction and r.model == label}
+    return [float(r.jct_s) for r in runs if r.local_fraction == fraction
+            and r.model == "none" and r.status == "ok" and r.jct_s is not None
+            and (rounds is None or r.repeat in rounds)]
+
+
 def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
                points: list[Point]) -> list[Point]:
     """The points of ``fraction`` that need another round (:func:`jct_stats.settled`)."""
-    def jcts(label: str) -> list[float]:
-        return [r.jct_s for r in runs if r.local_fraction == fraction and r.model == label
-                and r.status == "ok" and r.jct_s is not None]
-
-    ref = jcts("none")
     out = []
     for pt in points:
-        mine = jcts(pt.label)
+        mine = [float(r.jct_s) for r in runs if r.local_fraction == fraction
+                and r.model == pt.label and r.status == "ok" and r.jct_s is not None]
+        ref = reference_jcts(runs, fraction, pt.label)
         if not ref or not mine:
             out.append(pt)  # nothing to compare yet (timeouts): try again
             continue
@@ -869,7 +883,8 @@ def _median(values: list[float | None]) -> float | None:
 def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
               threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
     """Per (local fraction, model), over the ``ok`` runs: median/min/max JCT, the same over
-    the median zero-delay JCT of that fraction, the medians of the bandwidths, the
+    the median zero-delay JCT of that fraction in the point's rounds
+    (:func:`reference_jcts`), the medians of the bandwidths, the
     relative JCT's interval (:func:`jct_stats.ratio_of_medians_ci` at ``confidence``) and
     its verdict at ``threshold`` (the reference's own row has none), the runs' median
     load average and largest steal share.
@@ -882,8 +897,7 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
     for fraction, label in keys:
         mine = [r for r in runs if r.local_fraction == fraction and r.model == label]
         ok = [r for r in mine if r.status == "ok" and r.jct_s is not None]
-        ref_jcts = [float(r.jct_s) for r in runs if r.local_fraction == fraction
-                    and r.model == "none" and r.status == "ok" and r.jct_s is not None]
+        ref_jcts = reference_jcts(runs, fraction, label)
         ref = statistics.median(ref_jcts) if ref_jcts else None
         jcts = [float(r.jct_s) for r in ok if r.jct_s is not None]
         med = statistics.median(jcts) if jcts else None

@@ -159,6 +159,24 @@ def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
     assert rows[0.9, "fixed-5000ns"]["relative_jct"] == pytest.approx(5.1 / 5.0)
 
 
+def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
+    """A drift between measurement windows: rounds 0-4 (window 1) ran at speed 1, the
+    reference 10 s and point "a" 12 s every time; rounds 5-9 (window 2, the machine 10 %
+    faster) ran the reference (9 s) and point "b" only (9.9 s). Each point's relative JCT
+    is 1.2 and 1.1 against the reference of its own rounds; against the pooled reference
+    (median 9.5 s) "a" would be 12 / 9.5 = 1.263 and "b" 1.042 (a wrong pass at 5 %)."""
+    runs = [_run(0.25, "none", 0, i, 10.0 if i < 5 else 9.0) for i in range(10)]
+    runs += [_run(0.25, "a", 1000, i, 12.0) for i in range(5)]
+    runs += [_run(0.25, "b", 2000, i, 9.9) for i in range(5, 10)]
+    assert emulate.reference_jcts(runs, 0.25, "b") == [9.0] * 5
+    assert len(emulate.reference_jcts(runs, 0.25, "none")) == 10
+    rows = {r["model"]: r for r in emulate.summarize(runs)}
+    assert rows["a"]["relative_jct"] == pytest.approx(1.2)
+    assert rows["b"]["relative_jct"] == pytest.approx(1.1)
+    assert (rows["b"]["ci_low"], rows["b"]["verdict"]) == (pytest.approx(1.1), "fail")
+    assert rows["none"]["median_jct_s"] == 9.5
+
+
 def test_a_point_whose_runs_all_timed_out_has_no_result() -> None:
     runs = [_run(0.5, "none", 0, 0, None, "timeout"), _run(0.5, "fixed-1ns", 1, 0, 3.0)]
     rows = {r["model"]: r for r in emulate.summarize(runs)}
