@@ -288,3 +288,34 @@ for i, (app, table) in enumerate(fig8.items()):
     ax.set_ylabel("degradation (%)")
     ax.set_title(f"Fig. 8: {app}, 25 % local", fontsize=9)
 show(fig, "app_study_fig8.png")
+
+# %% [markdown]
+# Figure 8's ordering, per application and delay model: rack below datacenter scale (at each
+# rate) and 100 below 40 Gb/s (at each scope). "resolved" when the two intervals do not
+# overlap (a conservative test of the difference), "same order" when only the medians are
+# ordered, "reversed" otherwise.
+
+# %%
+def order(lo: pd.Series, hi: pd.Series) -> str:
+    """lo's relative JCT expected below hi's: resolved, same order, or reversed."""
+    if lo["ci_high"] < hi["ci_low"]:
+        return "resolved"
+    return "same order" if lo["relative_jct"] < hi["relative_jct"] else "reversed"
+
+
+rows = []
+for app, table in fig8.items():
+    by = table.set_index("model")
+    for kind in ("fct-mean", "fct-sample"):
+        if f"{kind}-40g-rack" not in by.index:
+            continue
+        pt = {f"{r}-{s}": by.loc[f"{kind}-{r}-{s}"] for r in ("40g", "100g")
+              for s in ("rack", "datacenter")}
+        rows.append({"application": app, "model": kind,
+                     "rack < datacenter, 40 Gb/s": order(pt["40g-rack"], pt["40g-datacenter"]),
+                     "rack < datacenter, 100 Gb/s": order(pt["100g-rack"],
+                                                          pt["100g-datacenter"]),
+                     "100 < 40 Gb/s, rack": order(pt["100g-rack"], pt["40g-rack"]),
+                     "100 < 40 Gb/s, datacenter": order(pt["100g-datacenter"],
+                                                        pt["40g-datacenter"])})
+display(pd.DataFrame(rows))
