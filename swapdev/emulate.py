@@ -129,6 +129,9 @@ FIGURE2_FRACTION = 0.25
 #: The dolphin / shark boundary (§3.2): dolphins stay within 5 % at 5 µs and 40 Gb/s.
 CLASSIFY_LATENCY_NS = 5000
 CLASSIFY_BANDWIDTH_BPS = 40 * 10**9
+#: Runs a point and its reference need (each) before a verdict: one run's bootstrap
+#: "interval" has width 0 (a sweep cut after its first round must not pass or fail).
+MIN_RUNS = 2
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -748,7 +751,8 @@ def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
             out.append(pt)  # nothing to compare yet (timeouts): try again
             continue
         ci = jct_stats.ratio_of_medians_ci(mine, ref, cfg.emulate.confidence)
-        if not jct_stats.settled(ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
+        if min(len(mine), len(ref)) < MIN_RUNS or not jct_stats.settled(
+                ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
             out.append(pt)
     return out
 
@@ -927,7 +931,9 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
             "ci_low": None if ci is None else ci.low,
             "ci_high": None if ci is None else ci.high,
             "ci_half_width": None if ci is None else ci.half_width,
-            "verdict": None if ci is None else jct_stats.verdict(ci, threshold),
+            "verdict": None if ci is None else (
+                jct_stats.verdict(ci, threshold) if min(len(jcts), len(ref_jcts)) >= MIN_RUNS
+                else "undecided"),
             "load_1m_median": _median([r.load_1m for r in mine]),
             "steal_fraction_max": max(steals) if steals else None,
         })

@@ -177,6 +177,17 @@ def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
     assert rows["none"]["median_jct_s"] == 9.5
 
 
+def test_one_run_is_no_verdict() -> None:
+    """A sweep cut after one round: 1.0 s reference, 2.0 s point. Its bootstrap interval is
+    the single ratio 2.0 (width 0), which must not read as a fail; with a second round
+    (2.0 and 2.1 s against 1.0 and 1.0 s) it is one (interval 2.0-2.1)."""
+    runs = [_run(0.25, "none", 0, 0, 1.0), _run(0.25, "a", 1000, 0, 2.0)]
+    row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
+    assert (row["ci_low"], row["ci_high"], row["verdict"]) == (2.0, 2.0, "undecided")
+    runs += [_run(0.25, "none", 0, 1, 1.0), _run(0.25, "a", 1000, 1, 2.1)]
+    assert {r["model"]: r for r in emulate.summarize(runs)}["a"]["verdict"] == "fail"
+
+
 def test_a_point_whose_runs_all_timed_out_has_no_result() -> None:
     runs = [_run(0.5, "none", 0, 0, None, "timeout"), _run(0.5, "fixed-1ns", 1, 0, 3.0)]
     rows = {r["model"]: r for r in emulate.summarize(runs)}
