@@ -42,7 +42,7 @@ from disaggsim.swapdev import emulate
 REPO = repo_root()
 DATA = REPO / "notebooks" / "data" / "app_study"
 FIGURES = REPO / "bench" / "figures"
-APPS = ["chunksort", "memcached-ycsb", "memtouch-random"]
+APPS = ["chunksort", "memcached-ycsb", "memtouch-random", "dask-sort"]
 
 
 def show(fig: Figure, name: str) -> None:
@@ -61,6 +61,14 @@ def summary(sweep: str) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.exists() else None
 
 
+def study(app: str, figure: str) -> pd.DataFrame | None:
+    """An application's sweep for a figure ("fig2", "fig5", "fig8"): the isolated one
+    (`<app>-<figure>-iso`, measured on a CPU of its own) if committed, else the earlier
+    loaded-machine sweep (`<app>-<figure>`), else None."""
+    return summary(f"{app}-{figure}-iso") if (DATA / f"{app}-{figure}-iso").is_dir() \
+        else summary(f"{app}-{figure}")
+
+
 def records(table: pd.DataFrame) -> list[dict[str, object]]:
     """Rows as dicts with None for empty cells: what emulate.classify / table3 take."""
     return [{k: (None if pd.isna(v) else v) for k, v in row.items()}
@@ -76,13 +84,17 @@ def errorbars(table: pd.DataFrame) -> np.ndarray:
 # %% [markdown]
 # ## Noise: an A/A test (issue #22 item 4)
 #
-# chunksort's zero-delay run against a second zero-delay point, interleaved, 12 rounds:
-# the true relative JCT is 1, so the interval's half-width is the noise the 5 % decision
-# has to beat. Pinned: the application on CPU 1, the device's handler thread on CPU 0.
+# chunksort's zero-delay run against a second zero-delay point, interleaved: the true
+# relative JCT is 1, so the interval's half-width is the noise the 5 % decision has to
+# beat. Loaded machine (7 other engineers' builds on both CPUs): pinned (the application on
+# CPU 1, the device's handler thread on CPU 0) and not pinned. Isolated (every other task
+# of the machine moved to CPU 0, the application and the handler together on CPU 1): the
+# handler blocking after each fault (`handler_spin_us = 0`, the study's setting) and
+# spinning 500 µs first (the device's default).
 
 # %%
 rows = []
-for sweep in ("noise-pinned", "noise-unpinned"):
+for sweep in ("noise-pinned", "noise-unpinned", "noise-isolated", "noise-isolated-spin500"):
     path = DATA / sweep / "runs.csv"
     if not path.exists():
         continue
@@ -110,7 +122,7 @@ display(pd.DataFrame(rows))
 # `emulate.classify` reads the 5 µs / 40 Gb/s point's verdict.
 
 # %%
-fig2 = {app: t for app in APPS if (t := summary(f"{app}-fig2")) is not None}
+fig2 = {app: t for app in APPS if (t := study(app, "fig2")) is not None}
 classes = []
 for app, table in fig2.items():
     for row in emulate.classify(records(table)):
@@ -171,7 +183,7 @@ show(fig, "app_study_fig3_fig4.png")
 # dolphins 20 % and 15 %.
 
 # %%
-fig5 = {app: t for app in APPS if (t := summary(f"{app}-fig5")) is not None}
+fig5 = {app: t for app in APPS if (t := study(app, "fig5")) is not None}
 t3 = []
 for app, table in fig5.items():
     for row in emulate.table3(records(table)):
@@ -252,7 +264,7 @@ show(fig, "app_study_fig6a.png")
 # below 40 Gb/s.
 
 # %%
-fig8 = {app: t for app in APPS if (t := summary(f"{app}-fig8")) is not None}
+fig8 = {app: t for app in APPS if (t := study(app, "fig8")) is not None}
 rows = []
 for app, table in fig8.items():
     for _, r in table[table["kind"] != "none"].iterrows():
@@ -276,3 +288,34 @@ for i, (app, table) in enumerate(fig8.items()):
     ax.set_ylabel("degradation (%)")
     ax.set_title(f"Fig. 8: {app}, 25 % local", fontsize=9)
 show(fig, "app_study_fig8.png")
+
+# %% [markdown]
+# Figure 8's ordering, per application and delay model: rack below datacenter scale (at each
+# rate) and 100 below 40 Gb/s (at each scope). "resolved" when the two intervals do not
+# overlap (a conservative test of the difference), "same order" when only the medians are
+# ordered, "reversed" otherwise.
+
+# %%
+def order(lo: pd.Series, hi: pd.Series) -> str:
+    """lo's relative JCT expected below hi's: resolved, same order, or reversed."""
+    if lo["ci_high"] < hi["ci_low"]:
+        return "resolved"
+    return "same order" if lo["relative_jct"] < hi["relative_jct"] else "reversed"
+
+
+rows = []
+for app, table in fig8.items():
+    by = table.set_index("model")
+    for kind in ("fct-mean", "fct-sample"):
+        if f"{kind}-40g-rack" not in by.index:
+            continue
+        pt = {f"{r}-{s}": by.loc[f"{kind}-{r}-{s}"] for r in ("40g", "100g")
+              for s in ("rack", "datacenter")}
+        rows.append({"application": app, "model": kind,
+                     "rack < datacenter, 40 Gb/s": order(pt["40g-rack"], pt["40g-datacenter"]),
+                     "rack < datacenter, 100 Gb/s": order(pt["100g-rack"],
+                                                          pt["100g-datacenter"]),
+                     "100 < 40 Gb/s, rack": order(pt["100g-rack"], pt["40g-rack"]),
+                     "100 < 40 Gb/s, datacenter": order(pt["100g-datacenter"],
+                                                        pt["40g-datacenter"])})
+display(pd.DataFrame(rows))

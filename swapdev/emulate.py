@@ -25,6 +25,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
                                     # CPUs (default: not pinned)
     handler_cpus = [0]              # pin the device's handler (uffd thread, swap's FUSE
                                     # daemon) to these CPUs (default: not pinned)
+    handler_spin_us = 0             # uffd: the handler spins this long after a fault
+                                    # before it blocks (SWAPDEV_SPIN_US; default: the
+                                    # device's 500); 0 when it shares the application's CPU
     page_cluster = 0                # vm.page-cluster during swap runs (restored after)
     eviction = "fifo"               # uffd replacement policy (device.EVICTION_POLICIES)
     paging = "demand"               # uffd paging policy: demand | comex (PAGING_POLICIES)
@@ -48,7 +51,8 @@ local fraction x models (paper Figs. 3-5 and Table 3).
 
 Noise control (issue #22, item 4; :mod:`disaggsim.swapdev.jct_stats`): each round runs the
 zero-delay reference and then every point still unsettled, so the reference is interleaved
-with the points; after ``repeats`` rounds a point stops when its interval of the relative
+with the points, and a point is compared with the reference runs of its own rounds
+(:func:`reference_jcts`); after ``repeats`` rounds a point stops when its interval of the relative
 JCT is within +-``half_width`` or lies wholly on one side of the 5 % threshold, and the
 sweep stops at ``repeats_max`` rounds (a sequential design: stopping once decided makes the
 interval's nominal coverage approximate, and the cap bounds it). Each run records the
@@ -69,10 +73,10 @@ written atomically:
   check of the working set);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
-  median zero-delay JCT at that fraction), ``relative_min, relative_max``, the medians
-  of the bandwidth columns, ``ci_low, ci_high, ci_half_width`` (the relative JCT's
-  interval), ``verdict`` (``pass``/``fail``/``undecided`` at 5 %), ``load_1m_median`` and
-  ``steal_fraction_max``;
+  median zero-delay JCT at that fraction in the point's rounds), ``relative_min,
+  relative_max``, the medians of the bandwidth columns, ``ci_low, ci_high,
+  ci_half_width`` (the relative JCT's interval), ``verdict`` (``pass``/``fail``/
+  ``undecided`` at 5 %), ``load_1m_median`` and ``steal_fraction_max``;
 - ``table3.csv``: per (latency, bandwidth) of the ``fixed`` models, the smallest local
   fraction keeping the degradation under 5 % (paper Table 3), see :func:`table3`;
 - ``classification.csv``: per local fraction holding Figure 2's point (5 µs, 40 Gb/s),
@@ -125,6 +129,9 @@ FIGURE2_FRACTION = 0.25
 #: The dolphin / shark boundary (§3.2): dolphins stay within 5 % at 5 µs and 40 Gb/s.
 CLASSIFY_LATENCY_NS = 5000
 CLASSIFY_BANDWIDTH_BPS = 40 * 10**9
+#: Runs a point and its reference need (each) before a verdict: one run's bootstrap
+#: "interval" has width 0 (a sweep cut after its first round must not pass or fail).
+MIN_RUNS = 2
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -157,6 +164,8 @@ class EmulateSection(_Strict):
     confidence: float = Field(jct_stats.CONFIDENCE, gt=0, lt=1)
     app_cpus: list[NonNegInt] | None = Field(None, min_length=1)
     handler_cpus: list[NonNegInt] | None = Field(None, min_length=1)
+    #: SWAPDEV_SPIN_US for the uffd handler (None: the device's default, 500 us).
+    handler_spin_us: NonNegInt | None = None
 
     @model_validator(mode="after")
     def _repeat_cap(self) -> EmulateSection:
@@ -645,22 +654,27 @@ def _pin_process(pid: int, cpus: list[int]) -> None:
 @contextlib.contextmanager
 def _pinned(cfg: EmulateConfig) -> Any:
     """For the block: this process (and so every process the sweep starts) on
-    ``app_cpus``; the uffd handler thread on ``handler_cpus`` (``SWAPDEV_HANDLER_CPUS``,
-    inherited by the applications); both restored after."""
+    ``app_cpus``; the uffd handler thread on ``handler_cpus`` (``SWAPDEV_HANDLER_CPUS``)
+    spinning ``handler_spin_us`` (``SWAPDEV_SPIN_US``), both inherited by the
+    applications; all restored after."""
     old_affinity = os.sched_getaffinity(0)
-    old_env = os.environ.get("SWAPDEV_HANDLER_CPUS")
+    names = ("SWAPDEV_HANDLER_CPUS", "SWAPDEV_SPIN_US")
+    old_env = {name: os.environ.get(name) for name in names}
     try:
         if cfg.emulate.app_cpus:
             os.sched_setaffinity(0, cfg.emulate.app_cpus)
         if cfg.emulate.handler_cpus:
             os.environ["SWAPDEV_HANDLER_CPUS"] = ",".join(map(str, cfg.emulate.handler_cpus))
+        if cfg.emulate.handler_spin_us is not None:
+            os.environ["SWAPDEV_SPIN_US"] = str(cfg.emulate.handler_spin_us)
         yield
     finally:
         os.sched_setaffinity(0, old_affinity)
-        if old_env is None:
-            os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
-        else:
-            os.environ["SWAPDEV_HANDLER_CPUS"] = old_env
+        for name, value in old_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 #: ``[emulate]`` keys that decide how many runs a sweep makes, not what one run measures:
@@ -709,22 +723,36 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
     return {(r.local_fraction, r.model, r.repeat): r for r in runs}
 
 
+def reference_jcts(runs: list[Run], fraction: float, label: str) -> list[float]:
+    """The zero-delay JCTs (s) that point ``label`` at ``fraction`` is compared with: the
+    ``ok`` reference runs of the rounds (``repeat``) in which the point ran. Each round runs
+    the reference and then the points still unsettled, so a point that stopped early (or a
+    sweep resumed in a later measurement window) is compared with the reference of its own
+    rounds: a drift of the machine's speed between rounds or windows (5 % between two
+    isolated windows here, bench/RESULTS.md "Application study (#22)") cancels in the ratio
+    instead of biasing the points that stopped early. The reference's own row: all its runs.
+    """
+    rounds = None if label == "none" else {
+        r.repeat for r in runs if r.local_fraction == fraction and r.model == label}
+    return [float(r.jct_s) for r in runs if r.local_fraction == fraction
+            and r.model == "none" and r.status == "ok" and r.jct_s is not None
+            and (rounds is None or r.repeat in rounds)]
+
+
 def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
                points: list[Point]) -> list[Point]:
     """The points of ``fraction`` that need another round (:func:`jct_stats.settled`)."""
-    def jcts(label: str) -> list[float]:
-        return [r.jct_s for r in runs if r.local_fraction == fraction and r.model == label
-                and r.status == "ok" and r.jct_s is not None]
-
-    ref = jcts("none")
     out = []
     for pt in points:
-        mine = jcts(pt.label)
+        mine = [float(r.jct_s) for r in runs if r.local_fraction == fraction
+                and r.model == pt.label and r.status == "ok" and r.jct_s is not None]
+        ref = reference_jcts(runs, fraction, pt.label)
         if not ref or not mine:
             out.append(pt)  # nothing to compare yet (timeouts): try again
             continue
         ci = jct_stats.ratio_of_medians_ci(mine, ref, cfg.emulate.confidence)
-        if not jct_stats.settled(ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
+        if min(len(mine), len(ref)) < MIN_RUNS or not jct_stats.settled(
+                ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
             out.append(pt)
     return out
 
@@ -859,7 +887,8 @@ def _median(values: list[float | None]) -> float | None:
 def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
               threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
     """Per (local fraction, model), over the ``ok`` runs: median/min/max JCT, the same over
-    the median zero-delay JCT of that fraction, the medians of the bandwidths, the
+    the median zero-delay JCT of that fraction in the point's rounds
+    (:func:`reference_jcts`), the medians of the bandwidths, the
     relative JCT's interval (:func:`jct_stats.ratio_of_medians_ci` at ``confidence``) and
     its verdict at ``threshold`` (the reference's own row has none), the runs' median
     load average and largest steal share.
@@ -872,8 +901,7 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
     for fraction, label in keys:
         mine = [r for r in runs if r.local_fraction == fraction and r.model == label]
         ok = [r for r in mine if r.status == "ok" and r.jct_s is not None]
-        ref_jcts = [float(r.jct_s) for r in runs if r.local_fraction == fraction
-                    and r.model == "none" and r.status == "ok" and r.jct_s is not None]
+        ref_jcts = reference_jcts(runs, fraction, label)
         ref = statistics.median(ref_jcts) if ref_jcts else None
         jcts = [float(r.jct_s) for r in ok if r.jct_s is not None]
         med = statistics.median(jcts) if jcts else None
@@ -903,7 +931,9 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
             "ci_low": None if ci is None else ci.low,
             "ci_high": None if ci is None else ci.high,
             "ci_half_width": None if ci is None else ci.half_width,
-            "verdict": None if ci is None else jct_stats.verdict(ci, threshold),
+            "verdict": None if ci is None else (
+                jct_stats.verdict(ci, threshold) if min(len(jcts), len(ref_jcts)) >= MIN_RUNS
+                else "undecided"),
             "load_1m_median": _median([r.load_1m for r in mine]),
             "steal_fraction_max": max(steals) if steals else None,
         })

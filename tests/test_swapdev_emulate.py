@@ -159,6 +159,35 @@ def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
     assert rows[0.9, "fixed-5000ns"]["relative_jct"] == pytest.approx(5.1 / 5.0)
 
 
+def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
+    """A drift between measurement windows: rounds 0-4 (window 1) ran at speed 1, the
+    reference 10 s and point "a" 12 s every time; rounds 5-9 (window 2, the machine 10 %
+    faster) ran the reference (9 s) and point "b" only (9.9 s). Each point's relative JCT
+    is 1.2 and 1.1 against the reference of its own rounds; against the pooled reference
+    (median 9.5 s) "a" would be 12 / 9.5 = 1.263 and "b" 1.042 (a wrong pass at 5 %)."""
+    runs = [_run(0.25, "none", 0, i, 10.0 if i < 5 else 9.0) for i in range(10)]
+    runs += [_run(0.25, "a", 1000, i, 12.0) for i in range(5)]
+    runs += [_run(0.25, "b", 2000, i, 9.9) for i in range(5, 10)]
+    assert emulate.reference_jcts(runs, 0.25, "b") == [9.0] * 5
+    assert len(emulate.reference_jcts(runs, 0.25, "none")) == 10
+    rows = {r["model"]: r for r in emulate.summarize(runs)}
+    assert rows["a"]["relative_jct"] == pytest.approx(1.2)
+    assert rows["b"]["relative_jct"] == pytest.approx(1.1)
+    assert (rows["b"]["ci_low"], rows["b"]["verdict"]) == (pytest.approx(1.1), "fail")
+    assert rows["none"]["median_jct_s"] == 9.5
+
+
+def test_one_run_is_no_verdict() -> None:
+    """A sweep cut after one round: 1.0 s reference, 2.0 s point. Its bootstrap interval is
+    the single ratio 2.0 (width 0), which must not read as a fail; with a second round
+    (2.0 and 2.1 s against 1.0 and 1.0 s) it is one (interval 2.0-2.1)."""
+    runs = [_run(0.25, "none", 0, 0, 1.0), _run(0.25, "a", 1000, 0, 2.0)]
+    row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
+    assert (row["ci_low"], row["ci_high"], row["verdict"]) == (2.0, 2.0, "undecided")
+    runs += [_run(0.25, "none", 0, 1, 1.0), _run(0.25, "a", 1000, 1, 2.1)]
+    assert {r["model"]: r for r in emulate.summarize(runs)}["a"]["verdict"] == "fail"
+
+
 def test_a_point_whose_runs_all_timed_out_has_no_result() -> None:
     runs = [_run(0.5, "none", 0, 0, None, "timeout"), _run(0.5, "fixed-1ns", 1, 0, 3.0)]
     rows = {r["model"]: r for r in emulate.summarize(runs)}
@@ -526,21 +555,29 @@ def test_classify_needs_figure_2s_boundary_point(
 
 
 def test_pinning_applies_for_the_sweep_and_is_undone() -> None:
-    """app_cpus pins this process (its children inherit the mask), handler_cpus reaches the
-    uffd device as SWAPDEV_HANDLER_CPUS; both are restored afterwards."""
+    """app_cpus pins this process (its children inherit the mask), handler_cpus and
+    handler_spin_us reach the uffd device as SWAPDEV_HANDLER_CPUS and SWAPDEV_SPIN_US; all
+    are restored afterwards (an unset variable unset, a set one to its value)."""
     cpu = min(os.sched_getaffinity(0))
     before = os.sched_getaffinity(0)
     cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "app_cpus": [cpu], "handler_cpus": [cpu]},
+        "emulate": {"name": "x", "app_cpus": [cpu], "handler_cpus": [cpu],
+                    "handler_spin_us": 0},
         "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
         "base_dir": Path("/"),
     })
     os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
-    with emulate._pinned(cfg):
-        assert os.sched_getaffinity(0) == {cpu}
-        assert os.environ["SWAPDEV_HANDLER_CPUS"] == str(cpu)
-        child = subprocess.run(["sh", "-c", "grep Cpus_allowed_list /proc/self/status"],
-                               capture_output=True, text=True, check=True).stdout
-        assert child.split()[-1] == str(cpu)
-    assert os.sched_getaffinity(0) == before
-    assert "SWAPDEV_HANDLER_CPUS" not in os.environ
+    os.environ["SWAPDEV_SPIN_US"] = "77"
+    try:
+        with emulate._pinned(cfg):
+            assert os.sched_getaffinity(0) == {cpu}
+            assert os.environ["SWAPDEV_HANDLER_CPUS"] == str(cpu)
+            child = subprocess.run(
+                ["sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo $SWAPDEV_SPIN_US"],
+                capture_output=True, text=True, check=True).stdout
+            assert child.split()[-2:] == [str(cpu), "0"]
+        assert os.sched_getaffinity(0) == before
+        assert "SWAPDEV_HANDLER_CPUS" not in os.environ
+        assert os.environ["SWAPDEV_SPIN_US"] == "77"
+    finally:
+        os.environ.pop("SWAPDEV_SPIN_US", None)
