@@ -51,14 +51,14 @@ spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          4
                BDB)
 hadoop-        Hadoop WordCount, 4 x      the job's JVM (local   JVM wall      540   19-21
 wordcount      100 k Zipf lines (Hadoop   mode, node 0)
-               WC; swap only)
+               WC)
 hadoop-        Hadoop TeraSort of 2 M     same                   same (TeraGen 660   34-39
 terasort       TeraGen records (Hadoop                           untimed)
-               Sort; swap only)
+               Sort)
 timely-        Timely dataflow PageRank,  the 2 Timely           slowest       220   17-19
 pagerank       R-MAT 2^20 vertices, 2 x   processes              process's
                4 M edges, 20 steps                               job time
-               (Timely; swap only)
+               (Timely)
 ============== ========================== ====================== ============= ===== =====
 
 Not here: GraphLab, Spark Streaming and HERD (no package of them runs here; PageRank on
@@ -67,7 +67,10 @@ Spark and Timely stands for the graph workload).
 Local memory: ``local_fraction`` x ``working_set_bytes`` per node's data holders. On the
 ``swap`` backend those processes run in their own memory cgroup (v1) with that limit (the
 other processes, clients, schedulers, Spark's master, worker and driver, are not
-limited); on the ``uffd`` backend they get the device preloaded with that budget, one
+limited) and without its OOM killer: a task whose reclaim found nothing 16 times sleeps
+and is woken (:class:`OomWaker`) instead of being killed (memcg v1 killed a process of
+the small Timely PageRank at 50 % in 2 runs of 3, see :class:`MemcgOomKill`); on the
+``uffd`` backend they get the device preloaded with that budget, one
 instance per process. The uffd device sees only ``mmap`` calls made through the PLT
 (``swapdev/src/uffd_preload.c``):
 
@@ -87,9 +90,10 @@ instance per process. The uffd device sees only ``mmap`` calls made through the 
   so the RDD presets (WordCount, Sort, PageRank) are swap-backend only; ``spark-sql-bdb``
   keeps its tables and operators in the executor JVM (cached DataFrames) and runs on both
   (at 25 % on uffd it paged 16 MB/s);
-- the Timely and Hadoop presets are swap-backend only for now: on the device the Timely
-  processes hang with jemalloc and the Hadoop job JVM crashed at 25 % (not diagnosed,
-  :data:`TIMELY_UFFD_UNSUPPORTED`, :data:`HADOOP_UFFD_UNSUPPORTED`);
+- the Timely and Hadoop presets run on both: jemalloc purges whole extents with
+  ``madvise(MADV_DONTNEED)`` and HotSpot uncommits heap with ``mmap(MAP_FIXED,
+  PROT_NONE)``, which the device once mishandled (a frozen Timely process, a HotSpot crash
+  report; fixed, ``swapdev/doc/swapdev.md``, "Limits and known issues");
 - PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked
   from the postmaster: the device registers private mappings only and leaves a forked
   child without it, so ``postgres-pgbench`` runs on the swap backend only
@@ -178,16 +182,6 @@ PYSPARK_UFFD_UNSUPPORTED: Final = (
     "a PySpark RDD job's records live in Python workers forked from pyspark.daemon, and the "
     "device leaves a forked child without it; only the executor JVM would be limited")
 
-#: Not diagnosed yet (bench/RESULTS.md, "Applications under emulate"): on the uffd device
-#: the Timely processes hang with jemalloc (which the device needs to see their vectors;
-#: scale 18 at a budget that never binds: no progress in 18 min, fine without either), and
-#: the Hadoop job JVM crashed (HotSpot error report) at 25 % local memory.
-TIMELY_UFFD_UNSUPPORTED: Final = (
-    "its processes hang on the device with jemalloc, which the device needs to see their "
-    "vectors (not diagnosed)")
-HADOOP_UFFD_UNSUPPORTED: Final = (
-    "the job JVM crashed on the device at 25 % local memory (not diagnosed)")
-
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
     "python-sort": Preset("python-sort", 100 << 20, command=("/usr/bin/python3", "-c",
@@ -240,17 +234,17 @@ PRESETS: Final[dict[str, Preset]] = {
     "hadoop-wordcount": Preset(
         "hadoop-wordcount", 540 << 20,
         app=HadoopConfig(job="wordcount", splits=4, lines_per_split=100_000),
-        n_nodes=1, holders=(HADOOP_LOG_NAME,), uffd_unsupported=HADOOP_UFFD_UNSUPPORTED,
+        n_nodes=1, holders=(HADOOP_LOG_NAME,),
     ),
     "hadoop-terasort": Preset(
         "hadoop-terasort", 660 << 20,
         app=HadoopConfig(job="terasort", splits=4, records=2_000_000),
-        n_nodes=1, holders=(HADOOP_LOG_NAME,), uffd_unsupported=HADOOP_UFFD_UNSUPPORTED,
+        n_nodes=1, holders=(HADOOP_LOG_NAME,),
     ),
     "timely-pagerank": Preset(
         "timely-pagerank", 220 << 20,
         app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=20),
-        holders=(TIMELY_LOG_NAME,), jemalloc=True, uffd_unsupported=TIMELY_UFFD_UNSUPPORTED,
+        holders=(TIMELY_LOG_NAME,), jemalloc=True,
     ),
 }
 
@@ -386,10 +380,15 @@ class MemcgOomKill(RuntimeError):
     """A run failed because a node's memory cgroup OOM-killed one of its processes.
 
     Under memcg v1 a group at its limit whose pages are all active and partly in the swap
-    cache can fail to reclaim, and its OOM killer then ends a process (seen: memcached
-    killed during the YCSB run of the swap backend at 50 % local; dmesg "Memory cgroup out of
-    memory").  Such a run measured nothing; ``disaggsim emulate`` repeats it, at most
-    ``OOM_ATTEMPTS`` times.
+    cache can fail to reclaim 16 times in a row, and its OOM killer then ends a process
+    (seen: memcached killed during the YCSB run of the swap backend at 50 % local; the
+    small Timely PageRank at 50 %, 2 runs of 3, its swap writes completing; dmesg "Memory
+    cgroup out of memory": active_anon = the limit, inactive_anon 0, writeback 0,
+    swapcached 26 of 36 MiB). ``memory.swappiness`` 200 did not help (2 of 3). The swap
+    backend therefore turns the holders' OOM killer off and wakes their sleeping tasks
+    (:class:`OomWaker`); a group not under the swap backend (or a kill by the node's own
+    group) can still OOM-kill: such a run measured nothing and ``disaggsim emulate``
+    repeats it, at most ``OOM_ATTEMPTS`` times.
     """
 
 
@@ -407,6 +406,50 @@ def _oom_kills_named(memcgs: list[Path]) -> Iterator[None]:
             raise
         raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed a "
                            f"process)") from exc
+
+
+class OomWaker:
+    """Memory cgroup v1 without its OOM killer, for the swap backend's holders' groups.
+
+    A task whose charge finds nothing to reclaim 16 times in a row (``try_charge_memcg``'s
+    ``MAX_RECLAIM_RETRIES``) meets the group's OOM killer; with ``memory.oom_control`` =
+    1 it sleeps instead (``mem_cgroup_oom_synchronize``) until a page of the group is
+    uncharged or its limit is raised (``memcg1_oom_recover``). When every task of the
+    group sleeps so, nothing is uncharged any more: this thread polls ``under_oom`` every
+    ``period_s`` and wakes them by raising the limit one page and setting it back (the
+    write back reclaims that page). ``wakeups`` counts those.
+    """
+
+    def __init__(self, memcgs: list[Path], limit_bytes: int, period_s: float = 0.05) -> None:
+        self.memcgs, self.period_s = memcgs, period_s
+        self.limit_bytes = limit_bytes - limit_bytes % 4096  # as the kernel keeps it
+        self.wakeups = 0
+        for cg in memcgs:
+            (cg / "memory.oom_control").write_text("1")
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.period_s):
+            for cg in self.memcgs:
+                limit = cg / "memory.limit_in_bytes"
+                if "under_oom 1" in (cg / "memory.oom_control").read_text():
+                    self.wakeups += 1
+                    limit.write_text(str(self.limit_bytes + 4096))
+                elif int(limit.read_text()) == self.limit_bytes:
+                    continue
+                with suppress(OSError):  # EBUSY (nothing reclaimed): again at the next poll
+                    limit.write_text(str(self.limit_bytes))
+
+    def stop(self) -> None:
+        """Stop polling, set the limits back and the OOM killer on again."""
+        self._done.set()
+        self._thread.join()
+        for cg in self.memcgs:
+            with suppress(OSError):
+                (cg / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
+            (cg / "memory.oom_control").write_text("0")
 
 
 def run_preset_once(
@@ -455,6 +498,8 @@ def run_preset_once(
             fuse_trace = dev.trace
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text(str(local_bytes))
+            waker = OomWaker(session.holder_memcgs, local_bytes)
+            stack.callback(waker.stop)
             extra: dict[str, str] = {}
         else:
             for cg in session.holder_memcgs:

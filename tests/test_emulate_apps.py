@@ -234,22 +234,24 @@ def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: i
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
 @pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
+@pytest.mark.parametrize(("backend", "fraction"), [("swap", 0.75), ("uffd", 0.25)])
 def test_timely_smoke_runs_under_a_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, fraction: float
 ) -> None:
-    """A small Timely PageRank (two processes, 1 M edges each, ~50 MB resident each) at 75 %
-    of a 48 MiB working set per process, on the swap backend (uffd: see
-    ``emulate_apps.TIMELY_UFFD_UNSUPPORTED``)."""
-    backend = "swap"
+    """A small Timely PageRank (two processes, 1 M edges each, ~50 MB resident each) under a
+    limit of a 48 MiB working set per process on each backend. On uffd (jemalloc
+    preloaded) it froze before the device kept regions that jemalloc purged whole
+    (``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["timely-pagerank"]
     assert isinstance(spec.app, timely.TimelyConfig)
     small = replace(spec, working_set_bytes=48 << 20, app=spec.app.model_copy(
         update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}))
     monkeypatch.setitem(emulate_apps.PRESETS, "timely-pagerank", small)
-    # 0.75: at 0.5 the memory cgroup (v1) OOM-killed a process in some runs (the workers
-    # allocate faster than the FUSE swap device writes back; emulate_apps.MemcgOomKill).
-    runs = _run_preset(tmp_path, "timely-pagerank", backend, 0.75)
-    _check_runs(runs, small.working_set_bytes, 0.75, 2, backend)
+    # swap at 0.75: at 0.5 the memory cgroup (v1) OOM-killed a process in some runs (the
+    # workers allocate faster than the FUSE swap device writes back;
+    # emulate_apps.MemcgOomKill).
+    runs = _run_preset(tmp_path, "timely-pagerank", backend, fraction)
+    _check_runs(runs, small.working_set_bytes, fraction, 2, backend)
 
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
@@ -272,9 +274,12 @@ def test_spark_smoke_runs_its_executors_in_the_limited_group(
 @pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 (at 25 % the JVM pages "
                     "for minutes on the FUSE swap device; at 75 % the limit did not bind)")
 @pytest.mark.skipif(not _hadoop_fetched(), reason="Hadoop jars not fetched (make build)")
-def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A small Hadoop TeraSort (200 k records, 256 MiB heap) on the swap backend at 25 % of
-    320 MiB."""
+@pytest.mark.parametrize("backend", ["swap", "uffd"])
+def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         backend: str) -> None:
+    """A small Hadoop TeraSort (200 k records, 256 MiB heap) at 25 % of 320 MiB on each
+    backend (on uffd the JVM crashed before the device forgot the heap HotSpot uncommits
+    with ``mmap(MAP_FIXED, PROT_NONE)``, ``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["hadoop-terasort"]
     assert isinstance(spec.app, hadoop_mr.HadoopConfig)
     small = replace(spec, working_set_bytes=320 << 20,
@@ -282,8 +287,8 @@ def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.Mon
                         {**spec.app.model_dump(), "records": 200_000, "heap_mb": 256,
                          "sort_mb": 32}))
     monkeypatch.setitem(emulate_apps.PRESETS, "hadoop-terasort", small)
-    runs = _run_preset(tmp_path, "hadoop-terasort", "swap", 0.25)
-    _check_runs(runs, small.working_set_bytes, 0.25, 1, "swap")
+    runs = _run_preset(tmp_path, "hadoop-terasort", backend, 0.25)
+    _check_runs(runs, small.working_set_bytes, 0.25, 1, backend)
 
 
 FULL_CASES = [(name, backend) for name, p in emulate_apps.PRESETS.items()
