@@ -593,7 +593,6 @@ def _run_command_once(
                                      queue_depth=cfg.emulate.queue_depth)
             if cfg.emulate.handler_cpus:
                 _pin_process(dev.daemon.pid, cfg.emulate.handler_cpus)
-            stack.callback(emulate_apps.OomWaker([dev.memcg], local).stop)
             status, wall, proc = emulate_apps.run_command(argv, timeout, {}, dev.memcg)
             oom = (dev.memcg / "memory.oom_control").read_text()
             if status == "ok" and proc.returncode != 0 and "oom_kill 0" not in oom:

@@ -4,8 +4,9 @@ application under a memory limit on both backends, leaving the machine as found.
 
 ``make test`` runs the oracle checks and smoke sizes (a small Timely PageRank and Spark
 WordCount on the swap backend, pgbench refused on uffd, the uffd device's launcher case);
-a small Hadoop TeraSort under a limit and every preset at its own size on each backend it
-supports (~1-5 min each) run with ``DISAGGSIM_FULL_APPS=1``.
+the small Timely PageRank on uffd, a small Hadoop TeraSort under a limit on each backend
+and every preset at its own size on each backend it supports (~1-5 min each) run with
+``DISAGGSIM_FULL_APPS=1``.
 """
 
 from __future__ import annotations
@@ -234,22 +235,26 @@ def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: i
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
 @pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
-@pytest.mark.parametrize(("backend", "fraction"), [("swap", 0.75), ("uffd", 0.25)])
+@pytest.mark.parametrize(("backend", "fraction"), [
+    ("swap", 0.75),
+    # 27 s here (load 7): over make test's 20 s for a smoke run, so opt-in.
+    pytest.param("uffd", 0.25, marks=pytest.mark.skipif(
+        not FULL, reason="27 s: DISAGGSIM_FULL_APPS=1")),
+])
 def test_timely_smoke_runs_under_a_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, fraction: float
 ) -> None:
     """A small Timely PageRank (two processes, 1 M edges each, ~50 MB resident each) under a
-    limit of a 48 MiB working set per process on each backend. On uffd (jemalloc
-    preloaded) it froze before the device kept regions that jemalloc purged whole
-    (``test_uffd_mappings.c``)."""
+    limit of a 48 MiB working set per process on each backend (swap: 20-32 s here at load 7,
+    the run and its reference). On uffd (jemalloc preloaded) it froze before the device
+    kept regions that jemalloc purged whole (``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["timely-pagerank"]
     assert isinstance(spec.app, timely.TimelyConfig)
     small = replace(spec, working_set_bytes=48 << 20, app=spec.app.model_copy(
         update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}))
     monkeypatch.setitem(emulate_apps.PRESETS, "timely-pagerank", small)
-    # swap at 0.75: at 0.5 the memory cgroup (v1) OOM-killed a process in some runs (the
-    # workers allocate faster than the FUSE swap device writes back;
-    # emulate_apps.MemcgOomKill).
+    # swap at 0.75: at 0.5 the run pages ~50 s (and memcg v1 OOM-killed a process in 2 of
+    # 3 runs before emulate_apps.OomWaker).
     runs = _run_preset(tmp_path, "timely-pagerank", backend, fraction)
     _check_runs(runs, small.working_set_bytes, fraction, 2, backend)
 
@@ -291,7 +296,13 @@ def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.Mon
     _check_runs(runs, small.working_set_bytes, 0.25, 1, backend)
 
 
-FULL_CASES = [(name, backend) for name, p in emulate_apps.PRESETS.items()
+#: Preset sizes too slow for one run here at 25 % (bench/RESULTS.md, "A quarter of the
+#: working set local: the failures above, diagnosed and fixed").
+TOO_SLOW = {("timely-pagerank", "swap"): "at 25 % on the FUSE swap device ~7 300 faults/s "
+            "of ~140 us each: no result in 120 s (uffd: 182 s)"}
+FULL_CASES = [pytest.param(name, backend, marks=pytest.mark.skip(reason=TOO_SLOW[name, backend]))
+              if (name, backend) in TOO_SLOW else (name, backend)
+              for name, p in emulate_apps.PRESETS.items()
               if p.app is not None for backend in ("uffd", "swap")
               if not (backend == "uffd" and p.uffd_unsupported)]
 
