@@ -51,14 +51,14 @@ spark-sql-bdb  Spark SQL BDB queries 1B,  same                   same          4
                BDB)
 hadoop-        Hadoop WordCount, 4 x      the job's JVM (local   JVM wall      540   19-21
 wordcount      100 k Zipf lines (Hadoop   mode, node 0)
-               WC; swap only)
+               WC)
 hadoop-        Hadoop TeraSort of 2 M     same                   same (TeraGen 660   34-39
 terasort       TeraGen records (Hadoop                           untimed)
-               Sort; swap only)
+               Sort)
 timely-        Timely dataflow PageRank,  the 2 Timely           slowest       220   17-19
 pagerank       R-MAT 2^20 vertices, 2 x   processes              process's
                4 M edges, 20 steps                               job time
-               (Timely; swap only)
+               (Timely)
 ============== ========================== ====================== ============= ===== =====
 
 Not here: GraphLab, Spark Streaming and HERD (no package of them runs here; PageRank on
@@ -67,7 +67,12 @@ Spark and Timely stands for the graph workload).
 Local memory: ``local_fraction`` x ``working_set_bytes`` per node's data holders. On the
 ``swap`` backend those processes run in their own memory cgroup (v1) with that limit (the
 other processes, clients, schedulers, Spark's master, worker and driver, are not
-limited); on the ``uffd`` backend they get the device preloaded with that budget, one
+limited) and without its OOM killer: a task whose reclaim found nothing 16 times sleeps
+and is woken (:class:`OomWaker`) instead of being killed (memcg v1 killed a process of
+the small Timely PageRank at 50 % in 2 runs of 3; with the waker none was, but a system
+call that faulted then can fail with EFAULT, and the run is repeated, see
+:class:`MemcgOomKill`); on the
+``uffd`` backend they get the device preloaded with that budget, one
 instance per process. The uffd device sees only ``mmap`` calls made through the PLT
 (``swapdev/src/uffd_preload.c``):
 
@@ -87,9 +92,10 @@ instance per process. The uffd device sees only ``mmap`` calls made through the 
   so the RDD presets (WordCount, Sort, PageRank) are swap-backend only; ``spark-sql-bdb``
   keeps its tables and operators in the executor JVM (cached DataFrames) and runs on both
   (at 25 % on uffd it paged 16 MB/s);
-- the Timely and Hadoop presets are swap-backend only for now: on the device the Timely
-  processes hang with jemalloc and the Hadoop job JVM crashed at 25 % (not diagnosed,
-  :data:`TIMELY_UFFD_UNSUPPORTED`, :data:`HADOOP_UFFD_UNSUPPORTED`);
+- the Timely and Hadoop presets run on both: jemalloc purges whole extents with
+  ``madvise(MADV_DONTNEED)`` and HotSpot uncommits heap with ``mmap(MAP_FIXED,
+  PROT_NONE)``, which the device once mishandled (a frozen Timely process, a HotSpot crash
+  report; fixed, ``swapdev/doc/swapdev.md``, "Limits and known issues");
 - PostgreSQL's buffer cache is a shared anonymous mapping and its backends are forked
   from the postmaster: the device registers private mappings only and leaves a forked
   child without it, so ``postgres-pgbench`` runs on the swap backend only
@@ -178,16 +184,6 @@ PYSPARK_UFFD_UNSUPPORTED: Final = (
     "a PySpark RDD job's records live in Python workers forked from pyspark.daemon, and the "
     "device leaves a forked child without it; only the executor JVM would be limited")
 
-#: Not diagnosed yet (bench/RESULTS.md, "Applications under emulate"): on the uffd device
-#: the Timely processes hang with jemalloc (which the device needs to see their vectors;
-#: scale 18 at a budget that never binds: no progress in 18 min, fine without either), and
-#: the Hadoop job JVM crashed (HotSpot error report) at 25 % local memory.
-TIMELY_UFFD_UNSUPPORTED: Final = (
-    "its processes hang on the device with jemalloc, which the device needs to see their "
-    "vectors (not diagnosed)")
-HADOOP_UFFD_UNSUPPORTED: Final = (
-    "the job JVM crashed on the device at 25 % local memory (not diagnosed)")
-
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
     "python-sort": Preset("python-sort", 100 << 20, command=("/usr/bin/python3", "-c",
@@ -240,17 +236,17 @@ PRESETS: Final[dict[str, Preset]] = {
     "hadoop-wordcount": Preset(
         "hadoop-wordcount", 540 << 20,
         app=HadoopConfig(job="wordcount", splits=4, lines_per_split=100_000),
-        n_nodes=1, holders=(HADOOP_LOG_NAME,), uffd_unsupported=HADOOP_UFFD_UNSUPPORTED,
+        n_nodes=1, holders=(HADOOP_LOG_NAME,),
     ),
     "hadoop-terasort": Preset(
         "hadoop-terasort", 660 << 20,
         app=HadoopConfig(job="terasort", splits=4, records=2_000_000),
-        n_nodes=1, holders=(HADOOP_LOG_NAME,), uffd_unsupported=HADOOP_UFFD_UNSUPPORTED,
+        n_nodes=1, holders=(HADOOP_LOG_NAME,),
     ),
     "timely-pagerank": Preset(
         "timely-pagerank", 220 << 20,
         app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=20),
-        holders=(TIMELY_LOG_NAME,), jemalloc=True, uffd_unsupported=TIMELY_UFFD_UNSUPPORTED,
+        holders=(TIMELY_LOG_NAME,), jemalloc=True,
     ),
 }
 
@@ -386,27 +382,83 @@ class MemcgOomKill(RuntimeError):
     """A run failed because a node's memory cgroup OOM-killed one of its processes.
 
     Under memcg v1 a group at its limit whose pages are all active and partly in the swap
-    cache can fail to reclaim, and its OOM killer then ends a process (seen: memcached
-    killed during the YCSB run of the swap backend at 50 % local; dmesg "Memory cgroup out of
-    memory").  Such a run measured nothing; ``disaggsim emulate`` repeats it, at most
-    ``OOM_ATTEMPTS`` times.
+    cache can fail to reclaim 16 times in a row, and its OOM killer then ends a process
+    (seen: memcached killed during the YCSB run of the swap backend at 50 % local; the
+    small Timely PageRank at 50 %, 2 runs of 3, its swap writes completing; dmesg "Memory
+    cgroup out of memory": active_anon = the limit, inactive_anon 0, writeback 0,
+    swapcached 26 of 36 MiB). ``memory.swappiness`` 200 did not help (2 of 3). The swap
+    backend therefore turns the holders' OOM killer off and wakes their sleeping tasks
+    (:class:`OomWaker`); a run that failed while a holders' group was under OOM (a system
+    call's EFAULT) or whose node group OOM-killed a process measured nothing, and
+    ``disaggsim emulate`` repeats it, at most ``OOM_ATTEMPTS`` times.
     """
 
 
 @contextmanager
-def _oom_kills_named(memcgs: list[Path]) -> Iterator[None]:
+def _oom_kills_named(memcgs: list[Path], wakers: list[OomWaker]) -> Iterator[None]:
     """Re-raise a RuntimeError of the block as MemcgOomKill if one of ``memcgs`` OOM-killed a
-    process meanwhile (``memory.oom_control`` ``oom_kill``, as the collector checks)."""
+    process meanwhile (``memory.oom_control`` ``oom_kill``, as the collector checks), or if
+    one of ``wakers`` (filled by the block) found a group under OOM: with the OOM killer off,
+    memcg v1 fails a charge made by a fault inside a system call instead of waiting, and the
+    call returns EFAULT (seen: the small Timely PageRank's recv, 1 run of 3 at 50 %)."""
     kills_before = [env.memcg_oom_kills(cg) for cg in memcgs]
     try:
         yield
     except RuntimeError as exc:
         killed = [cg.name for cg, before in zip(memcgs, kills_before, strict=True)
                   if env.memcg_oom_kills(cg) > before]
-        if not killed:
-            raise
-        raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed a "
-                           f"process)") from exc
+        if killed:
+            raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed "
+                               f"a process)") from exc
+        if any(w.wakeups for w in wakers):
+            raise MemcgOomKill(f"{exc}\n(a holders' memory cgroup was under OOM: a system "
+                               f"call that faulted meanwhile may have failed with EFAULT)"
+                               ) from exc
+        raise
+
+
+class OomWaker:
+    """Memory cgroup v1 without its OOM killer, for the swap backend's holders' groups.
+
+    A task whose charge finds nothing to reclaim 16 times in a row (``try_charge_memcg``'s
+    ``MAX_RECLAIM_RETRIES``) meets the group's OOM killer; with ``memory.oom_control`` =
+    1 it sleeps instead (``mem_cgroup_oom_synchronize``) until a page of the group is
+    uncharged or its limit is raised (``memcg1_oom_recover``). When every task of the
+    group sleeps so, nothing is uncharged any more: this thread polls ``under_oom`` every
+    ``period_s`` and wakes them by raising the limit one page and setting it back (the
+    write back reclaims that page). ``wakeups`` counts those.
+    """
+
+    def __init__(self, memcgs: list[Path], limit_bytes: int, period_s: float = 0.05) -> None:
+        self.memcgs, self.period_s = memcgs, period_s
+        self.limit_bytes = limit_bytes - limit_bytes % 4096  # as the kernel keeps it
+        self.wakeups = 0
+        for cg in memcgs:
+            (cg / "memory.oom_control").write_text("1")
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.period_s):
+            for cg in self.memcgs:
+                limit = cg / "memory.limit_in_bytes"
+                if "under_oom 1" in (cg / "memory.oom_control").read_text():
+                    self.wakeups += 1
+                    limit.write_text(str(self.limit_bytes + 4096))
+                elif int(limit.read_text()) == self.limit_bytes:
+                    continue
+                with suppress(OSError):  # EBUSY (nothing reclaimed): again at the next poll
+                    limit.write_text(str(self.limit_bytes))
+
+    def stop(self) -> None:
+        """Stop polling, set the limits back and the OOM killer on again."""
+        self._done.set()
+        self._thread.join()
+        for cg in self.memcgs:
+            with suppress(OSError):
+                (cg / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
+            (cg / "memory.oom_control").write_text("0")
 
 
 def run_preset_once(
@@ -444,7 +496,8 @@ def run_preset_once(
         env.memcg_reset(cg)
     timed_out = threading.Event()
     fuse_trace: Path | None = None
-    with _oom_kills_named(memcgs), env.UndoStack() as stack:
+    wakers: list[OomWaker] = []
+    with _oom_kills_named(memcgs, wakers), env.UndoStack() as stack:
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
             size = max(4 * preset.working_set_bytes * max(1, len(preset.holders)), 256 << 20)
@@ -455,6 +508,8 @@ def run_preset_once(
             fuse_trace = dev.trace
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text(str(local_bytes))
+            wakers.append(OomWaker(session.holder_memcgs, local_bytes))
+            stack.callback(wakers[-1].stop)
             extra: dict[str, str] = {}
         else:
             for cg in session.holder_memcgs:

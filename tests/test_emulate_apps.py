@@ -4,8 +4,9 @@ application under a memory limit on both backends, leaving the machine as found.
 
 ``make test`` runs the oracle checks and smoke sizes (a small Timely PageRank and Spark
 WordCount on the swap backend, pgbench refused on uffd, the uffd device's launcher case);
-a small Hadoop TeraSort under a limit and every preset at its own size on each backend it
-supports (~1-5 min each) run with ``DISAGGSIM_FULL_APPS=1``.
+the small Timely PageRank on uffd, a small Hadoop TeraSort under a limit on each backend
+and every preset at its own size on each backend it supports (~1-5 min each) run with
+``DISAGGSIM_FULL_APPS=1``.
 """
 
 from __future__ import annotations
@@ -234,22 +235,28 @@ def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: i
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
 @pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
+@pytest.mark.parametrize(("backend", "fraction"), [
+    ("swap", 0.75),
+    # 27 s here (load 7): over make test's 20 s for a smoke run, so opt-in.
+    pytest.param("uffd", 0.25, marks=pytest.mark.skipif(
+        not FULL, reason="27 s: DISAGGSIM_FULL_APPS=1")),
+])
 def test_timely_smoke_runs_under_a_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, fraction: float
 ) -> None:
-    """A small Timely PageRank (two processes, 1 M edges each, ~50 MB resident each) at 75 %
-    of a 48 MiB working set per process, on the swap backend (uffd: see
-    ``emulate_apps.TIMELY_UFFD_UNSUPPORTED``)."""
-    backend = "swap"
+    """A small Timely PageRank (two processes, 1 M edges each, ~50 MB resident each) under a
+    limit of a 48 MiB working set per process on each backend (swap: 20-32 s here at load 7,
+    the run and its reference). On uffd (jemalloc preloaded) it froze before the device
+    kept regions that jemalloc purged whole (``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["timely-pagerank"]
     assert isinstance(spec.app, timely.TimelyConfig)
     small = replace(spec, working_set_bytes=48 << 20, app=spec.app.model_copy(
         update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}))
     monkeypatch.setitem(emulate_apps.PRESETS, "timely-pagerank", small)
-    # 0.75: at 0.5 the memory cgroup (v1) OOM-killed a process in some runs (the workers
-    # allocate faster than the FUSE swap device writes back; emulate_apps.MemcgOomKill).
-    runs = _run_preset(tmp_path, "timely-pagerank", backend, 0.75)
-    _check_runs(runs, small.working_set_bytes, 0.75, 2, backend)
+    # swap at 0.75: at 0.5 the run pages ~50 s (and memcg v1 OOM-killed a process in 2 of
+    # 3 runs before emulate_apps.OomWaker).
+    runs = _run_preset(tmp_path, "timely-pagerank", backend, fraction)
+    _check_runs(runs, small.working_set_bytes, fraction, 2, backend)
 
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
@@ -272,9 +279,12 @@ def test_spark_smoke_runs_its_executors_in_the_limited_group(
 @pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 (at 25 % the JVM pages "
                     "for minutes on the FUSE swap device; at 75 % the limit did not bind)")
 @pytest.mark.skipif(not _hadoop_fetched(), reason="Hadoop jars not fetched (make build)")
-def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A small Hadoop TeraSort (200 k records, 256 MiB heap) on the swap backend at 25 % of
-    320 MiB."""
+@pytest.mark.parametrize("backend", ["swap", "uffd"])
+def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         backend: str) -> None:
+    """A small Hadoop TeraSort (200 k records, 256 MiB heap) at 25 % of 320 MiB on each
+    backend (on uffd the JVM crashed before the device forgot the heap HotSpot uncommits
+    with ``mmap(MAP_FIXED, PROT_NONE)``, ``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["hadoop-terasort"]
     assert isinstance(spec.app, hadoop_mr.HadoopConfig)
     small = replace(spec, working_set_bytes=320 << 20,
@@ -282,11 +292,17 @@ def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.Mon
                         {**spec.app.model_dump(), "records": 200_000, "heap_mb": 256,
                          "sort_mb": 32}))
     monkeypatch.setitem(emulate_apps.PRESETS, "hadoop-terasort", small)
-    runs = _run_preset(tmp_path, "hadoop-terasort", "swap", 0.25)
-    _check_runs(runs, small.working_set_bytes, 0.25, 1, "swap")
+    runs = _run_preset(tmp_path, "hadoop-terasort", backend, 0.25)
+    _check_runs(runs, small.working_set_bytes, 0.25, 1, backend)
 
 
-FULL_CASES = [(name, backend) for name, p in emulate_apps.PRESETS.items()
+#: Preset sizes too slow for one run here at 25 % (bench/RESULTS.md, "A quarter of the
+#: working set local: the failures above, diagnosed and fixed").
+TOO_SLOW = {("timely-pagerank", "swap"): "at 25 % on the FUSE swap device ~7 300 faults/s "
+            "of ~140 us each: no result in 120 s (uffd: 182 s)"}
+FULL_CASES = [pytest.param(name, backend, marks=pytest.mark.skip(reason=TOO_SLOW[name, backend]))
+              if (name, backend) in TOO_SLOW else (name, backend)
+              for name, p in emulate_apps.PRESETS.items()
               if p.app is not None for backend in ("uffd", "swap")
               if not (backend == "uffd" and p.uffd_unsupported)]
 

@@ -39,6 +39,18 @@
  * fork(): every inactive and remote page is brought back first (the child's copies are not
  * registered); the child then runs without the device. Not seen: mappings made before the
  * library loads, and glibc malloc's own mmaps (not called through the PLT).
+ * The application's own calls on registered ranges, each made under the lock so that the
+ * handler never takes pages out of a range being changed (test/test_uffd_mappings.c):
+ *   - munmap(), mmap(MAP_FIXED) of any protection: the old pages are forgotten, a region
+ *     wholly gone is dropped (HotSpot uncommits heap with mmap(MAP_FIXED, PROT_NONE));
+ *   - madvise(MADV_DONTNEED | MADV_FREE | MADV_REMOVE): the pages are forgotten (they read
+ *     as zeros), the region stays registered and tracked (jemalloc purges whole extents);
+ *   - mprotect() without PROT_READ: the range's pages come home and leave the device's
+ *     view (the eviction's copy would fault on them); an access raises SIGSEGV as without
+ *     the device;
+ *   - mremap(): every region the old range touches comes home whole and is unregistered
+ *     (without UFFD_FEATURE_EVENT_REMAP the moved mapping is not registered).
+ * A missing fault the device holds nothing of is served a zero page.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -201,15 +213,42 @@ void uffd_end_evict(void)
 	paging_ops->end_evict(paging_st, sd_now_ns());
 }
 
+/* The region holding addr: the latest registered if several do (a MAP_FIXED mapping over
+ * part of an older region is a region of its own, registered after it). */
 static int find_region(uintptr_t addr)
 {
-	int i;
+	int i, best = -1;
 
 	for (i = 0; i < MAX_REGIONS; i++)
 		if (regions[i].gen && addr >= regions[i].start &&
-		    addr < regions[i].start + regions[i].npages * PAGE)
-			return i;
-	return -1;
+		    addr < regions[i].start + regions[i].npages * PAGE &&
+		    (best < 0 || regions[i].gen > regions[best].gen))
+			best = i;
+	return best;
+}
+
+/*
+ * A missing fault on a page the device holds nothing of (a registered range it no longer
+ * tracks): an untouched anonymous page reads as zeros, as Linux gives it. Waking the thread
+ * instead (as before) made it fault again at once, forever, while the range stayed
+ * registered: a jemalloc process froze after madvise(MADV_DONTNEED) of a whole region.
+ * If the range is not registered any more (unmapped meanwhile), wake the thread: it
+ * retries as a normal fault.
+ */
+static void zero_fill_untracked(uintptr_t addr)
+{
+	struct uffdio_zeropage z = {.range = {.start = addr, .len = PAGE}, .mode = 0};
+
+	while (ioctl(uffd, UFFDIO_ZEROPAGE, &z)) {
+		struct uffdio_range rg = {.start = addr, .len = PAGE};
+
+		if (errno == EAGAIN) {
+			z.zeropage = 0;
+			continue;
+		}
+		ioctl(uffd, UFFDIO_WAKE, &rg); /* EEXIST, ENOENT: present or gone: retry */
+		return;
+	}
 }
 
 static void handle_fault(const struct uffd_msg *m)
@@ -227,9 +266,7 @@ static void handle_fault(const struct uffd_msg *m)
 	pthread_mutex_lock(&lock);
 	slot = find_region(addr);
 	if (slot < 0) {
-		struct uffdio_range rg = {.start = addr, .len = PAGE};
-
-		ioctl(uffd, UFFDIO_WAKE, &rg); /* unregistered meanwhile: retry as a normal fault */
+		zero_fill_untracked(addr);
 		pthread_mutex_unlock(&lock);
 		return;
 	}
@@ -339,18 +376,16 @@ static void register_range(uintptr_t start, size_t len)
 		die("UFFDIO_REGISTER %#lx+%zu: %s", (unsigned long)start, len, strerror(errno));
 }
 
+/* Under the lock. */
 static void register_region(uintptr_t start, size_t len)
 {
 	size_t npages = len / PAGE;
 	int i;
 
-	pthread_mutex_lock(&lock);
 	for (i = 0; i < MAX_REGIONS && regions[i].gen; i++)
 		;
-	if (i == MAX_REGIONS) {
-		pthread_mutex_unlock(&lock);
+	if (i == MAX_REGIONS)
 		return; /* stays ordinary local memory */
-	}
 	regions[i].state = sys_mmap(NULL, npages, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	regions[i].store = sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -366,19 +401,33 @@ static void register_region(uintptr_t start, size_t len)
 	regions[i].page_base = next_page_base;
 	regions[i].gen = next_gen++;
 	next_page_base += npages;
-	pthread_mutex_unlock(&lock);
 }
 
+/* Under the lock: forget region r (its mapping is gone or unregistered). */
+static void drop_region(struct region *r)
+{
+	syscall(SYS_munmap, r->state, r->npages);
+	syscall(SYS_munmap, r->tag, r->npages * sizeof(uint32_t));
+	syscall(SYS_munmap, r->store, r->npages * PAGE);
+	memset(r, 0, sizeof(*r));
+}
+
+/* What release_range does besides forgetting the pages' states. */
+#define REL_MATERIALIZE 1 /* bring inactive and remote pages back into the mapping first */
+#define REL_UNMAPPED 2    /* the mapping is gone: drop a region it covered wholly */
+
 /*
- * Forget [addr, addr+len) in every region; materialize: bring its inactive and remote
- * pages back into the application's mapping first (their queue entries are dropped when
- * a hand reaches them).
+ * Under the lock. Forget [addr, addr+len) in every region (their queue entries are dropped
+ * when a hand reaches them): the pages read as the kernel gives them from now on (present
+ * ones keep their data, missing ones fault as untouched). A region stays registered and
+ * tracked while its mapping exists, whatever part of it was forgotten: only REL_UNMAPPED
+ * of the whole region drops it (dropping it on madvise(MADV_DONTNEED) of the whole region,
+ * as before, left the range registered and untracked).
  */
-static void release_range(uintptr_t addr, size_t len, int materialize, int drop_region)
+static void release_range(uintptr_t addr, size_t len, int how)
 {
 	int i;
 
-	pthread_mutex_lock(&lock);
 	for (i = 0; i < MAX_REGIONS; i++) {
 		struct region *r = &regions[i];
 		uintptr_t end = r->start + r->npages * PAGE;
@@ -396,37 +445,36 @@ static void release_range(uintptr_t addr, size_t len, int materialize, int drop_
 				local_pages--;
 			if (r->state[p] & ST_INACTIVE)
 				evict_ops->left_inactive(evict_st);
-			if (materialize && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
+			if ((how & REL_MATERIALIZE) && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
 				copy_in(r->start + p * PAGE, r->store + p * PAGE);
 			if (r->state[p])
 				paging_ops->forget(paging_st, r->page_base + p);
 			r->state[p] = 0;
 		}
-		if (drop_region || (lo == r->start && hi == end)) {
-			struct uffdio_range rg = {.start = r->start, .len = r->npages * PAGE};
-
-			if (materialize)
-				ioctl(uffd, UFFDIO_UNREGISTER, &rg);
-			syscall(SYS_munmap, r->state, r->npages);
-			syscall(SYS_munmap, r->tag, r->npages * sizeof(uint32_t));
-			syscall(SYS_munmap, r->store, r->npages * PAGE);
-			memset(r, 0, sizeof(*r));
-		}
+		if ((how & REL_UNMAPPED) && lo == r->start && hi == end)
+			drop_region(r);
 	}
-	pthread_mutex_unlock(&lock);
 }
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	void *p = sys_mmap(addr, len, prot, flags, fd, off);
+	int tracked = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && (prot & PROT_WRITE) &&
+		      len >= min_map_bytes && !(flags & MAP_HUGETLB);
+	void *p;
 
-	if (enabled && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) &&
-	    (prot & PROT_WRITE) && len >= min_map_bytes && !(flags & MAP_HUGETLB)) {
-		if (flags & MAP_FIXED)
-			release_range((uintptr_t)p, len, 0, 0);
+	if (!enabled || (!(flags & MAP_FIXED) && !tracked))
+		return sys_mmap(addr, len, prot, flags, fd, off);
+	/* Under the lock: the handler must not take pages out of a range being replaced (a
+	 * JVM uncommits its heap with mmap(MAP_FIXED, PROT_NONE): copying from it crashed). */
+	pthread_mutex_lock(&lock);
+	p = sys_mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && (flags & MAP_FIXED))
+		release_range((uintptr_t)p, len, REL_UNMAPPED); /* the old pages are gone */
+	if (p != MAP_FAILED && tracked) {
 		syscall(SYS_madvise, p, len, MADV_NOHUGEPAGE);
 		register_region((uintptr_t)p, (len + PAGE - 1) & ~(PAGE - 1));
 	}
+	pthread_mutex_unlock(&lock);
 	return p;
 }
 void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -434,30 +482,85 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 
 int munmap(void *addr, size_t len)
 {
-	if (enabled)
-		release_range((uintptr_t)addr, len, 0, 0);
-	return (int)syscall(SYS_munmap, addr, len);
+	int ret;
+
+	if (!enabled)
+		return (int)syscall(SYS_munmap, addr, len);
+	pthread_mutex_lock(&lock);
+	ret = (int)syscall(SYS_munmap, addr, len);
+	if (ret == 0)
+		release_range((uintptr_t)addr, len, REL_UNMAPPED);
+	pthread_mutex_unlock(&lock);
+	return ret;
 }
 
 void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
 	va_list ap;
-	void *new_addr;
+	void *new_addr, *ret;
+	int i;
 
 	va_start(ap, flags);
 	new_addr = va_arg(ap, void *);
 	va_end(ap);
-	/* The moved range leaves userfaultfd: bring its remote pages home first. */
-	if (enabled)
-		release_range((uintptr_t)old, old_len, 1, 1);
-	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	if (!enabled)
+		return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	/* The moved (or grown) mapping leaves userfaultfd (no UFFD_FEATURE_EVENT_REMAP): every
+	 * region it touches comes home whole, then is unregistered and dropped; before, only
+	 * the moved part came home and the rest of the region's remote pages read as zeros. */
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < MAX_REGIONS; i++) {
+		struct region *r = &regions[i];
+		struct uffdio_range rg;
+
+		if (!r->gen || (uintptr_t)old >= r->start + r->npages * PAGE ||
+		    (uintptr_t)old + old_len <= r->start)
+			continue;
+		rg = (struct uffdio_range){.start = r->start, .len = r->npages * PAGE};
+		release_range(r->start, r->npages * PAGE, REL_MATERIALIZE);
+		ioctl(uffd, UFFDIO_UNREGISTER, &rg);
+		drop_region(r);
+	}
+	ret = (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	pthread_mutex_unlock(&lock);
+	return ret;
 }
 
 int madvise(void *addr, size_t len, int advice)
 {
-	if (enabled && (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE))
-		release_range((uintptr_t)addr, len, 0, 0);
-	return (int)syscall(SYS_madvise, addr, len, advice);
+	int ret;
+
+	if (!enabled || !(advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE))
+		return (int)syscall(SYS_madvise, addr, len, advice);
+	/* The pages read as zeros from now on (MADV_FREE: zeros or their data; the device
+	 * takes zeros); the mapping stays registered and tracked. */
+	pthread_mutex_lock(&lock);
+	ret = (int)syscall(SYS_madvise, addr, len, advice);
+	if (ret == 0)
+		release_range((uintptr_t)addr, len, 0);
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+/*
+ * mprotect(): a page the application cannot read any more must not be read by the device
+ * either (the eviction's copy would fault in the handler thread and kill the process). Its
+ * inactive and remote pages come home and the range leaves the device's view, its pages
+ * staying in the page table; an access faults (SIGSEGV) in the kernel as without the
+ * device. If the application opens the range again, its pages stay local (not counted in
+ * the budget) until it maps the range anew or drops them (MADV_DONTNEED).
+ */
+int mprotect(void *addr, size_t len, int prot)
+{
+	int ret;
+
+	if (!enabled || (prot & PROT_READ))
+		return (int)syscall(SYS_mprotect, addr, len, prot);
+	pthread_mutex_lock(&lock);
+	release_range((uintptr_t)addr, len, REL_MATERIALIZE);
+	ret = (int)syscall(SYS_mprotect, addr, len, prot);
+	pthread_mutex_unlock(&lock);
+	return ret;
 }
 
 /*
