@@ -127,7 +127,11 @@ RoceHost::Activate (RoceSender* sender)
 void
 RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
 {
-    if (m_waitDequeue)
+    if ((item.header.transportFlags & ROCE_DATA) != 0)
+    {
+        m_dataWaiting = false; // the port took the data frame that waited
+    }
+    if (m_waitDequeue && !m_dataWaiting)
     {
         m_waitDequeue = false;
         const Time now = Simulator::Now ();
@@ -150,6 +154,7 @@ RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
         if (m_nicQueue->Enqueue (std::move (next), now))
         {
             m_waitDequeue = true; // that frame waits at the port now
+            m_dataWaiting = true;
             return;
         }
         CountNicDrop ();
@@ -228,6 +233,8 @@ RoceHost::Schedule ()
                 continue;
             }
             qp->SendNext (now);
+            // The port was empty: the frame either left at once or waits there alone.
+            m_dataWaiting = !m_nicQueue->IsEmpty ();
             m_next = (i + 1) % m_active.size ();
             sent = true;
             break;

@@ -446,6 +446,70 @@ class IncastCase : public TestCase
     std::string m_cc;
 };
 
+/**
+ * The NIC scheduler keeps at most one data frame waiting at the port (RoceHost; HPCC's
+ * simulator builds a QP's packet only when its NIC can send it, qbb-net-device.cc
+ * DequeueAndTransmit).  Hosts 0 and 4 WRITE 300 KB to each other at once (`none`, line
+ * rate), so each port carries its own data and the ACKs of the other flow: an ACK leaving
+ * the port must not let another data frame in while one still waits (that grew the NIC
+ * queue by a data frame per ACK, without bound, and held every later packet behind them).
+ */
+class NicOneDataFrameCase : public TestCase
+{
+  public:
+    NicOneDataFrameCase ()
+          : TestCase ("roce-none: with ACKs sharing the port, the NIC holds at most one data "
+                      "frame")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        RoceBench bench ("none", 40, true);
+        Ptr<FabricQueue> nic = bench.topology->GetHostDevice (0)->GetQueue ();
+        nic->TraceConnectWithoutContext ("Enqueue",
+                                         MakeCallback (&NicOneDataFrameCase::OnEnqueue, this));
+        nic->TraceConnectWithoutContext ("Dequeue",
+                                         MakeCallback (&NicOneDataFrameCase::OnDequeue, this));
+        bench.transport->AddFlow (FlowSpec{1, 0, 0, 4, 300000});
+        bench.transport->AddFlow (FlowSpec{2, 0, 4, 0, 300000});
+        bench.Run ();
+        NS_TEST_ASSERT_MSG_EQ (bench.finish.size (), 2, "both flows finish");
+        NS_TEST_ASSERT_MSG_EQ (m_dataFrames, 0, "every data frame left the NIC");
+        NS_TEST_ASSERT_MSG_EQ (m_peakDataFrames, 1,
+                               "after each departure at most one data frame waits at the NIC");
+        NS_TEST_ASSERT_MSG_GT (m_acksQueued, 0, "ACKs went through the same NIC queue");
+    }
+
+    void OnEnqueue (const FabricQueueItem& item, uint32_t)
+    {
+        if (item.header.transportFlags & ROCE_DATA)
+        {
+            ++m_dataFrames;
+        }
+        else
+        {
+            ++m_acksQueued;
+        }
+    }
+
+    void OnDequeue (const FabricQueueItem& item, uint32_t)
+    {
+        if (item.header.transportFlags & ROCE_DATA)
+        {
+            --m_dataFrames;
+        }
+        // Counted at each departure: the NIC's refill (RoceHost's own Dequeue callback, run
+        // before this one) is already in the queue then.
+        m_peakDataFrames = std::max (m_peakDataFrames, m_dataFrames);
+    }
+
+    uint32_t m_dataFrames{0};
+    uint32_t m_peakDataFrames{0};
+    uint32_t m_acksQueued{0};
+};
+
 /// A host NIC queue that refuses its \p n-th data frame (0-based): a loss at a known place.
 class DropNthDataQueue : public DropTailEcnQueue
 {
@@ -625,6 +689,7 @@ class RoceTestSuite : public TestSuite
         AddTestCase (new GoBackNCase, TestCase::QUICK);
         AddTestCase (new AckIntervalCase, TestCase::QUICK);
         AddTestCase (new ReadCase, TestCase::QUICK);
+        AddTestCase (new NicOneDataFrameCase, TestCase::QUICK);
     }
 };
 
