@@ -193,6 +193,71 @@ class LoneFlowCase : public TestCase
 };
 
 
+/**
+ * The payload per packet comes from the port's MTU (RoceFlowTransport::ActiveMtuBytes, Linux
+ * iboe_get_mtu): an IP MTU less 96 B of RoCE headers (+ 42 B INT with HPCC), rounded down to
+ * an IB MTU.  1500 - 96 = 1404 -> 1024 (and 1500 - 138 = 1362 -> 1024); 4200 - 96 = 4104 ->
+ * 4096 (NVIDIA's example); 9000 -> 4096; 2200 - 96 = 2104 -> 2048; 1100 - 96 = 1004 -> 512;
+ * 351 - 96 = 255 -> 0 (no IB MTU fits).
+ */
+class ActiveMtuCase : public TestCase
+{
+  public:
+    ActiveMtuCase ()
+          : TestCase ("roce: the active MTU is the largest IB MTU within the port's IP MTU")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (1500, 0), 1024, "1500 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (1500, 42), 1024, "1500, INT");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (4200, 0), 4096, "4200 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (9000, 0), 4096, "9000 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (2200, 0), 2048, "2200 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (1100, 0), 512, "1100 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (351, 0), 0, "351 B");
+    }
+};
+
+/**
+ * MssBytes above the active MTU is lowered to it (as perftest does): MssBytes 1460 (the
+ * campaign's TCP MSS) on the default 1500 B ports gives 1024 B payloads, so every frame fits
+ * the port (1024 + 44 (+ 42 INT) + 18 = 1086 (1128) B <= 1500 + 18).  A lone 3 x 1024 + 100 B
+ * WRITE from host 0 to host 4 then takes its 4 frames' hand-derived time (LoneFlowCase's
+ * derivation with these frames).
+ */
+class MtuCappedPayloadCase : public TestCase
+{
+  public:
+    explicit MtuCappedPayloadCase (std::string cc)
+          : TestCase ("roce-" + cc + ": MssBytes 1460 on a 1500 B MTU sends 1024 B payloads, "
+                      "frames within the port's MTU"),
+            m_cc (std::move (cc))
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        RoceBench bench (m_cc, 40, true, {{"ns3::RoceFlowTransport::MssBytes", "1460"}});
+        NS_TEST_ASSERT_MSG_EQ (bench.transport->GetMssBytes (), 1024, "payload = active MTU");
+        const uint64_t size = 3 * 1024 + 100;
+        bench.transport->AddFlow (FlowSpec{1, 1000, 0, 4, size});
+        bench.Run ();
+        const uint32_t header = 44 + (m_cc == "hpcc" ? 42 : 0) + 18;
+        NS_TEST_ASSERT_MSG_EQ_TOL ((bench.finish.at (1) - NanoSeconds (1000)).GetSeconds () * 1e9,
+                                   InterRackNs (40, {1024 + header, 1024 + header, 1024 + header,
+                                                     100 + header}),
+                                   1e-3, "FCT = 4 frames of 1024 B payload + path");
+        NS_TEST_ASSERT_MSG_EQ (bench.transport->GetDataPacketsSent (), 4, "4 data packets");
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (1024 + header, 1500 + 18, "a full frame fits the port");
+    }
+
+    std::string m_cc;
+};
+
 /// A rate target that records what a congestion control sets (unit tests of DCQCN).
 struct StubTarget : public RoceRateTarget
 {
@@ -690,6 +755,9 @@ class RoceTestSuite : public TestSuite
         AddTestCase (new AckIntervalCase, TestCase::QUICK);
         AddTestCase (new ReadCase, TestCase::QUICK);
         AddTestCase (new NicOneDataFrameCase, TestCase::QUICK);
+        AddTestCase (new ActiveMtuCase, TestCase::QUICK);
+        AddTestCase (new MtuCappedPayloadCase ("none"), TestCase::QUICK);
+        AddTestCase (new MtuCappedPayloadCase ("hpcc"), TestCase::QUICK);
     }
 };
 
