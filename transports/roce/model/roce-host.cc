@@ -289,10 +289,16 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
     }
     if (flags & (ROCE_ACK | ROCE_NACK))
     {
+        const bool nack = (flags & ROCE_NACK) != 0;
+        if (IntRecords::GetSize () == 0)
+        {
+            // No frame holds INT records (no HPCC QP): no 176 B IntTag to build, no lookup.
+            it->second->ReceiveAck (frame.seq, nack, nullptr, now);
+            return;
+        }
         IntTag records;
         const bool hasRecords = IntRecords::Take (packet->GetUid (), records);
-        it->second->ReceiveAck (frame.seq, (flags & ROCE_NACK) != 0,
-                                hasRecords ? &records : nullptr, now);
+        it->second->ReceiveAck (frame.seq, nack, hasRecords ? &records : nullptr, now);
     }
     else if (flags & ROCE_CNP)
     {
