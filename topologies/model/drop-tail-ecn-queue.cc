@@ -43,16 +43,14 @@ DropTailEcnQueue::DoEnqueue (FabricQueueItem&& item)
         item.header.ecn = FabricEcn::CE;
         NotifyMarked (item, bytesBefore);
     }
-    m_items.push_back (std::move (item));
+    m_items.PushBack (std::move (item));
     return true;
 }
 
 FabricQueueItem
 DropTailEcnQueue::DoDequeue (Time /* now */)
 {
-    FabricQueueItem item = std::move (m_items.front ());
-    m_items.pop_front ();
-    return item;
+    return m_items.PopFront ();
 }
 
 } // namespace ns3

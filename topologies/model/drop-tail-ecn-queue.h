@@ -5,8 +5,7 @@
 #define DISAGGSIM_DROP_TAIL_ECN_QUEUE_H
 
 #include "fabric-queue.h"
-
-#include <deque>
+#include "ring-fifo.h"
 
 namespace ns3
 {
@@ -35,7 +34,7 @@ class DropTailEcnQueue : public FabricQueue
 
   private:
     uint32_t m_markThresholdBytes{0};
-    std::deque<FabricQueueItem> m_items;
+    RingFifo<FabricQueueItem> m_items;
 };
 
 } // namespace ns3
