@@ -15,10 +15,15 @@ pFabric on the same fabric, measured in one sitting.
 Per run: wall time, data packets delivered (STATS.json ``data_packets_delivered``) per wall
 second, events per wall second, mean and p99 FCT slowdown (FCT_RECORDS ``slowdown``), PFC
 frames, retransmitted packets.  The 1-minute load average is printed before every run; run
-it under ``flock /tmp/disaggsim-bench.lock``.
+it under ``flock /tmp/disaggsim-bench.lock``.  ``--repeat`` interleaves the runs round by
+round (A/B), so a change in the machine's load hits every run alike.  ``--callgrind-flows
+N`` first runs each once on N flows under ``valgrind --tool=callgrind`` and prints the
+instructions of the whole process per data packet delivered (callgrind's total; the
+machine's load does not enter).
 
 Usage: ``.venv/bin/python bench/bench_roce.py [--flows 3000] [--seed 1]
-[--binary build/sim/disaggsim-ns3] [--repeat 1]``.
+[--binary build/sim/disaggsim-ns3] [--repeat 1] [--fabric both|lossless|lossy]
+[--callgrind-flows 0]``.
 """
 
 from __future__ import annotations
@@ -48,22 +53,54 @@ for _cc in ("none", "dcqcn", "hpcc"):
         )
 
 
+def callgrind_instructions(path: Path) -> int:
+    """The total instruction count (``summary:`` or ``totals:`` line) of a callgrind output.
+
+    Raises:
+        ValueError: ``path`` has no such line (not a callgrind output file).
+    """
+    for line in path.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise ValueError(f"{path}: no 'summary:' or 'totals:' line (not a callgrind output)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument("--repeat", type=int, default=1, help="rounds over all runs (A/B)")
+    parser.add_argument("--fabric", choices=["both", "lossless", "lossy"], default="both",
+                        help="run only the runs on this fabric")
+    parser.add_argument("--callgrind-flows", type=int, default=0,
+                        help="first count instructions per data packet on this many flows")
     args = parser.parse_args()
     setup = SETUPS["a"]
-    print(f"setup (a): {setup.rate_gbps:g} Gbps {setup.matrix}, web search load 0.6, "
-          f"{args.flows} flows, seed {args.seed}")
-    print("| run | load1 | wall s | data pkts | data pkts/s | events/s | mean sd | p99 sd "
-          "| PFC frames | retransmitted |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    runs = [r for r in RUNS
+            if args.fabric == "both" or r[2]["ns3::ClosTopology::Fabric"] == args.fabric]
     with tempfile.TemporaryDirectory() as tmp:
+        if args.callgrind_flows > 0:
+            print(f"instructions (callgrind), {args.callgrind_flows} flows, seed {args.seed}")
+            print("| run | data pkts | events | Ir | Ir / data pkt |")
+            print("|---|---|---|---|---|")
+            for label, protocol, attributes in runs:
+                out = Path(tmp) / "callgrind.out"
+                result = run(args.binary, setup, protocol, args.callgrind_flows, args.seed,
+                             Path(tmp), driver_seed=1, attributes=attributes, keep_files=False,
+                             wrapper=["valgrind", "--tool=callgrind",
+                                      f"--callgrind-out-file={out}"])
+                packets = int(result["stats"]["data_packets_delivered"])
+                ir = callgrind_instructions(out)
+                print(f"| {label} | {packets} | {result['stats']['events']} | {ir:,} | "
+                      f"{ir / packets:,.0f} |", flush=True)
+        print(f"setup (a): {setup.rate_gbps:g} Gbps {setup.matrix}, web search load 0.6, "
+              f"{args.flows} flows, seed {args.seed}")
+        print("| run | load1 | wall s | data pkts | data pkts/s | events/s | mean sd | p99 sd "
+              "| PFC frames | retransmitted |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for _ in range(args.repeat):
-            for label, protocol, attributes in RUNS:
+            for label, protocol, attributes in runs:
                 load1 = os.getloadavg()[0]
                 result = run(args.binary, setup, protocol, args.flows, args.seed, Path(tmp),
                              driver_seed=1, attributes=attributes, keep_files=False)
