@@ -43,14 +43,16 @@ DropTailEcnQueue::DoEnqueue (FabricQueueItem&& item)
         item.header.ecn = FabricEcn::CE;
         NotifyMarked (item, bytesBefore);
     }
-    m_items.PushBack (std::move (item));
+    m_items.push_back (std::move (item));
     return true;
 }
 
 FabricQueueItem
 DropTailEcnQueue::DoDequeue (Time /* now */)
 {
-    return m_items.PopFront ();
+    FabricQueueItem item = std::move (m_items.front ());
+    m_items.pop_front ();
+    return item;
 }
 
 } // namespace ns3

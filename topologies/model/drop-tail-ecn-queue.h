@@ -5,7 +5,8 @@
 #define DISAGGSIM_DROP_TAIL_ECN_QUEUE_H
 
 #include "fabric-queue.h"
-#include "ring-fifo.h"
+
+#include <deque>
 
 namespace ns3
 {
@@ -34,7 +35,7 @@ class DropTailEcnQueue : public FabricQueue
 
   private:
     uint32_t m_markThresholdBytes{0};
-    RingFifo<FabricQueueItem> m_items;
+    std::deque<FabricQueueItem> m_items;
 };
 
 } // namespace ns3
