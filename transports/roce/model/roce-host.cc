@@ -165,13 +165,13 @@ RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
 RoceSender*
 RoceHost::NextEligible (Time now)
 {
-    for (size_t k = 0; k < m_active.size (); ++k)
+    const size_t n = m_active.size ();
+    for (size_t k = 0, i = n == 0 ? 0 : m_next % n; k < n; ++k, i = i + 1 == n ? 0 : i + 1)
     {
-        const size_t i = (m_next + k) % m_active.size ();
         RoceSender* qp = PeekPointer (m_active[i]);
         if (qp->IsEligible (now))
         {
-            m_next = (i + 1) % m_active.size ();
+            m_next = i + 1 == n ? 0 : i + 1;
             return qp;
         }
     }
@@ -219,9 +219,10 @@ RoceHost::Schedule ()
         // Round robin from m_next: the first eligible QP sends one packet.
         bool sent = false;
         earliest = Time::Max ();
-        for (size_t k = 0; k < m_active.size (); ++k)
+        // Round robin, one division per pass instead of one per step: i = (m_next + k) mod n.
+        const size_t n = m_active.size ();
+        for (size_t k = 0, i = n == 0 ? 0 : m_next % n; k < n; ++k, i = i + 1 == n ? 0 : i + 1)
         {
-            const size_t i = (m_next + k) % m_active.size ();
             RoceSender* qp = PeekPointer (m_active[i]);
             if (!qp->HasWindow ())
             {
@@ -235,7 +236,7 @@ RoceHost::Schedule ()
             qp->SendNext (now);
             // The port was empty: the frame either left at once or waits there alone.
             m_dataWaiting = !m_nicQueue->IsEmpty ();
-            m_next = (i + 1) % m_active.size ();
+            m_next = i + 1 == n ? 0 : i + 1;
             sent = true;
             break;
         }
