@@ -90,7 +90,8 @@ class IntTag : public Tag
  * open-addressing map (tsl::robin_map) takes a uid to its slot, so a frame's records cost
  * no allocation once the pool has grown to the frames in flight (a node-based
  * std::unordered_map allocated and freed one node per packet: 5 % of roce-hpcc's profile,
- * bench/RESULTS.md "Speed (one sitting, 2026-11-27)").  Lookups only: no result depends on the order.
+ * bench/RESULTS.md "Speed (one sitting, 2026-11-27)").  Lookups only: no result depends
+ * on the order.
  */
 class IntRecords
 {
