@@ -37,7 +37,9 @@ percentile slowdown over the flow groups below 200 KB.
 
 Usage: ``.venv/bin/python bench/bench_roce_fidelity.py [PROTOCOL ...] [--workload W ...]
 [--load L ...] [--flows N] [--seed S] [--hpcc-binary PATH] [--out report.md]``; protocols
-default to ``roce-dcqcn roce-hpcc``; any registered protocol runs (``pfabric``, ``dctcp``).
+default to ``roce-dcqcn roce-hpcc``; any registered protocol runs (``pfabric``, ``dctcp``), and
+``DCQCN_VARIANTS``' names run roce-dcqcn with HPCC's simulator's rules; ``--hpcc-cc`` picks
+HPCC's simulator's runs (``dcqcn-clamp``: its DCQCN with CLAMP_TARGET_RATE 1).
 """
 
 from __future__ import annotations
@@ -104,6 +106,25 @@ ROCE_ATTRIBUTES = {
         "ns3::RoceHpcc::MinRate": "1Gbps",
     },
 }
+#: DCQCN with HPCC's simulator's rules where they differ from the DCQCN paper's (what
+#: ``roce-dcqcn`` runs), one at a time and together (``rdma-hw.cc``, transports/roce/doc/roce.md
+#: "DCQCN"): ``noclamp``: back-to-back cuts keep the target rate (CheckRateDecreaseMlx with
+#: CLAMP_TARGET_RATE 0); ``timer``: no byte counter, the increase stage follows the timer alone
+#: (RateIncEventMlx), so hyper increase starts; its stage counts from 0 before the event, ours
+#: from 1 after it (DCQCN's T), so its FAST_RECOVERY_TIMES 1 is our F = 2 (one fast recovery
+#: step, one additive, then hyper); ``hpcc-rules``: both.
+DCQCN_VARIANTS: dict[str, dict[str, str]] = {
+    "roce-dcqcn.noclamp": {"ns3::RoceDcqcn::ClampTargetRate": "false"},
+    "roce-dcqcn.timer": {
+        "ns3::RoceDcqcn::ByteCounter": "0", "ns3::RoceDcqcn::FastRecoverySteps": "2",
+    },
+    "roce-dcqcn.hpcc-rules": {
+        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2",
+    },
+}
+for _variant, _extra in DCQCN_VARIANTS.items():
+    ROCE_ATTRIBUTES[_variant] = {**ROCE_ATTRIBUTES["roce-dcqcn"], **_extra}
 #: Our protocol -> HPCC's simulator's congestion control of the same name (``--hpcc-binary``
 #: runs both, whatever protocols are given).
 HPCC_SIM_CC = {"roce-dcqcn": "dcqcn", "roce-hpcc": "hpcc"}
@@ -133,8 +154,9 @@ def run_ours(
     """One driver run; its FCT records, statistics and process wall time (s)."""
     tag = f"{protocol}_{flows_csv.stem}"
     out_csv, stats_json = workdir / f"fct_{tag}.csv", workdir / f"stats_{tag}.json"
+    registered = protocol.split(".")[0]  # a DCQCN_VARIANTS name runs roce-dcqcn
     cmd = driver_argv(
-        binary, flows_csv, out_csv, stats_json, protocol, RATE_GBPS, seed,
+        binary, flows_csv, out_csv, stats_json, registered, RATE_GBPS, seed,
         {**TOPOLOGY, "fabric": fabric}, attributes=attributes_for(protocol, fabric),
     )
     stats, fct, wall = run_driver(cmd, out_csv, stats_json)
@@ -227,6 +249,11 @@ def main() -> int:
         "--hpcc-cache", type=Path, default=None,
         help="keep HPCC's simulator's results here and reuse them for the same flows",
     )
+    parser.add_argument(
+        "--hpcc-cc", nargs="+", default=list(HPCC_SIM_CC.values()),
+        choices=sorted(hpcc_sim.HPCC_CC_SETTINGS),
+        help="HPCC's simulator's congestion controls to run (dcqcn-clamp: CLAMP_TARGET_RATE 1)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = parser.parse_args()
     if not args.binary.is_file():
@@ -272,7 +299,7 @@ def main() -> int:
                         f"{stats.get('pfc_frames', 0)}"
                     )
                     print(notes[-1], flush=True)
-                for cc in HPCC_SIM_CC.values() if args.hpcc_binary is not None else ():
+                for cc in args.hpcc_cc if args.hpcc_binary is not None else ():
                     t0 = time.perf_counter()
                     ref, wall = run_hpcc_cached(
                         args.hpcc_binary, flows, flows_csv, cc, workdir, args.hpcc_cache
