@@ -112,7 +112,9 @@ ROCE_ATTRIBUTES = {
 #: CLAMP_TARGET_RATE 0); ``timer``: no byte counter, the increase stage follows the timer alone
 #: (RateIncEventMlx), so hyper increase starts; its stage counts from 0 before the event, ours
 #: from 1 after it (DCQCN's T), so its FAST_RECOVERY_TIMES 1 is our F = 2 (one fast recovery
-#: step, one additive, then hyper); ``hpcc-rules``: both.
+#: step, one additive, then hyper); ``hpcc-rules``: both; ``hpcc-rules-deq``: both, and RED-ECN
+#: reads the queue behind a frame as it leaves (``SwitchMmu::EcnAtDequeue``; its switch-node.cc
+#: SwitchNotifyDequeue) instead of the queue ahead of it on arrival.
 DCQCN_VARIANTS: dict[str, dict[str, str]] = {
     "roce-dcqcn.noclamp": {"ns3::RoceDcqcn::ClampTargetRate": "false"},
     "roce-dcqcn.timer": {
@@ -121,6 +123,10 @@ DCQCN_VARIANTS: dict[str, dict[str, str]] = {
     "roce-dcqcn.hpcc-rules": {
         "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
         "ns3::RoceDcqcn::FastRecoverySteps": "2",
+    },
+    "roce-dcqcn.hpcc-rules-deq": {
+        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::SwitchMmu::EcnAtDequeue": "true",
     },
 }
 for _variant, _extra in DCQCN_VARIANTS.items():
