@@ -229,7 +229,9 @@ def fct_by_size_figure(by_size: pd.DataFrame, workload: str) -> Figure:
     return fig
 
 
-def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) -> list[Path]:
+def write_tables(
+    out_dir: str | Path, data_dir: str | Path, min_flows: int = 5, merge: bool = False
+) -> list[Path]:
     """Write a campaign's Figure 7 tables as CSV (what ``notebooks/data/`` holds).
 
     Args:
@@ -237,6 +239,11 @@ def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) 
             time: :func:`fig7_tables_file`).
         data_dir: where ``paper_fig7_slowdown.csv`` and ``paper_fig7_fct_by_size.csv`` go.
         min_flows: FCT-by-size rows with fewer flows are left out (keeps the file small).
+        merge: keep the rows of the tables already in ``data_dir`` whose workload x
+            protocol x rate_gbps x scope this campaign did not run (a campaign of some of
+            a config's protocols, e.g. only ``roce-*`` of ``configs/paper-fig7.toml``,
+            updates the tables of an earlier run of the whole config); kept rows without
+            run statistics keep them empty.
 
     Returns:
         The two paths, each written through a temporary file and renamed.
@@ -249,12 +256,24 @@ def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) 
     slowdown = with_run_stats(slowdown, Path(out_dir) / "runs.csv")
     by_size = by_size[by_size["flows"] >= min_flows]
     data = Path(data_dir)
+    tables = {"paper_fig7_slowdown.csv": (slowdown, RUN_KEYS),
+              "paper_fig7_fct_by_size.csv": (by_size, [*RUN_KEYS[:-1], "size_bytes"])}
+    if merge:
+        group = RUN_KEYS[:-1]
+        for name, (frame, order) in tables.items():
+            if not (data / name).is_file():
+                continue
+            old = pd.read_csv(data / name)
+            ran = pd.MultiIndex.from_frame(frame[group].astype({"rate_gbps": float}))
+            keep = ~pd.MultiIndex.from_frame(old[group].astype({"rate_gbps": float})).isin(ran)
+            merged = pd.concat([old[keep], frame], ignore_index=True)
+            tables[name] = (merged.sort_values(order, kind="stable", ignore_index=True), order)
     data.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, frame in (("paper_fig7_slowdown.csv", slowdown),
-                        ("paper_fig7_fct_by_size.csv", by_size)):
+    for name, (frame, _) in tables.items():
+        out = frame.astype({c: "Int64" for c in RUN_STATS if c in frame.columns})
         path = data / name
         with atomic_path(path) as tmp:
-            frame.to_csv(tmp, index=False, float_format="%.6g")
+            out.to_csv(tmp, index=False, float_format="%.6g")
         paths.append(path)
     return paths
