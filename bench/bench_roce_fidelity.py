@@ -114,7 +114,10 @@ ROCE_ATTRIBUTES = {
 #: from 1 after it (DCQCN's T), so its FAST_RECOVERY_TIMES 1 is our F = 2 (one fast recovery
 #: step, one additive, then hyper); ``hpcc-rules``: both; ``hpcc-rules-deq``: both, and RED-ECN
 #: reads the queue behind a frame as it leaves (``SwitchMmu::EcnAtDequeue``; its switch-node.cc
-#: SwitchNotifyDequeue) instead of the queue ahead of it on arrival.
+#: SwitchNotifyDequeue) instead of the queue ahead of it on arrival; ``hpcc-rules-cnp1us``:
+#: ``hpcc-rules`` with a CNP per 1 us of CE-marked packets instead of per 4 us (HPCC's
+#: simulator flags every marked packet's ACK, so its α, updated every 1 us, rises each 1 us
+#: while marks arrive: rdma-hw.cc UpdateAlphaMlx; its cuts stay at most one per 4 us).
 DCQCN_VARIANTS: dict[str, dict[str, str]] = {
     "roce-dcqcn.noclamp": {"ns3::RoceDcqcn::ClampTargetRate": "false"},
     "roce-dcqcn.timer": {
@@ -127,6 +130,10 @@ DCQCN_VARIANTS: dict[str, dict[str, str]] = {
     "roce-dcqcn.hpcc-rules-deq": {
         "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
         "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::SwitchMmu::EcnAtDequeue": "true",
+    },
+    "roce-dcqcn.hpcc-rules-cnp1us": {
+        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::RoceReceiver::CnpInterval": "1us",
     },
 }
 for _variant, _extra in DCQCN_VARIANTS.items():

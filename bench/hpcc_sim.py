@@ -155,6 +155,10 @@ HPCC_CC_SETTINGS: dict[str, dict[str, str]] = {
 #: Its DCQCN with CLAMP_TARGET_RATE 1 (rdma-hw.cc CheckRateDecreaseMlx: every cut sets the
 #: target rate to the current rate, DCQCN's paper rule), to measure what the flag does.
 HPCC_CC_SETTINGS["dcqcn-clamp"] = {**HPCC_CC_SETTINGS["dcqcn"], "CLAMP_TARGET_RATE": "1"}
+#: Its DCQCN with α updated every 4 us (ALPHA_RESUME_INTERVAL 4 instead of 1: rdma-hw.cc
+#: UpdateAlphaMlx adds g once per interval in which a CNP arrived), the cadence of one CNP
+#: per 4 us that ours reacts to.
+HPCC_CC_SETTINGS["dcqcn-alpha4us"] = {**HPCC_CC_SETTINGS["dcqcn"], "ALPHA_RESUME_INTERVAL": "4"}
 #: Offset of every flow's start: HPCC's traffic_gen.py starts flows at 2 s (base_t).
 START_OFFSET_NS = 2_000_000_000
 
