@@ -20,7 +20,10 @@ Congestion control as HPCC's ``run.py`` sets it at 100 Gb/s (``ROCE_ATTRIBUTES``
 branch and ``hp`` with ``--hpai 50``, the setting of its README and of
 ``analysis/fct_analysis.py``): DCQCN g = 1/256, α period 1 us, rate-increase timer 300 us,
 one fast-recovery step, R_AI 20 Mb/s, R_HAI 200 Mb/s, min rate 1 Gb/s, no byte counter (a
-counter that never fires), CNPs at most every 4 us per QP (its rate-decrease check); HPCC
+counter that never fires), CNPs at most every 4 us per QP (its rate-decrease check), with the
+DCQCN paper's rules; ``DCQCN_VARIANTS`` add HPCC's simulator's rules (``.hpcc-rules``: its
+target-rate clamp and timer-only stages, which its tails need: bench/RESULTS.md "DCQCN's
+tails"); HPCC
 η = 0.95, maxStage 0 (its project page: "maxStage=5 in the paper is due to a typo for the
 simulation"), AI 50 Mb/s, min rate 1 Gb/s. MTU payload 1000 B (``MssBytes``, our default).
 
