@@ -404,6 +404,112 @@ class DcqcnIncreaseCase : public TestCase
     }
 };
 
+/**
+ * ClampTargetRate at 40 Gbps (defaults: g = 1/256, K = T = 55 us, F = 5): CNPs at 0 and 4 us,
+ * no rate-increase event between them (α stays 1: no α period passed).
+ * - Clamped (DCQCN §3.1, the default): CNP 1: Rt = 40 G, Rc = 20 G; CNP 2: Rt ← Rc = 20 G,
+ *   Rc = 10 G; the timer (restarted at 4 us) at 59 us, fast recovery: Rc = (20 + 10)/2 = 15 G.
+ * - Not clamped (HPCC's simulator's CLAMP_TARGET_RATE 0: no increase event since the last
+ *   cut keeps Rt): CNP 2 leaves Rt = 40 G, Rc = 10 G; at 59 us Rc = (40 + 10)/2 = 25 G.
+ * - Not clamped, a cut after an increase event: a third CNP at 60 us (t = 1) sets Rt ← Rc = 25 G
+ *   and Rc = 25 G x (1 − α/2) with α = (1 − g) (one α period, 4 → 59 us, 1 ns short of the
+ *   second), floored to bit/s.
+ */
+class DcqcnClampCase : public TestCase
+{
+  public:
+    DcqcnClampCase ()
+          : TestCase ("roce-dcqcn: ClampTargetRate: Rt after two back-to-back CNPs")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        const double g = 1.0 / 256;
+        for (const bool clamp : {true, false})
+        {
+            StubTarget target;
+            Ptr<RoceDcqcn> dcqcn = CreateObject<RoceDcqcn> ();
+            dcqcn->SetAttribute ("ClampTargetRate", BooleanValue (clamp));
+            dcqcn->Start (&target, 40000000000ULL, MicroSeconds (10), Time (0));
+            dcqcn->OnCnp (Time (0));
+            Simulator::Schedule (MicroSeconds (4), &RoceDcqcn::OnCnp, dcqcn, MicroSeconds (4));
+            Simulator::Stop (MicroSeconds (4) + NanoSeconds (1));
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (target.rate, 10000000000ULL, "Rc = 40 G / 4, clamp " << clamp);
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (),
+                                   clamp ? 20000000000ULL : 40000000000ULL,
+                                   "Rt after two CNPs, clamp " << clamp);
+            Simulator::Stop (MicroSeconds (59) + NanoSeconds (1) - Simulator::Now ());
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (target.rate, clamp ? 15000000000ULL : 25000000000ULL,
+                                   "one fast recovery step, clamp " << clamp);
+            if (!clamp)
+            {
+                dcqcn->OnCnp (MicroSeconds (60));
+                NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 25000000000ULL,
+                                       "a cut after an increase event sets Rt <- Rc");
+                NS_TEST_ASSERT_MSG_EQ (target.rate,
+                                       static_cast<uint64_t> (25e9 * (1 - (1 - g) / 2)),
+                                       "Rc = 25 G (1 - (1-g)/2)");
+            }
+            dcqcn->Dispose ();
+            Simulator::Destroy ();
+        }
+    }
+};
+
+/**
+ * ByteCounter 0 (no byte counter, HPCC's simulator): the stage follows the timer alone.  At
+ * 40 Gbps with F = 1, R_AI = 40 Mb/s, R_HAI = 100 Mb/s (defaults), CNPs at 0 and 1 us leave
+ * Rt = 20 G, Rc = 10 G (clamped).  Timer at 56 us, t = 1 = F: additive increase, Rt = 20.04 G,
+ * Rc = (20.04 + 10)/2 = 15.02 G; at 111 us, t = 2 > F: hyper increase, Rt = 20.14 G,
+ * Rc = (20.14 + 15.02)/2 = 17.58 G.  With the 10 MB counter (never reached here, bc = 0) the
+ * second step is additive: Rt = 20.08 G, Rc = (20.08 + 15.02)/2 = 17.55 G.
+ */
+class DcqcnNoByteCounterCase : public TestCase
+{
+  public:
+    DcqcnNoByteCounterCase ()
+          : TestCase ("roce-dcqcn: ByteCounter 0: hyper increase from the timer alone")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        for (const uint64_t byteCounter : {uint64_t{0}, uint64_t{10000000}})
+        {
+            StubTarget target;
+            Ptr<RoceDcqcn> dcqcn = CreateObject<RoceDcqcn> ();
+            dcqcn->SetAttribute ("ByteCounter", UintegerValue (byteCounter));
+            dcqcn->SetAttribute ("FastRecoverySteps", UintegerValue (1));
+            dcqcn->Start (&target, 40000000000ULL, MicroSeconds (10), Time (0));
+            dcqcn->OnCnp (Time (0));
+            Simulator::Schedule (MicroSeconds (1), &RoceDcqcn::OnCnp, dcqcn, MicroSeconds (1));
+            Simulator::Stop (MicroSeconds (56) + NanoSeconds (1));
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 20040000000ULL, "t = F: + R_AI");
+            NS_TEST_ASSERT_MSG_EQ (target.rate, 15020000000ULL, "additive increase");
+            Simulator::Stop (MicroSeconds (111) + NanoSeconds (1) - Simulator::Now ());
+            Simulator::Run ();
+            const bool timerOnly = byteCounter == 0;
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (),
+                                   timerOnly ? 20140000000ULL : 20080000000ULL,
+                                   "t = 2, byte counter " << byteCounter);
+            NS_TEST_ASSERT_MSG_EQ (target.rate, timerOnly ? 17580000000ULL : 17550000000ULL,
+                                   "Rc = (Rt + Rc)/2, byte counter " << byteCounter);
+            dcqcn->OnDataSent (20000000, Simulator::Now ());
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (),
+                                   timerOnly ? 20140000000ULL : 20120000000ULL,
+                                   "20 MB sent: counter events only with a counter");
+            dcqcn->Dispose ();
+            Simulator::Destroy ();
+        }
+    }
+};
+
 /// The port of \p topology's ToR of \p rack that leads to \p host.
 Ptr<FabricNetDevice>
 TorPortTo (Ptr<ClosTopology> topology, uint32_t rack, uint32_t host)
@@ -749,6 +855,8 @@ class RoceTestSuite : public TestSuite
         AddTestCase (new DcqcnCnpCase, TestCase::QUICK);
         AddTestCase (new DcqcnAlphaDecayCase, TestCase::QUICK);
         AddTestCase (new DcqcnIncreaseCase, TestCase::QUICK);
+        AddTestCase (new DcqcnClampCase, TestCase::QUICK);
+        AddTestCase (new DcqcnNoByteCounterCase, TestCase::QUICK);
         AddTestCase (new BottleneckCase ("dcqcn"), TestCase::QUICK);
         AddTestCase (new BottleneckCase ("hpcc"), TestCase::QUICK);
         AddTestCase (new GoBackNCase, TestCase::QUICK);
