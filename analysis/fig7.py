@@ -6,7 +6,8 @@ enough to commit (``notebooks/data/``):
 
 - per workload x protocol x rate_gbps x scope x seed: flows, unfinished flows and the mean
   slowdown (the paper's metric: FCT over the FCT alone in the network, averaged over all
-  flows, §4.3);
+  flows, §4.3), and with :func:`with_run_stats` the run's PFC pause frames and paused time
+  (``runs.csv``; RoCE on the lossless fabric, issue #19);
 - per workload x protocol x rate_gbps x scope and flow size: flows and mean FCT in µs (the
   artifact's FCT-by-size tables, NetSys/disaggregation rmem/fcts/, one line per size).
 
@@ -14,7 +15,8 @@ enough to commit (``notebooks/data/``):
 bars per workload, one bar per protocol, the seeds' spread as error bars);
 :func:`fct_by_size_figure` the FCT-by-size curves; :func:`fig7_tables_file` reduces a
 collected ``fct.parquet`` of any size in bounded memory; :func:`write_tables` writes the two
-tables as CSV (``python -c "from disaggsim.analysis.fig7 import write_tables;
+tables as CSV, the slowdown table with :func:`with_run_stats`' pause frames
+(``python -c "from disaggsim.analysis.fig7 import write_tables;
 write_tables('results/paper-fig7', 'notebooks/data')"``).
 """
 
@@ -36,6 +38,10 @@ RUN_KEYS = ["workload", "protocol", "rate_gbps", "scope", "seed"]
 PROTOCOL_ORDER = [
     "tcp", "dctcp", "fastpass", "phost", "pfabric", "ideal", "roce-dcqcn", "roce-hpcc", "roce-none",
 ]
+#: Per-run statistics of ``runs.csv`` (``sim/rundir.py run_row``) that :func:`with_run_stats`
+#: adds to the slowdown table: PFC pause frames sent and time paused (ns), summed over the
+#: fabric's ports (0 on the lossy fabric; topologies/doc/lossless.md).
+RUN_STATS = ["pfc_frames", "paused_ns"]
 #: Smallest excess slowdown (mean slowdown - 1) drawn on the log axis of :func:`fig7_figure`.
 EXCESS_FLOOR = 1e-4
 
@@ -102,6 +108,53 @@ def fig7_tables_file(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         slowdowns.append(slowdown)
         by_sizes.append(by_size)
     return (pd.concat(slowdowns, ignore_index=True), pd.concat(by_sizes, ignore_index=True))
+
+
+def with_run_stats(slowdown: pd.DataFrame, runs_csv: str | Path) -> pd.DataFrame:
+    """``slowdown`` (:func:`fig7_tables`' first table) with :data:`RUN_STATS` columns from
+    a campaign's ``runs.csv``, matched on :data:`RUN_KEYS`.
+
+    Returns:
+        A new table: ``slowdown``'s rows in order, plus ``pfc_frames`` and ``paused_ns``
+        (int64).
+
+    Raises:
+        ValueError: ``runs_csv`` lacks a column, or a run of ``slowdown`` has no row (or
+            empty statistics) in it, naming the file and the run.
+    """
+    path = Path(runs_csv)
+    runs = pd.read_csv(path)
+    missing = [c for c in [*RUN_KEYS, *RUN_STATS] if c not in runs.columns]
+    if missing:
+        raise ValueError(f"{path}: runs.csv lacks columns {missing} (a campaign run before "
+                         f"they were recorded: run it again to refresh runs.csv)")
+    keys = runs[RUN_KEYS + RUN_STATS].astype({"rate_gbps": float, "seed": int})
+    merged = slowdown.astype({"rate_gbps": float, "seed": int}).merge(
+        keys, on=RUN_KEYS, how="left", validate="one_to_one")
+    lacking = merged[merged[RUN_STATS].isna().any(axis=1)]
+    if not lacking.empty:
+        run = lacking.iloc[0][RUN_KEYS].to_dict()
+        raise ValueError(f"{path}: no {RUN_STATS} for run {run} ({len(lacking)} runs lack them)")
+    merged[RUN_STATS] = merged[RUN_STATS].astype("int64")
+    merged["rate_gbps"] = merged["rate_gbps"].astype(slowdown["rate_gbps"].dtype)
+    return merged
+
+
+def pause_frames_table(slowdown: pd.DataFrame) -> pd.DataFrame:
+    """PFC pause frames per run: rows workload x scope x rate_gbps, columns (protocol, seed),
+    only the protocols that sent any (the others run on the lossy fabric or never paused).
+
+    Raises:
+        ValueError: ``slowdown`` has no ``pfc_frames`` column (:func:`with_run_stats`).
+    """
+    if "pfc_frames" not in slowdown.columns:
+        raise ValueError("pause_frames_table: no pfc_frames column (with_run_stats adds it)")
+    table = slowdown.pivot_table(index=["workload", "scope", "rate_gbps"],
+                                 columns=["protocol", "seed"], values="pfc_frames",
+                                 aggfunc="sum")
+    paused = [p for p in _protocols(slowdown) if p in table.columns.get_level_values(0)
+              and table[p].to_numpy().sum() > 0]
+    return table[paused].astype("int64")
 
 
 def _protocols(frame: pd.DataFrame) -> list[str]:
@@ -176,7 +229,9 @@ def fct_by_size_figure(by_size: pd.DataFrame, workload: str) -> Figure:
     return fig
 
 
-def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) -> list[Path]:
+def write_tables(
+    out_dir: str | Path, data_dir: str | Path, min_flows: int = 5, merge: bool = False
+) -> list[Path]:
     """Write a campaign's Figure 7 tables as CSV (what ``notebooks/data/`` holds).
 
     Args:
@@ -184,19 +239,41 @@ def write_tables(out_dir: str | Path, data_dir: str | Path, min_flows: int = 5) 
             time: :func:`fig7_tables_file`).
         data_dir: where ``paper_fig7_slowdown.csv`` and ``paper_fig7_fct_by_size.csv`` go.
         min_flows: FCT-by-size rows with fewer flows are left out (keeps the file small).
+        merge: keep the rows of the tables already in ``data_dir`` whose workload x
+            protocol x rate_gbps x scope this campaign did not run (a campaign of some of
+            a config's protocols, e.g. only ``roce-*`` of ``configs/paper-fig7.toml``,
+            updates the tables of an earlier run of the whole config); kept rows without
+            run statistics keep them empty.
 
     Returns:
         The two paths, each written through a temporary file and renamed.
+
+    Raises:
+        ValueError: as :func:`fig7_tables_file` and :func:`with_run_stats` (the slowdown
+            table carries each run's :data:`RUN_STATS` from ``out_dir/runs.csv``).
     """
     slowdown, by_size = fig7_tables_file(Path(out_dir) / "fct.parquet")
+    slowdown = with_run_stats(slowdown, Path(out_dir) / "runs.csv")
     by_size = by_size[by_size["flows"] >= min_flows]
     data = Path(data_dir)
+    tables = {"paper_fig7_slowdown.csv": (slowdown, RUN_KEYS),
+              "paper_fig7_fct_by_size.csv": (by_size, [*RUN_KEYS[:-1], "size_bytes"])}
+    if merge:
+        group = RUN_KEYS[:-1]
+        for name, (frame, order) in tables.items():
+            if not (data / name).is_file():
+                continue
+            old = pd.read_csv(data / name)
+            ran = pd.MultiIndex.from_frame(frame[group].astype({"rate_gbps": float}))
+            keep = ~pd.MultiIndex.from_frame(old[group].astype({"rate_gbps": float})).isin(ran)
+            merged = pd.concat([old[keep], frame], ignore_index=True)
+            tables[name] = (merged.sort_values(order, kind="stable", ignore_index=True), order)
     data.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, frame in (("paper_fig7_slowdown.csv", slowdown),
-                        ("paper_fig7_fct_by_size.csv", by_size)):
+    for name, (frame, _) in tables.items():
+        out = frame.astype({c: "Int64" for c in RUN_STATS if c in frame.columns})
         path = data / name
         with atomic_path(path) as tmp:
-            frame.to_csv(tmp, index=False, float_format="%.6g")
+            out.to_csv(tmp, index=False, float_format="%.6g")
         paths.append(path)
     return paths

@@ -20,7 +20,10 @@ Congestion control as HPCC's ``run.py`` sets it at 100 Gb/s (``ROCE_ATTRIBUTES``
 branch and ``hp`` with ``--hpai 50``, the setting of its README and of
 ``analysis/fct_analysis.py``): DCQCN g = 1/256, α period 1 us, rate-increase timer 300 us,
 one fast-recovery step, R_AI 20 Mb/s, R_HAI 200 Mb/s, min rate 1 Gb/s, no byte counter (a
-counter that never fires), CNPs at most every 4 us per QP (its rate-decrease check); HPCC
+counter that never fires), CNPs at most every 4 us per QP (its rate-decrease check), with the
+DCQCN paper's rules; ``DCQCN_VARIANTS`` add HPCC's simulator's rules (``.hpcc-rules``: its
+target-rate clamp and timer-only stages, which its tails need: bench/RESULTS.md "DCQCN's
+tails"); HPCC
 η = 0.95, maxStage 0 (its project page: "maxStage=5 in the paper is due to a typo for the
 simulation"), AI 50 Mb/s, min rate 1 Gb/s. MTU payload 1000 B (``MssBytes``, our default).
 
@@ -37,7 +40,9 @@ percentile slowdown over the flow groups below 200 KB.
 
 Usage: ``.venv/bin/python bench/bench_roce_fidelity.py [PROTOCOL ...] [--workload W ...]
 [--load L ...] [--flows N] [--seed S] [--hpcc-binary PATH] [--out report.md]``; protocols
-default to ``roce-dcqcn roce-hpcc``; any registered protocol runs (``pfabric``, ``dctcp``).
+default to ``roce-dcqcn roce-hpcc``; any registered protocol runs (``pfabric``, ``dctcp``), and
+``DCQCN_VARIANTS``' names run roce-dcqcn with HPCC's simulator's rules; ``--hpcc-cc`` picks
+HPCC's simulator's runs (``dcqcn-clamp``: its DCQCN with CLAMP_TARGET_RATE 1).
 """
 
 from __future__ import annotations
@@ -104,6 +109,38 @@ ROCE_ATTRIBUTES = {
         "ns3::RoceHpcc::MinRate": "1Gbps",
     },
 }
+#: DCQCN with HPCC's simulator's rules where they differ from the DCQCN paper's (what
+#: ``roce-dcqcn`` runs), one at a time and together (``rdma-hw.cc``, transports/roce/doc/roce.md
+#: "DCQCN"): ``noclamp``: back-to-back cuts keep the target rate (CheckRateDecreaseMlx with
+#: CLAMP_TARGET_RATE 0); ``timer``: no byte counter, the increase stage follows the timer alone
+#: (RateIncEventMlx), so hyper increase starts; its stage counts from 0 before the event, ours
+#: from 1 after it (DCQCN's T), so its FAST_RECOVERY_TIMES 1 is our F = 2 (one fast recovery
+#: step, one additive, then hyper); ``hpcc-rules``: both; ``hpcc-rules-deq``: both, and RED-ECN
+#: reads the queue behind a frame as it leaves (``SwitchMmu::EcnAtDequeue``; its switch-node.cc
+#: SwitchNotifyDequeue) instead of the queue ahead of it on arrival; ``hpcc-rules-cnp1us``:
+#: ``hpcc-rules`` with a CNP per 1 us of CE-marked packets instead of per 4 us (HPCC's
+#: simulator flags every marked packet's ACK, so its α, updated every 1 us, rises each 1 us
+#: while marks arrive: rdma-hw.cc UpdateAlphaMlx; its cuts stay at most one per 4 us).
+DCQCN_VARIANTS: dict[str, dict[str, str]] = {
+    "roce-dcqcn.noclamp": {"ns3::RoceDcqcn::ClampTargetRate": "false"},
+    "roce-dcqcn.timer": {
+        "ns3::RoceDcqcn::ByteCounter": "0", "ns3::RoceDcqcn::FastRecoverySteps": "2",
+    },
+    "roce-dcqcn.hpcc-rules": {
+        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2",
+    },
+    "roce-dcqcn.hpcc-rules-deq": {
+        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::SwitchMmu::EcnAtDequeue": "true",
+    },
+    "roce-dcqcn.hpcc-rules-cnp1us": {
+        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::RoceReceiver::CnpInterval": "1us",
+    },
+}
+for _variant, _extra in DCQCN_VARIANTS.items():
+    ROCE_ATTRIBUTES[_variant] = {**ROCE_ATTRIBUTES["roce-dcqcn"], **_extra}
 #: Our protocol -> HPCC's simulator's congestion control of the same name (``--hpcc-binary``
 #: runs both, whatever protocols are given).
 HPCC_SIM_CC = {"roce-dcqcn": "dcqcn", "roce-hpcc": "hpcc"}
@@ -133,8 +170,9 @@ def run_ours(
     """One driver run; its FCT records, statistics and process wall time (s)."""
     tag = f"{protocol}_{flows_csv.stem}"
     out_csv, stats_json = workdir / f"fct_{tag}.csv", workdir / f"stats_{tag}.json"
+    registered = protocol.split(".")[0]  # a DCQCN_VARIANTS name runs roce-dcqcn
     cmd = driver_argv(
-        binary, flows_csv, out_csv, stats_json, protocol, RATE_GBPS, seed,
+        binary, flows_csv, out_csv, stats_json, registered, RATE_GBPS, seed,
         {**TOPOLOGY, "fabric": fabric}, attributes=attributes_for(protocol, fabric),
     )
     stats, fct, wall = run_driver(cmd, out_csv, stats_json)
@@ -227,6 +265,11 @@ def main() -> int:
         "--hpcc-cache", type=Path, default=None,
         help="keep HPCC's simulator's results here and reuse them for the same flows",
     )
+    parser.add_argument(
+        "--hpcc-cc", nargs="+", default=list(HPCC_SIM_CC.values()),
+        choices=sorted(hpcc_sim.HPCC_CC_SETTINGS),
+        help="HPCC's simulator's congestion controls to run (dcqcn-clamp: CLAMP_TARGET_RATE 1)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = parser.parse_args()
     if not args.binary.is_file():
@@ -272,7 +315,7 @@ def main() -> int:
                         f"{stats.get('pfc_frames', 0)}"
                     )
                     print(notes[-1], flush=True)
-                for cc in HPCC_SIM_CC.values() if args.hpcc_binary is not None else ():
+                for cc in args.hpcc_cc if args.hpcc_binary is not None else ():
                     t0 = time.perf_counter()
                     ref, wall = run_hpcc_cached(
                         args.hpcc_binary, flows, flows_csv, cc, workdir, args.hpcc_cache

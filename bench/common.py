@@ -17,7 +17,7 @@ import json
 import math
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,6 +186,7 @@ def run(
     attributes: Mapping[str, str] | None = None,
     keep_files: bool = True,
     fabric: Fabric | None = None,
+    wrapper: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Generate the workload, run the driver once, return its stats and FCT table.
 
@@ -205,6 +206,7 @@ def run(
         attributes: extra ``ns3::Type::Attribute`` overrides (``driver_command``).
         keep_files: False deletes the three files once read.
         fabric: racks and spines (``driver_command``); default ``YAPS_FABRIC``.
+        wrapper: argv run in front of the driver's (e.g. ``valgrind --tool=callgrind``).
 
     Returns:
         ``{"stats": driver stats JSON (dict), "fct": FCT_RECORDS DataFrame, "wall_s":
@@ -233,6 +235,7 @@ def run(
     cmd = driver_command(
         binary, setup, protocol, flows_csv, out_csv, stats_json, driver_seed, attributes, fabric
     )
+    cmd = [*wrapper, *cmd]
     stats, fct, wall = run_driver(cmd, out_csv, stats_json)
     if not keep_files:
         for path in (flows_csv, out_csv, stats_json):

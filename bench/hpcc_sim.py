@@ -143,15 +143,22 @@ HPCC_CC_SETTINGS: dict[str, dict[str, str]] = {
         "CC_MODE": "1", "ALPHA_RESUME_INTERVAL": "1", "RATE_DECREASE_INTERVAL": "4",
         "RP_TIMER": "300", "EWMA_GAIN": "0.00390625", "FAST_RECOVERY_TIMES": "1",
         "RATE_AI": "20Mb/s", "RATE_HAI": "200Mb/s", "HAS_WIN": "0", "VAR_WIN": "0",
-        "FAST_REACT": "0", "INT_MULTI": "1", "ACK_HIGH_PRIO": "1",
+        "FAST_REACT": "0", "INT_MULTI": "1", "ACK_HIGH_PRIO": "1", "CLAMP_TARGET_RATE": "0",
     },
     "hpcc": {
         "CC_MODE": "3", "ALPHA_RESUME_INTERVAL": "1", "RATE_DECREASE_INTERVAL": "4",
         "RP_TIMER": "300", "EWMA_GAIN": "0.00390625", "FAST_RECOVERY_TIMES": "1",
         "RATE_AI": "50Mb/s", "RATE_HAI": "50Mb/s", "HAS_WIN": "1", "VAR_WIN": "1",
-        "FAST_REACT": "1", "INT_MULTI": "4", "ACK_HIGH_PRIO": "0",
+        "FAST_REACT": "1", "INT_MULTI": "4", "ACK_HIGH_PRIO": "0", "CLAMP_TARGET_RATE": "0",
     },
 }
+#: Its DCQCN with CLAMP_TARGET_RATE 1 (rdma-hw.cc CheckRateDecreaseMlx: every cut sets the
+#: target rate to the current rate, DCQCN's paper rule), to measure what the flag does.
+HPCC_CC_SETTINGS["dcqcn-clamp"] = {**HPCC_CC_SETTINGS["dcqcn"], "CLAMP_TARGET_RATE": "1"}
+#: Its DCQCN with α updated every 4 us (ALPHA_RESUME_INTERVAL 4 instead of 1: rdma-hw.cc
+#: UpdateAlphaMlx adds g once per interval in which a CNP arrived), the cadence of one CNP
+#: per 4 us that ours reacts to.
+HPCC_CC_SETTINGS["dcqcn-alpha4us"] = {**HPCC_CC_SETTINGS["dcqcn"], "ALPHA_RESUME_INTERVAL": "4"}
 #: Offset of every flow's start: HPCC's traffic_gen.py starts flows at 2 s (base_t).
 START_OFFSET_NS = 2_000_000_000
 
@@ -202,7 +209,7 @@ def write_inputs(flows: pd.DataFrame, fabric: ClosFabric, cc: str, workdir: Path
         "FCT_OUTPUT_FILE": str(workdir / "fct.txt"), "PFC_OUTPUT_FILE": str(workdir / "pfc.txt"),
         "SIMULATOR_STOP_TIME": f"{last_start_s + 1.0:.9f}",
         **settings,
-        "CLAMP_TARGET_RATE": "0", "MIN_RATE": "1000Mb/s", "DCTCP_RATE_AI": "1000Mb/s",
+        "MIN_RATE": "1000Mb/s", "DCTCP_RATE_AI": "1000Mb/s",
         "ERROR_RATE_PER_LINK": "0.0000", "L2_CHUNK_SIZE": "4000", "L2_ACK_INTERVAL": "1",
         "L2_BACK_TO_ZERO": "0", "GLOBAL_T": "1", "U_TARGET": "0.95", "MI_THRESH": "0",
         "MULTI_RATE": "0", "SAMPLE_FEEDBACK": "0", "PINT_LOG_BASE": "1.05", "PINT_PROB": "1.0",

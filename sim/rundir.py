@@ -223,7 +223,9 @@ def _done_record(planned: PlannedRun, result: RunResult) -> dict[str, Any]:
 
 def run_row(run: PlannedRun, record: dict[str, Any]) -> dict[str, Any]:
     """The ``runs.csv`` row of a run: key, CAMPAIGN_KEYS, status, flows, unfinished,
-    wall_s and events (from ``record``, its ``done.json`` content; None while pending)."""
+    wall_s, events, and the lossless fabric's pfc_frames and paused_ns (0 on the lossy
+    fabric; topologies/doc/lossless.md) (from ``record``, its ``done.json`` content; None
+    while pending)."""
     spec = run.spec
     return {
         "key": run.dir_name,
@@ -237,4 +239,6 @@ def run_row(run: PlannedRun, record: dict[str, Any]) -> dict[str, Any]:
         "unfinished": record.get("unfinished"),
         "wall_s": record.get("wall_s"),
         "events": record.get("stats", {}).get("events"),
+        "pfc_frames": record.get("stats", {}).get("pfc_frames"),
+        "paused_ns": record.get("stats", {}).get("paused_ns"),
     }

@@ -45,7 +45,9 @@ FabricQueue::GetTypeId ()
                 "frame the discipline evicted or dropped (occupancy before the drop)",
                 MakeTraceSourceAccessor (&FabricQueue::m_dropTrace),
                 "ns3::FabricQueue::ItemTracedCallback")
-            .AddTraceSource ("Mark", "A frame was CE-marked (occupancy at its arrival)",
+            .AddTraceSource ("Mark",
+                             "A frame was CE-marked (occupancy at its arrival; with a "
+                             "SwitchMmu's EcnAtDequeue, before its departure)",
                              MakeTraceSourceAccessor (&FabricQueue::m_markTrace),
                              "ns3::FabricQueue::ItemTracedCallback");
     return tid;
@@ -248,6 +250,15 @@ FabricQueue::DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedCla
     if (m_sharedBuffer != nullptr)
     {
         m_sharedBuffer->Release (item.ingressPort, item.header.trafficClass, item.GetWireBytes ());
+        if (m_sharedBuffer->MarksOnDequeue ())
+        {
+            const FabricEcn ecnBefore = item.header.ecn;
+            m_sharedBuffer->OnDequeue (item, *this);
+            if (item.header.ecn != ecnBefore)
+            {
+                NotifyMarked (item, bytesBefore);
+            }
+        }
     }
     if (!m_dequeueTrace.IsEmpty ())
     {

@@ -56,6 +56,11 @@ FabricSharedBuffer::Release (uint32_t /* ingressPort */, uint8_t /* trafficClass
 }
 
 void
+FabricSharedBuffer::OnDequeue (FabricQueueItem& /* item */, const FabricQueue& /* egress */)
+{
+}
+
+void
 FabricSharedBuffer::AddPort (FabricNetDevice* /* port */, uint32_t /* index */)
 {
 }

@@ -42,6 +42,19 @@ class FabricSharedBuffer : public Object
     /// A frame of \p wireBytes charged to \p ingressPort and \p trafficClass left the buffer.
     virtual void Release (uint32_t ingressPort, uint8_t trafficClass, uint32_t wireBytes);
 
+    /**
+     * \p item left \p egress (released; \p egress now holds the bytes behind it): may set
+     * CE in item.header (the queue reports the mark).  The queue calls it only while
+     * MarksOnDequeue (); the default does nothing.
+     */
+    virtual void OnDequeue (FabricQueueItem& item, const FabricQueue& egress);
+
+    /// \returns true if OnDequeue is to be called for every frame leaving a queue.
+    bool MarksOnDequeue () const
+    {
+        return m_marksOnDequeue;
+    }
+
     /// The switch added \p port as its port \p index (FabricSwitch::AddPort, or
     /// SetSharedBuffer for the ports it already has); its cable is attached.  The default
     /// does nothing; a memory-management unit sizes the port's headroom here.
@@ -78,6 +91,8 @@ class FabricSharedBuffer : public Object
 
     /// Return \p wireBytes to the pool.
     void Uncharge (uint32_t wireBytes);
+
+    bool m_marksOnDequeue{false}; //!< see MarksOnDequeue
 
   private:
     uint64_t m_sizeBytes{0};

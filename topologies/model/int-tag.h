@@ -7,9 +7,11 @@
 
 #include "ns3/tag.h"
 
+#include <tsl/robin_map.h>
+
 #include <array>
 #include <cstdint>
-#include <unordered_map>
+#include <vector>
 
 namespace ns3
 {
@@ -82,54 +84,95 @@ class IntTag : public Tag
  * HPCC about 7,000 instructions per data packet, bench/RESULTS.md "RoCEv2").  The switch
  * egress appends (Stamp); the receiver takes a data packet's records and puts them on its
  * ACK (Take, Put); the sender takes the ACK's.  Records of a frame dropped on a lossy fabric
- * stay until Clear (about 140 B each).  Single-threaded, like ns-3's default simulator.
+ * stay until Clear (about 180 B each).  Single-threaded, like ns-3's default simulator.
+ *
+ * Storage: the records sit in a pool of slots reused through a free list, and an
+ * open-addressing map (tsl::robin_map) takes a uid to its slot, so a frame's records cost
+ * no allocation once the pool has grown to the frames in flight (a node-based
+ * std::unordered_map allocated and freed one node per packet: 5 % of roce-hpcc's profile,
+ * bench/RESULTS.md "Speed (one sitting, 2026-11-27)").  Lookups only: no result depends
+ * on the order.
  */
 class IntRecords
 {
   public:
-    /// \returns the records of packet \p uid, created empty if it has none.
+    /// \returns the records of packet \p uid, created empty if it has none (valid until the
+    /// next Stamp or Put).
     static IntTag& Stamp (uint64_t uid)
     {
-        return Store ()[uid];
+        Pool& pool = Store ();
+        auto [it, inserted] = pool.slotOf.try_emplace (uid, 0);
+        if (inserted)
+        {
+            it.value () = pool.Allocate ();
+        }
+        return pool.slots[it->second];
     }
 
     /// Move the records of packet \p uid into \p records and forget them.  \returns false
     /// (and leaves \p records alone) if it has none.
     static bool Take (uint64_t uid, IntTag& records)
     {
-        auto it = Store ().find (uid);
-        if (it == Store ().end ())
+        Pool& pool = Store ();
+        auto it = pool.slotOf.find (uid);
+        if (it == pool.slotOf.end ())
         {
             return false;
         }
-        records = it->second;
-        Store ().erase (it);
+        const uint32_t slot = it->second;
+        records = pool.slots[slot];
+        pool.free.push_back (slot);
+        pool.slotOf.erase (it);
         return true;
     }
 
     /// Give packet \p uid the records \p records.
     static void Put (uint64_t uid, const IntTag& records)
     {
-        Store ()[uid] = records;
+        Stamp (uid) = records;
     }
 
     /// \returns the packets holding records (those in flight, and those dropped).
     static size_t GetSize ()
     {
-        return Store ().size ();
+        return Store ().slotOf.size ();
     }
 
     /// Forget every record (between simulations).
     static void Clear ()
     {
-        Store ().clear ();
+        Pool& pool = Store ();
+        pool.slotOf.clear ();
+        pool.slots.clear ();
+        pool.free.clear ();
     }
 
   private:
-    static std::unordered_map<uint64_t, IntTag>& Store ()
+    struct Pool
     {
-        static std::unordered_map<uint64_t, IntTag> store;
-        return store;
+        tsl::robin_map<uint64_t, uint32_t> slotOf; //!< packet uid -> its slot
+        std::vector<IntTag> slots;
+        std::vector<uint32_t> free; //!< slots to reuse
+
+        /// \returns an empty slot.
+        uint32_t Allocate ()
+        {
+            if (free.empty ())
+            {
+                slots.emplace_back ();
+                return static_cast<uint32_t> (slots.size () - 1);
+            }
+            const uint32_t slot = free.back ();
+            free.pop_back ();
+            slots[slot] = IntTag ();
+            return slot;
+        }
+    };
+
+    static Pool& Store ()
+    {
+        static Pool pool;
+        return pool;
     }
 };
 

@@ -81,6 +81,15 @@ SwitchMmu::GetTypeId ()
             .AddAttribute ("EcnPmax", "RED marking probability at Kmax (1 %, DCQCN §5)",
                            DoubleValue (0.01), MakeDoubleAccessor (&SwitchMmu::m_pmax),
                            MakeDoubleChecker<double> (0, 1))
+            .AddAttribute ("EcnAtDequeue",
+                           "false: RED reads the egress queue a frame joins, at its arrival "
+                           "(the bytes ahead of it); true: at its departure, the bytes left "
+                           "behind it (HPCC's simulator, switch-node.cc SwitchNotifyDequeue "
+                           "-> switch-mmu.cc ShouldSendCN), a congestion signal one queueing "
+                           "delay earlier",
+                           BooleanValue (false),
+                           MakeBooleanAccessor (&SwitchMmu::m_marksOnDequeue),
+                           MakeBooleanChecker ())
             .AddTraceSource ("IngressBytes",
                              "Bytes buffered for an (ingress port, class) changed",
                              MakeTraceSourceAccessor (&SwitchMmu::m_ingressTrace),
@@ -247,11 +256,20 @@ SwitchMmu::Admit (FabricQueueItem& item, const FabricQueue& egress)
         in.pausing = true;
         SendXoff (port, cls);
     }
-    if (m_ecn && item.header.IsEct () && RedMarks (egress.GetNBytes ()))
+    if (m_ecn && !m_marksOnDequeue && item.header.IsEct () && RedMarks (egress.GetNBytes ()))
     {
         item.header.ecn = FabricEcn::CE;
     }
     return true;
+}
+
+void
+SwitchMmu::OnDequeue (FabricQueueItem& item, const FabricQueue& egress)
+{
+    if (m_ecn && item.header.IsEct () && RedMarks (egress.GetNBytes ()))
+    {
+        item.header.ecn = FabricEcn::CE;
+    }
 }
 
 void

@@ -44,7 +44,8 @@ namespace ns3
  *
  * RED-ECN (Floyd & Jacobson 1993; DCQCN, Zhu et al. SIGCOMM'15 §5): an ECN-capable frame
  * arriving at an egress queue holding q bytes is CE-marked with probability 0 (q <= Kmin),
- * Pmax (q - Kmin) / (Kmax - Kmin) (Kmin < q <= Kmax) or 1 (q > Kmax).
+ * Pmax (q - Kmin) / (Kmax - Kmin) (Kmin < q <= Kmax) or 1 (q > Kmax); with EcnAtDequeue,
+ * q is what the queue holds behind the frame as it leaves (HPCC's simulator).
  */
 class SwitchMmu : public FabricSharedBuffer
 {
@@ -55,6 +56,8 @@ class SwitchMmu : public FabricSharedBuffer
 
     bool Admit (FabricQueueItem& item, const FabricQueue& egress) override;
     void Release (uint32_t ingressPort, uint8_t trafficClass, uint32_t wireBytes) override;
+    /// EcnAtDequeue: RED on the bytes \p egress holds behind \p item.
+    void OnDequeue (FabricQueueItem& item, const FabricQueue& egress) override;
     void AddPort (FabricNetDevice* port, uint32_t index) override;
 
     /// \returns the XOFF threshold now, in bytes of shared use per (port, class).

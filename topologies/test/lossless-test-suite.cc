@@ -382,26 +382,40 @@ class DeadlockTestCase : public TestCase
  * RED-ECN at the egress with Kmin = 3000 B, Kmax = 4500 B, Pmax = 1: 6 ECT frames of 1500 wire
  * B into the ToR's port to host 0, paused so that it holds them, arrive at occupancies 0, 1500,
  * 3000 (<= Kmin: unmarked), 4500 (probability Pmax (4500 - 3000) / 1500 = 1: marked), 6000
- * and 7500 (> Kmax: marked): 3 marks, whatever the random draws.  Not-ECT frames: none.
+ * and 7500 (> Kmax: marked): 3 marks, whatever the random draws, on frames 3, 4, 5.  Not-ECT
+ * frames: none.  With EcnAtDequeue (HPCC's simulator) RED reads the bytes left behind each
+ * frame as it leaves: 7500, 6000, 4500 (marked), 3000, 1500, 0: 3 marks on frames 0, 1, 2.
  */
 class RedEcnTestCase : public TestCase
 {
   public:
-    explicit RedEcnTestCase (bool ect)
+    RedEcnTestCase (bool ect, bool atDequeue = false)
           : TestCase (std::string ("RED-ECN at the egress, Kmin 3000, Kmax 4500: ") +
-                      (ect ? "3 of 6 ECT frames marked" : "not-ECT frames never marked"))
+                      (!ect         ? "not-ECT frames never marked"
+                       : atDequeue ? "at dequeue, frames 0-2 of 6 marked"
+                                    : "3 of 6 ECT frames marked, frames 3-5"))
           , m_ect (ect)
+          , m_atDequeue (atDequeue)
     {
     }
 
   private:
+    void OnMark (const FabricQueueItem& item, uint32_t /* bytes */)
+    {
+        m_marked.push_back (item.packet->GetUid ());
+    }
+
     void DoRun () override
     {
         Ptr<ClosTopology> clos = BuildFabric (
             {{"Fabric", "lossless"}},
-            {{"EcnKminBytes", "3000"}, {"EcnKmaxBytes", "4500"}, {"EcnPmax", "1"}});
+            {{"EcnKminBytes", "3000"}, {"EcnKmaxBytes", "4500"}, {"EcnPmax", "1"},
+             {"EcnAtDequeue", m_atDequeue ? "true" : "false"}});
         Ptr<FabricNetDevice> toHost0 = clos->GetTor (0)->GetPort (0);
+        toHost0->GetQueue ()->TraceConnectWithoutContext (
+            "Mark", MakeCallback (&RedEcnTestCase::OnMark, this));
         toHost0->Pause (0);
+        std::vector<uint64_t> uids;
         for (uint32_t i = 0; i < 6; ++i)
         {
             FabricHeader header;
@@ -409,16 +423,27 @@ class RedEcnTestCase : public TestCase
             header.dstHost = 0;
             header.payloadBytes = kPayload;
             header.ecn = m_ect ? FabricEcn::ECT0 : FabricEcn::NOT_ECT;
-            clos->GetHostDevice (1)->SendFabric (Create<Packet> (kPayload), header);
+            Ptr<Packet> packet = Create<Packet> (kPayload);
+            uids.push_back (packet->GetUid ());
+            clos->GetHostDevice (1)->SendFabric (packet, header);
         }
         Simulator::Schedule (MicroSeconds (5), [toHost0] () { toHost0->Resume (0); });
         Simulator::Run ();
         NS_TEST_ASSERT_MSG_EQ (toHost0->GetQueue ()->GetMarkedPackets (), m_ect ? 3u : 0u,
                                "CE marks");
+        std::vector<uint64_t> expected;
+        if (m_ect)
+        {
+            expected.assign (uids.begin () + (m_atDequeue ? 0 : 3),
+                             uids.begin () + (m_atDequeue ? 3 : 6));
+        }
+        NS_TEST_ASSERT_MSG_EQ ((m_marked == expected), true, "which frames are marked");
         Simulator::Destroy ();
     }
 
     bool m_ect;
+    bool m_atDequeue;
+    std::vector<uint64_t> m_marked;
 };
 
 /**
@@ -497,6 +522,7 @@ class LosslessTestSuite : public TestSuite
         AddTestCase (new DeadlockTestCase, TestCase::QUICK);
         AddTestCase (new RedEcnTestCase (true), TestCase::QUICK);
         AddTestCase (new RedEcnTestCase (false), TestCase::QUICK);
+        AddTestCase (new RedEcnTestCase (true, true), TestCase::QUICK);
     }
 };
 

@@ -7,6 +7,7 @@
 #include "transports/roce/model/roce-header.h"
 #include "transports/roce/model/roce-hpcc.h"
 
+#include "topologies/model/fabric-net-device.h"
 #include "topologies/model/int-tag.h"
 
 #include "ns3/abort.h"
@@ -72,11 +73,14 @@ RoceFlowTransport::GetTypeId ()
                            BooleanValue (false), MakeBooleanAccessor (&RoceFlowTransport::m_read),
                            MakeBooleanChecker ())
             .AddAttribute ("MssBytes",
-                           "Payload bytes of a full data packet (1000: HPCC's mix/config.txt "
-                           "PACKET_PAYLOAD_SIZE and rdma-hw.cc Mtu; an IB path MTU of 1024 fits "
-                           "a 1500 B Ethernet frame too)",
+                           "Payload bytes of a full data packet asked for (the QP's path MTU "
+                           "as an application requests it; 1000: HPCC's mix/config.txt "
+                           "PACKET_PAYLOAD_SIZE and rdma-hw.cc Mtu).  The QP uses at most the "
+                           "port's active RoCE MTU (ActiveMtuBytes of FabricNetDevice::Mtu: "
+                           "1024 on a 1500 B port), as perftest lowers a requested MTU above "
+                           "the active one; 0 = the active MTU",
                            UintegerValue (1000), MakeUintegerAccessor (&RoceFlowTransport::m_mssBytes),
-                           MakeUintegerChecker<uint32_t> (1, 9000))
+                           MakeUintegerChecker<uint32_t> (0, 9000))
             .AddTraceSource ("FlowAcked",
                              "The sender got the ACK of a flow's last byte: (flow id, time)",
                              MakeTraceSourceAccessor (&RoceFlowTransport::m_flowAckedTrace),
@@ -104,10 +108,45 @@ RoceFlowTransport::DoDispose ()
     FlowTransport::DoDispose ();
 }
 
+uint32_t
+RoceFlowTransport::ActiveMtuBytes (uint32_t portMtuBytes, uint32_t intHeaderBytes)
+{
+    // Linux include/rdma/ib_addr.h iboe_get_mtu: the IP MTU less IB_GRH_BYTES 40 +
+    // IB_UDP_BYTES 8 + IB_BTH_BYTES 12 + IB_EXT_XRC_BYTES 4 + IB_EXT_ATOMICETH_BYTES 28 +
+    // IB_ICRC_BYTES 4, rounded down to an IB MTU (enum ib_mtu, include/rdma/ib_verbs.h:
+    // 256 ... 4096 B).
+    constexpr uint32_t kIboeHeaderBytes = 40 + 8 + 12 + 4 + 28 + 4;
+    const uint32_t overhead = kIboeHeaderBytes + intHeaderBytes;
+    const uint32_t room = portMtuBytes > overhead ? portMtuBytes - overhead : 0;
+    for (uint32_t mtu = 4096; mtu >= 256; mtu /= 2)
+    {
+        if (room >= mtu)
+        {
+            return mtu;
+        }
+    }
+    return 0;
+}
+
 void
 RoceFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
 {
     m_topology = topology;
+    // The payload per data packet, once: the requested MssBytes, at most the active RoCE MTU
+    // of the hosts' ports (FabricNetDevice::Mtu, read from its configured default: the
+    // topology gives every port that value).
+    TypeId::AttributeInformation mtuInfo;
+    NS_ABORT_MSG_IF (!FabricNetDevice::GetTypeId ().LookupAttributeByName ("Mtu", &mtuInfo),
+                     "RoceFlowTransport: ns3::FabricNetDevice has no Mtu attribute");
+    m_portMtuBytes = static_cast<uint32_t> (
+        DynamicCast<const UintegerValue> (mtuInfo.initialValue)->Get ());
+    m_activeMtuBytes =
+        ActiveMtuBytes (m_portMtuBytes, m_ccKind == CC_HPCC ? kIntHeaderBytes : 0);
+    NS_ABORT_MSG_IF (m_activeMtuBytes == 0,
+                     "RoceFlowTransport: ns3::FabricNetDevice::Mtu " << m_portMtuBytes
+                         << " B leaves no room for the smallest IB MTU (256 B) after the "
+                            "RoCEv2 headers");
+    m_payloadBytes = m_mssBytes == 0 ? m_activeMtuBytes : std::min (m_mssBytes, m_activeMtuBytes);
     m_ccFactory.SetTypeId (m_ccKind == CC_DCQCN  ? RoceDcqcn::GetTypeId ()
                            : m_ccKind == CC_HPCC ? RoceHpcc::GetTypeId ()
                                                  : RoceCongestionControl::GetTypeId ());
@@ -115,7 +154,7 @@ RoceFlowTransport::ConfigureFabric (Ptr<ClosTopology> topology)
     const uint32_t header = GetPerPacketHeaderBytes ();
     const uint32_t ackBytes = kRoceAckHeaderBytes + (m_ccKind == CC_HPCC ? kIntHeaderBytes : 0);
     const uint32_t far = topology->GetNRacks () > 1 ? topology->GetHostsPerRack () : 1;
-    m_baseRtt = topology->IdealFct (0, far, m_mssBytes, header, m_mssBytes) +
+    m_baseRtt = topology->IdealFct (0, far, m_payloadBytes, header, m_payloadBytes) +
                 topology->IdealFct (far, 0, ackBytes, 0, ackBytes);
     m_senderPrototype = CreateObject<RoceSender> ();
     if (m_senderPrototype->GetRto ().IsZero ())
@@ -165,7 +204,7 @@ RoceFlowTransport::StartFlow (const FlowSpec& flow)
     const uint32_t echoIntBytes = m_ccKind == CC_HPCC ? kIntHeaderBytes : 0;
     Ptr<RoceReceiver> receiver = CopyObject<RoceReceiver> (m_receiverPrototype);
     receiver->Setup (m_hosts[flow.dstHost], flow.flowId, static_cast<uint16_t> (flow.srcHost),
-                     flow.sizeBytes, m_mssBytes, echoIntBytes);
+                     flow.sizeBytes, m_payloadBytes, echoIntBytes);
     m_hosts[flow.dstHost]->AddReceiver (flow.flowId, receiver);
 
     Ptr<RoceSender> sender = CopyObject<RoceSender> (m_senderPrototype);
@@ -173,7 +212,7 @@ RoceFlowTransport::StartFlow (const FlowSpec& flow)
     Ptr<RoceCongestionControl> cc = m_ccFactory.Create<RoceCongestionControl> ();
     const uint64_t lineRate = m_topology->GetAccessRate ().GetBitRate ();
     sender->Setup (m_hosts[flow.srcHost], flow.flowId, static_cast<uint16_t> (flow.dstHost),
-                   flow.sizeBytes, m_mssBytes, cc, lineRate, m_baseRtt,
+                   flow.sizeBytes, m_payloadBytes, cc, lineRate, m_baseRtt,
                    receiver->GetAckIntervalBytes ());
     m_hosts[flow.srcHost]->AddSender (flow.flowId, sender);
     m_active[flow.flowId] = Active{sender, receiver, flow.srcHost, flow.dstHost};
@@ -294,7 +333,7 @@ RoceFlowTransport::GetPerPacketHeaderBytes () const
 uint32_t
 RoceFlowTransport::GetMssBytes () const
 {
-    return m_mssBytes;
+    return m_payloadBytes != 0 ? m_payloadBytes : m_mssBytes;
 }
 
 Time
@@ -330,6 +369,9 @@ RoceFlowTransport::GetDerivedConfig () const
 {
     return {
         {"roce.base_rtt_ns", std::to_string (m_baseRtt.GetNanoSeconds ())},
+        {"roce.port_mtu_bytes", std::to_string (m_portMtuBytes)},
+        {"roce.active_mtu_bytes", std::to_string (m_activeMtuBytes)},
+        {"roce.payload_bytes", std::to_string (m_payloadBytes)},
         {"roce.rto_ns",
          std::to_string (m_senderPrototype ? m_senderPrototype->GetRto ().GetNanoSeconds () : 0)},
     };

@@ -53,7 +53,18 @@ class RoceFlowTransport : public FlowTransport
     void Install (Ptr<ClosTopology> topology) override;
     /// 44 B of RoCEv2 headers (+ 42 B of INT header with HPCC).
     uint32_t GetPerPacketHeaderBytes () const override;
+    /// The payload per full data packet: MssBytes, at most the active MTU (0: that MTU).
     uint32_t GetMssBytes () const override;
+
+    /**
+     * \returns the active RoCE MTU of a port whose IP MTU is \p portMtuBytes: the largest IB
+     * MTU (256, 512, 1024, 2048 or 4096 B; enum ib_mtu) not above the IP MTU less 96 B of
+     * RoCE headers as Linux reserves them (include/rdma/ib_addr.h iboe_get_mtu: GRH 40,
+     * UDP 8, BTH 12, XRCETH 4, AtomicETH 28, ICRC 4) and less \p intHeaderBytes (HPCC's INT
+     * header); 0 if not even 256 B fit.  1500 B -> 1024 (NVIDIA's "MTU considerations for
+     * RoCE based applications": 1024 for the default 1500, 4096 for 4200).
+     */
+    static uint32_t ActiveMtuBytes (uint32_t portMtuBytes, uint32_t intHeaderBytes);
     std::vector<TypeId> GetConfigTypeIds () const override;
     std::vector<std::pair<std::string, std::string>> GetDerivedConfig () const override;
     /// data_packets_sent, retransmitted_packets, timeouts, nacks, cnps, acks,
@@ -103,6 +114,9 @@ class RoceFlowTransport : public FlowTransport
     CongestionControl m_ccKind{CC_DCQCN};
     bool m_read{false};
     uint32_t m_mssBytes{1000};
+    uint32_t m_portMtuBytes{0};   //!< FabricNetDevice::Mtu at ConfigureFabric
+    uint32_t m_activeMtuBytes{0}; //!< ActiveMtuBytes of it
+    uint32_t m_payloadBytes{0};   //!< payload per full data packet (ConfigureFabric)
 
     Ptr<ClosTopology> m_topology;
     std::vector<Ptr<RoceHost>> m_hosts;

@@ -3,6 +3,7 @@
  */
 #include "roce-dcqcn.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
@@ -43,11 +44,21 @@ RoceDcqcn::GetTypeId ()
                            MakeTimeAccessor (&RoceDcqcn::m_rateIncreaseTimer),
                            MakeTimeChecker (NanoSeconds (1)))
             .AddAttribute ("ByteCounter",
-                           "Rate increase byte counter B in wire bytes (10 MB: DCQCN §5; "
-                           "HPCC's simulator has no byte counter)",
+                           "Rate increase byte counter B in wire bytes (10 MB: DCQCN §5); 0: "
+                           "no byte counter, the stage follows the timer count t alone "
+                           "(HPCC's simulator, rdma-hw.cc RateIncEventMlx)",
                            UintegerValue (10000000),
                            MakeUintegerAccessor (&RoceDcqcn::m_byteCounter),
-                           MakeUintegerChecker<uint64_t> (1))
+                           MakeUintegerChecker<uint64_t> ())
+            .AddAttribute ("ClampTargetRate",
+                           "true: every rate cut sets Rt <- Rc (DCQCN §3.1, the RP's "
+                           "algorithm); false: only a cut that follows a rate-increase event "
+                           "does, back-to-back cuts keep Rt (HPCC's simulator, rdma-hw.cc "
+                           "CheckRateDecreaseMlx with CLAMP_TARGET_RATE 0, its mix/config.txt "
+                           "and run.py setting)",
+                           BooleanValue (true),
+                           MakeBooleanAccessor (&RoceDcqcn::m_clampTargetRate),
+                           MakeBooleanChecker ())
             .AddAttribute ("FastRecoverySteps",
                            "F: increase events of fast recovery before additive increase "
                            "(5: DCQCN §5 and rdma-hw.cc FastRecoveryTimes; mix/config.txt 1)",
@@ -128,7 +139,10 @@ RoceDcqcn::OnCnp (Time now)
 {
     ++m_cnps;
     DecayAlpha (now);
-    m_rtBps = m_rcBps;
+    if (m_clampTargetRate || m_timerCount > 0 || m_byteCount > 0)
+    {
+        m_rtBps = m_rcBps;
+    }
     const double decreased = static_cast<double> (m_rcBps) * (1 - m_alpha / 2);
     m_rcBps = std::max<uint64_t> (m_minRate.GetBitRate (), static_cast<uint64_t> (decreased));
     m_alpha = (1 - m_g) * m_alpha + m_g;
@@ -147,7 +161,7 @@ RoceDcqcn::OnCnp (Time now)
 void
 RoceDcqcn::OnDataSent (uint32_t wireBytes, Time now)
 {
-    if (!m_recovering)
+    if (!m_recovering || m_byteCounter == 0)
     {
         return;
     }
@@ -176,11 +190,13 @@ void
 RoceDcqcn::IncreaseRate ()
 {
     const uint32_t f = m_fastRecoverySteps;
-    if (std::max (m_timerCount, m_byteCount) < f)
+    // without a byte counter the stage is the timer's alone (bc reads as t)
+    const uint32_t bc = m_byteCounter == 0 ? m_timerCount : m_byteCount;
+    if (std::max (m_timerCount, bc) < f)
     {
         // fast recovery: Rt unchanged
     }
-    else if (std::min (m_timerCount, m_byteCount) > f)
+    else if (std::min (m_timerCount, bc) > f)
     {
         m_rtBps += m_rateHai.GetBitRate ();
     }

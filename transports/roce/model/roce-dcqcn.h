@@ -19,7 +19,9 @@ namespace ns3
  * State: current rate Rc, target rate Rt, α.  Until the first CNP the QP sends at line rate
  * (Rc = Rt = line) with α = 1.
  * - CNP (the receiver, the notification point, sends at most one per CnpInterval per QP
- *   while CE-marked packets arrive; RoceReceiver): Rt ← Rc; Rc ← max(MinRate, Rc (1 − α/2));
+ *   while CE-marked packets arrive; RoceReceiver): Rt ← Rc (with ClampTargetRate false, as
+ *   HPCC's simulator runs: only if a rate-increase event happened since the last cut);
+ *   Rc ← max(MinRate, Rc (1 − α/2));
  *   α ← (1 − g) α + g; the timer and byte counters restart from 0.
  * - α timer: every AlphaTimer K without a CNP, α ← (1 − g) α.  Applied when α is next read
  *   (n whole periods since the last CNP: α (1 − g)^n, the same value as n timer events, with
@@ -32,6 +34,7 @@ namespace ns3
  *   min(t, bc) > F: hyper increase, Rt ← Rt + RateHai, Rc ← (Rt + Rc)/2;
  *   otherwise: additive increase, Rt ← Rt + RateAi, Rc ← (Rt + Rc)/2;
  *   Rt and Rc never exceed the line rate.  The timer stops once Rc = Rt = line rate.
+ *   ByteCounter 0: no byte counter, bc reads as t (HPCC's simulator has the timer only).
  * Rates are integers in bit/s ((Rt + Rc)/2 rounds up).  Defaults and their sources:
  * transports/roce/doc/roce.md §DCQCN.
  */
@@ -86,6 +89,7 @@ class RoceDcqcn : public RoceCongestionControl
     Time m_rateIncreaseTimer;
     uint64_t m_byteCounter{10000000};
     uint32_t m_fastRecoverySteps{5};
+    bool m_clampTargetRate{true};
     DataRate m_rateAi;
     DataRate m_rateHai;
     DataRate m_minRate;

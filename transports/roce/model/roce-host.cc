@@ -127,7 +127,11 @@ RoceHost::Activate (RoceSender* sender)
 void
 RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
 {
-    if (m_waitDequeue)
+    if ((item.header.transportFlags & ROCE_DATA) != 0)
+    {
+        m_dataWaiting = false; // the port took the data frame that waited
+    }
+    if (m_waitDequeue && !m_dataWaiting)
     {
         m_waitDequeue = false;
         const Time now = Simulator::Now ();
@@ -150,6 +154,7 @@ RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
         if (m_nicQueue->Enqueue (std::move (next), now))
         {
             m_waitDequeue = true; // that frame waits at the port now
+            m_dataWaiting = true;
             return;
         }
         CountNicDrop ();
@@ -160,13 +165,13 @@ RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
 RoceSender*
 RoceHost::NextEligible (Time now)
 {
-    for (size_t k = 0; k < m_active.size (); ++k)
+    const size_t n = m_active.size ();
+    for (size_t k = 0, i = n == 0 ? 0 : m_next % n; k < n; ++k, i = i + 1 == n ? 0 : i + 1)
     {
-        const size_t i = (m_next + k) % m_active.size ();
         RoceSender* qp = PeekPointer (m_active[i]);
         if (qp->IsEligible (now))
         {
-            m_next = (i + 1) % m_active.size ();
+            m_next = i + 1 == n ? 0 : i + 1;
             return qp;
         }
     }
@@ -214,9 +219,10 @@ RoceHost::Schedule ()
         // Round robin from m_next: the first eligible QP sends one packet.
         bool sent = false;
         earliest = Time::Max ();
-        for (size_t k = 0; k < m_active.size (); ++k)
+        // Round robin, one division per pass instead of one per step: i = (m_next + k) mod n.
+        const size_t n = m_active.size ();
+        for (size_t k = 0, i = n == 0 ? 0 : m_next % n; k < n; ++k, i = i + 1 == n ? 0 : i + 1)
         {
-            const size_t i = (m_next + k) % m_active.size ();
             RoceSender* qp = PeekPointer (m_active[i]);
             if (!qp->HasWindow ())
             {
@@ -228,7 +234,9 @@ RoceHost::Schedule ()
                 continue;
             }
             qp->SendNext (now);
-            m_next = (i + 1) % m_active.size ();
+            // The port was empty: the frame either left at once or waits there alone.
+            m_dataWaiting = !m_nicQueue->IsEmpty ();
+            m_next = i + 1 == n ? 0 : i + 1;
             sent = true;
             break;
         }
@@ -282,10 +290,16 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
     }
     if (flags & (ROCE_ACK | ROCE_NACK))
     {
+        const bool nack = (flags & ROCE_NACK) != 0;
+        if (IntRecords::GetSize () == 0)
+        {
+            // No frame holds INT records (no HPCC QP): no 176 B IntTag to build, no lookup.
+            it->second->ReceiveAck (frame.seq, nack, nullptr, now);
+            return;
+        }
         IntTag records;
         const bool hasRecords = IntRecords::Take (packet->GetUid (), records);
-        it->second->ReceiveAck (frame.seq, (flags & ROCE_NACK) != 0,
-                                hasRecords ? &records : nullptr, now);
+        it->second->ReceiveAck (frame.seq, nack, hasRecords ? &records : nullptr, now);
     }
     else if (flags & ROCE_CNP)
     {

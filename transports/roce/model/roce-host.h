@@ -73,6 +73,7 @@ class RoceHost : public FabricHost
     Time m_wakeAt{Time::Max ()}; //!< the pending wake (Time::Max: none)
     bool m_waitDequeue{false}; //!< the port is backlogged: Schedule at its next dequeue
     bool m_scheduling{false};  //!< inside Schedule (no re-entry)
+    bool m_dataWaiting{false}; //!< a data frame waits in the port's queue (at most one)
     tsl::robin_map<uint64_t, Ptr<RoceSender>> m_senders;
     tsl::robin_map<uint64_t, Ptr<RoceReceiver>> m_receivers;
 };

@@ -54,6 +54,7 @@ void
 RoceSender::DoDispose ()
 {
     m_rtoEvent.Cancel ();
+    m_rtoPending = false;
     if (m_cc)
     {
         m_cc->Dispose ();
@@ -148,7 +149,7 @@ RoceSender::BuildNext (Time now, Ptr<Packet>& packet, FabricHeader& frame)
     m_nextAvail = m_rateBps >= m_lineRateBps
                       ? now
                       : now + FabricNetDevice::TxTimeFor (wireBytes, m_rateBps);
-    if (nothingInFlight || !m_rtoEvent.IsRunning ())
+    if (nothingInFlight || !m_rtoPending)
     {
         RestartRto (now); // the timer covers the oldest byte in flight
     }
@@ -177,6 +178,7 @@ RoceSender::ReceiveAck (uint64_t ackSeq, bool nack, const IntTag* records, Time 
     {
         m_done = true;
         m_rtoEvent.Cancel ();
+        m_rtoPending = false;
         m_cc->Stop ();
         m_flowAcked (m_flowId, now);
         return;
@@ -210,8 +212,9 @@ RoceSender::RestartRto (Time now)
     // Lazy: every ACK moves the deadline, but an event is scheduled only when none is
     // pending; one that fires early re-arms for the rest (one event per RTO, not per ACK).
     m_rtoDeadline = now + m_rto;
-    if (!m_rtoEvent.IsRunning ())
+    if (!m_rtoPending)
     {
+        m_rtoPending = true;
         m_rtoEvent = Simulator::Schedule (m_rto, &RoceSender::RtoExpired, this);
     }
 }
@@ -220,12 +223,14 @@ void
 RoceSender::RtoExpired ()
 {
     const Time now = Simulator::Now ();
+    m_rtoPending = false; // this event ran
     if (m_done || m_sndUna >= m_sndNxt)
     {
         return;
     }
     if (now < m_rtoDeadline)
     {
+        m_rtoPending = true;
         m_rtoEvent = Simulator::Schedule (m_rtoDeadline - now, &RoceSender::RtoExpired, this);
         return;
     }

@@ -174,6 +174,9 @@ class RoceSender : public Object, public RoceRateTarget
     bool m_done{false};
     bool m_scheduled{false};
     EventId m_rtoEvent;
+    /// m_rtoEvent is scheduled and has not run nor been cancelled (its IsRunning, kept here:
+    /// asking the simulator cost 1.3 % of roce-dcqcn's time, two calls per data packet).
+    bool m_rtoPending{false};
     Time m_rtoDeadline; //!< the RTO fires here (the event may be earlier: it re-arms)
     uint64_t m_dataPacketsSent{0};
     uint64_t m_retransmitted{0};

@@ -193,6 +193,71 @@ class LoneFlowCase : public TestCase
 };
 
 
+/**
+ * The payload per packet comes from the port's MTU (RoceFlowTransport::ActiveMtuBytes, Linux
+ * iboe_get_mtu): an IP MTU less 96 B of RoCE headers (+ 42 B INT with HPCC), rounded down to
+ * an IB MTU.  1500 - 96 = 1404 -> 1024 (and 1500 - 138 = 1362 -> 1024); 4200 - 96 = 4104 ->
+ * 4096 (NVIDIA's example); 9000 -> 4096; 2200 - 96 = 2104 -> 2048; 1100 - 96 = 1004 -> 512;
+ * 351 - 96 = 255 -> 0 (no IB MTU fits).
+ */
+class ActiveMtuCase : public TestCase
+{
+  public:
+    ActiveMtuCase ()
+          : TestCase ("roce: the active MTU is the largest IB MTU within the port's IP MTU")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (1500, 0), 1024, "1500 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (1500, 42), 1024, "1500, INT");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (4200, 0), 4096, "4200 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (9000, 0), 4096, "9000 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (2200, 0), 2048, "2200 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (1100, 0), 512, "1100 B");
+        NS_TEST_ASSERT_MSG_EQ (RoceFlowTransport::ActiveMtuBytes (351, 0), 0, "351 B");
+    }
+};
+
+/**
+ * MssBytes above the active MTU is lowered to it (as perftest does): MssBytes 1460 (the
+ * campaign's TCP MSS) on the default 1500 B ports gives 1024 B payloads, so every frame fits
+ * the port (1024 + 44 (+ 42 INT) + 18 = 1086 (1128) B <= 1500 + 18).  A lone 3 x 1024 + 100 B
+ * WRITE from host 0 to host 4 then takes its 4 frames' hand-derived time (LoneFlowCase's
+ * derivation with these frames).
+ */
+class MtuCappedPayloadCase : public TestCase
+{
+  public:
+    explicit MtuCappedPayloadCase (std::string cc)
+          : TestCase ("roce-" + cc + ": MssBytes 1460 on a 1500 B MTU sends 1024 B payloads, "
+                      "frames within the port's MTU"),
+            m_cc (std::move (cc))
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        RoceBench bench (m_cc, 40, true, {{"ns3::RoceFlowTransport::MssBytes", "1460"}});
+        NS_TEST_ASSERT_MSG_EQ (bench.transport->GetMssBytes (), 1024, "payload = active MTU");
+        const uint64_t size = 3 * 1024 + 100;
+        bench.transport->AddFlow (FlowSpec{1, 1000, 0, 4, size});
+        bench.Run ();
+        const uint32_t header = 44 + (m_cc == "hpcc" ? 42 : 0) + 18;
+        NS_TEST_ASSERT_MSG_EQ_TOL ((bench.finish.at (1) - NanoSeconds (1000)).GetSeconds () * 1e9,
+                                   InterRackNs (40, {1024 + header, 1024 + header, 1024 + header,
+                                                     100 + header}),
+                                   1e-3, "FCT = 4 frames of 1024 B payload + path");
+        NS_TEST_ASSERT_MSG_EQ (bench.transport->GetDataPacketsSent (), 4, "4 data packets");
+        NS_TEST_ASSERT_MSG_LT_OR_EQ (1024 + header, 1500 + 18, "a full frame fits the port");
+    }
+
+    std::string m_cc;
+};
+
 /// A rate target that records what a congestion control sets (unit tests of DCQCN).
 struct StubTarget : public RoceRateTarget
 {
@@ -339,6 +404,112 @@ class DcqcnIncreaseCase : public TestCase
     }
 };
 
+/**
+ * ClampTargetRate at 40 Gbps (defaults: g = 1/256, K = T = 55 us, F = 5): CNPs at 0 and 4 us,
+ * no rate-increase event between them (α stays 1: no α period passed).
+ * - Clamped (DCQCN §3.1, the default): CNP 1: Rt = 40 G, Rc = 20 G; CNP 2: Rt ← Rc = 20 G,
+ *   Rc = 10 G; the timer (restarted at 4 us) at 59 us, fast recovery: Rc = (20 + 10)/2 = 15 G.
+ * - Not clamped (HPCC's simulator's CLAMP_TARGET_RATE 0: no increase event since the last
+ *   cut keeps Rt): CNP 2 leaves Rt = 40 G, Rc = 10 G; at 59 us Rc = (40 + 10)/2 = 25 G.
+ * - Not clamped, a cut after an increase event: a third CNP at 60 us (t = 1) sets Rt ← Rc = 25 G
+ *   and Rc = 25 G x (1 − α/2) with α = (1 − g) (one α period, 4 → 59 us, 1 ns short of the
+ *   second), floored to bit/s.
+ */
+class DcqcnClampCase : public TestCase
+{
+  public:
+    DcqcnClampCase ()
+          : TestCase ("roce-dcqcn: ClampTargetRate: Rt after two back-to-back CNPs")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        const double g = 1.0 / 256;
+        for (const bool clamp : {true, false})
+        {
+            StubTarget target;
+            Ptr<RoceDcqcn> dcqcn = CreateObject<RoceDcqcn> ();
+            dcqcn->SetAttribute ("ClampTargetRate", BooleanValue (clamp));
+            dcqcn->Start (&target, 40000000000ULL, MicroSeconds (10), Time (0));
+            dcqcn->OnCnp (Time (0));
+            Simulator::Schedule (MicroSeconds (4), &RoceDcqcn::OnCnp, dcqcn, MicroSeconds (4));
+            Simulator::Stop (MicroSeconds (4) + NanoSeconds (1));
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (target.rate, 10000000000ULL, "Rc = 40 G / 4, clamp " << clamp);
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (),
+                                   clamp ? 20000000000ULL : 40000000000ULL,
+                                   "Rt after two CNPs, clamp " << clamp);
+            Simulator::Stop (MicroSeconds (59) + NanoSeconds (1) - Simulator::Now ());
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (target.rate, clamp ? 15000000000ULL : 25000000000ULL,
+                                   "one fast recovery step, clamp " << clamp);
+            if (!clamp)
+            {
+                dcqcn->OnCnp (MicroSeconds (60));
+                NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 25000000000ULL,
+                                       "a cut after an increase event sets Rt <- Rc");
+                NS_TEST_ASSERT_MSG_EQ (target.rate,
+                                       static_cast<uint64_t> (25e9 * (1 - (1 - g) / 2)),
+                                       "Rc = 25 G (1 - (1-g)/2)");
+            }
+            dcqcn->Dispose ();
+            Simulator::Destroy ();
+        }
+    }
+};
+
+/**
+ * ByteCounter 0 (no byte counter, HPCC's simulator): the stage follows the timer alone.  At
+ * 40 Gbps with F = 1, R_AI = 40 Mb/s, R_HAI = 100 Mb/s (defaults), CNPs at 0 and 1 us leave
+ * Rt = 20 G, Rc = 10 G (clamped).  Timer at 56 us, t = 1 = F: additive increase, Rt = 20.04 G,
+ * Rc = (20.04 + 10)/2 = 15.02 G; at 111 us, t = 2 > F: hyper increase, Rt = 20.14 G,
+ * Rc = (20.14 + 15.02)/2 = 17.58 G.  With the 10 MB counter (never reached here, bc = 0) the
+ * second step is additive: Rt = 20.08 G, Rc = (20.08 + 15.02)/2 = 17.55 G.
+ */
+class DcqcnNoByteCounterCase : public TestCase
+{
+  public:
+    DcqcnNoByteCounterCase ()
+          : TestCase ("roce-dcqcn: ByteCounter 0: hyper increase from the timer alone")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        for (const uint64_t byteCounter : {uint64_t{0}, uint64_t{10000000}})
+        {
+            StubTarget target;
+            Ptr<RoceDcqcn> dcqcn = CreateObject<RoceDcqcn> ();
+            dcqcn->SetAttribute ("ByteCounter", UintegerValue (byteCounter));
+            dcqcn->SetAttribute ("FastRecoverySteps", UintegerValue (1));
+            dcqcn->Start (&target, 40000000000ULL, MicroSeconds (10), Time (0));
+            dcqcn->OnCnp (Time (0));
+            Simulator::Schedule (MicroSeconds (1), &RoceDcqcn::OnCnp, dcqcn, MicroSeconds (1));
+            Simulator::Stop (MicroSeconds (56) + NanoSeconds (1));
+            Simulator::Run ();
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (), 20040000000ULL, "t = F: + R_AI");
+            NS_TEST_ASSERT_MSG_EQ (target.rate, 15020000000ULL, "additive increase");
+            Simulator::Stop (MicroSeconds (111) + NanoSeconds (1) - Simulator::Now ());
+            Simulator::Run ();
+            const bool timerOnly = byteCounter == 0;
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (),
+                                   timerOnly ? 20140000000ULL : 20080000000ULL,
+                                   "t = 2, byte counter " << byteCounter);
+            NS_TEST_ASSERT_MSG_EQ (target.rate, timerOnly ? 17580000000ULL : 17550000000ULL,
+                                   "Rc = (Rt + Rc)/2, byte counter " << byteCounter);
+            dcqcn->OnDataSent (20000000, Simulator::Now ());
+            NS_TEST_ASSERT_MSG_EQ (dcqcn->GetTargetRateBps (),
+                                   timerOnly ? 20140000000ULL : 20120000000ULL,
+                                   "20 MB sent: counter events only with a counter");
+            dcqcn->Dispose ();
+            Simulator::Destroy ();
+        }
+    }
+};
+
 /// The port of \p topology's ToR of \p rack that leads to \p host.
 Ptr<FabricNetDevice>
 TorPortTo (Ptr<ClosTopology> topology, uint32_t rack, uint32_t host)
@@ -444,6 +615,70 @@ class IncastCase : public TestCase
     }
 
     std::string m_cc;
+};
+
+/**
+ * The NIC scheduler keeps at most one data frame waiting at the port (RoceHost; HPCC's
+ * simulator builds a QP's packet only when its NIC can send it, qbb-net-device.cc
+ * DequeueAndTransmit).  Hosts 0 and 4 WRITE 300 KB to each other at once (`none`, line
+ * rate), so each port carries its own data and the ACKs of the other flow: an ACK leaving
+ * the port must not let another data frame in while one still waits (that grew the NIC
+ * queue by a data frame per ACK, without bound, and held every later packet behind them).
+ */
+class NicOneDataFrameCase : public TestCase
+{
+  public:
+    NicOneDataFrameCase ()
+          : TestCase ("roce-none: with ACKs sharing the port, the NIC holds at most one data "
+                      "frame")
+    {
+    }
+
+  private:
+    void DoRun () override
+    {
+        RoceBench bench ("none", 40, true);
+        Ptr<FabricQueue> nic = bench.topology->GetHostDevice (0)->GetQueue ();
+        nic->TraceConnectWithoutContext ("Enqueue",
+                                         MakeCallback (&NicOneDataFrameCase::OnEnqueue, this));
+        nic->TraceConnectWithoutContext ("Dequeue",
+                                         MakeCallback (&NicOneDataFrameCase::OnDequeue, this));
+        bench.transport->AddFlow (FlowSpec{1, 0, 0, 4, 300000});
+        bench.transport->AddFlow (FlowSpec{2, 0, 4, 0, 300000});
+        bench.Run ();
+        NS_TEST_ASSERT_MSG_EQ (bench.finish.size (), 2, "both flows finish");
+        NS_TEST_ASSERT_MSG_EQ (m_dataFrames, 0, "every data frame left the NIC");
+        NS_TEST_ASSERT_MSG_EQ (m_peakDataFrames, 1,
+                               "after each departure at most one data frame waits at the NIC");
+        NS_TEST_ASSERT_MSG_GT (m_acksQueued, 0, "ACKs went through the same NIC queue");
+    }
+
+    void OnEnqueue (const FabricQueueItem& item, uint32_t)
+    {
+        if (item.header.transportFlags & ROCE_DATA)
+        {
+            ++m_dataFrames;
+        }
+        else
+        {
+            ++m_acksQueued;
+        }
+    }
+
+    void OnDequeue (const FabricQueueItem& item, uint32_t)
+    {
+        if (item.header.transportFlags & ROCE_DATA)
+        {
+            --m_dataFrames;
+        }
+        // Counted at each departure: the NIC's refill (RoceHost's own Dequeue callback, run
+        // before this one) is already in the queue then.
+        m_peakDataFrames = std::max (m_peakDataFrames, m_dataFrames);
+    }
+
+    uint32_t m_dataFrames{0};
+    uint32_t m_peakDataFrames{0};
+    uint32_t m_acksQueued{0};
 };
 
 /// A host NIC queue that refuses its \p n-th data frame (0-based): a loss at a known place.
@@ -620,11 +855,17 @@ class RoceTestSuite : public TestSuite
         AddTestCase (new DcqcnCnpCase, TestCase::QUICK);
         AddTestCase (new DcqcnAlphaDecayCase, TestCase::QUICK);
         AddTestCase (new DcqcnIncreaseCase, TestCase::QUICK);
+        AddTestCase (new DcqcnClampCase, TestCase::QUICK);
+        AddTestCase (new DcqcnNoByteCounterCase, TestCase::QUICK);
         AddTestCase (new BottleneckCase ("dcqcn"), TestCase::QUICK);
         AddTestCase (new BottleneckCase ("hpcc"), TestCase::QUICK);
         AddTestCase (new GoBackNCase, TestCase::QUICK);
         AddTestCase (new AckIntervalCase, TestCase::QUICK);
         AddTestCase (new ReadCase, TestCase::QUICK);
+        AddTestCase (new NicOneDataFrameCase, TestCase::QUICK);
+        AddTestCase (new ActiveMtuCase, TestCase::QUICK);
+        AddTestCase (new MtuCappedPayloadCase ("none"), TestCase::QUICK);
+        AddTestCase (new MtuCappedPayloadCase ("hpcc"), TestCase::QUICK);
     }
 };
 
