@@ -11,7 +11,6 @@ and every preset at its own size on each backend it supports (~1-5 min each) run
 
 from __future__ import annotations
 
-import csv
 import os
 import subprocess
 from collections import Counter
@@ -20,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _emulate_runs import emulate_as_found
 
 from disaggsim.sim.config import ConfigError
 from disaggsim.swapdev import device, emulate, emulate_apps
-from disaggsim.testbed import collect_env
 from disaggsim.testbed.apps import hadoop_mr, timely
 from disaggsim.testbed.apps.spark_jobs import (
     BDB_QUERIES,
@@ -209,15 +208,9 @@ def _run_preset(tmp_path: Path, preset: str, backend: str, fraction: float) -> l
         f'[emulate]\nname = "p"\nout_dir = "out"\nbackend = "{backend}"\nrepeats = 1\n'
         f'timeout_s = 600\n[app]\npreset = "{preset}"\nlocal_fraction = {fraction}\n'
         '[[models]]\nkind = "fixed"\nlatency_ns = 5000\n')
-    with device.system_lock():
-        before = collect_env.system_state()
-    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
-    # The cluster's memory cgroups are gone again: removing a group needs it empty, so no
-    # process of the run (a Spark executor included) is left.
-    with device.system_lock():
-        assert collect_env.system_state() == before
-    with open(out / "runs.csv") as handle:
-        return list(csv.DictReader(handle))
+    # The cluster's memory cgroups are gone again afterwards: removing a group needs it
+    # empty, so no process of the run (a Spark executor included) is left.
+    return emulate_as_found(path)
 
 
 def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: int,

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _emulate_runs import emulate_as_found
 
 from disaggsim.cli import main
 from disaggsim.sim.config import ConfigError
@@ -347,7 +348,6 @@ def test_presets_run_the_collectors_applications(
     / Dask job), the holders page during the job (swap bytes > 0, at most what the job
     could move), their peak RSS shows the limit binding, the machine is left as found."""
     from disaggsim.swapdev.emulate_apps import PRESETS
-    from disaggsim.testbed import collect_env
 
     device.build_dir()
     path = tmp_path / f"{preset}.toml"
@@ -356,13 +356,7 @@ def test_presets_run_the_collectors_applications(
         f'timeout_s = 300\n[app]\npreset = "{preset}"\nlocal_fraction = {fraction}\n'
         '[[models]]\nkind = "fixed"\nlatency_ns = 20000\n'
     )
-    with device.system_lock():
-        before = collect_env.system_state()
-    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
-    with device.system_lock():
-        assert collect_env.system_state() == before
-    with open(out / "runs.csv") as handle:
-        runs = {r["model"]: r for r in csv.DictReader(handle)}
+    runs = {r["model"]: r for r in emulate_as_found(path)}
     ws = PRESETS[preset].working_set_bytes
     holders = 2 if preset == "dask-sort" else 1
     for r in runs.values():
@@ -379,19 +373,12 @@ def test_a_preset_past_its_timeout_is_killed_and_the_cluster_undone(tmp_path: Pa
     """memcached + YCSB with a 1 s limit on its run phase (50 k operations take several):
     the watchdog kills every process of the run, the run is reported as a timeout with no
     JCT and no swap bytes, and the cluster (namespaces, cgroups) is gone afterwards."""
-    from disaggsim.testbed import collect_env
 
     path = tmp_path / "mc.toml"
     path.write_text('[emulate]\nname = "t"\nout_dir = "out"\nbackend = "uffd"\nrepeats = 1\n'
                     'timeout_s = 1\n[app]\npreset = "memcached-ycsb"\nlocal_fraction = 0.5\n'
                     '[[models]]\nkind = "fixed"\nlatency_ns = 1000\n')
-    with device.system_lock():
-        before = collect_env.system_state()
-    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
-    with device.system_lock():
-        assert collect_env.system_state() == before
-    with open(out / "runs.csv") as handle:
-        runs = list(csv.DictReader(handle))
+    runs = emulate_as_found(path)
     assert [(r["status"], r["jct_s"], r["swap_in_bytes"]) for r in runs] == [
         ("timeout", "", "")] * 2
     assert all(1.0 <= float(r["wall_s"]) < 5.0 for r in runs)
