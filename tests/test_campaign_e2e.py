@@ -5,6 +5,7 @@ Skipped (with the reason) when ``build/sim/disaggsim-ns3`` is not built: run `ma
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -380,6 +381,18 @@ def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs):
     for run_dir in fresh_dirs:  # ns-3 writes stats.json last: the run was cut short
         assert run_dir.name.startswith(".tmp-") and not (run_dir / "stats.json").exists()
     assert 1 <= done_before < n_runs
+    # Nothing of the killed campaign holds its directory's lock any more: a process forked
+    # from it (a pool worker started after the snapshot above, or a child between fork and
+    # exec) keeps the inherited lock until it is gone, which the rerun must not race.
+    with open(tmp_path / "killed" / ".campaign.lock") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() - killed_at < 5.0, "the killed campaign's lock is held"
+                time.sleep(0.02)
+        fcntl.flock(lock, fcntl.LOCK_UN)
 
     again = run_campaign(killed_cfg, progress=False)
     assert again.skipped >= done_before and again.ran == n_runs - again.skipped
