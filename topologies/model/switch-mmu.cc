@@ -8,6 +8,7 @@
 #include "pfc-header.h"
 
 #include "ns3/boolean.h"
+#include "ns3/data-rate.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -81,6 +82,16 @@ SwitchMmu::GetTypeId ()
             .AddAttribute ("EcnPmax", "RED marking probability at Kmax (1 %, DCQCN §5)",
                            DoubleValue (0.01), MakeDoubleAccessor (&SwitchMmu::m_pmax),
                            MakeDoubleChecker<double> (0, 1))
+            .AddAttribute ("EcnReferenceRate",
+                           "Link rate at which EcnKminBytes and EcnKmaxBytes hold: a port of "
+                           "rate R marks at Kmin R / this and Kmax R / this, read when the "
+                           "port is added (HPCC's simulator: KMIN_MAP / KMAX_MAP per link "
+                           "rate, linear in the rate in every map it ships: mix/config.txt "
+                           "25/50/100 Gb/s -> Kmin 100/200/400 KB, run.py bw and 4 bw); 0 "
+                           "(default): every port at EcnKminBytes / EcnKmaxBytes",
+                           DataRateValue (DataRate (0)),
+                           MakeDataRateAccessor (&SwitchMmu::m_ecnReferenceRate),
+                           MakeDataRateChecker ())
             .AddAttribute ("EcnAtDequeue",
                            "false: RED reads the egress queue a frame joins, at its arrival "
                            "(the bytes ahead of it); true: at its departure, the bytes left "
@@ -132,6 +143,16 @@ SwitchMmu::AddPort (FabricNetDevice* port, uint32_t index)
         NS_ABORT_MSG_IF (!port->GetChannel (), "SwitchMmu: port " << index << " has no cable");
     }
     RecomputeReserved ();
+    if (m_ecnReferenceRate.GetBitRate () != 0)
+    {
+        const uint64_t rate = port->GetDataRate ().GetBitRate ();
+        const std::pair<uint64_t, uint64_t> k{ScaleToRate (m_kminBytes, rate),
+                                              ScaleToRate (m_kmaxBytes, rate)};
+        m_redByQueue[PeekPointer (port->GetQueue ())] = k;
+        // A queue not in the map (none of this switch's ports) marks at Kmin itself.
+        m_lowestKminBytes = std::min (m_redByQueue.size () == 1 ? m_kminBytes : m_lowestKminBytes,
+                                      k.first);
+    }
 }
 
 void
@@ -192,14 +213,60 @@ SwitchMmu::GetXoffThresholdBytes () const
     return static_cast<uint64_t> (m_alpha * static_cast<double> (free));
 }
 
-bool
-SwitchMmu::RedMarks (uint64_t egressBytes)
+uint64_t
+SwitchMmu::ScaleToRate (uint64_t bytes, uint64_t bitRate) const
 {
-    if (egressBytes <= m_kminBytes)
+    return static_cast<uint64_t> (static_cast<unsigned __int128> (bytes) * bitRate /
+                                  m_ecnReferenceRate.GetBitRate ());
+}
+
+uint64_t
+SwitchMmu::ScaleToPort (uint64_t bytes, uint32_t port) const
+{
+    if (m_ecnReferenceRate.GetBitRate () == 0 || port >= m_ports.size () ||
+        m_ports[port].device == nullptr)
+    {
+        return bytes;
+    }
+    return ScaleToRate (bytes, m_ports[port].device->GetDataRate ().GetBitRate ());
+}
+
+uint64_t
+SwitchMmu::GetEcnKminBytes (uint32_t port) const
+{
+    return ScaleToPort (m_kminBytes, port);
+}
+
+uint64_t
+SwitchMmu::GetEcnKmaxBytes (uint32_t port) const
+{
+    return ScaleToPort (m_kmaxBytes, port);
+}
+
+bool
+SwitchMmu::RedMarks (uint64_t egressBytes, const FabricQueue& egress)
+{
+    if (m_redByQueue.empty ())
+    {
+        return RedMarks (egressBytes, m_kminBytes, m_kmaxBytes);
+    }
+    if (egressBytes <= m_lowestKminBytes)
+    {
+        return false; // below every port's Kmin: no lookup
+    }
+    const auto it = m_redByQueue.find (&egress);
+    return it == m_redByQueue.end () ? RedMarks (egressBytes, m_kminBytes, m_kmaxBytes)
+                                     : RedMarks (egressBytes, it->second.first, it->second.second);
+}
+
+bool
+SwitchMmu::RedMarks (uint64_t egressBytes, uint64_t kminBytes, uint64_t kmaxBytes)
+{
+    if (egressBytes <= kminBytes)
     {
         return false;
     }
-    if (egressBytes > m_kmaxBytes)
+    if (egressBytes > kmaxBytes)
     {
         return true;
     }
@@ -207,8 +274,8 @@ SwitchMmu::RedMarks (uint64_t egressBytes)
     {
         m_red = CreateObject<UniformRandomVariable> ();
     }
-    const double p = m_pmax * static_cast<double> (egressBytes - m_kminBytes) /
-                     static_cast<double> (m_kmaxBytes - m_kminBytes);
+    const double p = m_pmax * static_cast<double> (egressBytes - kminBytes) /
+                     static_cast<double> (kmaxBytes - kminBytes);
     return m_red->GetValue () < p;
 }
 
@@ -256,7 +323,8 @@ SwitchMmu::Admit (FabricQueueItem& item, const FabricQueue& egress)
         in.pausing = true;
         SendXoff (port, cls);
     }
-    if (m_ecn && !m_marksOnDequeue && item.header.IsEct () && RedMarks (egress.GetNBytes ()))
+    if (m_ecn && !m_marksOnDequeue && item.header.IsEct () &&
+        RedMarks (egress.GetNBytes (), egress))
     {
         item.header.ecn = FabricEcn::CE;
     }
@@ -266,7 +334,8 @@ SwitchMmu::Admit (FabricQueueItem& item, const FabricQueue& egress)
 void
 SwitchMmu::OnDequeue (FabricQueueItem& item, const FabricQueue& egress)
 {
-    if (m_ecn && item.header.IsEct () && RedMarks (egress.GetNBytes ()))
+    if (m_ecn && item.header.IsEct () &&
+        RedMarks (egress.GetNBytes (), egress))
     {
         item.header.ecn = FabricEcn::CE;
     }

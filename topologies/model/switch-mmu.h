@@ -6,6 +6,7 @@
 
 #include "fabric-shared-buffer.h"
 
+#include "ns3/data-rate.h"
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/random-variable-stream.h"
@@ -13,6 +14,8 @@
 
 #include <array>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -45,7 +48,10 @@ namespace ns3
  * RED-ECN (Floyd & Jacobson 1993; DCQCN, Zhu et al. SIGCOMM'15 §5): an ECN-capable frame
  * arriving at an egress queue holding q bytes is CE-marked with probability 0 (q <= Kmin),
  * Pmax (q - Kmin) / (Kmax - Kmin) (Kmin < q <= Kmax) or 1 (q > Kmax); with EcnAtDequeue,
- * q is what the queue holds behind the frame as it leaves (HPCC's simulator).
+ * q is what the queue holds behind the frame as it leaves (HPCC's simulator).  Kmin and Kmax
+ * hold at every port, or, with EcnReferenceRate set, at that link rate: a port of rate R
+ * marks at Kmin R / EcnReferenceRate and Kmax R / EcnReferenceRate (HPCC's simulator sets
+ * them per port from its rate: third.cc KMIN_MAP / KMAX_MAP -> SwitchMmu::ConfigEcn).
  */
 class SwitchMmu : public FabricSharedBuffer
 {
@@ -96,6 +102,12 @@ class SwitchMmu : public FabricSharedBuffer
     static uint64_t DerivedHeadroomBytes (uint64_t bitRate, Time cableDelay, Time switchingDelay,
                                           uint32_t maxFrameBytes, uint64_t slowestBitRate = 0);
 
+    /// \returns the RED Kmin of egress port \p port in bytes (EcnKminBytes, scaled to the
+    /// port's rate when EcnReferenceRate is set).
+    uint64_t GetEcnKminBytes (uint32_t port) const;
+    /// \returns the RED Kmax of egress port \p port in bytes (as GetEcnKminBytes).
+    uint64_t GetEcnKmaxBytes (uint32_t port) const;
+
     /// Signature of the IngressBytes trace source: port, class, bytes now.
     typedef void (*IngressTracedCallback) (uint32_t port, uint8_t trafficClass, uint64_t bytes);
 
@@ -126,8 +138,16 @@ class SwitchMmu : public FabricSharedBuffer
 
     void SendXoff (uint32_t port, uint8_t trafficClass);
     void RefreshXoff (uint32_t port, uint8_t trafficClass);
-    /// RED: \returns true if an ECT arrival at an egress of \p egressBytes is marked.
-    bool RedMarks (uint64_t egressBytes);
+    /// RED: \returns true if an ECT frame is marked at \p egress, which holds \p egressBytes
+    /// (ahead of it at arrival, behind it at departure).
+    bool RedMarks (uint64_t egressBytes, const FabricQueue& egress);
+    /// RED with thresholds \p kminBytes, \p kmaxBytes.
+    bool RedMarks (uint64_t egressBytes, uint64_t kminBytes, uint64_t kmaxBytes);
+    /// \returns \p bytes at EcnReferenceRate scaled to a port of \p bitRate.
+    uint64_t ScaleToRate (uint64_t bytes, uint64_t bitRate) const;
+    /// \returns \p bytes at EcnReferenceRate scaled to the rate of port \p port (unscaled
+    /// while EcnReferenceRate is 0 or the port is unknown).
+    uint64_t ScaleToPort (uint64_t bytes, uint32_t port) const;
     /// (Re)derive every port's headroom (it depends on the slowest port) and the reserve.
     void RecomputeReserved ();
 
@@ -142,11 +162,15 @@ class SwitchMmu : public FabricSharedBuffer
     uint64_t m_kminBytes{5000};
     uint64_t m_kmaxBytes{200000};
     double m_pmax{0.01};
+    DataRate m_ecnReferenceRate{0};
 
     std::vector<Port> m_ports;
     uint64_t m_reservedBytes{0}; //!< all headroom + all reserves (not shareable)
     uint64_t m_sharedUsed{0};
     uint64_t m_dropped{0};
+    /// EcnReferenceRate set: each port's egress queue -> its (Kmin, Kmax), from AddPort.
+    std::unordered_map<const FabricQueue*, std::pair<uint64_t, uint64_t>> m_redByQueue;
+    uint64_t m_lowestKminBytes{0}; //!< the least Kmin of m_redByQueue: no lookup at or below
     Ptr<UniformRandomVariable> m_red; //!< created at the first probabilistic mark decision
     TracedCallback<uint32_t, uint8_t, uint64_t> m_ingressTrace;
 };

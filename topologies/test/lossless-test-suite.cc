@@ -12,6 +12,8 @@
 #include "ns3/test.h"
 
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace ns3;
@@ -447,6 +449,94 @@ class RedEcnTestCase : public TestCase
 };
 
 /**
+ * RED-ECN thresholds per port by link rate (EcnReferenceRate; HPCC's simulator's KMIN_MAP /
+ * KMAX_MAP, Kmin 400 KB and Kmax 1600 KB at 100 Gb/s, 4x at 400 Gb/s).  A Clos of 100 Gb/s
+ * host links and 400 Gb/s uplinks (SpineRateFactor 4); Kmin = 3000 B, Kmax = 3375 B, Pmax = 1
+ * at 100 Gb/s.  A 400 Gb/s uplink then marks at 12000 B and 13500 B (x 400 / 100), a 100 Gb/s
+ * host port at 3000 B and 3375 B.  The ToR's egress port \p port (0: to host 0, 100 Gb/s;
+ * 16: uplink to spine 0, 400 Gb/s) is paused and host 1 sends it \p frames ECT frames of
+ * 1500 wire B (to host 0, or to host 16 with flow hash 0, which takes uplink 16), so frame i
+ * arrives at an occupancy of 1500 i bytes and is marked iff 1500 i > Kmin (the first
+ * occupancy above Kmin, 1500 (floor (Kmin / 1500) + 1), is >= Kmax, where Pmax
+ * (q - Kmin) / (Kmax - Kmin) >= 1: no random draw decides).  Uplink, 12 frames: per rate,
+ * 1500 i > 12000 for i = 9, 10, 11 (3 marks); with one setting for every port (the default),
+ * 1500 i > 3000 for i = 3..11 (9 marks).  Host port, 6 frames, per rate: i = 3, 4, 5 (3 marks,
+ * as RedEcnTestCase: a port at the reference rate keeps Kmin and Kmax).
+ */
+class RedEcnPerRateTestCase : public TestCase
+{
+  public:
+    RedEcnPerRateTestCase (bool perRate, uint32_t port, uint32_t frames,
+                           std::vector<uint32_t> marked)
+          : TestCase (std::string ("RED-ECN ") + (perRate ? "per link rate" : "one setting") +
+                      ", port " + std::to_string (port) + " at " +
+                      (port == 0 ? "100" : "400") + " Gbps: " + std::to_string (marked.size ()) +
+                      " of " + std::to_string (frames) + " frames marked")
+          , m_perRate (perRate)
+          , m_port (port)
+          , m_frames (frames)
+          , m_expected (std::move (marked))
+    {
+    }
+
+  private:
+    void OnMark (const FabricQueueItem& item, uint32_t /* bytes */)
+    {
+        m_marked.push_back (item.packet->GetUid ());
+    }
+
+    void DoRun () override
+    {
+        std::map<std::string, std::string> mmu{
+            {"EcnKminBytes", "3000"}, {"EcnKmaxBytes", "3375"}, {"EcnPmax", "1"}};
+        if (m_perRate)
+        {
+            mmu["EcnReferenceRate"] = "100Gbps";
+        }
+        Ptr<ClosTopology> clos = BuildFabric (
+            {{"Fabric", "lossless"}, {"AccessRate", "100Gbps"}, {"SpineRateFactor", "4"}}, mmu);
+        Ptr<SwitchMmu> tor = DynamicCast<SwitchMmu> (clos->GetTor (0)->GetSharedBuffer ());
+        const uint64_t factor = m_perRate && m_port == 16 ? 4 : 1;
+        NS_TEST_ASSERT_MSG_EQ (tor->GetEcnKminBytes (m_port), 3000 * factor, "Kmin x R / 100G");
+        NS_TEST_ASSERT_MSG_EQ (tor->GetEcnKmaxBytes (m_port), 3375 * factor, "Kmax x R / 100G");
+        Ptr<FabricNetDevice> egress = clos->GetTor (0)->GetPort (m_port);
+        egress->GetQueue ()->TraceConnectWithoutContext (
+            "Mark", MakeCallback (&RedEcnPerRateTestCase::OnMark, this));
+        egress->Pause (0);
+        std::vector<uint64_t> uids;
+        for (uint32_t i = 0; i < m_frames; ++i)
+        {
+            FabricHeader header;
+            header.srcHost = 1;
+            header.dstHost = m_port == 0 ? 0 : 16;
+            header.flowHash = 0;
+            header.payloadBytes = kPayload;
+            header.ecn = FabricEcn::ECT0;
+            Ptr<Packet> packet = Create<Packet> (kPayload);
+            uids.push_back (packet->GetUid ());
+            clos->GetHostDevice (1)->SendFabric (packet, header);
+        }
+        Simulator::Schedule (MicroSeconds (5), [egress] () { egress->Resume (0); });
+        Simulator::Run ();
+        std::vector<uint64_t> expected;
+        for (uint32_t i : m_expected)
+        {
+            expected.push_back (uids.at (i));
+        }
+        NS_TEST_ASSERT_MSG_EQ (egress->GetQueue ()->GetMarkedPackets (), m_expected.size (),
+                               "CE marks");
+        NS_TEST_ASSERT_MSG_EQ ((m_marked == expected), true, "which frames are marked");
+        Simulator::Destroy ();
+    }
+
+    bool m_perRate;
+    uint32_t m_port;
+    uint32_t m_frames;
+    std::vector<uint32_t> m_expected;
+    std::vector<uint64_t> m_marked;
+};
+
+/**
  * Headroom when the pause frame waits behind a frame from a slower port (regression: before
  * the headroom counted it, this case dropped 1 frame, as roce-none and roce-dcqcn did on the
  * 144-host Clos, bench/RESULTS.md).  Static XOFF 4500 B, reserve 0; the ToR's port to host 0
@@ -523,6 +613,10 @@ class LosslessTestSuite : public TestSuite
         AddTestCase (new RedEcnTestCase (true), TestCase::QUICK);
         AddTestCase (new RedEcnTestCase (false), TestCase::QUICK);
         AddTestCase (new RedEcnTestCase (true, true), TestCase::QUICK);
+        AddTestCase (new RedEcnPerRateTestCase (true, 16, 12, {9, 10, 11}), TestCase::QUICK);
+        AddTestCase (new RedEcnPerRateTestCase (false, 16, 12, {3, 4, 5, 6, 7, 8, 9, 10, 11}),
+                     TestCase::QUICK);
+        AddTestCase (new RedEcnPerRateTestCase (true, 0, 6, {3, 4, 5}), TestCase::QUICK);
     }
 };
 
