@@ -12,9 +12,11 @@ hosts in 20 racks of 16 at 100 Gb/s, 4 spines at 400 Gb/s (1:1 as HPCC's, 20 ToR
 uplinks), host links 1 us and ToR-spine links 2 us, so a path across racks has HPCC's
 longest propagation (6 us each way: 12 us RTT; HPCC's 15 % of pairs inside a pod have 8 us)
 and a path in a rack HPCC's 4 us. 32 MiB per switch (``LosslessBufferBytes``), PFC's
-dynamic threshold (our default, HPCC's). RED-ECN Kmin 400 KB, Kmax 1600 KB, Pmax 0.2:
-HPCC's ``run.py`` values for 100 Gb/s ports (it scales them 4x on 400 Gb/s ports; our MMU
-has one setting per switch). Reduced: the flow count (``--flows``), not the fabric.
+dynamic threshold (our default, HPCC's). RED-ECN Kmin 400 KB, Kmax 1600 KB, Pmax 0.2 at
+100 Gb/s, scaled with each port's rate (1600 KB / 6400 KB on the 400 Gb/s ports), as HPCC's
+``run.py`` sets its KMIN_MAP / KMAX_MAP / PMAX_MAP (``SwitchMmu::EcnReferenceRate``;
+``--ecn-one-setting``: every port at the 100 Gb/s values, as before our MMU could scale them).
+Reduced: the flow count (``--flows``), not the fabric.
 
 Congestion control as HPCC's ``run.py`` sets it at 100 Gb/s (``ROCE_ATTRIBUTES``; ``dcqcn``
 branch and ``hp`` with ``--hpai 50``, the setting of its README and of
@@ -82,12 +84,14 @@ TOPOLOGY: dict[str, Any] = {
     # lossy fabric only (a protocol run with --fabric lossy): 32 MiB over a ToR's 20 ports
     "buffer_bytes": HPCC_FABRIC.buffer_mb * 2**20 // 20,
 }
-#: The lossless fabric's switch as HPCC's run.py sets it at 100 Gb/s (module docstring).
+#: The lossless fabric's switch as HPCC's run.py sets it: RED-ECN at 100 Gb/s, scaled with
+#: each port's rate (module docstring).
 FABRIC_ATTRIBUTES = {
     "ns3::ClosTopology::LosslessBufferBytes": str(HPCC_FABRIC.buffer_mb * 2**20),
     "ns3::SwitchMmu::EcnKminBytes": "400000",
     "ns3::SwitchMmu::EcnKmaxBytes": "1600000",
     "ns3::SwitchMmu::EcnPmax": "0.2",
+    "ns3::SwitchMmu::EcnReferenceRate": f"{RATE_GBPS:g}Gbps",
 }
 #: HPCC's run.py congestion-control settings at 100 Gb/s (module docstring).
 ROCE_ATTRIBUTES = {
@@ -158,14 +162,21 @@ PAPER_CLAIMS = (
 )
 
 
-def attributes_for(protocol: str, fabric: str) -> list[tuple[str, str]]:
-    """``(ns3::Type::Attribute, value)`` pairs of one run (module docstring)."""
-    pairs = list(FABRIC_ATTRIBUTES.items()) if fabric == "lossless" else []
+def attributes_for(
+    protocol: str, fabric: str, ecn_per_rate: bool = True
+) -> list[tuple[str, str]]:
+    """``(ns3::Type::Attribute, value)`` pairs of one run (module docstring); without
+    ``ecn_per_rate`` every switch port marks at the 100 Gb/s thresholds."""
+    fabric_attributes = dict(FABRIC_ATTRIBUTES)
+    if not ecn_per_rate:
+        del fabric_attributes["ns3::SwitchMmu::EcnReferenceRate"]
+    pairs = list(fabric_attributes.items()) if fabric == "lossless" else []
     return pairs + list(ROCE_ATTRIBUTES.get(protocol, {}).items())
 
 
 def run_ours(
-    binary: Path, protocol: str, flows_csv: Path, workdir: Path, fabric: str, seed: int
+    binary: Path, protocol: str, flows_csv: Path, workdir: Path, fabric: str, seed: int,
+    ecn_per_rate: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, Any], float]:
     """One driver run; its FCT records, statistics and process wall time (s)."""
     tag = f"{protocol}_{flows_csv.stem}"
@@ -173,7 +184,8 @@ def run_ours(
     registered = protocol.split(".")[0]  # a DCQCN_VARIANTS name runs roce-dcqcn
     cmd = driver_argv(
         binary, flows_csv, out_csv, stats_json, registered, RATE_GBPS, seed,
-        {**TOPOLOGY, "fabric": fabric}, attributes=attributes_for(protocol, fabric),
+        {**TOPOLOGY, "fabric": fabric},
+        attributes=attributes_for(protocol, fabric, ecn_per_rate),
     )
     stats, fct, wall = run_driver(cmd, out_csv, stats_json)
     return fct, stats, wall
@@ -211,6 +223,52 @@ def cell(table: pd.DataFrame, size_pct: int) -> str:
     return f"{r.slowdown_p50:.2f} / {r.slowdown_p95:.2f} / {r.slowdown_p99:.2f}"
 
 
+def agreement(ours: pd.DataFrame, theirs: pd.DataFrame) -> list[str]:
+    """How ``ours`` matches ``theirs`` group by group (both from
+    :func:`slowdown_by_size_percentile` on the same flows and step): per percentile (p50,
+    p95, p99), the median and the range over the size groups of ours / theirs - 1, as
+    ``"+3 % (-10..+40 %)"`` strings.
+
+    Raises:
+        ValueError: the tables group different flows.
+    """
+    if list(ours["size_pct"]) != list(theirs["size_pct"]):
+        raise ValueError("tables group different flows (size_pct differs)")
+    def pct(x: float) -> str:
+        return f"{round(100 * x):+d} %"  # round() to an int: no "-0 %"
+
+    cells = []
+    for column in ("slowdown_p50", "slowdown_p95", "slowdown_p99"):
+        ratio = ours[column].to_numpy() / theirs[column].to_numpy() - 1
+        cells.append(f"{pct(np.median(ratio))} ({pct(ratio.min())}..{pct(ratio.max())})")
+    return cells
+
+
+def tails(table: pd.DataFrame) -> str:
+    """``max p95 / max p99`` over the groups below 200 KB, and the p95 range over the groups
+    of 1 MB and more, of one slowdown-by-size table."""
+    short = table[table["size_max_bytes"] <= SHORT_BYTES]
+    long_ = table[table["size_max_bytes"] >= 1_000_000]
+    text = f"{short['slowdown_p95'].max():.2f} / {short['slowdown_p99'].max():.2f}"
+    if not long_.empty:
+        text += f" | {long_['slowdown_p95'].min():.2f}-{long_['slowdown_p95'].max():.2f}"
+    else:
+        text += " | -"
+    return text
+
+
+def summary(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """Markdown rows ``| run | vs HPCC's simulator p50 | p95 | p99 | < 200 KB max p95 / p99 |
+    >= 1 MB p95 |``: each of our runs against HPCC's simulator's run of the same congestion
+    control (HPCC_SIM_CC), then HPCC's simulator's own rows (no comparison)."""
+    rows = []
+    for name, table in tables.items():
+        ref = f"hpcc-sim {HPCC_SIM_CC.get(name.split('.')[0], '')}"
+        cmp = agreement(table, tables[ref]) if ref in tables and ref != name else ["", "", ""]
+        rows.append(f"| {name} | {' | '.join(cmp)} | {tails(table)} |")
+    return rows
+
+
 def report_point(
     workload: str, load: float, tables: dict[str, pd.DataFrame], notes: list[str]
 ) -> list[str]:
@@ -228,7 +286,16 @@ def report_point(
     for row in base.itertuples():
         cells = " | ".join(cell(tables[n], int(row.size_pct)) for n in names)
         lines.append(f"| {row.size_pct:g} % | {row.size_max_bytes:,} | {cells} |")
-    lines.append("")
+    lines += [
+        "",
+        "Each run against HPCC's simulator's run of the same congestion control: median "
+        "(and range) over the size groups of ours / theirs - 1.",
+        "",
+        "| run | p50 | p95 | p99 | < 200 KB: max p95 / p99 | >= 1 MB: p95 |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *summary(tables),
+        "",
+    ]
     for dcqcn, hpcc in (("roce-dcqcn", "roce-hpcc"), ("hpcc-sim dcqcn", "hpcc-sim hpcc")):
         if dcqcn in tables and hpcc in tables:
             try:
@@ -270,6 +337,10 @@ def main() -> int:
         choices=sorted(hpcc_sim.HPCC_CC_SETTINGS),
         help="HPCC's simulator's congestion controls to run (dcqcn-clamp: CLAMP_TARGET_RATE 1)",
     )
+    parser.add_argument(
+        "--ecn-one-setting", action="store_true",
+        help="every switch port marks at the 100 Gb/s RED-ECN thresholds (no per-rate scaling)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = parser.parse_args()
     if not args.binary.is_file():
@@ -279,7 +350,9 @@ def main() -> int:
     hosts = HPCC_FABRIC.racks * HPCC_FABRIC.hosts_per_rack
     lines = [
         f"## RoCE fidelity against HPCC: {args.flows} flows per point, seed {args.seed}, "
-        f"{args.fabric} fabric, {hosts} hosts at {RATE_GBPS:g} Gb/s",
+        f"{args.fabric} fabric, {hosts} hosts at {RATE_GBPS:g} Gb/s, RED-ECN "
+        + ("100 Gb/s thresholds on every port" if args.ecn_one_setting
+           else "thresholds scaled with each port's rate"),
         "",
         "Paper's statements (the comparison target):",
         "",
@@ -300,7 +373,8 @@ def main() -> int:
                 notes: list[str] = []
                 for protocol in args.protocols:
                     fct, stats, wall = run_ours(
-                        args.binary, protocol, flows_csv, workdir, args.fabric, args.seed
+                        args.binary, protocol, flows_csv, workdir, args.fabric, args.seed,
+                        not args.ecn_one_setting,
                     )
                     done = fct[fct["finished"] == 1]
                     tables[protocol] = slowdown_by_size_percentile(
