@@ -150,8 +150,8 @@ SwitchMmu::AddPort (FabricNetDevice* port, uint32_t index)
                                               ScaleToRate (m_kmaxBytes, rate)};
         m_redByQueue[PeekPointer (port->GetQueue ())] = k;
         // A queue not in the map (none of this switch's ports) marks at Kmin itself.
-        m_lowestKminBytes = std::min (m_redByQueue.size () == 1 ? m_kminBytes : m_lowestKminBytes,
-                                      k.first);
+        const uint64_t lowest = m_redByQueue.size () == 1 ? m_kminBytes : m_lowestKminBytes;
+        m_lowestKminBytes = std::min (lowest, k.first);
     }
 }
 
@@ -334,8 +334,7 @@ SwitchMmu::Admit (FabricQueueItem& item, const FabricQueue& egress)
 void
 SwitchMmu::OnDequeue (FabricQueueItem& item, const FabricQueue& egress)
 {
-    if (m_ecn && item.header.IsEct () &&
-        RedMarks (egress.GetNBytes (), egress))
+    if (m_ecn && item.header.IsEct () && RedMarks (egress.GetNBytes (), egress))
     {
         item.header.ecn = FabricEcn::CE;
     }
