@@ -338,7 +338,7 @@ FabricNetDevice::Transmit (FabricQueueItem& item, Time now)
     ++m_txPackets;
     if (item.header.intRequested != 0 && m_switchPortIndex != kFabricNoIngressPort)
     {
-        StampInt (item.packet, start);
+        StampInt (item.header, start);
     }
     m_txBytes += wireBytes;
     if (!m_txTrace.IsEmpty ())
@@ -356,12 +356,12 @@ FabricNetDevice::Transmit (FabricQueueItem& item, Time now)
 }
 
 void
-FabricNetDevice::StampInt (const Ptr<Packet>& packet, Time start)
+FabricNetDevice::StampInt (const FabricHeader& header, Time start)
 {
     // HPCC's simulator stamps at the switch's dequeue (switch-node.cc SwitchNotifyDequeue:
     // PushHop (now, m_txBytes before this packet, egress queue bytes after its dequeue,
     // line rate)); the same values here, at the frame's start on the wire.
-    IntRecords::Stamp (packet->GetUid ())
+    IntRecords::Stamp (IntFrameKey (header))
         .PushHop (IntHop{static_cast<uint64_t> (start.GetNanoSeconds ()), m_txBytes,
                          m_queue->GetNBytes (), m_bitRate});
 }

@@ -309,9 +309,10 @@ class FabricNetDevice : public NetDevice
     /// Put \p item (just out of the queue) on the wire, its packet's reference moved to the
     /// channel; schedule the next start if frames wait.
     void Transmit (FabricQueueItem& item, Time now);
-    /// Append this port's INT record to \p packet's IntTag (a frame with intRequested
-    /// starting at \p start at a switch port).
-    void StampInt (const Ptr<Packet>& packet, Time start);
+    /// Append this port's INT record to the records of the frame with \p header
+    /// (IntRecords, IntFrameKey: a frame with intRequested starting at \p start at a switch
+    /// port).
+    void StampInt (const FabricHeader& header, Time start);
     /// The wire is free again; \p now = Simulator::Now () (the event's own time).
     void TransmitComplete (Time now);
     /// Schedule TransmitComplete at \p at = \p now + \p delay (a pooled event: one per busy

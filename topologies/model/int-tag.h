@@ -5,6 +5,8 @@
 #ifndef DISAGGSIM_INT_TAG_H
 #define DISAGGSIM_INT_TAG_H
 
+#include "fabric-header.h"
+
 #include "ns3/tag.h"
 
 #include <tsl/robin_map.h>
@@ -78,8 +80,22 @@ class IntTag : public Tag
 };
 
 /**
- * \brief Where the INT records of frames in flight live: out of band, keyed by the ns-3
- * Packet's uid (unique per packet for the life of the process), so that a hop appends a
+ * \returns the key of a frame's INT records (IntRecords): its source host and
+ * FabricHeader::sackSeq.  A transport that sets intRequested, or puts records on a frame,
+ * gives that frame a sackSeq unique among its host's such frames in flight and never 0
+ * (RoceHost::NextIntKey), so that a frame without records (sackSeq 0) finds none.  Not the
+ * Packet's uid: the fabric's hop path never loads the Packet (fabric-queue.h TakePtr), and a
+ * transport may send one Packet object as the placeholder of many frames (RoceHost).
+ */
+inline uint64_t
+IntFrameKey (const FabricHeader& header)
+{
+    return (uint64_t (header.srcHost) << 32) | header.sackSeq;
+}
+
+/**
+ * \brief Where the INT records of frames in flight live: out of band, keyed by the frame
+ * (IntFrameKey: source host and a per-host key in FabricHeader::sackSeq), so that a hop appends a
  * record with one hash lookup instead of removing and re-adding a packet tag (which cost
  * HPCC about 7,000 instructions per data packet, bench/RESULTS.md "RoCEv2").  The switch
  * egress appends (Stamp); the receiver takes a data packet's records and puts them on its
@@ -87,7 +103,7 @@ class IntTag : public Tag
  * stay until Clear (about 180 B each).  Single-threaded, like ns-3's default simulator.
  *
  * Storage: the records sit in a pool of slots reused through a free list, and an
- * open-addressing map (tsl::robin_map) takes a uid to its slot, so a frame's records cost
+ * open-addressing map (tsl::robin_map) takes a key to its slot, so a frame's records cost
  * no allocation once the pool has grown to the frames in flight (a node-based
  * std::unordered_map allocated and freed one node per packet: 5 % of roce-hpcc's profile,
  * bench/RESULTS.md "Speed (one sitting, 2026-11-27)").  Lookups only: no result depends
@@ -96,12 +112,12 @@ class IntTag : public Tag
 class IntRecords
 {
   public:
-    /// \returns the records of packet \p uid, created empty if it has none (valid until the
-    /// next Stamp or Put).
-    static IntTag& Stamp (uint64_t uid)
+    /// \returns the records of the frame with IntFrameKey \p key, created empty if it has
+    /// none (valid until the next Stamp or Put).
+    static IntTag& Stamp (uint64_t key)
     {
         Pool& pool = Store ();
-        auto [it, inserted] = pool.slotOf.try_emplace (uid, 0);
+        auto [it, inserted] = pool.slotOf.try_emplace (key, 0);
         if (inserted)
         {
             it.value () = pool.Allocate ();
@@ -109,12 +125,12 @@ class IntRecords
         return pool.slots[it->second];
     }
 
-    /// Move the records of packet \p uid into \p records and forget them.  \returns false
-    /// (and leaves \p records alone) if it has none.
-    static bool Take (uint64_t uid, IntTag& records)
+    /// Move the records of the frame with key \p key into \p records and forget them.
+    /// \returns false (and leaves \p records alone) if it has none.
+    static bool Take (uint64_t key, IntTag& records)
     {
         Pool& pool = Store ();
-        auto it = pool.slotOf.find (uid);
+        auto it = pool.slotOf.find (key);
         if (it == pool.slotOf.end ())
         {
             return false;
@@ -126,10 +142,10 @@ class IntRecords
         return true;
     }
 
-    /// Give packet \p uid the records \p records.
-    static void Put (uint64_t uid, const IntTag& records)
+    /// Give the frame with key \p key the records \p records.
+    static void Put (uint64_t key, const IntTag& records)
     {
-        Stamp (uid) = records;
+        Stamp (key) = records;
     }
 
     /// \returns the packets holding records (those in flight, and those dropped).
@@ -150,7 +166,7 @@ class IntRecords
   private:
     struct Pool
     {
-        tsl::robin_map<uint64_t, uint32_t> slotOf; //!< packet uid -> its slot
+        tsl::robin_map<uint64_t, uint32_t> slotOf; //!< IntFrameKey -> its slot
         std::vector<IntTag> slots;
         std::vector<uint32_t> free; //!< slots to reuse
 

@@ -48,6 +48,7 @@ RoceHost::DoDispose ()
     m_active.clear ();
     m_senders.clear ();
     m_receivers.clear ();
+    m_framePackets.clear ();
     FabricHost::DoDispose ();
 }
 
@@ -108,6 +109,21 @@ void
 RoceHost::SendFrame (Ptr<Packet> packet, const FabricHeader& frame, Time now)
 {
     Send (std::move (packet), frame, now);
+}
+
+Ptr<Packet>
+RoceHost::FramePacket (uint32_t bytes)
+{
+    if (bytes >= m_framePackets.size ())
+    {
+        m_framePackets.resize (bytes + 1);
+    }
+    Ptr<Packet>& packet = m_framePackets[bytes];
+    if (!packet)
+    {
+        packet = Create<Packet> (bytes);
+    }
+    return packet;
 }
 
 void
@@ -268,7 +284,8 @@ RoceHost::Schedule ()
 }
 
 void
-RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
+RoceHost::DoReceive (Ptr<Packet> /* packet: a FramePacket placeholder */,
+                     const FabricHeader& frame, Time now)
 {
     const uint8_t flags = frame.transportFlags;
     if (flags & ROCE_DATA)
@@ -280,7 +297,7 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
             return;
         }
         it->second->ReceiveData (frame.seq, frame.payloadBytes, frame.ecn == FabricEcn::CE,
-                                 packet, now);
+                                 IntFrameKey (frame), now);
         return;
     }
     auto it = m_senders.find (frame.flowId);
@@ -298,7 +315,7 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
             return;
         }
         IntTag records;
-        const bool hasRecords = IntRecords::Take (packet->GetUid (), records);
+        const bool hasRecords = IntRecords::Take (IntFrameKey (frame), records);
         it->second->ReceiveAck (frame.seq, nack, hasRecords ? &records : nullptr, now);
     }
     else if (flags & ROCE_CNP)

@@ -46,9 +46,9 @@ class RoceReceiver : public Object
     void Setup (Ptr<RoceHost> host, uint64_t flowId, uint16_t srcHost, uint64_t sizeBytes,
                 uint32_t mssBytes, uint32_t echoIntBytes);
 
-    /// A data packet: \p seq, \p payloadBytes, CE mark \p ce, its \p packet (INT records).
-    void ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, const Ptr<Packet>& packet,
-                      Time now);
+    /// A data packet: \p seq, \p payloadBytes, CE mark \p ce, the key of its INT records
+    /// \p intKey (IntFrameKey).
+    void ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint64_t intKey, Time now);
 
     /// Send the RDMA READ request of the flow to its data source.
     void SendReadRequest (Time now);
