@@ -142,6 +142,51 @@ class IntRecords
         return true;
     }
 
+    /// \returns the records of the frame with key \p key, or nullptr if it has none (valid
+    /// until the next Stamp or Put).
+    static const IntTag* Find (uint64_t key)
+    {
+        Pool& pool = Store ();
+        auto it = pool.slotOf.find (key);
+        return it == pool.slotOf.end () ? nullptr : &pool.slots[it->second];
+    }
+
+    /// Forget the records of the frame with key \p key (if it has any).
+    static void Erase (uint64_t key)
+    {
+        Pool& pool = Store ();
+        auto it = pool.slotOf.find (key);
+        if (it != pool.slotOf.end ())
+        {
+            pool.free.push_back (it->second);
+            pool.slotOf.erase (it);
+        }
+    }
+
+    /**
+     * Hand the records of the frame with key \p from to the frame with key \p to, which has
+     * none, without copying them (a receiver echoing a data frame's records on its ACK).
+     * \returns false (nothing changes) if \p from has none.
+     */
+    static bool Rekey (uint64_t from, uint64_t to)
+    {
+        Pool& pool = Store ();
+        auto it = pool.slotOf.find (from);
+        if (it == pool.slotOf.end ())
+        {
+            return false;
+        }
+        const uint32_t slot = it->second;
+        pool.slotOf.erase (it);
+        auto [target, inserted] = pool.slotOf.try_emplace (to, slot);
+        if (!inserted)
+        {
+            pool.free.push_back (target->second);
+            target.value () = slot;
+        }
+        return true;
+    }
+
     /// Give the frame with key \p key the records \p records.
     static void Put (uint64_t key, const IntTag& records)
     {

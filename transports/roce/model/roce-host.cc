@@ -314,9 +314,15 @@ RoceHost::DoReceive (Ptr<Packet> /* packet: a FramePacket placeholder */,
             it->second->ReceiveAck (frame.seq, nack, nullptr, now);
             return;
         }
-        IntTag records;
-        const bool hasRecords = IntRecords::Take (IntFrameKey (frame), records);
-        it->second->ReceiveAck (frame.seq, nack, hasRecords ? &records : nullptr, now);
+        // The echoed records are read in place (HPCC's OnAck, before anything can stamp or
+        // put records) and then forgotten: no 176 B copy per ACK.
+        const uint64_t key = IntFrameKey (frame);
+        const IntTag* records = IntRecords::Find (key);
+        it->second->ReceiveAck (frame.seq, nack, records, now);
+        if (records != nullptr)
+        {
+            IntRecords::Erase (key);
+        }
     }
     else if (flags & ROCE_CNP)
     {

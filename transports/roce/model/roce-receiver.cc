@@ -58,6 +58,11 @@ RoceReceiver::~RoceReceiver () = default;
 void
 RoceReceiver::DoDispose ()
 {
+    if (m_haveDataRecords)
+    {
+        IntRecords::Erase (m_dataKey); // records no ACK will echo
+        m_haveDataRecords = false;
+    }
     m_host = nullptr;
     Object::DoDispose ();
 }
@@ -81,9 +86,20 @@ RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint64_
 {
     if (m_echoIntBytes != 0)
     {
-        // Every data packet's records are taken (an ACK may echo them), so none is left over.
-        m_dataRecords = IntTag ();
-        IntRecords::Take (intKey, m_dataRecords);
+        // The records of the data packet being answered stay in IntRecords until an ACK
+        // echoes them (SendAck hands them to the ACK's key, no copy) or the next data packet
+        // replaces them, so none is left over.
+        if (m_haveDataRecords)
+        {
+            IntRecords::Erase (m_dataKey);
+        }
+        const IntTag* records = IntRecords::Find (intKey);
+        m_dataKey = intKey;
+        m_haveDataRecords = records != nullptr && records->GetNHops () != 0;
+        if (records != nullptr && !m_haveDataRecords)
+        {
+            IntRecords::Erase (intKey);
+        }
     }
     if (ce && (!m_cnpSent || now >= m_lastCnp + m_cnpInterval))
     {
@@ -141,10 +157,11 @@ RoceReceiver::SendAck (bool nack, Time now)
     frame.transportFlags = nack ? ROCE_NACK : ROCE_ACK;
     frame.flowId = m_flowId;
     frame.seq = static_cast<uint32_t> (m_expected);
-    if (m_echoIntBytes != 0 && m_dataRecords.GetNHops () != 0)
+    if (m_haveDataRecords)
     {
         frame.sackSeq = m_host->NextIntKey (); // the key of the echoed records (IntFrameKey)
-        IntRecords::Put (IntFrameKey (frame), m_dataRecords);
+        IntRecords::Rekey (m_dataKey, IntFrameKey (frame));
+        m_haveDataRecords = false;
     }
     if (nack)
     {

@@ -81,7 +81,7 @@ class RoceReceiver : public Object
     void DoDispose () override;
 
   private:
-    /// An ACK (or NACK) of m_expected, echoing m_dataRecords.
+    /// An ACK (or NACK) of m_expected, echoing the records of the data packet it answers.
     void SendAck (bool nack, Time now);
 
     uint32_t m_ackIntervalPackets{1};
@@ -104,7 +104,8 @@ class RoceReceiver : public Object
     uint64_t m_acks{0};
     uint64_t m_nacks{0};
     uint64_t m_cnps{0};
-    IntTag m_dataRecords; //!< the INT records of the data packet being answered
+    uint64_t m_dataKey{0}; //!< IntFrameKey of the data packet being answered
+    bool m_haveDataRecords{false}; //!< its records wait in IntRecords to be echoed
     TracedCallback<uint64_t, Time> m_flowReceived;
 };
 
