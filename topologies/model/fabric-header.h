@@ -55,8 +55,8 @@ enum class FabricEcn : uint8_t
  * intRequested, when 1, asks every switch egress port the frame leaves through to append
  * an in-band telemetry record (IntHop: time, the port's transmitted bytes, queue length,
  * line rate) to the frame's records (IntRecords, topologies/model/int-tag.h; HPCC §3.2),
- * which are keyed by srcHost and sackSeq (IntFrameKey: the transport makes that pair unique
- * among its frames in flight); the transport counts the INT header's wire bytes
+ * whose key the frame carries in sackSeq (IntFrameKey; the transport opens them,
+ * IntRecords::Open); the transport counts the INT header's wire bytes
  * (kIntHeaderBytes) in its packet.  0 for
  * every other transport: nothing is stamped and no frame pays more than the flag's test.
  *

@@ -361,7 +361,7 @@ FabricNetDevice::StampInt (const FabricHeader& header, Time start)
     // HPCC's simulator stamps at the switch's dequeue (switch-node.cc SwitchNotifyDequeue:
     // PushHop (now, m_txBytes before this packet, egress queue bytes after its dequeue,
     // line rate)); the same values here, at the frame's start on the wire.
-    IntRecords::Stamp (IntFrameKey (header))
+    IntRecords::At (IntFrameKey (header))
         .PushHop (IntHop{static_cast<uint64_t> (start.GetNanoSeconds ()), m_txBytes,
                          m_queue->GetNBytes (), m_bitRate});
 }

@@ -310,8 +310,8 @@ class FabricNetDevice : public NetDevice
     /// channel; schedule the next start if frames wait.
     void Transmit (FabricQueueItem& item, Time now);
     /// Append this port's INT record to the records of the frame with \p header
-    /// (IntRecords, IntFrameKey: a frame with intRequested starting at \p start at a switch
-    /// port).
+    /// (IntRecords::At (IntFrameKey): a frame with intRequested starting at \p start at a
+    /// switch port).
     void StampInt (const FabricHeader& header, Time start);
     /// The wire is free again; \p now = Simulator::Now () (the event's own time).
     void TransmitComplete (Time now);

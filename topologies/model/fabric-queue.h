@@ -67,11 +67,11 @@ struct FabricQueueItem
     /// A frame of \p frame (a new reference) with its wire bytes read from the packet.
     FabricQueueItem (const Ptr<Packet>& frame, const FabricHeader& frameHeader, Time start,
                      uint32_t ingress = kFabricNoIngressPort)
-        : packet (frame),
-          header (frameHeader),
-          notBefore (start),
-          ingressPort (ingress),
-          wireBytes (frame->GetSize () + kFabricHeaderBytes)
+          : packet (frame)
+          , header (frameHeader)
+          , notBefore (start)
+          , ingressPort (ingress)
+          , wireBytes (frame->GetSize () + kFabricHeaderBytes)
     {
     }
 
@@ -79,11 +79,11 @@ struct FabricQueueItem
     /// is left null) and does not touch the Packet.
     FabricQueueItem (Ptr<Packet>& frame, const FabricHeader& frameHeader, Time start,
                      uint32_t ingress, uint32_t frameWireBytes)
-        : packet (TakePtr (frame)),
-          header (frameHeader),
-          notBefore (start),
-          ingressPort (ingress),
-          wireBytes (frameWireBytes)
+          : packet (TakePtr (frame))
+          , header (frameHeader)
+          , notBefore (start)
+          , ingressPort (ingress)
+          , wireBytes (frameWireBytes)
     {
     }
 
@@ -92,11 +92,11 @@ struct FabricQueueItem
 
     /// Moves \p other's packet reference (TakePtr) and copies the rest.
     FabricQueueItem (FabricQueueItem&& other) noexcept
-        : packet (TakePtr (other.packet)),
-          header (other.header),
-          notBefore (other.notBefore),
-          ingressPort (other.ingressPort),
-          wireBytes (other.wireBytes)
+          : packet (TakePtr (other.packet))
+          , header (other.header)
+          , notBefore (other.notBefore)
+          , ingressPort (other.ingressPort)
+          , wireBytes (other.wireBytes)
     {
     }
 

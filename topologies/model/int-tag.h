@@ -7,9 +7,8 @@
 
 #include "fabric-header.h"
 
+#include "ns3/assert.h"
 #include "ns3/tag.h"
-
-#include <tsl/robin_map.h>
 
 #include <array>
 #include <cstdint>
@@ -80,154 +79,92 @@ class IntTag : public Tag
 };
 
 /**
- * \returns the key of a frame's INT records (IntRecords): its source host and
- * FabricHeader::sackSeq.  A transport that sets intRequested, or puts records on a frame,
- * gives that frame a sackSeq unique among its host's such frames in flight and never 0
- * (RoceHost::NextIntKey), so that a frame without records (sackSeq 0) finds none.  Not the
+ * \returns the key of a frame's INT records (IntRecords::Open): FabricHeader::sackSeq of a
+ * frame that requests INT or carries echoed records; 0 = the frame has none.  Not the
  * Packet's uid: the fabric's hop path never loads the Packet (fabric-queue.h TakePtr), and a
  * transport may send one Packet object as the placeholder of many frames (RoceHost).
  */
-inline uint64_t
+inline uint32_t
 IntFrameKey (const FabricHeader& header)
 {
-    return (uint64_t (header.srcHost) << 32) | header.sackSeq;
+    return header.sackSeq;
 }
 
 /**
- * \brief Where the INT records of frames in flight live: out of band, keyed by the frame
- * (IntFrameKey: source host and a per-host key in FabricHeader::sackSeq), so that a hop appends a
- * record with one hash lookup instead of removing and re-adding a packet tag (which cost
- * HPCC about 7,000 instructions per data packet, bench/RESULTS.md "RoCEv2").  The switch
- * egress appends (Stamp); the receiver takes a data packet's records and puts them on its
- * ACK (Take, Put); the sender takes the ACK's.  Records of a frame dropped on a lossy fabric
- * stay until Clear (about 180 B each).  Single-threaded, like ns-3's default simulator.
+ * \brief Where the INT records of frames in flight live: out of band, in a pool of slots
+ * that a frame's key (IntFrameKey) indexes directly, so that a hop appends a record with one
+ * indexed store instead of removing and re-adding a packet tag (which cost HPCC about 7,000
+ * instructions per data packet, bench/RESULTS.md "RoCEv2") or a hash lookup.  The sender
+ * opens a frame's records (Open) and carries the key in FabricHeader::sackSeq; each switch
+ * egress appends (At + PushHop); the receiver hands the records of the data frame it answers
+ * to its ACK by giving the ACK the same key (no copy); the sender reads them in place and
+ * closes them (Close).  Records of a frame dropped on a lossy fabric stay open until Clear
+ * (about 180 B each).  Single-threaded, like ns-3's default simulator.
  *
- * Storage: the records sit in a pool of slots reused through a free list, and an
- * open-addressing map (tsl::robin_map) takes a key to its slot, so a frame's records cost
- * no allocation once the pool has grown to the frames in flight (a node-based
+ * Storage: closed slots are reused through a free list, so a frame's records cost no
+ * allocation once the pool has grown to the frames in flight (a node-based
  * std::unordered_map allocated and freed one node per packet: 5 % of roce-hpcc's profile,
- * bench/RESULTS.md "Speed (one sitting, 2026-11-27)").  Lookups only: no result depends
- * on the order.
+ * bench/RESULTS.md "Speed (one sitting, 2026-11-27)"; a robin_map keyed by the Packet's uid
+ * cost a hash lookup per hop).  Which slot a frame gets does not enter any result.
  */
 class IntRecords
 {
   public:
-    /// \returns the records of the frame with IntFrameKey \p key, created empty if it has
-    /// none (valid until the next Stamp or Put).
-    static IntTag& Stamp (uint64_t key)
+    /// Open empty records for a frame about to be sent.  \returns their key (>= 1), which the
+    /// frame carries in FabricHeader::sackSeq (IntFrameKey).
+    static uint32_t Open ()
     {
         Pool& pool = Store ();
-        auto [it, inserted] = pool.slotOf.try_emplace (key, 0);
-        if (inserted)
+        ++pool.open;
+        if (pool.free.empty ())
         {
-            it.value () = pool.Allocate ();
+            pool.slots.emplace_back ();
+            return static_cast<uint32_t> (pool.slots.size ());
         }
-        return pool.slots[it->second];
+        const uint32_t slot = pool.free.back ();
+        pool.free.pop_back ();
+        pool.slots[slot] = IntTag ();
+        return slot + 1;
     }
 
-    /// Move the records of the frame with key \p key into \p records and forget them.
-    /// \returns false (and leaves \p records alone) if it has none.
-    static bool Take (uint64_t key, IntTag& records)
+    /// \returns the open records of key \p key (valid until the next Open).
+    static IntTag& At (uint32_t key)
     {
         Pool& pool = Store ();
-        auto it = pool.slotOf.find (key);
-        if (it == pool.slotOf.end ())
-        {
-            return false;
-        }
-        const uint32_t slot = it->second;
-        records = pool.slots[slot];
-        pool.free.push_back (slot);
-        pool.slotOf.erase (it);
-        return true;
+        NS_ASSERT_MSG (key != 0 && key <= pool.slots.size (), "IntRecords: no records " << key);
+        return pool.slots[key - 1];
     }
 
-    /// \returns the records of the frame with key \p key, or nullptr if it has none (valid
-    /// until the next Stamp or Put).
-    static const IntTag* Find (uint64_t key)
+    /// Close the records of key \p key (open): the slot is reused.
+    static void Close (uint32_t key)
     {
         Pool& pool = Store ();
-        auto it = pool.slotOf.find (key);
-        return it == pool.slotOf.end () ? nullptr : &pool.slots[it->second];
+        NS_ASSERT_MSG (key != 0 && key <= pool.slots.size (), "IntRecords: no records " << key);
+        pool.free.push_back (key - 1);
+        --pool.open;
     }
 
-    /// Forget the records of the frame with key \p key (if it has any).
-    static void Erase (uint64_t key)
-    {
-        Pool& pool = Store ();
-        auto it = pool.slotOf.find (key);
-        if (it != pool.slotOf.end ())
-        {
-            pool.free.push_back (it->second);
-            pool.slotOf.erase (it);
-        }
-    }
-
-    /**
-     * Hand the records of the frame with key \p from to the frame with key \p to, which has
-     * none, without copying them (a receiver echoing a data frame's records on its ACK).
-     * \returns false (nothing changes) if \p from has none.
-     */
-    static bool Rekey (uint64_t from, uint64_t to)
-    {
-        Pool& pool = Store ();
-        auto it = pool.slotOf.find (from);
-        if (it == pool.slotOf.end ())
-        {
-            return false;
-        }
-        const uint32_t slot = it->second;
-        pool.slotOf.erase (it);
-        auto [target, inserted] = pool.slotOf.try_emplace (to, slot);
-        if (!inserted)
-        {
-            pool.free.push_back (target->second);
-            target.value () = slot;
-        }
-        return true;
-    }
-
-    /// Give the frame with key \p key the records \p records.
-    static void Put (uint64_t key, const IntTag& records)
-    {
-        Stamp (key) = records;
-    }
-
-    /// \returns the packets holding records (those in flight, and those dropped).
+    /// \returns the records open (those in flight, and those dropped).
     static size_t GetSize ()
     {
-        return Store ().slotOf.size ();
+        return Store ().open;
     }
 
     /// Forget every record (between simulations).
     static void Clear ()
     {
         Pool& pool = Store ();
-        pool.slotOf.clear ();
         pool.slots.clear ();
         pool.free.clear ();
+        pool.open = 0;
     }
 
   private:
     struct Pool
     {
-        tsl::robin_map<uint64_t, uint32_t> slotOf; //!< IntFrameKey -> its slot
-        std::vector<IntTag> slots;
-        std::vector<uint32_t> free; //!< slots to reuse
-
-        /// \returns an empty slot.
-        uint32_t Allocate ()
-        {
-            if (free.empty ())
-            {
-                slots.emplace_back ();
-                return static_cast<uint32_t> (slots.size () - 1);
-            }
-            const uint32_t slot = free.back ();
-            free.pop_back ();
-            slots[slot] = IntTag ();
-            return slot;
-        }
+        std::vector<IntTag> slots; //!< key k's records at k - 1
+        std::vector<uint32_t> free; //!< closed slots, to reuse
+        size_t open{0};             //!< slots open
     };
 
     static Pool& Store ()

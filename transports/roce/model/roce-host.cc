@@ -316,12 +316,12 @@ RoceHost::DoReceive (Ptr<Packet> /* packet: a FramePacket placeholder */,
         }
         // The echoed records are read in place (HPCC's OnAck, before anything can stamp or
         // put records) and then forgotten: no 176 B copy per ACK.
-        const uint64_t key = IntFrameKey (frame);
-        const IntTag* records = IntRecords::Find (key);
+        const uint32_t key = IntFrameKey (frame);
+        const IntTag* records = key != 0 ? &IntRecords::At (key) : nullptr;
         it->second->ReceiveAck (frame.seq, nack, records, now);
-        if (records != nullptr)
+        if (key != 0)
         {
-            IntRecords::Erase (key);
+            IntRecords::Close (key);
         }
     }
     else if (flags & ROCE_CNP)

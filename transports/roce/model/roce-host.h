@@ -59,18 +59,9 @@ class RoceHost : public FabricHost
      * no Packet is allocated and freed per frame, and the one a receiver releases is warm,
      * where a frame's own Packet had gone cold crossing a paused fabric (bench/RESULTS.md
      * "Speed, second sitting").  Frames of one size share a uid, so INT records are keyed by
-     * NextIntKey, not by the Packet.
+     * the frame (IntFrameKey), not by the Packet.
      */
     Ptr<Packet> FramePacket (uint32_t bytes);
-
-    /// \returns a key for a frame this host sends with INT records (FabricHeader::sackSeq,
-    /// IntFrameKey): 1, 2, ... (0 is "no records"; it wraps after 2^32 - 1 frames, far more
-    /// than a host has in flight).
-    uint32_t NextIntKey ()
-    {
-        m_intKey = m_intKey == UINT32_MAX ? 1 : m_intKey + 1;
-        return m_intKey;
-    }
 
   protected:
     void DoDispose () override;
@@ -99,7 +90,6 @@ class RoceHost : public FabricHost
     tsl::robin_map<uint64_t, Ptr<RoceSender>> m_senders;
     tsl::robin_map<uint64_t, Ptr<RoceReceiver>> m_receivers;
     std::vector<Ptr<Packet>> m_framePackets; //!< FramePacket's, by size in bytes (null: none yet)
-    uint32_t m_intKey{0};                    //!< the last NextIntKey
 };
 
 } // namespace ns3

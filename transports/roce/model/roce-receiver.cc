@@ -60,7 +60,7 @@ RoceReceiver::DoDispose ()
 {
     if (m_haveDataRecords)
     {
-        IntRecords::Erase (m_dataKey); // records no ACK will echo
+        IntRecords::Close (m_dataKey); // records no ACK will echo
         m_haveDataRecords = false;
     }
     m_host = nullptr;
@@ -81,24 +81,23 @@ RoceReceiver::Setup (Ptr<RoceHost> host, uint64_t flowId, uint16_t srcHost, uint
 }
 
 void
-RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint64_t intKey,
+RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint32_t intKey,
                            Time now)
 {
     if (m_echoIntBytes != 0)
     {
-        // The records of the data packet being answered stay in IntRecords until an ACK
-        // echoes them (SendAck hands them to the ACK's key, no copy) or the next data packet
-        // replaces them, so none is left over.
+        // The records of the data packet being answered stay open until an ACK echoes them
+        // (SendAck gives the ACK their key, no copy) or the next data packet replaces them,
+        // so none is left over.
         if (m_haveDataRecords)
         {
-            IntRecords::Erase (m_dataKey);
+            IntRecords::Close (m_dataKey);
         }
-        const IntTag* records = IntRecords::Find (intKey);
         m_dataKey = intKey;
-        m_haveDataRecords = records != nullptr && records->GetNHops () != 0;
-        if (records != nullptr && !m_haveDataRecords)
+        m_haveDataRecords = intKey != 0 && IntRecords::At (intKey).GetNHops () != 0;
+        if (intKey != 0 && !m_haveDataRecords)
         {
-            IntRecords::Erase (intKey);
+            IntRecords::Close (intKey);
         }
     }
     if (ce && (!m_cnpSent || now >= m_lastCnp + m_cnpInterval))
@@ -159,8 +158,7 @@ RoceReceiver::SendAck (bool nack, Time now)
     frame.seq = static_cast<uint32_t> (m_expected);
     if (m_haveDataRecords)
     {
-        frame.sackSeq = m_host->NextIntKey (); // the key of the echoed records (IntFrameKey)
-        IntRecords::Rekey (m_dataKey, IntFrameKey (frame));
+        frame.sackSeq = m_dataKey; // the echoed records go with their key (IntFrameKey)
         m_haveDataRecords = false;
     }
     if (nack)

@@ -48,7 +48,7 @@ class RoceReceiver : public Object
 
     /// A data packet: \p seq, \p payloadBytes, CE mark \p ce, the key of its INT records
     /// \p intKey (IntFrameKey).
-    void ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint64_t intKey, Time now);
+    void ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint32_t intKey, Time now);
 
     /// Send the RDMA READ request of the flow to its data source.
     void SendReadRequest (Time now);
@@ -104,7 +104,7 @@ class RoceReceiver : public Object
     uint64_t m_acks{0};
     uint64_t m_nacks{0};
     uint64_t m_cnps{0};
-    uint64_t m_dataKey{0}; //!< IntFrameKey of the data packet being answered
+    uint32_t m_dataKey{0}; //!< IntFrameKey of the data packet being answered
     bool m_haveDataRecords{false}; //!< its records wait in IntRecords to be echoed
     TracedCallback<uint64_t, Time> m_flowReceived;
 };

@@ -136,7 +136,7 @@ RoceSender::BuildNext (Time now, Ptr<Packet>& packet, FabricHeader& frame)
     frame.seq = static_cast<uint32_t> (m_sndNxt);
     if (m_int)
     {
-        frame.sackSeq = m_host->NextIntKey (); // the key of its INT records (IntFrameKey)
+        frame.sackSeq = IntRecords::Open (); // the key of its INT records (IntFrameKey)
     }
     if (m_sndNxt < m_highestSent)
     {
