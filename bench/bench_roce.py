@@ -13,6 +13,8 @@ fabric beside it.  Issue #19's bar: RoCE moves at least as many data packets per
 pFabric on the same fabric, measured in one sitting.
 
 Per run: wall time, data packets delivered (STATS.json ``data_packets_delivered``) per wall
+second, the driver's CPU time (user + system, from the kernel's accounting of the child:
+unlike wall time it does not grow while other jobs hold the cores) and data packets per CPU
 second, events per wall second, mean and p99 FCT slowdown (FCT_RECORDS ``slowdown``), PFC
 frames, retransmitted packets.  The 1-minute load average is printed before every run; run
 it under ``flock /tmp/disaggsim-bench.lock``.  ``--repeat`` interleaves the runs round by
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -96,14 +99,17 @@ def main() -> int:
                       f"{ir / packets:,.0f} |", flush=True)
         print(f"setup (a): {setup.rate_gbps:g} Gbps {setup.matrix}, web search load 0.6, "
               f"{args.flows} flows, seed {args.seed}")
-        print("| run | load1 | wall s | data pkts | data pkts/s | events/s | mean sd | p99 sd "
-              "| PFC frames | retransmitted |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| run | load1 | wall s | CPU s | data pkts | data pkts/s | data pkts/CPU s "
+              "| events/s | mean sd | p99 sd | PFC frames | retransmitted |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for _ in range(args.repeat):
             for label, protocol, attributes in runs:
                 load1 = os.getloadavg()[0]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 result = run(args.binary, setup, protocol, args.flows, args.seed, Path(tmp),
                              driver_seed=1, attributes=attributes, keep_files=False)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                 stats, fct, wall = result["stats"], result["fct"], result["wall_s"]
                 done = fct[fct["fct_ns"] >= 0]
                 slowdown = done["slowdown"].to_numpy(float)
@@ -111,8 +117,9 @@ def main() -> int:
                 transport = stats.get("transport", {})
                 pfc = stats.get("pfc_frames", 0)
                 retx = transport.get("roce.retransmitted_packets", "-")
-                print(f"| {label} | {load1:.2f} | {wall:.2f} | {packets} | "
-                      f"{packets / wall:,.0f} | {stats['events'] / wall:,.0f} | "
+                print(f"| {label} | {load1:.2f} | {wall:.2f} | {cpu:.2f} | {packets} | "
+                      f"{packets / wall:,.0f} | {packets / cpu:,.0f} | "
+                      f"{stats['events'] / wall:,.0f} | "
                       f"{slowdown.mean():.3f} | {np.percentile(slowdown, 99):.2f} | {pfc} | "
                       f"{retx} |", flush=True)
     return 0

@@ -18,25 +18,28 @@ NS_LOG_COMPONENT_DEFINE ("FabricChannel");
 namespace
 {
 
-/// A frame's arrival at the far port: FabricNetDevice::Receive (packet, header, txTime), as
-/// MakeEvent would bind it, from the event pool.
+/// A frame's arrival at the far port: FabricNetDevice::Receive (packet, header, txTime, at,
+/// wireBytes), as MakeEvent would bind it, from the event pool.  Holds the frame's packet
+/// reference, taken from the sender (TakePtr), and hands it on: a switch moves it into its
+/// egress queue, so that a frame's Packet is not loaded on the way through the fabric.
 class FrameArrivalEvent final : public PooledEventImpl<FrameArrivalEvent>
 {
   public:
-    FrameArrivalEvent (FabricNetDevice* port, const Ptr<Packet>& packet, const FabricHeader& header,
-                       Time txTime, Time at)
+    FrameArrivalEvent (FabricNetDevice* port, Ptr<Packet>& packet, const FabricHeader& header,
+                       Time txTime, Time at, uint32_t wireBytes)
           : m_port (port)
-          , m_packet (packet)
+          , m_packet (TakePtr (packet))
           , m_header (header)
           , m_txTime (txTime)
           , m_at (at)
+          , m_wireBytes (wireBytes)
     {
     }
 
   private:
     void Notify () override
     {
-        m_port->Receive (m_packet, m_header, m_txTime, m_at);
+        m_port->Receive (m_packet, m_header, m_txTime, m_at, m_wireBytes);
     }
 
     FabricNetDevice* m_port;
@@ -44,6 +47,7 @@ class FrameArrivalEvent final : public PooledEventImpl<FrameArrivalEvent>
     FabricHeader m_header;
     Time m_txTime;
     Time m_at; ///< the event's own time: Simulator::Now () when it runs
+    uint32_t m_wireBytes;
 };
 
 } // namespace
@@ -74,8 +78,9 @@ FabricChannel::Attach (Ptr<FabricNetDevice> device)
 }
 
 void
-FabricChannel::Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
-                         const FabricHeader& header, Time startDelay, Time txTime, Time now)
+FabricChannel::Transmit (const FabricNetDevice* sender, Ptr<Packet>& packet,
+                         const FabricHeader& header, Time startDelay, Time txTime, Time now,
+                         uint32_t wireBytes)
 {
     FabricNetDevice* peer = PeekPointer (m_devices[sender == PeekPointer (m_devices[0]) ? 1 : 0]);
     // Relative to now: the arrival is startDelay + delay (+ the cut-through delay, or the
@@ -84,7 +89,7 @@ FabricChannel::Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packe
                                        : startDelay + txTime + m_delay;
     Simulator::ScheduleWithContext (
         peer->GetNodeId (), delay,
-        new FrameArrivalEvent (peer, packet, header, txTime, now + delay));
+        new FrameArrivalEvent (peer, packet, header, txTime, now + delay, wireBytes));
 }
 
 void

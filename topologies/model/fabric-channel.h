@@ -39,10 +39,11 @@ class FabricChannel : public Channel
     /**
      * Put a frame on the wire from \p sender: schedules its reception at the peer (see class
      * doc).  The first bit leaves \p startDelay (>= 0) from \p now (= Simulator::Now ());
-     * \p txTime is its serialization time.
+     * \p txTime is its serialization time and \p wireBytes its wire bytes (carried to the
+     * peer).  Takes \p packet's reference (TakePtr: \p packet is left null).
      */
-    void Transmit (const FabricNetDevice* sender, const Ptr<Packet>& packet,
-                   const FabricHeader& header, Time startDelay, Time txTime, Time now);
+    void Transmit (const FabricNetDevice* sender, Ptr<Packet>& packet, const FabricHeader& header,
+                   Time startDelay, Time txTime, Time now, uint32_t wireBytes);
 
     /**
      * Put a MAC control frame (a PFC frame, \p txTime on the wire) on the wire from \p sender

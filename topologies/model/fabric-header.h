@@ -54,8 +54,10 @@ enum class FabricEcn : uint8_t
  * class-blind queue ignores it.
  * intRequested, when 1, asks every switch egress port the frame leaves through to append
  * an in-band telemetry record (IntHop: time, the port's transmitted bytes, queue length,
- * line rate) to the frame's records (IntRecords, topologies/model/int-tag.h; HPCC §3.2); the
- * transport counts the INT header's wire bytes (kIntHeaderBytes) in its packet.  0 for
+ * line rate) to the frame's records (IntRecords, topologies/model/int-tag.h; HPCC §3.2),
+ * whose key the frame carries in sackSeq (IntFrameKey; the transport opens them,
+ * IntRecords::Open); the transport counts the INT header's wire bytes
+ * (kIntHeaderBytes) in its packet.  0 for
  * every other transport: nothing is stamped and no frame pays more than the flag's test.
  *
  * Transport fields: a transport may carry its own header here too, out of band, instead of
@@ -63,7 +65,8 @@ enum class FabricEcn : uint8_t
  * flowId, seq (a byte offset or cumulative ACK), sackSeq (the offset an ACK answers) and
  * transportFlags, read only by the end hosts.  The Packet then holds that header's bytes
  * zero-filled, so its size and serialization time are those of the real header.  Other
- * transports leave them 0.  Switches and ports never read them.
+ * transports leave them 0.  Switches and ports never read them, except sackSeq of a frame
+ * with INT records (its key, IntFrameKey).
  */
 struct FabricHeader
 {

@@ -80,8 +80,9 @@ FabricHost::DropsAtNic (const FabricHeader& frame, uint32_t packetBytes)
 }
 
 void
-FabricHost::ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
-                          const FabricHeader& frame, Time txTime, Time now)
+FabricHost::ReceiveFrame (FabricNetDevice* device, Ptr<Packet>& packet,
+                          const FabricHeader& frame, Time txTime, Time now,
+                          uint32_t /* wireBytes */)
 {
     if (frame.protocol != m_protocol)
     {
@@ -89,7 +90,7 @@ FabricHost::ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
                              << ", expected " << m_protocol);
         return;
     }
-    DoReceive (packet, frame, now);
+    DoReceive (TakePtr (packet), frame, now);
 }
 
 } // namespace ns3

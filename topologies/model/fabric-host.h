@@ -76,9 +76,9 @@ class FabricHost : public Object, public FabricFrameSink
     virtual void DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now) = 0;
 
     /// A frame arrived at the host's port (FabricFrameSink): another protocol's is dropped,
-    /// this protocol's goes to DoReceive.
-    void ReceiveFrame (FabricNetDevice* device, const Ptr<Packet>& packet,
-                       const FabricHeader& frame, Time txTime, Time now) override;
+    /// this protocol's goes to DoReceive, with the arrival's packet reference (TakePtr).
+    void ReceiveFrame (FabricNetDevice* device, Ptr<Packet>& packet, const FabricHeader& frame,
+                       Time txTime, Time now, uint32_t wireBytes) override;
 
   private:
     Ptr<FabricNetDevice> m_device;

@@ -221,8 +221,13 @@ bool
 FabricNetDevice::EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header,
                                Time notBefore, Time now, uint32_t ingressPort)
 {
+    return EnqueueFrame (FabricQueueItem (packet, header, notBefore, ingressPort), now);
+}
+
+bool
+FabricNetDevice::EnqueueFrame (FabricQueueItem&& item, Time now)
+{
     NS_ASSERT_MSG (m_queue, "FabricNetDevice: no egress queue");
-    FabricQueueItem item{packet, header, notBefore, ingressPort};
     // (An idle port has no control frame waiting: it would have sent it.)
     if (!m_txCompletePending && m_pausedClasses == 0 && m_queue->IsEmpty () &&
         now >= m_busyUntil && m_queue->PassThrough (item))
@@ -324,23 +329,23 @@ FabricNetDevice::TransmitControlFrame (Time now)
 }
 
 void
-FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
+FabricNetDevice::Transmit (FabricQueueItem& item, Time now)
 {
     Time start = item.notBefore > now ? item.notBefore : now;
-    const uint32_t wireBytes = item.GetWireBytes ();
+    const uint32_t wireBytes = item.wireBytes;
     Time txTime = TxTime (wireBytes);
     m_busyUntil = start + txTime;
     ++m_txPackets;
     if (item.header.intRequested != 0 && m_switchPortIndex != kFabricNoIngressPort)
     {
-        StampInt (item.packet, start);
+        StampInt (item.header, start);
     }
     m_txBytes += wireBytes;
     if (!m_txTrace.IsEmpty ())
     {
         m_txTrace (item.packet, item.header);
     }
-    m_channel->Transmit (this, item.packet, item.header, start - now, txTime, now);
+    m_channel->Transmit (this, item.packet, item.header, start - now, txTime, now, wireBytes);
     // Only a port with frames waiting needs a completion event; an idle port is restarted
     // by the next EnqueueFrame (one event saved per frame on uncongested ports).
     if (!m_queue->IsEmpty () || HasControlFrame ())
@@ -351,12 +356,12 @@ FabricNetDevice::Transmit (const FabricQueueItem& item, Time now)
 }
 
 void
-FabricNetDevice::StampInt (const Ptr<Packet>& packet, Time start)
+FabricNetDevice::StampInt (const FabricHeader& header, Time start)
 {
     // HPCC's simulator stamps at the switch's dequeue (switch-node.cc SwitchNotifyDequeue:
     // PushHop (now, m_txBytes before this packet, egress queue bytes after its dequeue,
     // line rate)); the same values here, at the frame's start on the wire.
-    IntRecords::Stamp (packet->GetUid ())
+    IntRecords::At (IntFrameKey (header))
         .PushHop (IntHop{static_cast<uint64_t> (start.GetNanoSeconds ()), m_txBytes,
                          m_queue->GetNBytes (), m_bitRate});
 }
@@ -545,6 +550,14 @@ void
 FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& header, Time txTime,
                           Time now)
 {
+    Ptr<Packet> packet = received;
+    Receive (packet, header, txTime, now, received->GetSize () + kFabricHeaderBytes);
+}
+
+void
+FabricNetDevice::Receive (Ptr<Packet>& received, const FabricHeader& header, Time txTime,
+                          Time now, uint32_t wireBytes)
+{
     ++m_rxPackets;
     if (header.payloadBytes != 0)
     {
@@ -556,7 +569,7 @@ FabricNetDevice::Receive (const Ptr<Packet>& received, const FabricHeader& heade
     }
     if (m_frameSink != nullptr)
     {
-        m_frameSink->ReceiveFrame (this, received, header, txTime, now);
+        m_frameSink->ReceiveFrame (this, received, header, txTime, now, wireBytes);
         return;
     }
     if (!m_fabricRxCallback.IsNull ())

@@ -41,9 +41,12 @@ class FabricFrameSink
     virtual ~FabricFrameSink () = default;
     /// A frame arrived at \p port: its \p packet, \p header, and \p txTime, its serialization
     /// time on the incoming link; \p now is Simulator::Now () (the arrival event's own time,
-    /// passed down so that the hop path reads the clock once).
-    virtual void ReceiveFrame (FabricNetDevice* port, const Ptr<Packet>& packet,
-                               const FabricHeader& header, Time txTime, Time now) = 0;
+    /// passed down so that the hop path reads the clock once); \p wireBytes, its wire bytes
+    /// (packet + kFabricHeaderBytes), carried with the frame.  The sink may take \p packet's
+    /// reference (TakePtr: a switch moves it on without loading the Packet).
+    virtual void ReceiveFrame (FabricNetDevice* port, Ptr<Packet>& packet,
+                               const FabricHeader& header, Time txTime, Time now,
+                               uint32_t wireBytes) = 0;
 };
 
 /**
@@ -178,11 +181,20 @@ class FabricNetDevice : public NetDevice
     bool EnqueueFrame (const Ptr<Packet>& packet, const FabricHeader& header, Time notBefore,
                        Time now, uint32_t ingressPort = kFabricNoIngressPort);
 
+    /// EnqueueFrame of a built \p item (its wireBytes set) at \p now = Simulator::Now (): a
+    /// switch's forwarding path, which moves the item's packet on without loading it.
+    bool EnqueueFrame (FabricQueueItem&& item, Time now);
+
     /// Called by the channel when a frame arrives (see FabricChannel for the timing).
     void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime);
 
     /// Receive at \p now, which must be Simulator::Now () (the arrival event's own time).
     void Receive (const Ptr<Packet>& packet, const FabricHeader& header, Time txTime, Time now);
+
+    /// Receive from the channel: \p wireBytes are the frame's (carried with it), and a switch
+    /// may take \p packet's reference (FabricFrameSink::ReceiveFrame).
+    void Receive (Ptr<Packet>& packet, const FabricHeader& header, Time txTime, Time now,
+                  uint32_t wireBytes);
 
     /// Stop starting frames of traffic class \p trafficClass (0..7) until Resume.
     void Pause (uint8_t trafficClass);
@@ -294,11 +306,13 @@ class FabricNetDevice : public NetDevice
     bool BuildIpv4Header (Ptr<const Packet> packet, FabricHeader& header) const;
     /// Dequeue the next frame and Transmit it; \p now is the simulation time.
     void StartTransmission (Time now);
-    /// Put \p item (just out of the queue) on the wire; schedule the next start if frames wait.
-    void Transmit (const FabricQueueItem& item, Time now);
-    /// Append this port's INT record to \p packet's IntTag (a frame with intRequested
-    /// starting at \p start at a switch port).
-    void StampInt (const Ptr<Packet>& packet, Time start);
+    /// Put \p item (just out of the queue) on the wire, its packet's reference moved to the
+    /// channel; schedule the next start if frames wait.
+    void Transmit (FabricQueueItem& item, Time now);
+    /// Append this port's INT record to the records of the frame with \p header
+    /// (IntRecords::At (IntFrameKey): a frame with intRequested starting at \p start at a
+    /// switch port).
+    void StampInt (const FabricHeader& header, Time start);
     /// The wire is free again; \p now = Simulator::Now () (the event's own time).
     void TransmitComplete (Time now);
     /// Schedule TransmitComplete at \p at = \p now + \p delay (a pooled event: one per busy

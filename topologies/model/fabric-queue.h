@@ -6,11 +6,14 @@
 
 #include "fabric-header.h"
 
+#include "ns3/assert.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/packet.h"
 #include "ns3/traced-callback.h"
 #include "ns3/traced-value.h"
+
+#include <new>
 
 namespace ns3
 {
@@ -22,11 +25,34 @@ class FabricSharedBuffer;
 constexpr uint32_t kFabricNoIngressPort = UINT32_MAX;
 
 /**
+ * \returns \p from's reference, leaving \p from null, without touching the object: ns-3.37's
+ * Ptr has no move constructor, and its copy-then-release writes the reference count twice.
+ * On a frame that waited in a queue that count is a cache miss; a switch that only moves the
+ * frame's Ptr along (queue item, channel event, queue item) never loads the Packet at all
+ * (bench/RESULTS.md, "Speed, second sitting").
+ */
+template <typename T>
+Ptr<T>
+TakePtr (Ptr<T>& from)
+{
+    T* raw = PeekPointer (from);
+    // Reusing from's storage ends its lifetime without its destructor's Unref: the one
+    // reference it held now belongs to the returned Ptr.
+    new (&from) Ptr<T> ();
+    return Ptr<T> (raw, false);
+}
+
+/**
  * \brief One frame waiting at an egress port: the packet, its out-of-band fabric header, the
- * earliest time its transmission may start (cut-through: see FabricNetDevice), and the
+ * earliest time its transmission may start (cut-through: see FabricNetDevice), the
  * switch port it came in through (FabricSwitch::AddPort's index; kFabricNoIngressPort for a
  * host's own frame), which a shared buffer charges it to (per-ingress accounting, as
- * htsim's LosslessInputQueue and HPCC's SwitchMmu keep it).
+ * htsim's LosslessInputQueue and HPCC's SwitchMmu keep it), and its wire bytes.
+ *
+ * wireBytes = packet size + kFabricHeaderBytes, computed once where the frame enters the
+ * fabric (the sending host's port) and carried with it hop by hop (FabricChannel,
+ * FabricSwitch), so that queues, shared buffers and ports read it here instead of from the
+ * Packet.  Moving an item moves its packet reference without touching the Packet (TakePtr).
  */
 struct FabricQueueItem
 {
@@ -34,11 +60,70 @@ struct FabricQueueItem
     FabricHeader header;
     Time notBefore;
     uint32_t ingressPort{kFabricNoIngressPort};
+    uint32_t wireBytes{0}; ///< packet->GetSize () + kFabricHeaderBytes
+
+    FabricQueueItem () = default;
+
+    /// A frame of \p frame (a new reference) with its wire bytes read from the packet.
+    FabricQueueItem (const Ptr<Packet>& frame, const FabricHeader& frameHeader, Time start,
+                     uint32_t ingress = kFabricNoIngressPort)
+          : packet (frame)
+          , header (frameHeader)
+          , notBefore (start)
+          , ingressPort (ingress)
+          , wireBytes (frame->GetSize () + kFabricHeaderBytes)
+    {
+    }
+
+    /// A frame whose \p frameWireBytes are known: takes \p frame's reference (TakePtr; \p frame
+    /// is left null) and does not touch the Packet.
+    FabricQueueItem (Ptr<Packet>& frame, const FabricHeader& frameHeader, Time start,
+                     uint32_t ingress, uint32_t frameWireBytes)
+          : packet (TakePtr (frame))
+          , header (frameHeader)
+          , notBefore (start)
+          , ingressPort (ingress)
+          , wireBytes (frameWireBytes)
+    {
+    }
+
+    FabricQueueItem (const FabricQueueItem&) = default;
+    FabricQueueItem& operator= (const FabricQueueItem&) = default;
+
+    /// Moves \p other's packet reference (TakePtr) and copies the rest.
+    FabricQueueItem (FabricQueueItem&& other) noexcept
+          : packet (TakePtr (other.packet))
+          , header (other.header)
+          , notBefore (other.notBefore)
+          , ingressPort (other.ingressPort)
+          , wireBytes (other.wireBytes)
+    {
+    }
+
+    /// Releases this item's packet, then moves \p other's reference here (TakePtr).
+    FabricQueueItem& operator= (FabricQueueItem&& other) noexcept
+    {
+        if (this != &other)
+        {
+            Packet* held = PeekPointer (packet);
+            new (&packet) Ptr<Packet> (TakePtr (other.packet)); // the reference moves
+            if (held != nullptr)
+            {
+                held->Unref (); // the reference this item held (its lifetime ended above)
+            }
+            header = other.header;
+            notBefore = other.notBefore;
+            ingressPort = other.ingressPort;
+            wireBytes = other.wireBytes;
+        }
+        return *this;
+    }
 
     /// \returns the frame's wire bytes: packet bytes + kFabricHeaderBytes.
     uint32_t GetWireBytes () const
     {
-        return packet->GetSize () + kFabricHeaderBytes;
+        NS_ASSERT_MSG (wireBytes != 0 || !packet, "FabricQueueItem: wireBytes not set");
+        return wireBytes;
     }
 };
 

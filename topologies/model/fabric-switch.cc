@@ -195,20 +195,23 @@ FabricSwitch::SelectPort (const FabricHeader& header) const
 }
 
 void
-FabricSwitch::ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
-                            const FabricHeader& header, Time txTimeIn, Time now)
+FabricSwitch::ReceiveFrame (FabricNetDevice* inPort, Ptr<Packet>& packet,
+                            const FabricHeader& header, Time txTimeIn, Time now,
+                            uint32_t wireBytes)
 {
     FabricNetDevice* out = PeekPointer (m_ports[SelectPort (header)]);
     // Delivered at head + switching delay.  The tail arrives txTimeIn after the head; the
     // egress must not finish before tail + switching delay: start >= now + txTimeIn - txOut.
-    Time txOut = out->TxTime (packet->GetSize () + kFabricHeaderBytes);
+    Time txOut = out->TxTime (wireBytes);
     Time notBefore = now;
     if (txTimeIn > txOut)
     {
         notBefore += txTimeIn - txOut;
     }
     ++m_forwarded;
-    out->EnqueueFrame (packet, header, notBefore, now, inPort->GetSwitchPortIndex ());
+    out->EnqueueFrame (
+        FabricQueueItem (packet, header, notBefore, inPort->GetSwitchPortIndex (), wireBytes),
+        now);
 }
 
 } // namespace ns3

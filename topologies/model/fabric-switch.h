@@ -77,9 +77,10 @@ class FabricSwitch : public Object, public FabricFrameSink
         return m_forwarded;
     }
 
-    /// Forward a frame that arrived at \p inPort (FabricFrameSink).
-    void ReceiveFrame (FabricNetDevice* inPort, const Ptr<Packet>& packet,
-                       const FabricHeader& header, Time txTimeIn, Time now) override;
+    /// Forward a frame that arrived at \p inPort (FabricFrameSink): its packet reference moves
+    /// into the egress port's queue.
+    void ReceiveFrame (FabricNetDevice* inPort, Ptr<Packet>& packet, const FabricHeader& header,
+                       Time txTimeIn, Time now, uint32_t wireBytes) override;
 
   protected:
     void DoDispose () override;

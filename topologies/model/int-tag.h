@@ -5,9 +5,10 @@
 #ifndef DISAGGSIM_INT_TAG_H
 #define DISAGGSIM_INT_TAG_H
 
-#include "ns3/tag.h"
+#include "fabric-header.h"
 
-#include <tsl/robin_map.h>
+#include "ns3/assert.h"
+#include "ns3/tag.h"
 
 #include <array>
 #include <cstdint>
@@ -78,95 +79,92 @@ class IntTag : public Tag
 };
 
 /**
- * \brief Where the INT records of frames in flight live: out of band, keyed by the ns-3
- * Packet's uid (unique per packet for the life of the process), so that a hop appends a
- * record with one hash lookup instead of removing and re-adding a packet tag (which cost
- * HPCC about 7,000 instructions per data packet, bench/RESULTS.md "RoCEv2").  The switch
- * egress appends (Stamp); the receiver takes a data packet's records and puts them on its
- * ACK (Take, Put); the sender takes the ACK's.  Records of a frame dropped on a lossy fabric
- * stay until Clear (about 180 B each).  Single-threaded, like ns-3's default simulator.
+ * \returns the key of a frame's INT records (IntRecords::Open): FabricHeader::sackSeq of a
+ * frame that requests INT or carries echoed records; 0 = the frame has none.  Not the
+ * Packet's uid: the fabric's hop path never loads the Packet (fabric-queue.h TakePtr), and a
+ * transport may send one Packet object as the placeholder of many frames (RoceHost).
+ */
+inline uint32_t
+IntFrameKey (const FabricHeader& header)
+{
+    return header.sackSeq;
+}
+
+/**
+ * \brief Where the INT records of frames in flight live: out of band, in a pool of slots
+ * that a frame's key (IntFrameKey) indexes directly, so that a hop appends a record with one
+ * indexed store instead of removing and re-adding a packet tag (which cost HPCC about 7,000
+ * instructions per data packet, bench/RESULTS.md "RoCEv2") or a hash lookup.  The sender
+ * opens a frame's records (Open) and carries the key in FabricHeader::sackSeq; each switch
+ * egress appends (At + PushHop); the receiver hands the records of the data frame it answers
+ * to its ACK by giving the ACK the same key (no copy); the sender reads them in place and
+ * closes them (Close).  Records of a frame dropped on a lossy fabric stay open until Clear
+ * (about 180 B each).  Single-threaded, like ns-3's default simulator.
  *
- * Storage: the records sit in a pool of slots reused through a free list, and an
- * open-addressing map (tsl::robin_map) takes a uid to its slot, so a frame's records cost
- * no allocation once the pool has grown to the frames in flight (a node-based
+ * Storage: closed slots are reused through a free list, so a frame's records cost no
+ * allocation once the pool has grown to the frames in flight (a node-based
  * std::unordered_map allocated and freed one node per packet: 5 % of roce-hpcc's profile,
- * bench/RESULTS.md "Speed (one sitting, 2026-11-27)").  Lookups only: no result depends
- * on the order.
+ * bench/RESULTS.md "Speed (one sitting, 2026-11-27)"; a robin_map keyed by the Packet's uid
+ * cost a hash lookup per hop).  Which slot a frame gets does not enter any result.
  */
 class IntRecords
 {
   public:
-    /// \returns the records of packet \p uid, created empty if it has none (valid until the
-    /// next Stamp or Put).
-    static IntTag& Stamp (uint64_t uid)
+    /// Open empty records for a frame about to be sent.  \returns their key (>= 1), which the
+    /// frame carries in FabricHeader::sackSeq (IntFrameKey).
+    static uint32_t Open ()
     {
         Pool& pool = Store ();
-        auto [it, inserted] = pool.slotOf.try_emplace (uid, 0);
-        if (inserted)
+        ++pool.open;
+        if (pool.free.empty ())
         {
-            it.value () = pool.Allocate ();
+            pool.slots.emplace_back ();
+            return static_cast<uint32_t> (pool.slots.size ());
         }
-        return pool.slots[it->second];
+        const uint32_t slot = pool.free.back ();
+        pool.free.pop_back ();
+        pool.slots[slot] = IntTag ();
+        return slot + 1;
     }
 
-    /// Move the records of packet \p uid into \p records and forget them.  \returns false
-    /// (and leaves \p records alone) if it has none.
-    static bool Take (uint64_t uid, IntTag& records)
+    /// \returns the open records of key \p key (valid until the next Open).
+    static IntTag& At (uint32_t key)
     {
         Pool& pool = Store ();
-        auto it = pool.slotOf.find (uid);
-        if (it == pool.slotOf.end ())
-        {
-            return false;
-        }
-        const uint32_t slot = it->second;
-        records = pool.slots[slot];
-        pool.free.push_back (slot);
-        pool.slotOf.erase (it);
-        return true;
+        NS_ASSERT_MSG (key != 0 && key <= pool.slots.size (), "IntRecords: no records " << key);
+        return pool.slots[key - 1];
     }
 
-    /// Give packet \p uid the records \p records.
-    static void Put (uint64_t uid, const IntTag& records)
+    /// Close the records of key \p key (open): the slot is reused.
+    static void Close (uint32_t key)
     {
-        Stamp (uid) = records;
+        Pool& pool = Store ();
+        NS_ASSERT_MSG (key != 0 && key <= pool.slots.size (), "IntRecords: no records " << key);
+        pool.free.push_back (key - 1);
+        --pool.open;
     }
 
-    /// \returns the packets holding records (those in flight, and those dropped).
+    /// \returns the records open (those in flight, and those dropped).
     static size_t GetSize ()
     {
-        return Store ().slotOf.size ();
+        return Store ().open;
     }
 
     /// Forget every record (between simulations).
     static void Clear ()
     {
         Pool& pool = Store ();
-        pool.slotOf.clear ();
         pool.slots.clear ();
         pool.free.clear ();
+        pool.open = 0;
     }
 
   private:
     struct Pool
     {
-        tsl::robin_map<uint64_t, uint32_t> slotOf; //!< packet uid -> its slot
-        std::vector<IntTag> slots;
-        std::vector<uint32_t> free; //!< slots to reuse
-
-        /// \returns an empty slot.
-        uint32_t Allocate ()
-        {
-            if (free.empty ())
-            {
-                slots.emplace_back ();
-                return static_cast<uint32_t> (slots.size () - 1);
-            }
-            const uint32_t slot = free.back ();
-            free.pop_back ();
-            slots[slot] = IntTag ();
-            return slot;
-        }
+        std::vector<IntTag> slots; //!< key k's records at k - 1
+        std::vector<uint32_t> free; //!< closed slots, to reuse
+        size_t open{0};             //!< slots open
     };
 
     static Pool& Store ()

@@ -79,8 +79,7 @@ StrictPriorityQueue::Fifo::push_back (FabricQueueItem&& item)
 FabricQueueItem
 StrictPriorityQueue::Fifo::pop_front ()
 {
-    FabricQueueItem item = std::move (m_slots[m_head]);
-    m_slots[m_head].packet = nullptr; // ns-3.37's Ptr has no move: drop the slot's reference
+    FabricQueueItem item = std::move (m_slots[m_head]); // leaves the slot's packet null
     m_head = (m_head + 1) & (m_slots.size () - 1);
     --m_size;
     return item;

@@ -57,8 +57,12 @@ PfabricQueue::TakeItem (std::size_t index)
 {
     static_assert (std::is_trivially_copyable_v<Slot>, "erase must be a memmove");
     const Slot& slot = m_items[index];
-    FabricQueueItem item{Ptr<Packet> (slot.packet, false), slot.header,
-                         TimeStep (slot.notBeforeStep)};
+    // The slot's reference goes to the item; its wire bytes from the packet (the slot keeps
+    // 56 B, and pFabric's short queues keep the packet warm).
+    Ptr<Packet> packet (slot.packet, false);
+    const uint32_t wireBytes = slot.packet->GetSize () + kFabricHeaderBytes;
+    FabricQueueItem item (packet, slot.header, TimeStep (slot.notBeforeStep), kFabricNoIngressPort,
+                          wireBytes);
     m_items.erase (m_items.begin () + static_cast<std::ptrdiff_t> (index));
     if (!m_ingress.empty ())
     {

@@ -133,6 +133,7 @@ Frame (uint32_t wireBytes, uint32_t rank, uint64_t flow, uint16_t src = 0)
 {
     FabricQueueItem item;
     item.packet = Create<Packet> (wireBytes - kFabricHeaderBytes);
+    item.wireBytes = wireBytes;
     item.header.srcHost = src;
     item.header.rank = rank;
     item.header.flowHash = PfabricFlowHash (flow, 0, false);

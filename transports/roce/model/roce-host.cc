@@ -48,6 +48,7 @@ RoceHost::DoDispose ()
     m_active.clear ();
     m_senders.clear ();
     m_receivers.clear ();
+    m_framePackets.clear ();
     FabricHost::DoDispose ();
 }
 
@@ -108,6 +109,21 @@ void
 RoceHost::SendFrame (Ptr<Packet> packet, const FabricHeader& frame, Time now)
 {
     Send (std::move (packet), frame, now);
+}
+
+Ptr<Packet>
+RoceHost::FramePacket (uint32_t bytes)
+{
+    if (bytes >= m_framePackets.size ())
+    {
+        m_framePackets.resize (bytes + 1);
+    }
+    Ptr<Packet>& packet = m_framePackets[bytes];
+    if (!packet)
+    {
+        packet = Create<Packet> (bytes);
+    }
+    return packet;
 }
 
 void
@@ -268,7 +284,8 @@ RoceHost::Schedule ()
 }
 
 void
-RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
+RoceHost::DoReceive (Ptr<Packet> /* packet: a FramePacket placeholder */,
+                     const FabricHeader& frame, Time now)
 {
     const uint8_t flags = frame.transportFlags;
     if (flags & ROCE_DATA)
@@ -280,7 +297,7 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
             return;
         }
         it->second->ReceiveData (frame.seq, frame.payloadBytes, frame.ecn == FabricEcn::CE,
-                                 packet, now);
+                                 IntFrameKey (frame), now);
         return;
     }
     auto it = m_senders.find (frame.flowId);
@@ -297,9 +314,15 @@ RoceHost::DoReceive (Ptr<Packet> packet, const FabricHeader& frame, Time now)
             it->second->ReceiveAck (frame.seq, nack, nullptr, now);
             return;
         }
-        IntTag records;
-        const bool hasRecords = IntRecords::Take (packet->GetUid (), records);
-        it->second->ReceiveAck (frame.seq, nack, hasRecords ? &records : nullptr, now);
+        // The echoed records are read in place (HPCC's OnAck, before anything can stamp or
+        // put records) and then forgotten: no 176 B copy per ACK.
+        const uint32_t key = IntFrameKey (frame);
+        const IntTag* records = key != 0 ? &IntRecords::At (key) : nullptr;
+        it->second->ReceiveAck (frame.seq, nack, records, now);
+        if (key != 0)
+        {
+            IntRecords::Close (key);
+        }
     }
     else if (flags & ROCE_CNP)
     {

@@ -50,6 +50,19 @@ class RoceHost : public FabricHost
     /// Hand a frame to the port at \p now.
     void SendFrame (Ptr<Packet> packet, const FabricHeader& frame, Time now);
 
+    /**
+     * \returns this host's Packet of \p bytes zero-filled bytes, the placeholder that every
+     * frame of that size this host sends carries: RoCE's headers and payload travel in the
+     * FabricHeader (out of band), so a Packet stands only for the frame's size, and the
+     * fabric reads that from the frame's wire bytes (FabricQueueItem::wireBytes).  Shared,
+     * immutable (nothing adds to or removes from a RoCE frame's packet), made once per size:
+     * no Packet is allocated and freed per frame, and the one a receiver releases is warm,
+     * where a frame's own Packet had gone cold crossing a paused fabric (bench/RESULTS.md
+     * "Speed, second sitting").  Frames of one size share a uid, so INT records are keyed by
+     * the frame (IntFrameKey), not by the Packet.
+     */
+    Ptr<Packet> FramePacket (uint32_t bytes);
+
   protected:
     void DoDispose () override;
     void DoSetup () override;
@@ -76,6 +89,7 @@ class RoceHost : public FabricHost
     bool m_dataWaiting{false}; //!< a data frame waits in the port's queue (at most one)
     tsl::robin_map<uint64_t, Ptr<RoceSender>> m_senders;
     tsl::robin_map<uint64_t, Ptr<RoceReceiver>> m_receivers;
+    std::vector<Ptr<Packet>> m_framePackets; //!< FramePacket's, by size in bytes (null: none yet)
 };
 
 } // namespace ns3

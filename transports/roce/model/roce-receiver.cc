@@ -58,6 +58,11 @@ RoceReceiver::~RoceReceiver () = default;
 void
 RoceReceiver::DoDispose ()
 {
+    if (m_haveDataRecords)
+    {
+        IntRecords::Close (m_dataKey); // records no ACK will echo
+        m_haveDataRecords = false;
+    }
     m_host = nullptr;
     Object::DoDispose ();
 }
@@ -76,14 +81,24 @@ RoceReceiver::Setup (Ptr<RoceHost> host, uint64_t flowId, uint16_t srcHost, uint
 }
 
 void
-RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce,
-                           const Ptr<Packet>& packet, Time now)
+RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint32_t intKey,
+                           Time now)
 {
     if (m_echoIntBytes != 0)
     {
-        // Every data packet's records are taken (an ACK may echo them), so none is left over.
-        m_dataRecords = IntTag ();
-        IntRecords::Take (packet->GetUid (), m_dataRecords);
+        // The records of the data packet being answered stay open until an ACK echoes them
+        // (SendAck gives the ACK their key, no copy) or the next data packet replaces them,
+        // so none is left over.
+        if (m_haveDataRecords)
+        {
+            IntRecords::Close (m_dataKey);
+        }
+        m_dataKey = intKey;
+        m_haveDataRecords = intKey != 0 && IntRecords::At (intKey).GetNHops () != 0;
+        if (intKey != 0 && !m_haveDataRecords)
+        {
+            IntRecords::Close (intKey);
+        }
     }
     if (ce && (!m_cnpSent || now >= m_lastCnp + m_cnpInterval))
     {
@@ -96,7 +111,7 @@ RoceReceiver::ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce,
         frame.protocol = kRoceProtocol;
         frame.transportFlags = ROCE_CNP;
         frame.flowId = m_flowId;
-        m_host->SendFrame (Create<Packet> (kRoceCnpHeaderBytes), frame, now);
+        m_host->SendFrame (m_host->FramePacket (kRoceCnpHeaderBytes), frame, now);
     }
     if (seq == m_expected)
     {
@@ -141,10 +156,10 @@ RoceReceiver::SendAck (bool nack, Time now)
     frame.transportFlags = nack ? ROCE_NACK : ROCE_ACK;
     frame.flowId = m_flowId;
     frame.seq = static_cast<uint32_t> (m_expected);
-    Ptr<Packet> ack = Create<Packet> (kRoceAckHeaderBytes + m_echoIntBytes);
-    if (m_echoIntBytes != 0 && m_dataRecords.GetNHops () != 0)
+    if (m_haveDataRecords)
     {
-        IntRecords::Put (ack->GetUid (), m_dataRecords);
+        frame.sackSeq = m_dataKey; // the echoed records go with their key (IntFrameKey)
+        m_haveDataRecords = false;
     }
     if (nack)
     {
@@ -154,7 +169,7 @@ RoceReceiver::SendAck (bool nack, Time now)
     {
         ++m_acks;
     }
-    m_host->SendFrame (ack, frame, now);
+    m_host->SendFrame (m_host->FramePacket (kRoceAckHeaderBytes + m_echoIntBytes), frame, now);
 }
 
 void
@@ -166,7 +181,7 @@ RoceReceiver::SendReadRequest (Time now)
     frame.protocol = kRoceProtocol;
     frame.transportFlags = ROCE_READ_REQUEST;
     frame.flowId = m_flowId;
-    m_host->SendFrame (Create<Packet> (kRoceReadRequestHeaderBytes), frame, now);
+    m_host->SendFrame (m_host->FramePacket (kRoceReadRequestHeaderBytes), frame, now);
 }
 
 } // namespace ns3

@@ -46,9 +46,9 @@ class RoceReceiver : public Object
     void Setup (Ptr<RoceHost> host, uint64_t flowId, uint16_t srcHost, uint64_t sizeBytes,
                 uint32_t mssBytes, uint32_t echoIntBytes);
 
-    /// A data packet: \p seq, \p payloadBytes, CE mark \p ce, its \p packet (INT records).
-    void ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, const Ptr<Packet>& packet,
-                      Time now);
+    /// A data packet: \p seq, \p payloadBytes, CE mark \p ce, the key of its INT records
+    /// \p intKey (IntFrameKey).
+    void ReceiveData (uint64_t seq, uint32_t payloadBytes, bool ce, uint32_t intKey, Time now);
 
     /// Send the RDMA READ request of the flow to its data source.
     void SendReadRequest (Time now);
@@ -81,7 +81,7 @@ class RoceReceiver : public Object
     void DoDispose () override;
 
   private:
-    /// An ACK (or NACK) of m_expected, echoing m_dataRecords.
+    /// An ACK (or NACK) of m_expected, echoing the records of the data packet it answers.
     void SendAck (bool nack, Time now);
 
     uint32_t m_ackIntervalPackets{1};
@@ -104,7 +104,8 @@ class RoceReceiver : public Object
     uint64_t m_acks{0};
     uint64_t m_nacks{0};
     uint64_t m_cnps{0};
-    IntTag m_dataRecords; //!< the INT records of the data packet being answered
+    uint32_t m_dataKey{0}; //!< IntFrameKey of the data packet being answered
+    bool m_haveDataRecords{false}; //!< its records wait in IntRecords to be echoed
     TracedCallback<uint64_t, Time> m_flowReceived;
 };
 

@@ -134,6 +134,10 @@ RoceSender::BuildNext (Time now, Ptr<Packet>& packet, FabricHeader& frame)
     frame.intRequested = m_int ? 1 : 0;
     frame.flowId = m_flowId;
     frame.seq = static_cast<uint32_t> (m_sndNxt);
+    if (m_int)
+    {
+        frame.sackSeq = IntRecords::Open (); // the key of its INT records (IntFrameKey)
+    }
     if (m_sndNxt < m_highestSent)
     {
         ++m_retransmitted;
@@ -154,7 +158,7 @@ RoceSender::BuildNext (Time now, Ptr<Packet>& packet, FabricHeader& frame)
         RestartRto (now); // the timer covers the oldest byte in flight
     }
     m_cc->OnDataSent (wireBytes, now);
-    packet = Create<Packet> (payload + headerBytes);
+    packet = m_host->FramePacket (payload + headerBytes);
 }
 
 void
