@@ -76,7 +76,7 @@ quickstart: deps venv build
 	$(VENV)/bin/disaggsim run configs/quickstart.toml
 
 lint: venv
-	$(VENV)/bin/ruff check disaggsim traces testbed sim analysis bench tests swapdev
+	$(VENV)/bin/ruff check disaggsim traces testbed sim analysis bench tests swapdev notebooks
 	$(VENV)/bin/mypy
 
 # The tests: C++ ns-3 test suites (ctest), Python tests (pytest), the notebooks (nbmake).

@@ -73,7 +73,8 @@ d_by_device = {r.device: r.d_paging for r in pf.itertuples() if r.device != "mem
 # ## Over-commit: measured ratio beside Eq. (1) (Fig. 4, Fig. 5, Table 3)
 #
 # Lines: Eq. (1) with ΣC = 0 at each device's lat_pagefault D (dashed), at the D fitted to
-# the sweep itself (dotted, `fit_d_paging`) and at the paper's D = 4 (grey); markers: paging_w's measured ratio (median, min–max bars); crosses: the paper's
+# the sweep itself (dotted, `fit_d_paging`) and at the paper's D = 4 (grey); markers:
+# paging_w's measured ratio (median, min–max bars); crosses: the paper's
 # Table 3 (64 GB) and Fig. 4's quoted points.
 
 # %%

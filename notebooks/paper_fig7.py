@@ -62,7 +62,6 @@ from disaggsim.analysis.fig7 import (
 from disaggsim.sim.runner import repo_root
 
 
-
 def show(fig: Figure) -> None:
     """Display a matplotlib Figure as PNG (no pyplot state needed)."""
     buffer = io.BytesIO()

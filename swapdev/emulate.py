@@ -393,13 +393,16 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
                 f"{config_location(path, ('app', 'command'))}: app.command[0]: expected an "
                 f"executable program (on PATH or a path), got {program!r}"
             )
-    online = os.sched_getaffinity(0)
+    # The machine's CPUs, not this process's: a config names the machine's CPUs, and a
+    # cpuset that keeps the checking process off some of them for a while (isolate.sh)
+    # does not make the config wrong; _pinned reports a pin the sweep may not use.
+    online = online_cpus()
     for key in ("app_cpus", "handler_cpus"):
         for cpu in getattr(cfg.emulate, key) or []:
             if cpu not in online:
                 problems.append(
                     f"{config_location(path, ('emulate', key))}: emulate.{key}: CPU {cpu}: "
-                    f"expected one of this process's CPUs {sorted(online)}")
+                    f"expected one of this machine's online CPUs {sorted(online)}")
     if cfg.emulate.backend == "kmod" and (cfg.emulate.app_cpus or cfg.emulate.handler_cpus):
         problems.append(f"{config_location(path, ('emulate', 'backend'))}: emulate.backend: "
                         "app_cpus/handler_cpus: expected swap or uffd (the kmod guest is "
@@ -644,11 +647,46 @@ def _run_preset_with_retries(
                   flush=True)
     raise AssertionError("unreachable")
 
+ONLINE_CPUS = Path("/sys/devices/system/cpu/online")
+
+
+def online_cpus(path: Path = ONLINE_CPUS) -> set[int]:
+    """The machine's online CPUs, from the kernel's cpulist ``path`` (``0-3,6,8-9``;
+    Documentation/ABI/testing/sysfs-devices-system-cpu), whatever this process's affinity
+    or cpuset; ``range(os.cpu_count())`` where the file is missing. Raises InputError on a
+    file that is not a cpulist."""
+    if not path.exists():
+        return set(range(os.cpu_count() or 1))
+    text = path.read_text().strip()
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise InputError(path, 1, None, "a CPU list like 0-3,6", part)
+        cpus.update(range(int(first), int(last if dash else first) + 1))
+    return cpus
+
+
+def _set_affinity(pid: int, cpus: list[int], key: str) -> None:
+    """sched_setaffinity, with the error a cpuset narrower than ``cpus`` gives explained."""
+    try:
+        os.sched_setaffinity(pid, cpus)
+    except ProcessLookupError:
+        raise
+    except OSError as exc:
+        allowed = Path(f"/proc/{pid or 'self'}/status").read_text().split(
+            "Cpus_allowed_list:")[1].split()[0]
+        raise RuntimeError(
+            f"emulate.{key} = {cpus}: this process may run on CPUs {allowed} only (a "
+            f"cpuset, e.g. isolate.sh on: start the sweep inside the CPUs it pins to): "
+            f"{exc.strerror}") from exc
+
+
 def _pin_process(pid: int, cpus: list[int]) -> None:
     """Pin every thread of process ``pid`` to ``cpus`` (threads it creates later inherit)."""
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(ProcessLookupError):
-            os.sched_setaffinity(int(task.name), cpus)
+            _set_affinity(int(task.name), cpus, "handler_cpus")
 
 
 @contextlib.contextmanager
@@ -662,7 +700,7 @@ def _pinned(cfg: EmulateConfig) -> Any:
     old_env = {name: os.environ.get(name) for name in names}
     try:
         if cfg.emulate.app_cpus:
-            os.sched_setaffinity(0, cfg.emulate.app_cpus)
+            _set_affinity(0, cfg.emulate.app_cpus, "app_cpus")
         if cfg.emulate.handler_cpus:
             os.environ["SWAPDEV_HANDLER_CPUS"] = ",".join(map(str, cfg.emulate.handler_cpus))
         if cfg.emulate.handler_spin_us is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,13 +27,75 @@ RUN_GUEST = Path(__file__).resolve().parent / "kmod" / "guest" / "run-tests.sh"
 
 
 def read_guest_results(path: Path) -> dict[str, str]:
-    """The guest's ``key value`` lines (``results.txt``); {} if it wrote none."""
+    """The guest's ``key value`` lines (``results.txt``); {} if it wrote none. A line cut
+    short (a guest that stopped mid-write) is read as far as it goes: only a ``done 1``
+    line, written last, says the file is complete."""
     results: dict[str, str] = {}
     if path.exists():
-        for line in path.read_text().splitlines():
+        for line in path.read_text(errors="replace").splitlines():
             key, _, value = line.partition(" ")
             results[key] = value
     return results
+
+
+def _tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of ``path``, printable (the serial console's terminal
+    escapes dropped), each indented."""
+    text = path.read_text(errors="replace")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1bc|\r", "", text)
+    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return "".join(f"\n    {ln}" for ln in kept)
+
+
+def guest_failure(out: Path, returncode: int, stderr: str,
+                  expected: dict[str, str]) -> str | None:
+    """Why the guest run whose OUT_DIR is ``out`` (``run-tests.sh``) did not deliver its
+    results, or None if ``results.txt`` holds every ``expected`` key with its value (the
+    scripts write ``done 1`` last).
+
+    The host learns everything from files on the 9p share: ``results.txt`` and
+    ``guest.log`` (the script's output), written by the guest as it goes, and
+    ``console.log`` (the serial console: the kernel's messages up to /init). QEMU ends with
+    status 0 both when the guest powers off and when its kernel panics (``panic=-1`` with
+    ``-no-reboot``), so the status alone says nothing: the message names what is missing
+    and quotes the console's panic line or last lines, and where the three files are.
+    """
+    results_path = out / "results.txt"
+    res = read_guest_results(results_path)
+    missing = [f"{k} {v}" for k, v in expected.items() if res.get(k) != v]
+    if not missing:
+        return None
+    if not results_path.exists():
+        got = "no results.txt (the guest never ran its script, or could not mount the share)"
+    else:
+        got = ", ".join(f"{k} {res[k]}" if k in res else f"no {k} line" for k in expected
+                        if res.get(k) != expected[k])
+        got += f" ({len(res)} lines)"
+    parts = [f"kmod guest: {results_path}: expected {', '.join(missing)}, got {got}; "
+             f"run-tests.sh exit status {returncode}"]
+    if stderr.strip():
+        parts.append(f"run-tests.sh stderr:{_tail_text(stderr, 10)}")
+    log = out / "guest.log"
+    if not log.exists():
+        parts.append(f"{log}: missing")
+    elif log.stat().st_size == 0:
+        parts.append(f"{log}: empty")
+    else:
+        parts.append(f"{log}, last lines:{_tail(log, 15)}")
+    console = out / "console.log"
+    if not console.exists():
+        parts.append(f"{console}: missing (QEMU did not start)")
+    else:
+        text = console.read_text(errors="replace")
+        panic = re.search(r"Kernel panic - not syncing: [^\r\n]*", text)
+        if panic:
+            parts.append(f"{console}: the guest kernel panicked: {panic.group(0).strip()}")
+        parts.append(f"{console}, last lines:{_tail(console, 15)}")
+    return "\n".join(parts)
+
+
+def _tail_text(text: str, lines: int) -> str:
+    return "".join(f"\n    {ln}" for ln in text.strip().splitlines()[-lines:])
 
 
 def memtouch_args(command: list[str]) -> tuple[int, int]:
@@ -62,13 +125,16 @@ def run_sweep(runs: list[tuple[device.DelayModel, int]], command: list[str],
     order; per run ``{"status", "jct_s", "swap_in_bytes", "swap_out_bytes", "report"}``
     (status ``ok``, or ``failed`` with the guest's exit code of memtouch).
 
-    Raises RuntimeError (with the guest's log tail) if the guest does not finish or cannot
-    set up the device; ValueError on a command other than memtouch. Hold the machine-state
-    lock around it (a QEMU guest).
+    Raises RuntimeError if the guest does not finish or cannot set up the device: the
+    message is :func:`guest_failure`'s, and the guest's files (results.txt, guest.log,
+    console.log) are kept in the temporary directory it names; ValueError on a command
+    other than memtouch. Hold the machine-state lock around it (a QEMU guest).
     """
     mib, passes = memtouch_args(command)
-    with tempfile.TemporaryDirectory(prefix="disaggsim-kmod-") as tmp:
-        inp, out = Path(tmp) / "in", Path(tmp) / "out"
+    tmp = Path(tempfile.mkdtemp(prefix="disaggsim-kmod-"))
+    keep = False
+    try:
+        inp, out = tmp / "in", tmp / "out"
         inp.mkdir()
         out.mkdir()
         with open(inp / "runs.txt", "w") as f:
@@ -78,13 +144,13 @@ def run_sweep(runs: list[tuple[device.DelayModel, int]], command: list[str],
             [str(RUN_GUEST), str(out), str(inp)], capture_output=True, text=True,
             env={**os.environ, "RMEM_GUEST_SCRIPT": "emulate",
                  "RMEM_GUEST_TIMEOUT": str(int(120 + timeout_s * len(runs)))})
+        failure = guest_failure(out, proc.returncode, proc.stderr,
+                                {"setup_rc": "0", "done": "1"})
+        if failure is not None:
+            keep = True
+            raise RuntimeError(f"kmod guest did not finish the sweep (its files are kept in "
+                               f"{out}):\n{failure}")
         res = read_guest_results(out / "results.txt")
-        if res.get("done") != "1" or res.get("setup_rc") != "0":
-            log = out / "guest.log"
-            raise RuntimeError(
-                f"kmod guest did not finish the sweep (rc {proc.returncode}, setup_rc "
-                f"{res.get('setup_rc')}): {proc.stderr[-1000:]}\n"
-                f"{log.read_text()[-2000:] if log.exists() else ''}")
         outcomes = []
         for i, (model, _) in enumerate(runs):
             if res.get(f"run_{i}_model") != model.kind:
@@ -99,3 +165,6 @@ def run_sweep(runs: list[tuple[device.DelayModel, int]], command: list[str],
                 "report": json.loads(res[f"run_{i}_json"]) if ok else {},
             })
         return outcomes
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)

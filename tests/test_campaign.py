@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import textwrap
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _campaign_lock import another_process_can_lock, holding_campaign_lock
 
 from disaggsim.sim.campaign import (
     KEY_DIGITS,
+    CampaignError,
     PlannedRun,
+    _campaign_lock,
     execute_run,
     expand_grid,
     is_done,
@@ -276,3 +280,47 @@ def test_capability_checks_name_what_exists() -> None:
         "SegmentSize is declared by ns3::TcpSocket::SegmentSize; ns3::TcpSocketBase has "
         "MinRto, Sack"
     )
+
+
+def test_the_campaign_lock_is_not_shared_with_forked_children(tmp_path: Path) -> None:
+    """A process forked inside the campaign (a pool worker, a child before its exec) does
+    not hold the directory's lock: once the campaign lets go, another campaign may start
+    while that child still lives. (With flock(2) the child shared the lock through the
+    forked open file description until it was gone.)"""
+    read_end, write_end = os.pipe()
+    with _campaign_lock(tmp_path):
+        assert not another_process_can_lock(tmp_path)
+        child = os.fork()
+        if child == 0:  # a worker that outlives the campaign's hold on the lock
+            os.close(write_end)
+            os.read(read_end, 1)
+            os._exit(0)
+    os.close(read_end)
+    try:
+        assert another_process_can_lock(tmp_path)  # the child is still alive here
+        assert os.waitpid(child, os.WNOHANG) == (0, 0)
+    finally:
+        os.close(write_end)
+        os.waitpid(child, 0)
+
+
+def test_a_second_campaign_of_this_process_is_refused_and_the_first_keeps_the_lock(
+    tmp_path: Path,
+) -> None:
+    """A record lock does not exclude its own process, and closing any descriptor of the
+    file would drop it: a second campaign in the same directory from this process is
+    refused without touching the file, and the first still holds the lock; once it ends,
+    the lock is free and the directory usable again."""
+    with _campaign_lock(tmp_path):
+        with pytest.raises(CampaignError, match=rf"^{tmp_path}: another campaign is running "
+                                                rf"in this directory \({tmp_path}/.campaign"):
+            with _campaign_lock(tmp_path):
+                pass
+        assert not another_process_can_lock(tmp_path)
+    assert another_process_can_lock(tmp_path)
+    with holding_campaign_lock(tmp_path):  # and another process's hold is seen from here
+        with pytest.raises(CampaignError, match="another campaign is running"):
+            with _campaign_lock(tmp_path):
+                pass
+    with _campaign_lock(tmp_path):
+        pass

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _campaign_lock import holding_campaign_lock
 
 from disaggsim.cli import main
 from disaggsim.schemas import FLOW_TABLE, NS3_FLOWS
@@ -119,12 +120,9 @@ def test_run_failed_runs_is_one_message(tmp_path: Path, capsys: pytest.CaptureFi
 def test_run_lock_refusal_is_one_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import fcntl
-
     config = _campaign(tmp_path)
     (tmp_path / "out").mkdir()
-    with open(tmp_path / "out" / ".campaign.lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with holding_campaign_lock(tmp_path / "out"):
         assert main(["run", str(config), "--quiet"]) == 2
     err = _error(capsys)
     assert "another campaign is running in this directory" in err

@@ -78,13 +78,9 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (inp / "sizes_sample.txt").write_text(" ".join(map(str, SAMPLE_SIZES)) + "\n")
     proc = subprocess.run([str(RUN), str(out), str(inp)], capture_output=True, text=True,
                           timeout=600)
-    results = emulate_kmod.read_guest_results(out / "results.txt")
-    assert results.get("done") == "1", (
-        f"guest did not finish (rc {proc.returncode}): {proc.stderr[-2000:]}\n"
-        f"results: {results}\nguest.log: "
-        f"{(out / 'guest.log').read_text()[-3000:] if (out / 'guest.log').exists() else ''}"
-    )
-    return {"r": results, "out": out, "in": inp}
+    failure = emulate_kmod.guest_failure(out, proc.returncode, proc.stderr, {"done": "1"})
+    assert failure is None, failure
+    return {"r": emulate_kmod.read_guest_results(out / "results.txt"), "out": out, "in": inp}
 
 
 def res(guest: dict[str, object]) -> dict[str, str]:

@@ -13,6 +13,7 @@ import pytest
 from _emulate_runs import emulate_as_found
 
 from disaggsim.cli import main
+from disaggsim.errors import InputError
 from disaggsim.sim.config import ConfigError
 from disaggsim.swapdev import device, emulate
 
@@ -476,10 +477,52 @@ def test_noise_control_keys_are_checked_with_file_and_line(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match=rf"{path}:\d+: emulate: .*repeats_max: 1 is less "
                                           r"than repeats \(2\)"):
         emulate.load_emulate_config(path)
-    cpu = max(os.sched_getaffinity(0)) + 1  # not a CPU of this process
+    cpu = max(emulate.online_cpus()) + 1  # not a CPU of this machine
     path.write_text(CONFIG.replace("repeats = 2", f"repeats = 2\nhandler_cpus = [{cpu}]"))
-    with pytest.raises(ConfigError, match=rf"{path}:6: emulate.handler_cpus: CPU {cpu}: "):
+    with pytest.raises(ConfigError, match=rf"{path}:6: emulate.handler_cpus: CPU {cpu}: "
+                                          r"expected one of this machine's online CPUs"):
         emulate.load_emulate_config(path)
+
+
+def test_online_cpus_reads_the_kernels_cpu_list(tmp_path: Path) -> None:
+    """The sysfs cpulist format (ranges and single CPUs, comma-separated): "0-3,6,8-9" is
+    CPUs 0, 1, 2, 3, 6, 8 and 9; anything else is refused naming the file."""
+    path = tmp_path / "online"
+    path.write_text("0-3,6,8-9\n")
+    assert emulate.online_cpus(path) == {0, 1, 2, 3, 6, 8, 9}
+    path.write_text("0-x\n")
+    with pytest.raises(InputError, match=rf"{path}:1: expected a CPU list like 0-3,6, got '0-x'"):
+        emulate.online_cpus(path)
+    # This machine: as many CPUs online as the kernel counts (no CPU is hot-unplugged here).
+    assert emulate.online_cpus() == set(range(os.cpu_count() or 1))
+
+
+def test_a_pin_to_a_machine_cpu_validates_while_this_process_is_kept_off_it(
+    tmp_path: Path,
+) -> None:
+    """A config pinning the machine's last CPU is valid while the checking process may not
+    run there (as under isolate.sh on, which keeps every task on CPU 0): the pin names the
+    machine's CPUs, not the caller's. (On a one-CPU machine nothing is narrowed.)"""
+    cpu = max(emulate.online_cpus())
+    path = tmp_path / "pinned.toml"
+    path.write_text(CONFIG.replace("repeats = 2", f"repeats = 2\napp_cpus = [{cpu}]"))
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, (emulate.online_cpus() - {cpu}) or {cpu})
+        assert emulate.load_emulate_config(path).emulate.app_cpus == [cpu]
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def test_a_pin_the_process_may_not_take_says_which_cpus_it_may() -> None:
+    """At run time a pin outside the CPUs the process may use (here: beyond the machine's)
+    fails naming the key, the pin and the allowed CPUs (Cpus_allowed_list)."""
+    cpu = max(emulate.online_cpus()) + 1
+    allowed = [line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("Cpus_allowed_list:")][0]
+    with pytest.raises(RuntimeError, match=rf"emulate.app_cpus = \[{cpu}\]: this process may "
+                                           rf"run on CPUs {allowed} only"):
+        emulate._set_affinity(0, [cpu], "app_cpus")
 
 
 def test_without_models_the_sweep_is_figure_2s_grid(tmp_path: Path) -> None:
