@@ -412,6 +412,10 @@ static void *handler_main(void *arg)
 		if (sd_now_ns() - last > spin_ns) {
 			struct pollfd p = {.fd = uffd, .events = POLLIN};
 
+			/* A forked child's trace, written in place, is kept on disk while idle: a
+			 * PySpark worker dies by its daemon's SIGHUP, without an exit. */
+			if (forked_child)
+				sd_run_flush(&run);
 			poll(&p, 1, 100);
 		}
 	}
