@@ -91,9 +91,13 @@ through the PLT (``swapdev/src/uffd_preload.c``):
   that ``pyspark.daemon`` forks; the device follows the fork (each worker runs a device
   of its own, with the daemon's pages and budget, and writes its own trace, also when it
   ends with ``os._exit``), so the RDD presets (WordCount, Sort, PageRank) run on both
-  backends (before, a forked worker ran without the device and ``spark-wordcount`` at 25 %
-  on uffd paged 0 bytes); ``spark-sql-bdb`` keeps its tables and operators in the
-  executor JVM (cached DataFrames) and runs on both (at 25 % on uffd it paged 16 MB/s);
+  backends (before, a forked worker ran without the device). But each of a node's device
+  processes (executor JVM, daemon, worker) has the whole budget: ``spark-wordcount`` at
+  25 % on uffd still pages 0 bytes (each one's registered memory fits 77.5 MiB), at 25 %
+  / 3 per process 48-60 MB/s (bench/RESULTS.md, "The uffd device follows fork()"), so its
+  uffd points are not the paper's 25 % until the budget is the node's; ``spark-sql-bdb``
+  keeps its tables and operators in the executor JVM (cached DataFrames) and runs on both
+  (at 25 % on uffd it paged 16 MB/s);
 - the Timely and Hadoop presets run on both: jemalloc purges whole extents with
   ``madvise(MADV_DONTNEED)`` and HotSpot uncommits heap with ``mmap(MAP_FIXED,
   PROT_NONE)``, which the device once mishandled (a frozen Timely process, a HotSpot crash
