@@ -787,6 +787,31 @@ static void check_child_pages(const struct region *r)
 	syscall(SYS_munmap, vec, r->npages);
 }
 
+/*
+ * In the forked child: register pages [p0, p1) of r. A region can hold a mapping the device
+ * does not track (the application mapped a file with MAP_FIXED over part of it: its pages
+ * were forgotten, and the parent's registration of the rest stands): registering the
+ * whole range then fails, so it is split until each part registers or is one such page.
+ * A page that cannot be registered and holds the device's data kills the child (named).
+ */
+static void register_child_pages(const struct region *r, uint64_t p0, uint64_t p1)
+{
+	struct uffdio_register reg = {
+		.range = {.start = r->start + p0 * PAGE, .len = (p1 - p0) * PAGE},
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+
+	if (!ioctl(uffd, UFFDIO_REGISTER, &reg))
+		return;
+	if (p1 - p0 > 1) {
+		register_child_pages(r, p0, p0 + (p1 - p0) / 2);
+		register_child_pages(r, p0 + (p1 - p0) / 2, p1);
+	} else if (r->state[p0] & (ST_REMOTE | ST_INACTIVE)) {
+		die("forked child: UFFDIO_REGISTER %#lx: %s (the page is remote on the device)",
+		    (unsigned long)reg.range.start, strerror(errno));
+	}
+}
+
 static void atfork_child(void)
 {
 	int i;
@@ -809,7 +834,7 @@ static void atfork_child(void)
 		if (!regions[i].gen)
 			continue;
 		check_child_pages(&regions[i]);
-		register_range(regions[i].start, regions[i].npages * PAGE);
+		register_child_pages(&regions[i], 0, regions[i].npages);
 	}
 	if (sd_run_forked_child(&run))
 		_exit(2);

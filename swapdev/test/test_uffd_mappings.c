@@ -29,6 +29,8 @@
  *   - a forked child that closes every descriptor (close_range, as CPython's subprocess
  *     before its exec, or a daemon): it reads the parent's remote pages exactly (the device
  *     brings them home before its descriptor goes) and runs on without the device;
+ *   - a file mapped with MAP_FIXED over part of a region before the fork: the child
+ *     registers the rest and reads it exactly;
  *   - fork then exec, and posix_spawn (vfork: no device work in the child before its
  *     exec): the new image runs on a device of its own (its summary shows paging), the
  *     parent's remote pages keep their data.
@@ -431,6 +433,40 @@ static void fork_child_closes_descriptors(void)
 	munmap(fork_q, REGION);
 }
 
+/* A file mapped with MAP_FIXED over the middle of a region (the device forgets those pages
+ * and keeps the rest registered): a child forked then registers around it and reads the
+ * region's remote pages exactly, and the file's bytes. */
+static void child_reads_around_file(void)
+{
+	CHECK_EQ(bad_pages_all(fork_p, REGION / 4, 0), 0);
+	CHECK_EQ(bad_pages_all(fork_p + REGION / 2, REGION / 2, 0), 0);
+	CHECK_EQ(((const unsigned char *)fork_p)[REGION / 4 + 5], 0x5a);
+}
+
+static void fork_around_a_file_mapping(void)
+{
+	char path[] = "/tmp/test_uffd_mappings.XXXXXX";
+	int fd = mkstemp(path);
+	char *f;
+
+	CHECK_EQ(fd >= 0, 1);
+	if (fd < 0)
+		return;
+	unlink(path);
+	CHECK_EQ(ftruncate(fd, REGION / 4), 0);
+	fork_p = map_region();
+	fill_all(fork_p, REGION, 0);
+	f = mmap(fork_p + REGION / 4, REGION / 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+		 fd, 0);
+	CHECK_EQ(f == fork_p + REGION / 4, 1);
+	f[5] = 0x5a;
+	churn(); /* the region's pages go remote (its other regions' too) */
+	CHECK_EQ(in_child(child_reads_around_file).status, 0);
+	CHECK_EQ(bad_pages_all(fork_p + REGION / 2, REGION / 2, 0), 0);
+	munmap(fork_p, REGION);
+	close(fd);
+}
+
 /* The exec'd image (argv[2] "exec-child"): fill a region and read it back under its own
  * device: at least 448 pages out while filling, 448 in while reading. */
 static int exec_child(void)
@@ -514,6 +550,7 @@ static const struct {
 	{"fork_after_eviction", fork_after_eviction},
 	{"fork_from_busy_threads", fork_from_busy_threads},
 	{"fork_child_closes_descriptors", fork_child_closes_descriptors},
+	{"fork_around_a_file_mapping", fork_around_a_file_mapping},
 	{"fork_then_exec", fork_then_exec},
 	{"spawn_then_exec", spawn_then_exec},
 };
