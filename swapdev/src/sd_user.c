@@ -2,6 +2,7 @@
 #include "sd_user.h"
 
 #include <errno.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,6 +109,33 @@ static int load_table(struct sd_run *r, const char *path, int fmt)
 	return 0;
 }
 
+/* Open the rmem trace at tp ("%p": this process's pid) as a temporary file beside it
+ * (renamed at the end), or (in_place) at its own path. */
+static int open_trace(struct sd_run *r, const char *tp, int in_place)
+{
+	/* "%p" in the path stands for the pid (as in core_pattern): the processes that inherit
+	 * one environment (a JVM's children, a forked worker) write one trace each. */
+	const char *pp = strstr(tp, "%p");
+
+	if (pp) {
+		if (asprintf(&r->trace_path, "%.*s%d%s", (int)(pp - tp), tp, (int)getpid(),
+			     pp + 2) < 0)
+			return -1;
+	} else {
+		r->trace_path = strdup(tp);
+	}
+	if (!in_place && asprintf(&r->trace_tmp, "%s.tmp.%d", r->trace_path, (int)getpid()) < 0)
+		return -1;
+	r->trace = fopen(in_place ? r->trace_path : r->trace_tmp, "w");
+	if (!r->trace) {
+		fprintf(stderr, "swapdev: %s: %s\n", in_place ? r->trace_path : r->trace_tmp,
+			strerror(errno));
+		return -1;
+	}
+	setvbuf(r->trace, NULL, _IOFBF, 1 << 20);
+	return 0;
+}
+
 int sd_run_init(struct sd_run *r)
 {
 	const char *kind = getenv("SWAPDEV_MODEL");
@@ -160,30 +188,40 @@ int sd_run_init(struct sd_run *r)
 		if (load_table(r, fct, fmt))
 			return -1;
 	}
-	if (tp && *tp) {
-		/* "%p" in the path stands for the pid (as in core_pattern): the processes that
-		 * inherit one environment (a JVM's children) write one trace each. */
-		const char *pp = strstr(tp, "%p");
-
-		if (pp) {
-			if (asprintf(&r->trace_path, "%.*s%d%s", (int)(pp - tp), tp, (int)getpid(),
-				     pp + 2) < 0)
-				return -1;
-		} else {
-			r->trace_path = strdup(tp);
-		}
-		if (asprintf(&r->trace_tmp, "%s.tmp.%d", r->trace_path, (int)getpid()) < 0)
-			return -1;
-		r->trace = fopen(r->trace_tmp, "w");
-		if (!r->trace) {
-			fprintf(stderr, "swapdev: %s: %s\n", r->trace_tmp, strerror(errno));
-			return -1;
-		}
-		setvbuf(r->trace, NULL, _IOFBF, 1 << 20);
-	}
+	if (tp && *tp && open_trace(r, tp, 0))
+		return -1;
 	if (hp && *hp)
 		r->hist_path = strdup(hp);
 	return 0;
+}
+
+int sd_run_forked_child(struct sd_run *r)
+{
+	const char *tp = getenv("SWAPDEV_TRACE");
+
+	pthread_mutex_init(&r->mu, NULL); /* another thread of the parent may have held it */
+	if (r->trace) {
+		__fpurge(r->trace); /* the parent's buffered lines: the parent writes them */
+		fclose(r->trace);
+	}
+	r->trace = NULL;
+	r->trace_path = r->trace_tmp = NULL; /* the parent's (its copies of the strings) */
+	r->hist_path = NULL;
+	r->reads = r->writes = r->read_pages = r->write_pages = 0;
+	sd_hist_init(&r->applied);
+	sd_hist_init(&r->target);
+	sd_hist_init(&r->minor);
+	if (tp && strstr(tp, "%p"))
+		return open_trace(r, tp, 1);
+	return 0;
+}
+
+void sd_run_flush(struct sd_run *r)
+{
+	pthread_mutex_lock(&r->mu);
+	if (r->trace)
+		fflush(r->trace);
+	pthread_mutex_unlock(&r->mu);
 }
 
 uint64_t sd_run_model_delay(struct sd_run *r, const struct sd_req *req)
@@ -281,9 +319,10 @@ int sd_run_finish(struct sd_run *r, const char *who)
 	int rc = 0;
 
 	if (r->trace) {
-		if (fclose(r->trace) || rename(r->trace_tmp, r->trace_path)) {
+		if (fclose(r->trace) || (r->trace_tmp && rename(r->trace_tmp, r->trace_path))) {
 			fprintf(stderr, "swapdev: %s: %s\n", r->trace_path, strerror(errno));
-			unlink(r->trace_tmp);
+			if (r->trace_tmp)
+				unlink(r->trace_tmp);
 			rc = -1;
 		}
 		r->trace = NULL;

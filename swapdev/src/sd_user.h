@@ -59,6 +59,19 @@ static inline uint64_t sd_realtime_us(void)
  * On error prints "swapdev: <file>:<line>: ..." to stderr and returns -1.
  */
 int sd_run_init(struct sd_run *r);
+/*
+ * In a child forked from a process whose run is r (the uffd device across fork()): the
+ * child's run starts empty. The parent's buffered trace lines are discarded (the parent
+ * writes them), the counters and histograms restart at zero, the lock is new; the child
+ * writes a trace of its own only if SWAPDEV_TRACE has "%p" (a fixed path names the
+ * parent's trace), at its path directly (not renamed at the end: a forked worker is often
+ * killed by a signal, and sd_run_flush keeps what it wrote on disk), and no histogram
+ * file (SWAPDEV_HIST is the parent's). The model (its table, its random state) is the
+ * parent's as of the fork. Returns -1 if the trace cannot be opened (message on stderr).
+ */
+int sd_run_forked_child(struct sd_run *r);
+/* Write the trace's buffered lines out now (the uffd handler of a forked child, idle). */
+void sd_run_flush(struct sd_run *r);
 /* The delay (ns) of req under the run's delay model (r->delay; calls serialized). */
 uint64_t sd_run_model_delay(struct sd_run *r, const struct sd_req *req);
 /* Busy-wait until the request that started at start_ns has taken delay_ns; record it. */

@@ -36,8 +36,10 @@
  * affinity) pins the handler thread apart from the application (disaggsim emulate's
  * noise control: on a 2-core machine the spinning handler on one core, the application on
  * the other; swapdev/jct_stats.py).
- * fork(): every inactive and remote page is brought back first (the child's copies are not
- * registered); the child then runs without the device. Not seen: mappings made before the
+ * fork(): the child runs on a device of its own, with the parent's page states and a copy
+ * of its stores (atfork_child below); exec: the new image loads the library again
+ * (LD_PRELOAD); vfork and posix_spawn: no device work in the child, whose faults before
+ * its exec are the parent's (one address space). Not seen: mappings made before the
  * library loads, and glibc malloc's own mmaps (not called through the PLT).
  * The application's own calls on registered ranges, each made under the lock so that the
  * handler never takes pages out of a range being changed (test/test_uffd_mappings.c):
@@ -62,10 +64,12 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/close_range.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,6 +84,10 @@ static uint64_t next_page_base;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int uffd = -1;
 static int enabled;
+/* A child forked from a process on the device (atfork_child), and its pid (a vfork child
+ * of it shares its memory but not its pid). */
+static int forked_child;
+static pid_t child_pid;
 static uint64_t budget_pages, local_pages, min_map_bytes, spin_ns;
 static const struct sd_evict_ops *evict_ops;
 static void *evict_st;
@@ -88,6 +96,15 @@ static void *paging_st;
 static char *zero_page;
 static struct sd_run run;
 static pthread_t handler;
+/* fork() in progress (atfork_prepare to atfork_parent): the forking thread's id, else 0. */
+static _Atomic pid_t fork_tid;
+static pthread_cond_t fork_done = PTHREAD_COND_INITIALIZER;
+/* Faults of other threads read while a fork is in progress, served after it (under the
+ * lock; grown by doubling). */
+static struct uffd_msg deferred_static[64], *deferred = deferred_static;
+static size_t ndeferred, deferred_cap = 64;
+/* The application closes the device's descriptor (stop_device): the handler returns. */
+static atomic_int handler_stop;
 
 static void *sys_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
 {
@@ -251,23 +268,23 @@ static void zero_fill_untracked(uintptr_t addr)
 	}
 }
 
-static void handle_fault(const struct uffd_msg *m)
+/*
+ * Under the lock: resolve the missing fault at addr. forking: the forking thread's fault
+ * while a fork() is in progress: no eviction (nothing may leave the page table until the
+ * child has its copy), and every change to the device's state is made before the
+ * UFFDIO_COPY that wakes the thread, so that the fork it goes on to make copies a state
+ * that matches its page table.
+ */
+static void serve_locked(uintptr_t addr, int forking)
 {
-	uintptr_t addr = m->arg.pagefault.address & ~(PAGE - 1);
 	int slot;
 	struct region *r;
 	uint64_t page;
+	const char *src = zero_page;
 
-	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-		/* A write during an eviction: the page is remote (or back) by now; let it retry. */
-		wp(addr, PAGE, 0);
-		return;
-	}
-	pthread_mutex_lock(&lock);
 	slot = find_region(addr);
 	if (slot < 0) {
 		zero_fill_untracked(addr);
-		pthread_mutex_unlock(&lock);
 		return;
 	}
 	r = &regions[slot];
@@ -276,32 +293,68 @@ static void handle_fault(const struct uffd_msg *m)
 		/* A duplicate message (EEXIST), or the application dropped the page itself
 		 * (MADV_DONTNEED outside our view): then it reads as zeros, as Linux does. */
 		copy_in(addr, zero_page);
-		pthread_mutex_unlock(&lock);
 		return;
 	}
 	if (r->state[page] & ST_INACTIVE) {
 		/* Touched before the back hand came: local, no delay, not logged; active again. */
 		uint64_t t0 = sd_now_ns();
 
-		copy_in(addr, r->store + page * PAGE);
+		if (!forking)
+			copy_in(addr, r->store + page * PAGE);
 		r->state[page] = ST_RESIDENT;
 		evict_ops->left_inactive(evict_st);
 		evict_ops->mapped(evict_st, (uint32_t)slot, page);
 		sd_hist_add(&run.minor, sd_now_ns() - t0);
-		pthread_mutex_unlock(&lock);
+		if (forking)
+			copy_in(addr, r->store + page * PAGE);
 		return;
 	}
-	if (local_pages >= budget_pages)
+	if (!forking && local_pages >= budget_pages)
 		evict_ops->evict(evict_st);
 	if (r->state[page] & ST_REMOTE) {
 		paging_ops->fetch(paging_st, r->page_base + page, sd_now_ns());
-		copy_in(addr, r->store + page * PAGE);
-	} else {
-		copy_in(addr, zero_page);
+		src = r->store + page * PAGE;
 	}
+	if (!forking)
+		copy_in(addr, src);
 	r->state[page] = ST_RESIDENT;
 	local_pages++;
 	evict_ops->mapped(evict_st, (uint32_t)slot, page);
+	if (forking)
+		copy_in(addr, src);
+}
+
+/* Under the lock: keep a fault of another thread read during a fork, to serve after it. */
+static void defer_fault(const struct uffd_msg *m)
+{
+	if (ndeferred == deferred_cap) {
+		struct uffd_msg *bigger = uffd_map(2 * deferred_cap * sizeof(*m), "deferred faults");
+
+		memcpy(bigger, deferred, ndeferred * sizeof(*m));
+		if (deferred != deferred_static)
+			syscall(SYS_munmap, deferred, deferred_cap * sizeof(*m));
+		deferred = bigger;
+		deferred_cap *= 2;
+	}
+	deferred[ndeferred++] = *m;
+}
+
+static void handle_fault(const struct uffd_msg *m)
+{
+	uintptr_t addr = m->arg.pagefault.address & ~(PAGE - 1);
+	pid_t forker;
+
+	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+		/* A write during an eviction: the page is remote (or back) by now; let it retry. */
+		wp(addr, PAGE, 0);
+		return;
+	}
+	pthread_mutex_lock(&lock);
+	forker = atomic_load(&fork_tid);
+	if (forker && (pid_t)m->arg.pagefault.feat.ptid != forker)
+		defer_fault(m); /* its thread does not exist in the child: after the fork */
+	else
+		serve_locked(addr, forker != 0);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -334,7 +387,7 @@ static void *handler_main(void *arg)
 
 	(void)arg;
 	pin_handler();
-	for (;;) {
+	while (!atomic_load(&handler_stop)) {
 		struct uffd_msg msg;
 		ssize_t n = read(uffd, &msg, sizeof(msg));
 
@@ -359,6 +412,10 @@ static void *handler_main(void *arg)
 		if (sd_now_ns() - last > spin_ns) {
 			struct pollfd p = {.fd = uffd, .events = POLLIN};
 
+			/* A forked child's trace, written in place, is kept on disk while idle: a
+			 * PySpark worker dies by its daemon's SIGHUP, without an exit. */
+			if (forked_child)
+				sd_run_flush(&run);
 			poll(&p, 1, 100);
 		}
 	}
@@ -456,6 +513,19 @@ static void release_range(uintptr_t addr, size_t len, int how)
 	}
 }
 
+/*
+ * Under the lock, in the application's mapping calls (and the exit): wait while another
+ * thread forks, so that the child's copy of the device's state matches its mappings.
+ * Without a fork in progress: one atomic load.
+ */
+static void wait_fork_locked(void)
+{
+	pid_t forker;
+
+	while ((forker = atomic_load(&fork_tid)) && forker != (pid_t)syscall(SYS_gettid))
+		pthread_cond_wait(&fork_done, &lock);
+}
+
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	int tracked = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && (prot & PROT_WRITE) &&
@@ -467,6 +537,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	/* Under the lock: the handler must not take pages out of a range being replaced (a
 	 * JVM uncommits its heap with mmap(MAP_FIXED, PROT_NONE): copying from it crashed). */
 	pthread_mutex_lock(&lock);
+	wait_fork_locked();
 	p = sys_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && (flags & MAP_FIXED))
 		release_range((uintptr_t)p, len, REL_UNMAPPED); /* the old pages are gone */
@@ -487,6 +558,7 @@ int munmap(void *addr, size_t len)
 	if (!enabled)
 		return (int)syscall(SYS_munmap, addr, len);
 	pthread_mutex_lock(&lock);
+	wait_fork_locked();
 	ret = (int)syscall(SYS_munmap, addr, len);
 	if (ret == 0)
 		release_range((uintptr_t)addr, len, REL_UNMAPPED);
@@ -509,6 +581,7 @@ void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	 * region it touches comes home whole, then is unregistered and dropped; before, only
 	 * the moved part came home and the rest of the region's remote pages read as zeros. */
 	pthread_mutex_lock(&lock);
+	wait_fork_locked();
 	for (i = 0; i < MAX_REGIONS; i++) {
 		struct region *r = &regions[i];
 		struct uffdio_range rg;
@@ -535,6 +608,7 @@ int madvise(void *addr, size_t len, int advice)
 	/* The pages read as zeros from now on (MADV_FREE: zeros or their data; the device
 	 * takes zeros); the mapping stays registered and tracked. */
 	pthread_mutex_lock(&lock);
+	wait_fork_locked();
 	ret = (int)syscall(SYS_madvise, addr, len, advice);
 	if (ret == 0)
 		release_range((uintptr_t)addr, len, 0);
@@ -557,6 +631,7 @@ int mprotect(void *addr, size_t len, int prot)
 	if (!enabled || (prot & PROT_READ))
 		return (int)syscall(SYS_mprotect, addr, len, prot);
 	pthread_mutex_lock(&lock);
+	wait_fork_locked();
 	release_range((uintptr_t)addr, len, REL_MATERIALIZE);
 	ret = (int)syscall(SYS_mprotect, addr, len, prot);
 	pthread_mutex_unlock(&lock);
@@ -564,59 +639,212 @@ int mprotect(void *addr, size_t len, int prot)
 }
 
 /*
- * fork(): the child's copies of registered mappings lose userfaultfd, so a page that is
- * inactive or remote would read as zeros there. Before fork every such page comes home
- * (the budget is restored in the parent right after); the child runs without the device.
+ * The application is about to close the device's descriptor: a forked child closing every
+ * descriptor before its exec (CPython's subprocess without vfork uses close_range) or to
+ * become a daemon. Once closed, the kernel unregisters the ranges and a remote page would
+ * read as zeros; so every region's inactive and remote pages come home first, the regions
+ * are unregistered and dropped, the handler thread is stopped (joined: it must not read a
+ * descriptor number the application reuses), and the process runs on without the device.
+ * With nothing registered (a launcher exec'd from a process on the device, the JVM's
+ * jspawnhelper) the handler stops by itself on EBADF, as before.
+ */
+static void stop_device(void)
+{
+	int i, join = 0;
+
+	pthread_mutex_lock(&lock);
+	wait_fork_locked();
+	if (enabled && next_gen > 1) {
+		for (i = 0; i < MAX_REGIONS; i++) {
+			struct region *r = &regions[i];
+			struct uffdio_range rg;
+
+			if (!r->gen)
+				continue;
+			rg = (struct uffdio_range){.start = r->start, .len = r->npages * PAGE};
+			release_range(r->start, r->npages * PAGE, REL_MATERIALIZE);
+			ioctl(uffd, UFFDIO_UNREGISTER, &rg);
+			drop_region(r);
+		}
+		enabled = 0;
+		atomic_store(&handler_stop, 1);
+		join = 1;
+	}
+	pthread_mutex_unlock(&lock);
+	if (join)
+		pthread_join(handler, NULL);
+}
+
+int close(int fd)
+{
+	if (fd >= 0 && fd == uffd && enabled)
+		stop_device();
+	return (int)syscall(SYS_close, fd);
+}
+
+int close_range(unsigned int first, unsigned int last, int flags)
+{
+	if (uffd >= 0 && (unsigned int)uffd >= first && (unsigned int)uffd <= last && enabled &&
+	    !(flags & CLOSE_RANGE_CLOEXEC))
+		stop_device();
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+void closefrom(int lowfd)
+{
+	if (uffd >= 0 && uffd >= lowfd && enabled)
+		stop_device();
+	if (syscall(SYS_close_range, (unsigned int)(lowfd < 0 ? 0 : lowfd), ~0u, 0))
+		for (int fd = lowfd < 0 ? 0 : lowfd; fd < 65536; fd++) /* no close_range */
+			syscall(SYS_close, fd);
+}
+
+/* A userfaultfd of this process's own (non-blocking, closed on exec), or die. The thread id
+ * of each fault tells the forking thread's faults from the others' (atfork_prepare). */
+static int open_uffd(void)
+{
+	struct uffdio_api api = {.api = UFFD_API,
+				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID};
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
+	if (ioctl(fd, UFFDIO_API, &api))
+		die("UFFDIO_API: %s", strerror(errno));
+	return fd;
+}
+
+/*
+ * fork(). Without UFFD_FEATURE_EVENT_FORK the kernel takes the child's copies of the
+ * registered ranges out of userfaultfd (dup_userfaultfd): a page the parent holds remote or
+ * inactive is missing there and would read as zeros. With EVENT_FORK the child's ranges stay
+ * registered, on a new userfaultfd that the parent's handler reads: the parent would serve
+ * the child's faults but could not take the child's pages out (madvise acts on the caller's
+ * own address space), and its stores change after the fork while the child's pages must
+ * keep the fork's data. So the child runs a device of its own, started from the parent's:
+ *   - atfork_prepare waits for another thread's fork and marks this thread as forking.
+ *     Until atfork_parent the handler serves only this thread's faults (the fork handlers
+ *     registered before the device's run after it: a preloaded jemalloc takes its locks,
+ *     touching its metadata), without evicting, every change to the device's state made
+ *     before the copy that wakes the thread; other threads' faults are deferred and the
+ *     application's mapping calls wait (wait_fork_locked). So whenever the forking thread
+ *     runs, the fork's system call included, the page table matches the device's state.
+ *   - atfork_child, in the child's only thread: the regions, page states, eviction queues,
+ *     paging state and stores are the parent's at the fork (private mappings, copied on
+ *     write). It opens a userfaultfd, registers every region on it, checks that no page the
+ *     device holds remote or inactive is in its page table (a fork handler run before this
+ *     one would have read zeros there: the child exits naming the page instead of running
+ *     on wrong data), restarts its outputs (sd_run_forked_child) and starts its handler.
+ *     Its budget is SWAPDEV_LOCAL_BYTES, its own, as for any process that loads the
+ *     library: the pages it shares with its parent copy-on-write count in both budgets.
+ *   - atfork_parent serves the deferred faults and evicts back under the budget.
  */
 static void atfork_prepare(void)
 {
-	int i;
-	uint64_t p;
-
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < MAX_REGIONS; i++) {
-		struct region *r = &regions[i];
-
-		if (!r->gen)
-			continue;
-		for (p = 0; p < r->npages; p++) {
-			uint8_t st = r->state[p];
-
-			if (!(st & (ST_INACTIVE | ST_REMOTE)))
-				continue;
-			copy_in(r->start + p * PAGE, r->store + p * PAGE);
-			r->state[p] = ST_RESIDENT;
-			if (st & ST_REMOTE) {
-				local_pages++;
-				paging_ops->forget(paging_st, r->page_base + p);
-			} else {
-				evict_ops->left_inactive(evict_st);
-			}
-			evict_ops->mapped(evict_st, (uint32_t)i, p);
-		}
-	}
+	wait_fork_locked();
+	if (enabled)
+		atomic_store(&fork_tid, (pid_t)syscall(SYS_gettid));
+	pthread_mutex_unlock(&lock);
 }
 
 static void atfork_parent(void)
 {
-	while (local_pages > budget_pages) /* back under the budget (logged swap-outs) */
-		evict_ops->evict(evict_st);
+	uint64_t before;
+	size_t i;
+
+	if (atomic_load(&fork_tid) != (pid_t)syscall(SYS_gettid))
+		return; /* the device was off at the fork */
+	pthread_mutex_lock(&lock);
+	atomic_store(&fork_tid, 0);
+	for (i = 0; i < ndeferred; i++)
+		serve_locked(deferred[i].arg.pagefault.address & ~(PAGE - 1), 0);
+	ndeferred = 0;
+	do { /* back under the budget (the forking thread's faults, logged swap-outs) */
+		before = local_pages;
+		if (local_pages > budget_pages)
+			evict_ops->evict(evict_st);
+	} while (local_pages > budget_pages && local_pages < before);
+	pthread_cond_broadcast(&fork_done);
 	pthread_mutex_unlock(&lock);
+}
+
+/* In the forked child: die if a page of r the device holds remote or inactive (missing in
+ * the parent's page table at the fork) is in the child's page table. */
+static void check_child_pages(const struct region *r)
+{
+	unsigned char *vec = uffd_map(r->npages, "a residency vector");
+	uint64_t p;
+
+	if (mincore((void *)r->start, r->npages * PAGE, vec))
+		die("forked child: mincore %#lx+%zu: %s", (unsigned long)r->start,
+		    r->npages * PAGE, strerror(errno));
+	for (p = 0; p < r->npages; p++)
+		if ((vec[p] & 1) && (r->state[p] & (ST_REMOTE | ST_INACTIVE)))
+			die("forked child: the page at %#lx, remote on the device, was touched before "
+			    "the device registered it (a fork handler registered before the device's "
+			    "ran first): it reads zeros", (unsigned long)(r->start + p * PAGE));
+	syscall(SYS_munmap, vec, r->npages);
+}
+
+/*
+ * In the forked child: register pages [p0, p1) of r. A region can hold a mapping the device
+ * does not track (the application mapped a file with MAP_FIXED over part of it: its pages
+ * were forgotten, and the parent's registration of the rest stands): registering the
+ * whole range then fails, so it is split until each part registers or is one such page.
+ * A page that cannot be registered and holds the device's data kills the child (named).
+ */
+static void register_child_pages(const struct region *r, uint64_t p0, uint64_t p1)
+{
+	struct uffdio_register reg = {
+		.range = {.start = r->start + p0 * PAGE, .len = (p1 - p0) * PAGE},
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+
+	if (!ioctl(uffd, UFFDIO_REGISTER, &reg))
+		return;
+	if (p1 - p0 > 1) {
+		register_child_pages(r, p0, p0 + (p1 - p0) / 2);
+		register_child_pages(r, p0 + (p1 - p0) / 2, p1);
+	} else if (r->state[p0] & (ST_REMOTE | ST_INACTIVE)) {
+		die("forked child: UFFDIO_REGISTER %#lx: %s (the page is remote on the device)",
+		    (unsigned long)reg.range.start, strerror(errno));
+	}
 }
 
 static void atfork_child(void)
 {
-	enabled = 0;
-	run.trace = NULL; /* the parent's buffered trace is the parent's to write */
-	run.hist_path = NULL;
-	run.reads = run.writes = 0;
-	pthread_mutex_unlock(&lock);
-}
+	int i;
 
+	pthread_mutex_init(&lock, NULL);
+	pthread_cond_init(&fork_done, NULL);
+	ndeferred = 0; /* their threads are the parent's */
+	if (!atomic_load(&fork_tid)) { /* the device was off in the parent */
+		enabled = 0;
+		run.trace = NULL; /* the parent's buffered trace is the parent's to write */
+		run.hist_path = NULL;
+		run.reads = run.writes = 0;
+		return;
+	}
+	atomic_store(&fork_tid, 0);
+	/* The parent's (the system call: an ioctl on it would act on the parent's pages). */
+	syscall(SYS_close, uffd);
+	uffd = open_uffd();
+	for (i = 0; i < MAX_REGIONS; i++) {
+		if (!regions[i].gen)
+			continue;
+		check_child_pages(&regions[i]);
+		register_child_pages(&regions[i], 0, regions[i].npages);
+	}
+	if (sd_run_forked_child(&run))
+		_exit(2);
+	forked_child = 1;
+	child_pid = getpid();
+	if (pthread_create(&handler, NULL, handler_main, NULL))
+		die("forked child: cannot start the handler thread");
+}
 __attribute__((constructor)) static void swapdev_init(void)
 {
-	struct uffdio_api api = {.api = UFFD_API,
-				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
 	struct sd_io io = {io_request, io_end_batch, io_wait_until, &run.delay, NULL};
 	uint64_t local_bytes, spin_us, evict_batch, inactive_permille;
 	int ev = sd_policy_lookup("SWAPDEV_EVICTION", getenv("SWAPDEV_EVICTION"), sd_evict_names,
@@ -649,11 +877,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (!evict_st || !paging_st)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
-	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
-	if (ioctl(uffd, UFFDIO_API, &api))
-		die("UFFDIO_API: %s", strerror(errno));
+	uffd = open_uffd();
 	if (pthread_create(&handler, NULL, handler_main, NULL) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
 		die("cannot start the handler thread");
@@ -666,6 +890,7 @@ __attribute__((destructor)) static void swapdev_fini(void)
 
 	/* The handler keeps serving faults until the process is gone; only the outputs close. */
 	pthread_mutex_lock(&lock);
+	wait_fork_locked();
 	if (enabled) {
 		evict_ops->finish(evict_st, stderr);
 		paging_ops->finish(paging_st, sd_now_ns(), stderr);
@@ -682,3 +907,19 @@ __attribute__((destructor)) static void swapdev_fini(void)
 	 * local with SWAPDEV_HIST: the exit's asprintf faulted, the handler waited). */
 	sd_run_finish(&outputs, "uffd");
 }
+
+/*
+ * _exit() in a forked child writes the device's outputs first (its trace and summary), as
+ * exit() does through the destructor: a forked worker commonly ends with _exit (Python's
+ * os._exit: PySpark's daemon and multiprocessing's fork workers), and its trace would stay
+ * a temporary file. Only in a forked child's own process (not in a vfork child of it,
+ * which shares its memory); every other process's _exit is the system call as before.
+ */
+void _exit(int status)
+{
+	if (forked_child && getpid() == child_pid)
+		swapdev_fini();
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+void _Exit(int status) __attribute__((alias("_exit")));
