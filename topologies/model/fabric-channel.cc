@@ -50,6 +50,31 @@ class FrameArrivalEvent final : public PooledEventImpl<FrameArrivalEvent>
     uint32_t m_wireBytes;
 };
 
+/// A PFC frame's arrival at the far port: FabricNetDevice::ReceivePfc (classEnable, quanta,
+/// at), from the event pool (no Packet: the frame travels as its fields).
+class PfcArrivalEvent final : public PooledEventImpl<PfcArrivalEvent>
+{
+  public:
+    PfcArrivalEvent (FabricNetDevice* port, uint8_t classEnable, uint16_t quanta, Time at)
+          : m_port (port)
+          , m_at (at)
+          , m_quanta (quanta)
+          , m_classEnable (classEnable)
+    {
+    }
+
+  private:
+    void Notify () override
+    {
+        m_port->ReceivePfc (m_classEnable, m_quanta, m_at);
+    }
+
+    FabricNetDevice* m_port;
+    Time m_at; ///< the event's own time: Simulator::Now () when it runs
+    uint16_t m_quanta;
+    uint8_t m_classEnable;
+};
+
 } // namespace
 NS_OBJECT_ENSURE_REGISTERED (FabricChannel);
 
@@ -93,14 +118,15 @@ FabricChannel::Transmit (const FabricNetDevice* sender, Ptr<Packet>& packet,
 }
 
 void
-FabricChannel::TransmitMacControl (const FabricNetDevice* sender, const Ptr<Packet>& packet,
-                                   Time txTime)
+FabricChannel::TransmitPfc (const FabricNetDevice* sender, uint8_t classEnable, uint16_t quanta,
+                            Time txTime)
 {
     FabricNetDevice* peer = PeekPointer (m_devices[sender == PeekPointer (m_devices[0]) ? 1 : 0]);
     const Time delay = peer->IsCutThrough () ? m_delay + peer->GetCutThroughDelay ()
                                              : txTime + m_delay;
-    Simulator::ScheduleWithContext (peer->GetNodeId (), delay,
-                                    &FabricNetDevice::ReceiveMacControl, peer, packet);
+    Simulator::ScheduleWithContext (
+        peer->GetNodeId (), delay,
+        new PfcArrivalEvent (peer, classEnable, quanta, Simulator::Now () + delay));
 }
 
 std::size_t

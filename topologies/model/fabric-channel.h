@@ -46,12 +46,13 @@ class FabricChannel : public Channel
                    Time startDelay, Time txTime, Time now, uint32_t wireBytes);
 
     /**
-     * Put a MAC control frame (a PFC frame, \p txTime on the wire) on the wire from \p sender
-     * now: the peer port consumes it (FabricNetDevice::ReceiveMacControl) at the time a data
-     * frame would be delivered, and it never reaches the peer's switch or host.
+     * Put a MAC control frame (a PFC frame saying pause time \p quanta for the classes of
+     * \p classEnable, \p txTime on the wire) on the wire from \p sender now: the peer port
+     * consumes it (FabricNetDevice::ReceivePfc) at the time a data frame would be delivered,
+     * and it never reaches the peer's switch or host.
      */
-    void TransmitMacControl (const FabricNetDevice* sender, const Ptr<Packet>& packet,
-                             Time txTime);
+    void TransmitPfc (const FabricNetDevice* sender, uint8_t classEnable, uint16_t quanta,
+                      Time txTime);
 
     Time GetDelay () const
     {

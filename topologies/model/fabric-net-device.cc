@@ -313,14 +313,13 @@ void
 FabricNetDevice::TransmitControlFrame (Time now)
 {
     const PfcState::ControlFrame frame = m_pfc->control.front ();
-    const Ptr<Packet>& packet = frame.packet;
     m_pfc->control.pop_front ();
     m_controlPending = !m_pfc->control.empty ();
-    const Time txTime = TxTime (packet->GetSize () + kFabricHeaderBytes);
+    const Time txTime = TxTime (kPfcFrameBytes);
     m_busyUntil = now + txTime;
     ++m_txPackets;
     m_pfcTxTrace (frame.classEnable, frame.quanta);
-    m_channel->TransmitMacControl (this, packet, txTime);
+    m_channel->TransmitPfc (this, frame.classEnable, frame.quanta, txTime);
     if (!m_queue->IsEmpty () || m_controlPending)
     {
         m_txCompletePending = true;
@@ -461,19 +460,11 @@ void
 FabricNetDevice::SendPfc (uint8_t classEnable, uint16_t quanta)
 {
     NS_ASSERT_MSG (m_channel, "FabricNetDevice::SendPfc: no cable");
-    PfcHeader pfc;
-    pfc.classEnable = classEnable;
-    for (uint32_t c = 0; c < kFabricTrafficClasses; ++c)
-    {
-        if ((classEnable >> c) & 1)
-        {
-            pfc.quanta[c] = quanta;
-        }
-    }
-    Ptr<Packet> packet = Create<Packet> ();
-    packet->AddHeader (pfc);
+    // The frame travels as what it says (its PfcHeader's fields: one pause time for every
+    // class it enables), not as a serialized Packet, as a data frame travels as its
+    // FabricHeader: no Packet is made, serialized and parsed per PFC frame.
     PfcState& state = Pfc ();
-    state.control.push_back ({packet, classEnable, quanta});
+    state.control.push_back ({classEnable, quanta});
     m_controlPending = true;
     ++state.sent;
     RestartIfIdle (Simulator::Now ());
@@ -493,24 +484,42 @@ FabricNetDevice::ReceiveMacControl (Ptr<Packet> packet)
     ++Pfc ().received;
     for (uint8_t c = 0; c < kFabricTrafficClasses; ++c)
     {
-        if (((pfc.classEnable >> c) & 1) == 0)
+        if (((pfc.classEnable >> c) & 1) != 0)
         {
-            continue;
+            ReceivePfcClass (c, pfc.quanta[c], now);
         }
-        m_pfcRxTrace (static_cast<uint8_t> (1u << c), pfc.quanta[c]);
-        if (pfc.quanta[c] == 0)
-        {
-            Resume (c, now);
-            continue;
-        }
-        // Paused for quanta x 512 bit times at this port's rate; a new frame restarts it.
-        Pause (c, now);
-        EventId& timer = m_pfc->expiry[c];
-        timer.Cancel ();
-        const uint64_t pauseBytes = uint64_t (pfc.quanta[c]) * kPfcBitsPerQuantum / 8;
-        timer = Simulator::Schedule (TxTimeFor (pauseBytes, m_bitRate),
-                                     &FabricNetDevice::PauseExpired, this, c);
     }
+}
+
+void
+FabricNetDevice::ReceivePfc (uint8_t classEnable, uint16_t quanta, Time now)
+{
+    ++Pfc ().received;
+    for (uint8_t c = 0; c < kFabricTrafficClasses; ++c)
+    {
+        if (((classEnable >> c) & 1) != 0)
+        {
+            ReceivePfcClass (c, quanta, now);
+        }
+    }
+}
+
+void
+FabricNetDevice::ReceivePfcClass (uint8_t trafficClass, uint16_t quanta, Time now)
+{
+    m_pfcRxTrace (static_cast<uint8_t> (1u << trafficClass), quanta);
+    if (quanta == 0)
+    {
+        Resume (trafficClass, now);
+        return;
+    }
+    // Paused for quanta x 512 bit times at this port's rate; a new frame restarts it.
+    Pause (trafficClass, now);
+    EventId& timer = m_pfc->expiry[trafficClass];
+    timer.Cancel ();
+    const uint64_t pauseBytes = uint64_t (quanta) * kPfcBitsPerQuantum / 8;
+    timer = Simulator::Schedule (TxTimeFor (pauseBytes, m_bitRate), &FabricNetDevice::PauseExpired,
+                                 this, trafficClass);
 }
 
 uint64_t

@@ -70,8 +70,9 @@ class FabricFrameSink
  *
  * Pause (IEEE 802.1Qbb priority flow control): Pause (c) stops the port from starting frames
  * of traffic class c (the frame on the wire finishes), Resume (c) lets it go on and restarts
- * an idle port.  A MAC control frame (EtherType 0x8808 carrying a PfcHeader) travels by
- * FabricChannel::TransmitMacControl to the peer port's ReceiveMacControl and is consumed
+ * an idle port.  A MAC control frame (EtherType 0x8808 carrying a PfcHeader; it travels as
+ * the header's fields, kPfcFrameBytes on the wire) goes by
+ * FabricChannel::TransmitPfc to the peer port's ReceivePfc and is consumed
  * there, never handed to the switch or host (nor costing data frames a check): a pause time of q quanta pauses its
  * classes for q x 512 bit times at this port's rate (a later frame replaces the timer), 0
  * resumes them (IEEE 802.1Qbb §36.1.3.2, 802.3 Annex 31D).  SendPfc puts such a frame on
@@ -218,8 +219,13 @@ class FabricNetDevice : public NetDevice
      */
     void SendPfc (uint8_t classEnable, uint16_t quanta);
 
-    /// A MAC control frame from the cable (FabricChannel::TransmitMacControl): consumed here.
+    /// A MAC control frame (a PfcHeader in \p packet) from the cable: consumed here.
     void ReceiveMacControl (Ptr<Packet> packet);
+
+    /// A PFC frame from the cable (FabricChannel::TransmitPfc), as its fields: pause time
+    /// \p quanta (0 = resume) for each class of \p classEnable; \p now = Simulator::Now ().
+    /// The same effect as ReceiveMacControl of the PfcHeader that says so.
+    void ReceivePfc (uint8_t classEnable, uint16_t quanta, Time now);
 
     /// \returns the PFC frames this port sent (SendPfc).
     uint64_t GetPfcFramesSent () const;
@@ -339,7 +345,6 @@ class FabricNetDevice : public NetDevice
         /// A PFC frame waiting to be sent, and what it says (for the PfcTx trace).
         struct ControlFrame
         {
-            Ptr<Packet> packet;
             uint8_t classEnable;
             uint16_t quanta;
         };
@@ -353,6 +358,8 @@ class FabricNetDevice : public NetDevice
     };
 
     PfcState& Pfc ();
+    /// ReceivePfc's (and ReceiveMacControl's) work for one class it names.
+    void ReceivePfcClass (uint8_t trafficClass, uint16_t quanta, Time now);
 
     // Members are grouped by use: the first block is what a frame's hop reads and writes
     // (EnqueueFrame, Transmit, TransmitComplete, Receive, the channel's peer lookups), kept

@@ -184,6 +184,10 @@ FabricQueue::PassThrough (const FabricQueueItem& item)
     }
     m_bytesInQueue = wireBytes;
     m_bytesInQueue = 0;
+    if (m_dequeueListener != nullptr)
+    {
+        m_dequeueListener->NotifyDequeue (item, wireBytes);
+    }
     if (!m_dequeueTrace.IsEmpty ())
     {
         m_dequeueTrace (item, wireBytes);
@@ -259,6 +263,10 @@ FabricQueue::DequeueUnpaused (FabricQueueItem& item, Time now, uint8_t pausedCla
                 NotifyMarked (item, bytesBefore);
             }
         }
+    }
+    if (m_dequeueListener != nullptr)
+    {
+        m_dequeueListener->NotifyDequeue (item, bytesBefore);
     }
     if (!m_dequeueTrace.IsEmpty ())
     {

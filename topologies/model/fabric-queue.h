@@ -128,6 +128,24 @@ struct FabricQueueItem
 };
 
 /**
+ * \brief Who is told of each frame a FabricQueue hands to its port (SetDequeueListener).
+ *
+ * A direct virtual call instead of the Dequeue trace source's ns-3 Callback (a TracedCallback
+ * list walk, then two std::function layers) for the one sink that is on every frame's path:
+ * a RoCE host's scheduler, told at each dequeue of its NIC's queue (transports/roce).  Like
+ * FabricFrameSink for received frames.  The listener must outlive its registration; the
+ * owner clears it in DoDispose.
+ */
+class FabricDequeueListener
+{
+  public:
+    virtual ~FabricDequeueListener () = default;
+    /// \p item left the queue for transmission; \p bytesBefore, the occupancy in wire bytes
+    /// before it left (the Dequeue trace's arguments, called just before that trace).
+    virtual void NotifyDequeue (const FabricQueueItem& item, uint32_t bytesBefore) = 0;
+};
+
+/**
  * \brief Egress queue of a FabricNetDevice: the seam where transports plug in their port
  * disciplines (DropTailEcnQueue for TCP/DCTCP; a priority queue for pFabric).
  *
@@ -216,6 +234,13 @@ class FabricQueue : public Object
     FabricSharedBuffer* GetSharedBuffer () const
     {
         return m_sharedBuffer;
+    }
+
+    /// Call \p listener at every frame's dequeue, before the Dequeue trace (at most one;
+    /// nullptr detaches).  Not owned.
+    void SetDequeueListener (FabricDequeueListener* listener)
+    {
+        m_dequeueListener = listener;
     }
 
     bool IsEmpty () const
@@ -339,6 +364,7 @@ class FabricQueue : public Object
 
     uint32_t m_maxBytes{0};
     FabricSharedBuffer* m_sharedBuffer{nullptr}; //!< the switch's, not owned (or none)
+    FabricDequeueListener* m_dequeueListener{nullptr}; //!< not owned (or none)
     uint32_t m_nBytes{0};
     uint32_t m_nPackets{0};
     uint32_t m_peakBytes{0};

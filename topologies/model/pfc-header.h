@@ -30,8 +30,9 @@ constexpr uint16_t kPfcMaxQuanta = 0xFFFF;
  * §36.1.3.2, IEEE 802.3 Annex 31D): opcode 0x0101, a priority-enable vector (bit c: the time
  * of class c is valid) and one pause time per class in quanta of 512 bit times (0 = resume,
  * "XON"), padded with zeros to the 46 B minimum payload, in a MAC control frame (EtherType
- * 0x8808, IEEE 802.3 §31.4.1.3).  Serialized into the frame's Packet, which travels by
- * FabricChannel::TransmitMacControl and ends at the receiving port.
+ * 0x8808, IEEE 802.3 §31.4.1.3).  A port's own PFC frames travel as these fields
+ * (FabricChannel::TransmitPfc to FabricNetDevice::ReceivePfc: no Packet per frame, the wire
+ * time of kPfcFrameBytes); FabricNetDevice::ReceiveMacControl reads one from a Packet.
  */
 class PfcHeader : public Header
 {

@@ -41,8 +41,7 @@ RoceHost::DoDispose ()
     m_wakeAt = Time::Max ();
     if (m_nicQueue)
     {
-        m_nicQueue->TraceDisconnectWithoutContext ("Dequeue",
-                                                   MakeCallback (&RoceHost::OnDequeue, this));
+        m_nicQueue->SetDequeueListener (nullptr);
     }
     m_nicQueue = nullptr;
     m_active.clear ();
@@ -62,7 +61,7 @@ void
 RoceHost::DoSetup ()
 {
     m_nicQueue = GetDevice ()->GetQueue ();
-    m_nicQueue->TraceConnectWithoutContext ("Dequeue", MakeCallback (&RoceHost::OnDequeue, this));
+    m_nicQueue->SetDequeueListener (this);
 }
 
 void
@@ -141,7 +140,7 @@ RoceHost::Activate (RoceSender* sender)
 }
 
 void
-RoceHost::OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
+RoceHost::NotifyDequeue (const FabricQueueItem& item, uint32_t bytesBefore)
 {
     if ((item.header.transportFlags & ROCE_DATA) != 0)
     {

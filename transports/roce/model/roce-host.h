@@ -32,7 +32,7 @@ class RoceSender;
  * at once (so QPs at line rate are clocked by the port itself, with no event of their own).  Frames that arrive are handed to the flow's
  * sender (ACK, NACK, CNP, READ request) or receiver (data) by flow id.
  */
-class RoceHost : public FabricHost
+class RoceHost : public FabricHost, private FabricDequeueListener
 {
   public:
     static TypeId GetTypeId ();
@@ -75,7 +75,8 @@ class RoceHost : public FabricHost
     /// does nothing).
     void ArmWake (Time at, Time now);
     void WakeAt (Time at);
-    void OnDequeue (const FabricQueueItem& item, uint32_t bytesBefore);
+    /// The NIC queue took a frame (FabricDequeueListener: a direct call on every frame's path).
+    void NotifyDequeue (const FabricQueueItem& item, uint32_t bytesBefore) override;
     /// \returns the next QP in round-robin order that may send at \p now (and moves the
     /// round-robin position past it), or nullptr.
     RoceSender* NextEligible (Time now);
