@@ -42,7 +42,12 @@ from disaggsim.swapdev import emulate
 REPO = repo_root()
 DATA = REPO / "notebooks" / "data" / "app_study"
 FIGURES = REPO / "bench" / "figures"
-APPS = ["chunksort", "memcached-ycsb", "memtouch-random", "dask-sort"]
+APPS = ["chunksort", "memcached-ycsb", "memtouch-random", "dask-sort", "timely-pagerank",
+        "hadoop-terasort", "spark-sql-bdb"]
+#: The paper's class for the kind of application (§3.2, Table 3), where it has one.
+PAPER_CLASS = {"memcached-ycsb": "dolphin (Memcached)", "timely-pagerank": "shark (Timely)",
+               "hadoop-terasort": "dolphin (Hadoop Sort)",
+               "spark-sql-bdb": "shark (Spark SQL BDB)"}
 
 
 def show(fig: Figure, name: str) -> None:
@@ -126,12 +131,15 @@ fig2 = {app: t for app in APPS if (t := study(app, "fig2")) is not None}
 classes = []
 for app, table in fig2.items():
     for row in emulate.classify(records(table)):
-        classes.append({"application": app, **row})
+        classes.append({"application": app, **row,
+                        "paper's class": PAPER_CLASS.get(app, "not in the paper")})
 display(pd.DataFrame(classes))
 
-fig = Figure(figsize=(4.2 * max(len(fig2), 1), 3.6))
+COLS = 4
+nrows = max(-(-len(fig2) // COLS), 1)
+fig = Figure(figsize=(4.2 * COLS, 3.6 * nrows))
 for i, (app, table) in enumerate(fig2.items()):
-    ax = fig.add_subplot(1, max(len(fig2), 1), i + 1)
+    ax = fig.add_subplot(nrows, COLS, i + 1)
     fixed = table[table["kind"] == "fixed"]
     for k, (bw, group) in enumerate(fixed.groupby("bandwidth_bps")):
         group = group.sort_values("latency_ns")
