@@ -36,7 +36,10 @@ Config (TOML; unknown keys are errors naming the file and line)::
     [app]
     preset = "memcached-ycsb"       # a name of emulate_apps.PRESETS (its table), or:
     # command = ["python3", "-c", "..."]   # "{build}" expands to build/swapdev
-    working_set_bytes = 268435456   # required with command; a preset has its own
+    working_set_bytes = 268435456   # required with command or params; a preset has its own
+    params = { graph_scale = 18 }   # a cluster preset's size: fields of its collector
+                                    # config (testbed/apps, the class in its PRESETS entry)
+                                    # overridden and validated by that class
     local_fraction = [0.5, 0.75]    # local memory = fraction x working set (one or a grid)
     jemalloc = true                 # uffd: preload jemalloc too (default: the preset's)
     [[models]]                      # the zero-delay run is added as the reference;
@@ -101,7 +104,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from disaggsim.atomic import atomic_path, write_text_atomic
 from disaggsim.errors import InputError
@@ -200,6 +210,8 @@ class AppSection(_Strict):
     working_set_bytes: int | None = Field(None, gt=0)
     local_fraction: list[Fraction]
     jemalloc: bool | None = None
+    #: Overrides of the preset's collector config (its size): validated by that class.
+    params: dict[str, int | float | str | bool] | None = None
 
     _grid = field_validator("local_fraction", mode="before")(_as_list)
 
@@ -221,13 +233,36 @@ class AppSection(_Strict):
             raise ValueError("give exactly one of preset and command")
         if self.command is not None and self.working_set_bytes is None:
             raise ValueError("working_set_bytes: required with command")
+        if self.params is not None:
+            if self.preset is None or emulate_apps.PRESETS[self.preset].app is None:
+                raise ValueError("params: only for a cluster preset (its collector config)")
+            if self.working_set_bytes is None:
+                raise ValueError("working_set_bytes: required with params (the preset's "
+                                 "is measured at its own size)")
+            self._sized_app()  # a bad field or value is an error here, naming it
         return self
+
+    def _sized_app(self) -> emulate_apps.AppConfig:
+        """The preset's collector config with ``params`` applied, validated by its class
+        (raises ValueError naming the field and what it expected)."""
+        assert self.preset is not None
+        app = emulate_apps.PRESETS[self.preset].app
+        assert app is not None and self.params is not None
+        try:
+            return type(app).model_validate({**app.model_dump(), **self.params})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "params"
+            raise ValueError(f"params.{where}: {first['msg']} ({type(app).__name__})"
+                             ) from None
 
     @property
     def preset_spec(self) -> emulate_apps.Preset:
         """The preset (a command app is a preset without a cluster)."""
         if self.preset is not None:
             spec = emulate_apps.PRESETS[self.preset]
+            if self.params is not None:
+                spec = replace(spec, app=self._sized_app())
             if self.working_set_bytes is None:
                 return spec
             return replace(spec, working_set_bytes=self.working_set_bytes)

@@ -59,6 +59,12 @@ pagerank       R-MAT 2^20 vertices, 2 x   processes              process's
                (Timely)
 ============== ========================== ====================== ============= ===== =====
 
+A config resizes a preset with ``[app] params`` (fields of its collector config above,
+validated by that class, :class:`disaggsim.swapdev.emulate.AppSection`) and then gives the
+``working_set_bytes`` measured at that size: the application study's Figure 2 configs
+(``configs/app-study-*-fig2.toml``) run Timely, Hadoop TeraSort and Spark SQL so, at sizes
+whose runs take seconds, not minutes, at 25 % local.
+
 Not here: GraphLab, Spark Streaming and HERD (no package of them runs here; PageRank on
 Spark and Timely stands for the graph workload).
 

@@ -15,7 +15,7 @@ from _emulate_runs import emulate_as_found
 from disaggsim.cli import main
 from disaggsim.errors import InputError
 from disaggsim.sim.config import ConfigError
-from disaggsim.swapdev import device, emulate
+from disaggsim.swapdev import device, emulate, emulate_apps
 
 CONFIG = """\
 [emulate]
@@ -67,6 +67,19 @@ def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
         ("working_set_bytes = 67108864\n", "", 7, "app", "working_set_bytes: required"),
         ('command = ["{build}/memtouch", "64", "1"]', 'preset = "redis"', 8, "app.preset",
          "Input should be"),
+        # A preset's size (params) is validated by the collector's own config class.
+        ('command = ["{build}/memtouch", "64", "1"]',
+         'preset = "timely-pagerank"\nparams = { graph_scale = 99 }', 7, "app",
+         "params.graph_scale: Input should be less than or equal to 40 (TimelyConfig)"),
+        ('command = ["{build}/memtouch", "64", "1"]',
+         'preset = "hadoop-terasort"\nparams = { record = 5 }', 7, "app",
+         "params.record: Extra inputs are not permitted (HadoopConfig)"),
+        ('command = ["{build}/memtouch", "64", "1"]',
+         'preset = "python-sort"\nparams = { n = 5 }', 7, "app",
+         "params: only for a cluster preset"),
+        ('command = ["{build}/memtouch", "64", "1"]\nworking_set_bytes = 67108864\n',
+         'preset = "spark-sql-bdb"\nparams = { rankings_per_split = 5 }\n', 7, "app",
+         "working_set_bytes: required with params"),
         # Names come from the C tables (core/sd_models.def, src/policies.def).
         ('kind = "fixed"', 'kind = "fct-max"', 13, "models[0].kind",
          "kind=fct-max: expected one of fixed, fct-mean, fct-sample, link"),
@@ -124,6 +137,22 @@ def test_presets_resolve_to_their_application_and_working_set(tmp_path: Path) ->
     assert spec.working_set_bytes == 67108864  # the config overrides the preset's
     assert spec.holders == ("memcached",) and cfg.app.use_jemalloc
     assert spec.app is not None and spec.app.operationcount == 50_000
+
+
+def test_preset_params_size_the_collector_config_and_leave_the_rest(tmp_path: Path) -> None:
+    """``[app] params`` overrides fields of the preset's collector config (the one
+    definition ``disaggsim collect`` uses); the preset's other fields, holders and jemalloc
+    stay, and the table of presets itself is not changed."""
+    path = tmp_path / "p.toml"
+    path.write_text(CONFIG.replace('command = ["{build}/memtouch", "64", "1"]',
+                                   'preset = "timely-pagerank"\n'
+                                   'params = { graph_scale = 17, iterations = 4 }'))
+    spec = emulate.load_emulate_config(path).app.preset_spec
+    default = emulate_apps.PRESETS["timely-pagerank"]
+    assert spec.app == default.app.model_copy(update={"graph_scale": 17, "iterations": 4})
+    assert spec.app != default.app and default.app.graph_scale == 20
+    assert spec.working_set_bytes == 67108864 and spec.holders == default.holders
+    assert spec.jemalloc
 
 
 def test_two_models_with_the_same_label_are_a_config_error(tmp_path: Path) -> None:

@@ -57,6 +57,12 @@ EXAMPLES_MAIN: Final = "org.apache.hadoop.examples.ExampleDriver"
 LOG_NAME: Final = "hadoop"
 #: Heap beyond the map tasks' sort buffers (the job's other objects), MiB.
 HEAP_HEADROOM_MB: Final = 128
+#: ``mapreduce.client.progressmonitor.pollinterval`` (ms): how often the job client's
+#: ``Job.monitorAndPrintJob`` (``waitForCompletion(true)``, as WordCount and TeraSort call
+#: it) checks whether the job is done; Hadoop's default, 1000 ms, quantized the JVM's wall
+#: time (the JCT) in ~1.05 s steps (TeraSort at 25 % local: 72 JCTs in clusters at 7.2,
+#: 8.1-8.6, 9.0-9.5 and 10.5-11.2 s, bench/RESULTS.md "Application study (#22)").
+PROGRESS_POLL_MS: Final = 50
 
 
 class HadoopConfig(BaseModel):
@@ -140,7 +146,8 @@ def job_argv(cfg: HadoopConfig, tmp_dir: Path, program: str, *args: str) -> list
             f"-Dmapreduce.task.io.sort.mb={cfg.sort_mb}",
             f"-Dmapreduce.local.map.tasks.maximum={cfg.parallel_maps}",
             f"-Dmapreduce.local.reduce.tasks.maximum={cfg.parallel_maps}",
-            f"-Dmapreduce.job.maps={cfg.splits}", *args]
+            f"-Dmapreduce.job.maps={cfg.splits}",
+            f"-Dmapreduce.client.progressmonitor.pollinterval={PROGRESS_POLL_MS}", *args]
 
 
 class HadoopMapReduce:
