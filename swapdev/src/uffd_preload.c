@@ -88,6 +88,10 @@ static int enabled;
  * of it shares its memory but not its pid). */
 static int forked_child;
 static pid_t child_pid;
+/* The process whose device this is (set at start-up and in a forked child). A vfork child,
+ * or any clone sharing the memory, has another pid: the device's state it sees is its
+ * parent's, so it must leave that state alone (close_device_fd_ok). */
+static pid_t device_pid;
 static uint64_t budget_pages, local_pages, min_map_bytes, spin_ns;
 static const struct sd_evict_ops *evict_ops;
 static void *evict_st;
@@ -675,9 +679,19 @@ static void stop_device(void)
 		pthread_join(handler, NULL);
 }
 
+/* 1 if this is the device's own process, 0 in a vfork child of it (CPython's subprocess
+ * vforks, and its child closes every descriptor from 3 up with close_range before the exec:
+ * stopping the device there would unregister and bring home the parent's pages and stop the
+ * parent's device, in the memory both share; closing the child's copy of the descriptor
+ * leaves the parent's registration alone). */
+static int in_device_process(void)
+{
+	return getpid() == device_pid;
+}
+
 int close(int fd)
 {
-	if (fd >= 0 && fd == uffd && enabled)
+	if (fd >= 0 && fd == uffd && enabled && in_device_process())
 		stop_device();
 	return (int)syscall(SYS_close, fd);
 }
@@ -685,14 +699,14 @@ int close(int fd)
 int close_range(unsigned int first, unsigned int last, int flags)
 {
 	if (uffd >= 0 && (unsigned int)uffd >= first && (unsigned int)uffd <= last && enabled &&
-	    !(flags & CLOSE_RANGE_CLOEXEC))
+	    !(flags & CLOSE_RANGE_CLOEXEC) && in_device_process())
 		stop_device();
 	return (int)syscall(SYS_close_range, first, last, flags);
 }
 
 void closefrom(int lowfd)
 {
-	if (uffd >= 0 && uffd >= lowfd && enabled)
+	if (uffd >= 0 && uffd >= lowfd && enabled && in_device_process())
 		stop_device();
 	if (syscall(SYS_close_range, (unsigned int)(lowfd < 0 ? 0 : lowfd), ~0u, 0))
 		for (int fd = lowfd < 0 ? 0 : lowfd; fd < 65536; fd++) /* no close_range */
@@ -840,6 +854,7 @@ static void atfork_child(void)
 		_exit(2);
 	forked_child = 1;
 	child_pid = getpid();
+	device_pid = child_pid;
 	if (pthread_create(&handler, NULL, handler_main, NULL))
 		die("forked child: cannot start the handler thread");
 }
@@ -881,6 +896,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (pthread_create(&handler, NULL, handler_main, NULL) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
 		die("cannot start the handler thread");
+	device_pid = getpid();
 	enabled = 1;
 }
 

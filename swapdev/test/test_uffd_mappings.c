@@ -433,6 +433,45 @@ static void fork_child_closes_descriptors(void)
 	munmap(fork_q, REGION);
 }
 
+/* CPython's subprocess vforks, and the child closes every descriptor from 3 up with
+ * close_range before its exec. The child shares the parent's memory, so the device must
+ * not stop there: afterwards the parent's pages read exactly and its device still holds a
+ * fresh region to its budget (mincore: at most BUDGET of it resident after filling it;
+ * with the device stopped, all of it would be). */
+/* vfork a child that closes every descriptor from 3 up and exits: its exit status. */
+static int vfork_close_range(void)
+{
+	int status = -1;
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		_exit(close_range(3, ~0u, 0) == 0 ? 0 : 3);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void vfork_child_closes_descriptors(void)
+{
+	static unsigned char vec[REGION / PG];
+	unsigned long resident = 0;
+	char *q;
+
+	fork_p = map_region();
+	fill_all(fork_p, REGION, 0); /* 448 pages remote at least */
+	CHECK_EQ(vfork_close_range(), 0);
+	CHECK_EQ(bad_pages_all(fork_p, REGION, 0), 0);
+	q = map_region();
+	fill_all(q, REGION, 4);
+	CHECK_EQ(mincore(q, REGION, vec), 0);
+	for (size_t i = 0; i < REGION / PG; i++)
+		resident += vec[i] & 1;
+	CHECK_EQ(resident <= BUDGET / PG, 1);
+	CHECK_EQ(bad_pages_all(q, REGION, 4), 0);
+	munmap(q, REGION);
+	munmap(fork_p, REGION);
+}
+
 /* A file mapped with MAP_FIXED over the middle of a region (the device forgets those pages
  * and keeps the rest registered): a child forked then registers around it and reads the
  * region's remote pages exactly, and the file's bytes. */
@@ -550,6 +589,7 @@ static const struct {
 	{"fork_after_eviction", fork_after_eviction},
 	{"fork_from_busy_threads", fork_from_busy_threads},
 	{"fork_child_closes_descriptors", fork_child_closes_descriptors},
+	{"vfork_child_closes_descriptors", vfork_child_closes_descriptors},
 	{"fork_around_a_file_mapping", fork_around_a_file_mapping},
 	{"fork_then_exec", fork_then_exec},
 	{"spawn_then_exec", spawn_then_exec},
