@@ -10,6 +10,7 @@
 #include "ns3/assert.h"
 #include "ns3/tag.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -73,6 +74,22 @@ class IntTag : public Tag
         return m_hops[i];
     }
 
+    /// Forget every record: only the hop count is written, since no reader looks past it
+    /// (GetHop takes i < GetNHops ()), so reopening a slot touches one cache line, not the
+    /// whole 168 B record block.
+    void Reset ()
+    {
+        m_nHops = 0;
+    }
+
+    /// Become a copy of \p other's records: its hop count and its first GetNHops ()
+    /// records, not the unused rest of the block (HPCC keeps the last ACK's records).
+    void CopyHops (const IntTag& other)
+    {
+        m_nHops = other.m_nHops;
+        std::copy_n (other.m_hops.begin (), m_nHops, m_hops.begin ());
+    }
+
   private:
     uint32_t m_nHops{0};
     std::array<IntHop, kIntMaxHops> m_hops{};
@@ -123,7 +140,7 @@ class IntRecords
         }
         const uint32_t slot = pool.free.back ();
         pool.free.pop_back ();
-        pool.slots[slot] = IntTag ();
+        pool.slots[slot].Reset ();
         return slot + 1;
     }
 

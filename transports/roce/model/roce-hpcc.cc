@@ -149,7 +149,7 @@ RoceHpcc::OnAck (uint64_t ackSeq, const IntTag* intRecords, Time now)
     }
     if (!m_haveRecords)
     {
-        m_records = *intRecords;
+        m_records.CopyHops (*intRecords);
         m_haveRecords = true;
         m_lastUpdateSeq = m_target->GetSndNxt ();
         return;
@@ -161,7 +161,7 @@ RoceHpcc::OnAck (uint64_t ackSeq, const IntTag* intRecords, Time now)
     {
         m_lastUpdateSeq = m_target->GetSndNxt ();
     }
-    m_records = *intRecords;
+    m_records.CopyHops (*intRecords);
     m_windowTrace (m_windowBytes, m_u);
     m_target->SetWindowBytes (static_cast<uint64_t> (m_windowBytes));
     m_target->SetRateBps (static_cast<uint64_t> (m_windowBytes * 8 / m_baseRttSeconds));
