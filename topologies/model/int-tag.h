@@ -76,7 +76,7 @@ class IntTag : public Tag
 
     /// Forget every record: only the hop count is written, since no reader looks past it
     /// (GetHop takes i < GetNHops ()), so reopening a slot touches one cache line, not the
-    /// whole 168 B record block.
+    /// whole 176 B IntTag.
     void Reset ()
     {
         m_nHops = 0;
@@ -116,7 +116,7 @@ IntFrameKey (const FabricHeader& header)
  * egress appends (At + PushHop); the receiver hands the records of the data frame it answers
  * to its ACK by giving the ACK the same key (no copy); the sender reads them in place and
  * closes them (Close).  Records of a frame dropped on a lossy fabric stay open until Clear
- * (about 180 B each).  Single-threaded, like ns-3's default simulator.
+ * (a 192 B slot each).  Single-threaded, like ns-3's default simulator.
  *
  * Storage: closed slots are reused through a free list, so a frame's records cost no
  * allocation once the pool has grown to the frames in flight (a node-based
