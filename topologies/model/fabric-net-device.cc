@@ -471,27 +471,6 @@ FabricNetDevice::SendPfc (uint8_t classEnable, uint16_t quanta)
 }
 
 void
-FabricNetDevice::ReceiveMacControl (Ptr<Packet> packet)
-{
-    const Time now = Simulator::Now ();
-    PfcHeader pfc;
-    packet->PeekHeader (pfc);
-    if (pfc.opcode != PfcHeader::kOpcode)
-    {
-        NS_LOG_WARN ("FabricNetDevice: MAC control opcode " << pfc.opcode << " ignored");
-        return;
-    }
-    ++Pfc ().received;
-    for (uint8_t c = 0; c < kFabricTrafficClasses; ++c)
-    {
-        if (((pfc.classEnable >> c) & 1) != 0)
-        {
-            ReceivePfcClass (c, pfc.quanta[c], now);
-        }
-    }
-}
-
-void
 FabricNetDevice::ReceivePfc (uint8_t classEnable, uint16_t quanta, Time now)
 {
     ++Pfc ().received;

@@ -219,12 +219,9 @@ class FabricNetDevice : public NetDevice
      */
     void SendPfc (uint8_t classEnable, uint16_t quanta);
 
-    /// A MAC control frame (a PfcHeader in \p packet) from the cable: consumed here.
-    void ReceiveMacControl (Ptr<Packet> packet);
-
     /// A PFC frame from the cable (FabricChannel::TransmitPfc), as its fields: pause time
     /// \p quanta (0 = resume) for each class of \p classEnable; \p now = Simulator::Now ().
-    /// The same effect as ReceiveMacControl of the PfcHeader that says so.
+    /// The fields are a PfcHeader's; the frame is consumed here, never reaching the switch.
     void ReceivePfc (uint8_t classEnable, uint16_t quanta, Time now);
 
     /// \returns the PFC frames this port sent (SendPfc).
@@ -358,7 +355,7 @@ class FabricNetDevice : public NetDevice
     };
 
     PfcState& Pfc ();
-    /// ReceivePfc's (and ReceiveMacControl's) work for one class it names.
+    /// ReceivePfc's work for one class it names.
     void ReceivePfcClass (uint8_t trafficClass, uint16_t quanta, Time now);
 
     // Members are grouped by use: the first block is what a frame's hop reads and writes

@@ -32,7 +32,7 @@ constexpr uint16_t kPfcMaxQuanta = 0xFFFF;
  * "XON"), padded with zeros to the 46 B minimum payload, in a MAC control frame (EtherType
  * 0x8808, IEEE 802.3 §31.4.1.3).  A port's own PFC frames travel as these fields
  * (FabricChannel::TransmitPfc to FabricNetDevice::ReceivePfc: no Packet per frame, the wire
- * time of kPfcFrameBytes); FabricNetDevice::ReceiveMacControl reads one from a Packet.
+ * time of kPfcFrameBytes); this class is their wire format and sets that size.
  */
 class PfcHeader : public Header
 {
