@@ -71,15 +71,20 @@ struct sd_evict_ops {
 	/* budget_pages local pages; batch_pages per eviction; inactive_permille: clock's
 	 * inactive target (per mille of the budget). */
 	void *(*create)(uint64_t budget_pages, uint64_t batch_pages, uint64_t inactive_permille);
-	/* Region slot's page was mapped in (first touch, fetch or minor refault). */
-	void (*mapped)(void *st, uint32_t slot, uint64_t page);
+	/* Region slot's page was mapped in (first touch, fetch or minor refault) at stamp (a
+	 * clock that orders every page of the node: uffd_node.h). */
+	void (*mapped)(void *st, uint32_t slot, uint64_t page, uint64_t stamp);
 	/* A page the policy had made inactive left that state (refault, unmap, fork). */
 	void (*left_inactive)(void *st);
 	/* Send up to a batch of local pages remote (uffd_remote_run per contiguous run). */
 	void (*evict)(void *st);
+	/* The stamp of the local page evict() would send remote first; SD_STAMP_NONE if no
+	 * page is local. */
+	uint64_t (*oldest)(void *st);
 	/* Print what it did to f (nothing if there is nothing to say). */
 	void (*finish)(void *st, FILE *f);
 };
+#define SD_STAMP_NONE UINT64_MAX
 enum sd_evict_kind {
 #define SD_PAGING(e, name, what)
 #define SD_EVICT(e, name, what) SD_EVICT_##e,

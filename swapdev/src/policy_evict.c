@@ -27,6 +27,7 @@ struct ring_ent {
 	uint32_t gen;
 	uint64_t page;
 	uint32_t tag;
+	uint64_t stamp; /* when the page became local (the node's clock, uffd_node.h) */
 };
 
 struct ring {
@@ -47,8 +48,9 @@ static void ring_init(struct ring *q, uint64_t cap)
 	q->head = q->len = 0;
 }
 
-/* Queue page at the back of q; its entries queued before are stale from now on. */
-static void ring_push(struct ring *q, uint32_t slot, uint64_t page)
+/* Queue page (local since stamp) at the back of q; its entries queued before are stale
+ * from now on. */
+static void ring_push(struct ring *q, uint32_t slot, uint64_t page, uint64_t stamp)
 {
 	struct region *r = &uffd_regions[slot];
 
@@ -64,7 +66,7 @@ static void ring_push(struct ring *q, uint32_t slot, uint64_t page)
 		*q = bigger;
 	}
 	q->ent[(q->head + q->len) % q->cap] =
-		(struct ring_ent){slot, r->gen, page, ++r->tag[page]};
+		(struct ring_ent){slot, r->gen, page, ++r->tag[page], stamp};
 	q->len++;
 }
 
@@ -80,6 +82,24 @@ static int ring_pop(struct ring *q, struct ring_ent *e)
 			return 1;
 	}
 	return 0;
+}
+
+/* The stamp of q's oldest entry that is its page's latest, of a live region and in state
+ * want (the page evict() would take first from q), dropping the stale ones before it;
+ * SD_STAMP_NONE if there is none. */
+static uint64_t ring_oldest(struct ring *q, uint8_t want)
+{
+	while (q->len) {
+		const struct ring_ent *e = &q->ent[q->head];
+
+		if (uffd_regions[e->slot].gen == e->gen &&
+		    uffd_regions[e->slot].tag[e->page] == e->tag &&
+		    uffd_regions[e->slot].state[e->page] == want)
+			return e->stamp;
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+	}
+	return SD_STAMP_NONE;
 }
 
 /* A contiguous run of pages of one region, collected to be taken out in one go. */
@@ -143,11 +163,21 @@ static void *clock_create(uint64_t budget_pages, uint64_t batch_pages, uint64_t 
 	return create(1, budget_pages, batch_pages, permille);
 }
 
-static void mapped(void *st, uint32_t slot, uint64_t page)
+static void mapped(void *st, uint32_t slot, uint64_t page, uint64_t stamp)
 {
 	struct evict_state *s = st;
 
-	ring_push(&s->active, slot, page);
+	ring_push(&s->active, slot, page, stamp);
+}
+
+/* The stamp of the page evict() would send remote first: fifo, the oldest mapped page;
+ * clock, the oldest inactive page, else the oldest mapped one (the front hand's next). */
+static uint64_t oldest(void *st)
+{
+	struct evict_state *s = st;
+	uint64_t stamp = s->clock ? ring_oldest(&s->inactive, ST_INACTIVE) : SD_STAMP_NONE;
+
+	return stamp != SD_STAMP_NONE ? stamp : ring_oldest(&s->active, ST_RESIDENT);
 }
 
 static void left_inactive(void *st)
@@ -172,7 +202,7 @@ static void deactivate_some(struct evict_state *s, uint64_t want)
 		uffd_regions[e.slot].state[e.page] = ST_INACTIVE;
 		s->inactive_pages++;
 		s->deactivated++;
-		ring_push(&s->inactive, e.slot, e.page);
+		ring_push(&s->inactive, e.slot, e.page, e.stamp);
 	}
 	flush_deactivate(&deact);
 }
@@ -216,5 +246,7 @@ static void finish(void *st, FILE *f)
 			(unsigned long long)s->deactivated);
 }
 
-const struct sd_evict_ops sd_evict_FIFO = {fifo_create, mapped, left_inactive, evict, finish};
-const struct sd_evict_ops sd_evict_CLOCK = {clock_create, mapped, left_inactive, evict, finish};
+const struct sd_evict_ops sd_evict_FIFO = {fifo_create, mapped, left_inactive, evict, oldest,
+					   finish};
+const struct sd_evict_ops sd_evict_CLOCK = {clock_create, mapped, left_inactive, evict, oldest,
+					    finish};

@@ -75,6 +75,7 @@
 
 #include "policy.h"
 #include "sd_user.h"
+#include "uffd_node.h"
 #include "uffd_space.h"
 
 struct region uffd_regions[MAX_REGIONS];
@@ -109,6 +110,21 @@ static struct uffd_msg deferred_static[64], *deferred = deferred_static;
 static size_t ndeferred, deferred_cap = 64;
 /* The application closes the device's descriptor (stop_device): the handler returns. */
 static atomic_int handler_stop;
+/*
+ * One budget per node (SWAPDEV_NODE_SHM, uffd_node.h; doc/swapdev.md, "One budget per
+ * node"): the node's segment, this process's slot in it (NULL: the process's own budget,
+ * as without the segment), its reclaim thread, and what the exit summary reports.
+ */
+static struct sd_node *node;
+static struct sd_node_slot *my_slot;
+static pthread_t reclaimer;
+static atomic_int reclaim_stop;
+static uint64_t local_clock;
+static uint64_t node_fallbacks, node_requests, node_served_pages, node_inherited_pages;
+/* How long a fault waits for another process to give up pages before it evicts its own
+ * (a fallback, counted): each futex wait is NODE_WAIT_SLICE_NS at most. */
+#define NODE_WAIT_NS 500000000ull
+#define NODE_WAIT_SLICE_NS 1000000ull
 
 static void *sys_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
 {
@@ -214,6 +230,28 @@ void uffd_page_out(struct region *r, uint64_t first, uint64_t n)
 		die("MADV_DONTNEED: %s", strerror(errno));
 }
 
+/* Under the lock: local_pages += delta, and the node's count with it. */
+static void local_add(int64_t delta)
+{
+	local_pages += (uint64_t)delta;
+	if (my_slot)
+		sd_node_add_local(node, my_slot, delta);
+}
+
+/* Under the lock: the stamp of a page becoming local now (the node's clock, shared by its
+ * processes: the order the node's pages became local in). */
+static uint64_t next_stamp(void)
+{
+	return node ? atomic_fetch_add(&node->clock, 1) : ++local_clock;
+}
+
+/* Under the lock, after the local pages changed: publish this process's next page to leave. */
+static void node_publish(void)
+{
+	if (my_slot)
+		atomic_store(&my_slot->oldest, evict_ops->oldest(evict_st));
+}
+
 /* Send one contiguous run of local pages of region slot remote (the paging policy's
  * write-back: demand, one swap-out request). */
 void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
@@ -225,7 +263,9 @@ void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
 		uffd_page_out(r, first, n);
 	for (i = 0; i < n; i++)
 		r->state[first + i] = ST_REMOTE;
-	local_pages -= n;
+	local_add(-(int64_t)n);
+	if (my_slot)
+		atomic_fetch_add(&my_slot->out_pages, n);
 	paging_ops->write(paging_st, r->page_base + first, n, sd_now_ns());
 }
 
@@ -273,6 +313,62 @@ static void zero_fill_untracked(uintptr_t addr)
 }
 
 /*
+ * Under the lock, before a fault makes a page local: room for it. Without a node segment,
+ * one eviction batch of this process's if its budget is full (as ever). With one, while
+ * the node is at its budget: the process holding the node's oldest local page gives up a
+ * batch, this one by a local eviction, another by its reclaim thread on a request posted
+ * to its slot while this handler waits on the node's futex (bounded slices); a process
+ * found gone has its slot reclaimed. If nobody else frees pages within NODE_WAIT_NS the
+ * fault evicts locally (counted: node_fallbacks) or, holding nothing, goes over budget.
+ */
+static void make_room(void)
+{
+	uint64_t deadline = 0;
+
+	if (!my_slot) {
+		if (local_pages >= budget_pages) {
+			evict_ops->evict(evict_st);
+			node_publish();
+		}
+		return;
+	}
+	while (atomic_load(&node->resident) >= budget_pages) {
+		struct sd_node_slot *victim = sd_node_oldest(node);
+		uint32_t seen;
+
+		if (!victim || victim == my_slot) {
+			uint64_t before = local_pages;
+
+			if (local_pages)
+				evict_ops->evict(evict_st);
+			node_publish();
+			if (local_pages == before)
+				return; /* nothing to give up here, nobody else holds pages */
+			continue;
+		}
+		if (!sd_node_alive(victim)) {
+			sd_node_reclaim(node, victim);
+			continue;
+		}
+		if (!deadline) {
+			deadline = sd_now_ns() + NODE_WAIT_NS;
+		} else if (sd_now_ns() >= deadline) {
+			node_fallbacks++;
+			atomic_fetch_add(&node->fallbacks, 1);
+			if (local_pages) {
+				evict_ops->evict(evict_st);
+				node_publish();
+			}
+			return;
+		}
+		seen = atomic_load(&node->under);
+		node_requests += (uint64_t)sd_node_request(victim);
+		if (atomic_load(&node->resident) >= budget_pages)
+			sd_node_wait_under(node, seen, NODE_WAIT_SLICE_NS);
+	}
+}
+
+/*
  * Under the lock: resolve the missing fault at addr. forking: the forking thread's fault
  * while a fork() is in progress: no eviction (nothing may leave the page table until the
  * child has its copy), and every change to the device's state is made before the
@@ -307,14 +403,15 @@ static void serve_locked(uintptr_t addr, int forking)
 			copy_in(addr, r->store + page * PAGE);
 		r->state[page] = ST_RESIDENT;
 		evict_ops->left_inactive(evict_st);
-		evict_ops->mapped(evict_st, (uint32_t)slot, page);
+		evict_ops->mapped(evict_st, (uint32_t)slot, page, next_stamp());
+		node_publish();
 		sd_hist_add(&run.minor, sd_now_ns() - t0);
 		if (forking)
 			copy_in(addr, r->store + page * PAGE);
 		return;
 	}
-	if (!forking && local_pages >= budget_pages)
-		evict_ops->evict(evict_st);
+	if (!forking)
+		make_room();
 	if (r->state[page] & ST_REMOTE) {
 		paging_ops->fetch(paging_st, r->page_base + page, sd_now_ns());
 		src = r->store + page * PAGE;
@@ -322,8 +419,15 @@ static void serve_locked(uintptr_t addr, int forking)
 	if (!forking)
 		copy_in(addr, src);
 	r->state[page] = ST_RESIDENT;
-	local_pages++;
-	evict_ops->mapped(evict_st, (uint32_t)slot, page);
+	local_add(1);
+	evict_ops->mapped(evict_st, (uint32_t)slot, page, next_stamp());
+	node_publish();
+	if (my_slot) { /* the node's peak, for the tests and emulate's report */
+		uint64_t now = atomic_load(&node->resident), peak = atomic_load(&node->peak);
+
+		while (now > peak && !atomic_compare_exchange_weak(&node->peak, &peak, now))
+			;
+	}
 	if (forking)
 		copy_in(addr, src);
 }
@@ -487,6 +591,7 @@ static void drop_region(struct region *r)
  */
 static void release_range(uintptr_t addr, size_t len, int how)
 {
+	uint64_t gone = 0;
 	int i;
 
 	for (i = 0; i < MAX_REGIONS; i++) {
@@ -503,7 +608,7 @@ static void release_range(uintptr_t addr, size_t len, int how)
 		p1 = (hi - r->start + PAGE - 1) / PAGE;
 		for (p = p0; p < p1; p++) {
 			if (r->state[p] & ST_LOCAL)
-				local_pages--;
+				gone++;
 			if (r->state[p] & ST_INACTIVE)
 				evict_ops->left_inactive(evict_st);
 			if ((how & REL_MATERIALIZE) && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
@@ -515,6 +620,9 @@ static void release_range(uintptr_t addr, size_t len, int how)
 		if ((how & REL_UNMAPPED) && lo == r->start && hi == end)
 			drop_region(r);
 	}
+	if (gone)
+		local_add(-(int64_t)gone);
+	node_publish();
 }
 
 /*
@@ -643,6 +751,72 @@ int mprotect(void *addr, size_t len, int prot)
 }
 
 /*
+ * The reclaim thread of a process on a node segment: waits on its slot's request counter
+ * (a process-shared futex, woken by the process that posted the request, 100 ms slices so
+ * that it sees reclaim_stop) and gives up one eviction batch per request, under the device
+ * lock as the handler evicts (the paging policy's swap-outs, logged in this process's
+ * trace); then wakes the handlers waiting for the node to go under its budget.
+ */
+static void *reclaim_main(void *arg)
+{
+	struct sd_node_slot *s = arg;
+
+	atomic_store(&s->reclaim_tid, (int32_t)syscall(SYS_gettid));
+	while (!atomic_load(&reclaim_stop)) {
+		uint32_t req = sd_node_wait_request(s, 100000000ull);
+		uint64_t before;
+
+		if (req == atomic_load(&s->done))
+			continue;
+		pthread_mutex_lock(&lock);
+		wait_fork_locked();
+		if (my_slot == s && local_pages) {
+			before = local_pages;
+			evict_ops->evict(evict_st);
+			node_publish();
+			node_served_pages += before - local_pages;
+			atomic_fetch_add(&s->out_for_others, before - local_pages);
+		}
+		atomic_store(&s->done, req);
+		pthread_mutex_unlock(&lock);
+		sd_node_wake_under(node); /* also when nothing was freed: the waiters pick again */
+	}
+	return NULL;
+}
+
+/* Under the lock: take a slot on the node for this process (local pages already local)
+ * and start its reclaim thread; without a free slot the process keeps its own budget. */
+static void node_join(uint64_t local)
+{
+	my_slot = sd_node_take_slot(node, (int32_t)getpid(), local);
+	if (!my_slot) {
+		fprintf(stderr, "swapdev uffd: SWAPDEV_NODE_SHM: all %d slots are taken by live "
+			"processes; process %d keeps a budget of its own\n", SD_NODE_SLOTS,
+			(int)getpid());
+		return;
+	}
+	node_publish();
+	atomic_store(&reclaim_stop, 0);
+	if (pthread_create(&reclaimer, NULL, reclaim_main, my_slot))
+		die("cannot start the reclaim thread");
+}
+
+/* Under the lock: leave the node (the pages this process holds leave its count); returns 1
+ * if a reclaim thread was told to stop (join it without the lock). */
+static int node_leave(void)
+{
+	struct sd_node_slot *s = my_slot;
+
+	if (!s)
+		return 0;
+	my_slot = NULL;
+	atomic_store(&reclaim_stop, 1);
+	sd_node_wake_slot(s);
+	sd_node_release(node, s);
+	return 1;
+}
+
+/*
  * The application is about to close the device's descriptor: a forked child closing every
  * descriptor before its exec (CPython's subprocess without vfork uses close_range) or to
  * become a daemon. Once closed, the kernel unregisters the ranges and a remote page would
@@ -654,7 +828,7 @@ int mprotect(void *addr, size_t len, int prot)
  */
 static void stop_device(void)
 {
-	int i, join = 0;
+	int i, join = 0, join_reclaimer;
 
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
@@ -674,9 +848,12 @@ static void stop_device(void)
 		atomic_store(&handler_stop, 1);
 		join = 1;
 	}
+	join_reclaimer = node_leave();
 	pthread_mutex_unlock(&lock);
 	if (join)
 		pthread_join(handler, NULL);
+	if (join_reclaimer)
+		pthread_join(reclaimer, NULL);
 }
 
 /* 1 if this is the device's own process, 0 in a vfork child of it (CPython's subprocess
@@ -774,11 +951,14 @@ static void atfork_parent(void)
 	for (i = 0; i < ndeferred; i++)
 		serve_locked(deferred[i].arg.pagefault.address & ~(PAGE - 1), 0);
 	ndeferred = 0;
-	do { /* back under the budget (the forking thread's faults, logged swap-outs) */
-		before = local_pages;
-		if (local_pages > budget_pages)
-			evict_ops->evict(evict_st);
-	} while (local_pages > budget_pages && local_pages < before);
+	if (my_slot) /* the node's count has the child's copy too: under the node's budget */
+		make_room();
+	else
+		do { /* back under the budget (the forking thread's faults, logged swap-outs) */
+			before = local_pages;
+			if (local_pages > budget_pages)
+				evict_ops->evict(evict_st);
+		} while (local_pages > budget_pages && local_pages < before);
 	pthread_cond_broadcast(&fork_done);
 	pthread_mutex_unlock(&lock);
 }
@@ -833,6 +1013,8 @@ static void atfork_child(void)
 	pthread_mutex_init(&lock, NULL);
 	pthread_cond_init(&fork_done, NULL);
 	ndeferred = 0; /* their threads are the parent's */
+	my_slot = NULL; /* the parent's (the segment is shared with it) */
+	node_fallbacks = node_requests = node_served_pages = 0;
 	if (!atomic_load(&fork_tid)) { /* the device was off in the parent */
 		enabled = 0;
 		run.trace = NULL; /* the parent's buffered trace is the parent's to write */
@@ -855,6 +1037,10 @@ static void atfork_child(void)
 	forked_child = 1;
 	child_pid = getpid();
 	device_pid = child_pid;
+	if (node) { /* a slot of its own: its copy-on-write pages count in both processes */
+		node_inherited_pages = local_pages;
+		node_join(local_pages);
+	}
 	if (pthread_create(&handler, NULL, handler_main, NULL))
 		die("forked child: cannot start the handler thread");
 }
@@ -892,6 +1078,10 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (!evict_st || !paging_st)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
+	if (getenv("SWAPDEV_NODE_SHM") && *getenv("SWAPDEV_NODE_SHM")) {
+		node = sd_node_attach(getenv("SWAPDEV_NODE_SHM"), budget_pages);
+		node_join(0);
+	}
 	uffd = open_uffd();
 	if (pthread_create(&handler, NULL, handler_main, NULL) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
@@ -903,14 +1093,25 @@ __attribute__((constructor)) static void swapdev_init(void)
 __attribute__((destructor)) static void swapdev_fini(void)
 {
 	struct sd_run outputs;
+	int on_node;
 
-	/* The handler keeps serving faults until the process is gone; only the outputs close. */
+	/* The handler keeps serving faults until the process is gone; only the outputs close.
+	 * The process leaves its node: from here its pages count in its own budget only. */
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
 	if (enabled) {
 		evict_ops->finish(evict_st, stderr);
 		paging_ops->finish(paging_st, sd_now_ns(), stderr);
 	}
+	on_node = node_leave();
+	if (on_node && node_requests + node_served_pages + node_fallbacks + node_inherited_pages)
+		fprintf(stderr, "swapdev uffd node: %llu eviction requests to other processes, "
+			"%llu pages given up on their requests, %llu fallbacks (nobody else freed "
+			"pages within %llu ms: evicted locally), %llu pages inherited at fork\n",
+			(unsigned long long)node_requests, (unsigned long long)node_served_pages,
+			(unsigned long long)node_fallbacks,
+			(unsigned long long)(NODE_WAIT_NS / 1000000),
+			(unsigned long long)node_inherited_pages);
 	pthread_mutex_lock(&run.mu);
 	outputs = run; /* the counters, histograms and output files as they are now */
 	run.trace = NULL; /* faults served from here on are not recorded */
