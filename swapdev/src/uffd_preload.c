@@ -263,9 +263,9 @@ void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
 		uffd_page_out(r, first, n);
 	for (i = 0; i < n; i++)
 		r->state[first + i] = ST_REMOTE;
-	local_add(-(int64_t)n);
-	if (my_slot)
+	if (my_slot) /* before the count drops: a process waiting for room sees it */
 		atomic_fetch_add(&my_slot->out_pages, n);
+	local_add(-(int64_t)n);
 	paging_ops->write(paging_st, r->page_base + first, n, sd_now_ns());
 }
 

@@ -1,0 +1,385 @@
+/*
+ * One local budget per node (src/uffd_node.h, SWAPDEV_NODE_SHM): device processes of one
+ * node share a 64-page budget; eviction across them follows the node's global FIFO order.
+ * The test (not preloaded) creates the segment, starts worker processes exec'd with the
+ * device preloaded (each a 2 MiB region, 4 KiB pages filled with a pattern of its own seed,
+ * driven over pipes), samples the segment from a thread, and checks:
+ *   - A fills 64 pages and blocks; B fills 64 pages: A's pages are the node's oldest, so A
+ *     gives up all 64 (>= 64 - one batch) on B's requests and B sends nothing remote while A
+ *     still holds a local page; B fills 32 more: B evicts its own (A has none left); the
+ *     node's resident count never exceeds budget + one batch (every sample, and the
+ *     segment's peak); then A reads every word of its 64 pages exactly (its faults make B
+ *     give up pages in turn);
+ *   - C fills 64 pages and is SIGKILLed (not reaped: a zombie, as a worker its daemon has
+ *     not waited for yet); D fills 64 pages: C's slot is reclaimed (the node's count drops
+ *     by C's 64 pages), D proceeds without a swap-out and without a fallback;
+ *   - E fills 64 pages and forks: the child's slot starts with E's 64 local pages (copy on
+ *     write pages count in both processes), the child reads E's pattern exactly, fills 64
+ *     pages of its own and reads both exactly; E then reads its own exactly;
+ *   - when every worker has exited, the node's count is 0.
+ * argv[1]: the library (preloaded after the test's own LD_PRELOAD, if any: libasan.so for
+ * a sanitizer build). Exits 77 (skipped) where userfaultfd is not permitted. alarm(60).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../src/uffd_node.h"
+#include "check.h"
+
+#define PG 4096ul
+#define REGION (2ul << 20)
+#define BUDGET_PAGES 64
+#define BATCH 32
+/* A condition, reported as CHECK_EQ reports a value (its text, then 0 against 1). */
+#define CHECK(cond) CHECK_EQ(!!(cond), 1)
+
+static char shm_name[64];
+static struct sd_node *seg;
+
+/* ---- the worker (preloaded) ---- */
+
+static uint64_t word(uint64_t seed, uint64_t page, uint64_t i)
+{
+	return seed * 0x9e3779b97f4a7c15ull ^ (page << 20) ^ i;
+}
+
+static void fill(char *p, uint64_t seed, uint64_t first, uint64_t n)
+{
+	for (uint64_t pg = first; pg < first + n; pg++)
+		for (uint64_t i = 0; i < PG / 8; i++)
+			((volatile uint64_t *)(p + pg * PG))[i] = word(seed, pg, i);
+}
+
+static uint64_t bad_words(const char *p, uint64_t seed, uint64_t n)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t pg = 0; pg < n; pg++)
+		for (uint64_t i = 0; i < PG / 8; i++)
+			bad += ((volatile const uint64_t *)(p + pg * PG))[i] != word(seed, pg, i);
+	return bad;
+}
+
+static void reply(const char *fmt, unsigned long long v)
+{
+	char buf[64];
+	int len = snprintf(buf, sizeof(buf), fmt, v);
+
+	if (write(1, buf, (size_t)len) != len)
+		_exit(3);
+}
+
+/* Commands on stdin, one per line: "t K" fill the next K pages; "c" read every filled
+ * page (reply the bad words); "f" fork a child that reads them, fills 64 pages of its own
+ * and reads both (reply its exit status); "q" exit. */
+static int worker(uint64_t seed)
+{
+	char *p = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t filled = 0;
+	char line[64];
+	FILE *in = fdopen(0, "r");
+
+	if (p == MAP_FAILED || !in)
+		return 3;
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long long k;
+
+		if (sscanf(line, "t %llu", &k) == 1) {
+			fill(p, seed, filled, k);
+			filled += k;
+			reply("R %llu\n", filled);
+		} else if (line[0] == 'c') {
+			reply("B %llu\n", bad_words(p, seed, filled));
+		} else if (line[0] == 'f') {
+			int status;
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				uint64_t bad = bad_words(p, seed, filled);
+
+				fill(p + filled * PG, seed + 1, 0, 64);
+				bad += bad_words(p, seed, filled) + bad_words(p + filled * PG, seed + 1, 64);
+				_exit(bad ? 1 : 0);
+			}
+			waitpid(pid, &status, 0);
+			reply("F %llu\n", (unsigned long long)status);
+		} else if (line[0] == 'q') {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- the test (not preloaded) ---- */
+
+struct proc {
+	pid_t pid;
+	FILE *to, *from;
+};
+
+static struct proc start(const char *lib, uint64_t seed)
+{
+	int in[2], out[2];
+	char s[32];
+	struct proc w;
+
+	if (pipe(in) || pipe(out))
+		exit(2);
+	w.pid = fork();
+	if (w.pid == 0) {
+		char *argv[] = {"/proc/self/exe", (char *)lib, "worker", s, NULL};
+
+		snprintf(s, sizeof(s), "%llu", (unsigned long long)seed);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		/* After a preload of the test's own (libasan.so for a sanitizer build). */
+		if (getenv("LD_PRELOAD") && *getenv("LD_PRELOAD")) {
+			static char both[4096];
+
+			snprintf(both, sizeof(both), "%s %s", getenv("LD_PRELOAD"), lib);
+			setenv("LD_PRELOAD", both, 1);
+		} else {
+			setenv("LD_PRELOAD", lib, 1);
+		}
+		setenv("SWAPDEV_LOCAL_BYTES", "262144", 1); /* 64 pages */
+		setenv("SWAPDEV_NODE_SHM", shm_name, 1);
+		execv("/proc/self/exe", argv);
+		_exit(2);
+	}
+	close(in[0]);
+	close(out[1]);
+	w.to = fdopen(in[1], "w");
+	w.from = fdopen(out[0], "r");
+	setvbuf(w.to, NULL, _IOLBF, 0);
+	return w;
+}
+
+/* Send cmd, return the number in the reply ("X n"). */
+static unsigned long long ask(struct proc *w, const char *cmd)
+{
+	char line[64];
+	unsigned long long v = ~0ull;
+
+	fprintf(w->to, "%s\n", cmd);
+	if (!fgets(line, sizeof(line), w->from) || sscanf(line + 1, " %llu", &v) != 1)
+		fprintf(stderr, "test_uffd_node: worker %d: no reply to %s\n", (int)w->pid, cmd);
+	return v;
+}
+
+static void stop(struct proc *w)
+{
+	int status;
+
+	fprintf(w->to, "q\n");
+	fclose(w->to);
+	fclose(w->from);
+	waitpid(w->pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* *word once it equals want, or its value after 1 s: the device counts a fault's page
+ * right after the UFFDIO_COPY that wakes the faulting thread, so a worker's reply can come
+ * before its last page is counted. */
+static uint64_t settled(_Atomic uint64_t *word, uint64_t want)
+{
+	for (int i = 0; i < 1000 && atomic_load(word) != want; i++)
+		usleep(1000);
+	return atomic_load(word);
+}
+
+/* *word once it is at least want, or its value after 1 s (as settled). */
+static uint64_t settled_ge(_Atomic uint64_t *word, uint64_t want)
+{
+	for (int i = 0; i < 1000 && atomic_load(word) < want; i++)
+		usleep(1000);
+	return atomic_load(word);
+}
+
+static struct sd_node_slot *slot_of(pid_t pid)
+{
+	for (int i = 0; i < SD_NODE_SLOTS; i++)
+		if (atomic_load(&seg->slot[i].pid) == pid)
+			return &seg->slot[i];
+	return NULL;
+}
+
+/* The sampler: the node's largest resident count; while watching, samples at which B had
+ * sent pages remote while A still held a local page. */
+static atomic_int sampling = 1, watching;
+static _Atomic uint64_t max_resident, order_violations;
+static struct sd_node_slot *_Atomic slot_a, *_Atomic slot_b;
+
+static void *sampler(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&sampling)) {
+		uint64_t r = atomic_load(&seg->resident);
+		struct sd_node_slot *a = atomic_load(&slot_a), *b = atomic_load(&slot_b);
+
+		if (r > atomic_load(&max_resident))
+			atomic_store(&max_resident, r);
+		if (atomic_load(&watching) && a && b && atomic_load(&b->out_pages) &&
+		    atomic_load(&a->local))
+			atomic_fetch_add(&order_violations, 1);
+	}
+	return NULL;
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "test_uffd_node: timed out (60 s)\n";
+
+	(void)sig;
+	shm_unlink(shm_name);
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	kill(0, SIGKILL);
+	_exit(1);
+}
+
+static void two_processes(const char *lib)
+{
+	struct proc a = start(lib, 1), b;
+	struct sd_node_slot *sa, *sb;
+
+	CHECK_EQ(ask(&a, "t 64"), 64);
+	sa = slot_of(a.pid);
+	CHECK(sa != NULL);
+	if (!sa)
+		return;
+	CHECK_EQ(settled(&sa->local, 64), 64);
+	b = start(lib, 2);
+	CHECK_EQ(ask(&b, "t 0"), 0);
+	sb = slot_of(b.pid);
+	CHECK(sb != NULL);
+	if (!sb)
+		return;
+	atomic_store(&slot_a, sa);
+	atomic_store(&slot_b, sb);
+	atomic_store(&watching, 1);
+	CHECK_EQ(ask(&b, "t 64"), 64);
+	/* A's 64 pages were the node's oldest: all went remote, none of B's. */
+	CHECK(settled_ge(&sa->out_pages, 64 - BATCH) >= 64 - BATCH);
+	CHECK_EQ(settled(&sa->out_for_others, atomic_load(&sa->out_pages)),
+		 atomic_load(&sa->out_pages));
+	CHECK_EQ(atomic_load(&sb->out_pages), 0);
+	CHECK_EQ(ask(&b, "t 32"), 96);
+	atomic_store(&watching, 0);
+	CHECK_EQ(settled(&sa->local, 0), 0);
+	CHECK_EQ(atomic_load(&sb->out_pages), BATCH); /* its own oldest, A had none left */
+	CHECK_EQ(atomic_load(&order_violations), 0);
+	/* A reads its pattern back: every page is a remote fault, B gives up pages. */
+	CHECK_EQ(ask(&a, "c"), 0);
+	CHECK_EQ(settled(&sa->local, 64), 64);
+	CHECK(settled_ge(&sb->out_for_others, 64 - BATCH) >= 64 - BATCH);
+	CHECK_EQ(ask(&b, "c"), 0);
+	CHECK_EQ(atomic_load(&seg->fallbacks), 0);
+	stop(&a);
+	stop(&b);
+}
+
+static void dead_victim(const char *lib)
+{
+	struct proc c = start(lib, 3), d;
+	uint64_t reclaimed = atomic_load(&seg->reclaimed);
+	struct sd_node_slot *sd;
+	int status;
+
+	CHECK_EQ(ask(&c, "t 64"), 64);
+	CHECK_EQ(settled(&seg->resident, 64), 64);
+	kill(c.pid, SIGKILL);
+	/* Not reaped yet: a zombie, whose threads other than the leader are gone. */
+	d = start(lib, 4);
+	CHECK_EQ(ask(&d, "t 64"), 64);
+	sd = slot_of(d.pid);
+	CHECK(sd != NULL);
+	CHECK(slot_of(c.pid) == NULL);
+	CHECK_EQ(atomic_load(&seg->reclaimed), reclaimed + 1);
+	CHECK_EQ(settled(&seg->resident, 64), 64); /* D's pages only: C's were subtracted */
+	if (sd)
+		CHECK_EQ(atomic_load(&sd->out_pages), 0);
+	CHECK_EQ(atomic_load(&seg->fallbacks), 0);
+	CHECK_EQ(ask(&d, "c"), 0);
+	waitpid(c.pid, &status, 0);
+	fclose(c.to);
+	fclose(c.from);
+	stop(&d);
+}
+
+static void forked_child(const char *lib)
+{
+	struct proc e = start(lib, 5);
+
+	CHECK_EQ(ask(&e, "t 64"), 64);
+	CHECK_EQ(ask(&e, "f"), 0); /* the child read E's pattern and its own exactly */
+	CHECK_EQ(ask(&e, "c"), 0);
+	CHECK_EQ(atomic_load(&seg->fallbacks), 0);
+	stop(&e);
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th;
+	int fd;
+	long ufd;
+
+	if (argc >= 4 && !strcmp(argv[2], "worker"))
+		return worker(strtoull(argv[3], NULL, 10));
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s LIBSWAPDEV_UFFD.so\n", argv[0]);
+		return 2;
+	}
+	ufd = syscall(SYS_userfaultfd, 0);
+	if (ufd < 0) {
+		fprintf(stderr, "userfaultfd: %s: skipped\n", strerror(errno));
+		return 77;
+	}
+	close((int)ufd);
+	snprintf(shm_name, sizeof(shm_name), "/swapdev-test-node-%d", (int)getpid());
+	fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, sizeof(*seg))) {
+		perror(shm_name);
+		return 2;
+	}
+	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (seg == MAP_FAILED) {
+		shm_unlink(shm_name);
+		return 2;
+	}
+	signal(SIGALRM, on_alarm);
+	alarm(60);
+	pthread_create(&th, NULL, sampler, NULL);
+	two_processes(argv[1]);
+	dead_victim(argv[1]);
+	/* Every fault made room first: the count is over the budget by the faults of other
+	 * processes in flight at most, below a batch. */
+	CHECK(atomic_load(&max_resident) <= BUDGET_PAGES + BATCH);
+	forked_child(argv[1]);
+	atomic_store(&sampling, 0);
+	pthread_join(th, NULL);
+	CHECK_EQ(atomic_load(&seg->budget_pages), BUDGET_PAGES);
+	/* The fork adds the child's copy of E's 64 pages at once, before its first fault (so
+	 * not in the peak, which is taken after faults): the samples may show 128. */
+	CHECK(atomic_load(&seg->peak) <= BUDGET_PAGES + BATCH);
+	CHECK(atomic_load(&max_resident) <= 2 * BUDGET_PAGES);
+	CHECK_EQ(settled(&seg->resident, 0), 0);
+	shm_unlink(shm_name);
+	if (failures)
+		fprintf(stderr, "%d check(s) failed\n", failures);
+	return failures != 0;
+}
