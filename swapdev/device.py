@@ -16,7 +16,10 @@ C sources' one list of each (``core/sd_models.def``, ``src/policies.def``):
   ``clock`` (a two-handed clock whose reference bits are minor refaults), see
   ``swapdev/doc/swapdev.md``, "Eviction"; its paging policy (``SWAPDEV_PAGING``) is
   ``demand`` (the paper's device, the default) or ``comex`` (COMEX's prefetching read
-  buffer and batched write buffers, ``src/policy_comex.c``).
+  buffer and batched write buffers, ``src/policy_comex.c``). Its budget is the process's
+  own, or with a node segment (:func:`node_segment`, ``SWAPDEV_NODE_SHM``) one budget
+  shared by every device process of an emulated node, as the swap backend's memory cgroup
+  holds a node's processes to one limit (``swapdev/doc/swapdev.md``, "One budget per node").
 
 Every machine change is pushed on a :class:`collect_env.UndoStack` with its undo (using
 ``disaggsim.testbed.collect_env``), so the machine is left as found on success, on error and
@@ -29,8 +32,10 @@ import contextlib
 import json
 import os
 import re
+import struct
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,11 +269,14 @@ JEMALLOC: Final = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 
 def uffd_env(
     model: DelayModel, local_bytes: int, jemalloc: bool, eviction: EvictionPolicy = "fifo",
-    paging: PagingPolicy = "demand",
+    paging: PagingPolicy = "demand", node_shm: str | None = None,
 ) -> dict[str, str]:
     """The environment that runs a process on the uffd backend with ``local_bytes`` of
     local memory, replacement policy ``eviction`` and paging policy ``paging``:
-    ``LD_PRELOAD`` of the device (and jemalloc) plus the model's variables.
+    ``LD_PRELOAD`` of the device (and jemalloc) plus the model's variables. With
+    ``node_shm`` (:attr:`NodeSegment.name`) ``local_bytes`` is the budget of the whole node:
+    every process started with this environment, and every process they fork or exec on
+    the device, shares it; without, each such process has ``local_bytes`` of its own.
 
     The device registers only mmap calls made through the PLT (``uffd_preload.c``), so
     glibc malloc's own large blocks stay local; with ``jemalloc`` the heap comes from
@@ -284,7 +292,99 @@ def uffd_env(
     return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
             "SWAPDEV_EVICTION": check_name(eviction, EVICTION_POLICIES, "SWAPDEV_EVICTION"),
             "SWAPDEV_PAGING": check_name(paging, PAGING_POLICIES, "SWAPDEV_PAGING"),
-            "LD_PRELOAD": " ".join(preload)}
+            "LD_PRELOAD": " ".join(preload),
+            **({"SWAPDEV_NODE_SHM": node_shm} if node_shm else {})}
+
+
+#: Where POSIX shared memory objects live; every node segment is named NODE_SHM_PREFIX,
+#: the creating process's pid, "-", a random suffix.
+SHM_DIR: Final = Path("/dev/shm")
+NODE_SHM_PREFIX: Final = "swapdev-node-"
+#: The node segment's header as ``src/uffd_node.h`` lays it out (struct sd_node, x86-64):
+#: state, magic, budget_pages, resident, clock, peak, fallbacks, reclaimed.
+NODE_HEADER_FORMAT: Final = "<IIQQQQQQ"
+NODE_MAGIC: Final = 0x314E4453
+#: The uffd device's default eviction batch (``SWAPDEV_EVICT_BATCH``, the kernel's
+#: SWAP_CLUSTER_MAX): a node's count may pass its budget by less than one batch.
+EVICT_BATCH_PAGES: Final = 32
+
+
+@dataclass(frozen=True)
+class NodeCounters:
+    """A node segment's counters (``src/uffd_node.h``), in 4 KiB pages: the node's budget,
+    its local pages now, the largest count right after a fault (``peak_pages``), faults
+    that evicted locally because no other process freed pages in time (``fallbacks``) and
+    slots of processes gone (killed, exec'd without the device) that were reclaimed."""
+
+    budget_pages: int
+    resident_pages: int
+    peak_pages: int
+    fallbacks: int
+    reclaimed_slots: int
+
+
+@dataclass(frozen=True)
+class NodeSegment:
+    """One node's segment: ``name`` for ``SWAPDEV_NODE_SHM`` ("/" + file name), ``path``
+    its file under :data:`SHM_DIR`."""
+
+    name: str
+    path: Path
+
+    def counters(self) -> NodeCounters | None:
+        """The counters now; None if no device process has set the segment up yet.
+
+        Raises RuntimeError if the file is not a node segment (wrong magic)."""
+        size = struct.calcsize(NODE_HEADER_FORMAT)
+        with open(self.path, "rb") as handle:
+            head = handle.read(size)
+        if len(head) < size:
+            return None
+        state, magic, budget, resident, _clock, peak, fallbacks, reclaimed = struct.unpack(
+            NODE_HEADER_FORMAT, head)
+        if state != 2:
+            return None
+        if magic != NODE_MAGIC:
+            raise RuntimeError(f"{self.path}: not a swapdev node segment (magic {magic:#x})")
+        return NodeCounters(budget, resident, peak, fallbacks, reclaimed)
+
+
+def node_segments(pid: int | None = None) -> list[Path]:
+    """The node segments in :data:`SHM_DIR` (those created by process ``pid`` only, if
+    given), sorted."""
+    stem = NODE_SHM_PREFIX + ("" if pid is None else f"{pid}-")
+    return sorted(SHM_DIR.glob(stem + "*"))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def node_segment() -> Iterator[NodeSegment]:
+    """A new, empty node segment for one emulated node (``SWAPDEV_NODE_SHM``), unlinked on
+    exit whatever happens (the device processes that still map it keep their mapping).
+    Mode 0666, so that a process that drops privileges (memcached runs as "nobody") opens
+    it; the first device process sets it up with its ``SWAPDEV_LOCAL_BYTES``. Segments left
+    by a process that was killed (the pid in their name is gone) are removed first."""
+    for stale in node_segments():
+        pid = stale.name[len(NODE_SHM_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    name = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    path = SHM_DIR / name
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
+    try:
+        path.chmod(0o666)  # whatever the umask
+        yield NodeSegment("/" + name, path)
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def recorder_env(local_bytes: int) -> dict[str, str]:

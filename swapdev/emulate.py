@@ -622,16 +622,20 @@ def _run_command_once(
     timeout = cfg.emulate.timeout_s
     work.mkdir(parents=True, exist_ok=True)
     if cfg.emulate.backend == "uffd":
-        extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction,
-                                pt.paging or cfg.emulate.paging)
-        extra.update(pt.device_env)
-        extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
-        status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
+        # The command and every process it forks or execs on the device: one node, one
+        # budget (emulate_apps' module docstring).
+        with device.node_segment() as segment:
+            extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction,
+                                    pt.paging or cfg.emulate.paging, segment.name)
+            extra.update(pt.device_env)
+            extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
+            status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
+            node = segment.counters()
         counters = emulate_apps.device_counters(proc.stderr)
         if status == "ok" and proc.returncode == 0:
             cx = device.comex_counters(proc.stderr)
             return emulate_apps.Outcome(status, wall, *counters, wall,
-                                        detail={"comex_counters": cx})
+                                        detail={"comex_counters": cx, "node_counters": [node]})
     else:
         with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))

@@ -76,12 +76,20 @@ and is woken (:class:`OomWaker`) instead of being killed (memcg v1 killed a proc
 the small Timely PageRank at 50 % in 2 runs of 3; with the waker none was, but a system
 call that faulted then can fail with EFAULT, and the run is repeated, see
 :class:`MemcgOomKill`); on the
-``uffd`` backend they get the device preloaded with that budget, one
-instance per process: every process that loads the library (exec'd with ``LD_PRELOAD``,
-or forked from one that had it: the device follows ``fork()``) has that budget of its
-own, so a node whose data lives in k processes can hold up to k budgets locally (the
-swap backend's limit is the node group's). The uffd device sees only ``mmap`` calls made
-through the PLT (``swapdev/src/uffd_preload.c``):
+``uffd`` backend they get the device preloaded with that budget **as the node's**: each
+run creates one node segment per node (:func:`disaggsim.swapdev.device.node_segment`,
+``SWAPDEV_NODE_SHM``; unlinked at the run's end, also on a failure or a timeout), and
+every process of the node that loads the library (exec'd with ``LD_PRELOAD``, or forked
+from one that had it: the device follows ``fork()``) shares it, so the node's device
+processes together hold at most the budget locally (plus the faults in flight, less than
+an eviction batch), as the swap backend's limit on the node's group. A fault at the
+node's budget takes a batch from the process holding the node's oldest local page
+(FIFO across the node's processes, the memcg LRU's order in first approximation); pages
+a forked child shares copy-on-write with its parent count in both, where the kernel
+charges them once until written (``swapdev/doc/swapdev.md``, "One budget per node").
+The per-node counters (peak, fallbacks) are in each run's ``detail["node_counters"]``.
+The uffd device sees only ``mmap`` calls made through the PLT
+(``swapdev/src/uffd_preload.c``):
 
 - glibc malloc's own large mmaps are invisible to it, so memcached's slabs, Dask's NumPy
   buffers and the Timely workers' vectors would stay local: these presets preload
@@ -95,15 +103,12 @@ through the PLT (``swapdev/src/uffd_preload.c``):
   (:mod:`disaggsim.testbed.apps.spark`) and every process writes its own trace
   (``SWAPDEV_TRACE`` ``%p``). A PySpark RDD job's records live in the Python workers
   that ``pyspark.daemon`` forks; the device follows the fork (each worker runs a device
-  of its own, with the daemon's pages and budget, and writes its own trace, also when it
-  ends with ``os._exit``), so the RDD presets (WordCount, Sort, PageRank) run on both
-  backends (before, a forked worker ran without the device). But each of a node's device
-  processes (executor JVM, daemon, worker) has the whole budget: ``spark-wordcount`` at
-  25 % on uffd still pages 0 bytes (each one's registered memory fits 77.5 MiB), at 25 %
-  / 3 per process 48-60 MB/s (bench/RESULTS.md, "The uffd device follows fork()"), so its
-  uffd points are not the paper's 25 % until the budget is the node's; ``spark-sql-bdb``
-  keeps its tables and operators in the executor JVM (cached DataFrames) and runs on both
-  (at 25 % on uffd it paged 16 MB/s);
+  of its own, in the node's budget, and writes its own trace, also when it ends with
+  ``os._exit``), so the RDD presets (WordCount, Sort, PageRank) run on both backends
+  (before the budget was the node's, each of a node's executor JVM, daemon and workers
+  had the whole budget and ``spark-wordcount`` at 25 % paged 0 bytes: bench/RESULTS.md,
+  "The uffd device follows fork()"); ``spark-sql-bdb`` keeps its tables and operators in
+  the executor JVM (cached DataFrames) and runs on both;
 - the Timely and Hadoop presets run on both: jemalloc purges whole extents with
   ``madvise(MADV_DONTNEED)`` and HotSpot uncommits heap with ``mmap(MAP_FIXED,
   PROT_NONE)``, which the device once mishandled (a frozen Timely process, a HotSpot crash
@@ -502,6 +507,7 @@ def run_preset_once(
     timed_out = threading.Event()
     fuse_trace: Path | None = None
     wakers: list[OomWaker] = []
+    node_counters: list[device.NodeCounters | None] = []
     with _oom_kills_named(memcgs, wakers), env.UndoStack() as stack:
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
@@ -521,13 +527,21 @@ def run_preset_once(
                 (cg / "memory.limit_in_bytes").write_text("-1")
             extra = {**device.uffd_env(model, local_bytes, jemalloc, eviction, paging),
                      **(device_env or {})}
+            # One budget per node, as the memory cgroup's limit on the swap backend: a
+            # segment per node, shared by its device processes (forked workers included).
+            segments = [stack.enter_context(device.node_segment())
+                        for _ in session.holder_memcgs]
+            # Read after the application stopped (its exit is popped from the stack first),
+            # before the segments are unlinked.
+            stack.callback(lambda: node_counters.extend(s.counters() for s in segments))
 
         def placement(node: int, log_name: str) -> tuple[Path | None, dict[str, str]]:
             if not log_name.startswith(preset.holders):
                 return None, {}
             if backend == "uffd":  # one trace per process: the job's window is counted
                 return session.holder_memcgs[node], {
-                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem")}
+                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem"),
+                    "SWAPDEV_NODE_SHM": segments[node].name}
             return session.holder_memcgs[node], extra
 
         cluster.placement = placement
@@ -583,7 +597,8 @@ def run_preset_once(
             got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
             swap_in, swap_out = swap_in + got[0], swap_out + got[1]
     return Outcome("ok", app.jct_s(results), swap_in, swap_out, wall, peak_rss or None,
-                   {"results": results, "peak_memcg_bytes": peak_memcg})
+                   {"results": results, "peak_memcg_bytes": peak_memcg,
+                    "node_counters": node_counters})
 
 
 def _holders(cluster: Cluster, prefixes: tuple[str, ...]) -> list[tuple[int, str]]:

@@ -352,14 +352,6 @@ FULL_CASES = [pytest.param(name, backend, marks=pytest.mark.skip(reason=TOO_SLOW
               if not (backend == "uffd" and p.uffd_unsupported)]
 
 
-#: On uffd every device process has the whole budget (swapdev/doc/swapdev.md, "fork, exec
-#: and spawn"): a PySpark RDD node runs three (executor JVM, pyspark.daemon, the worker it
-#: forks) and at 25 % none of them pages (spark-wordcount: 0 bytes, bench/RESULTS.md, "The
-#: uffd device follows fork()"), so these run at the node's 25 % split over the three.
-PER_PROCESS_FRACTION = {(name, "uffd"): 0.25 / 3
-                        for name in ("spark-wordcount", "spark-sort", "spark-pagerank")}
-
-
 @pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 runs every preset")
 @pytest.mark.skipif(FULL and not ROOT, reason="namespaces, memcg, swap need root")
 @pytest.mark.parametrize(("preset", "backend"), FULL_CASES)
@@ -367,13 +359,13 @@ def test_every_preset_runs_at_its_size_at_a_quarter_local_memory(
     tmp_path: Path, preset: str, backend: str
 ) -> None:
     """Every cluster preset at its own size with 25 % local memory (the paper's Figure 2
-    point) on each backend it supports (per node; see ``PER_PROCESS_FRACTION``)."""
+    point) on each backend it supports (the node's budget, on uffd too: one node segment
+    shared by a node's processes, ``emulate_apps``' module docstring)."""
     spec = emulate_apps.PRESETS[preset]
     one_server = spec.n_nodes == 1 or preset in ("memcached-ycsb", "postgres-pgbench")
     holders = 1 if one_server else spec.n_nodes
-    fraction = PER_PROCESS_FRACTION.get((preset, backend), 0.25)
-    _check_runs(_run_preset(tmp_path, preset, backend, fraction), spec.working_set_bytes,
-                fraction, holders, backend)
+    _check_runs(_run_preset(tmp_path, preset, backend, 0.25), spec.working_set_bytes,
+                0.25, holders, backend)
 
 
 @pytest.mark.skipif(not ROOT, reason="userfaultfd needs root here")

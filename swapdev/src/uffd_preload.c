@@ -422,7 +422,7 @@ static void serve_locked(uintptr_t addr, int forking)
 	local_add(1);
 	evict_ops->mapped(evict_st, (uint32_t)slot, page, next_stamp());
 	node_publish();
-	if (my_slot) { /* the node's peak, for the tests and emulate's report */
+	if (my_slot && !forking) { /* the node's peak after a fault that made room (tests) */
 		uint64_t now = atomic_load(&node->resident), peak = atomic_load(&node->peak);
 
 		while (now > peak && !atomic_compare_exchange_weak(&node->peak, &peak, now))
@@ -1043,6 +1043,11 @@ static void atfork_child(void)
 	}
 	if (pthread_create(&handler, NULL, handler_main, NULL))
 		die("forked child: cannot start the handler thread");
+	if (my_slot) { /* the node under its budget again before the child runs on */
+		pthread_mutex_lock(&lock);
+		make_room();
+		pthread_mutex_unlock(&lock);
+	}
 }
 __attribute__((constructor)) static void swapdev_init(void)
 {
