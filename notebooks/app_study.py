@@ -43,11 +43,12 @@ REPO = repo_root()
 DATA = REPO / "notebooks" / "data" / "app_study"
 FIGURES = REPO / "bench" / "figures"
 APPS = ["chunksort", "memcached-ycsb", "memtouch-random", "dask-sort", "timely-pagerank",
-        "hadoop-terasort", "spark-sql-bdb"]
+        "hadoop-terasort", "spark-sql-bdb", "spark-wordcount", "spark-sort", "spark-pagerank"]
 #: The paper's class for the kind of application (§3.2, Table 3), where it has one.
 PAPER_CLASS = {"memcached-ycsb": "dolphin (Memcached)", "timely-pagerank": "shark (Timely)",
                "hadoop-terasort": "dolphin (Hadoop Sort)",
-               "spark-sql-bdb": "shark (Spark SQL BDB)"}
+               "spark-sql-bdb": "shark (Spark SQL BDB)",
+               "spark-wordcount": "shark (Spark WordCount)", "spark-sort": "shark (Spark Sort)"}
 
 
 def show(fig: Figure, name: str) -> None:

@@ -275,13 +275,16 @@ def test_spark_smoke_runs_its_executors_in_the_limited_group(
 def test_spark_smoke_on_uffd_pages_in_the_forked_python_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A small Spark WordCount on the uffd backend, 16 MiB per process (25 % of 64 MiB): the
-    records live in the Python workers ``pyspark.daemon`` forks, and each of those runs a
-    device of its own (``uffd_preload.c``, fork). The workers are told apart by the process
-    tree sampled during the run (a process whose parent has the same command line was
-    forked, not exec'd); in each run (reference and 5 µs) their own traces show swap-ins.
-    Before the device followed fork() a forked worker wrote no trace and paged nothing
-    (spark-wordcount at 25 % on uffd: 0 bytes, bench/RESULTS.md)."""
+    """A small Spark WordCount on the uffd backend, 16 MiB per node (25 % of 64 MiB) shared
+    by the node's executor JVM, ``pyspark.daemon`` and the Python workers it forks, which
+    hold the records and each run a device of their own (``uffd_preload.c``, fork) in the
+    node's budget. The workers are told apart by the process tree sampled during the run
+    (a process whose parent has the same command line was forked, not exec'd); in each run
+    (reference and 5 µs) their own traces show swap-ins. Each node's segment: its budget
+    is 4096 pages and its count after a fault never passed it by an eviction batch (with a
+    budget per process a node held up to three). Before the device followed fork() a
+    forked worker wrote no trace and paged nothing (spark-wordcount at 25 % on uffd: 0
+    bytes, bench/RESULTS.md)."""
     spec = emulate_apps.PRESETS["spark-wordcount"]
     assert spec.app is not None and spec.app.kind == "spark"
     small = replace(spec, working_set_bytes=64 << 20,
@@ -306,10 +309,23 @@ def test_spark_smoke_on_uffd_pages_in_the_forked_python_workers(
         swap_in[trace] = got[0]
         return got
 
+    outcomes: list[emulate_apps.Outcome] = []
+    run_once = emulate_apps.run_preset_once
+
+    def keep(*args: object, **kwargs: object) -> emulate_apps.Outcome:
+        outcomes.append(run_once(*args, **kwargs))  # type: ignore[arg-type]
+        return outcomes[-1]
+
     monkeypatch.setattr(emulate_apps, "_pss_bytes", sample)
     monkeypatch.setattr(emulate_apps, "swap_bytes_in_window", record)
+    monkeypatch.setattr(emulate_apps, "run_preset_once", keep)
     runs = _run_preset(tmp_path, "spark-wordcount", "uffd", 0.25)
     _check_runs(runs, small.working_set_bytes, 0.25, 2, "uffd")
+    nodes = [c for o in outcomes for c in o.detail["node_counters"]]  # type: ignore[attr-defined]
+    assert len(nodes) == 4, nodes  # 2 runs x 2 nodes
+    for c in nodes:
+        assert c is not None and c.budget_pages == (16 << 20) // 4096, c
+        assert c.peak_pages <= c.budget_pages + device.EVICT_BATCH_PAGES, c
     forked = {pid for pid, (ppid, cmd) in procs.items()
               if ppid in procs and procs[ppid][1] == cmd}
     assert forked, procs
