@@ -350,10 +350,16 @@ class NodeSegment:
 
 
 def node_segments(pid: int | None = None) -> list[Path]:
-    """The node segments in :data:`SHM_DIR` (those created by process ``pid`` only, if
-    given), sorted."""
+    """The node segment files in :data:`SHM_DIR` (those created by process ``pid`` only,
+    if given), sorted."""
     stem = NODE_SHM_PREFIX + ("" if pid is None else f"{pid}-")
     return sorted(SHM_DIR.glob(stem + "*"))
+
+
+def netns_inode(path: Path = Path("/proc/self/ns/net")) -> int:
+    """The inode number of a network namespace file (``/run/netns/NAME``, a process's
+    ``/proc/PID/ns/net``): what the device puts for ``%n`` in ``SWAPDEV_NODE_SHM``."""
+    return os.stat(path).st_ino
 
 
 def _pid_alive(pid: int) -> bool:
@@ -367,24 +373,45 @@ def _pid_alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def node_segment() -> Iterator[NodeSegment]:
-    """A new, empty node segment for one emulated node (``SWAPDEV_NODE_SHM``), unlinked on
-    exit whatever happens (the device processes that still map it keep their mapping).
-    Mode 0666, so that a process that drops privileges (memcached runs as "nobody") opens
-    it; the first device process sets it up with its ``SWAPDEV_LOCAL_BYTES``. Segments left
-    by a process that was killed (the pid in their name is gone) are removed first."""
+def per_node_segments(netns_inodes: list[int]) -> Iterator[tuple[str, list[NodeSegment]]]:
+    """New, empty node segments, one per emulated node whose processes run in the network
+    namespace of inode ``netns_inodes[i]``; yields the ``SWAPDEV_NODE_SHM`` value that names
+    each node's own (with ``%n``, which the device replaces by its network namespace's
+    inode: one environment for every node, as Spark's ``spark.executorEnv``) and the
+    segments in node order. Each is unlinked on exit whatever happens (device processes
+    that still map it keep their mapping); mode 0666, so that a process that drops
+    privileges (memcached runs as "nobody") opens it; the first device process sets it up
+    with its ``SWAPDEV_LOCAL_BYTES``. Segments left by a process that was killed (the pid
+    in their name is gone) are removed first.
+
+    Raises ValueError if two nodes share a namespace (their segments would be one)."""
+    if len(set(netns_inodes)) != len(netns_inodes):
+        raise ValueError(f"nodes share a network namespace (inodes {netns_inodes}): one "
+                         "node segment each needs one namespace each")
     for stale in node_segments():
         pid = stale.name[len(NODE_SHM_PREFIX):].split("-", 1)[0]
         if pid.isdigit() and not _pid_alive(int(pid)):
             stale.unlink(missing_ok=True)
-    name = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    path = SHM_DIR / name
-    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
+    stem = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}-"
+    segments: list[NodeSegment] = []
     try:
-        path.chmod(0o666)  # whatever the umask
-        yield NodeSegment("/" + name, path)
+        for inode in netns_inodes:
+            path = SHM_DIR / f"{stem}{inode}"
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
+            segments.append(NodeSegment(f"/{path.name}", path))
+            path.chmod(0o666)  # whatever the umask
+        yield f"/{stem}%n", segments
     finally:
-        path.unlink(missing_ok=True)
+        for segment in segments:
+            segment.path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def node_segment() -> Iterator[NodeSegment]:
+    """One node segment for processes that all run in this process's network namespace
+    (a command and its children); as :func:`per_node_segments`, with its plain name."""
+    with per_node_segments([netns_inode()]) as (_, (segment,)):
+        yield segment
 
 
 def recorder_env(local_bytes: int) -> dict[str, str]:

@@ -529,8 +529,11 @@ def run_preset_once(
                      **(device_env or {})}
             # One budget per node, as the memory cgroup's limit on the swap backend: a
             # segment per node, shared by its device processes (forked workers included).
-            segments = [stack.enter_context(device.node_segment())
-                        for _ in session.holder_memcgs]
+            # Spark passes one environment to every node's executor: the name has "%n", the
+            # node's network namespace (device.per_node_segments).
+            shm, segments = stack.enter_context(device.per_node_segments(
+                [device.netns_inode(env.NETNS_DIR / env.node_ns(node))
+                 for node in range(len(session.holder_memcgs))]))
             # Read after the application stopped (its exit is popped from the stack first),
             # before the segments are unlinked.
             stack.callback(lambda: node_counters.extend(s.counters() for s in segments))
@@ -541,7 +544,7 @@ def run_preset_once(
             if backend == "uffd":  # one trace per process: the job's window is counted
                 return session.holder_memcgs[node], {
                     **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem"),
-                    "SWAPDEV_NODE_SHM": segments[node].name}
+                    "SWAPDEV_NODE_SHM": shm}
             return session.holder_memcgs[node], extra
 
         cluster.placement = placement

@@ -64,12 +64,15 @@ def test_forked_python_workers_share_the_node_budget() -> None:
     as written); the node's processes page (summed swap-ins and swap-outs > 0); the node's
     count right after any fault never exceeded the budget by a batch (the segment's peak:
     with a budget per process the four processes could hold 4 x 2048 pages); each process
-    left its slot at its exit (the count ends at 0); the segment is gone afterwards."""
+    left its slot at its exit (the count ends at 0); the segment is gone afterwards. The
+    segment is named by ``%n`` (the device puts its network namespace's inode there)."""
     plain = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
                            check=True, timeout=120)
-    with device.node_segment() as segment:
+    # Named as emulate names a Spark node's: "%n", this network namespace's inode.
+    with device.per_node_segments([device.netns_inode()]) as (shm, (segment,)):
+        assert shm.endswith("%n")
         env = {**os.environ, **device.uffd_env(device.DelayModel("none"), BUDGET_BYTES, True,
-                                               node_shm=segment.name)}
+                                               node_shm=shm)}
         run = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True,
                              text=True, env=env, timeout=300)
         node = segment.counters()

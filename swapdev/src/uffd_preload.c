@@ -1049,9 +1049,40 @@ static void atfork_child(void)
 		pthread_mutex_unlock(&lock);
 	}
 }
+/*
+ * SWAPDEV_NODE_SHM with "%n" replaced by this process's network namespace inode (the
+ * number in /proc/self/ns/net): one environment names each node's own segment when the
+ * nodes are network namespaces and an application passes the same environment to every
+ * node's processes (Spark's spark.executorEnv). NULL if unset or empty.
+ */
+static const char *node_shm_name(char *buf, size_t len)
+{
+	const char *tmpl = getenv("SWAPDEV_NODE_SHM"), *pct;
+	unsigned long long ino;
+	char link[64];
+	ssize_t n;
+
+	if (!tmpl || !*tmpl)
+		return NULL;
+	pct = strstr(tmpl, "%n");
+	if (!pct)
+		return tmpl;
+	n = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
+	if (n > 0)
+		link[n] = 0;
+	if (n <= 0 || sscanf(link, "net:[%llu]", &ino) != 1)
+		die("SWAPDEV_NODE_SHM=%s: cannot read this process's network namespace "
+		    "(/proc/self/ns/net)", tmpl);
+	if (snprintf(buf, len, "%.*s%llu%s", (int)(pct - tmpl), tmpl, ino, pct + 2) >= (int)len)
+		die("SWAPDEV_NODE_SHM=%s: too long", tmpl);
+	return buf;
+}
+
 __attribute__((constructor)) static void swapdev_init(void)
 {
 	struct sd_io io = {io_request, io_end_batch, io_wait_until, &run.delay, NULL};
+	char shm_buf[256];
+	const char *shm;
 	uint64_t local_bytes, spin_us, evict_batch, inactive_permille;
 	int ev = sd_policy_lookup("SWAPDEV_EVICTION", getenv("SWAPDEV_EVICTION"), sd_evict_names,
 				  SD_EVICT_COUNT, SD_EVICT_FIFO);
@@ -1083,8 +1114,8 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (!evict_st || !paging_st)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
-	if (getenv("SWAPDEV_NODE_SHM") && *getenv("SWAPDEV_NODE_SHM")) {
-		node = sd_node_attach(getenv("SWAPDEV_NODE_SHM"), budget_pages);
+	if ((shm = node_shm_name(shm_buf, sizeof(shm_buf)))) {
+		node = sd_node_attach(shm, budget_pages);
 		node_join(0);
 	}
 	uffd = open_uffd();
