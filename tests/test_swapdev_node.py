@@ -12,19 +12,13 @@ import subprocess
 import sys
 
 import pytest
+import test_swapdev_uffd
 
 from disaggsim.swapdev import device, emulate_apps
 
-try:
-    device.build_dir()
-    BUILT = True
-except FileNotFoundError:  # pragma: no cover
-    BUILT = False
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here"),
-    pytest.mark.skipif(not BUILT, reason="swapdev not built (make build)"),
-    pytest.mark.skipif(not device.JEMALLOC.exists(), reason="libjemalloc2 not installed"),
-]
+pytestmark = [*test_swapdev_uffd.pytestmark,  # root, swapdev built
+              pytest.mark.skipif(not device.JEMALLOC.exists(),
+                                 reason="libjemalloc2 not installed")]
 
 #: The parent fills 8 MiB, then forks 3 workers that fill 16 MiB each (1 MiB bytearrays,
 #: one byte per 4 KiB page set from the worker's seed) and read everything twice (CRC-32);

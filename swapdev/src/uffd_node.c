@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,18 +18,7 @@
 #include <unistd.h>
 
 #include "uffd_node.h"
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("swapdev uffd: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	_exit(2);
-}
+#include "uffd_space.h"
 
 /* Process-shared futex (no FUTEX_PRIVATE_FLAG: the word is in a shared mapping). */
 static void futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t timeout_ns)
@@ -55,17 +43,17 @@ struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages)
 	int i;
 
 	if (fd < 0)
-		die("SWAPDEV_NODE_SHM=%s: shm_open: %s", name, strerror(errno));
+		uffd_die("SWAPDEV_NODE_SHM=%s: shm_open: %s", name, strerror(errno));
 	(void)fchmod(fd, 0666); /* every process of the node may open it (memcached: nobody) */
 	if (fstat(fd, &st))
-		die("SWAPDEV_NODE_SHM=%s: fstat: %s", name, strerror(errno));
+		uffd_die("SWAPDEV_NODE_SHM=%s: fstat: %s", name, strerror(errno));
 	if ((size_t)st.st_size < sizeof(*n) && ftruncate(fd, sizeof(*n)))
-		die("SWAPDEV_NODE_SHM=%s: ftruncate to %zu bytes: %s", name, sizeof(*n),
+		uffd_die("SWAPDEV_NODE_SHM=%s: ftruncate to %zu bytes: %s", name, sizeof(*n),
 		    strerror(errno));
 	n = (void *)syscall(SYS_mmap, NULL, sizeof(*n), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (n == MAP_FAILED)
-		die("SWAPDEV_NODE_SHM=%s: mmap: %s", name, strerror(errno));
+		uffd_die("SWAPDEV_NODE_SHM=%s: mmap: %s", name, strerror(errno));
 	if (atomic_compare_exchange_strong(&n->state, &expect, 1)) {
 		n->magic = SD_NODE_MAGIC;
 		atomic_store(&n->budget_pages, budget_pages);
@@ -78,13 +66,13 @@ struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages)
 		struct timespec ms = {0, 1000000};
 
 		if (i == 1000)
-			die("SWAPDEV_NODE_SHM=%s: the segment was not set up within 1 s", name);
+			uffd_die("SWAPDEV_NODE_SHM=%s: the segment was not set up within 1 s", name);
 		nanosleep(&ms, NULL);
 	}
 	if (n->magic != SD_NODE_MAGIC)
-		die("SWAPDEV_NODE_SHM=%s: not a swapdev node segment", name);
+		uffd_die("SWAPDEV_NODE_SHM=%s: not a swapdev node segment", name);
 	if (atomic_load(&n->budget_pages) != budget_pages)
-		die("SWAPDEV_NODE_SHM=%s: the node's budget is %llu pages, SWAPDEV_LOCAL_BYTES "
+		uffd_die("SWAPDEV_NODE_SHM=%s: the node's budget is %llu pages, SWAPDEV_LOCAL_BYTES "
 		    "here gives %llu (every process of a node must have the same)", name,
 		    (unsigned long long)atomic_load(&n->budget_pages),
 		    (unsigned long long)budget_pages);

@@ -131,7 +131,7 @@ static void *sys_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
 	return (void *)syscall(SYS_mmap, a, l, p, f, fd, o);
 }
 
-static void die(const char *fmt, ...)
+void uffd_die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -149,7 +149,7 @@ void *uffd_map(size_t bytes, const char *what)
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED)
-		die("cannot map %zu bytes for %s: %s", bytes, what, strerror(errno));
+		uffd_die("cannot map %zu bytes for %s: %s", bytes, what, strerror(errno));
 	return p;
 }
 
@@ -210,7 +210,7 @@ static int copy_in(uintptr_t addr, const void *src)
 			return -1;
 		}
 		if (errno != EAGAIN)
-			die("UFFDIO_COPY at %#lx: %s", (unsigned long)addr, strerror(errno));
+			uffd_die("UFFDIO_COPY at %#lx: %s", (unsigned long)addr, strerror(errno));
 		c.copy = 0;
 	}
 }
@@ -227,7 +227,7 @@ void uffd_page_out(struct region *r, uint64_t first, uint64_t n)
 	wp(addr, n * PAGE, 1);
 	memcpy(r->store + first * PAGE, (void *)addr, n * PAGE);
 	if (syscall(SYS_madvise, addr, n * PAGE, MADV_DONTNEED))
-		die("MADV_DONTNEED: %s", strerror(errno));
+		uffd_die("MADV_DONTNEED: %s", strerror(errno));
 }
 
 /* Under the lock: local_pages += delta, and the node's count with it. */
@@ -481,12 +481,12 @@ static void pin_handler(void)
 		long cpu = strtol(p, &end, 10);
 
 		if (end == p || cpu < 0 || cpu >= CPU_SETSIZE || (*end && *end != ','))
-			die("SWAPDEV_HANDLER_CPUS=%s: expected CPU numbers separated by commas", list);
+			uffd_die("SWAPDEV_HANDLER_CPUS=%s: expected CPU numbers separated by commas", list);
 		CPU_SET((int)cpu, &set);
 	}
 	err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	if (err)
-		die("SWAPDEV_HANDLER_CPUS=%s: %s", list, strerror(err));
+		uffd_die("SWAPDEV_HANDLER_CPUS=%s: %s", list, strerror(err));
 }
 
 static void *handler_main(void *arg)
@@ -516,7 +516,7 @@ static void *handler_main(void *arg)
 			return NULL;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			die("read(uffd): %s", strerror(errno));
+			uffd_die("read(uffd): %s", strerror(errno));
 		if (sd_now_ns() - last > spin_ns) {
 			struct pollfd p = {.fd = uffd, .events = POLLIN};
 
@@ -538,7 +538,7 @@ static void register_range(uintptr_t start, size_t len)
 	};
 
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		die("UFFDIO_REGISTER %#lx+%zu: %s", (unsigned long)start, len, strerror(errno));
+		uffd_die("UFFDIO_REGISTER %#lx+%zu: %s", (unsigned long)start, len, strerror(errno));
 }
 
 /* Under the lock. */
@@ -559,7 +559,7 @@ static void register_region(uintptr_t start, size_t len)
 				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (regions[i].state == MAP_FAILED || regions[i].store == MAP_FAILED ||
 	    regions[i].tag == MAP_FAILED)
-		die("cannot map %zu bytes of store: %s", len, strerror(errno));
+		uffd_die("cannot map %zu bytes of store: %s", len, strerror(errno));
 	register_range(start, len);
 	regions[i].start = start;
 	regions[i].npages = npages;
@@ -798,7 +798,7 @@ static void node_join(uint64_t local)
 	node_publish();
 	atomic_store(&reclaim_stop, 0);
 	if (pthread_create(&reclaimer, NULL, reclaim_main, my_slot))
-		die("cannot start the reclaim thread");
+		uffd_die("cannot start the reclaim thread");
 }
 
 /* Under the lock: leave the node (the pages this process holds leave its count); returns 1
@@ -899,9 +899,9 @@ static int open_uffd(void)
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
-		die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
+		uffd_die("userfaultfd: %s (root, or vm.unprivileged_userfaultfd=1)", strerror(errno));
 	if (ioctl(fd, UFFDIO_API, &api))
-		die("UFFDIO_API: %s", strerror(errno));
+		uffd_die("UFFDIO_API: %s", strerror(errno));
 	return fd;
 }
 
@@ -971,11 +971,11 @@ static void check_child_pages(const struct region *r)
 	uint64_t p;
 
 	if (mincore((void *)r->start, r->npages * PAGE, vec))
-		die("forked child: mincore %#lx+%zu: %s", (unsigned long)r->start,
+		uffd_die("forked child: mincore %#lx+%zu: %s", (unsigned long)r->start,
 		    r->npages * PAGE, strerror(errno));
 	for (p = 0; p < r->npages; p++)
 		if ((vec[p] & 1) && (r->state[p] & (ST_REMOTE | ST_INACTIVE)))
-			die("forked child: the page at %#lx, remote on the device, was touched before "
+			uffd_die("forked child: the page at %#lx, remote on the device, was touched before "
 			    "the device registered it (a fork handler registered before the device's "
 			    "ran first): it reads zeros", (unsigned long)(r->start + p * PAGE));
 	syscall(SYS_munmap, vec, r->npages);
@@ -1001,7 +1001,7 @@ static void register_child_pages(const struct region *r, uint64_t p0, uint64_t p
 		register_child_pages(r, p0, p0 + (p1 - p0) / 2);
 		register_child_pages(r, p0 + (p1 - p0) / 2, p1);
 	} else if (r->state[p0] & (ST_REMOTE | ST_INACTIVE)) {
-		die("forked child: UFFDIO_REGISTER %#lx: %s (the page is remote on the device)",
+		uffd_die("forked child: UFFDIO_REGISTER %#lx: %s (the page is remote on the device)",
 		    (unsigned long)reg.range.start, strerror(errno));
 	}
 }
@@ -1042,7 +1042,7 @@ static void atfork_child(void)
 		node_join(local_pages);
 	}
 	if (pthread_create(&handler, NULL, handler_main, NULL))
-		die("forked child: cannot start the handler thread");
+		uffd_die("forked child: cannot start the handler thread");
 	if (my_slot) { /* the node under its budget again before the child runs on */
 		pthread_mutex_lock(&lock);
 		make_room();
@@ -1071,10 +1071,10 @@ static const char *node_shm_name(char *buf, size_t len)
 	if (n > 0)
 		link[n] = 0;
 	if (n <= 0 || sscanf(link, "net:[%llu]", &ino) != 1)
-		die("SWAPDEV_NODE_SHM=%s: cannot read this process's network namespace "
+		uffd_die("SWAPDEV_NODE_SHM=%s: cannot read this process's network namespace "
 		    "(/proc/self/ns/net)", tmpl);
 	if (snprintf(buf, len, "%.*s%llu%s", (int)(pct - tmpl), tmpl, ino, pct + 2) >= (int)len)
-		die("SWAPDEV_NODE_SHM=%s: too long", tmpl);
+		uffd_die("SWAPDEV_NODE_SHM=%s: too long", tmpl);
 	return buf;
 }
 
@@ -1098,7 +1098,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	    sd_env_u64("SWAPDEV_INACTIVE_PERMILLE", 500, &inactive_permille))
 		_exit(2);
 	if (local_bytes < PAGE * 64 || evict_batch == 0 || inactive_permille > 1000)
-		die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB, SWAPDEV_EVICT_BATCH >= 1 and "
+		uffd_die("SWAPDEV_LOCAL_BYTES must be >= 256 KiB, SWAPDEV_EVICT_BATCH >= 1 and "
 		    "SWAPDEV_INACTIVE_PERMILLE <= 1000");
 	if (sd_run_init(&run))
 		_exit(2);
@@ -1121,7 +1121,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	uffd = open_uffd();
 	if (pthread_create(&handler, NULL, handler_main, NULL) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
-		die("cannot start the handler thread");
+		uffd_die("cannot start the handler thread");
 	device_pid = getpid();
 	enabled = 1;
 }
