@@ -126,6 +126,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -294,9 +295,18 @@ def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, 
     between ``start_ns`` and ``end_ns`` (epoch ns): the job's own paging, without the
     set-up's (a preset's load phase). Read with the converter's reader
     (:func:`disaggsim.traces.paging.read_rmem`). Raises FileNotFoundError if the device
-    wrote no trace (it did not exit cleanly)."""
+    wrote no trace (it did not exit cleanly). A trace whose last line is cut (no final
+    newline: a forked worker killed while its device wrote, as a PySpark worker dies by its
+    daemon's SIGHUP; ``sd_run_forked_child`` writes it in place) is read up to its last
+    whole line."""
     if trace.stat().st_size == 0:
         return 0, 0
+    data = trace.read_bytes()
+    if not data.endswith(b"\n"):
+        with tempfile.TemporaryDirectory() as tmp:
+            whole = Path(tmp) / trace.name
+            whole.write_bytes(data[:data.rfind(b"\n") + 1])
+            return swap_bytes_in_window(whole, start_ns, end_ns)
     df = read_rmem(trace, time_base="absolute")
     inside = df[(df["realtime_ns"] >= start_ns) & (df["realtime_ns"] <= end_ns)]
     by_op = inside.groupby("op")["size_bytes"].sum()

@@ -428,3 +428,18 @@ def test_pgbench_job_runs_a_fixed_amount_and_its_jct_is_transactions_over_tps() 
         "node1": {"transactions": 240_000, "tps": 16_000.0},
         "node2": {"transactions": 240_000, "tps": 24_000.0}}
     assert PostgresPgbench.jct_s(None, results) == pytest.approx(15.0)  # type: ignore[arg-type]
+
+
+def test_a_trace_cut_by_a_kill_is_read_up_to_its_last_whole_line(tmp_path: Path) -> None:
+    """A forked worker killed while its device wrote (PySpark's workers die by SIGHUP)
+    leaves its trace's last line cut: the job's swap bytes are those of its whole lines, a
+    swap-out of 32 pages and a swap-in of one (before, the sweep stopped on a parse error of
+    'spark-executor.N.rmem:6653', spark-wordcount's Figure 2 point at the node's 25 %)."""
+    start_us = 1_795_000_000_000_000
+    whole = f"0 {start_us} 5 32\n1 {start_us + 1} -9 1\n"
+    trace = tmp_path / "spark-executor.7.rmem"
+    trace.write_text(whole + f"2 {start_us + 2} 4")
+    window = (start_us - 10) * 1000, (start_us + 10) * 1000
+    assert emulate_apps.swap_bytes_in_window(trace, *window) == (4096, 32 * 4096)
+    trace.write_text(whole + "2 17")  # cut inside its timestamp
+    assert emulate_apps.swap_bytes_in_window(trace, *window) == (4096, 32 * 4096)
