@@ -164,7 +164,7 @@ void sd_node_release(struct sd_node *n, struct sd_node_slot *s)
 	sd_node_wake_under(n);
 }
 
-struct sd_node_slot *sd_node_oldest(struct sd_node *n)
+struct sd_node_slot *sd_node_oldest(struct sd_node *n, uint64_t now_ns, uint64_t stall_ns)
 {
 	struct sd_node_slot *best = NULL;
 	uint64_t best_stamp = SD_NODE_NO_PAGE;
@@ -176,6 +176,9 @@ struct sd_node_slot *sd_node_oldest(struct sd_node *n)
 
 		if (atomic_load(&s->pid) <= 0 || !atomic_load(&s->local))
 			continue;
+		if (atomic_load(&s->req) != atomic_load(&s->done) &&
+		    now_ns > atomic_load(&s->req_ns) + stall_ns)
+			continue; /* stalled: its request has waited too long already */
 		stamp = atomic_load(&s->oldest);
 		if (!best || stamp < best_stamp) {
 			best = s;
@@ -185,12 +188,14 @@ struct sd_node_slot *sd_node_oldest(struct sd_node *n)
 	return best;
 }
 
-int sd_node_request(struct sd_node_slot *s)
+int sd_node_request(struct sd_node_slot *s, uint64_t now_ns)
 {
 	uint32_t req = atomic_load(&s->req);
 
-	if (req != atomic_load(&s->done) ||
-	    !atomic_compare_exchange_strong(&s->req, &req, req + 1))
+	if (req != atomic_load(&s->done))
+		return 0;
+	atomic_store(&s->req_ns, now_ns); /* before the request shows: never an old time */
+	if (!atomic_compare_exchange_strong(&s->req, &req, req + 1))
 		return 0;
 	futex_wake(&s->req, 1);
 	return 1;

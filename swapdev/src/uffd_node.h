@@ -35,7 +35,8 @@ struct sd_node_slot {
 	_Atomic uint64_t oldest;     /* stamp of its next page to leave (its eviction order) */
 	_Atomic uint64_t out_pages;  /* pages it sent remote, for any reason */
 	_Atomic uint64_t out_for_others; /* of those, pages sent on another process's request */
-	uint64_t pad[2];
+	_Atomic uint64_t req_ns;     /* when the pending request was posted (CLOCK_MONOTONIC) */
+	uint64_t pad;
 };
 
 struct sd_node {
@@ -70,8 +71,10 @@ void sd_node_release(struct sd_node *n, struct sd_node_slot *s);
 /* Add delta (may be negative) to s's local pages and to the node's count; pages leaving
  * wake the waiters. */
 void sd_node_add_local(struct sd_node *n, struct sd_node_slot *s, int64_t delta);
-/* The live-looking slot holding the node's oldest local page (NULL if none holds any). */
-struct sd_node_slot *sd_node_oldest(struct sd_node *n);
+/* The slot holding the node's oldest local page (NULL if none holds any), leaving out a
+ * slot whose request has been pending for more than stall_ns at now_ns (a stopped process:
+ * one fault waits for it, not every fault). */
+struct sd_node_slot *sd_node_oldest(struct sd_node *n, uint64_t now_ns, uint64_t stall_ns);
 /* 1 if the slot's process (its reclaim thread) still exists: not dead, not a zombie, not
  * exec'd into another image. */
 int sd_node_alive(const struct sd_node_slot *s);
@@ -79,8 +82,8 @@ int sd_node_alive(const struct sd_node_slot *s);
  * processes find it gone). */
 void sd_node_reclaim(struct sd_node *n, struct sd_node_slot *s);
 /* Ask s for one eviction batch unless one is pending, and wake its reclaim thread; 1 if
- * this call posted the request. */
-int sd_node_request(struct sd_node_slot *s);
+ * this call posted the request (at now_ns). */
+int sd_node_request(struct sd_node_slot *s, uint64_t now_ns);
 /* Wait until the node's under counter moves from seen, or timeout_ns. */
 void sd_node_wait_under(struct sd_node *n, uint32_t seen, uint64_t timeout_ns);
 /* Wake every waiter on the node's under counter (after bumping it). */

@@ -319,7 +319,9 @@ static void zero_fill_untracked(uintptr_t addr)
  * batch, this one by a local eviction, another by its reclaim thread on a request posted
  * to its slot while this handler waits on the node's futex (bounded slices); a process
  * found gone has its slot reclaimed. If nobody else frees pages within NODE_WAIT_NS the
- * fault evicts locally (counted: node_fallbacks) or, holding nothing, goes over budget.
+ * fault evicts locally (counted: node_fallbacks) or, holding nothing, goes over budget;
+ * the process that did not answer (stopped: SIGSTOP, a debugger) is left out of the choice
+ * while its request stays pending, so that one fault waits for it, not every fault.
  */
 static void make_room(void)
 {
@@ -333,8 +335,20 @@ static void make_room(void)
 		return;
 	}
 	while (atomic_load(&node->resident) >= budget_pages) {
-		struct sd_node_slot *victim = sd_node_oldest(node);
+		struct sd_node_slot *victim;
 		uint32_t seen;
+
+		if (deadline && sd_now_ns() >= deadline) { /* before the choice, which leaves
+							     * the process that kept us waiting out */
+			node_fallbacks++;
+			atomic_fetch_add(&node->fallbacks, 1);
+			if (local_pages) {
+				evict_ops->evict(evict_st);
+				node_publish();
+			}
+			return;
+		}
+		victim = sd_node_oldest(node, sd_now_ns(), NODE_WAIT_NS);
 
 		if (!victim || victim == my_slot) {
 			uint64_t before = local_pages;
@@ -350,19 +364,10 @@ static void make_room(void)
 			sd_node_reclaim(node, victim);
 			continue;
 		}
-		if (!deadline) {
+		if (!deadline)
 			deadline = sd_now_ns() + NODE_WAIT_NS;
-		} else if (sd_now_ns() >= deadline) {
-			node_fallbacks++;
-			atomic_fetch_add(&node->fallbacks, 1);
-			if (local_pages) {
-				evict_ops->evict(evict_st);
-				node_publish();
-			}
-			return;
-		}
 		seen = atomic_load(&node->under);
-		node_requests += (uint64_t)sd_node_request(victim);
+		node_requests += (uint64_t)sd_node_request(victim, sd_now_ns());
 		if (atomic_load(&node->resident) >= budget_pages)
 			sd_node_wait_under(node, seen, NODE_WAIT_SLICE_NS);
 	}
