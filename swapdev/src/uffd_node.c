@@ -39,12 +39,13 @@ struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages)
 	struct sd_node *n;
 	struct stat st;
 	uint32_t expect = 0;
-	int fd = shm_open(name, O_RDWR | O_CREAT, 0666);
+	int fd = shm_open(name, O_RDWR, 0);
 	int i;
 
 	if (fd < 0)
-		uffd_die("SWAPDEV_NODE_SHM=%s: shm_open: %s", name, strerror(errno));
-	(void)fchmod(fd, 0666); /* every process of the node may open it (memcached: nobody) */
+		uffd_die("SWAPDEV_NODE_SHM=%s: shm_open: %s (the node's segment is made by whoever "
+			 "starts the node: disaggsim emulate, device.per_node_segments)", name,
+			 strerror(errno));
 	if (fstat(fd, &st))
 		uffd_die("SWAPDEV_NODE_SHM=%s: fstat: %s", name, strerror(errno));
 	if ((size_t)st.st_size < sizeof(*n) && ftruncate(fd, sizeof(*n)))

@@ -547,10 +547,60 @@ static void register_range(uintptr_t start, size_t len)
 }
 
 /* Under the lock. */
+/*
+ * SWAPDEV_NODE_SHM with "%n" replaced by this process's network namespace inode (the
+ * number in /proc/self/ns/net): one environment names each node's own segment when the
+ * nodes are network namespaces and an application passes the same environment to every
+ * node's processes (Spark's spark.executorEnv). NULL if unset or empty.
+ */
+static const char *node_shm_name(char *buf, size_t len)
+{
+	const char *tmpl = getenv("SWAPDEV_NODE_SHM"), *pct;
+	unsigned long long ino;
+	char link[64];
+	ssize_t n;
+
+	if (!tmpl || !*tmpl)
+		return NULL;
+	pct = strstr(tmpl, "%n");
+	if (!pct)
+		return tmpl;
+	n = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
+	if (n > 0)
+		link[n] = 0;
+	if (n <= 0 || sscanf(link, "net:[%llu]", &ino) != 1)
+		uffd_die("SWAPDEV_NODE_SHM=%s: cannot read this process's network namespace "
+		    "(/proc/self/ns/net)", tmpl);
+	if (snprintf(buf, len, "%.*s%llu%s", (int)(pct - tmpl), tmpl, ino, pct + 2) >= (int)len)
+		uffd_die("SWAPDEV_NODE_SHM=%s: too long", tmpl);
+	return buf;
+}
+
+static void node_join(uint64_t local);
+
+/*
+ * Under the lock, when the process registers its first region: join the node named by
+ * SWAPDEV_NODE_SHM (a process that registers nothing never does: `ip netns exec`, run with
+ * the node's environment before it enters the node's namespace, would have named another
+ * segment). The segment must exist (whoever starts the node creates it: emulate).
+ */
+static void node_attach(void)
+{
+	char buf[256];
+	const char *shm;
+
+	if (node || !(shm = node_shm_name(buf, sizeof(buf))))
+		return;
+	node = sd_node_attach(shm, budget_pages);
+	node_join(local_pages);
+}
+
 static void register_region(uintptr_t start, size_t len)
 {
 	size_t npages = len / PAGE;
 	int i;
+
+	node_attach();
 
 	for (i = 0; i < MAX_REGIONS && regions[i].gen; i++)
 		;
@@ -1054,40 +1104,9 @@ static void atfork_child(void)
 		pthread_mutex_unlock(&lock);
 	}
 }
-/*
- * SWAPDEV_NODE_SHM with "%n" replaced by this process's network namespace inode (the
- * number in /proc/self/ns/net): one environment names each node's own segment when the
- * nodes are network namespaces and an application passes the same environment to every
- * node's processes (Spark's spark.executorEnv). NULL if unset or empty.
- */
-static const char *node_shm_name(char *buf, size_t len)
-{
-	const char *tmpl = getenv("SWAPDEV_NODE_SHM"), *pct;
-	unsigned long long ino;
-	char link[64];
-	ssize_t n;
-
-	if (!tmpl || !*tmpl)
-		return NULL;
-	pct = strstr(tmpl, "%n");
-	if (!pct)
-		return tmpl;
-	n = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
-	if (n > 0)
-		link[n] = 0;
-	if (n <= 0 || sscanf(link, "net:[%llu]", &ino) != 1)
-		uffd_die("SWAPDEV_NODE_SHM=%s: cannot read this process's network namespace "
-		    "(/proc/self/ns/net)", tmpl);
-	if (snprintf(buf, len, "%.*s%llu%s", (int)(pct - tmpl), tmpl, ino, pct + 2) >= (int)len)
-		uffd_die("SWAPDEV_NODE_SHM=%s: too long", tmpl);
-	return buf;
-}
-
 __attribute__((constructor)) static void swapdev_init(void)
 {
 	struct sd_io io = {io_request, io_end_batch, io_wait_until, &run.delay, NULL};
-	char shm_buf[256];
-	const char *shm;
 	uint64_t local_bytes, spin_us, evict_batch, inactive_permille;
 	int ev = sd_policy_lookup("SWAPDEV_EVICTION", getenv("SWAPDEV_EVICTION"), sd_evict_names,
 				  SD_EVICT_COUNT, SD_EVICT_FIFO);
@@ -1119,10 +1138,6 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (!evict_st || !paging_st)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
-	if ((shm = node_shm_name(shm_buf, sizeof(shm_buf)))) {
-		node = sd_node_attach(shm, budget_pages);
-		node_join(0);
-	}
 	uffd = open_uffd();
 	if (pthread_create(&handler, NULL, handler_main, NULL) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
