@@ -61,6 +61,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@
 
 #include "policy.h"
 #include "sd_user.h"
+#include "uffd_shmem.h"
 #include "uffd_space.h"
 
 struct region uffd_regions[MAX_REGIONS];
@@ -234,6 +236,29 @@ void uffd_end_evict(void)
 	paging_ops->end_evict(paging_st, sd_now_ns());
 }
 
+/* Shared regions (uffd_shmem.c), under the lock: the paging policy on device page g. */
+void uffd_shared_fetch(uint64_t g)
+{
+	paging_ops->fetch(paging_st, g, sd_now_ns());
+}
+
+void uffd_shared_write(uint64_t g, uint64_t n)
+{
+	paging_ops->write(paging_st, g, n, sd_now_ns());
+}
+
+int uffd_thread_start(pthread_t *t, void *(*fn)(void *))
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(t, NULL, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
 /* The region holding addr: the latest registered if several do (a MAP_FIXED mapping over
  * part of an older region is a region of its own, registered after it). */
 static int find_region(uintptr_t addr)
@@ -354,6 +379,10 @@ static void handle_fault(const struct uffd_msg *m)
 		return;
 	}
 	pthread_mutex_lock(&lock);
+	if (uffd_shmem_fault(uffd, m)) { /* a shared region's: served also during a fork */
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	forker = atomic_load(&fork_tid);
 	if (forker && (pid_t)m->arg.pagefault.feat.ptid != forker)
 		defer_fault(m); /* its thread does not exist in the child: after the fork */
@@ -534,17 +563,22 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	int tracked = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && (prot & PROT_WRITE) &&
 		      len >= min_map_bytes && !(flags & MAP_HUGETLB);
+	int shared = uffd_shmem_wants(len, prot, flags, min_map_bytes);
 	void *p;
 
-	if (!enabled || (!(flags & MAP_FIXED) && !tracked))
+	if (!enabled || (!(flags & MAP_FIXED) && !tracked && !shared))
 		return sys_mmap(addr, len, prot, flags, fd, off);
 	/* Under the lock: the handler must not take pages out of a range being replaced (a
 	 * JVM uncommits its heap with mmap(MAP_FIXED, PROT_NONE): copying from it crashed). */
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
 	p = sys_mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && (flags & MAP_FIXED))
+	if (p != MAP_FAILED && (flags & MAP_FIXED)) {
 		release_range((uintptr_t)p, len, REL_UNMAPPED); /* the old pages are gone */
+		uffd_shmem_release(uffd, (uintptr_t)p, len);
+	}
+	if (p != MAP_FAILED && shared)
+		uffd_shmem_register(uffd, (uintptr_t)p, (len + PAGE - 1) & ~(PAGE - 1));
 	if (p != MAP_FAILED && tracked) {
 		syscall(SYS_madvise, p, len, MADV_NOHUGEPAGE);
 		register_region((uintptr_t)p, (len + PAGE - 1) & ~(PAGE - 1));
@@ -564,8 +598,10 @@ int munmap(void *addr, size_t len)
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
 	ret = (int)syscall(SYS_munmap, addr, len);
-	if (ret == 0)
+	if (ret == 0) {
 		release_range((uintptr_t)addr, len, REL_UNMAPPED);
+		uffd_shmem_release(uffd, (uintptr_t)addr, len);
+	}
 	pthread_mutex_unlock(&lock);
 	return ret;
 }
@@ -598,6 +634,7 @@ void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		ioctl(uffd, UFFDIO_UNREGISTER, &rg);
 		drop_region(r);
 	}
+	uffd_shmem_release(uffd, (uintptr_t)old, old_len); /* the moved range is unregistered */
 	ret = (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
 	pthread_mutex_unlock(&lock);
 	return ret;
@@ -670,6 +707,7 @@ static void stop_device(void)
 			ioctl(uffd, UFFDIO_UNREGISTER, &rg);
 			drop_region(r);
 		}
+		uffd_shmem_stop();
 		enabled = 0;
 		atomic_store(&handler_stop, 1);
 		join = 1;
@@ -718,7 +756,8 @@ void closefrom(int lowfd)
 static int open_uffd(void)
 {
 	struct uffdio_api api = {.api = UFFD_API,
-				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID};
+				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID |
+					     uffd_shmem_features()};
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
@@ -850,12 +889,13 @@ static void atfork_child(void)
 		check_child_pages(&regions[i]);
 		register_child_pages(&regions[i], 0, regions[i].npages);
 	}
+	uffd_shmem_forked_child(uffd);
 	if (sd_run_forked_child(&run))
 		_exit(2);
 	forked_child = 1;
 	child_pid = getpid();
 	device_pid = child_pid;
-	if (pthread_create(&handler, NULL, handler_main, NULL))
+	if (uffd_thread_start(&handler, handler_main))
 		die("forked child: cannot start the handler thread");
 }
 __attribute__((constructor)) static void swapdev_init(void)
@@ -867,7 +907,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	int pg = sd_policy_lookup("SWAPDEV_PAGING", getenv("SWAPDEV_PAGING"), sd_paging_names,
 				  SD_PAGING_COUNT, SD_PAGING_DEMAND);
 
-	if (ev < 0 || pg < 0)
+	if (ev < 0 || pg < 0 || uffd_shmem_init(&lock))
 		_exit(2);
 	if (sd_env_u64("SWAPDEV_LOCAL_BYTES", 0, &local_bytes) ||
 	    sd_env_u64("SWAPDEV_MIN_MAP_BYTES", 1 << 20, &min_map_bytes) ||
@@ -893,7 +933,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
 	uffd = open_uffd();
-	if (pthread_create(&handler, NULL, handler_main, NULL) ||
+	if (uffd_thread_start(&handler, handler_main) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
 		die("cannot start the handler thread");
 	device_pid = getpid();
@@ -910,6 +950,7 @@ __attribute__((destructor)) static void swapdev_fini(void)
 	if (enabled) {
 		evict_ops->finish(evict_st, stderr);
 		paging_ops->finish(paging_st, sd_now_ns(), stderr);
+		uffd_shmem_finish(stderr);
 	}
 	pthread_mutex_lock(&run.mu);
 	outputs = run; /* the counters, histograms and output files as they are now */

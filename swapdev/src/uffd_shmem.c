@@ -1,0 +1,626 @@
+/*
+ * The uffd backend's shared anonymous memory: MAP_SHARED | MAP_ANONYMOUS mappings (shmem,
+ * PostgreSQL's shared buffers) made while the device runs, of at least
+ * SWAPDEV_MIN_MAP_BYTES, with SWAPDEV_SHARED_LOCAL_FRACTION set (unset: not registered,
+ * as before). doc/swapdev.md, "Shared anonymous memory", gives the kernel's rules cited.
+ *
+ * The page cache is the store: a shmem page's data stays in the mapping's page cache
+ * whatever the device does, so no data ever moves and no write can be lost. Each region is
+ * registered MISSING | MINOR (UFFDIO_REGISTER_MODE_MINOR needs UFFD_FEATURE_MINOR_SHMEM):
+ *   - a MISSING fault is the page's first touch (not in the page cache): resolved with
+ *     UFFDIO_ZEROPAGE (a zeroed page enters the page cache), no delay, not remote;
+ *   - a MINOR fault is an access to a page in the page cache that this process's page table
+ *     does not map: if the region's state says remote, the paging policy's fetch is paid
+ *     (the private pages' paging_ops->fetch: same delay model, trace and counters), the page
+ *     becomes resident; either way UFFDIO_CONTINUE maps the page-cache page.
+ * Taking page p remote = mark it remote in the region's state, which is MAP_SHARED (made
+ * when the region is registered, before any fork, so every process of the mapping sees the
+ * same state), and zap the PTEs that map it (MADV_DONTNEED: on a shared mapping it drops
+ * the page-table entries only; the page stays in the page cache). madvise acts on the
+ * caller's own page table, so the evicting process zaps its own PTEs and appends the pages
+ * to the region's eviction log (shared, a ring of LOG_CAP entries); every other process of
+ * the region applies the log (zaps the pages in its own page table) from a thread of its
+ * device woken by a futex on the log's sequence number, and before serving each of its
+ * faults in the region. Until a process has applied an entry, an access of it to that page
+ * skips the fetch (its stale PTE): each process counts the entries it applied while the
+ * page was still mapped in its page table (/proc/self/pagemap's present bit, read before
+ * the zap) and their lag (zap time - eviction time): an upper bound on the accesses that
+ * skipped a delay (the exit summary, "swapdev uffd shmem: ...").
+ *
+ * Budget: one per region, shared by every process that maps it: SWAPDEV_SHARED_LOCAL_FRACTION
+ * x the region's pages. A fault that makes a page resident when the region is at its budget
+ * first sends the SWAPDEV_EVICT_BATCH oldest resident pages of the region remote (FIFO over
+ * the region, whichever process made them resident; the paging policy's write-back of each
+ * contiguous run, logged in the evicting process's trace). Shared pages count only in their
+ * region's budget, private pages only in SWAPDEV_LOCAL_BYTES (each process's own).
+ *
+ * fork(): a shared mapping's PTEs are not copied to the child (the kernel's
+ * vma_needs_copy), and without UFFD_FEATURE_EVENT_FORK the child's copy of the range is not
+ * registered; the child's device registers each region again on its own userfaultfd (the
+ * same MAP_SHARED state and log, not a copy) and starts applying the log from its current
+ * end.
+ *
+ * Locking: every hook runs under the device's lock (uffd_preload.c); the region's state,
+ * FIFO and log are changed under its mutex (process-shared, robust: a process killed
+ * holding it does not block the others), taken inside the device's lock. A fetch is waited
+ * for outside the region's mutex (the page is SH_FETCHING; another process faulting on it
+ * waits for the fetch to end, as the kernel's page lock makes it wait).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sd_user.h"
+#include "uffd_shmem.h"
+#include "uffd_space.h"
+
+#define SHM_REGIONS 16
+#define LOG_CAP (1u << 16)  /* eviction log entries per region (a ring) */
+#define MAX_BATCH 1024u     /* SWAPDEV_EVICT_BATCH is capped to this for shared regions */
+#define SH_UNTOUCHED 0
+#define SH_RESIDENT 1
+#define SH_REMOTE 2
+#define SH_FETCHING 3
+/* The device page numbers of shared pages (the rmem trace's) start here, apart from the
+ * private regions' (which count up from 0 in each process). */
+#define G_BASE (1ull << 29)
+/* How long a fault waits for another process's fetch of the same page at most. */
+#define FETCH_WAIT_NS 10000000ull
+#define ZAPPER_TIMEOUT_NS 50000000l
+
+struct log_entry {
+	uint32_t page;
+	int32_t pid;   /* the evicting process (it has zapped its own PTE) */
+	uint64_t t_ns; /* when it marked the page remote (CLOCK_MONOTONIC) */
+};
+
+/* One region's shared state (MAP_SHARED), followed by uint32_t fifo[npages] and
+ * uint8_t state[npages]. */
+struct shm_hdr {
+	pthread_mutex_t mu;
+	uint64_t npages, budget, batch, g_base;
+	uint64_t resident, max_resident;
+	uint64_t fifo_head, fifo_len; /* resident pages, oldest first (a ring of npages) */
+	_Atomic uint32_t seq;         /* log entries ever written; the futex word */
+	struct log_entry log[LOG_CAP];
+};
+
+/* This process's view of a region, and what this process did there. */
+struct shm_region {
+	uintptr_t start;
+	size_t npages, hdr_bytes;
+	struct shm_hdr *h; /* NULL: free slot */
+	uint32_t applied;  /* log entries this process has applied */
+	uint64_t first_touch, fetches, minor, waited, evicted;
+	uint64_t zapped, zapped_mapped, lag_sum_ns, lag_max_ns, overruns;
+};
+
+static struct shm_region shm[SHM_REGIONS];
+static int shm_on;
+static double local_fraction;
+static uint64_t batch_cfg;
+static pthread_mutex_t *dev_lock;
+static uint64_t next_g = G_BASE;
+static pid_t my_pid;
+static int zapper_running;
+static atomic_int zapper_stop;
+/* Scratch, under the device's lock. */
+static uint32_t evicted[MAX_BATCH];
+static struct log_entry pending[LOG_CAP];
+
+static void shm_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("swapdev uffd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	syscall(SYS_exit_group, 2);
+}
+
+static uint32_t *fifo_of(struct shm_hdr *h)
+{
+	return (uint32_t *)(h + 1);
+}
+
+static uint8_t *state_of(struct shm_hdr *h)
+{
+	return (uint8_t *)(fifo_of(h) + h->npages);
+}
+
+static void hlock(struct shm_hdr *h)
+{
+	int e = pthread_mutex_lock(&h->mu);
+
+	if (e == EOWNERDEAD)
+		pthread_mutex_consistent(&h->mu); /* its holder died: the state is as it left it */
+	else if (e)
+		shm_die("shared region lock: %s", strerror(e));
+}
+
+int uffd_shmem_init(pthread_mutex_t *lock)
+{
+	const char *f = getenv("SWAPDEV_SHARED_LOCAL_FRACTION");
+	char *end;
+
+	dev_lock = lock;
+	my_pid = getpid();
+	if (!f || !*f)
+		return 0;
+	local_fraction = strtod(f, &end);
+	if (end == f || *end || !(local_fraction > 0 && local_fraction <= 1)) {
+		fprintf(stderr, "swapdev: SWAPDEV_SHARED_LOCAL_FRACTION=%s: expected a number in "
+			"(0, 1]\n", f);
+		return -1;
+	}
+	if (sd_env_u64("SWAPDEV_EVICT_BATCH", 32, &batch_cfg))
+		return -1;
+	if (batch_cfg > MAX_BATCH)
+		batch_cfg = MAX_BATCH;
+	shm_on = 1;
+	return 0;
+}
+
+uint64_t uffd_shmem_features(void)
+{
+	return shm_on ? UFFD_FEATURE_MINOR_SHMEM : 0;
+}
+
+int uffd_shmem_wants(size_t len, int prot, int flags, uint64_t min_map_bytes)
+{
+	int type = flags & MAP_TYPE;
+
+	return shm_on && (type == MAP_SHARED || type == MAP_SHARED_VALIDATE) &&
+	       (flags & MAP_ANONYMOUS) && !(flags & MAP_HUGETLB) &&
+	       (prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
+	       len >= min_map_bytes;
+}
+
+static struct shm_region *find(uintptr_t addr)
+{
+	for (int i = 0; i < SHM_REGIONS; i++)
+		if (shm[i].h && addr >= shm[i].start && addr < shm[i].start + shm[i].npages * PAGE)
+			return &shm[i];
+	return NULL;
+}
+
+static int register_on(int uffd, uintptr_t start, size_t len)
+{
+	struct uffdio_register reg = {
+		.range = {.start = start, .len = len},
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR,
+	};
+
+	return ioctl(uffd, UFFDIO_REGISTER, &reg);
+}
+
+static void futex_wake_all(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Zap this process's PTEs of pages [p, p+n) of r (the pages stay in the page cache). */
+static void zap(const struct shm_region *r, uint64_t p, uint64_t n)
+{
+	if (syscall(SYS_madvise, r->start + p * PAGE, n * PAGE, MADV_DONTNEED))
+		shm_die("shared region: MADV_DONTNEED %#lx: %s",
+			(unsigned long)(r->start + p * PAGE), strerror(errno));
+}
+
+/*
+ * Apply the other processes' log entries this process has not applied: zap the pages here,
+ * counting those still mapped (pagemap bit 63, present) and the lag. An overrun (more than
+ * LOG_CAP entries behind) zaps the whole region: every page's next access here faults, and
+ * the region's state decides (a resident page is a minor fault without delay).
+ */
+static void apply_log(struct shm_region *r)
+{
+	struct shm_hdr *h = r->h;
+	uint32_t s = atomic_load_explicit(&h->seq, memory_order_acquire), a = r->applied, i;
+	size_t n = 0, k;
+	uint64_t now;
+	int pm;
+
+	if (s == a)
+		return;
+	if (s - a <= LOG_CAP)
+		for (i = a; i != s; i++) {
+			const struct log_entry *e = &h->log[i % LOG_CAP];
+
+			if (__atomic_load_n(&e->pid, __ATOMIC_RELAXED) == my_pid)
+				continue;
+			pending[n].page = __atomic_load_n(&e->page, __ATOMIC_RELAXED);
+			pending[n].pid = __atomic_load_n(&e->pid, __ATOMIC_RELAXED);
+			pending[n++].t_ns = __atomic_load_n(&e->t_ns, __ATOMIC_RELAXED);
+		}
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&h->seq, memory_order_relaxed) - a > LOG_CAP) {
+		zap(r, 0, r->npages); /* entries were overwritten while read */
+		r->overruns++;
+		r->applied = atomic_load_explicit(&h->seq, memory_order_acquire);
+		return;
+	}
+	r->applied = s;
+	if (!n)
+		return;
+	pm = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	now = sd_now_ns();
+	for (k = 0; k < n; k++) {
+		uint64_t p = pending[k].page, pte = 1ull << 63;
+
+		if (pm >= 0 && pread(pm, &pte, sizeof(pte), (off_t)((r->start / PAGE + p) * 8)) !=
+				       (ssize_t)sizeof(pte))
+			pte = 1ull << 63; /* unknown: counted as mapped (an upper bound) */
+		if (pte >> 63) {
+			uint64_t lag = now > pending[k].t_ns ? now - pending[k].t_ns : 0;
+
+			r->zapped_mapped++;
+			r->lag_sum_ns += lag;
+			if (lag > r->lag_max_ns)
+				r->lag_max_ns = lag;
+			zap(r, p, 1);
+		}
+		r->zapped++;
+	}
+	if (pm >= 0)
+		syscall(SYS_close, pm);
+}
+
+/* The device's thread that applies the logs when another process evicts. */
+static void *zapper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		_Atomic uint32_t *w = NULL;
+		uint32_t seen = 0;
+		struct timespec to = {0, ZAPPER_TIMEOUT_NS};
+
+		pthread_mutex_lock(dev_lock);
+		if (atomic_load(&zapper_stop)) {
+			zapper_running = 0;
+			pthread_mutex_unlock(dev_lock);
+			return NULL;
+		}
+		for (int i = 0; i < SHM_REGIONS; i++) {
+			if (!shm[i].h)
+				continue;
+			apply_log(&shm[i]);
+			if (!w) {
+				w = &shm[i].h->seq;
+				seen = shm[i].applied;
+			}
+		}
+		pthread_mutex_unlock(dev_lock);
+		/* Woken by the next entry of the first region (others: by the timeout). */
+		if (w)
+			syscall(SYS_futex, w, FUTEX_WAIT, seen, &to, NULL, 0);
+		else
+			nanosleep(&to, NULL);
+	}
+}
+
+static void start_zapper(void)
+{
+	pthread_t t;
+
+	if (zapper_running)
+		return;
+	atomic_store(&zapper_stop, 0);
+	if (uffd_thread_start(&t, zapper_main))
+		shm_die("cannot start the shared regions' thread");
+	pthread_detach(t);
+	zapper_running = 1;
+}
+
+void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
+{
+	struct shm_region *r = NULL;
+	size_t npages = len / PAGE, bytes;
+	pthread_mutexattr_t at;
+	struct shm_hdr *h;
+
+	for (int i = 0; i < SHM_REGIONS && !r; i++)
+		if (!shm[i].h)
+			r = &shm[i];
+	if (!r)
+		return; /* stays ordinary shared memory */
+	bytes = (sizeof(*h) + npages * (sizeof(uint32_t) + 1) + PAGE - 1) & ~(PAGE - 1);
+	h = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		shm_die("cannot map %zu bytes of shared region state: %s", bytes, strerror(errno));
+	pthread_mutexattr_init(&at);
+	pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&h->mu, &at);
+	pthread_mutexattr_destroy(&at);
+	h->npages = npages;
+	h->budget = (uint64_t)(local_fraction * (double)npages);
+	if (h->budget < 1)
+		h->budget = 1;
+	h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
+	h->g_base = next_g;
+	next_g += npages;
+	if (register_on(uffd, start, npages * PAGE))
+		shm_die("UFFDIO_REGISTER (MINOR) %#lx+%zu: %s", (unsigned long)start, len,
+			strerror(errno));
+	memset(r, 0, sizeof(*r));
+	r->start = start;
+	r->npages = npages;
+	r->hdr_bytes = bytes;
+	r->h = h;
+	start_zapper();
+}
+
+static void drop(int uffd, struct shm_region *r)
+{
+	struct uffdio_range rg = {.start = r->start, .len = r->npages * PAGE};
+
+	if (uffd >= 0)
+		ioctl(uffd, UFFDIO_UNREGISTER, &rg); /* fails harmlessly if already unmapped */
+	syscall(SYS_munmap, r->h, r->hdr_bytes);
+	memset(r, 0, sizeof(*r));
+}
+
+void uffd_shmem_release(int uffd, uintptr_t addr, size_t len)
+{
+	for (int i = 0; i < SHM_REGIONS; i++)
+		if (shm[i].h && addr < shm[i].start + shm[i].npages * PAGE &&
+		    addr + len > shm[i].start)
+			drop(uffd, &shm[i]);
+}
+
+/* Under the region's mutex: page p becomes resident (counted, newest in the FIFO). */
+static void push_resident(struct shm_hdr *h, uint32_t p)
+{
+	fifo_of(h)[(h->fifo_head + h->fifo_len) % h->npages] = p;
+	h->fifo_len++;
+	if (++h->resident > h->max_resident)
+		h->max_resident = h->resident;
+}
+
+/* Under the region's mutex, before a page becomes resident: at the budget, mark the batch
+ * of oldest resident pages remote and log them; returns how many (in evicted[]). A page
+ * being fetched (SH_FETCHING) goes back to the FIFO's tail. */
+static unsigned make_room(struct shm_hdr *h)
+{
+	uint32_t *fifo = fifo_of(h);
+	uint8_t *state = state_of(h);
+	unsigned n = 0;
+	uint64_t now = sd_now_ns();
+
+	if (h->resident < h->budget)
+		return 0;
+	for (uint64_t scan = h->fifo_len; scan && n < h->batch; scan--) {
+		uint32_t q = fifo[h->fifo_head];
+		uint32_t s = atomic_load_explicit(&h->seq, memory_order_relaxed);
+
+		h->fifo_head = (h->fifo_head + 1) % h->npages;
+		h->fifo_len--;
+		if (state[q] == SH_FETCHING) {
+			fifo[(h->fifo_head + h->fifo_len) % h->npages] = q;
+			h->fifo_len++;
+			continue;
+		}
+		__atomic_store_n(&state[q], SH_REMOTE, __ATOMIC_RELAXED);
+		h->resident--;
+		__atomic_store_n(&h->log[s % LOG_CAP].page, q, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->log[s % LOG_CAP].pid, my_pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->log[s % LOG_CAP].t_ns, now, __ATOMIC_RELAXED);
+		atomic_store_explicit(&h->seq, s + 1, memory_order_release);
+		evicted[n++] = q;
+	}
+	return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* After make_room, outside the region's mutex: wake the other processes, zap this
+ * process's PTEs and write each contiguous run back (the paging policy). */
+static void finish_evict(struct shm_region *r, unsigned n)
+{
+	unsigned i = 0;
+
+	if (!n)
+		return;
+	futex_wake_all(&r->h->seq);
+	qsort(evicted, n, sizeof(evicted[0]), cmp_u32);
+	while (i < n) {
+		unsigned j = i + 1;
+
+		while (j < n && evicted[j] == evicted[j - 1] + 1)
+			j++;
+		zap(r, evicted[i], j - i);
+		uffd_shared_write(r->h->g_base + evicted[i], j - i);
+		i = j;
+	}
+	uffd_end_evict();
+	r->evicted += n;
+}
+
+static void wake(int uffd, uintptr_t addr)
+{
+	struct uffdio_range rg = {.start = addr, .len = PAGE};
+
+	ioctl(uffd, UFFDIO_WAKE, &rg);
+}
+
+/* A first touch: a zeroed page into the page cache, mapped here. EEXIST: another process
+ * put it there first; the thread retries (a minor fault then). */
+static void zero_fill(int uffd, uintptr_t addr)
+{
+	struct uffdio_zeropage z = {.range = {.start = addr, .len = PAGE}, .mode = 0};
+
+	while (ioctl(uffd, UFFDIO_ZEROPAGE, &z)) {
+		if (errno == EAGAIN) {
+			z.zeropage = 0;
+			continue;
+		}
+		wake(uffd, addr);
+		return;
+	}
+}
+
+/* Map the page-cache page at addr. EEXIST (mapped meanwhile) or a page removed meanwhile
+ * (MADV_REMOVE: ENOENT/EFAULT): the thread retries. */
+static void map_cached(int uffd, uintptr_t addr)
+{
+	struct uffdio_continue c = {.range = {.start = addr, .len = PAGE}, .mode = 0};
+
+	while (ioctl(uffd, UFFDIO_CONTINUE, &c)) {
+		if (errno == EAGAIN) {
+			c.mapped = 0;
+			continue;
+		}
+		wake(uffd, addr);
+		return;
+	}
+}
+
+int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
+{
+	uintptr_t addr = m->arg.pagefault.address & ~(PAGE - 1);
+	struct shm_region *r;
+	struct shm_hdr *h;
+	uint8_t *state;
+	uint32_t p;
+	unsigned n = 0;
+	int st;
+
+	if (!shm_on || !(r = find(addr)))
+		return 0;
+	h = r->h;
+	state = state_of(h);
+	p = (uint32_t)((addr - r->start) / PAGE);
+	apply_log(r);
+	hlock(h);
+	st = state[p];
+	if (!(m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR)) {
+		/* Not in the page cache: a first touch (or a page the application removed, whose
+		 * data is zeros now: local, nothing to fetch). */
+		if (st != SH_RESIDENT && st != SH_FETCHING) {
+			n = make_room(h);
+			__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
+			push_resident(h, p);
+			/* Remote and not in the page cache: removed by the application, or sent
+			 * remote by another process before the first toucher's UFFDIO_ZEROPAGE: no
+			 * data to fetch either way. */
+			r->first_touch += st == SH_UNTOUCHED;
+		}
+		pthread_mutex_unlock(&h->mu);
+		finish_evict(r, n);
+		zero_fill(uffd, addr);
+		return 1;
+	}
+	if (st == SH_REMOTE) {
+		n = make_room(h);
+		__atomic_store_n(&state[p], SH_FETCHING, __ATOMIC_RELAXED);
+		push_resident(h, p);
+		pthread_mutex_unlock(&h->mu);
+		finish_evict(r, n);
+		uffd_shared_fetch(h->g_base + p);
+		r->fetches++;
+		hlock(h);
+		__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&h->mu);
+	} else if (st == SH_FETCHING) {
+		uint64_t t0 = sd_now_ns();
+
+		pthread_mutex_unlock(&h->mu);
+		while (__atomic_load_n(&state[p], __ATOMIC_RELAXED) == SH_FETCHING &&
+		       sd_now_ns() - t0 < FETCH_WAIT_NS)
+			;
+		r->waited++;
+	} else {
+		if (st == SH_UNTOUCHED) { /* in the page cache before the device saw it */
+			n = make_room(h);
+			__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
+			push_resident(h, p);
+			r->first_touch++;
+		} else {
+			r->minor++;
+		}
+		pthread_mutex_unlock(&h->mu);
+		finish_evict(r, n);
+	}
+	map_cached(uffd, addr);
+	return 1;
+}
+
+void uffd_shmem_forked_child(int uffd)
+{
+	int any = 0;
+
+	my_pid = getpid();
+	zapper_running = 0; /* the parent's thread is not in the child */
+	for (int i = 0; i < SHM_REGIONS; i++) {
+		struct shm_region *r = &shm[i];
+
+		if (!r->h)
+			continue;
+		/* No PTEs of a shared mapping are copied at fork; make sure of it. */
+		zap(r, 0, r->npages);
+		if (register_on(uffd, r->start, r->npages * PAGE)) {
+			drop(-1, r); /* part of it was remapped: its pages keep their data */
+			continue;
+		}
+		r->applied = atomic_load_explicit(&r->h->seq, memory_order_acquire);
+		r->first_touch = r->fetches = r->minor = r->waited = r->evicted = 0;
+		r->zapped = r->zapped_mapped = r->lag_sum_ns = r->lag_max_ns = r->overruns = 0;
+		any = 1;
+	}
+	if (any)
+		start_zapper();
+}
+
+void uffd_shmem_stop(void)
+{
+	for (int i = 0; i < SHM_REGIONS; i++)
+		if (shm[i].h)
+			drop(-1, &shm[i]); /* the descriptor's close unregisters the ranges */
+	atomic_store(&zapper_stop, 1);
+	shm_on = 0;
+}
+
+void uffd_shmem_finish(FILE *f)
+{
+	for (int i = 0; i < SHM_REGIONS; i++) {
+		const struct shm_region *r = &shm[i];
+
+		if (!r->h)
+			continue;
+		fprintf(f,
+			"swapdev uffd shmem: %zu pages, budget %llu, max resident %llu; here: %llu "
+			"first touches, %llu fetches, %llu minor, %llu waited, %llu evicted; %llu "
+			"zapped for others, %llu mapped when zapped (lag mean %.1f us, max %.1f us), "
+			"%llu overruns\n",
+			r->npages, (unsigned long long)r->h->budget,
+			(unsigned long long)r->h->max_resident, (unsigned long long)r->first_touch,
+			(unsigned long long)r->fetches, (unsigned long long)r->minor,
+			(unsigned long long)r->waited, (unsigned long long)r->evicted,
+			(unsigned long long)r->zapped, (unsigned long long)r->zapped_mapped,
+			r->zapped_mapped ? (double)r->lag_sum_ns / (double)r->zapped_mapped / 1e3 : 0.0,
+			(double)r->lag_max_ns / 1e3, (unsigned long long)r->overruns);
+	}
+}
