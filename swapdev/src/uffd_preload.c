@@ -53,6 +53,13 @@
  *   - mremap(): every region the old range touches comes home whole and is unregistered
  *     (without UFFD_FEATURE_EVENT_REMAP the moved mapping is not registered).
  * A missing fault the device holds nothing of is served a zero page.
+ * Shared anonymous mappings (MAP_SHARED | MAP_ANONYMOUS, shmem: PostgreSQL's shared
+ * buffers, made by the postmaster and inherited by the backends it forks) are registered
+ * only with SWAPDEV_SHARED_LOCAL_FRACTION set, in MINOR mode, by uffd_shmem.c: the page
+ * cache is their store (no data moves), one budget per mapping is shared by every process
+ * mapping it, and other processes' page-table entries are zapped from a shared eviction
+ * log (doc/swapdev.md, "Shared anonymous memory"). This file calls its hooks (mmap,
+ * munmap, mremap, the fault path, the handler's loop, fork, stop, exit).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -422,7 +429,10 @@ static void *handler_main(void *arg)
 	pin_handler();
 	while (!atomic_load(&handler_stop)) {
 		struct uffd_msg msg;
-		ssize_t n = read(uffd, &msg, sizeof(msg));
+		ssize_t n;
+
+		uffd_shmem_poll(); /* other processes' evictions, while it spins */
+		n = read(uffd, &msg, sizeof(msg));
 
 		if (n == (ssize_t)sizeof(msg)) {
 			if (msg.event == UFFD_EVENT_PAGEFAULT)

@@ -315,6 +315,27 @@ static void *zapper_main(void *arg)
 	}
 }
 
+void uffd_shmem_poll(void)
+{
+	int behind = 0;
+
+	if (!zapper_running)
+		return;
+	for (int i = 0; i < SHM_REGIONS && !behind; i++) {
+		struct shm_hdr *h = __atomic_load_n(&shm[i].h, __ATOMIC_RELAXED);
+
+		behind = h && atomic_load_explicit(&h->seq, memory_order_relaxed) !=
+				      __atomic_load_n(&shm[i].applied, __ATOMIC_RELAXED);
+	}
+	if (!behind)
+		return;
+	pthread_mutex_lock(dev_lock);
+	for (int i = 0; i < SHM_REGIONS; i++)
+		if (shm[i].h)
+			apply_log(&shm[i]);
+	pthread_mutex_unlock(dev_lock);
+}
+
 static void start_zapper(void)
 {
 	pthread_t t;
@@ -374,7 +395,9 @@ static void drop(int uffd, struct shm_region *r)
 
 	if (uffd >= 0)
 		ioctl(uffd, UFFDIO_UNREGISTER, &rg); /* fails harmlessly if already unmapped */
-	syscall(SYS_munmap, r->h, r->hdr_bytes);
+	/* The state stays mapped (the other processes' and, here, uffd_shmem_poll's, which
+	 * reads it without the lock); the slot is free again. */
+	__atomic_store_n(&r->h, NULL, __ATOMIC_RELAXED);
 	memset(r, 0, sizeof(*r));
 }
 

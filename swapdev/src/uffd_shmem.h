@@ -28,6 +28,9 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len);
 void uffd_shmem_release(int uffd, uintptr_t addr, size_t len);
 /* Serve m if it is a fault in a shared region: 1 if served, 0 if not the module's. */
 int uffd_shmem_fault(int uffd, const struct uffd_msg *m);
+/* Without the lock, from the handler's loop: apply the shared regions' eviction logs if
+ * another process has added to them (takes the lock then); one load per region if not. */
+void uffd_shmem_poll(void);
 /* In a forked child, on its new userfaultfd: register the regions again, same state. */
 void uffd_shmem_forked_child(int uffd);
 /* The device stops (its descriptor is being closed): forget every region. */
