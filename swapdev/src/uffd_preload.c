@@ -960,7 +960,7 @@ __attribute__((destructor)) static void swapdev_fini(void)
 	if (enabled) {
 		evict_ops->finish(evict_st, stderr);
 		paging_ops->finish(paging_st, sd_now_ns(), stderr);
-		uffd_shmem_finish(stderr);
+		uffd_shmem_finish(uffd, stderr);
 	}
 	pthread_mutex_lock(&run.mu);
 	outputs = run; /* the counters, histograms and output files as they are now */

@@ -75,27 +75,36 @@
 #define SH_RESIDENT 1
 #define SH_REMOTE 2
 #define SH_FETCHING 3
+#define SH_EVICTING 4 /* chosen for eviction, still mapped by another process: still local */
 /* The device page numbers of shared pages (the rmem trace's) start here, apart from the
  * private regions' (which count up from 0 in each process). */
 #define G_BASE (1ull << 29)
 /* How long a fault waits for another process's fetch of the same page at most. */
 #define FETCH_WAIT_NS 10000000ull
 #define ZAPPER_TIMEOUT_NS 50000000l
+/* An eviction another process has not acknowledged within this long is completed anyway
+ * (a process that died, or exec'd, without leaving the region): counted as "forced". */
+#define ACK_TIMEOUT_NS 1000000000ull
 
 struct log_entry {
 	uint32_t page;
 	int32_t pid;   /* the evicting process (it has zapped its own PTE) */
-	uint64_t t_ns; /* when it marked the page remote (CLOCK_MONOTONIC) */
+	uint64_t t_ns; /* when it chose the page (CLOCK_MONOTONIC) */
+	uint32_t gen;  /* the page's eviction number (an acknowledgement of an older one, or of
+			* an eviction cancelled since, is ignored) */
 };
 
-/* One region's shared state (MAP_SHARED), followed by uint32_t fifo[npages] and
- * uint8_t state[npages]. */
+/* One region's shared state (MAP_SHARED), followed by uint32_t fifo[npages],
+ * uint32_t gen[npages], uint16_t pend[npages] and uint8_t state[npages]. */
 struct shm_hdr {
 	pthread_mutex_t mu;
 	uint64_t npages, budget, batch, g_base;
-	uint64_t resident, max_resident;
-	uint64_t fifo_head, fifo_len; /* resident pages, oldest first (a ring of npages) */
-	_Atomic uint32_t seq;         /* log entries ever written; the futex word */
+	uint64_t nproc;                /* processes whose device has the region registered */
+	uint64_t resident, evicting;   /* local pages; those of them being evicted */
+	uint64_t max_resident, max_held, max_evicting, forced;
+	uint64_t fifo_head, fifo_len;  /* resident pages, oldest first (a ring of npages) */
+	uint32_t done;                 /* log entries before this one are acknowledged */
+	_Atomic uint32_t seq;          /* log entries ever written; the futex word */
 	struct log_entry log[LOG_CAP];
 };
 
@@ -105,7 +114,7 @@ struct shm_region {
 	size_t npages, hdr_bytes;
 	struct shm_hdr *h; /* NULL: free slot */
 	uint32_t applied;  /* log entries this process has applied */
-	uint64_t first_touch, fetches, minor, waited, evicted;
+	uint64_t first_touch, fetches, minor, kept, waited, evicted;
 	uint64_t zapped, zapped_mapped, lag_sum_ns, lag_max_ns, overruns;
 };
 
@@ -139,9 +148,60 @@ static uint32_t *fifo_of(struct shm_hdr *h)
 	return (uint32_t *)(h + 1);
 }
 
+static uint32_t *gen_of(struct shm_hdr *h)
+{
+	return fifo_of(h) + h->npages;
+}
+
+static uint16_t *pend_of(struct shm_hdr *h)
+{
+	return (uint16_t *)(gen_of(h) + h->npages);
+}
+
 static uint8_t *state_of(struct shm_hdr *h)
 {
-	return (uint8_t *)(fifo_of(h) + h->npages);
+	return (uint8_t *)(pend_of(h) + h->npages);
+}
+
+/* Under the region's mutex: an evicting page has been zapped everywhere (or its
+ * acknowledgements timed out): it is remote now. */
+static void evicted_everywhere(struct shm_hdr *h, uint32_t q)
+{
+	__atomic_store_n(&state_of(h)[q], SH_REMOTE, __ATOMIC_RELAXED);
+	h->resident--;
+	h->evicting--;
+}
+
+/* Under the region's mutex: this process has zapped the page of entry e (or leaves the
+ * region): one acknowledgement fewer to wait for. */
+static void acknowledge(struct shm_hdr *h, const struct log_entry *e)
+{
+	uint16_t *pend = pend_of(h);
+
+	if (state_of(h)[e->page] == SH_EVICTING && gen_of(h)[e->page] == e->gen &&
+	    pend[e->page] && --pend[e->page] == 0)
+		evicted_everywhere(h, e->page);
+}
+
+/* Under the region's mutex: complete the evictions whose acknowledgements are overdue
+ * (ACK_TIMEOUT_NS), oldest first, and move h->done past the completed ones. */
+static void expire_acks(struct shm_hdr *h, uint64_t now)
+{
+	uint32_t s = atomic_load_explicit(&h->seq, memory_order_relaxed);
+
+	if (s - h->done > LOG_CAP)
+		h->done = s - LOG_CAP;
+	for (; h->done != s; h->done++) {
+		const struct log_entry *e = &h->log[h->done % LOG_CAP];
+
+		if (state_of(h)[e->page] != SH_EVICTING || gen_of(h)[e->page] != e->gen)
+			continue; /* completed or cancelled */
+		if (now - e->t_ns < ACK_TIMEOUT_NS)
+			break;
+		pend_of(h)[e->page] = 0;
+		evicted_everywhere(h, e->page);
+		h->forced++;
+	}
 }
 
 static void hlock(struct shm_hdr *h)
@@ -247,11 +307,14 @@ static void apply_log(struct shm_region *r)
 				continue;
 			pending[n].page = __atomic_load_n(&e->page, __ATOMIC_RELAXED);
 			pending[n].pid = __atomic_load_n(&e->pid, __ATOMIC_RELAXED);
+			pending[n].gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
 			pending[n++].t_ns = __atomic_load_n(&e->t_ns, __ATOMIC_RELAXED);
 		}
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&h->seq, memory_order_relaxed) - a > LOG_CAP) {
-		zap(r, 0, r->npages); /* entries were overwritten while read */
+		/* Entries were overwritten while read: zap everything; their evictions complete
+		 * by the timeout (expire_acks). */
+		zap(r, 0, r->npages);
 		r->overruns++;
 		r->applied = atomic_load_explicit(&h->seq, memory_order_acquire);
 		return;
@@ -280,6 +343,10 @@ static void apply_log(struct shm_region *r)
 	}
 	if (pm >= 0)
 		syscall(SYS_close, pm);
+	hlock(h); /* zapped here: acknowledge */
+	for (k = 0; k < n; k++)
+		acknowledge(h, &pending[k]);
+	pthread_mutex_unlock(&h->mu);
 }
 
 /* The device's thread that applies the logs when another process evicts. */
@@ -361,7 +428,8 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 			r = &shm[i];
 	if (!r)
 		return; /* stays ordinary shared memory */
-	bytes = (sizeof(*h) + npages * (sizeof(uint32_t) + 1) + PAGE - 1) & ~(PAGE - 1);
+	bytes = (sizeof(*h) + npages * (2 * sizeof(uint32_t) + sizeof(uint16_t) + 1) + PAGE - 1) &
+		~(PAGE - 1);
 	h = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
 			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (h == MAP_FAILED)
@@ -372,6 +440,7 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 	pthread_mutex_init(&h->mu, &at);
 	pthread_mutexattr_destroy(&at);
 	h->npages = npages;
+	h->nproc = 1;
 	h->budget = (uint64_t)(local_fraction * (double)npages);
 	if (h->budget < 1)
 		h->budget = 1;
@@ -389,10 +458,30 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 	start_zapper();
 }
 
+/* This process leaves region r: acknowledge the evictions it has not applied (it will not
+ * zap them; the evictions counted it) and stop being counted. */
+static void detach(struct shm_region *r)
+{
+	struct shm_hdr *h = r->h;
+	uint32_t s, i;
+
+	hlock(h);
+	s = atomic_load_explicit(&h->seq, memory_order_relaxed);
+	if (s - r->applied <= LOG_CAP)
+		for (i = r->applied; i != s; i++)
+			if (h->log[i % LOG_CAP].pid != my_pid)
+				acknowledge(h, &h->log[i % LOG_CAP]);
+	r->applied = s;
+	if (h->nproc)
+		h->nproc--;
+	pthread_mutex_unlock(&h->mu);
+}
+
 static void drop(int uffd, struct shm_region *r)
 {
 	struct uffdio_range rg = {.start = r->start, .len = r->npages * PAGE};
 
+	detach(r);
 	if (uffd >= 0)
 		ioctl(uffd, UFFDIO_UNREGISTER, &rg); /* fails harmlessly if already unmapped */
 	/* The state stays mapped (the other processes' and, here, uffd_shmem_poll's, which
@@ -410,17 +499,29 @@ void uffd_shmem_release(int uffd, uintptr_t addr, size_t len)
 }
 
 /* Under the region's mutex: page p becomes resident (counted, newest in the FIFO). */
-static void push_resident(struct shm_hdr *h, uint32_t p)
+static void push_fifo(struct shm_hdr *h, uint32_t p)
 {
 	fifo_of(h)[(h->fifo_head + h->fifo_len) % h->npages] = p;
 	h->fifo_len++;
-	if (++h->resident > h->max_resident)
-		h->max_resident = h->resident;
 }
 
-/* Under the region's mutex, before a page becomes resident: at the budget, mark the batch
- * of oldest resident pages remote and log them; returns how many (in evicted[]). A page
- * being fetched (SH_FETCHING) goes back to the FIFO's tail. */
+static void push_resident(struct shm_hdr *h, uint32_t p)
+{
+	push_fifo(h, p);
+	if (++h->resident > h->max_resident)
+		h->max_resident = h->resident;
+	if (h->resident - h->evicting > h->max_held)
+		h->max_held = h->resident - h->evicting;
+}
+
+/*
+ * Under the region's mutex, before a page becomes resident: when the pages held (resident
+ * and not being evicted) reach the budget, choose the batch of oldest resident pages and
+ * log them; returns how many (in evicted[]). A page no other process maps goes remote at
+ * once; else it is evicting (still local, still counted resident) until every other
+ * process has zapped it (acknowledge). A page being fetched (SH_FETCHING) goes back to
+ * the FIFO's tail.
+ */
 static unsigned make_room(struct shm_hdr *h)
 {
 	uint32_t *fifo = fifo_of(h);
@@ -428,7 +529,8 @@ static unsigned make_room(struct shm_hdr *h)
 	unsigned n = 0;
 	uint64_t now = sd_now_ns();
 
-	if (h->resident < h->budget)
+	expire_acks(h, now);
+	if (h->resident - h->evicting < h->budget)
 		return 0;
 	for (uint64_t scan = h->fifo_len; scan && n < h->batch; scan--) {
 		uint32_t q = fifo[h->fifo_head];
@@ -437,12 +539,22 @@ static unsigned make_room(struct shm_hdr *h)
 		h->fifo_head = (h->fifo_head + 1) % h->npages;
 		h->fifo_len--;
 		if (state[q] == SH_FETCHING) {
-			fifo[(h->fifo_head + h->fifo_len) % h->npages] = q;
-			h->fifo_len++;
+			push_fifo(h, q);
 			continue;
 		}
-		__atomic_store_n(&state[q], SH_REMOTE, __ATOMIC_RELAXED);
-		h->resident--;
+		if (state[q] != SH_RESIDENT)
+			continue; /* cannot be: only resident pages are queued */
+		gen_of(h)[q]++;
+		h->evicting++;
+		if (h->nproc > 1) {
+			__atomic_store_n(&state[q], SH_EVICTING, __ATOMIC_RELAXED);
+			pend_of(h)[q] = (uint16_t)(h->nproc - 1);
+			if (h->evicting > h->max_evicting)
+				h->max_evicting = h->evicting;
+		} else {
+			evicted_everywhere(h, q);
+		}
+		__atomic_store_n(&h->log[s % LOG_CAP].gen, gen_of(h)[q], __ATOMIC_RELAXED);
 		__atomic_store_n(&h->log[s % LOG_CAP].page, q, __ATOMIC_RELAXED);
 		__atomic_store_n(&h->log[s % LOG_CAP].pid, my_pid, __ATOMIC_RELAXED);
 		__atomic_store_n(&h->log[s % LOG_CAP].t_ns, now, __ATOMIC_RELAXED);
@@ -531,8 +643,14 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 	unsigned n = 0;
 	int st;
 
-	if (!shm_on || !(r = find(addr)))
+	if (!shm_on)
 		return 0;
+	if (!(r = find(addr))) {
+		if (!(m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR))
+			return 0;
+		wake(uffd, addr); /* a region dropped meanwhile: unregistered, it retries */
+		return 1;
+	}
 	h = r->h;
 	state = state_of(h);
 	p = (uint32_t)((addr - r->start) / PAGE);
@@ -542,7 +660,7 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 	if (!(m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR)) {
 		/* Not in the page cache: a first touch (or a page the application removed, whose
 		 * data is zeros now: local, nothing to fetch). */
-		if (st != SH_RESIDENT && st != SH_FETCHING) {
+		if (st != SH_RESIDENT && st != SH_FETCHING && st != SH_EVICTING) {
 			n = make_room(h);
 			__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
 			push_resident(h, p);
@@ -566,6 +684,16 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 		r->fetches++;
 		hlock(h);
 		__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&h->mu);
+	} else if (st == SH_EVICTING) {
+		/* Chosen for eviction but still local (another process still maps it): it stays,
+		 * no delay; the eviction's pending acknowledgements are void (gen). */
+		__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
+		gen_of(h)[p]++;
+		pend_of(h)[p] = 0;
+		h->evicting--;
+		push_fifo(h, p);
+		r->kept++;
 		pthread_mutex_unlock(&h->mu);
 	} else if (st == SH_FETCHING) {
 		uint64_t t0 = sd_now_ns();
@@ -605,11 +733,16 @@ void uffd_shmem_forked_child(int uffd)
 		/* No PTEs of a shared mapping are copied at fork; make sure of it. */
 		zap(r, 0, r->npages);
 		if (register_on(uffd, r->start, r->npages * PAGE)) {
-			drop(-1, r); /* part of it was remapped: its pages keep their data */
+			/* Part of it was remapped: its pages keep their data; never attached. */
+			__atomic_store_n(&r->h, NULL, __ATOMIC_RELAXED);
+			memset(r, 0, sizeof(*r));
 			continue;
 		}
-		r->applied = atomic_load_explicit(&r->h->seq, memory_order_acquire);
-		r->first_touch = r->fetches = r->minor = r->waited = r->evicted = 0;
+		hlock(r->h); /* counted from here on: every later eviction waits for it */
+		r->h->nproc++;
+		r->applied = atomic_load_explicit(&r->h->seq, memory_order_relaxed);
+		pthread_mutex_unlock(&r->h->mu);
+		r->first_touch = r->fetches = r->minor = r->kept = r->waited = r->evicted = 0;
 		r->zapped = r->zapped_mapped = r->lag_sum_ns = r->lag_max_ns = r->overruns = 0;
 		any = 1;
 	}
@@ -626,24 +759,30 @@ void uffd_shmem_stop(void)
 	shm_on = 0;
 }
 
-void uffd_shmem_finish(FILE *f)
+void uffd_shmem_finish(int uffd, FILE *f)
 {
 	for (int i = 0; i < SHM_REGIONS; i++) {
-		const struct shm_region *r = &shm[i];
+		struct shm_region *r = &shm[i];
 
 		if (!r->h)
 			continue;
 		fprintf(f,
-			"swapdev uffd shmem: %zu pages, budget %llu, max resident %llu; here: %llu "
-			"first touches, %llu fetches, %llu minor, %llu waited, %llu evicted; %llu "
-			"zapped for others, %llu mapped when zapped (lag mean %.1f us, max %.1f us), "
-			"%llu overruns\n",
+			"swapdev uffd shmem: %zu pages, budget %llu, max held %llu, max resident %llu "
+			"(%llu evicting at most), %llu forced; here: %llu first touches, %llu "
+			"fetches, %llu minor, %llu kept, %llu waited, %llu evicted; %llu zapped for "
+			"others, %llu mapped when zapped (lag mean %.1f us, max %.1f us), %llu "
+			"overruns\n",
 			r->npages, (unsigned long long)r->h->budget,
-			(unsigned long long)r->h->max_resident, (unsigned long long)r->first_touch,
-			(unsigned long long)r->fetches, (unsigned long long)r->minor,
+			(unsigned long long)r->h->max_held, (unsigned long long)r->h->max_resident,
+			(unsigned long long)r->h->max_evicting, (unsigned long long)r->h->forced,
+			(unsigned long long)r->first_touch, (unsigned long long)r->fetches,
+			(unsigned long long)r->minor, (unsigned long long)r->kept,
 			(unsigned long long)r->waited, (unsigned long long)r->evicted,
 			(unsigned long long)r->zapped, (unsigned long long)r->zapped_mapped,
 			r->zapped_mapped ? (double)r->lag_sum_ns / (double)r->zapped_mapped / 1e3 : 0.0,
 			(double)r->lag_max_ns / 1e3, (unsigned long long)r->overruns);
+		/* Leaving: the others stop waiting for this process's acknowledgements; the
+		 * range is unregistered, so its later faults (other destructors) are ordinary. */
+		drop(uffd, r);
 	}
 }

@@ -35,8 +35,9 @@ void uffd_shmem_poll(void);
 void uffd_shmem_forked_child(int uffd);
 /* The device stops (its descriptor is being closed): forget every region. */
 void uffd_shmem_stop(void);
-/* Print one line per region to f ("swapdev uffd shmem: ..."). */
-void uffd_shmem_finish(FILE *f);
+/* At exit: print one line per region to f ("swapdev uffd shmem: ...") and leave the
+ * regions (unregistered from uffd). */
+void uffd_shmem_finish(int uffd, FILE *f);
 
 /* Callbacks, uffd_preload.c, under the lock: the paging policy's fetch of device page g;
  * write-back of g..g+n-1 (the end of an eviction batch: uffd_end_evict, uffd_space.h). */

@@ -175,7 +175,8 @@ static int run_concurrent(void)
 
 struct summary {
 	long long in_pages, out_pages;
-	unsigned long long npages, budget, max_res, first, fetches, minor, waited, evicted;
+	unsigned long long npages, budget, max_held, max_res, max_evicting, forced;
+	unsigned long long first, fetches, minor, kept, waited, evicted;
 	unsigned long long zapped, mapped, overruns;
 	double lag_mean_us, lag_max_us;
 };
@@ -196,13 +197,14 @@ static int parse(const char *text, int k, struct summary *s)
 		   &s->in_pages, &x, &s->out_pages) != 4)
 		return -1;
 	if (sscanf(h,
-		   "swapdev uffd shmem: %llu pages, budget %llu, max resident %llu; here: %llu "
-		   "first touches, %llu fetches, %llu minor, %llu waited, %llu evicted; %llu "
-		   "zapped for others, %llu mapped when zapped (lag mean %lf us, max %lf us), "
-		   "%llu overruns",
-		   &s->npages, &s->budget, &s->max_res, &s->first, &s->fetches, &s->minor, &s->waited,
-		   &s->evicted, &s->zapped, &s->mapped, &s->lag_mean_us, &s->lag_max_us,
-		   &s->overruns) != 13)
+		   "swapdev uffd shmem: %llu pages, budget %llu, max held %llu, max resident %llu "
+		   "(%llu evicting at most), %llu forced; here: %llu first touches, %llu "
+		   "fetches, %llu minor, %llu kept, %llu waited, %llu evicted; %llu zapped for "
+		   "others, %llu mapped when zapped (lag mean %lf us, max %lf us), %llu "
+		   "overruns",
+		   &s->npages, &s->budget, &s->max_held, &s->max_res, &s->max_evicting, &s->forced,
+		   &s->first, &s->fetches, &s->minor, &s->kept, &s->waited, &s->evicted, &s->zapped,
+		   &s->mapped, &s->lag_mean_us, &s->lag_max_us, &s->overruns) != 17)
 		return -1;
 	return 0;
 }
@@ -257,7 +259,9 @@ static void check_sweeps(const char *self, const char *lib)
 	}
 	CHECK_EQ(parent.npages, NPAGES);
 	CHECK_EQ(parent.budget, BUDGET);
-	CHECK_EQ(parent.max_res, BUDGET);
+	CHECK_EQ(parent.max_held, BUDGET);
+	CHECK_EQ(parent.max_res >= BUDGET, 1);
+	CHECK_EQ(parent.forced, 0);
 	CHECK_EQ(parent.first, NPAGES);
 	CHECK_EQ(parent.fetches, NPAGES);
 	CHECK_EQ(parent.in_pages, NPAGES);
@@ -268,15 +272,18 @@ static void check_sweeps(const char *self, const char *lib)
 	CHECK_EQ(child.in_pages, 2 * NPAGES);
 	CHECK_EQ(child.evicted, 2 * NPAGES);
 	CHECK_EQ(child.out_pages, 2 * NPAGES);
-	CHECK_EQ(parent.minor + child.minor + parent.waited + child.waited, 0);
+	CHECK_EQ(parent.minor + child.minor + parent.kept + child.kept, 0);
+	CHECK_EQ(parent.waited + child.waited, 0);
 	CHECK_EQ(parent.zapped, 2 * NPAGES);
 	CHECK_EQ(parent.mapped, 2 * BUDGET);
 	CHECK_EQ(child.zapped, 1984);
 	CHECK_EQ(child.mapped, BUDGET);
 	CHECK_EQ(parent.overruns + child.overruns, 0);
-	fprintf(stderr, "sweeps: late zaps: parent %llu (lag mean %.1f us, max %.1f us), child "
-		"%llu (mean %.1f us, max %.1f us)\n", parent.mapped, parent.lag_mean_us,
-		parent.lag_max_us, child.mapped, child.lag_mean_us, child.lag_max_us);
+	fprintf(stderr, "sweeps: resident at most %llu (%llu evicting, still mapped elsewhere); "
+		"zapped while mapped: parent %llu (lag mean %.1f us, max %.1f us), child %llu "
+		"(mean %.1f us, max %.1f us)\n", parent.max_res, parent.max_evicting,
+		parent.mapped, parent.lag_mean_us, parent.lag_max_us, child.mapped,
+		child.lag_mean_us, child.lag_max_us);
 	if (failures)
 		fputs(buf, stderr);
 }
@@ -293,14 +300,17 @@ static void check_concurrent(const char *self, const char *lib)
 		failures++;
 		return;
 	}
-	CHECK_EQ(parent.max_res <= BUDGET, 1);
+	CHECK_EQ(parent.max_held <= BUDGET, 1);
+	CHECK_EQ(parent.forced, 0);
 	CHECK_EQ(parent.first + child.first, NPAGES);
 	CHECK_EQ(parent.fetches + child.fetches > 0, 1);
-	fprintf(stderr, "concurrent: fetches %llu + %llu, minor %llu + %llu, waited %llu + %llu, "
-		"late zaps %llu of %llu (parent, lag max %.1f us) and %llu of %llu (child, lag max "
-		"%.1f us)\n", parent.fetches, child.fetches, parent.minor, child.minor,
-		parent.waited, child.waited, parent.mapped, parent.zapped, parent.lag_max_us,
-		child.mapped, child.zapped, child.lag_max_us);
+	fprintf(stderr, "concurrent: fetches %llu + %llu, minor %llu + %llu, kept %llu + %llu, "
+		"waited %llu + %llu, resident at most %llu (held %llu, evicting %llu), zapped "
+		"while mapped %llu of %llu (parent, lag max %.1f us) and %llu of %llu (child, "
+		"lag max %.1f us)\n", parent.fetches, child.fetches, parent.minor, child.minor,
+		parent.kept, child.kept, parent.waited, child.waited, parent.max_res,
+		parent.max_held, parent.max_evicting, parent.mapped, parent.zapped,
+		parent.lag_max_us, child.mapped, child.zapped, child.lag_max_us);
 	if (failures)
 		fputs(buf, stderr);
 }
