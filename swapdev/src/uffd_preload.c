@@ -124,7 +124,8 @@ static void *sys_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
 	return (void *)syscall(SYS_mmap, a, l, p, f, fd, o);
 }
 
-static void die(const char *fmt, ...)
+#define die uffd_die
+void uffd_die(const char *fmt, ...)
 {
 	va_list ap;
 

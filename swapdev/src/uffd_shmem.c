@@ -13,19 +13,20 @@
  *     does not map: if the region's state says remote, the paging policy's fetch is paid
  *     (the private pages' paging_ops->fetch: same delay model, trace and counters), the page
  *     becomes resident; either way UFFDIO_CONTINUE maps the page-cache page.
- * Taking page p remote = mark it remote in the region's state, which is MAP_SHARED (made
- * when the region is registered, before any fork, so every process of the mapping sees the
- * same state), and zap the PTEs that map it (MADV_DONTNEED: on a shared mapping it drops
- * the page-table entries only; the page stays in the page cache). madvise acts on the
- * caller's own page table, so the evicting process zaps its own PTEs and appends the pages
- * to the region's eviction log (shared, a ring of LOG_CAP entries); every other process of
- * the region applies the log (zaps the pages in its own page table) from a thread of its
- * device woken by a futex on the log's sequence number, and before serving each of its
- * faults in the region. Until a process has applied an entry, an access of it to that page
- * skips the fetch (its stale PTE): each process counts the entries it applied while the
- * page was still mapped in its page table (/proc/self/pagemap's present bit, read before
- * the zap) and their lag (zap time - eviction time): an upper bound on the accesses that
- * skipped a delay (the exit summary, "swapdev uffd shmem: ...").
+ * Taking page p remote: the evicting process zaps its own PTEs (MADV_DONTNEED: on a
+ * shared mapping it drops the page-table entries only; the page stays in the page cache)
+ * and appends p to the region's eviction log; the region's state, its FIFO and its log
+ * are MAP_SHARED (made when the region is registered, before any fork, so every process
+ * of the mapping sees them). madvise acts on the caller's own page table, so every other
+ * process of the region applies the log (zaps p in its own page table) from a thread of
+ * its device woken by a futex on the log's sequence number, from its handler's loop and
+ * before serving each of its faults in the region, and acknowledges it. Until every other
+ * process has acknowledged, p is SH_EVICTING: still local and counted resident (an access
+ * by a process that has zapped it keeps it, no delay); the last acknowledgement makes it
+ * SH_REMOTE. So no access skips a fetch through a stale PTE; instead the region holds more
+ * than its budget while acknowledgements are pending (the exit summary's "max resident"
+ * beside "max held"). An eviction not acknowledged within ACK_TIMEOUT_NS (a process that
+ * died or exec'd without leaving) completes anyway, counted "forced".
  *
  * Budget: one per region, shared by every process that maps it: SWAPDEV_SHARED_LOCAL_FRACTION
  * x the region's pages. A fault that makes a page resident when the region is at its budget
@@ -52,7 +53,6 @@
 #include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,18 +131,6 @@ static atomic_int zapper_stop;
 static uint32_t evicted[MAX_BATCH];
 static struct log_entry pending[LOG_CAP];
 
-static void shm_die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("swapdev uffd: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	syscall(SYS_exit_group, 2);
-}
-
 static uint32_t *fifo_of(struct shm_hdr *h)
 {
 	return (uint32_t *)(h + 1);
@@ -211,7 +199,7 @@ static void hlock(struct shm_hdr *h)
 	if (e == EOWNERDEAD)
 		pthread_mutex_consistent(&h->mu); /* its holder died: the state is as it left it */
 	else if (e)
-		shm_die("shared region lock: %s", strerror(e));
+		uffd_die("shared region lock: %s", strerror(e));
 }
 
 int uffd_shmem_init(pthread_mutex_t *lock)
@@ -279,7 +267,7 @@ static void futex_wake_all(_Atomic uint32_t *w)
 static void zap(const struct shm_region *r, uint64_t p, uint64_t n)
 {
 	if (syscall(SYS_madvise, r->start + p * PAGE, n * PAGE, MADV_DONTNEED))
-		shm_die("shared region: MADV_DONTNEED %#lx: %s",
+		uffd_die("shared region: MADV_DONTNEED %#lx: %s",
 			(unsigned long)(r->start + p * PAGE), strerror(errno));
 }
 
@@ -411,7 +399,7 @@ static void start_zapper(void)
 		return;
 	atomic_store(&zapper_stop, 0);
 	if (uffd_thread_start(&t, zapper_main))
-		shm_die("cannot start the shared regions' thread");
+		uffd_die("cannot start the shared regions' thread");
 	pthread_detach(t);
 	zapper_running = 1;
 }
@@ -433,7 +421,7 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 	h = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
 			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (h == MAP_FAILED)
-		shm_die("cannot map %zu bytes of shared region state: %s", bytes, strerror(errno));
+		uffd_die("cannot map %zu bytes of shared region state: %s", bytes, strerror(errno));
 	pthread_mutexattr_init(&at);
 	pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
@@ -448,7 +436,7 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 	h->g_base = next_g;
 	next_g += npages;
 	if (register_on(uffd, start, npages * PAGE))
-		shm_die("UFFDIO_REGISTER (MINOR) %#lx+%zu: %s", (unsigned long)start, len,
+		uffd_die("UFFDIO_REGISTER (MINOR) %#lx+%zu: %s", (unsigned long)start, len,
 			strerror(errno));
 	memset(r, 0, sizeof(*r));
 	r->start = start;

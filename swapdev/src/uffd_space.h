@@ -35,6 +35,8 @@ void uffd_page_out(struct region *r, uint64_t first, uint64_t n);
 void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped);
 /* Close the eviction batch (the runs sent since the last call). */
 void uffd_end_evict(void);
+/* Print "swapdev uffd: <message>" to stderr and exit 2. */
+void uffd_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Map a region of npages pages of anonymous memory for the backend's own use, or die. */
 void *uffd_map(size_t bytes, const char *what);
 
