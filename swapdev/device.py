@@ -270,6 +270,7 @@ JEMALLOC: Final = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 def uffd_env(
     model: DelayModel, local_bytes: int, jemalloc: bool, eviction: EvictionPolicy = "fifo",
     paging: PagingPolicy = "demand", node_shm: str | None = None,
+    shared_local_fraction: float | None = None,
 ) -> dict[str, str]:
     """The environment that runs a process on the uffd backend with ``local_bytes`` of
     local memory, replacement policy ``eviction`` and paging policy ``paging``:
@@ -277,6 +278,9 @@ def uffd_env(
     ``node_shm`` (:attr:`NodeSegment.name`) ``local_bytes`` is the budget of the whole node:
     every process started with this environment, and every process they fork or exec on
     the device, shares it; without, each such process has ``local_bytes`` of its own.
+    With ``shared_local_fraction`` (in (0, 1]) the device also registers shared anonymous
+    mappings (``SWAPDEV_SHARED_LOCAL_FRACTION``, ``swapdev/src/uffd_shmem.c``): each such
+    mapping has one budget, that fraction of its pages, for all the processes mapping it.
 
     The device registers only mmap calls made through the PLT (``uffd_preload.c``), so
     glibc malloc's own large blocks stay local; with ``jemalloc`` the heap comes from
@@ -289,10 +293,12 @@ def uffd_env(
         if not JEMALLOC.exists():
             raise RuntimeError(f"{JEMALLOC}: not installed (apt-get install libjemalloc2)")
         preload.append(str(JEMALLOC))
+    shared = {} if shared_local_fraction is None else {
+        "SWAPDEV_SHARED_LOCAL_FRACTION": repr(float(shared_local_fraction))}
     return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
             "SWAPDEV_EVICTION": check_name(eviction, EVICTION_POLICIES, "SWAPDEV_EVICTION"),
             "SWAPDEV_PAGING": check_name(paging, PAGING_POLICIES, "SWAPDEV_PAGING"),
-            "LD_PRELOAD": " ".join(preload),
+            "LD_PRELOAD": " ".join(preload), **shared,
             **({"SWAPDEV_NODE_SHM": node_shm} if node_shm else {})}
 
 

@@ -383,11 +383,6 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
     :data:`MAX_SWEEP_S`. Returns one ``<file>:<line>: <key>: <what>`` line per problem.
     """
     problems: list[str] = []
-    try:
-        cfg.app.preset_spec.check_backend(cfg.emulate.backend)
-    except ValueError as exc:
-        problems.append(f"{config_location(path, ('emulate', 'backend'))}: emulate.backend: "
-                        f"{exc}")
     for i, m in enumerate(cfg.models):
         if m.fct_file is not None:
             f = cfg.base_dir / m.fct_file

@@ -34,7 +34,7 @@ dask-sort      Dask sort, 2 x 100 k       the Dask worker, each  driver's      1
 postgres-      PostgreSQL + pgbench       postmaster + backends  transactions  190   14-18
 pgbench        select-only, scale 10,     (node 0)               / tps of the
                4 x 60 k transactions                             slowest client
-               (SQL; swap only)
+               (SQL)
 spark-         Spark WordCount, 4 x 100 k executor JVM + its     driver's job  310   15-18
 wordcount      Zipf lines (Spark WC)      PySpark workers, each  time
                                           node
@@ -113,10 +113,14 @@ The uffd device sees only ``mmap`` calls made through the PLT
   ``madvise(MADV_DONTNEED)`` and HotSpot uncommits heap with ``mmap(MAP_FIXED,
   PROT_NONE)``, which the device once mishandled (a frozen Timely process, a HotSpot crash
   report; fixed, ``swapdev/doc/swapdev.md``, "Limits and known issues");
-- PostgreSQL's buffer cache is a shared anonymous mapping: the device registers private
-  mappings only (its forked backends' private memory it would see), so
-  ``postgres-pgbench`` runs on the swap backend only (:attr:`Preset.uffd_unsupported`; a
-  uffd config is refused naming the reason).
+- PostgreSQL's buffer cache is a shared anonymous mapping that the postmaster makes and
+  its forked backends inherit: the device registers it too (:attr:`Preset.shared_memory`,
+  ``swapdev/src/uffd_shmem.c``) with one budget for the mapping, ``local_fraction`` of
+  it, shared by all the server's processes (each backend's private memory is in the
+  node's budget above); a page goes remote only once every server process has
+  zapped its page-table entry, so the mapping may hold a little more than its budget
+  while zaps are pending (each process's exit summary; ``swapdev/doc/swapdev.md``,
+  "Shared anonymous memory").
 """
 
 from __future__ import annotations
@@ -168,9 +172,10 @@ class Preset:
 
     ``holders``: log-name prefixes (``Cluster.spawn`` / ``Cluster.adopt``) of the
     processes whose memory is made remote; ``working_set_bytes``: per node's holders;
-    ``jemalloc``: preload jemalloc with the uffd device by default; ``uffd_unsupported``:
-    why the uffd device cannot see the application's data (then it runs on the swap
-    backend only).
+    ``jemalloc``: preload jemalloc with the uffd device by default; ``shared_memory``:
+    its data is in a shared anonymous mapping (PostgreSQL's shared buffers), which the uffd
+    device registers too, with one budget for the mapping, ``local_fraction`` of it
+    (``SWAPDEV_SHARED_LOCAL_FRACTION``, :func:`disaggsim.swapdev.device.uffd_env`).
     """
 
     name: str
@@ -180,20 +185,7 @@ class Preset:
     n_nodes: int = 2
     holders: tuple[str, ...] = ()
     jemalloc: bool = False
-    uffd_unsupported: str = ""
-
-    def check_backend(self, backend: str) -> None:
-        """Raises ValueError (one line: the preset, the backend and why) if the preset
-        cannot run on ``backend``."""
-        if backend != "swap" and self.uffd_unsupported:
-            raise ValueError(f'preset {self.name!r}: backend "{backend}" cannot see its '
-                             f'memory ({self.uffd_unsupported}); use backend = "swap"')
-
-
-#: Why the uffd device cannot hold PostgreSQL's data (swapdev/src/uffd_preload.c).
-PG_UFFD_UNSUPPORTED: Final = (
-    "PostgreSQL's buffer cache is a shared anonymous mapping, and the device registers "
-    "private mappings only")
+    shared_memory: bool = False
 
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
@@ -220,7 +212,7 @@ PRESETS: Final[dict[str, Preset]] = {
         "postgres-pgbench", 190 << 20,
         app=PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=0,
                           builtin="select-only", transactions_per_client=60_000),
-        holders=("postgres",), uffd_unsupported=PG_UFFD_UNSUPPORTED,
+        holders=("postgres",), shared_memory=True,
     ),
     "spark-wordcount": Preset(
         "spark-wordcount", 310 << 20,
@@ -509,7 +501,6 @@ def run_preset_once(
     assert preset.app is not None
     run_dir.mkdir(parents=True, exist_ok=True)
     run_dir.chmod(0o777)  # memcached drops to "nobody"; the device writes at its exit
-    preset.check_backend(backend)
     cluster.log_dir, cluster.procs, cluster.logs, cluster.adopted = run_dir, [], {}, {}
     memcgs = [*cluster.memcgs, *session.holder_memcgs]
     for cg in memcgs:
@@ -535,7 +526,11 @@ def run_preset_once(
         else:
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text("-1")
-            extra = {**device.uffd_env(model, local_bytes, jemalloc, eviction, paging),
+            # A shared mapping's budget: the same fraction of it (PostgreSQL's buffers).
+            shared = (min(1.0, local_bytes / preset.working_set_bytes)
+                      if preset.shared_memory else None)
+            extra = {**device.uffd_env(model, local_bytes, jemalloc, eviction, paging,
+                                       shared_local_fraction=shared),
                      **(device_env or {})}
             # One budget per node, as the memory cgroup's limit on the swap backend: a
             # segment per node, shared by its device processes (forked workers included).

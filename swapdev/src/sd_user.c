@@ -126,6 +126,11 @@ static int open_trace(struct sd_run *r, const char *tp, int in_place)
 	}
 	if (!in_place && asprintf(&r->trace_tmp, "%s.tmp.%d", r->trace_path, (int)getpid()) < 0)
 		return -1;
+	/* A temporary trace of this pid is an earlier image's that exec'd this one (it never
+	 * reaches its rename): a launcher's, maybe another user's (setpriv as root, then the
+	 * server as postgres, whose fopen of root's file failed). */
+	if (!in_place)
+		unlink(r->trace_tmp);
 	r->trace = fopen(in_place ? r->trace_path : r->trace_tmp, "w");
 	if (!r->trace) {
 		fprintf(stderr, "swapdev: %s: %s\n", in_place ? r->trace_path : r->trace_tmp,

@@ -53,6 +53,13 @@
  *   - mremap(): every region the old range touches comes home whole and is unregistered
  *     (without UFFD_FEATURE_EVENT_REMAP the moved mapping is not registered).
  * A missing fault the device holds nothing of is served a zero page.
+ * Shared anonymous mappings (MAP_SHARED | MAP_ANONYMOUS, shmem: PostgreSQL's shared
+ * buffers, made by the postmaster and inherited by the backends it forks) are registered
+ * only with SWAPDEV_SHARED_LOCAL_FRACTION set, in MINOR mode, by uffd_shmem.c: the page
+ * cache is their store (no data moves), one budget per mapping is shared by every process
+ * mapping it, and other processes' page-table entries are zapped from a shared eviction
+ * log (doc/swapdev.md, "Shared anonymous memory"). This file calls its hooks (mmap,
+ * munmap, mremap, the fault path, the handler's loop, fork, stop, exit).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,6 +68,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +84,7 @@
 #include "policy.h"
 #include "sd_user.h"
 #include "uffd_node.h"
+#include "uffd_shmem.h"
 #include "uffd_space.h"
 
 struct region uffd_regions[MAX_REGIONS];
@@ -131,6 +140,7 @@ static void *sys_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
 	return (void *)syscall(SYS_mmap, a, l, p, f, fd, o);
 }
 
+#define die uffd_die
 void uffd_die(const char *fmt, ...)
 {
 	va_list ap;
@@ -272,6 +282,34 @@ void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
 void uffd_end_evict(void)
 {
 	paging_ops->end_evict(paging_st, sd_now_ns());
+}
+
+/* Shared regions (uffd_shmem.c), under the lock: the paging policy on device page g. */
+void uffd_shared_fetch(uint64_t g)
+{
+	paging_ops->fetch(paging_st, g, sd_now_ns());
+}
+
+void uffd_shared_write(uint64_t g, uint64_t n)
+{
+	paging_ops->write(paging_st, g, n, sd_now_ns());
+}
+
+static int uffd_thread_start_arg(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+int uffd_thread_start(pthread_t *t, void *(*fn)(void *))
+{
+	return uffd_thread_start_arg(t, fn, NULL);
 }
 
 /* The region holding addr: the latest registered if several do (a MAP_FIXED mapping over
@@ -463,6 +501,10 @@ static void handle_fault(const struct uffd_msg *m)
 		return;
 	}
 	pthread_mutex_lock(&lock);
+	if (uffd_shmem_fault(uffd, m)) { /* a shared region's: served also during a fork */
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	forker = atomic_load(&fork_tid);
 	if (forker && (pid_t)m->arg.pagefault.feat.ptid != forker)
 		defer_fault(m); /* its thread does not exist in the child: after the fork */
@@ -502,7 +544,10 @@ static void *handler_main(void *arg)
 	pin_handler();
 	while (!atomic_load(&handler_stop)) {
 		struct uffd_msg msg;
-		ssize_t n = read(uffd, &msg, sizeof(msg));
+		ssize_t n;
+
+		uffd_shmem_poll(); /* other processes' evictions, while it spins */
+		n = read(uffd, &msg, sizeof(msg));
 
 		if (n == (ssize_t)sizeof(msg)) {
 			if (msg.event == UFFD_EVENT_PAGEFAULT)
@@ -697,17 +742,22 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	int tracked = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && (prot & PROT_WRITE) &&
 		      len >= min_map_bytes && !(flags & MAP_HUGETLB);
+	int shared = uffd_shmem_wants(len, prot, flags, min_map_bytes);
 	void *p;
 
-	if (!enabled || (!(flags & MAP_FIXED) && !tracked))
+	if (!enabled || (!(flags & MAP_FIXED) && !tracked && !shared))
 		return sys_mmap(addr, len, prot, flags, fd, off);
 	/* Under the lock: the handler must not take pages out of a range being replaced (a
 	 * JVM uncommits its heap with mmap(MAP_FIXED, PROT_NONE): copying from it crashed). */
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
 	p = sys_mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && (flags & MAP_FIXED))
+	if (p != MAP_FAILED && (flags & MAP_FIXED)) {
 		release_range((uintptr_t)p, len, REL_UNMAPPED); /* the old pages are gone */
+		uffd_shmem_release(uffd, (uintptr_t)p, len);
+	}
+	if (p != MAP_FAILED && shared)
+		uffd_shmem_register(uffd, (uintptr_t)p, (len + PAGE - 1) & ~(PAGE - 1));
 	if (p != MAP_FAILED && tracked) {
 		syscall(SYS_madvise, p, len, MADV_NOHUGEPAGE);
 		register_region((uintptr_t)p, (len + PAGE - 1) & ~(PAGE - 1));
@@ -727,8 +777,10 @@ int munmap(void *addr, size_t len)
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
 	ret = (int)syscall(SYS_munmap, addr, len);
-	if (ret == 0)
+	if (ret == 0) {
 		release_range((uintptr_t)addr, len, REL_UNMAPPED);
+		uffd_shmem_release(uffd, (uintptr_t)addr, len);
+	}
 	pthread_mutex_unlock(&lock);
 	return ret;
 }
@@ -761,6 +813,7 @@ void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		ioctl(uffd, UFFDIO_UNREGISTER, &rg);
 		drop_region(r);
 	}
+	uffd_shmem_release(uffd, (uintptr_t)old, old_len); /* the moved range is unregistered */
 	ret = (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
 	pthread_mutex_unlock(&lock);
 	return ret;
@@ -852,7 +905,7 @@ static void node_join(uint64_t local)
 	}
 	node_publish();
 	atomic_store(&reclaim_stop, 0);
-	if (pthread_create(&reclaimer, NULL, reclaim_main, my_slot))
+	if (uffd_thread_start_arg(&reclaimer, reclaim_main, my_slot))
 		uffd_die("cannot start the reclaim thread");
 }
 
@@ -899,6 +952,7 @@ static void stop_device(void)
 			ioctl(uffd, UFFDIO_UNREGISTER, &rg);
 			drop_region(r);
 		}
+		uffd_shmem_stop();
 		enabled = 0;
 		atomic_store(&handler_stop, 1);
 		join = 1;
@@ -950,7 +1004,8 @@ void closefrom(int lowfd)
 static int open_uffd(void)
 {
 	struct uffdio_api api = {.api = UFFD_API,
-				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID};
+				 .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID |
+					     uffd_shmem_features()};
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
@@ -1087,6 +1142,7 @@ static void atfork_child(void)
 		check_child_pages(&regions[i]);
 		register_child_pages(&regions[i], 0, regions[i].npages);
 	}
+	uffd_shmem_forked_child(uffd);
 	if (sd_run_forked_child(&run))
 		_exit(2);
 	forked_child = 1;
@@ -1096,7 +1152,7 @@ static void atfork_child(void)
 		node_inherited_pages = local_pages;
 		node_join(local_pages);
 	}
-	if (pthread_create(&handler, NULL, handler_main, NULL))
+	if (uffd_thread_start(&handler, handler_main))
 		uffd_die("forked child: cannot start the handler thread");
 	if (my_slot) { /* the node under its budget again before the child runs on */
 		pthread_mutex_lock(&lock);
@@ -1113,7 +1169,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	int pg = sd_policy_lookup("SWAPDEV_PAGING", getenv("SWAPDEV_PAGING"), sd_paging_names,
 				  SD_PAGING_COUNT, SD_PAGING_DEMAND);
 
-	if (ev < 0 || pg < 0)
+	if (ev < 0 || pg < 0 || uffd_shmem_init(&lock))
 		_exit(2);
 	if (sd_env_u64("SWAPDEV_LOCAL_BYTES", 0, &local_bytes) ||
 	    sd_env_u64("SWAPDEV_MIN_MAP_BYTES", 1 << 20, &min_map_bytes) ||
@@ -1139,7 +1195,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
 	uffd = open_uffd();
-	if (pthread_create(&handler, NULL, handler_main, NULL) ||
+	if (uffd_thread_start(&handler, handler_main) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
 		uffd_die("cannot start the handler thread");
 	device_pid = getpid();
@@ -1158,6 +1214,7 @@ __attribute__((destructor)) static void swapdev_fini(void)
 	if (enabled) {
 		evict_ops->finish(evict_st, stderr);
 		paging_ops->finish(paging_st, sd_now_ns(), stderr);
+		uffd_shmem_finish(uffd, stderr);
 	}
 	on_node = node_leave();
 	if (on_node && node_requests + node_served_pages + node_fallbacks + node_inherited_pages)

@@ -200,8 +200,21 @@ class PostgresPgbench:
             "config": self.cfg.model_dump(),
         }
 
-    def _as_pg(self) -> list[str]:
-        return ["setpriv", f"--reuid={PG_USER}", f"--regid={PG_USER}", "--init-groups"]
+    def _as_pg(self, preload: str = "") -> list[str]:
+        """The command prefix running a program as the ``postgres`` user (setpriv).
+
+        ``preload``: the ``LD_PRELOAD`` the program gets (``disaggsim emulate``'s uffd
+        device, ``swapdev/src/uffd_preload.c``). It must skip setpriv itself: glibc aborts a
+        multithreaded set*id whose threads disagree, and setpriv keeps its capabilities
+        across the uid change on its own thread only (the device's threads lose them). The
+        program keeps ``CAP_SYS_PTRACE`` (ambient), which userfaultfd(2) asks of an
+        unprivileged process while ``vm.unprivileged_userfaultfd`` is 0.
+        """
+        base = ["setpriv", f"--reuid={PG_USER}", f"--regid={PG_USER}", "--init-groups"]
+        if not preload:
+            return base
+        return ["env", "-u", "LD_PRELOAD", *base, "--inh-caps=+sys_ptrace",
+                "--ambient-caps=+sys_ptrace", "env", f"LD_PRELOAD={preload}"]
 
     def prepare_data(self) -> None:
         """``initdb`` the data directory on node 0's disk (owned by ``postgres``)."""
@@ -220,7 +233,8 @@ class PostgresPgbench:
 
     def start(self, stack: UndoStack) -> None:
         """Start the server on node 0, load the tables from node 1 and prewarm (untraced)."""
-        argv = self._as_pg() + [str(self.bindir / "postgres"), "-D", str(self.datadir)]
+        preload = self.cl.child_env("postgres").get("LD_PRELOAD", "")
+        argv = self._as_pg(preload) + [str(self.bindir / "postgres"), "-D", str(self.datadir)]
         for key, value in server_settings(self.cfg, node_ip(0)).items():
             argv += ["-c", f"{key}={value}"]
         proc = self.cl.spawn(stack, 0, argv, "postgres")
