@@ -75,12 +75,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--load", type=int, default=4, help="busy loops (yes > /dev/null)")
     parser.add_argument("--csv", type=Path, required=True)
+    parser.add_argument("--io-load", action="store_true",
+                        help="also rewrite a 256 MiB file in /var/tmp (where the collector's "
+                        "loop devices keep their backing files) in a loop, O_DIRECT")
     parser.add_argument("--variants", default="waker,killer",
                         help="comma-separated, interleaved per run: waker (the collector's "
                         "OomWaker) and/or killer (OOM killer on, as before the waker)")
     args = parser.parse_args()
     real_waker = collect_module.OomWaker
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.load)]
+    if args.io_load:
+        io_file = tempfile.mktemp(prefix="collect-oom-io-", dir="/var/tmp")
+        hogs.append(subprocess.Popen(
+            ["sh", "-c", f"trap 'rm -f {io_file}; exit' TERM; while :; do dd if=/dev/zero "
+             f"of={io_file} bs=1M count=256 oflag=direct status=none; done"],
+            start_new_session=True))
     fields = ["run", "variant", "ok", "start_attempts", "oom_kills", "node0_oom_wakeups",
               "error", "seconds", "load_1min", *VMSTAT_KEYS]
     new = not args.csv.exists()
@@ -121,7 +130,7 @@ def main() -> int:
                         dm.write(f"=== run {run} {variant}\n" + "\n".join(log) + "\n")
     finally:
         for hog in hogs:
-            hog.kill()
+            hog.terminate()
             hog.wait()
     return 0
 
