@@ -401,7 +401,8 @@ def run_preset_once(
     parameters), ``queue_depth`` the swap backend's (``SWAPDEV_QUEUE_DEPTH``).
 
     Raises RuntimeError if the application fails (its log's last lines quoted);
-    MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its processes.
+    memcg_oom.MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its
+    processes.
     """
     preset, cluster = session.preset, session.cluster
     assert preset.app is not None
