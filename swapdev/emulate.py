@@ -126,7 +126,7 @@ from disaggsim.swapdev import (
     jct_stats,
 )
 from disaggsim.swapdev.comex_params import NonNegInt
-from disaggsim.testbed import collect_env
+from disaggsim.testbed import collect_env, memcg_oom
 
 #: Table 3's criterion: "performance degradation < 5%" (paper §3.2).
 DEGRADATION_THRESHOLD = 1.05
@@ -663,21 +663,21 @@ def _run_preset_with_retries(
 ) -> Any:
     """One run of a cluster preset; a run whose application a memory cgroup OOM-killed
     measured nothing and is repeated in a fresh directory (its logs kept), at most
-    ``emulate_apps.OOM_ATTEMPTS`` times (emulate_apps.MemcgOomKill). ``paging`` and
+    ``memcg_oom.OOM_ATTEMPTS`` times (memcg_oom.MemcgOomKill). ``paging`` and
     ``device_env``: the point's (:class:`Point`), over ``[emulate] paging``."""
     more = {"device_env": device_env} if device_env else {}
-    for attempt in range(1, emulate_apps.OOM_ATTEMPTS + 1):
+    for attempt in range(1, memcg_oom.OOM_ATTEMPTS + 1):
         run_dir = work if attempt == 1 else work.with_name(f"{work.name}-attempt{attempt}")
         try:
             return emulate_apps.run_preset_once(
                 session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
                 cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction,
                 paging or cfg.emulate.paging, cfg.emulate.queue_depth, **more)
-        except emulate_apps.MemcgOomKill as exc:
-            if attempt == emulate_apps.OOM_ATTEMPTS:
+        except memcg_oom.MemcgOomKill as exc:
+            if attempt == memcg_oom.OOM_ATTEMPTS:
                 raise
             print(f"emulate: {str(exc).splitlines()[-1]} in {run_dir}; repeating the run "
-                  f"(attempt {attempt + 1}/{emulate_apps.OOM_ATTEMPTS})", file=sys.stderr,
+                  f"(attempt {attempt + 1}/{memcg_oom.OOM_ATTEMPTS})", file=sys.stderr,
                   flush=True)
     raise AssertionError("unreachable")
 

@@ -153,6 +153,7 @@ from disaggsim.testbed.collect_apps import (
     MemcachedYcsbConfig,
     make_app,
 )
+from disaggsim.testbed.memcg_oom import OomWaker, oom_kills_named
 from disaggsim.traces.paging import read_rmem
 
 PYTHON_SORT: Final = (
@@ -385,94 +386,6 @@ def cluster_session(stack: env.UndoStack, preset: Preset, work: Path) -> Iterato
     yield ClusterSession(preset, cluster, holders, work)
 
 
-#: Attempts at one run whose application a memory cgroup's OOM killer ended (as the
-#: collector's ``START_ATTEMPTS``, testbed/collect.py).
-OOM_ATTEMPTS: Final = 3
-
-
-class MemcgOomKill(RuntimeError):
-    """A run failed because a node's memory cgroup OOM-killed one of its processes.
-
-    Under memcg v1 a group at its limit whose pages are all active and partly in the swap
-    cache can fail to reclaim 16 times in a row, and its OOM killer then ends a process
-    (seen: memcached killed during the YCSB run of the swap backend at 50 % local; the
-    small Timely PageRank at 50 %, 2 runs of 3, its swap writes completing; dmesg "Memory
-    cgroup out of memory": active_anon = the limit, inactive_anon 0, writeback 0,
-    swapcached 26 of 36 MiB). ``memory.swappiness`` 200 did not help (2 of 3). The swap
-    backend therefore turns the holders' OOM killer off and wakes their sleeping tasks
-    (:class:`OomWaker`); a run that failed while a holders' group was under OOM (a system
-    call's EFAULT) or whose node group OOM-killed a process measured nothing, and
-    ``disaggsim emulate`` repeats it, at most ``OOM_ATTEMPTS`` times.
-    """
-
-
-@contextmanager
-def _oom_kills_named(memcgs: list[Path], wakers: list[OomWaker]) -> Iterator[None]:
-    """Re-raise a RuntimeError of the block as MemcgOomKill if one of ``memcgs`` OOM-killed a
-    process meanwhile (``memory.oom_control`` ``oom_kill``, as the collector checks), or if
-    one of ``wakers`` (filled by the block) found a group under OOM: with the OOM killer off,
-    memcg v1 fails a charge made by a fault inside a system call instead of waiting, and the
-    call returns EFAULT (seen: the small Timely PageRank's recv, 1 run of 3 at 50 %)."""
-    kills_before = [env.memcg_oom_kills(cg) for cg in memcgs]
-    try:
-        yield
-    except RuntimeError as exc:
-        killed = [cg.name for cg, before in zip(memcgs, kills_before, strict=True)
-                  if env.memcg_oom_kills(cg) > before]
-        if killed:
-            raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed "
-                               f"a process)") from exc
-        if any(w.wakeups for w in wakers):
-            raise MemcgOomKill(f"{exc}\n(a holders' memory cgroup was under OOM: a system "
-                               f"call that faulted meanwhile may have failed with EFAULT)"
-                               ) from exc
-        raise
-
-
-class OomWaker:
-    """Memory cgroup v1 without its OOM killer, for the swap backend's holders' groups.
-
-    A task whose charge finds nothing to reclaim 16 times in a row (``try_charge_memcg``'s
-    ``MAX_RECLAIM_RETRIES``) meets the group's OOM killer; with ``memory.oom_control`` =
-    1 it sleeps instead (``mem_cgroup_oom_synchronize``) until a page of the group is
-    uncharged or its limit is raised (``memcg1_oom_recover``). When every task of the
-    group sleeps so, nothing is uncharged any more: this thread polls ``under_oom`` every
-    ``period_s`` and wakes them by raising the limit one page and setting it back (the
-    write back reclaims that page). ``wakeups`` counts those.
-    """
-
-    def __init__(self, memcgs: list[Path], limit_bytes: int, period_s: float = 0.05) -> None:
-        self.memcgs, self.period_s = memcgs, period_s
-        self.limit_bytes = limit_bytes - limit_bytes % 4096  # as the kernel keeps it
-        self.wakeups = 0
-        for cg in memcgs:
-            (cg / "memory.oom_control").write_text("1")
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._done.wait(self.period_s):
-            for cg in self.memcgs:
-                limit = cg / "memory.limit_in_bytes"
-                if "under_oom 1" in (cg / "memory.oom_control").read_text():
-                    self.wakeups += 1
-                    limit.write_text(str(self.limit_bytes + 4096))
-                elif int(limit.read_text()) == self.limit_bytes:
-                    continue
-                with suppress(OSError):  # EBUSY (nothing reclaimed): again at the next poll
-                    limit.write_text(str(self.limit_bytes))
-
-    def stop(self) -> None:
-        """Stop polling, set the limits back and the OOM killer on again."""
-        self._done.set()
-        self._thread.join()
-        for cg in self.memcgs:
-            with suppress(OSError):
-                (cg / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
-            (cg / "memory.oom_control").write_text("0")
-
-
 def run_preset_once(
     session: ClusterSession,
     backend: str,
@@ -495,7 +408,8 @@ def run_preset_once(
     parameters), ``queue_depth`` the swap backend's (``SWAPDEV_QUEUE_DEPTH``).
 
     Raises RuntimeError if the application fails (its log's last lines quoted);
-    MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its processes.
+    memcg_oom.MemcgOomKill, a RuntimeError, if a node's memory cgroup OOM-killed one of its
+    processes.
     """
     preset, cluster = session.preset, session.cluster
     assert preset.app is not None
@@ -509,7 +423,7 @@ def run_preset_once(
     fuse_trace: Path | None = None
     wakers: list[OomWaker] = []
     node_counters: list[device.NodeCounters | None] = []
-    with _oom_kills_named(memcgs, wakers), env.UndoStack() as stack:
+    with oom_kills_named(memcgs, wakers), env.UndoStack() as stack:
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
             size = max(4 * preset.working_set_bytes * max(1, len(preset.holders)), 256 << 20)
@@ -520,7 +434,8 @@ def run_preset_once(
             fuse_trace = dev.trace
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text(str(local_bytes))
-            wakers.append(OomWaker(session.holder_memcgs, local_bytes))
+            wakers.append(OomWaker(session.holder_memcgs,
+                                   [local_bytes] * len(session.holder_memcgs)))
             stack.callback(wakers[-1].stop)
             extra: dict[str, str] = {}
         else:

@@ -11,4 +11,5 @@ converters in ``disaggsim.traces``, whose cached conversions do not depend on th
 - ``collect_blk``, ``collect_paging``: blktrace and paging recorders
 - ``collect_env``: namespaces, cgroups, swap and loop devices, each undone on exit
 - ``collect_tracefs``: tracefs state saved and restored
+- ``memcg_oom``: memory cgroups v1 at their limit without OOM killer (collect and emulate)
 """

@@ -10,7 +10,10 @@ paging (swap) I/O. Here the nodes are emulated on one machine:
   ``tcpdump`` per node on the switch side of its veth (both directions of the node);
 - a memcg v1 group per node (``memory.limit_in_bytes`` = fraction x working set, measured by
   an untraced calibration run without a limit as the group's peak
-  ``memory.max_usage_in_bytes``, i.e. anonymous memory plus page cache charged to it);
+  ``memory.max_usage_in_bytes``, i.e. anonymous memory plus page cache charged to it),
+  without its OOM killer: a task that finds nothing to reclaim at the limit sleeps and is
+  woken to reclaim again (:class:`~disaggsim.testbed.memcg_oom.OomWaker`, the mechanism
+  ``disaggsim emulate``'s swap backend uses too; meta.json ``memcg_oom_wakeups``);
 - a loop-device ext4 data disk per node and one loop-device swap area for all nodes, traced
   with the ftrace ``blk`` tracer (:mod:`disaggsim.testbed.collect_blk`); swap requests are
   attributed to nodes by the pids tracked in their cgroups
@@ -57,7 +60,7 @@ import tempfile
 import threading
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -89,7 +92,6 @@ from disaggsim.testbed.collect_env import (
     loop_device,
     make_cluster_network,
     memcg_group,
-    memcg_oom_kills,
     memcg_read_int,
     memcg_reset,
     memcg_stat,
@@ -104,6 +106,7 @@ from disaggsim.testbed.collect_paging import (
     write_device_paging,
     write_node_paging,
 )
+from disaggsim.testbed.memcg_oom import OOM_ATTEMPTS, MemcgOomKill, OomWaker, oom_kills_named
 
 GIB: Final = 1 << 30
 
@@ -377,48 +380,47 @@ def _check_host() -> None:
                            "tcpdump util-linux e2fsprogs procps)")
 
 
-#: Attempts at the untraced start+load phase when a node's memory cgroup OOM-kills a process.
-START_ATTEMPTS: Final = 3
-
-
 def _start_apps(
-    apps: list[Any], memcgs: list[Path], run_stack: UndoStack, log_dir: Path, steps: tqdm
+    apps: list[Any],
+    memcgs: list[Path],
+    run_stack: UndoStack,
+    log_dir: Path,
+    steps: tqdm,
+    wakers: Sequence[OomWaker] = (),
 ) -> int:
     """Start every application (its untraced start and load phase) under the memory limits;
     return how many attempts it took.
 
-    Under memcg v1 a group at its limit whose pages are all active and partly in the swap
-    cache can fail to reclaim, and its OOM killer then ends a process (seen: memcached
-    killed on a swap-in during the YCSB load of the smoke preset, 24 MB limit for ~90 MB,
-    every anonymous page active; dmesg "Memory cgroup out of memory"). Nothing is traced
-    yet, so such an attempt is undone (its processes stopped, its logs kept as
-    ``attemptN-<log>``) and the start repeated, at most ``START_ATTEMPTS`` times; any other
-    failure, or the last attempt's, is raised.
+    Under memcg v1 a group at its limit can fail to reclaim 16 times in a row although swap
+    is free (:mod:`disaggsim.testbed.memcg_oom`; seen: memcached of the smoke preset during
+    its YCSB load, 24 MiB limit for ~80 MiB, under CPU load). The node groups run without
+    their OOM killer (``wakers``, :class:`~disaggsim.testbed.memcg_oom.OomWaker`), but a
+    system call that faults then can fail with EFAULT, and a group whose OOM killer is on
+    kills. Nothing is traced yet, so an attempt that failed so
+    (:func:`~disaggsim.testbed.memcg_oom.oom_kills_named`) is undone (its processes
+    stopped, its logs kept as ``attemptN-<log>``) and the start repeated, at most
+    ``OOM_ATTEMPTS`` times; any other failure, or the last attempt's, is raised.
 
     Raises:
-        RuntimeError: an application failed to start (the message names its log and, after
-            OOM kills, says so).
+        RuntimeError: an application failed to start (the message names its log);
+            MemcgOomKill (a RuntimeError) after ``OOM_ATTEMPTS`` attempts that a group
+            OOM-killed or was under OOM in.
     """
-    for attempt in range(1, START_ATTEMPTS + 1):
-        kills_before = [memcg_oom_kills(cg) for cg in memcgs]
+    for attempt in range(1, OOM_ATTEMPTS + 1):
         attempt_stack = UndoStack()
         try:
-            with attempt_stack:
+            with oom_kills_named(memcgs, wakers), attempt_stack:
                 for app in apps:
                     app.start(attempt_stack)
                 run_stack.enter_context(attempt_stack.pop_all())
             return attempt
-        except RuntimeError as exc:
-            killed = [i for i, cg in enumerate(memcgs)
-                      if memcg_oom_kills(cg) > kills_before[i]]
-            if not killed:
-                raise
-            where = ", ".join(f"node{i}" for i in killed)
-            if attempt == START_ATTEMPTS:
-                raise RuntimeError(f"{exc}\n(the memory cgroup of {where} OOM-killed a process "
-                                   f"in each of {START_ATTEMPTS} attempts at the start)") from exc
-            steps.write(f"collect: the memory cgroup of {where} OOM-killed a process during "
-                        f"the untraced start (attempt {attempt}/{START_ATTEMPTS}); retrying")
+        except MemcgOomKill as exc:
+            why = str(exc).splitlines()[-1].strip("()")
+            if attempt == OOM_ATTEMPTS:
+                raise MemcgOomKill(f"{exc}\n(in each of {OOM_ATTEMPTS} attempts at the "
+                                   "start)") from exc
+            steps.write(f"collect: {why} during the untraced start (attempt "
+                        f"{attempt}/{OOM_ATTEMPTS}); retrying")
             for f in list(log_dir.iterdir()):
                 if f.is_file() and not f.name.startswith(("calibration-", "attempt")):
                     f.rename(f.with_name(f"attempt{attempt}-{f.name}"))
@@ -605,6 +607,10 @@ def collect(
             if not on_device:  # on the device, the device keeps the budget
                 (cg / "memory.limit_in_bytes").write_text(str(limit))
             limits.append(limit)
+        # No OOM killer at the limit: memcg v1 can fail to reclaim with swap free (memcg_oom).
+        wakers = [] if on_device else [OomWaker(memcgs, limits)]
+        for waker in wakers:
+            stack.callback(waker.stop)
         device_traces: dict[int, list[Path]] = {}
         if on_device:
             work.chmod(0o711)  # memcached drops to "nobody": its device log goes here
@@ -615,7 +621,8 @@ def collect(
 
         with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
-            start_attempts = _start_apps(apps, memcgs, run_stack, partial / "logs", steps)
+            start_attempts = _start_apps(apps, memcgs, run_stack, partial / "logs", steps,
+                                         wakers)
             steps.update()
             tracker = PidTracker(memcgs)
             run_stack.callback(tracker.stop)
@@ -692,6 +699,8 @@ def collect(
                 # node's memory is all local and it does not page (paper §3.1 needs it to).
                 "memory_limit_binding": limits[i] < working_set[i],
                 "max_usage_bytes": max_usage[i], "memcg_failcnt": failcnt[i],
+                # Times the group sat at its limit under OOM (OOM killer off) and was woken.
+                "memcg_oom_wakeups": wakers[0].wakeups_per_group[i] if wakers else 0,
                 "memcg_swap_bytes_at_end": memstats[i].get("swap", -1),
                 "memcg_pgmajfault": memstats[i].get("pgmajfault", -1),
                 "swap_out_requests": summary.swap_outs.get(i, 0),

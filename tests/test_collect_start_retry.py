@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
-from disaggsim.testbed.collect import START_ATTEMPTS, _start_apps
+from disaggsim.testbed.collect import _start_apps
 from disaggsim.testbed.collect_env import (
     MEMCG_ROOT,
     UndoStack,
     memcg_group,
     memcg_oom_kills,
 )
+from disaggsim.testbed.memcg_oom import OOM_ATTEMPTS
 
 LIMIT_BYTES = 16 << 20
 
@@ -87,7 +88,7 @@ def test_an_oom_killed_start_is_repeated_and_its_logs_kept(tmp_path: Path) -> No
             attempts = _start_apps([app], [cg], run_stack, tmp_path, steps)  # type: ignore[arg-type]
         assert memcg_oom_kills(cg) >= 1
     assert attempts == 2 and app.calls == 2
-    assert len(steps.lines) == 1 and "node0 OOM-killed" in steps.lines[0]
+    assert len(steps.lines) == 1 and "disaggsim-test-retry OOM-killed" in steps.lines[0]
     assert (tmp_path / "attempt1-allocator.log").is_file()
     assert (tmp_path / "allocator.log").read_text().strip() == "ok"
 
@@ -97,10 +98,10 @@ def test_repeated_oom_kills_give_up_after_the_last_attempt(tmp_path: Path) -> No
     with UndoStack() as stack:
         cg = _group(stack)
         app = Allocator(cg, [4 * LIMIT_BYTES], tmp_path)
-        with pytest.raises(RuntimeError, match=f"in each of {START_ATTEMPTS} attempts"):
+        with pytest.raises(RuntimeError, match=f"in each of {OOM_ATTEMPTS} attempts"):
             with UndoStack() as run_stack:
                 _start_apps([app], [cg], run_stack, tmp_path, _Steps())  # type: ignore[arg-type]
-    assert app.calls == START_ATTEMPTS
+    assert app.calls == OOM_ATTEMPTS
 
 
 @needs_memcg

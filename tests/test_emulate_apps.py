@@ -291,7 +291,7 @@ def test_timely_smoke_runs_under_a_limit(
         update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}))
     monkeypatch.setitem(emulate_apps.PRESETS, "timely-pagerank", small)
     # swap at 0.75: at 0.5 the run pages ~50 s (and memcg v1 OOM-killed a process in 2 of
-    # 3 runs before emulate_apps.OomWaker).
+    # 3 runs before memcg_oom.OomWaker).
     runs = _run_preset(tmp_path, "timely-pagerank", backend, fraction)
     _check_runs(runs, small.working_set_bytes, fraction, 2, backend)
 

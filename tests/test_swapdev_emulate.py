@@ -16,6 +16,7 @@ from disaggsim.cli import main
 from disaggsim.errors import InputError
 from disaggsim.sim.config import ConfigError
 from disaggsim.swapdev import device, emulate, emulate_apps
+from disaggsim.testbed import memcg_oom
 
 CONFIG = """\
 [emulate]
@@ -456,7 +457,7 @@ def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
         dirs.append(run_dir)
         if failures["left"] > 0:
             failures["left"] -= 1
-            raise emulate_apps.MemcgOomKill("YCSB run exited 1\n(the memory cgroup of "
+            raise memcg_oom.MemcgOomKill("YCSB run exited 1\n(the memory cgroup of "
                                             "disaggsim-node1 OOM-killed a process)")
         return "outcome"
 
@@ -466,11 +467,11 @@ def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
     assert dirs == [work, tmp_path / "0.5-10us-0-attempt2", tmp_path / "0.5-10us-0-attempt3"]
     assert capsys.readouterr().err.count("repeating the run") == 2
 
-    failures["left"] = emulate_apps.OOM_ATTEMPTS
+    failures["left"] = memcg_oom.OOM_ATTEMPTS
     dirs.clear()
-    with pytest.raises(emulate_apps.MemcgOomKill, match="OOM-killed"):
+    with pytest.raises(memcg_oom.MemcgOomKill, match="OOM-killed"):
         emulate._run_preset_with_retries(cfg, None, None, 1, work)
-    assert len(dirs) == emulate_apps.OOM_ATTEMPTS
+    assert len(dirs) == memcg_oom.OOM_ATTEMPTS
 
     def other_failure(*args: object) -> str:
         dirs.append(Path("x"))
