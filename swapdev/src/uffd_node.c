@@ -116,6 +116,7 @@ void sd_node_reclaim(struct sd_node *n, struct sd_node_slot *s)
 	if (pid <= 0 || !atomic_compare_exchange_strong(&s->pid, &pid, -1))
 		return; /* free, or another process reclaims it */
 	local = atomic_exchange(&s->local, 0);
+	atomic_store(&s->unsettled, 0);
 	atomic_fetch_sub(&n->resident, local);
 	atomic_store(&s->oldest, SD_NODE_NO_PAGE);
 	atomic_store(&s->reclaim_tid, 0);
@@ -125,7 +126,8 @@ void sd_node_reclaim(struct sd_node *n, struct sd_node_slot *s)
 	sd_node_wake_under(n);
 }
 
-struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t local)
+struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t local,
+				       uint64_t unsettled)
 {
 	int i, pass;
 
@@ -145,6 +147,7 @@ struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t 
 			atomic_store(&s->out_for_others, 0);
 			atomic_store(&s->oldest, SD_NODE_NO_PAGE);
 			atomic_store(&s->local, local);
+			atomic_store(&s->unsettled, unsettled);
 			atomic_fetch_add(&n->resident, local);
 			atomic_store(&s->pid, pid);
 			return s;
@@ -156,8 +159,19 @@ struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t 
 	return NULL;
 }
 
+uint64_t sd_node_settled(struct sd_node *n)
+{
+	uint64_t resident = atomic_load(&n->resident), unsettled = 0;
+	int i;
+
+	for (i = 0; i < SD_NODE_SLOTS; i++)
+		unsettled += atomic_load(&n->slot[i].unsettled);
+	return unsettled < resident ? resident - unsettled : 0;
+}
+
 void sd_node_release(struct sd_node *n, struct sd_node_slot *s)
 {
+	atomic_store(&s->unsettled, 0);
 	atomic_fetch_sub(&n->resident, atomic_exchange(&s->local, 0));
 	atomic_store(&s->oldest, SD_NODE_NO_PAGE);
 	atomic_store(&s->reclaim_tid, 0);

@@ -36,7 +36,7 @@ struct sd_node_slot {
 	_Atomic uint64_t out_pages;  /* pages it sent remote, for any reason */
 	_Atomic uint64_t out_for_others; /* of those, pages sent on another process's request */
 	_Atomic uint64_t req_ns;     /* when the pending request was posted (CLOCK_MONOTONIC) */
-	uint64_t pad;
+	_Atomic uint64_t unsettled; /* pages counted at its fork, not yet made room for */
 };
 
 struct sd_node {
@@ -45,7 +45,7 @@ struct sd_node {
 	_Atomic uint64_t budget_pages; /* the node's local budget */
 	_Atomic uint64_t resident;    /* the node's local pages: the sum of the slots' local */
 	_Atomic uint64_t clock;       /* the next stamp */
-	_Atomic uint64_t peak;        /* the largest resident count right after a fault */
+	_Atomic uint64_t peak;        /* the largest settled count right after a fault */
 	_Atomic uint64_t fallbacks;   /* faults that evicted locally: no victim answered in time */
 	_Atomic uint64_t reclaimed;   /* slots of processes gone (dead, exec'd) reclaimed */
 	_Atomic uint32_t under;       /* futex: bumped whenever pages leave the node */
@@ -64,8 +64,14 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages);
 /* A slot for process pid (a slot still holding pid is a former image of it, gone by exec:
  * reclaimed first; when none is free, slots of processes gone are reclaimed); local pages
- * are added to the node's resident count. NULL if every slot is taken by a live process. */
-struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t local);
+ * are added to the node's resident count, of them `unsettled` (a forked child's inherited
+ * pages, counted twice until it has made room) marked so before they are added. NULL if
+ * every slot is taken by a live process. */
+struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t local,
+				       uint64_t unsettled);
+/* The node's resident count less the slots' unsettled pages: what a fault's peak sample
+ * measures (a fork's double count, being made room for, is not a fault's overshoot). */
+uint64_t sd_node_settled(struct sd_node *n);
 /* Give slot s back: its local pages leave the node's count; waiters are woken. */
 void sd_node_release(struct sd_node *n, struct sd_node_slot *s);
 /* Add delta (may be negative) to s's local pages and to the node's count; pages leaving

@@ -468,6 +468,8 @@ static void serve_locked(uintptr_t addr, int forking)
 	if (my_slot && !forking) { /* the node's peak after a fault that made room (tests) */
 		uint64_t now = atomic_load(&node->resident), peak = atomic_load(&node->peak);
 
+		if (now > peak) /* less the pages a forked child has not made room for yet */
+			now = sd_node_settled(node);
 		while (now > peak && !atomic_compare_exchange_weak(&node->peak, &peak, now))
 			;
 	}
@@ -621,7 +623,7 @@ static const char *node_shm_name(char *buf, size_t len)
 	return buf;
 }
 
-static void node_join(uint64_t local);
+static void node_join(uint64_t local, uint64_t unsettled);
 
 /*
  * Under the lock, when the process registers its first region: join the node named by
@@ -637,7 +639,7 @@ static void node_attach(void)
 	if (node || !(shm = node_shm_name(buf, sizeof(buf))))
 		return;
 	node = sd_node_attach(shm, budget_pages);
-	node_join(local_pages);
+	node_join(local_pages, 0);
 }
 
 static void register_region(uintptr_t start, size_t len)
@@ -894,9 +896,9 @@ static void *reclaim_main(void *arg)
 
 /* Under the lock: take a slot on the node for this process (local pages already local)
  * and start its reclaim thread; without a free slot the process keeps its own budget. */
-static void node_join(uint64_t local)
+static void node_join(uint64_t local, uint64_t unsettled)
 {
-	my_slot = sd_node_take_slot(node, (int32_t)getpid(), local);
+	my_slot = sd_node_take_slot(node, (int32_t)getpid(), local, unsettled);
 	if (!my_slot) {
 		fprintf(stderr, "swapdev uffd: SWAPDEV_NODE_SHM: all %d slots are taken by live "
 			"processes; process %d keeps a budget of its own\n", SD_NODE_SLOTS,
@@ -1150,13 +1152,14 @@ static void atfork_child(void)
 	device_pid = child_pid;
 	if (node) { /* a slot of its own: its copy-on-write pages count in both processes */
 		node_inherited_pages = local_pages;
-		node_join(local_pages);
+		node_join(local_pages, local_pages);
 	}
 	if (uffd_thread_start(&handler, handler_main))
 		uffd_die("forked child: cannot start the handler thread");
 	if (my_slot) { /* the node under its budget again before the child runs on */
 		pthread_mutex_lock(&lock);
 		make_room();
+		atomic_store(&my_slot->unsettled, 0); /* its pages are now in the peak samples */
 		pthread_mutex_unlock(&lock);
 	}
 }
