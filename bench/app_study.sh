@@ -2,7 +2,8 @@
 # Issue #22's application study on this machine: each config given (configs/app-study-*.toml)
 # in turn under the shared machine lock, with `uptime` before and after each and the wall
 # time; the per-run load (load average, steal) is in each sweep's runs.csv. Root. A
-# Figure 2 config (*-fig2.toml) runs through `disaggsim classify`, the others `emulate`.
+# Figure 2 config (*-fig2.toml) or a classification point's (*-classify.toml) runs through
+# `disaggsim classify`, the others `emulate`.
 #   sh bench/app_study.sh configs/app-study-noise-pinned.toml ...   (from the repository root)
 #
 # Isolated window (the measurements of bench/RESULTS.md "Application study (#22)" since
@@ -26,7 +27,7 @@ if [ -n "${ISOLATE:-}" ]; then
     deadline=$(( $(date +%s) + ${WINDOW_S:-1500} ))
 fi
 for config in "$@"; do
-    case "$config" in *-fig2.toml) command=classify ;; *) command=emulate ;; esac
+    case "$config" in *-fig2.toml|*-classify.toml) command=classify ;; *) command=emulate ;; esac
     echo "== $config: $(date -u +%FT%TZ) $(uptime)"
     start=$(date +%s)
     if [ -n "${ISOLATE:-}" ]; then
