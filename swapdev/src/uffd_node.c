@@ -42,10 +42,10 @@ struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages)
 	int fd = shm_open(name, O_RDWR, 0);
 	int i;
 
+	if (fd < 0 && errno == ENOENT)
+		return NULL;
 	if (fd < 0)
-		uffd_die("SWAPDEV_NODE_SHM=%s: shm_open: %s (the node's segment is made by whoever "
-			 "starts the node: disaggsim emulate, device.per_node_segments)", name,
-			 strerror(errno));
+		uffd_die("SWAPDEV_NODE_SHM=%s: shm_open: %s", name, strerror(errno));
 	if (fstat(fd, &st))
 		uffd_die("SWAPDEV_NODE_SHM=%s: fstat: %s", name, strerror(errno));
 	if ((size_t)st.st_size < sizeof(*n) && ftruncate(fd, sizeof(*n)))

@@ -58,9 +58,9 @@ _Static_assert(sizeof(struct sd_node) == 64 + 64 * SD_NODE_SLOTS, "segment layou
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "the segment's atomics must be lock-free (shared between processes)");
 
-/* Open (it must exist: made by whoever starts the node) and map the segment name, set it
- * up with budget_pages if new (empty), or die naming the variable: it does not exist, its
- * budget differs, it is not a node segment, or it never became ready (1 s). */
+/* Open (never create: whoever starts the node makes it) and map the segment name, set it
+ * up with budget_pages if new (empty); NULL if it does not exist; or die naming the
+ * variable: its budget differs, it is not a node segment, it never became ready (1 s). */
 struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages);
 /* A slot for process pid (a slot still holding pid is a former image of it, gone by exec:
  * reclaimed first; when none is free, slots of processes gone are reclaimed); local pages

@@ -610,8 +610,11 @@ static const char *node_shm_name(char *buf, size_t len)
 	if (!tmpl || !*tmpl)
 		return NULL;
 	pct = strstr(tmpl, "%n");
-	if (!pct)
-		return tmpl;
+	if (!pct) {
+		if (strlen(tmpl) >= len)
+			uffd_die("SWAPDEV_NODE_SHM=%s: too long", tmpl);
+		return strcpy(buf, tmpl);
+	}
 	n = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
 	if (n > 0)
 		link[n] = 0;
@@ -624,22 +627,21 @@ static const char *node_shm_name(char *buf, size_t len)
 }
 
 static void node_join(uint64_t local, uint64_t unsettled);
+/* SWAPDEV_NODE_SHM names a segment that does not exist (start-up, swapdev_init). */
+static char node_missing[256];
 
 /*
- * Under the lock, when the process registers its first region: join the node named by
- * SWAPDEV_NODE_SHM (a process that registers nothing never does: `ip netns exec`, run with
- * the node's environment before it enters the node's namespace, would have named another
- * segment). The segment must exist (whoever starts the node creates it: emulate).
+ * Under the lock, when the process registers a region: a process whose node segment does
+ * not exist may not hold memory on the device. It runs on while it registers nothing: `ip
+ * netns exec`, run with a holder's environment (SWAPDEV_NODE_SHM with %n) in the root
+ * namespace before it enters the node's, names a segment nobody made.
  */
-static void node_attach(void)
+static void node_check(void)
 {
-	char buf[256];
-	const char *shm;
-
-	if (node || !(shm = node_shm_name(buf, sizeof(buf))))
-		return;
-	node = sd_node_attach(shm, budget_pages);
-	node_join(local_pages, 0);
+	if (node_missing[0])
+		uffd_die("SWAPDEV_NODE_SHM=%s: no such segment (the node's segments are made by "
+			 "whoever starts the node: disaggsim emulate, device.per_node_segments)",
+			 node_missing);
 }
 
 static void register_region(uintptr_t start, size_t len)
@@ -647,7 +649,7 @@ static void register_region(uintptr_t start, size_t len)
 	size_t npages = len / PAGE;
 	int i;
 
-	node_attach();
+	node_check();
 
 	for (i = 0; i < MAX_REGIONS && regions[i].gen; i++)
 		;
@@ -1166,6 +1168,8 @@ static void atfork_child(void)
 __attribute__((constructor)) static void swapdev_init(void)
 {
 	struct sd_io io = {io_request, io_end_batch, io_wait_until, &run.delay, NULL};
+	char shm_buf[256];
+	const char *shm;
 	uint64_t local_bytes, spin_us, evict_batch, inactive_permille;
 	int ev = sd_policy_lookup("SWAPDEV_EVICTION", getenv("SWAPDEV_EVICTION"), sd_evict_names,
 				  SD_EVICT_COUNT, SD_EVICT_FIFO);
@@ -1197,6 +1201,15 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if (!evict_st || !paging_st)
 		_exit(2);
 	zero_page = uffd_map(PAGE, "the zero page");
+	/* Joined here, before the device is on: the reclaim thread's start may allocate, and
+	 * an allocator's mmap would come back to the device (under its lock, in mmap()). */
+	if ((shm = node_shm_name(shm_buf, sizeof(shm_buf)))) {
+		node = sd_node_attach(shm, budget_pages);
+		if (node)
+			node_join(0, 0);
+		else
+			strcpy(node_missing, shm);
+	}
 	uffd = open_uffd();
 	if (uffd_thread_start(&handler, handler_main) ||
 	    pthread_atfork(atfork_prepare, atfork_parent, atfork_child))
