@@ -295,11 +295,16 @@ def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, 
     if trace.stat().st_size == 0:
         return 0, 0
     data = trace.read_bytes()
-    if not data.endswith(b"\n"):
-        with tempfile.TemporaryDirectory() as tmp:
-            whole = Path(tmp) / trace.name
-            whole.write_bytes(data[:data.rfind(b"\n") + 1])
-            return swap_bytes_in_window(whole, start_ns, end_ns)
+    if data.endswith(b"\n"):
+        return _swap_bytes_between(trace, start_ns, end_ns)
+    with tempfile.TemporaryDirectory() as tmp:
+        whole = Path(tmp) / trace.name
+        whole.write_bytes(data[:data.rfind(b"\n") + 1])
+        return _swap_bytes_between(whole, start_ns, end_ns) if whole.stat().st_size else (0, 0)
+
+
+def _swap_bytes_between(trace: Path, start_ns: int, end_ns: int) -> tuple[int, int]:
+    """:func:`swap_bytes_in_window` of a trace of whole lines."""
     df = read_rmem(trace, time_base="absolute")
     inside = df[(df["realtime_ns"] >= start_ns) & (df["realtime_ns"] <= end_ns)]
     by_op = inside.groupby("op")["size_bytes"].sum()

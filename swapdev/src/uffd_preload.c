@@ -13,7 +13,8 @@
  *     access faults: the MMU's reference bit, made visible to user space;
  *   - remote (ST_REMOTE): in the store; an access pays the paging policy's requests.
  * The local budget SWAPDEV_LOCAL_BYTES counts mapped + inactive pages (both are held in
- * local memory). A handler thread resolves each fault with UFFDIO_COPY:
+ * local memory): the process's own, or with SWAPDEV_NODE_SHM the budget of its node, shared
+ * by every device process of the node (uffd_node.h; make_room below). A handler thread resolves each fault with UFFDIO_COPY:
  *   - first touch: a zero page, no delay (not a remote access);
  *   - inactive page: a minor refault; copied back at once with no delay and not logged (it
  *     is not a remote access), counted in the "minor" histogram (its service time);
@@ -1041,7 +1042,8 @@ static int open_uffd(void)
  *     one would have read zeros there: the child exits naming the page instead of running
  *     on wrong data), restarts its outputs (sd_run_forked_child) and starts its handler.
  *     Its budget is SWAPDEV_LOCAL_BYTES, its own, as for any process that loads the
- *     library: the pages it shares with its parent copy-on-write count in both budgets.
+ *     library, or on a node a slot of its own in the node's budget (node_join); either
+ *     way the pages it shares with its parent copy-on-write count twice.
  *   - atfork_parent serves the deferred faults and evicts back under the budget.
  */
 static void atfork_prepare(void)
