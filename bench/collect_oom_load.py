@@ -6,9 +6,9 @@ memcg v1 group in each of the 3 start attempts while another helper loaded the m
 made reproducible: ``--load`` busy loops (``yes > /dev/null`` at nice 0, the same
 priority as the collector) run for the whole measurement, and the smoke collection
 (:data:`disaggsim.testbed.collect.PRESETS` ``smoke``, the test's configuration) runs
-``--runs`` times per variant, the variants interleaved (``waker``: the collector as it
-is, its node groups without OOM killer and woken by ``OomWaker``; ``killer``: the OOM
-killer on, as before). ``taskset -c 0`` in front puts the collector and the load on one
+``--runs`` times per variant, the variants interleaved (``waker``: its node groups without
+OOM killer and woken by ``OomWaker``, ``collect.NODE_OOM_WAKER``; ``killer``: the OOM
+killer on, the collector as it is). ``taskset -c 0`` in front puts the collector and the load on one
 CPU, as ``isolate.sh on`` does to every other task while the application study measures.
 Per run, one CSV row: whether it finished, its start attempts
 (meta.json ``start_attempts``), the OOM kills the kernel logged for the collector's node
@@ -57,19 +57,6 @@ def dmesg_lines() -> list[tuple[float, str]]:
             if (m := re.match(r"\[\s*(\d+\.\d+)\]", ln))]
 
 
-class KillerOn:
-    """Stands in for :class:`~disaggsim.testbed.memcg_oom.OomWaker` in the ``killer``
-    variant: the groups keep their OOM killer (the collector before the waker; the start is
-    still repeated after an OOM kill)."""
-
-    def __init__(self, memcgs: list[Path], limits_bytes: list[int]) -> None:
-        self.wakeups_per_group = [0] * len(memcgs)
-        self.wakeups = 0
-
-    def stop(self) -> None:
-        """Nothing to undo."""
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -82,7 +69,6 @@ def main() -> int:
                         help="comma-separated, interleaved per run: waker (the collector's "
                         "OomWaker) and/or killer (OOM killer on, as before the waker)")
     args = parser.parse_args()
-    real_waker = collect_module.OomWaker
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.load)]
     if args.io_load:
         io_file = tempfile.mktemp(prefix="collect-oom-io-", dir="/var/tmp")
@@ -100,7 +86,7 @@ def main() -> int:
                 writer.writeheader()
             for run, variant in ((r, v) for r in range(args.runs)
                                  for v in args.variants.split(",")):
-                collect_module.OomWaker = real_waker if variant == "waker" else KillerOn  # type: ignore[misc,assignment]
+                collect_module.NODE_OOM_WAKER = variant == "waker"
                 time.sleep(2)
                 seen = max((t for t, _ in dmesg_lines()), default=0.0)
                 before = vmstat()

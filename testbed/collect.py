@@ -14,7 +14,8 @@ paging (swap) I/O. Here the nodes are emulated on one machine:
   with its OOM killer: a start that a group OOM-killed is repeated
   (:func:`~disaggsim.testbed.memcg_oom.oom_kills_named`, shared with ``disaggsim
   emulate``; the waker that ``emulate``'s swap backend uses made memcached's system calls
-  fail with EFAULT here, see ``_start_apps``; meta.json ``memcg_oom_wakeups`` stays 0);
+  fail with EFAULT here, see ``NODE_OOM_WAKER``; meta.json ``memcg_oom_wakeups``, 0 unless
+  ``NODE_OOM_WAKER``);
 - a loop-device ext4 data disk per node and one loop-device swap area for all nodes, traced
   with the ftrace ``blk`` tracer (:mod:`disaggsim.testbed.collect_blk`); swap requests are
   attributed to nodes by the pids tracked in their cgroups
@@ -381,6 +382,14 @@ def _check_host() -> None:
                            "tcpdump util-linux e2fsprogs procps)")
 
 
+#: The node groups run without their OOM killer, woken by OomWaker, if True. False: with it
+#: off, memcached's socket reads into swapped-out buffers failed with EFAULT in all 3 start
+#: attempts of a quiet fresh-clone CI (2026-11-27 15:41 UTC), where OOM kills with retries
+#: had passed every CI before (bench/RESULTS.md, "The collector's memcg v1 OOM");
+#: bench/collect_oom_load.py sets it per variant.
+NODE_OOM_WAKER = False
+
+
 def _start_apps(
     apps: list[Any],
     memcgs: list[Path],
@@ -608,11 +617,7 @@ def collect(
             if not on_device:  # on the device, the device keeps the budget
                 (cg / "memory.limit_in_bytes").write_text(str(limit))
             limits.append(limit)
-        # The node groups keep their OOM killer (no OomWaker): with it off, memcached's
-        # socket reads into swapped-out buffers failed with EFAULT in all 3 start attempts of
-        # a quiet fresh-clone CI (2026-11-27 15:41 UTC), where OOM kills with retries had
-        # passed every CI before (bench/RESULTS.md, "The collector's memcg v1 OOM").
-        wakers: list[OomWaker] = []
+        wakers = [OomWaker(memcgs, limits)] if NODE_OOM_WAKER and not on_device else []
         for waker in wakers:
             stack.callback(waker.stop)
         device_traces: dict[int, list[Path]] = {}
