@@ -70,8 +70,14 @@ from disaggsim.traces.workloads import generate, write_sim_flows_csv
 RATE_GBPS = 100.0
 #: The fabric both simulators run (module docstring); cables at 5 ns/m.
 HPCC_FABRIC = hpcc_sim.ClosFabric(
-    racks=20, hosts_per_rack=16, spines=4, rate_gbps=RATE_GBPS, spine_rate_factor=4,
-    host_link_ns=1000, spine_link_ns=2000, buffer_mb=32,
+    racks=20,
+    hosts_per_rack=16,
+    spines=4,
+    rate_gbps=RATE_GBPS,
+    spine_rate_factor=4,
+    host_link_ns=1000,
+    spine_link_ns=2000,
+    buffer_mb=32,
 )
 TOPOLOGY: dict[str, Any] = {
     "racks": HPCC_FABRIC.racks,
@@ -128,19 +134,25 @@ ROCE_ATTRIBUTES = {
 DCQCN_VARIANTS: dict[str, dict[str, str]] = {
     "roce-dcqcn.noclamp": {"ns3::RoceDcqcn::ClampTargetRate": "false"},
     "roce-dcqcn.timer": {
-        "ns3::RoceDcqcn::ByteCounter": "0", "ns3::RoceDcqcn::FastRecoverySteps": "2",
+        "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2",
     },
     "roce-dcqcn.hpcc-rules": {
-        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::ClampTargetRate": "false",
+        "ns3::RoceDcqcn::ByteCounter": "0",
         "ns3::RoceDcqcn::FastRecoverySteps": "2",
     },
     "roce-dcqcn.hpcc-rules-deq": {
-        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
-        "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::SwitchMmu::EcnAtDequeue": "true",
+        "ns3::RoceDcqcn::ClampTargetRate": "false",
+        "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2",
+        "ns3::SwitchMmu::EcnAtDequeue": "true",
     },
     "roce-dcqcn.hpcc-rules-cnp1us": {
-        "ns3::RoceDcqcn::ClampTargetRate": "false", "ns3::RoceDcqcn::ByteCounter": "0",
-        "ns3::RoceDcqcn::FastRecoverySteps": "2", "ns3::RoceReceiver::CnpInterval": "1us",
+        "ns3::RoceDcqcn::ClampTargetRate": "false",
+        "ns3::RoceDcqcn::ByteCounter": "0",
+        "ns3::RoceDcqcn::FastRecoverySteps": "2",
+        "ns3::RoceReceiver::CnpInterval": "1us",
     },
 }
 for _variant, _extra in DCQCN_VARIANTS.items():
@@ -162,9 +174,7 @@ PAPER_CLAIMS = (
 )
 
 
-def attributes_for(
-    protocol: str, fabric: str, ecn_per_rate: bool = True
-) -> list[tuple[str, str]]:
+def attributes_for(protocol: str, fabric: str, ecn_per_rate: bool = True) -> list[tuple[str, str]]:
     """``(ns3::Type::Attribute, value)`` pairs of one run (module docstring); without
     ``ecn_per_rate`` every switch port marks at the 100 Gb/s thresholds."""
     fabric_attributes = dict(FABRIC_ATTRIBUTES)
@@ -175,7 +185,12 @@ def attributes_for(
 
 
 def run_ours(
-    binary: Path, protocol: str, flows_csv: Path, workdir: Path, fabric: str, seed: int,
+    binary: Path,
+    protocol: str,
+    flows_csv: Path,
+    workdir: Path,
+    fabric: str,
+    seed: int,
     ecn_per_rate: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, Any], float]:
     """One driver run; its FCT records, statistics and process wall time (s)."""
@@ -183,7 +198,13 @@ def run_ours(
     out_csv, stats_json = workdir / f"fct_{tag}.csv", workdir / f"stats_{tag}.json"
     registered = protocol.split(".")[0]  # a DCQCN_VARIANTS name runs roce-dcqcn
     cmd = driver_argv(
-        binary, flows_csv, out_csv, stats_json, registered, RATE_GBPS, seed,
+        binary,
+        flows_csv,
+        out_csv,
+        stats_json,
+        registered,
+        RATE_GBPS,
+        seed,
         {**TOPOLOGY, "fabric": fabric},
         attributes=attributes_for(protocol, fabric, ecn_per_rate),
     )
@@ -192,7 +213,11 @@ def run_ours(
 
 
 def run_hpcc_cached(
-    binary: Path, flows: pd.DataFrame, flows_csv: Path, cc: str, workdir: Path,
+    binary: Path,
+    flows: pd.DataFrame,
+    flows_csv: Path,
+    cc: str,
+    workdir: Path,
     cache: Path | None,
 ) -> tuple[pd.DataFrame, float]:
     """HPCC's simulator on ``flows`` (``hpcc_sim.run``), or its earlier result for the same
@@ -234,6 +259,7 @@ def agreement(ours: pd.DataFrame, theirs: pd.DataFrame) -> list[str]:
     """
     if list(ours["size_pct"]) != list(theirs["size_pct"]):
         raise ValueError("tables group different flows (size_pct differs)")
+
     def pct(x: float) -> str:
         return f"{round(100 * x):+d} %"  # round() to an int: no "-0 %"
 
@@ -315,7 +341,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("protocols", nargs="*", default=["roce-dcqcn", "roce-hpcc"])
     parser.add_argument(
-        "--workload", nargs="+", default=["hpcc-websearch", "hpcc-fbhadoop"],
+        "--workload",
+        nargs="+",
+        default=["hpcc-websearch", "hpcc-fbhadoop"],
         help="flow-size CDFs (shipped names or files)",
     )
     parser.add_argument("--load", nargs="+", type=float, default=[0.3, 0.5])
@@ -325,34 +353,43 @@ def main() -> int:
     parser.add_argument("--fabric", choices=["lossless", "lossy"], default="lossless")
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument(
-        "--hpcc-binary", type=Path, default=None,
+        "--hpcc-binary",
+        type=Path,
+        default=None,
         help="HPCC's simulator (bench/hpcc_sim.py build); runs its dcqcn and hpcc too",
     )
     parser.add_argument(
-        "--hpcc-cache", type=Path, default=None,
+        "--hpcc-cache",
+        type=Path,
+        default=None,
         help="keep HPCC's simulator's results here and reuse them for the same flows",
     )
     parser.add_argument(
-        "--hpcc-cc", nargs="+", default=list(HPCC_SIM_CC.values()),
+        "--hpcc-cc",
+        nargs="+",
+        default=list(HPCC_SIM_CC.values()),
         choices=sorted(hpcc_sim.HPCC_CC_SETTINGS),
         help="HPCC's simulator's congestion controls to run (dcqcn-clamp: CLAMP_TARGET_RATE 1)",
     )
     parser.add_argument(
-        "--ecn-one-setting", action="store_true",
+        "--ecn-one-setting",
+        action="store_true",
         help="every switch port marks at the 100 Gb/s RED-ECN thresholds (no per-rate scaling)",
     )
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = parser.parse_args()
     if not args.binary.is_file():
-        print(f"bench_roce_fidelity: driver {args.binary} not found (build first)",
-              file=sys.stderr)
+        print(f"bench_roce_fidelity: driver {args.binary} not found (build first)", file=sys.stderr)
         return 2
     hosts = HPCC_FABRIC.racks * HPCC_FABRIC.hosts_per_rack
     lines = [
         f"## RoCE fidelity against HPCC: {args.flows} flows per point, seed {args.seed}, "
         f"{args.fabric} fabric, {hosts} hosts at {RATE_GBPS:g} Gb/s, RED-ECN "
-        + ("100 Gb/s thresholds on every port" if args.ecn_one_setting
-           else "thresholds scaled with each port's rate"),
+        + (
+            "100 Gb/s thresholds on every port"
+            if args.ecn_one_setting
+            else "thresholds scaled with each port's rate"
+        ),
         "",
         "Paper's statements (the comparison target):",
         "",
@@ -373,7 +410,12 @@ def main() -> int:
                 notes: list[str] = []
                 for protocol in args.protocols:
                     fct, stats, wall = run_ours(
-                        args.binary, protocol, flows_csv, workdir, args.fabric, args.seed,
+                        args.binary,
+                        protocol,
+                        flows_csv,
+                        workdir,
+                        args.fabric,
+                        args.seed,
                         not args.ecn_one_setting,
                     )
                     done = fct[fct["finished"] == 1]
@@ -397,14 +439,16 @@ def main() -> int:
                     done = ref[ref["finished"] == 1]
                     tables[f"hpcc-sim {cc}"] = slowdown_by_size_percentile(
                         done["size_bytes"].to_numpy(),
-                        np.asarray(done["slowdown"], dtype=float), args.step,
+                        np.asarray(done["slowdown"], dtype=float),
+                        args.step,
                     )
                     # its data packets: 1000 B payloads, no retransmission when lossless
                     pkts = int(np.ceil(done["size_bytes"].to_numpy() / 1000).sum())
                     took = time.perf_counter() - t0
                     notes.append(
                         f"hpcc-sim {cc}: {len(done)}/{len(ref)} flows finished; wall "
-                        f"{wall:.1f} s" + (" (from --hpcc-cache)" if took < wall / 2 else "")
+                        f"{wall:.1f} s"
+                        + (" (from --hpcc-cache)" if took < wall / 2 else "")
                         + f", {pkts / wall:,.0f} data packets/s"
                     )
                     print(notes[-1], flush=True)

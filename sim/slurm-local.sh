@@ -34,6 +34,15 @@ log() { echo "[slurm-local] $*" >&2; }
 pid_alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{exit !($3 == "Z")}' "/proc/$1/stat" 2>/dev/null; }
 # Live (non-zombie) processes named exactly $1.
 alive_named() { local p; for p in $(pgrep -x "$1" || true); do pid_alive "$p" && echo "$p"; done; true; }
+# Those of them this cluster started: their environment has our SLURM_CONF (exported above
+# before any daemon starts; slurmd's job steps inherit it). Another cluster's are not ours.
+ours_named() {
+  local p
+  for p in $(alive_named "$1"); do
+    grep -qzxF "SLURM_CONF=$CONF" "/proc/$p/environ" 2>/dev/null && echo "$p"
+  done
+  true
+}
 pid_of() { [ -f "$1" ] && cat "$1" || true; }
 
 wait_gone() { # pid timeout_s
@@ -139,12 +148,12 @@ stop() {
     squeue -h -o '%A' 2>/dev/null | sort -u | xargs -r scancel 2>/dev/null || true
     local i
     for ((i = 0; i < 150; i++)); do
-      [ -z "$(squeue -h -o %A 2>/dev/null | head -1)" ] && [ -z "$(alive_named slurmstepd)" ] && break
+      [ -z "$(squeue -h -o %A 2>/dev/null | head -1)" ] && [ -z "$(ours_named slurmstepd)" ] && break
       sleep 0.1
     done
   fi
   local steps p
-  steps=$(alive_named slurmstepd)
+  steps=$(ours_named slurmstepd)
   for p in $d $ctld; do pid_alive "$p" && kill -TERM "$p"; done
   for p in $d $ctld; do wait_gone "$p" 5 || kill -KILL "$p" 2>/dev/null || true; done
   for p in $steps; do kill -KILL "$p" 2>/dev/null || true; done # stragglers only

@@ -139,6 +139,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeAlias
 
+from disaggsim.polling import PollingThread
 from disaggsim.swapdev import device
 from disaggsim.testbed import collect_env as env
 from disaggsim.testbed.apps.hadoop_mr import LOG_NAME as HADOOP_LOG_NAME
@@ -550,8 +551,7 @@ class _PeakRss:
     def __init__(self, memcgs: list[Path], period_s: float = 0.25) -> None:
         self.memcgs, self.period_s = memcgs, period_s
         self.peak = 0
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread = PollingThread(self._sample, period_s, "peak-pss")
         self._thread.start()
 
     def _sample(self) -> None:
@@ -564,15 +564,9 @@ class _PeakRss:
             total += sum(_pss_bytes(pid) for pid in pids)
         self.peak = max(self.peak, total)
 
-    def _loop(self) -> None:
-        while not self._done.wait(self.period_s):
-            self._sample()
-
     def stop(self) -> None:
-        """One last sample, then stop the thread."""
-        self._done.set()
-        self._thread.join()
-        self._sample()
+        """Stop the thread, then one last sample; raises what a sample raised."""
+        self._thread.stop(last_poll=True)
 
     def total_bytes(self) -> int:
         """The largest summed ``Pss`` seen (bytes)."""

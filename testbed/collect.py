@@ -69,6 +69,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
+from disaggsim.polling import PollingThread
 from disaggsim.testbed.apps.pgbench import PgbenchConfig
 from disaggsim.testbed.apps.spark import SparkConfig
 from disaggsim.testbed.collect_apps import (
@@ -313,10 +314,8 @@ class PidTracker:
     def __init__(self, memcgs: list[Path], period_s: float = 0.05) -> None:
         self.memcgs = memcgs
         self.pid_node: dict[int, int] = {}
-        self._stop = threading.Event()
-        self._period_s = period_s
         self.poll()
-        self._thread = threading.Thread(target=self._run, name="pid-tracker", daemon=True)
+        self._thread = PollingThread(self.poll, period_s, "pid-tracker")
         self._thread.start()
 
     def poll(self) -> None:
@@ -325,15 +324,9 @@ class PidTracker:
             for tid in memcg_tasks(cg):
                 self.pid_node[tid] = node
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._period_s):
-            self.poll()
-
     def stop(self) -> None:
-        """Stop polling (after a last poll)."""
-        self._stop.set()
-        self._thread.join()
-        self.poll()
+        """Stop polling, then a last poll; raises what a poll raised."""
+        self._thread.stop(last_poll=True)
 
 
 class Tcpdump:

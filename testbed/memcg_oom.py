@@ -22,12 +22,12 @@ under load").
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final
 
+from disaggsim.polling import PollingThread
 from disaggsim.testbed.collect_env import memcg_oom_kills
 
 #: Attempts at a run (the collector's untraced start, an emulate run) whose application a
@@ -79,8 +79,7 @@ class OomWaker:
         self.wakeups_per_group = [0] * len(self.memcgs)
         for cg in self.memcgs:
             (cg / "memory.oom_control").write_text("1")
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread = PollingThread(self.poll, period_s, "oom-waker")
         self._thread.start()
 
     def poll(self) -> int:
@@ -104,18 +103,20 @@ class OomWaker:
         """Wake-ups of every group so far."""
         return sum(self.wakeups_per_group)
 
-    def _loop(self) -> None:
-        while not self._done.wait(self.period_s):
-            self.poll()
-
     def stop(self) -> None:
-        """Stop polling, set the limits back and the OOM killers on again."""
-        self._done.set()
-        self._thread.join()
-        for cg, limit_bytes in zip(self.memcgs, self.limits_bytes, strict=True):
-            with suppress(OSError):
-                (cg / "memory.limit_in_bytes").write_text(str(limit_bytes))
-            (cg / "memory.oom_control").write_text("0")
+        """Stop polling, set the limits back and the OOM killers on again.
+
+        Raises:
+            OSError: (or whatever else) a poll of the thread raised, after the limits and
+                killers are back: the groups went unwatched from then on.
+        """
+        try:
+            self._thread.stop()
+        finally:
+            for cg, limit_bytes in zip(self.memcgs, self.limits_bytes, strict=True):
+                with suppress(OSError):
+                    (cg / "memory.limit_in_bytes").write_text(str(limit_bytes))
+                (cg / "memory.oom_control").write_text("0")
 
 
 @contextmanager

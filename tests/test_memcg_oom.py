@@ -116,6 +116,24 @@ def test_the_waker_thread_wakes_a_group_that_stays_under_oom(tmp_path: Path) -> 
     assert (cg / "memory.limit_in_bytes").read_text() == str(LIMIT)
 
 
+def test_a_failed_poll_reaches_stop_after_the_groups_are_set_back(tmp_path: Path) -> None:
+    """A group whose memory.oom_control cannot be read (removed under the waker): the
+    thread's poll fails, and stop raises that error after it set the limit back and the
+    killer on, instead of the groups going unwatched with nobody told."""
+    cg = fake_group(tmp_path, "node0")
+    waker = OomWaker([cg], [LIMIT], period_s=0.001)
+    (cg / "memory.limit_in_bytes").write_text(str(LIMIT + PAGE))  # left raised by a nudge
+    (cg / "memory.oom_control").unlink()
+    for _ in range(6000):  # the next poll fails and ends the thread
+        if not waker._thread.is_alive():
+            break
+        time.sleep(0.01)
+    with pytest.raises(FileNotFoundError, match="memory.oom_control"):
+        waker.stop()
+    assert (cg / "memory.oom_control").read_text() == "0"
+    assert (cg / "memory.limit_in_bytes").read_text() == str(LIMIT)
+
+
 def test_a_failure_is_named_an_oom_kill_only_with_a_kill_or_a_wakeup(tmp_path: Path) -> None:
     cg = fake_group(tmp_path, "disaggsim-node0")
     waker = idle_waker([cg], [LIMIT])

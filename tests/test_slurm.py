@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _own_processes import live_processes
 
 from disaggsim.analysis.stats import summarize_groups
 from disaggsim.sim.campaign import CampaignError, PlannedRun, run_campaign
@@ -200,16 +201,13 @@ def test_submit_without_a_cluster_is_a_clear_error(tmp_path, monkeypatch):
 # --- a real single-node cluster ------------------------------------------------------------
 
 
-def _daemons() -> list[str]:
-    out = subprocess.run(
-        ["ps", "-eo", "stat=,comm="], capture_output=True, text=True, check=True
-    ).stdout
-    return [
-        line.split()[1]
-        for line in out.splitlines()
-        if line.split()[1] in ("slurmctld", "slurmd", "slurmstepd", "munged")
-        and "Z" not in line.split()[0]
-    ]
+def _daemons(conf: Path) -> list[str]:
+    """The command names of the live processes the cluster of ``conf`` started: their
+    environment carries ``SLURM_CONF=conf`` (``slurm-local.sh`` exports it before it starts
+    munged, slurmctld and slurmd, whose job steps inherit it). Another engineer's Slurm or
+    munged on this machine is not one of them."""
+    return sorted(cmd.split()[0].rsplit("/", 1)[-1].rstrip(":")
+                  for cmd in live_processes(str(conf), "SLURM_CONF").values())
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +224,6 @@ def cluster() -> Iterator[Path]:
     SYSTEM_LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(SYSTEM_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        before = _daemons()  # a munged someone else started stays running
         state = Path(tempfile.mkdtemp(prefix="dsim-slurm-"))
         conf = state / "slurm.conf"
         env = {**os.environ, "SLURM_LOCAL_DIR": str(state), "SLURM_LOCAL_CONF": str(conf),
@@ -235,6 +232,8 @@ def cluster() -> Iterator[Path]:
         os.environ["SLURM_CONF"] = str(conf)
         try:
             subprocess.run(["bash", str(SCRIPT), "start"], env=env, check=True, timeout=60)
+            # a munged someone else started stays running, and is not ours
+            assert {"slurmctld", "slurmd"} <= set(_daemons(conf)), _daemons(conf)
             yield state
         finally:
             subprocess.run(["bash", str(SCRIPT), "stop"], env=env, check=True, timeout=60)
@@ -243,7 +242,7 @@ def cluster() -> Iterator[Path]:
             else:
                 os.environ["SLURM_CONF"] = saved
         assert not state.exists(), "stop must remove the cluster's state directory"
-        assert _daemons() == before, "stop must leave no daemon it started running"
+        assert _daemons(conf) == [], "stop must leave no process of the cluster running"
 
 
 def test_cluster_reports_its_array_limit(cluster):

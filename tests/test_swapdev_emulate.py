@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _emulate_runs import emulate_as_found
+from _own_processes import live_processes, tag_environment
 
 from disaggsim.cli import main
 from disaggsim.errors import InputError
@@ -329,20 +330,25 @@ def test_swap_oom_is_reported_and_the_machine_left_as_found(tmp_path: Path) -> N
 @pytest.mark.skipif(os.geteuid() != 0, reason="swap, loop and memcg need root")
 @pytest.mark.parametrize("backend", ["uffd", "swap"])
 def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    backend: str
 ) -> None:
-    """The application (a shell that leaves a background sleep behind) sleeps 60 s with a
-    3 s limit: every run is killed within seconds, marked ``timeout`` in runs.csv and on
-    the console, no median is reported, and (swap backend) the machine is left as found,
-    its cgroup emptied by the kill."""
+    """The application (a shell that starts a background sleep, then becomes a second one)
+    sleeps 60 s with a 3 s limit: every run is killed within seconds, marked ``timeout`` in
+    runs.csv and on the console, no median is reported, and (swap backend) the machine is
+    left as found, its cgroup emptied by the kill. The background sleep holds none of the
+    run's output pipes, so the run's end does not wait for it: only the kill of the run's
+    process group (and cgroup) ends it, and no process the run started is left (found by
+    the test's environment tag, not by name: another engineer's ``sleep 60`` is not ours)."""
     from disaggsim.testbed import collect_env
 
+    tag = tag_environment(monkeypatch)
     path = tmp_path / "sleep.toml"
     path.write_text(
         CONFIG.replace('backend = "uffd"', f'backend = "{backend}"\ntimeout_s = 3')
         .replace("repeats = 2", "repeats = 1")
         .replace('command = ["{build}/memtouch", "64", "1"]',
-                 'command = ["sh", "-c", "sleep 60 & sleep 60"]')
+                 'command = ["sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & exec sleep 60"]')
     )
     cfg = emulate.load_emulate_config(path)
     with device.system_lock():
@@ -362,8 +368,7 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
     assert all(r["median_jct_s"] == "" and r["relative_jct"] == "" for r in rows)
     with device.system_lock():
         assert collect_env.system_state() == before
-    sleeps = subprocess.run(["pgrep", "-f", "^sleep 60$"], capture_output=True, text=True)
-    assert sleeps.stdout == ""  # the background sleep was killed with its group
+    assert live_processes(tag) == {}  # the background sleep was killed with its group
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, memcg, swap need root")
