@@ -836,7 +836,9 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     Order: fraction-major, then round-major: each round runs the zero-delay reference and
     then every point not yet settled (all of them in the first ``repeats`` rounds), so
     slow drifts of a shared machine spread over all models and the reference. A run over
-    ``timeout_s`` is killed, reported (console and runs.csv) and left out of the medians.
+    ``timeout_s`` is killed (a command's: every process it started, by its process cgroup,
+    :func:`emulate_apps.run_command`), reported (console and runs.csv) and left out of
+    the medians.
     Runs of an earlier sweep of the same config in the out dir are reused
     (:func:`previous_runs`). Raises RuntimeError if a run fails, ValueError on duplicate
     model labels.

@@ -125,8 +125,10 @@ The uffd device sees only ``mmap`` calls made through the PLT
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -327,36 +329,62 @@ class Outcome:
     detail: dict[str, object] = field(default_factory=dict)
 
 
-def _kill_group(proc: subprocess.Popen[str], memcg: Path | None) -> None:
-    with suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    if memcg is not None:  # anything that left the process group
-        for pid in env.memcg_tasks(memcg):
-            with suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+#: Runs of :func:`run_command` by this process so far: with the pid, the name of each
+#: run's process cgroup.
+_RUNS: Final = itertools.count()
+
+
+def _run_cgroup_name(pid: int, run: int | str) -> str:
+    """The name of run ``run``'s process cgroup (in ``collect_env.PIDS_ROOT``) of
+    :func:`run_command` called by process ``pid``: the pid tells one engineer's groups from
+    another's on a shared machine."""
+    return f"disaggsim-run-{pid}-{run}"
+
+
+def run_cgroups(pid: int) -> list[Path]:
+    """The process cgroups of :func:`run_command` runs by process ``pid`` that exist now
+    (none once its runs ended)."""
+    return sorted(env.PIDS_ROOT.glob(_run_cgroup_name(pid, "*")))
 
 
 def run_command(
     argv: list[str], timeout_s: float, extra_env: dict[str, str], memcg: Path | None = None
 ) -> tuple[str, float, subprocess.CompletedProcess[str]]:
-    """Run ``argv`` (in ``memcg`` if given) in its own process group; on ``timeout_s`` kill
-    the group (and whatever is left in the cgroup) with SIGKILL.
+    """Run ``argv`` (in ``memcg`` if given) in a process cgroup of its own
+    (:func:`disaggsim.testbed.collect_env.run_cgroup`); on ``timeout_s`` kill every
+    process in that cgroup with SIGKILL until it is empty.
+
+    The one way a run's processes are killed, on every backend: a process the command
+    started is in the cgroup whatever its session or process group (``setsid``, a
+    daemon), where a kill of the process group missed it (it ran on after the timeout on
+    the uffd backend, which has no memory cgroup to sweep). The cgroup is removed when
+    the run ends, on success, failure, timeout and interrupt (SIGINT: whatever is still
+    in it is killed first, SIGTERM then SIGKILL; so is a process the command left running
+    when it exited). Root (cgroups).
 
     Returns (``"ok"`` or ``"timeout"``, wall seconds, the completed process with output).
+    Raises RuntimeError if the pids cgroup hierarchy is missing or a killed process
+    outlives SIGKILL for 5 s.
     """
-    cmd = argv if memcg is None else ["sh", "-c", 'echo $$ > "$0" && exec "$@"',
-                                      str(memcg / "cgroup.procs"), *argv]
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, **extra_env})
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        status = "ok"
-    except subprocess.TimeoutExpired:
-        _kill_group(proc, memcg)
-        out, err = proc.communicate()
-        status = "timeout"
-    wall = time.monotonic() - start
+    with env.UndoStack() as stack:
+        run = env.run_cgroup(stack, _run_cgroup_name(os.getpid(), next(_RUNS)))
+        groups = [run] if memcg is None else [memcg, run]
+        # The shell joins the groups before it execs: all the command's processes are in.
+        join = " && ".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))}" for g in groups)
+        cmd = ["sh", "-c", f'{join} && exec "$@"', "sh", *argv]
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True,
+                                env={**os.environ, **extra_env})
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+            status = "ok"
+        except subprocess.TimeoutExpired:
+            proc.kill()  # in case the shell has not joined the group yet
+            env.kill_tasks(run, first=signal.SIGKILL)
+            out, err = proc.communicate()
+            status = "timeout"
+        wall = time.monotonic() - start
     return status, wall, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

@@ -12,6 +12,8 @@ step and raises one :class:`RestoreError` listing them all, after all steps ran.
   and a switch namespace (``dsim-sw``) holding a Linux bridge and the host ends of the veth
   pairs (``vethN``); the root namespace is not touched, nothing is routed outside.
 - memory: a memcg v1 group per node (``/sys/fs/cgroup/memory/disaggsim-nodeN``).
+- processes: a pids v1 group per run of a command (:func:`run_cgroup`), the set of
+  processes a timeout or an interrupt kills.
 - storage: loop devices on sparse files, an ext4 data disk per node, one swap area.
 """
 
@@ -33,6 +35,9 @@ from typing import Any, Final
 from disaggsim.testbed.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
 
 MEMCG_ROOT: Final = Path("/sys/fs/cgroup/memory")
+#: The cgroup v1 ``pids`` hierarchy (Documentation/admin-guide/cgroup-v1/pids.rst): where
+#: :func:`run_cgroup` makes its groups.
+PIDS_ROOT: Final = Path("/sys/fs/cgroup/pids")
 NETNS_DIR: Final = Path("/run/netns")
 SYS_BLOCK: Final = Path("/sys/block")
 #: ``LOOP_CTL_REMOVE`` ioctl of ``/dev/loop-control`` (include/uapi/linux/loop.h).
@@ -277,10 +282,16 @@ def disable_zswap(stack: UndoStack) -> None:
         stack.undo(f"{param} = Y", param.write_text, "Y")
 
 
-def kill_tasks(memcg: Path, timeout_s: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL, every task in memory cgroup ``memcg`` until it is empty."""
+def kill_tasks(
+    memcg: Path, timeout_s: float = 5.0, first: signal.Signals = signal.SIGTERM
+) -> None:
+    """Signal every task in cgroup ``memcg`` (any v1 hierarchy) with ``first`` (SIGTERM:
+    a chance to exit cleanly), after half of ``timeout_s`` with SIGKILL, until the group
+    is empty: a task forked meanwhile is born in the group and is killed on the next pass.
+
+    Raises RuntimeError if tasks are left after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    sig = signal.SIGTERM
+    sig = first
     while True:
         try:
             pids = [int(p) for p in (memcg / "cgroup.procs").read_text().split()]
@@ -306,7 +317,27 @@ def memcg_group(stack: UndoStack, name: str) -> Path:
     """
     if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
         raise RuntimeError(f"{MEMCG_ROOT}: cgroup v1 memory controller not mounted")
-    path = MEMCG_ROOT / name
+    return _cgroup(stack, MEMCG_ROOT / name, "memory cgroup")
+
+
+def run_cgroup(stack: UndoStack, name: str) -> Path:
+    """Create cgroup ``/sys/fs/cgroup/pids/NAME`` (no limit set); on unwind kill its tasks,
+    rmdir. A process written to its ``cgroup.procs`` and every process it starts after
+    are in it whatever their session, process group or parent (``setsid``, a daemon's
+    double fork): the group is how a run's processes are all found and killed. The
+    ``pids`` hierarchy, not ``memory``: moving a process there changes neither the memory
+    cgroup it is charged to nor its cpuset, nor the groups :func:`system_state` lists.
+
+    Raises:
+        RuntimeError: cgroup v1 pids controller not mounted, or the group exists.
+    """
+    if not (PIDS_ROOT / "cgroup.procs").exists():
+        raise RuntimeError(f"{PIDS_ROOT}: cgroup v1 pids controller not mounted")
+    return _cgroup(stack, PIDS_ROOT / name, "process cgroup")
+
+
+def _cgroup(stack: UndoStack, path: Path, what: str) -> Path:
+    """Create cgroup directory ``path``; on unwind kill its tasks and rmdir it."""
     if path.exists():
         raise RuntimeError(f"{path} exists: is another collection running?")
     path.mkdir()
@@ -321,7 +352,7 @@ def memcg_group(stack: UndoStack, name: str) -> Path:
                 time.sleep(0.1)
         path.rmdir()
 
-    stack.undo(f"memory cgroup {path}", remove)
+    stack.undo(f"{what} {path}", remove)
     return path
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -327,19 +328,27 @@ def test_swap_oom_is_reported_and_the_machine_left_as_found(tmp_path: Path) -> N
         assert device.PAGE_CLUSTER.read_text() == page_cluster
 
 
+#: A ``setsid`` sleep in the background: a session and process group of its own, none of
+#: the run's pipes; only a sweep of the run's cgroup finds it.
+SETSID_SLEEP = "setsid sleep 60 </dev/null >/dev/null 2>&1 &"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="swap, loop and memcg need root")
 @pytest.mark.parametrize("backend", ["uffd", "swap"])
 def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     backend: str
 ) -> None:
-    """The application (a shell that starts a background sleep, then becomes a second one)
-    sleeps 60 s with a 3 s limit: every run is killed within seconds, marked ``timeout`` in
-    runs.csv and on the console, no median is reported, and (swap backend) the machine is
-    left as found, its cgroup emptied by the kill. The background sleep holds none of the
-    run's output pipes, so the run's end does not wait for it: only the kill of the run's
-    process group (and cgroup) ends it, and no process the run started is left (found by
-    the test's environment tag, not by name: another engineer's ``sleep 60`` is not ours)."""
+    """The application (a shell that starts a background sleep and a ``setsid`` one, then
+    becomes a third) sleeps 60 s with a 3 s limit: every run is killed within seconds,
+    marked ``timeout`` in runs.csv and on the console, no median is reported, and the
+    machine is left as found, each run's process cgroup removed. The background sleeps
+    hold none of the run's output pipes, so the run's end does not wait for them: only the
+    kill ends them, and no process the run started is left (found by the test's
+    environment tag, not by name: another engineer's ``sleep 60`` is not ours). The
+    ``setsid`` sleep is in a session and process group of its own: a kill of the run's
+    process group misses it (it did on the uffd backend), a sweep of the run's cgroup
+    does not."""
     from disaggsim.testbed import collect_env
 
     tag = tag_environment(monkeypatch)
@@ -348,7 +357,8 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
         CONFIG.replace('backend = "uffd"', f'backend = "{backend}"\ntimeout_s = 3')
         .replace("repeats = 2", "repeats = 1")
         .replace('command = ["{build}/memtouch", "64", "1"]',
-                 'command = ["sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & exec sleep 60"]')
+                 'command = ["sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & '
+                 f'{SETSID_SLEEP} exec sleep 60"]')
     )
     cfg = emulate.load_emulate_config(path)
     with device.system_lock():
@@ -368,7 +378,39 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
     assert all(r["median_jct_s"] == "" and r["relative_jct"] == "" for r in rows)
     with device.system_lock():
         assert collect_env.system_state() == before
-    assert live_processes(tag) == {}  # the background sleep was killed with its group
+    assert live_processes(tag) == {}  # both background sleeps were killed with the run
+    assert emulate_apps.run_cgroups(os.getpid()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_a_command_run_leaves_no_process_and_no_cgroup_when_it_ends_or_is_interrupted(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_command's process cgroup on the other two ways a run ends: a command that exits
+    at once but left a ``setsid`` sleep running ends ``ok`` with the sleep killed, and a
+    run interrupted after 1 s (SIGALRM raising KeyboardInterrupt, as SIGINT does) raises
+    the interrupt with both sleeps killed; neither leaves its cgroup."""
+    tag = tag_environment(monkeypatch)
+    status, _, proc = emulate_apps.run_command(["sh", "-c", f"{SETSID_SLEEP} exit 0"], 30, {})
+    assert (status, proc.returncode) == ("ok", 0)
+    assert live_processes(tag) == {}
+    assert emulate_apps.run_cgroups(os.getpid()) == []
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            emulate_apps.run_command(["sh", "-c", f"{SETSID_SLEEP} exec sleep 60"], 30, {})
+        assert time.monotonic() - start < 10  # 1 s, then the SIGTERM of the unwinding
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert live_processes(tag) == {}
+    assert emulate_apps.run_cgroups(os.getpid()) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, memcg, swap need root")
