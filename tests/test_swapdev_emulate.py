@@ -211,14 +211,19 @@ def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
     assert rows["none"]["median_jct_s"] == 9.5
 
 
-def test_one_run_is_no_verdict() -> None:
+def test_fewer_than_min_runs_is_no_verdict() -> None:
     """A sweep cut after one round: 1.0 s reference, 2.0 s point. Its bootstrap interval is
-    the single ratio 2.0 (width 0), which must not read as a fail; with a second round
-    (2.0 and 2.1 s against 1.0 and 1.0 s) it is one (interval 2.0-2.1)."""
+    the single ratio 2.0 (width 0), which must not read as a fail; nor may a second round's
+    (2.0 and 2.1 s against 1.0 and 1.0 s: interval 2.0-2.1, whose nominal 95 % covers ~60 %
+    at 2 runs, test_swapdev_jct_stats); with a third (2.05 s against 1.0 s) it is one."""
+    assert emulate.MIN_RUNS == 3
     runs = [_run(0.25, "none", 0, 0, 1.0), _run(0.25, "a", 1000, 0, 2.0)]
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
     assert (row["ci_low"], row["ci_high"], row["verdict"]) == (2.0, 2.0, "undecided")
     runs += [_run(0.25, "none", 0, 1, 1.0), _run(0.25, "a", 1000, 1, 2.1)]
+    row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
+    assert (row["ci_low"], row["verdict"]) == (pytest.approx(2.0), "undecided")
+    runs += [_run(0.25, "none", 0, 2, 1.0), _run(0.25, "a", 1000, 2, 2.05)]
     assert {r["model"]: r for r in emulate.summarize(runs)}["a"]["verdict"] == "fail"
 
 
@@ -615,19 +620,22 @@ def test_without_models_the_sweep_is_figure_2s_grid(tmp_path: Path) -> None:
 
 def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
     """Reference 10 s +-0; point A: 20 s every time (fail, a point interval: settled);
-    point B: 10.0 and 11.0 s (relative 1.0-1.1, straddling 1.05 and +-5 % wide): another
-    round."""
+    point B: 10.0, 11.0 and 10.5 s (relative 1.0-1.1, straddling 1.05 and +-5 % wide):
+    another round. Both have emulate.MIN_RUNS = 3 runs; with 2 neither would be settled."""
     cfg_points = [emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
                   for label, lat in [("a", 1000), ("b", 2000)]]
-    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(2)]
-    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(2)]
-    runs += [_run(0.25, "b", 2000, 0, 10.0), _run(0.25, "b", 2000, 1, 11.0)]
+    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(3)]
+    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(3)]
+    runs += [_run(0.25, "b", 2000, i, jct) for i, jct in enumerate([10.0, 11.0, 10.5])]
     cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "repeats": 2, "repeats_max": 4},
+        "emulate": {"name": "x", "repeats": 3, "repeats_max": 4},
         "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
         "base_dir": Path("/"),
     })
     assert [p.label for p in emulate._unsettled(cfg, runs, 0.25, cfg_points)] == ["b"]
+    two_rounds = [r for r in runs if r.repeat < 2]
+    assert [p.label for p in emulate._unsettled(cfg, two_rounds, 0.25, cfg_points)] == [
+        "a", "b"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here")
