@@ -13,9 +13,15 @@ least-squares slope over latency; the additive estimate of the degradation from 
 device's own counts (reference's median swap-ins / 4 KiB x latency + (bytes in + out) x 8 /
 bandwidth, over the reference's median JCT; swap-outs' latency not counted, so a lower
 bound for a job whose every swap-in is on its critical path); and ``classification.csv``.
+A Figure 5 sweep (several local fractions, ``configs/app-study-*-fig5.toml``) is printed as
+its local-memory table instead: one row per delay point (degradation [95 % interval]
+verdict, runs) and one of the zero-delay reference per fraction (median JCT, CV, runs; swap
+in + out per run and its bandwidth), the additive estimate per fraction, and ``table3.csv``
+(Table 3: the smallest local fraction from which every larger one passes).
 No root, no device: seconds.
 
     .venv/bin/python bench/app_study_tables.py postgres-pgbench-fig2-iso spark-pagerank-classify-iso
+    .venv/bin/python bench/app_study_tables.py hadoop-wordcount-fig5-iso
 
 Raises FileNotFoundError (one line, the path) for a sweep without ``runs.csv`` or
 ``summary.csv``.
@@ -48,16 +54,28 @@ def cell(row: pd.Series) -> str:
             f"{shown}, {int(row['repeats_ok'])}")
 
 
+def _runs_load(sweep: str, runs: pd.DataFrame) -> str:
+    """``sweep/: N runs (k not ok), load average lo-hi (median m), steal <= s %``."""
+    load = runs["load_1m"]
+    not_ok = int((runs["status"] != "ok").sum())
+    return (f"`{sweep}/`: {len(runs)} runs ({not_ok} not ok), load average "
+            f"{load.min():.1f}-{load.max():.1f} (median {load.median():.1f}), steal <= "
+            f"{100 * runs['steal_fraction'].max():.1f} %")
+
+
+def _cv_pct(jcts: pd.Series) -> float:
+    """Coefficient of variation (sample standard deviation / mean) in percent; NaN below
+    two runs."""
+    return 100 * jcts.std(ddof=1) / jcts.mean() if len(jcts) > 1 else float("nan")
+
+
 def header(sweep: str, runs: pd.DataFrame, summary: pd.DataFrame) -> str:
     """The sweep's one-paragraph facts: runs, load, steal, reference JCT, swap per run."""
     ok = runs[runs["status"] == "ok"]
     ref = ok[ok["model"] == "none"]["jct_s"]
     ref_row = summary[summary["model"] == "none"].iloc[0]
-    load = runs["load_1m"]
-    cv = 100 * ref.std(ddof=1) / ref.mean() if len(ref) > 1 else float("nan")
-    return (f"`{sweep}/`: {len(runs)} runs ({len(runs) - len(ok)} not ok), load average "
-            f"{load.min():.1f}-{load.max():.1f} (median {load.median():.1f}), steal <= "
-            f"{100 * runs['steal_fraction'].max():.1f} %; zero-delay JCT median "
+    cv = _cv_pct(ref)
+    return (f"{_runs_load(sweep, runs)}; zero-delay JCT median "
             f"{ref.median():.3f} s ({ref.min():.3f}-{ref.max():.3f}, CV {cv:.1f} %, "
             f"{len(ref)} runs); swap {ok['swap_in_bytes'].median() / 1e6:.0f} MB in + "
             f"{ok['swap_out_bytes'].median() / 1e6:.0f} MB out per run (median; range in "
@@ -122,6 +140,64 @@ def classification(sweep_dir: Path) -> str:
                      f"{int(r['repeats_ok'])} runs" for _, r in rows.iterrows())
 
 
+def local_memory(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """A Figure 5 sweep's table as Markdown lines: local fraction (% of the working set)
+    across; one row per delay point (``cell``), then the zero-delay reference's median JCT
+    (CV, runs) and its swap in + out per run (MB, median) with its bandwidth (MB/s); then
+    the additive estimate at each delay point and fraction (``estimate``)."""
+    fractions = sorted(summary["local_fraction"].unique())
+    fixed = summary[summary["kind"] == "fixed"]
+    points = fixed[["latency_ns", "bandwidth_bps"]].drop_duplicates().itertuples(index=False)
+    points = sorted(points, key=lambda p: (-p.latency_ns, p.bandwidth_bps))  # Fig. 5's first
+    ok = runs[runs["status"] == "ok"]
+    out = ["| local memory | " + " | ".join(f"{100 * f:g} %" for f in fractions) + " |",
+           "| --- |" + " --- |" * len(fractions)]
+    by = {(r["local_fraction"], r["latency_ns"], r["bandwidth_bps"]): r
+          for _, r in fixed.iterrows()}
+    for p in points:
+        out.append(f"| {p.latency_ns / 1000:g} µs, {p.bandwidth_bps / 1e9:g} Gb/s | "
+                   + " | ".join(cell(by[f, p.latency_ns, p.bandwidth_bps])
+                                if (f, p.latency_ns, p.bandwidth_bps) in by else ""
+                                for f in fractions) + " |")
+    ref_cells, swap_cells = [], []
+    for f in fractions:
+        ref_runs = ok[(ok["model"] == "none") & (ok["local_fraction"] == f)]
+        ref_row = summary[(summary["model"] == "none") & (summary["local_fraction"] == f)]
+        jct = ref_runs["jct_s"]
+        ref_cells.append(f"{jct.median():.3f} s (CV {_cv_pct(jct):.1f} %, {len(jct)})")
+        swap_cells.append(f"{ref_runs['swap_in_bytes'].median() / 1e6:.0f} + "
+                          f"{ref_runs['swap_out_bytes'].median() / 1e6:.0f} MB, "
+                          f"{ref_row['swap_bandwidth_bytes_per_s'].iloc[0] / 1e6:.0f} MB/s")
+    out.append("| zero-delay JCT (CV, runs) | " + " | ".join(ref_cells) + " |")
+    out.append("| zero-delay swap in + out per run, rate | " + " | ".join(swap_cells) + " |")
+    out.append("")
+    for p in points:
+        at = [estimate(runs[runs["local_fraction"] == f], p.latency_ns, p.bandwidth_bps)
+              for f in fractions]
+        est = ", ".join(f"{100 * f:g} % {100 * e:+.1f} %" for f, e in zip(fractions, at,
+                                                                         strict=True))
+        out.append(f"- additive estimate at {p.latency_ns / 1000:g} µs / "
+                   f"{p.bandwidth_bps / 1e9:g} Gb/s from each fraction's reference: {est}")
+    return out
+
+
+def table3(sweep_dir: Path) -> str:
+    """``table3.csv``'s rows as one line: per delay point, the smallest local fraction from
+    which every larger one passes (``emulate.table3``) and its status."""
+    path = sweep_dir / "table3.csv"
+    if not path.exists():
+        return "table3.csv: not written (sweep cut)"
+    rows = pd.read_csv(path)
+
+    def needs(r: pd.Series) -> str:
+        return "no fraction up to 100 % passes" if pd.isna(r["min_local_fraction"]) else \
+            f"needs {100 * r['min_local_fraction']:g} % local"
+
+    return "; ".join(f"Table 3 at {r['latency_ns'] / 1000:g} µs / {r['bandwidth_bps'] / 1e9:g} "
+                     f"Gb/s: **{needs(r)}** ({r['status']})"
+                     for _, r in rows.iterrows())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print each named sweep's Markdown (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -135,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                                         "or cut before its summary was written)")
         runs = pd.read_csv(sweep_dir / "runs.csv")
         summary = pd.read_csv(sweep_dir / "summary.csv")
+        if summary["local_fraction"].nunique() > 1:
+            print(_runs_load(sweep, runs) + ":\n")
+            print("\n".join(local_memory(summary, runs)))
+            print(f"- {table3(sweep_dir)}")
+            print(f"- {classification(sweep_dir)}\n")
+            continue
         print(header(sweep, runs, summary) + ":\n")
         print("\n".join(grid(summary, runs)))
         print(f"- {classification(sweep_dir)}\n")
