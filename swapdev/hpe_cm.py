@@ -73,6 +73,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from disaggsim.atomic import atomic_path
+from disaggsim.signals import deferred_signals
 from disaggsim.sim.config import load_config_model
 from disaggsim.swapdev import device, emulate_apps, hdd_model
 from disaggsim.testbed import collect_env
@@ -225,8 +226,9 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
     seed = ["--seed", str(repeat + 1)]
     with collect_env.UndoStack() as stack:
         if dev is None:
-            shm = Path(tempfile.mkdtemp(prefix="disaggsim-hpecm-", dir="/dev/shm"))
-            stack.undo(f"{shm}", shutil.rmtree, shm, True)
+            with deferred_signals():  # no signal between the mkdtemp and its undo
+                shm = Path(tempfile.mkdtemp(prefix="disaggsim-hpecm-", dir="/dev/shm"))
+                stack.undo(f"{shm}", shutil.rmtree, shm, True)
             target = shm / "file"
             with open(target, "wb") as fh:
                 fh.write(b"\1" * size)

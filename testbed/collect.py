@@ -69,7 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
 from disaggsim.polling import PollingThread
-from disaggsim.signals import Interrupted, interrupt_on_signals
+from disaggsim.signals import Interrupted, deferred_signals, interrupt_on_signals
 from disaggsim.testbed.apps.pgbench import PgbenchConfig
 from disaggsim.testbed.apps.spark import SparkConfig
 from disaggsim.testbed.collect_apps import (
@@ -316,11 +316,13 @@ class Tcpdump:
                  log: Path) -> None:
         self.log = log
         self._logf = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
-                                  "-Z", "root", "--time-stamp-precision=nano", "-w", str(pcap)],
-            stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
-        stack.undo(f"tcpdump on {iface}", self._kill)
+        with deferred_signals():  # no signal between the start and the push of its stop
+            self.proc = subprocess.Popen(
+                ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
+                                      "-Z", "root", "--time-stamp-precision=nano", "-w",
+                                      str(pcap)],
+                stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
+            stack.undo(f"tcpdump on {iface}", self._kill)
         deadline = time.monotonic() + 10
         while "listening on" not in log.read_text(errors="replace"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -533,11 +535,13 @@ def collect(
     steps = tqdm(total=8, desc=f"collect {config.sample}", unit="step")
     with interrupt_on_signals(), UndoStack() as stack:
         stack.callback(steps.close)
-        partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-        stack.callback(_discard_partial, partial, out_dir)
-        work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
-                                     dir=config.work_dir or "/var/tmp"))
-        stack.undo(f"work directory {work}", shutil.rmtree, work)
+        with deferred_signals():  # no signal between a mkdtemp and the push of its removal
+            partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-",
+                                            dir=out_dir.parent))
+            stack.callback(_discard_partial, partial, out_dir)
+            work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
+                                         dir=config.work_dir or "/var/tmp"))
+            stack.undo(f"work directory {work}", shutil.rmtree, work)
         partial.chmod(0o755)  # mkdtemp makes it 0700
         (partial / "logs").mkdir()
         (partial / ".raw").mkdir()
