@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,20 @@ from hypothesis import strategies as st
 
 from disaggsim.signals import TERMINATING_SIGNALS, Interrupted, interrupt_on_signals
 from disaggsim.testbed.collect_env import UndoStack
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _terminal_dispositions() -> Iterator[None]:
+    """The signal dispositions of a command started from a terminal, for this module's
+    tests: a background job (``make test &``, a non-interactive shell's ``&``) starts with
+    SIGINT ignored, which interrupt_on_signals rightly leaves ignored."""
+    old = {sig: signal.getsignal(sig) for sig in TERMINATING_SIGNALS}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
 
 
 def _signal_self(sig: signal.Signals) -> None:
@@ -133,3 +148,30 @@ def test_every_registered_step_runs_once_in_reverse_whatever_step_a_signal_arriv
     assert ran == expected_order
     assert stack.failures == []
     assert (raised.signum if raised else None) == first
+
+
+def test_the_cli_ends_an_interrupted_command_with_one_line_and_128_plus_the_signal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every subcommand runs under interrupt_on_signals (a stand-in for ``report`` gets
+    SIGTERM): exit status 143 = 128 + 15, one line on stderr; a SIGHUP arriving while a
+    failed command cleans up is raised after the cleanup, its line naming the error."""
+    from disaggsim import cli
+
+    def terminated(_args: object) -> None:
+        _signal_self(signal.SIGTERM)
+
+    monkeypatch.setattr(cli, "_cmd_report", terminated)
+    assert cli.main(["report", "campaign"]) == 128 + 15
+    assert capsys.readouterr().err == "disaggsim report: interrupted by SIGTERM\n"
+
+    def fails_then_hangup(_args: object) -> None:
+        with UndoStack() as stack:
+            stack.undo("hang-up", _signal_self, signal.SIGHUP)
+            raise ValueError("bad input")
+
+    monkeypatch.setattr(cli, "_cmd_report", fails_then_hangup)
+    assert cli.main(["report", "campaign"]) == 128 + 1
+    assert capsys.readouterr().err == (
+        "disaggsim report: interrupted by SIGHUP while cleaning up after an error: "
+        "bad input\n")
