@@ -155,6 +155,9 @@ def test_a_signal_to_emulate_undoes_its_cluster(
             proc.send_signal(sig)
             time.sleep(0.05)
         _, err = proc.communicate(timeout=120)
+        assert _leftovers(tag, proc.pid, work_before) == {
+            "netns": [], "memcg": [], "run cgroups": [], "node segments": [],
+            "work dirs": [], "processes": []}, f"returncode {proc.returncode}"
         lines = err.strip().splitlines()
         # Exit status 128 + the first signal's number, its name on the last line.
         assert proc.returncode == 128 + signals[0], err
@@ -162,9 +165,6 @@ def test_a_signal_to_emulate_undoes_its_cluster(
         assert "Traceback" not in err
         for later in signals[1:]:
             assert f"{later.name} received while cleaning up" in err
-        assert _leftovers(tag, proc.pid, work_before) == {
-            "netns": [], "memcg": [], "run cgroups": [], "node segments": [],
-            "work dirs": [], "processes": []}
         with device.system_lock():
             assert collect_env.system_state() == before
     finally:
