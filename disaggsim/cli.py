@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 from disaggsim.errors import display_path
+from disaggsim.signals import Interrupted, interrupt_on_signals
 
 
 class CliError(Exception):
@@ -406,26 +408,41 @@ def _call_printing_warnings(args: argparse.Namespace) -> None:
                     print(f"disaggsim {args.command}: warning: {w.message}", file=sys.stderr)
 
 
+def _interruption(exc: KeyboardInterrupt) -> str:
+    """One line for an interrupt: by which signal, and the error whose cleanup it came
+    in (a signal during an unwinding is raised at its end, chained to that error)."""
+    line = f"interrupted by {exc.signum.name}" if isinstance(exc, Interrupted) else "interrupted"
+    if isinstance(exc.__cause__, Exception):
+        first = (str(exc.__cause__).strip() or type(exc.__cause__).__name__).splitlines()[0]
+        line += f" while cleaning up after an error: {first}"
+    return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``disaggsim`` console script; returns the exit code.
 
     Every error ends in one message on stderr, ``disaggsim <command>: error: <message>``,
     and a non-zero exit: 2 for bad input or a failed run (the message names the file and
     line, record, offset or key), 1 for an internal error (the exception type is shown),
-    130 on Ctrl-C. ``--debug`` or ``$DISAGGSIM_DEBUG=1`` shows the Python traceback instead.
+    128 + the signal's number on SIGINT (Ctrl-C: 130), SIGTERM (143) or SIGHUP (129),
+    after everything the command set up was undone (:mod:`disaggsim.signals`; a second
+    signal waits for that cleanup). ``--debug`` or ``$DISAGGSIM_DEBUG=1`` shows the Python
+    traceback instead.
     """
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
-        if debug:
-            args.func(args)
-        else:
-            _call_printing_warnings(args)
-    except KeyboardInterrupt:
+        # SIGTERM and SIGHUP unwind as Ctrl-C does; a second signal waits for the cleanup.
+        with interrupt_on_signals():
+            if debug:
+                args.func(args)
+            else:
+                _call_printing_warnings(args)
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        print(f"disaggsim {args.command}: interrupted", file=sys.stderr)
-        return 130
+        print(f"disaggsim {args.command}: {_interruption(exc)}", file=sys.stderr)
+        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except Exception as exc:
         if debug:
             raise

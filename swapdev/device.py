@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from disaggsim.paths import BUILD_DIR
+from disaggsim.signals import deferred_signals
 from disaggsim.testbed import collect_env as env
 
 PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
@@ -432,8 +433,8 @@ def recorder_env(local_bytes: int) -> dict[str, str]:
 def page_cluster(value: int) -> Iterator[None]:
     """Set the global ``vm.page-cluster`` (swap readahead = 2**value pages) and restore it."""
     old = PAGE_CLUSTER.read_text().strip()
-    PAGE_CLUSTER.write_text(f"{value}\n")
-    try:
+    try:  # the write inside: a signal right after it still restores
+        PAGE_CLUSTER.write_text(f"{value}\n")
         yield
     finally:
         PAGE_CLUSTER.write_text(f"{old}\n")
@@ -488,13 +489,14 @@ def fuse_daemon(
         "SWAPDEV_HIST": str(hist),
     }
     stack.callback(_umount_if_mounted, mnt)  # runs last: a killed daemon leaves its mount
-    logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
-    stack.callback(logf.close)
-    daemon = subprocess.Popen(
-        [str(build / "swapdev-fuse"), str(mnt)], stdout=logf, stderr=subprocess.STDOUT,
-        start_new_session=True, env={**os.environ, **daemon_env},
-    )
-    stack.callback(env.stop_process, daemon, 30.0)
+    with deferred_signals():  # no signal between a start and the push of its stop
+        logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
+        stack.callback(logf.close)
+        daemon = subprocess.Popen(
+            [str(build / "swapdev-fuse"), str(mnt)], stdout=logf, stderr=subprocess.STDOUT,
+            start_new_session=True, env={**os.environ, **daemon_env},
+        )
+        stack.callback(env.stop_process, daemon, 30.0)
     _wait_for(mnt / "dev.img", daemon, 10.0)
     return SwapDevice(daemon, "", Path(), trace, hist, log)
 
@@ -509,8 +511,9 @@ def fuse_loop_device(
     """
     dev = fuse_daemon(stack, work, size_bytes, model, queue_depth)
     img = work / "mnt" / "dev.img"
-    dev.loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(img)]).strip()
-    stack.callback(env.sh, ["losetup", "-d", dev.loop], False)
+    with deferred_signals():
+        dev.loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(img)]).strip()
+        stack.callback(env.sh, ["losetup", "-d", dev.loop], False)
     return dev
 
 

@@ -116,6 +116,7 @@ from pydantic import (
 from disaggsim.atomic import atomic_path, write_text_atomic
 from disaggsim.errors import InputError
 from disaggsim.guards import read_text
+from disaggsim.signals import interrupt_on_signals
 from disaggsim.sim.config import ConfigError, config_location, load_config_model
 from disaggsim.swapdev import (
     baselines,
@@ -844,7 +845,9 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     the medians.
     Runs of an earlier sweep of the same config in the out dir are reused
     (:func:`previous_runs`). Raises RuntimeError if a run fails, ValueError on duplicate
-    model labels.
+    model labels, disaggsim.signals.Interrupted on SIGINT, SIGTERM or SIGHUP (after
+    undoing everything, :func:`disaggsim.signals.interrupt_on_signals`; ``runs.csv``
+    keeps the finished runs).
     """
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
@@ -867,7 +870,8 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     # The swap backend and the cluster presets change machine state.
     locked = cfg.emulate.backend == "swap" or spec.app is not None
     lock = device.system_lock() if locked else contextlib.nullcontext()
-    with lock, collect_env.UndoStack() as stack, _pinned(cfg):
+    # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
+    with interrupt_on_signals(), lock, collect_env.UndoStack() as stack, _pinned(cfg):
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="disaggsim-emulate-", dir="/var/tmp")))
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir

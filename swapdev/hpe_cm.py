@@ -73,6 +73,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from disaggsim.atomic import atomic_path
+from disaggsim.signals import deferred_signals, interrupt_on_signals
 from disaggsim.sim.config import load_config_model
 from disaggsim.swapdev import device, emulate_apps, hdd_model
 from disaggsim.testbed import collect_env
@@ -225,8 +226,9 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
     seed = ["--seed", str(repeat + 1)]
     with collect_env.UndoStack() as stack:
         if dev is None:
-            shm = Path(tempfile.mkdtemp(prefix="disaggsim-hpecm-", dir="/dev/shm"))
-            stack.undo(f"{shm}", shutil.rmtree, shm, True)
+            with deferred_signals():  # no signal between the mkdtemp and its undo
+                shm = Path(tempfile.mkdtemp(prefix="disaggsim-hpecm-", dir="/dev/shm"))
+                stack.undo(f"{shm}", shutil.rmtree, shm, True)
             target = shm / "file"
             with open(target, "wb") as fh:
                 fh.write(b"\1" * size)
@@ -468,15 +470,17 @@ def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
 
     Raises RuntimeError if a benchmark fails (other than a timeout or an OOM kill, which
     are recorded in runs.csv and left out of the medians), TimeoutError if the lock is
-    held too long.
+    held too long, disaggsim.signals.Interrupted on SIGINT, SIGTERM or SIGHUP (after
+    undoing everything, :func:`disaggsim.signals.interrupt_on_signals`).
     """
     hc = cfg.hpe_cm
     out = (cfg.base_dir / hc.out_dir / hc.name).resolve()
     rows: list[dict[str, object]] = []
     load_start = os.getloadavg()
     held = device.system_lock() if lock else contextlib.nullcontext()
-    with held, tempfile.TemporaryDirectory(prefix="disaggsim-hpecm-",
-                                                           dir="/var/tmp") as tmpdir:
+    # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
+    with interrupt_on_signals(), held, tempfile.TemporaryDirectory(
+            prefix="disaggsim-hpecm-", dir="/var/tmp") as tmpdir:
         tmp = Path(tmpdir)
         tmp.chmod(0o711)  # the PostgreSQL server runs as "postgres" below it
         points: list[float | None] = [None]

@@ -33,13 +33,13 @@ Times: blktrace records carry CLOCK_MONOTONIC ns (``trace_clock=mono``); add
 ns, the clock of the pcaps. ``meta["start_realtime_ns"]`` is the trace's time zero; the rmem
 timestamps are µs since it (``nodeN.rmem.meta``: that time as an integer of unix µs).
 
-Everything the collector changes is undone on exit, failure, SIGINT and SIGTERM
-(:class:`~disaggsim.testbed.collect_env.UndoStack`): every undo step runs even if another
-fails, and one :class:`~disaggsim.testbed.collect_env.RestoreError` names each piece of state
-left changed. tracefs settings are restored in whatever format the kernel showed them; a
-boot-time ring buffer that was never used (``buffer_size_kb`` = ``N (expanded: M)``) comes
-back at its boot size ``M``, since the kernel cannot shrink it back to the unexpanded state
-(:mod:`disaggsim.testbed.collect_tracefs`).
+Everything the collector changes is undone on exit, failure, SIGINT, SIGTERM and SIGHUP
+(:class:`~disaggsim.testbed.collect_env.UndoStack`, :mod:`disaggsim.signals`): every undo
+step runs even if another fails, and one :class:`~disaggsim.testbed.collect_env.RestoreError`
+names each piece of state left changed. tracefs settings are restored in whatever format
+the kernel showed them; a boot-time ring buffer that was never used (``buffer_size_kb`` =
+``N (expanded: M)``) comes back at its boot size ``M``, since the kernel cannot shrink it
+back to the unexpanded state (:mod:`disaggsim.testbed.collect_tracefs`).
 
 Usage: ``python -m disaggsim.testbed.collect --preset memcached-ycsb --out DIR`` (root).
 """
@@ -47,7 +47,6 @@ Usage: ``python -m disaggsim.testbed.collect --preset memcached-ycsb --out DIR``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -62,7 +61,7 @@ import tempfile
 import threading
 import time
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -70,6 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm import tqdm
 
 from disaggsim.polling import PollingThread
+from disaggsim.signals import Interrupted, deferred_signals, interrupt_on_signals
 from disaggsim.testbed.apps.pgbench import PgbenchConfig
 from disaggsim.testbed.apps.spark import SparkConfig
 from disaggsim.testbed.collect_apps import (
@@ -270,26 +270,6 @@ REQUIRED_TOOLS: Final = ("ip", "tcpdump", "losetup", "mkswap", "swapon", "swapof
                          "mkfs.ext4", "mount", "umount", "sysctl")
 
 
-class CollectInterrupted(KeyboardInterrupt):
-    """Raised in the main thread on SIGTERM so that the ExitStack unwinds."""
-
-
-@contextlib.contextmanager
-def _terminate_on_signals() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: object) -> None:
-        raise CollectInterrupted(f"signal {signal.Signals(signum).name}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def clock_offset_ns() -> int:
     """CLOCK_REALTIME - CLOCK_MONOTONIC in ns, from the tightest of 20 bracketed readings."""
     best: tuple[int, int] | None = None
@@ -336,11 +316,13 @@ class Tcpdump:
                  log: Path) -> None:
         self.log = log
         self._logf = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
-                                  "-Z", "root", "--time-stamp-precision=nano", "-w", str(pcap)],
-            stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
-        stack.undo(f"tcpdump on {iface}", self._kill)
+        with deferred_signals():  # no signal between the start and the push of its stop
+            self.proc = subprocess.Popen(
+                ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
+                                      "-Z", "root", "--time-stamp-precision=nano", "-w",
+                                      str(pcap)],
+                stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
+            stack.undo(f"tcpdump on {iface}", self._kill)
         deadline = time.monotonic() + 10
         while "listening on" not in log.read_text(errors="replace"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -529,7 +511,8 @@ def collect(
             a leftover namespace/cgroup of another collection, or an application failure.
         FileExistsError: ``out_dir`` is not empty.
         ValueError: ``paging_recorder = "swapdev-uffd"`` without ``device_env``.
-        CollectInterrupted / KeyboardInterrupt: SIGTERM / SIGINT (after cleaning up).
+        disaggsim.signals.Interrupted (a KeyboardInterrupt): SIGINT, SIGTERM or SIGHUP,
+            after cleaning up (:func:`disaggsim.signals.interrupt_on_signals`).
         RestoreError: some machine state could not be restored (lists each piece; every
             other undo step ran; the error being unwound is its ``during``/``__cause__``).
     """
@@ -550,13 +533,15 @@ def collect(
     n_cpus = os.cpu_count() or 1
     command = command or " ".join(shlex.quote(a) for a in sys.argv)
     steps = tqdm(total=8, desc=f"collect {config.sample}", unit="step")
-    with _terminate_on_signals(), UndoStack() as stack:
+    with interrupt_on_signals(), UndoStack() as stack:
         stack.callback(steps.close)
-        partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-        stack.callback(_discard_partial, partial, out_dir)
-        work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
-                                     dir=config.work_dir or "/var/tmp"))
-        stack.undo(f"work directory {work}", shutil.rmtree, work)
+        with deferred_signals():  # no signal between a mkdtemp and the push of its removal
+            partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-",
+                                            dir=out_dir.parent))
+            stack.callback(_discard_partial, partial, out_dir)
+            work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
+                                         dir=config.work_dir or "/var/tmp"))
+            stack.undo(f"work directory {work}", shutil.rmtree, work)
         partial.chmod(0o755)  # mkdtemp makes it 0700
         (partial / "logs").mkdir()
         (partial / ".raw").mkdir()
@@ -802,7 +787,8 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: ``python -m disaggsim.testbed.collect (--preset NAME | --config FILE) --out DIR``.
 
     Returns 0, or 2 after printing a one-line error (bad config, not root, a missing tool,
-    a busy machine, a failed application, or the :class:`RestoreError` report).
+    a busy machine, a failed application, or the :class:`RestoreError` report), or 128 +
+    the signal's number after SIGINT, SIGTERM or SIGHUP (one line; everything undone).
     """
     ap = argparse.ArgumentParser(prog="disaggsim collect", description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -814,14 +800,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     argv_used = sys.argv[1:] if argv is None else argv
     try:
-        config = PRESETS[args.preset] if args.preset else load_config(args.config)
-        if args.paging_recorder:
-            config = config.model_copy(update={"paging_recorder": args.paging_recorder})
-        out = collect(config, args.out,
-                      command="python -m disaggsim.testbed.collect " + shlex.join(argv_used))
+        with interrupt_on_signals():
+            config = PRESETS[args.preset] if args.preset else load_config(args.config)
+            if args.paging_recorder:
+                config = config.model_copy(update={"paging_recorder": args.paging_recorder})
+            out = collect(config, args.out,
+                          command="python -m disaggsim.testbed.collect " + shlex.join(argv_used))
     except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:
         print(f"disaggsim collect: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:  # collect() cleaned up before raising it
+        print(f"disaggsim collect: interrupted by {exc.signum.name}", file=sys.stderr)
+        return 128 + exc.signum
     print(out)
     return 0
 

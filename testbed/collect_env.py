@@ -2,7 +2,9 @@
 
 Every function here changes one piece of machine state and pushes the step that undoes it
 onto the caller's :class:`UndoStack`, so the collector leaves the machine as it found it on
-success, on an exception and on SIGINT/SIGTERM (the stack unwinds in reverse). A plain
+success, on an exception and on SIGINT/SIGTERM/SIGHUP (the stack unwinds in reverse; the
+signals raise under :func:`disaggsim.signals.interrupt_on_signals`, and a change and the
+push of its undo are one step for them, :func:`disaggsim.signals.deferred_signals`). A plain
 :class:`contextlib.ExitStack` runs every callback even when one raises, but raises only the
 last error (an earlier callback's error is dropped, not even chained; Python 3.11), and a
 callback that ignores errors hides them all; an :class:`UndoStack` records every failed undo
@@ -32,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
+from disaggsim.signals import deferred_signals
 from disaggsim.testbed.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
 
 MEMCG_ROOT: Final = Path("/sys/fs/cgroup/memory")
@@ -99,9 +102,12 @@ class UndoStack(contextlib.ExitStack):
 
     def undo(self, what: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Push ``fn(*args, **kwargs)``, the step undoing ``what``; a failure is recorded
-        (a :class:`RestoreError` with all its entries), not raised at once. A step cut short
-        by a KeyboardInterrupt (a second SIGINT/SIGTERM while unwinding) is recorded too,
-        and the remaining steps still run."""
+        (a :class:`RestoreError` with all its entries), not raised at once. A signal
+        during the unwinding does not cut a step short under
+        :func:`disaggsim.signals.interrupt_on_signals` (``disaggsim``'s commands): it
+        waits for the unwinding's end (:func:`disaggsim.signals.deferred_signals`); a
+        KeyboardInterrupt raised otherwise (Python's own SIGINT handler) ends the step,
+        is recorded, and the remaining steps still run."""
 
         def step() -> None:
             try:
@@ -121,6 +127,16 @@ class UndoStack(contextlib.ExitStack):
         return RestoreError(self.failures, during)
 
     def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        # A signal during the unwinding waits for its end (disaggsim.signals).
+        with deferred_signals(exc):
+            return self._unwind(exc_type, exc, tb)
+
+    def _unwind(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
@@ -156,8 +172,9 @@ def ns_exec(ns: str) -> list[str]:
 def ensure_tracefs(stack: UndoStack) -> Tracefs:
     """Mount tracefs at /sys/kernel/tracing unless mounted; unmount on unwind if we did."""
     if not (TRACEFS / "trace_pipe").exists():
-        sh(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
-        stack.undo(f"tracefs mount at {TRACEFS}", sh, ["umount", str(TRACEFS)])
+        with deferred_signals():
+            sh(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
+            stack.undo(f"tracefs mount at {TRACEFS}", sh, ["umount", str(TRACEFS)])
     return Tracefs(TRACEFS)
 
 
@@ -195,8 +212,9 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     if not _is_mountpoint(NETNS_DIR):
         stack.undo(f"mount of {NETNS_DIR}", _unmount_netns_dir, NETNS_DIR.exists())
     for name in names:
-        sh(["ip", "netns", "add", name])
-        stack.undo(f"network namespace {name}", sh, ["ip", "netns", "del", name])
+        with deferred_signals():
+            sh(["ip", "netns", "add", name])
+            stack.undo(f"network namespace {name}", sh, ["ip", "netns", "del", name])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"])
         sh(ns_exec(name) + ["ip", "link", "set", "lo", "up"])
@@ -238,15 +256,17 @@ def loop_device(stack: UndoStack, backing: Path, size_bytes: int) -> str:
     Returns the device name (e.g. ``loop3``); on unwind detaches it, deletes the file, and
     removes the device itself if ``losetup --find`` had to create it (no free one existed).
     """
-    with open(backing, "wb") as fh:
-        fh.truncate(size_bytes)
-    stack.undo(f"backing file {backing}", backing.unlink, missing_ok=True)
-    before = _loop_devices()
-    dev = sh(["losetup", "--find", "--show", "--direct-io=on", str(backing)]).strip()
-    name = os.path.basename(dev)
-    if name not in before:
-        stack.undo(f"loop device {name} (created)", _remove_loop_device, name)
-    stack.undo(f"loop device {dev} attached to {backing}", sh, ["losetup", "-d", dev])
+    with deferred_signals():
+        stack.undo(f"backing file {backing}", backing.unlink, missing_ok=True)
+        with open(backing, "wb") as fh:
+            fh.truncate(size_bytes)
+    with deferred_signals():
+        before = _loop_devices()
+        dev = sh(["losetup", "--find", "--show", "--direct-io=on", str(backing)]).strip()
+        name = os.path.basename(dev)
+        if name not in before:
+            stack.undo(f"loop device {name} (created)", _remove_loop_device, name)
+        stack.undo(f"loop device {dev} attached to {backing}", sh, ["losetup", "-d", dev])
     return name
 
 
@@ -255,8 +275,9 @@ def ext4_disk(stack: UndoStack, dev: str, mountpoint: Path) -> None:
     unwind)."""
     sh(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", f"/dev/{dev}"])
     mountpoint.mkdir(parents=True, exist_ok=True)
-    sh(["mount", "-o", "noatime", f"/dev/{dev}", str(mountpoint)])
-    stack.undo(f"ext4 mount of /dev/{dev} at {mountpoint}", sh, ["umount", str(mountpoint)])
+    with deferred_signals():
+        sh(["mount", "-o", "noatime", f"/dev/{dev}", str(mountpoint)])
+        stack.undo(f"ext4 mount of /dev/{dev} at {mountpoint}", sh, ["umount", str(mountpoint)])
 
 
 def swap_area(stack: UndoStack, dev: str) -> None:
@@ -270,31 +291,34 @@ def swap_area(stack: UndoStack, dev: str) -> None:
         raise RuntimeError(f"/proc/swaps: swap already active ({active[0].split()[0]}); "
                            "swapoff it first so every swap-out lands on the traced device")
     sh(["mkswap", "-q", f"/dev/{dev}"])
-    sh(["swapon", "-p", "32767", f"/dev/{dev}"])
-    stack.undo(f"swap area /dev/{dev}", sh, ["swapoff", f"/dev/{dev}"])
+    with deferred_signals():
+        sh(["swapon", "-p", "32767", f"/dev/{dev}"])
+        stack.undo(f"swap area /dev/{dev}", sh, ["swapoff", f"/dev/{dev}"])
 
 
 def disable_zswap(stack: UndoStack) -> None:
     """Turn zswap off (it would keep swap-outs in RAM, off the traced device); restore."""
     param = Path("/sys/module/zswap/parameters/enabled")
     if param.exists() and param.read_text().strip() in ("Y", "1"):
-        param.write_text("N")
-        stack.undo(f"{param} = Y", param.write_text, "Y")
+        with deferred_signals():
+            param.write_text("N")
+            stack.undo(f"{param} = Y", param.write_text, "Y")
 
 
 def kill_tasks(
-    memcg: Path, timeout_s: float = 5.0, first: signal.Signals = signal.SIGTERM
+    cgroup: Path, timeout_s: float = 5.0, first: signal.Signals = signal.SIGTERM
 ) -> None:
-    """Signal every task in cgroup ``memcg`` (any v1 hierarchy) with ``first`` (SIGTERM:
-    a chance to exit cleanly), after half of ``timeout_s`` with SIGKILL, until the group
-    is empty: a task forked meanwhile is born in the group and is killed on the next pass.
+    """Signal every task in cgroup ``cgroup`` (a directory of any v1 hierarchy: memory,
+    pids) with ``first`` (SIGTERM: a chance to exit cleanly), after half of ``timeout_s``
+    with SIGKILL, until the group is empty: a task forked meanwhile is born in the group
+    and is killed on the next pass. A group that does not exist has no tasks.
 
     Raises RuntimeError if tasks are left after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     sig = first
     while True:
         try:
-            pids = [int(p) for p in (memcg / "cgroup.procs").read_text().split()]
+            pids = [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
         except FileNotFoundError:
             return
         if not pids:
@@ -306,11 +330,32 @@ def kill_tasks(
         if time.monotonic() > deadline - timeout_s / 2:
             sig = signal.SIGKILL
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{memcg}: tasks left after SIGKILL: {pids}")
+            raise RuntimeError(f"{cgroup}: tasks left after SIGKILL: {pids}")
+
+
+def remove_cgroup(cgroup: Path, first: signal.Signals = signal.SIGTERM) -> None:
+    """Kill every task of v1 cgroup directory ``cgroup`` (:func:`kill_tasks`, ``first``
+    signal first) and remove the directory, retrying for 5 s while the kernel still counts
+    a task that just exited (``rmdir``: EBUSY). Nothing to do if it is gone already (an
+    earlier, explicit removal: the undo step of :func:`memcg_group` and
+    :func:`run_cgroup` is this function).
+
+    Raises RuntimeError if tasks outlive SIGKILL, OSError if the group stays busy."""
+    kill_tasks(cgroup, first=first)
+    for _ in range(50):
+        try:
+            cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    cgroup.rmdir()
 
 
 def memcg_group(stack: UndoStack, name: str) -> Path:
-    """Create memory cgroup ``/sys/fs/cgroup/memory/NAME``; on unwind kill its tasks, rmdir.
+    """Create memory cgroup ``/sys/fs/cgroup/memory/NAME``; on unwind kill its tasks, rmdir
+    (:func:`remove_cgroup`).
 
     Raises:
         RuntimeError: cgroup v1 memory controller not mounted, or the group exists.
@@ -322,11 +367,12 @@ def memcg_group(stack: UndoStack, name: str) -> Path:
 
 def run_cgroup(stack: UndoStack, name: str) -> Path:
     """Create cgroup ``/sys/fs/cgroup/pids/NAME`` (no limit set); on unwind kill its tasks,
-    rmdir. A process written to its ``cgroup.procs`` and every process it starts after
-    are in it whatever their session, process group or parent (``setsid``, a daemon's
-    double fork): the group is how a run's processes are all found and killed. The
-    ``pids`` hierarchy, not ``memory``: moving a process there changes neither the memory
-    cgroup it is charged to nor its cpuset, nor the groups :func:`system_state` lists.
+    rmdir (:func:`remove_cgroup`). A process written to its ``cgroup.procs`` and every
+    process it starts after are in it whatever their session, process group or parent
+    (``setsid``, a daemon's double fork): the group is how a run's processes are all found
+    and killed. The ``pids`` hierarchy, not ``memory``: moving a process there changes
+    neither the memory cgroup it is charged to nor its cpuset, nor the groups
+    :func:`system_state` lists.
 
     Raises:
         RuntimeError: cgroup v1 pids controller not mounted, or the group exists.
@@ -337,22 +383,12 @@ def run_cgroup(stack: UndoStack, name: str) -> Path:
 
 
 def _cgroup(stack: UndoStack, path: Path, what: str) -> Path:
-    """Create cgroup directory ``path``; on unwind kill its tasks and rmdir it."""
+    """Create cgroup directory ``path``; on unwind :func:`remove_cgroup` it."""
     if path.exists():
         raise RuntimeError(f"{path} exists: is another collection running?")
-    path.mkdir()
-
-    def remove() -> None:
-        kill_tasks(path)
-        for _ in range(50):
-            try:
-                path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
-        path.rmdir()
-
-    stack.undo(f"{what} {path}", remove)
+    with deferred_signals():  # no signal between the mkdir and its undo
+        path.mkdir()
+        stack.undo(f"{what} {path}", remove_cgroup, path)
     return path
 
 
@@ -411,13 +447,14 @@ def spawn_in_node(
     """
     script = 'echo $$ > "$0" && exec "$@"'
     cmd = ["sh", "-c", script, str(memcg / "cgroup.procs"), *ns_exec(ns), *argv]
-    logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
-    stack.callback(logf.close)
-    proc = subprocess.Popen(
-        cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, **(env or {})},
-    )
-    stack.undo(f"process {proc.pid} ({argv[0]}) in {ns}", stop_process, proc)
+    with deferred_signals():
+        logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
+        stack.callback(logf.close)
+        proc = subprocess.Popen(
+            cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+        stack.undo(f"process {proc.pid} ({argv[0]}) in {ns}", stop_process, proc)
     return proc
 
 
