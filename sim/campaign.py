@@ -26,7 +26,9 @@ Before the first run :func:`preflight` checks what the ns-3 program and the work
 tell (protocols, attributes, topology fit), and the collected tables of an earlier config
 are removed before this config's copy replaces it, so ``campaign.toml`` always describes
 the tables next to it. A SIGKILL of the campaign also ends its pool workers and ns-3
-processes (``runner.die_with_parent``).
+processes (``runner.die_with_parent``); so does an interrupt (SIGINT, SIGTERM, SIGHUP:
+:mod:`disaggsim.signals`), which kills the workers before it reaches the caller, so the
+simulations then running are cut short and redone on re-run, as after a SIGKILL.
 """
 
 from __future__ import annotations
@@ -453,7 +455,13 @@ def _run_local(
                     for future in as_completed(futures):
                         _gather(futures[future], planned, runs_dir, records, failures, future)
                         bar.update()
-                except BaseException:
+                except BaseException as exc:
+                    if isinstance(exc, KeyboardInterrupt):
+                        # An interrupt ends the running simulations as a SIGKILL of the
+                        # campaign does (die_with_parent): a SIGTERM from Slurm or a user
+                        # must not wait hours for them. Their ns-3 children die with them.
+                        for worker in list(pool._processes.values()):
+                            worker.kill()
                     pool.shutdown(wait=True, cancel_futures=True)
                     raise
     if failures:

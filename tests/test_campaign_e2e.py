@@ -323,7 +323,10 @@ def _ns3_under(directory: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("jobs", [1, 2])  # ns-3 a child of the campaign / of a pool worker
-def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig):
+    # SIGTERM (Slurm's, a user's) ends the running simulations as SIGKILL does, instead of
+    # waiting for them (disaggsim.signals turns it into an interrupt: exit 128 + 15)
     # ns-3's TCP: runs of ~4 s here, long enough to be killed mid-run (the lean `tcp`
     # finishes these in ~1 s)
     n_runs, n_flows = 3, 300
@@ -365,8 +368,12 @@ def test_sigkill_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs):
         done_before = done
         fresh_dirs = [Path(os.readlink(f"/proc/{pid}/cwd")) for pid in fresh]
         workers = _children(proc.pid)  # pool workers
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
+        signalled_at = time.monotonic()
+        proc.send_signal(sig)
+        status = proc.wait(timeout=30)
+        assert status == (-sig if sig == signal.SIGKILL else 128 + sig), status
+        # the fresh run needs >= 2 s more (above): a campaign that waited for it is slower
+        assert time.monotonic() - signalled_at < 1.5, "the campaign waited for its runs"
         killed_at = time.monotonic()
         # The directory's lock was the campaign's alone (a record lock: the workers it
         # forked never shared it), so it is free the moment the campaign is reaped, while
