@@ -27,7 +27,17 @@ rm -f "$OUT/results.txt" "$OUT/guest.log" "$OUT/console.log"
 # panic=-1 and -no-reboot then end QEMU with status 0 before /init runs: no guest.log, no
 # results.txt (1 CI in 4). The kernel skips the check itself on KVM and Hyper-V
 # (arch/x86/kernel/kvm.c paravirt_ops_setup), not under TCG.
-timeout "${RMEM_GUEST_TIMEOUT:-480}" qemu-system-x86_64 -accel tcg -M q35 -cpu max -m 1024 -smp 2 \
+# -accel tcg,thread=single: one host thread runs both vCPUs in turn. With multi-threaded TCG
+# (the default for -smp 2) QEMU before 8.1 translates guest code without holding the page's
+# lock, so a vCPU can translate a code page while the other vCPU's kernel patches it and keep
+# running the stale block after the patch is done (upstream fix: QEMU commit deba78709ae8
+# "accel/tcg: Always lock pages before translation", in 8.1; Debian 12 ships 7.2). When the
+# patch is a static key's text_poke_bp, the stale block holds its temporary int3 and the
+# guest dies "Oops: int3" / "Kernel panic - not syncing: Fatal exception in interrupt"
+# (1 CI in 4 on 2026-11-27, 1.3 s into boot, RIP sched_clock_cpu+0x9 at "66 <90>": the
+# __sched_clock_stable key being enabled). Single-threaded TCG never translates and writes
+# at once.
+timeout "${RMEM_GUEST_TIMEOUT:-480}" qemu-system-x86_64 -accel tcg,thread=single -M q35 -cpu max -m 1024 -smp 2 \
 	-nographic -no-reboot -kernel "$B/vmlinuz" -initrd "$STAGE/initrd" \
 	-append "console=ttyS0 panic=-1 no_timer_check quiet rmemtest=${RMEM_GUEST_SCRIPT:-tests}" \
 	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
