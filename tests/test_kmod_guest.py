@@ -165,7 +165,7 @@ def test_fixed_delay_raises_service_time_ram(guest: dict[str, object]) -> None:
 
 
 def test_fixed_delay_raises_service_time_rdma(guest: dict[str, object]) -> None:
-    """RDMA backend (rxe; a request takes about 100 us under TCG without delay): the
+    """RDMA backend (rxe; a request takes 70-100 us under TCG without delay): the
     paired median rise over 15 pairs is 204 us within 25 %. The bound is half the
     smallest error it must catch: a delay that overlapped the transfer instead of
     preceding it would raise the service time by 204 - ~100 us (-50 %), one applied twice
