@@ -149,7 +149,8 @@ def check_delay_reaches_service_time(r: dict[str, str], backend: str, pairs: int
     assert int(r[f"{backend}_none_svc_n"]) == int(r[f"{backend}_fixed_svc_n"]) == pairs * 40
     # The core's delay, applied exactly, to every request of every delayed block.
     assert ints(r, f"{backend}_fixed_delay_mean_ns") == [want] * pairs
-    assert min(ints(r, f"{backend}_fixed_svc_min_ns")) >= want
+    minima = ints(r, f"{backend}_fixed_svc_min_ns")
+    assert min(minima) >= want, (minima, want)
     none, fixed = ints(r, f"{backend}_none_svc_p50_ns"), ints(r, f"{backend}_fixed_svc_p50_ns")
     assert len(none) == len(fixed) == pairs
     rises = [f - n for f, n in zip(fixed, none, strict=True)]

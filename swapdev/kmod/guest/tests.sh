@@ -47,7 +47,7 @@ run_memtouch() { # NAME LIMIT_MB MIB
 # pairs of BLOCK reads, the two models interleaved in ABBA order (pair k even: none then
 # fixed; odd: fixed then none). Under TCG the guest's speed follows the load on the host's
 # cores, so two long back-to-back runs can see different transports (the RDMA part of a
-# request, about 100 us, rose by 70 us between the two in one CI run); adjacent blocks see
+# request, 70-100 us, rose by 70 us between the two in one CI run); adjacent blocks see
 # the same host, a linear drift cancels over the ABBA order, and a slow phase spoils one
 # pair, not the comparison. Per block, in pair order: p50 and exact minimum of the service
 # time, applied-delay mean (fixed); totals of the counts.
