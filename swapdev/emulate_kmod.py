@@ -89,7 +89,12 @@ def guest_failure(out: Path, returncode: int, stderr: str,
         text = console.read_text(errors="replace")
         panic = re.search(r"Kernel panic - not syncing: [^\r\n]*", text)
         if panic:
-            parts.append(f"{console}: the guest kernel panicked: {panic.group(0).strip()}")
+            # The oops that led to it names the trap ("Oops: int3: 0000 [#1] ...") and
+            # scrolls out of the last lines' view.
+            oops = re.search(r"(?:Oops|BUG): [^\r\n]*", text)
+            cause = f" after {oops.group(0).strip()}" if oops else ""
+            parts.append(f"{console}: the guest kernel panicked: {panic.group(0).strip()}"
+                         f"{cause}")
         parts.append(f"{console}, last lines:{_tail(console, 15)}")
     return "\n".join(parts)
 

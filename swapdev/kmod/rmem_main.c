@@ -36,7 +36,8 @@
  *   /proc/rmem_log     read drains the trace: "<batch_id> <time_us> <±page> <npages>" lines
  *                      (epoch µs; '-' = read/swap-in), traces/paging.py read_rmem's format.
  *   /proc/rmem_stats   "key value" lines: request counts, per-request service time (queue_rq
- *                      entry to completion, ns) and applied-delay quantiles; write resets.
+ *                      entry to completion, ns: mean, exact minimum, quantiles) and
+ *                      applied-delay quantiles; write resets.
  *
  * The delay is a busy-wait on ktime_get_ns() before the data moves, as rmem.c spins.
  * A lost connection (CM DISCONNECTED, or any failed work completion) fails in-flight and
@@ -997,11 +998,12 @@ static ssize_t rmem_stats_read(struct file *f, char __user *ubuf, size_t len, lo
 		      rdev->errors, rdev->bytes_read, rdev->bytes_written);
 	spin_unlock_irqrestore(&rdev->stats_lock, flags);
 	n += scnprintf(buf + n, 2048 - n,
-		       "svc_n %llu\nsvc_mean_ns %llu\nsvc_p50_ns %llu\nsvc_p99_ns %llu\n"
-		       "delay_n %llu\ndelay_mean_ns %llu\ndelay_p50_ns %llu\n"
+		       "svc_n %llu\nsvc_mean_ns %llu\nsvc_min_ns %llu\nsvc_p50_ns %llu\n"
+		       "svc_p99_ns %llu\ndelay_n %llu\ndelay_mean_ns %llu\ndelay_p50_ns %llu\n"
 		       "log_pending %u\nlog_dropped %llu\n",
-		       svc->n, svc->n ? svc->sum_ns / svc->n : 0, hist_quantile(svc, 500),
-		       hist_quantile(svc, 990), dl->n, dl->n ? dl->sum_ns / dl->n : 0,
+		       svc->n, svc->n ? svc->sum_ns / svc->n : 0, svc->n ? svc->min_ns : 0,
+		       hist_quantile(svc, 500), hist_quantile(svc, 990), dl->n,
+		       dl->n ? dl->sum_ns / dl->n : 0,
 		       hist_quantile(dl, 500), READ_ONCE(rdev->log_len),
 		       READ_ONCE(rdev->log_dropped));
 	ret = simple_read_from_buffer(ubuf, len, off, buf, n);

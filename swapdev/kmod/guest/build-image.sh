@@ -84,8 +84,9 @@ cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$I/lib/x86_64-linux-gnu/"
 mv "$I/bin/rdma.real" "$I/bin/rdma"
 cp "$REPO/swapdev/kmod/guest/init" "$I/init"
 cp "$REPO/swapdev/kmod/guest/tests.sh" "$REPO/swapdev/kmod/guest/bench.sh" \
-	"$REPO/swapdev/kmod/guest/emulate.sh" "$I/opt/rmem/"
-chmod +x "$I/init" "$I/opt/rmem/tests.sh" "$I/opt/rmem/bench.sh" "$I/opt/rmem/emulate.sh"
+	"$REPO/swapdev/kmod/guest/emulate.sh" "$REPO/swapdev/kmod/guest/boot.sh" "$I/opt/rmem/"
+chmod +x "$I/init" "$I/opt/rmem/tests.sh" "$I/opt/rmem/bench.sh" "$I/opt/rmem/emulate.sh" \
+	"$I/opt/rmem/boot.sh"
 (cd "$I" && find . | cpio -o -H newc --quiet | gzip -1) > "$B/base.cpio.gz.tmp"
 mv "$B/base.cpio.gz.tmp" "$B/base.cpio.gz"
 echo "$B/base.cpio.gz"
