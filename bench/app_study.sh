@@ -13,7 +13,8 @@
 # turns isolation on, runs every sweep on CPU 1 (the application and the device's handler
 # together), and turns isolation off on exit, failure or signal included. WINDOW_S (default
 # 1500) bounds the window: when it runs out the sweep in progress is stopped (SIGINT) and
-# resumes from its runs.csv on the next call with the same config.
+# resumes from its runs.csv on the next call with the same config (the round it cut is
+# rerun whole there: swapdev/emulate.py).
 #   ISOLATE=/work/wt/isolate.sh WINDOW_S=1200 sh bench/app_study.sh configs/app-study-....toml
 set -eu
 LOCK=/tmp/disaggsim-machine.lock

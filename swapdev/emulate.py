@@ -61,7 +61,12 @@ sweep stops at ``repeats_max`` rounds (a sequential design: stopping once decide
 interval's nominal coverage approximate, and the cap bounds it). Each run records the
 machine's load (1-minute load average at its end, the hypervisor's steal share during it).
 A sweep is resumable: ``runs.csv`` is rewritten after every run with ``sweep.json`` (the
-config's run-defining part); running the same config again reuses those runs.
+config's run-defining part); running the same config again reuses those runs, a round at a
+time (:func:`emulate`): a round is the unit of resume, since its points are compared with
+its own reference. A round that a window's end cut (not all of its runs, the reference and
+the points active in it, are in ``runs.csv``) is rerun whole in the new window and its runs
+already made are dropped, so no point is compared with a reference from another
+measurement window; ``start_utc`` says which window each run came from.
 
 Outputs in ``out_dir/name`` (the device's own files stay in a temporary directory), each
 written atomically:
@@ -73,7 +78,9 @@ written atomically:
   ``swap_bandwidth_bytes_per_s`` (in + out over the JCT), ``memory_bandwidth_bytes_per_s``
   and ``memory_bandwidth_source`` (see :func:`memory_bandwidth_probe`), ``peak_rss_bytes``
   (presets: the data-holding processes' peak summed PSS, ``emulate_apps._PeakRss``, a
-  check of the working set);
+  check of the working set), ``start_utc`` (the run's start, UTC, ISO 8601 to the
+  millisecond; empty for the kmod backend, whose runs share one guest boot, and in a
+  runs.csv written before the column existed, which reads back as such);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
   median zero-delay JCT at that fraction in the point's rounds), ``relative_min,
@@ -100,7 +107,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import MISSING, asdict, dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -542,6 +550,8 @@ class Run:
 
     load_1m: float | None = None
     steal_fraction: float | None = None
+    #: the run's start, UTC, ISO 8601 (:func:`_utc_now`): which measurement window it ran in
+    start_utc: str = ""
 
     @property
     def hit_rate(self) -> float | None:
@@ -768,12 +778,24 @@ def _sweep_identity(cfg: EmulateConfig) -> str:
 
 
 _RUN_TYPES = {name: f.type for name, f in Run.__dataclass_fields__.items()}
+#: the columns an older runs.csv may lack: those whose default is not None (a None
+#: default is an empty cell, which every runs.csv has)
+_RUN_DEFAULTS = {name: f.default for name, f in Run.__dataclass_fields__.items()
+                 if f.default is not MISSING}
+
+
+def _utc_now() -> str:
+    """Now, UTC, ISO 8601 to the millisecond (``Run.start_utc``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _run_from_row(row: dict[str, str]) -> Run:
-    """A runs.csv row back into a :class:`Run` (empty cells are None)."""
+    """A runs.csv row back into a :class:`Run` (empty cells are None; a column with a
+    default that an older runs.csv lacks, such as ``start_utc``, takes its default)."""
     values: dict[str, Any] = {}
     for name, kind in _RUN_TYPES.items():
+        if name not in row and _RUN_DEFAULTS.get(name, None) is not None:
+            continue
         text = row[name]
         kind = str(kind)
         if text == "" and "None" in kind:
@@ -844,10 +866,14 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     :func:`emulate_apps.run_command`), reported (console and runs.csv) and left out of
     the medians.
     Runs of an earlier sweep of the same config in the out dir are reused
-    (:func:`previous_runs`). Raises RuntimeError if a run fails, ValueError on duplicate
-    model labels, disaggsim.signals.Interrupted on SIGINT, SIGTERM or SIGHUP (after
-    undoing everything, :func:`disaggsim.signals.interrupt_on_signals`; ``runs.csv``
-    keeps the finished runs).
+    (:func:`previous_runs`) a round at a time: a round whose runs (the reference and the
+    points active in it, which the earlier rounds' runs decide) are not all there was cut
+    by the end of a measurement window; it is rerun whole, its runs already made dropped
+    (one progress line says so), so that its points are compared with a reference of
+    their own window (:func:`reference_jcts`). Raises RuntimeError if a run fails,
+    ValueError on duplicate model labels, disaggsim.signals.Interrupted on SIGINT, SIGTERM
+    or SIGHUP (after undoing everything, :func:`disaggsim.signals.interrupt_on_signals`;
+    ``runs.csv`` keeps the finished runs).
     """
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
@@ -860,7 +886,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
         return out
     done = previous_runs(cfg, out)
     if done and progress:
-        print(f"resuming: {len(done)} runs of {out / 'runs.csv'} reused", flush=True)
+        print(f"resuming: {len(done)} runs found in {out / 'runs.csv'}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "sweep.json", _sweep_identity(cfg))
     events, mem_source = memory_bandwidth_probe()
@@ -884,14 +910,21 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     active = _unsettled(cfg, runs, fraction, active)
                     if not active:
                         break
-                for pt in [points[0], *active]:
-                    if (fraction, pt.label, rep) in done:
-                        runs.append(done[fraction, pt.label, rep])
-                        continue
+                round_points = [points[0], *active]
+                made = [done[key] for key in
+                        ((fraction, pt.label, rep) for pt in round_points) if key in done]
+                if len(made) == len(round_points):  # a complete round: reused
+                    runs.extend(made)
+                    continue
+                if made and progress:
+                    print(f"round {rep} at local {fraction:.0%} was cut by the end of a "
+                          f"window: rerunning it whole, {len(made)} runs dropped", flush=True)
+                for pt in round_points:
                     if session is None and spec.app is not None:
                         session = stack.enter_context(
                             emulate_apps.cluster_session(stack, spec, tmp))
                     work = tmp / f"{fraction}-{pt.label}-{rep}"
+                    start_utc = _utc_now()
                     load_before = jct_stats.read_cpu_times()
                     with _perf_stat(events, tmp / "perf.txt") as mem_bytes:
                         if spec.app is None:
@@ -917,7 +950,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                               res.peak_rss_bytes, paging, cx.get("reads"),
                               cx.get("read_hits"), cx.get("write_hits"),
                               cx.get("prefetched_unused"), cx.get("write_batches"),
-                              jct_stats.load_average_1m(), steal)
+                              jct_stats.load_average_1m(), steal, start_utc)
                     runs.append(run)
                     with atomic_path(out / "runs.csv") as part:  # resumable (see above)
                         part.write_text(_csv_text([r.row() for r in runs]))

@@ -4,6 +4,7 @@ summary on hand-made runs, and one real sweep on the uffd backend."""
 from __future__ import annotations
 
 import csv
+import io
 import os
 import signal
 import subprocess
@@ -292,6 +293,58 @@ def test_uffd_sweep_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
             assert r["memory_bandwidth_bytes_per_s"] == ""
     assert (out / "memtouch.png").stat().st_size > 0
     assert (out / "memtouch-fig6.png").stat().st_size > 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here")
+def test_a_round_cut_by_a_window_is_rerun_whole_on_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A window that ends in the middle of a round: the sweep (two rounds of the reference
+    and two points, 6 runs) is cut after round 1's reference and first point, i.e. its
+    runs.csv loses its last row. Resumed, round 1 is run again whole: its reference is a
+    new run (started after every run of the cut file), so its points are compared with a
+    reference of their own window; round 0, complete, is reused byte for byte. The old
+    code reused round 1's reference and ran only the missing point (its reference row came
+    back unchanged: this test failed there)."""
+    device.build_dir()
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG.replace("latency_ns = 20000", "latency_ns = [1000, 20000]"))
+    emulate_as_found(path)
+    table = tmp_path / "out" / "memtouch" / "runs.csv"
+    lines = table.read_text().splitlines(keepends=True)
+    assert len(lines) == 1 + 6  # header, then rounds 0 and 1 of none, 1 us, 20 us in order
+    table.write_text("".join(lines[:-1]))  # the window ended before round 1's last point
+    cut = {(r["model"], r["repeat"]): r for r in csv.DictReader(io.StringIO("".join(lines)))}
+    capsys.readouterr()
+    emulate_as_found(path, progress=True)
+    after = table.read_text().splitlines(keepends=True)
+    assert after[4] != lines[4]  # round 1's reference: run again, not reused
+    assert ("round 1 at local 25% was cut by the end of a window: rerunning it whole, "
+            "2 runs dropped") in capsys.readouterr().out
+    assert after[:4] == lines[:4]  # the header and round 0, byte for byte
+    rows = {(r["model"], r["repeat"]): r for r in csv.DictReader(io.StringIO("".join(after)))}
+    models = {"none", "fixed-1000ns", "fixed-20000ns"}
+    assert set(rows) == {(m, rep) for m in models for rep in ("0", "1")}
+    last_cut = max(r["start_utc"] for r in cut.values())  # ISO 8601 UTC: sorts as text
+    for model in models:
+        assert rows[model, "1"]["start_utc"] > last_cut, rows[model, "1"]
+        assert rows[model, "1"]["status"] == "ok"
+
+
+def test_a_runs_csv_without_start_utc_reads_back_with_it_empty(tmp_path: Path) -> None:
+    """A runs.csv written before ``start_utc`` existed (the column left out) is reused on
+    resume: its runs read back whole, with an empty start time."""
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG)
+    cfg = emulate.load_emulate_config(path)
+    out = tmp_path / "out" / "memtouch"
+    out.mkdir(parents=True)
+    (out / "sweep.json").write_text(emulate._sweep_identity(cfg))
+    run = _run(0.25, "none", 0, 0, 1.5)
+    row = {k: v for k, v in run.row().items() if k != "start_utc"}
+    (out / "runs.csv").write_text(emulate._csv_text([row]))
+    assert emulate.previous_runs(cfg, out) == {(0.25, "none", 0): run}
+    assert run.start_utc == ""
 
 
 def test_cli_reports_config_errors_without_traceback(
