@@ -372,7 +372,7 @@ def reap_stale_run_cgroups() -> list[Path]:
         if match is None:
             continue
         pid = int(match.group(1))
-        if group.name in _LIVE_RUNS or (pid != os.getpid() and device._pid_alive(pid)):
+        if group.name in _LIVE_RUNS or (pid != os.getpid() and device.pid_alive(pid)):
             continue
         try:
             procs = (group / "cgroup.procs").read_text().split()
