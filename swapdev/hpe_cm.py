@@ -224,6 +224,7 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
     size = cfg.hpe_cm.device_bytes - cfg.hpe_cm.device_bytes % PAGE
     work.mkdir(parents=True, exist_ok=True)
     seed = ["--seed", str(repeat + 1)]
+    swapdev = None
     with collect_env.UndoStack() as stack:
         if dev is None:
             with deferred_signals():  # no signal between the mkdtemp and its undo
@@ -235,8 +236,8 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
             name = MEMORY
         else:
             model = dev.delay(cfg.base_dir, work)
-            loop = device.fuse_loop_device(stack, work, size, model).loop
-            target, name = Path(loop), dev.name
+            swapdev = device.fuse_loop_device(stack, work, size, model)
+            target, name = Path(swapdev.loop), dev.name
         status, wall, rep = _run_json([str(build / "lat_pagefault"), str(target), *seed],
                                       cfg.hpe_cm.timeout_s, None, "lat_pagefault")
     row: dict[str, object] = {"device": name, "kind": dev.kind if dev else MEMORY,
@@ -244,7 +245,29 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
     for key in ("pages", "faults", "majflt", "mean_ns", "p10_ns", "p50_ns", "p90_ns",
                 "p99_ns", "max_ns"):
         row[key] = rep.get(key)
+    row.update(_device_delays(swapdev))
     return row
+
+
+def _device_delays(swapdev: device.SwapDevice | None) -> dict[str, object]:
+    """What the device itself did in a lat_pagefault run, from the histograms its daemon
+    writes on exit (:func:`device.read_histograms`): ``device_requests`` (requests served:
+    the timed faults, plus any the kernel or udev made, e.g. a probe of the new loop
+    device), ``target_delay_mean_ns`` (the model's mean delay), ``applied_delay_p50_ns``
+    and ``applied_delay_min_ns`` (each request's time from its arrival at the daemon to its
+    reply being released: ``sd_run_delay`` in swapdev/src/sd_user.c). Empty for the
+    full-memory reference.
+
+    The fault latency's excess over these is the host's (the loop worker, the wake-up of a
+    faulting thread that slept through the delay), not the device's."""
+    if swapdev is None:
+        return {"device_requests": None, "target_delay_mean_ns": None,
+                "applied_delay_p50_ns": None, "applied_delay_min_ns": None}
+    hists = device.read_histograms(swapdev.hist)
+    applied, target = hists["applied"], hists["target"]
+    return {"device_requests": applied.n, "target_delay_mean_ns": round(target.mean_ns),
+            "applied_delay_p50_ns": round(applied.quantile_ns(0.5)) if applied.n else None,
+            "applied_delay_min_ns": applied.min_ns}
 
 
 def prefilled_swap(stack: collect_env.UndoStack, work: Path, size_bytes: int,
@@ -395,7 +418,9 @@ def summarize_pagefault(runs: pd.DataFrame) -> pd.DataFrame:
     ``d_paging`` = median p50 / the ``local`` device's median p50 (the paper's
     remote-over-RAM-disk multiple, Table 2), ``d_paging_mean`` the same of the means,
     ``d_memory`` = median p50 / the full-memory reference's, and ``delta_p50_ns`` = median
-    p50 - local's (the added delay as seen by a fault). Empty where no reference ran."""
+    p50 - local's (the added delay as seen by a fault), beside ``applied_delay_p50_ns``
+    (the median of the runs' median delay the device itself applied, :func:`_device_delays`;
+    empty for the full-memory reference). Empty where no reference ran."""
     ok = runs[runs["status"] == "ok"]
     rows = []
     for name, grp in ok.groupby("device", sort=False):
@@ -403,7 +428,8 @@ def summarize_pagefault(runs: pd.DataFrame) -> pd.DataFrame:
                      "p50_ns": grp["p50_ns"].median(), "p50_min_ns": grp["p50_ns"].min(),
                      "p50_max_ns": grp["p50_ns"].max(), "mean_ns": grp["mean_ns"].median(),
                      "p99_ns": grp["p99_ns"].median(), "majflt": grp["majflt"].median(),
-                     "faults": grp["faults"].median()})
+                     "faults": grp["faults"].median(),
+                     "applied_delay_p50_ns": _median(grp["applied_delay_p50_ns"])})
     out = pd.DataFrame(rows)
     ref = {r["device"]: r for r in rows}
 

@@ -1,8 +1,9 @@
 """Ruan et al.'s experiments on the swap backend (``swapdev/hpe_cm.py``, papers/004): the HDD
-delay model as the device's core reads it, the config's errors, lat_pagefault's D on two
-devices whose delays differ by a known amount, and paging_w's pattern at 200 % over-commit
-through the swap device; the machine left as found. The machine tests are root only and
-run under the machine-state lock (:func:`device.system_lock`)."""
+delay model as the device's core reads it, the config's errors, lat_pagefault on two
+devices whose delays differ by a known amount (the delay in every fault, D's arithmetic),
+and paging_w's pattern at 200 % over-commit through the swap device; the machine left as
+found. The machine tests are root only and run under the machine-state lock
+(:func:`device.system_lock`)."""
 
 from __future__ import annotations
 
@@ -115,27 +116,32 @@ def locked() -> Iterator[None]:
         assert _machine_state() == before
 
 
-#: The known difference of the two devices' delays (ns) and the stated tolerance of the
-#: fault latency's difference: at least 85 % of it (the device applies every request's
-#: delay, one 4 KiB request per fault: checked with its histogram, 20.007 us mean applied),
-#: at most 2.5 times it. On this 2-vCPU VM the end-to-end difference depends on load: +3 %
-#: under load (bench/RESULTS.md, D table: 22.07 us for 21.31 us), but +107 % to +140 % on a
-#: quiet machine (41-48 us for 20 us), presumably the wake-up of the halted vCPU whose loop
-#: worker slept through the daemon's spin (swapdev/doc/swapdev.md: "a large delay inflates
-#: more than linearly").
+#: The added delay of the second device (ns).
+#:
+#: Why the test checks the device's own histograms and a per-fault lower bound, not the
+#: end-to-end difference of the median fault latencies: that difference is the host's, not
+#: the device's. On this 2-vCPU VM a whole lat_pagefault run is in one of two modes, its
+#: faults all ~27 us slower in one (local: p50 18-19 us or 45 us; +20 us: 39 us or
+#: 66-68 us; 2026-11-27, six runs each, load 1.3-1.9), while the device applied 20.097 us
+#: (p50) to every request in every run. So the medians of 3 runs differ by anything from
+#: about -6 us to +49 us: a band of 0.85-2.5 times the delay failed a quiet CI run at
+#: 52.1 us. The D values are measurements, reported in bench/RESULTS.md (HPE-CM D table).
 DELAY_DIFF_NS = 20_000
-LOW, HIGH = 0.85, 2.5
+#: The daemon's spin overshoots its deadline by a clock read and the histogram's bucket
+#: (<= 1.6 % wide, device.Histogram): the applied median lies within 2 % above the delay.
+APPLIED_SLACK = 0.02
 
 
 @needs_root
 @needs_build
-def test_d_of_two_devices_differs_by_their_delay_difference(
+def test_every_fault_on_the_delayed_device_waits_for_its_delay(
     locked: None, tmp_path: Path
 ) -> None:
     """lat_pagefault on the RAM-backed device with no delay and with +20 us per request:
-    every timed access is a major fault (read from the device), and the median fault
-    latency differs by between 0.85 and 2.5 times 20 us (medians of 3 interleaved
-    repeats; the band's reason at DELAY_DIFF_NS)."""
+    every timed access is a major fault that reached the device exactly once; the device
+    applied the configured delay to every request (its histograms: median within 2 % above
+    20 us, none below; under 1 us with no delay); so every fault on the delayed device took
+    at least 20 us (its p10). D is the ratio of the medians."""
     path = _write(tmp_path, f"""
 [hpe_cm]
 name = "d"
@@ -157,9 +163,18 @@ latency_ns = {DELAY_DIFF_NS}
     assert (dev_runs["status"] == "ok").all()
     assert (dev_runs["majflt"] == dev_runs["faults"]).all()  # no page-cache hit
     assert (dev_runs["faults"] == 1024).all()
+    # One 4 KiB read per fault (MADV_RANDOM: no read-around) and nothing else.
+    assert (dev_runs["device_requests"] == dev_runs["faults"]).all(), dev_runs
+    plus = dev_runs[dev_runs["device"] == "plus"]
+    local = dev_runs[dev_runs["device"] == "local"]
+    assert (plus["target_delay_mean_ns"] == DELAY_DIFF_NS).all()
+    assert (plus["applied_delay_min_ns"] >= DELAY_DIFF_NS).all(), plus
+    assert (plus["applied_delay_p50_ns"] <= DELAY_DIFF_NS * (1 + APPLIED_SLACK)).all(), plus
+    assert (local["target_delay_mean_ns"] == 0).all()
+    assert (local["applied_delay_p50_ns"] < 1000).all(), local
+    # A fault waits for its request's reply, so none is faster than the delay.
+    assert (plus["p10_ns"] >= DELAY_DIFF_NS).all(), plus
     summary = pd.read_csv(outs.summary).set_index("device")
-    delta = summary.loc["plus", "delta_p50_ns"]
-    assert LOW * DELAY_DIFF_NS <= delta <= HIGH * DELAY_DIFF_NS, summary
     # D is the ratio of the medians; the full-memory reference never read the device.
     assert summary.loc["plus", "d_paging"] == pytest.approx(  # summary.csv: 6 significant digits
         summary.loc["plus", "p50_ns"] / summary.loc["local", "p50_ns"], rel=1e-5)
