@@ -323,7 +323,7 @@ for app, table in fig8.items():
         rows.append({"application": app, "model": kind, "rate_gbps": int(rate[:-1]),
                      "scope": scope, "degradation %": 100 * (r["relative_jct"] - 1),
                      "ci %": f"{100 * (r['ci_low'] - 1):.1f} .. {100 * (r['ci_high'] - 1):.1f}",
-                     "verdict": r["verdict"], "runs": r["repeats_ok"]})
+                     "verdict": r["verdict"], "pairs": r["pairs"]})
 fig8_table = pd.DataFrame(rows)
 display(fig8_table)
 
