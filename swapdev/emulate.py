@@ -829,8 +829,8 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
 class Pairs:
     """A point's ``ok`` JCTs (s) paired by round with its fraction's zero-delay reference:
     ``point[i]`` and ``reference[i]`` ran in round ``rounds[i]`` (ascending);
-    ``unpaired``: the point's ``ok`` runs in rounds without an ``ok`` reference run, left
-    out of the ratio."""
+    ``unpaired``: the rounds with an ``ok`` run of the point but none of the reference,
+    whose runs are left out of the ratio."""
 
     rounds: list[int]
     point: list[float]
@@ -1036,8 +1036,9 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
     ``threshold`` (``undecided`` below :data:`MIN_RUNS` pairs); the medians of the
     bandwidths, the runs' median load average and largest steal share.
 
-    The reference's own row has no interval nor verdict: its ``relative_*`` columns are
-    its median, smallest and largest JCT over its median (1 and its spread).
+    The reference's own row has no interval nor verdict: its ``pairs`` is its ``ok`` runs,
+    its ``relative_*`` columns its median, smallest and largest JCT over its median (1 and
+    its spread).
     Timed-out runs are only counted (``repeats_timeout``); a point's ``ok`` run in a round
     without an ``ok`` reference run is in its JCT columns but not in a pair
     (``repeats_ok`` - ``pairs``); a point (or a fraction's reference) with no pair has
