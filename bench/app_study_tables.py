@@ -7,7 +7,7 @@ largest hypervisor steal share (``runs.csv``'s ``load_1m``, ``steal_fraction``);
 zero-delay reference's median JCT (min-max, CV = sample standard deviation / mean, runs);
 the median swap bytes in and out per run (MB = 10^6 B) and the reference's swap bandwidth;
 the Figure 2 grid (latency x bandwidth: degradation = relative JCT - 1 [95 % interval]
-verdict at 5 %, runs) or the single point of a classification sweep; the medians' order
+verdict at 5 %, rounds paired) or the single point of a classification sweep; the medians' order
 (rising with latency at each bandwidth, falling with bandwidth at each latency) and the
 least-squares slope over latency; the additive estimate of the degradation from the
 device's own counts (reference's median swap-ins / 4 KiB x latency + (bytes in + out) x 8 /
@@ -15,7 +15,7 @@ bandwidth, over the reference's median JCT; swap-outs' latency not counted, so a
 bound for a job whose every swap-in is on its critical path); and ``classification.csv``.
 A Figure 5 sweep (several local fractions, ``configs/app-study-*-fig5.toml``) is printed as
 its local-memory table instead: one row per delay point (degradation [95 % interval]
-verdict, runs) and one of the zero-delay reference per fraction (median JCT, CV, runs; swap
+verdict, rounds paired) and one of the zero-delay reference per fraction (median JCT, CV, runs; swap
 in + out per run and its bandwidth), the additive estimate per fraction, and ``table3.csv``
 (Table 3: the smallest local fraction from which every larger one passes).
 No root, no device: seconds.
@@ -46,12 +46,14 @@ def _pct(ratio: float) -> str:
 
 
 def cell(row: pd.Series) -> str:
-    """One point: ``+x.x % [+lo, +hi] **verdict**, runs`` (a point with one run: no interval
-    from the bootstrap but its own ratio, and ``undecided``: emulate.MIN_RUNS)."""
+    """One point: ``+x.x % [+lo, +hi] **verdict**, pairs``: the median over the rounds of the
+    point's JCT / its round's zero-delay JCT, the bootstrap interval over those rounds
+    (``jct_stats.paired_ratio_ci``), and the rounds paired (``undecided`` below
+    emulate.MIN_RUNS of them)."""
     verdict = row["verdict"] if isinstance(row["verdict"], str) else "undecided"
     shown = verdict if verdict == "undecided" else f"**{verdict}**"
     return (f"{_pct(row['relative_jct'])} % [{_pct(row['ci_low'])}, {_pct(row['ci_high'])}] "
-            f"{shown}, {int(row['repeats_ok'])}")
+            f"{shown}, {int(row['pairs'])}")
 
 
 def _runs_load(sweep: str, runs: pd.DataFrame) -> str:
@@ -137,7 +139,7 @@ def classification(sweep_dir: Path) -> str:
     rows = pd.read_csv(path)
     return "; ".join(f"class **{r['class']}** at {100 * r['local_fraction']:g} % local: "
                      f"{r['relative_jct']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}], "
-                     f"{int(r['repeats_ok'])} runs" for _, r in rows.iterrows())
+                     f"{int(r['pairs'])} rounds paired" for _, r in rows.iterrows())
 
 
 def local_memory(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:

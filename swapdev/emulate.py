@@ -20,7 +20,7 @@ Config (TOML; unknown keys are errors naming the file and line)::
                                     # unsettled (jct_stats.settled; default = repeats)
     half_width = 0.015              # ... i.e. its interval is wider than +-half_width and
                                     # straddles the 5 % threshold
-    confidence = 0.95               # of the intervals (jct_stats: bootstrap, ratio of medians)
+    confidence = 0.95               # of the intervals (jct_stats: bootstrap over rounds)
     app_cpus = [1]                  # pin the sweep's processes (the application) to these
                                     # CPUs (default: not pinned)
     handler_cpus = [0]              # pin the device's handler (uffd thread, swap's FUSE
@@ -54,8 +54,10 @@ local fraction x models (paper Figs. 3-5 and Table 3).
 
 Noise control (issue #22, item 4; :mod:`disaggsim.swapdev.jct_stats`): each round runs the
 zero-delay reference and then every point still unsettled, so the reference is interleaved
-with the points, and a point is compared with the reference runs of its own rounds
-(:func:`reference_jcts`); after ``repeats`` rounds a point stops when its interval of the relative
+with the points, and each run of a point is paired with the reference run of its own
+round (:func:`paired_jcts`): the relative JCT is the median of the rounds' ratios, with a
+bootstrap interval over the rounds; after ``repeats`` rounds a point stops when it has
+:data:`MIN_RUNS` pairs and its interval of the relative
 JCT is within +-``half_width`` or lies wholly on one side of the 5 % threshold, and the
 sweep stops at ``repeats_max`` rounds (a sequential design: stopping once decided makes the
 interval's nominal coverage approximate, and the cap bounds it). Each run records the
@@ -82,10 +84,11 @@ written atomically:
   millisecond; empty for the kmod backend, whose runs share one guest boot, and in a
   runs.csv written before the column existed, which reads back as such);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
-  repeats_timeout, median_jct_s, min_jct_s, max_jct_s, relative_jct`` (median JCT /
-  median zero-delay JCT at that fraction in the point's rounds), ``relative_min,
-  relative_max``, the medians of the bandwidth columns, ``ci_low, ci_high,
-  ci_half_width`` (the relative JCT's interval), ``verdict`` (``pass``/``fail``/
+  repeats_timeout, pairs`` (the rounds with an ``ok`` run of the point and of the
+  reference), ``median_jct_s, min_jct_s, max_jct_s, relative_jct`` (the median over
+  those rounds of JCT / the round's zero-delay JCT), ``relative_min, relative_max`` (the
+  smallest and largest of those ratios), the medians of the bandwidth columns, ``ci_low,
+  ci_high, ci_half_width`` (the relative JCT's interval), ``verdict`` (``pass``/``fail``/
   ``undecided`` at 5 %), ``load_1m_median`` and ``steal_fraction_max``;
 - ``table3.csv``: per (latency, bandwidth) of the ``fixed`` models, the smallest local
   fraction keeping the degradation under 5 % (paper Table 3), see :func:`table3`;
@@ -100,6 +103,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import math
 import os
 import shutil
@@ -148,12 +152,13 @@ FIGURE2_FRACTION = 0.25
 #: The dolphin / shark boundary (§3.2): dolphins stay within 5 % at 5 µs and 40 Gb/s.
 CLASSIFY_LATENCY_NS = 5000
 CLASSIFY_BANDWIDTH_BPS = 40 * 10**9
-#: Runs a point and its reference need (each) before a verdict. One run's bootstrap
-#: "interval" has width 0; two runs' nominal 95 % interval covers the true ratio of
-#: medians in only ~60 % of simulated sweeps (lognormal JCTs, CV 3 % and 7 %), three runs'
-#: in ~92 %, the >= 90 % this project asks of the interval at 6 and 12 runs
-#: (tests/test_swapdev_jct_stats.py; bench/RESULTS.md "A verdict needs 3 runs").
-MIN_RUNS = 3
+#: Pairs (rounds with an ``ok`` run of the point and of its reference) a point needs
+#: before a verdict. Up to 5 pairs the nominal 95 % interval is the range of the rounds'
+#: ratios, which covers the true median ratio with probability 1 - 2^(1 - n): 75 % at 3
+#: pairs, 87.5 % at 4, 93.75 % at 5, the first to reach the >= 90 % this project asks of
+#: the interval (:mod:`~disaggsim.swapdev.jct_stats`; tests/test_swapdev_jct_stats.py;
+#: bench/RESULTS.md "Paired per-round estimator").
+MIN_RUNS = 5
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -770,16 +775,14 @@ _ROUND_KEYS = ("repeats", "repeats_max", "half_width", "confidence", "timeout_s"
 
 def _sweep_identity(cfg: EmulateConfig) -> str:
     """The config's run-defining part as JSON (``sweep.json``): what a reused run needs."""
-    import json
-
     data = cfg.model_dump(mode="json", exclude={"base_dir": True,
                                                 "emulate": set(_ROUND_KEYS)})
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
 _RUN_TYPES = {name: f.type for name, f in Run.__dataclass_fields__.items()}
-#: the columns an older runs.csv may lack: those whose default is not None (a None
-#: default is an empty cell, which every runs.csv has)
+#: the columns an older runs.csv may lack: those with a default (start_utc, the COMEX
+#: counters, paging), which such a row takes
 _RUN_DEFAULTS = {name: f.default for name, f in Run.__dataclass_fields__.items()
                  if f.default is not MISSING}
 
@@ -791,10 +794,11 @@ def _utc_now() -> str:
 
 def _run_from_row(row: dict[str, str]) -> Run:
     """A runs.csv row back into a :class:`Run` (empty cells are None; a column with a
-    default that an older runs.csv lacks, such as ``start_utc``, takes its default)."""
+    default that an older runs.csv lacks, such as ``start_utc`` or the COMEX counters,
+    takes its default)."""
     values: dict[str, Any] = {}
     for name, kind in _RUN_TYPES.items():
-        if name not in row and _RUN_DEFAULTS.get(name, None) is not None:
+        if name not in row and name in _RUN_DEFAULTS:
             continue
         text = row[name]
         kind = str(kind)
@@ -821,36 +825,59 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
     return {(r.local_fraction, r.model, r.repeat): r for r in runs}
 
 
-def reference_jcts(runs: list[Run], fraction: float, label: str) -> list[float]:
-    """The zero-delay JCTs (s) that point ``label`` at ``fraction`` is compared with: the
-    ``ok`` reference runs of the rounds (``repeat``) in which the point ran. Each round runs
-    the reference and then the points still unsettled, so a point that stopped early (or a
-    sweep resumed in a later measurement window) is compared with the reference of its own
-    rounds: a drift of the machine's speed between rounds or windows (5 % between two
-    isolated windows here, bench/RESULTS.md "Application study (#22)") cancels in the ratio
-    instead of biasing the points that stopped early. The reference's own row: all its runs.
-    """
-    rounds = None if label == "none" else {
-        r.repeat for r in runs if r.local_fraction == fraction and r.model == label}
-    return [float(r.jct_s) for r in runs if r.local_fraction == fraction
-            and r.model == "none" and r.status == "ok" and r.jct_s is not None
-            and (rounds is None or r.repeat in rounds)]
+@dataclass(frozen=True)
+class Pairs:
+    """A point's ``ok`` JCTs (s) paired by round with its fraction's zero-delay reference:
+    ``point[i]`` and ``reference[i]`` ran in round ``rounds[i]`` (ascending);
+    ``unpaired``: the rounds with an ``ok`` run of the point but none of the reference,
+    whose runs are left out of the ratio."""
+
+    rounds: list[int]
+    point: list[float]
+    reference: list[float]
+    unpaired: int
+
+
+def _round_jcts(runs: list[Run], fraction: float, label: str) -> dict[int, float]:
+    """Per round, the ``ok`` JCT (s) of ``label`` at ``fraction``. A sweep runs each point
+    once per round (runs are keyed by fraction, model and round, :func:`previous_runs`; a
+    cut round is rerun whole and its earlier runs dropped); a table holding several ``ok``
+    runs of one model in one round gives that round their median."""
+    by_round: dict[int, list[float]] = {}
+    for r in runs:
+        if (r.local_fraction == fraction and r.model == label and r.status == "ok"
+                and r.jct_s is not None):
+            by_round.setdefault(r.repeat, []).append(float(r.jct_s))
+    return {rep: statistics.median(jcts) for rep, jcts in by_round.items()}
+
+
+def paired_jcts(runs: list[Run], fraction: float, label: str) -> Pairs:
+    """Point ``label``'s JCTs at ``fraction`` paired with the zero-delay reference's of the
+    same round (``repeat``): each round runs the reference and then the points still
+    unsettled, so a drift of the machine's speed between rounds or measurement windows
+    (5 % between two isolated windows here, bench/RESULTS.md "Application study (#22)")
+    reaches both runs of a round and cancels in their ratio. A point's run in a round whose
+    reference has no ``ok`` run is never paired with another round's reference: it is left
+    out and counted (``unpaired``)."""
+    mine = _round_jcts(runs, fraction, label)
+    ref = _round_jcts(runs, fraction, "none")
+    rounds = sorted(rep for rep in mine if rep in ref)
+    return Pairs(rounds, [mine[rep] for rep in rounds], [ref[rep] for rep in rounds],
+                 len(mine) - len(rounds))
 
 
 def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
                points: list[Point]) -> list[Point]:
-    """The points of ``fraction`` that need another round (:func:`jct_stats.settled`)."""
+    """The points of ``fraction`` that need another round: fewer than :data:`MIN_RUNS`
+    pairs (:func:`paired_jcts`) or an interval not :func:`jct_stats.settled`."""
     out = []
     for pt in points:
-        mine = [float(r.jct_s) for r in runs if r.local_fraction == fraction
-                and r.model == pt.label and r.status == "ok" and r.jct_s is not None]
-        ref = reference_jcts(runs, fraction, pt.label)
-        if not ref or not mine:
-            out.append(pt)  # nothing to compare yet (timeouts): try again
+        pairs = paired_jcts(runs, fraction, pt.label)
+        if len(pairs.rounds) < MIN_RUNS:
+            out.append(pt)  # too few pairs for a verdict yet (or timeouts): try again
             continue
-        ci = jct_stats.ratio_of_medians_ci(mine, ref, cfg.emulate.confidence)
-        if min(len(mine), len(ref)) < MIN_RUNS or not jct_stats.settled(
-                ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
+        ci = jct_stats.paired_ratio_ci(pairs.point, pairs.reference, cfg.emulate.confidence)
+        if not jct_stats.settled(ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
             out.append(pt)
     return out
 
@@ -870,7 +897,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     points active in it, which the earlier rounds' runs decide) are not all there was cut
     by the end of a measurement window; it is rerun whole, its runs already made dropped
     (one progress line says so), so that its points are compared with a reference of
-    their own window (:func:`reference_jcts`). Raises RuntimeError if a run fails,
+    their own window (:func:`paired_jcts`). Raises RuntimeError if a run fails,
     ValueError on duplicate model labels, disaggsim.signals.Interrupted on SIGINT, SIGTERM
     or SIGHUP (after undoing everything, :func:`disaggsim.signals.interrupt_on_signals`;
     ``runs.csv`` keeps the finished runs).
@@ -1000,40 +1027,51 @@ def _median(values: list[float | None]) -> float | None:
 
 def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
               threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
-    """Per (local fraction, model), over the ``ok`` runs: median/min/max JCT, the same over
-    the median zero-delay JCT of that fraction in the point's rounds
-    (:func:`reference_jcts`), the medians of the bandwidths, the
-    relative JCT's interval (:func:`jct_stats.ratio_of_medians_ci` at ``confidence``) and
-    its verdict at ``threshold`` (the reference's own row has none), the runs' median
-    load average and largest steal share.
+    """Per (local fraction, model), over the ``ok`` runs: ``repeats_ok``,
+    ``repeats_timeout``, ``pairs`` (:func:`paired_jcts`: the rounds with an ``ok`` run of
+    the point and of the reference), median/min/max JCT; ``relative_jct``, the median over
+    the pairs of JCT / the round's zero-delay JCT, with its interval
+    (:func:`jct_stats.paired_ratio_ci` at ``confidence``) and ``relative_min`` /
+    ``relative_max``, the smallest and largest of those ratios; the verdict at
+    ``threshold`` (``undecided`` below :data:`MIN_RUNS` pairs); the medians of the
+    bandwidths, the runs' median load average and largest steal share.
 
-    Timed-out runs are only counted (``repeats_timeout``); a point (or a fraction's
-    reference) with no ``ok`` run has empty JCT (and relative) columns.
+    The reference's own row has no interval nor verdict: its ``pairs`` is its ``ok`` runs,
+    its ``relative_*`` columns its median, smallest and largest JCT over its median (1 and
+    its spread).
+    Timed-out runs are only counted (``repeats_timeout``); a point's ``ok`` run in a round
+    without an ``ok`` reference run is in its JCT columns but not in a pair
+    (``repeats_ok`` - ``pairs``); a point (or a fraction's reference) with no pair has
+    empty relative columns.
     """
     rows: list[dict[str, object]] = []
     keys = dict.fromkeys((r.local_fraction, r.model) for r in runs)
     for fraction, label in keys:
         mine = [r for r in runs if r.local_fraction == fraction and r.model == label]
         ok = [r for r in mine if r.status == "ok" and r.jct_s is not None]
-        ref_jcts = reference_jcts(runs, fraction, label)
-        ref = statistics.median(ref_jcts) if ref_jcts else None
         jcts = [float(r.jct_s) for r in ok if r.jct_s is not None]
         med = statistics.median(jcts) if jcts else None
-        ci = (jct_stats.ratio_of_medians_ci(jcts, ref_jcts, confidence)
-              if jcts and ref_jcts and label != "none" else None)
+        ci: jct_stats.RatioInterval | None = None
+        if label == "none":
+            pairs = len(jcts)
+            ratios = [j / med for j in jcts] if med else []
+            relative = 1.0 if med else None
+        else:
+            paired = paired_jcts(runs, fraction, label)
+            pairs = len(paired.rounds)
+            ratios = [p / r for p, r in zip(paired.point, paired.reference, strict=True)]
+            if pairs:
+                ci = jct_stats.paired_ratio_ci(paired.point, paired.reference, confidence)
+            relative = None if ci is None else ci.estimate
         steals = [r.steal_fraction for r in mine if r.steal_fraction is not None]
-
-        def rel(x: float | None, ref: float | None = ref) -> float | None:
-            return None if x is None or not ref else x / ref
-
         rows.append({
             "local_fraction": fraction, "model": label, "kind": mine[0].kind,
             "latency_ns": mine[0].latency_ns, "bandwidth_bps": mine[0].bandwidth_bps,
-            "repeats_ok": len(ok), "repeats_timeout": len(mine) - len(ok),
+            "repeats_ok": len(ok), "repeats_timeout": len(mine) - len(ok), "pairs": pairs,
             "median_jct_s": med, "min_jct_s": min(jcts) if jcts else None,
-            "max_jct_s": max(jcts) if jcts else None, "relative_jct": rel(med),
-            "relative_min": rel(min(jcts) if jcts else None),
-            "relative_max": rel(max(jcts) if jcts else None),
+            "max_jct_s": max(jcts) if jcts else None, "relative_jct": relative,
+            "relative_min": min(ratios) if ratios else None,
+            "relative_max": max(ratios) if ratios else None,
             "swap_in_bytes": _median([r.swap_in_bytes for r in ok]),
             "swap_out_bytes": _median([r.swap_out_bytes for r in ok]),
             "swap_bandwidth_bytes_per_s": _median([r.swap_bandwidth_bytes_per_s for r in ok]),
@@ -1046,8 +1084,7 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
             "ci_high": None if ci is None else ci.high,
             "ci_half_width": None if ci is None else ci.half_width,
             "verdict": None if ci is None else (
-                jct_stats.verdict(ci, threshold) if min(len(jcts), len(ref_jcts)) >= MIN_RUNS
-                else "undecided"),
+                jct_stats.verdict(ci, threshold) if pairs >= MIN_RUNS else "undecided"),
             "load_1m_median": _median([r.load_1m for r in mine]),
             "steal_fraction_max": max(steals) if steals else None,
         })
@@ -1114,11 +1151,12 @@ def table3(summary: list[dict[str, object]],
 def classify(summary: list[dict[str, object]]) -> list[dict[str, object]]:
     """The paper's dolphins and sharks (§3.2, Figure 2), per local fraction holding the
     ``fixed`` point at :data:`CLASSIFY_LATENCY_NS` / :data:`CLASSIFY_BANDWIDTH_BPS`:
-    ``class`` (:func:`jct_stats.app_class` of that point's verdict), its relative JCT and
-    interval, and what the application needs to stay within 5 % at 40 and at 100 Gb/s:
-    ``max_latency_ns_at_<G>gbps``, the largest swept latency whose point passes with
-    every smaller swept latency passing too (empty if none), and ``status_at_<G>gbps``,
-    ``undecided`` if the first latency that does not pass is undecided.
+    ``class`` (:func:`jct_stats.app_class` of that point's verdict), its relative JCT,
+    interval and rounds paired (``pairs``), and what the application needs to stay
+    within 5 % at 40 and at 100 Gb/s: ``max_latency_ns_at_<G>gbps``, the largest swept
+    latency whose point passes with every smaller swept latency passing too (empty if
+    none), and ``status_at_<G>gbps``, ``undecided`` if the first latency that does not
+    pass is undecided.
     Fig. 2's paper reading: dolphins need 5 µs and 40 Gb/s, sharks 3 µs and 40-100 Gb/s.
     """
     out: list[dict[str, object]] = []
@@ -1134,7 +1172,7 @@ def classify(summary: list[dict[str, object]]) -> list[dict[str, object]]:
             "class": "undecided" if point["verdict"] is None else jct_stats.app_class(
                 point["verdict"]),  # type: ignore[arg-type]
             "relative_jct": point["relative_jct"], "ci_low": point["ci_low"],
-            "ci_high": point["ci_high"], "repeats_ok": point["repeats_ok"]}
+            "ci_high": point["ci_high"], "pairs": point["pairs"]}
         for bw in (40 * 10**9, 100 * 10**9):
             best: int | None = None
             status = "decided"
@@ -1166,7 +1204,7 @@ def read_classification(out: Path) -> list[dict[str, object]]:
 def format_classification(rows: list[dict[str, object]]) -> str:
     """The classification as a text table (what ``disaggsim classify`` prints)."""
     lines = [f"{'local':>6} {'class':>10} {'JCT ratio at 5 us, 40 Gb/s (95% CI)':>36} "
-             f"{'runs':>5} {'needs at 40 Gb/s':>17} {'at 100 Gb/s':>12}"]
+             f"{'pairs':>5} {'needs at 40 Gb/s':>17} {'at 100 Gb/s':>12}"]
     for r in rows:
         def need(gbps: int, r: dict[str, object] = r) -> str:
             v = r[f"max_latency_ns_at_{gbps}gbps"]
@@ -1177,7 +1215,7 @@ def format_classification(rows: list[dict[str, object]]) -> str:
             f"{float(str(r['relative_jct'])):.3f} ({float(str(r['ci_low'])):.3f}-"
             f"{float(str(r['ci_high'])):.3f})")
         lines.append(f"{float(str(r['local_fraction'])):>6.0%} {str(r['class']):>10} "
-                     f"{rel:>36} {str(r['repeats_ok']):>5} "
+                     f"{rel:>36} {str(r['pairs']):>5} "
                      f"{need(40):>17} {need(100):>12}")
     lines.append("needs: the largest swept latency within 5 % (with every smaller one); "
                  "'?': the next latency is undecided")
@@ -1203,14 +1241,50 @@ def _save_png(fig: Any, path: Path) -> None:
 
 
 def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / "runs.csv") as tmp:
+        tmp.write_text(_csv_text([r.row() for r in runs]))
+    _write_summaries(cfg, out, runs)
+
+
+def resummarize(out: Path) -> Path:
+    """Rewrite a sweep's summaries (``summary.csv``, ``speedup.csv``, ``table3.csv``,
+    ``classification.csv`` and the plots) from its ``runs.csv`` and ``sweep.json`` alone,
+    running nothing and leaving those two as they are: what a change of the estimator
+    needs (bench/app_study_resummarize.py). The keys ``sweep.json`` leaves out
+    (``_ROUND_KEYS``) take their defaults: ``confidence`` 0.95, ``timeout_s`` 600 s (the
+    lower bound of a timed-out baseline's speed-up). Returns ``out``.
+
+    Raises:
+        InputError: ``runs.csv`` or ``sweep.json`` missing, or ``sweep.json`` not an
+            emulate config (naming the file and the first problem).
+    """
+    stamp, table = out / "sweep.json", out / "runs.csv"
+    for path in (stamp, table):
+        if not path.is_file():
+            raise InputError(path, None, None, "a sweep's file (emulate writes runs.csv "
+                             "and sweep.json in its out dir)", "no such file")
+    try:
+        data = json.loads(stamp.read_text())
+        cfg = EmulateConfig.model_validate_json(json.dumps({**data, "base_dir": str(out)}))
+    except json.JSONDecodeError as exc:
+        raise InputError(stamp, exc.lineno, None, "JSON", exc.msg) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(stamp, where, None, "an emulate config's keys", first["msg"]) from None
+    with open(table, newline="") as handle:
+        runs = [_run_from_row(row) for row in csv.DictReader(handle)]
+    _write_summaries(cfg, out, runs)
+    return out
+
+
+def _write_summaries(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / "runs.csv") as tmp:
-        tmp.write_text(_csv_text([r.row() for r in runs]))
     rows = summarize(runs, cfg.emulate.confidence)
     with atomic_path(out / "summary.csv") as tmp:
         tmp.write_text(_csv_text(rows))

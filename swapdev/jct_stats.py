@@ -6,12 +6,25 @@ shared 2-core VM the noise is larger than the 5 % effect Table 3 and the dolphin
 split classify, so every relative JCT here carries an interval and a point is only called
 a pass or a fail when its interval lies on one side of the threshold (issue #22, item 4).
 
-Method: the percentile bootstrap of the ratio of two medians, median(JCT at the point) /
-median(zero-delay JCT), the two samples resampled independently (Efron and Tibshirani,
-*An Introduction to the Bootstrap*, Chapman & Hall 1993, §13.3 "The percentile interval",
-and ch. 8 for two-sample problems). It assumes only that the runs of a point are
-exchangeable; the zero-delay reference runs in every round of the sweep, between the
-points, so a slow drift of the machine's load reaches both samples alike.
+Method: the runs are paired by round. Each round of a sweep runs the zero-delay reference
+and then every point still unsettled (:func:`disaggsim.swapdev.emulate.emulate`), so a
+round's point run and reference run share the machine's state of that moment. The relative
+JCT of a point is the median over its rounds r of JCT_point,r / JCT_reference,r (one ratio
+per round in which both have an ``ok`` JCT), and its interval is the percentile bootstrap
+of that median resampling the rounds, each round's pair kept together (Efron and
+Tibshirani, *An Introduction to the Bootstrap*, Chapman & Hall 1993: ch. 8 "More
+complicated data structures", the one-sample problem, here the sample of paired rounds;
+ch. 13 "Confidence intervals based on bootstrap percentiles"). A drift of the machine's
+speed between rounds (a slower window, another tenant) multiplies both runs of a round
+alike and cancels in its ratio; it assumes only that the rounds' ratios are exchangeable.
+If a point's JCT is c times an independent copy of the reference's (a scale family, times
+any factor common to the round), the median ratio is c, as the ratio of the medians is.
+
+With n rounds and n <= 5 the 95 % interval is the range of the n ratios (the resampled
+median equals the smallest ratio with probability > 2.5 %: 7/27 for n = 3, 13/256 for
+n = 4, 181/3125 for n = 5), which covers the true median ratio with probability
+1 - 2^(1-n), as the sign test's order-statistic interval does: 75 % at 3 rounds, 87.5 %
+at 4, 93.75 % at 5. A verdict therefore needs 5 rounds (``emulate.MIN_RUNS``).
 
 The machine's load per run: the 1-minute load average (``/proc/loadavg``) at the run's end
 and the fraction of CPU time stolen by the hypervisor during the run (``steal`` over all
@@ -42,7 +55,8 @@ Verdict = Literal["pass", "fail", "undecided"]
 
 @dataclass(frozen=True)
 class RatioInterval:
-    """median(treated) / median(reference) and its bootstrap interval (dimensionless)."""
+    """A point's relative JCT, the median over rounds of JCT_point / JCT_reference, and its
+    bootstrap interval (dimensionless; :func:`paired_ratio_ci`)."""
 
     estimate: float
     low: float
@@ -54,39 +68,46 @@ class RatioInterval:
         return (self.high - self.low) / 2
 
 
-def ratio_of_medians_ci(
-    treated: Sequence[float],
+def paired_ratio_ci(
+    point: Sequence[float],
     reference: Sequence[float],
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> RatioInterval:
-    """Percentile-bootstrap interval of median(treated) / median(reference).
+    """The median of the per-round ratios point[i] / reference[i] and its
+    percentile-bootstrap interval, resampling the rounds with replacement (module
+    docstring).
 
     Args:
-        treated: JCTs (s) of the runs at one point, > 0.
-        reference: JCTs (s) of the zero-delay runs at the same local fraction, > 0.
+        point: JCTs (s) of the point, one per round, > 0.
+        reference: JCTs (s) of the zero-delay reference at the same local fraction in the
+            same rounds, in the same order, > 0.
         confidence: two-sided coverage in (0, 1).
-        resamples: bootstrap resamples (each sample resampled with replacement).
+        resamples: bootstrap resamples (each: as many rounds as given, with replacement).
         seed: the resampling's seed (the same inputs give the same interval).
 
     Raises:
-        ValueError: an empty sample, a JCT <= 0 or not finite, confidence not in (0, 1).
+        ValueError: no round, the two sequences of different lengths, a JCT <= 0 or not
+            finite, confidence not in (0, 1).
     """
-    t = np.asarray(treated, dtype=float)
+    p = np.asarray(point, dtype=float)
     r = np.asarray(reference, dtype=float)
-    if t.size == 0 or r.size == 0:
-        raise ValueError("ratio_of_medians_ci: both samples need at least one JCT")
-    if not (np.isfinite(t).all() and np.isfinite(r).all() and (t > 0).all() and (r > 0).all()):
-        raise ValueError("ratio_of_medians_ci: JCTs must be finite and > 0")
+    if p.size == 0 or r.size == 0:
+        raise ValueError("paired_ratio_ci: at least one round with a JCT of both is needed")
+    if p.shape != r.shape:
+        raise ValueError(f"paired_ratio_ci: {p.size} point JCTs but {r.size} reference "
+                         "JCTs: expected one of each per round")
+    if not (np.isfinite(p).all() and np.isfinite(r).all() and (p > 0).all() and (r > 0).all()):
+        raise ValueError("paired_ratio_ci: JCTs must be finite and > 0")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: expected a value in (0, 1), got {confidence}")
+    ratios = p / r
     rng = np.random.default_rng(seed)
-    boot_t = np.median(t[rng.integers(0, t.size, (resamples, t.size))], axis=1)
-    boot_r = np.median(r[rng.integers(0, r.size, (resamples, r.size))], axis=1)
+    boot = np.median(ratios[rng.integers(0, ratios.size, (resamples, ratios.size))], axis=1)
     alpha = (1 - confidence) / 2
-    low, high = np.quantile(boot_t / boot_r, [alpha, 1 - alpha])
-    return RatioInterval(float(np.median(t) / np.median(r)), float(low), float(high))
+    low, high = np.quantile(boot, [alpha, 1 - alpha])
+    return RatioInterval(float(np.median(ratios)), float(low), float(high))
 
 
 def verdict(interval: RatioInterval, threshold: float) -> Verdict:

@@ -182,14 +182,22 @@ def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
         _run(0.5, "fixed-5000ns", 5000, 3, None, status="timeout"),
         _run(0.9, "none", 0, 0, 5.0), _run(0.9, "fixed-5000ns", 5000, 0, 5.1),
     ]
+    """Rounds 0-2 at 50 %: (point, reference) = (22, 10), (16.5, 12), (20, 11): the
+    rounds' ratios 2.2, 1.375, 1.818, their median 20 / 11; round 3's point timed out
+    (no pair). The reference's own row: 1 and its runs over their median, 10/11, 12/11."""
     rows = {(r["local_fraction"], r["model"]): r for r in emulate.summarize(runs)}
     assert rows[0.5, "none"]["relative_jct"] == 1.0  # median 11 / 11
+    assert (rows[0.5, "none"]["relative_min"], rows[0.5, "none"]["relative_max"]) == (
+        pytest.approx(10 / 11), pytest.approx(12 / 11))
     fixed = rows[0.5, "fixed-5000ns"]
     assert fixed["median_jct_s"] == 20.0  # the timed-out run is not counted
-    assert (fixed["repeats_ok"], fixed["repeats_timeout"]) == (3, 1)
+    assert (fixed["repeats_ok"], fixed["repeats_timeout"], fixed["pairs"]) == (3, 1, 3)
     assert fixed["relative_jct"] == pytest.approx(20.0 / 11.0)
-    assert fixed["relative_min"] == pytest.approx(16.5 / 11.0)
-    assert fixed["relative_max"] == pytest.approx(22.0 / 11.0)
+    assert fixed["relative_min"] == pytest.approx(16.5 / 12.0)
+    assert fixed["relative_max"] == pytest.approx(22.0 / 10.0)
+    # 3 pairs: the interval is their range (jct_stats), no verdict below MIN_RUNS pairs.
+    assert (fixed["ci_low"], fixed["ci_high"], fixed["verdict"]) == (
+        pytest.approx(1.375), pytest.approx(2.2), "undecided")
     assert fixed["swap_bandwidth_bytes_per_s"] == pytest.approx(4096 * 1500 / 20.0)
     assert rows[0.9, "fixed-5000ns"]["relative_jct"] == pytest.approx(5.1 / 5.0)
 
@@ -203,8 +211,8 @@ def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
     runs = [_run(0.25, "none", 0, i, 10.0 if i < 5 else 9.0) for i in range(10)]
     runs += [_run(0.25, "a", 1000, i, 12.0) for i in range(5)]
     runs += [_run(0.25, "b", 2000, i, 9.9) for i in range(5, 10)]
-    assert emulate.reference_jcts(runs, 0.25, "b") == [9.0] * 5
-    assert len(emulate.reference_jcts(runs, 0.25, "none")) == 10
+    pairs = emulate.paired_jcts(runs, 0.25, "b")
+    assert (pairs.rounds, pairs.reference, pairs.unpaired) == ([5, 6, 7, 8, 9], [9.0] * 5, 0)
     rows = {r["model"]: r for r in emulate.summarize(runs)}
     assert rows["a"]["relative_jct"] == pytest.approx(1.2)
     assert rows["b"]["relative_jct"] == pytest.approx(1.1)
@@ -212,20 +220,45 @@ def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
     assert rows["none"]["median_jct_s"] == 9.5
 
 
-def test_fewer_than_min_runs_is_no_verdict() -> None:
+def test_fewer_than_min_runs_pairs_is_no_verdict() -> None:
     """A sweep cut after one round: 1.0 s reference, 2.0 s point. Its bootstrap interval is
-    the single ratio 2.0 (width 0), which must not read as a fail; nor may a second round's
-    (2.0 and 2.1 s against 1.0 and 1.0 s: interval 2.0-2.1, whose nominal 95 % covers ~60 %
-    at 2 runs, test_swapdev_jct_stats); with a third (2.05 s against 1.0 s) it is one."""
-    assert emulate.MIN_RUNS == 3
+    the single ratio 2.0 (width 0), which must not read as a fail; nor may the range of 4
+    rounds' ratios (2.0-2.15, nominal 95 % but covering 87.5 %, test_swapdev_jct_stats);
+    with a fifth round (2.05 s against 1.0 s) it is one."""
+    assert emulate.MIN_RUNS == 5
     runs = [_run(0.25, "none", 0, 0, 1.0), _run(0.25, "a", 1000, 0, 2.0)]
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
     assert (row["ci_low"], row["ci_high"], row["verdict"]) == (2.0, 2.0, "undecided")
-    runs += [_run(0.25, "none", 0, 1, 1.0), _run(0.25, "a", 1000, 1, 2.1)]
+    for rep, jct in enumerate([2.1, 2.15, 2.0], start=1):
+        runs += [_run(0.25, "none", 0, rep, 1.0), _run(0.25, "a", 1000, rep, jct)]
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
-    assert (row["ci_low"], row["verdict"]) == (pytest.approx(2.0), "undecided")
-    runs += [_run(0.25, "none", 0, 2, 1.0), _run(0.25, "a", 1000, 2, 2.05)]
+    assert (row["pairs"], row["ci_low"], row["ci_high"], row["verdict"]) == (
+        4, pytest.approx(2.0), pytest.approx(2.15), "undecided")
+    runs += [_run(0.25, "none", 0, 4, 1.0), _run(0.25, "a", 1000, 4, 2.05)]
     assert {r["model"]: r for r in emulate.summarize(runs)}["a"]["verdict"] == "fail"
+
+
+def test_a_run_without_its_rounds_reference_is_left_out_and_counted() -> None:
+    """Rounds 0-5; the reference timed out in round 2, and ran twice in round 4 (9 and 11
+    s, as a hand-merged table could hold): round 4's reference is their median, 10 s.
+    Point "a": 12 s in rounds 0, 1, 3, 5, 13.2 s in round 4, and 30 s in round 2, which
+    is never paired with another round's reference: 5 pairs of ratio 1.2, 1.2, 1.2,
+    1.32, 1.2 -> median 1.2, range 1.2-1.32; one run unpaired (repeats_ok 6, pairs 5);
+    its median JCT counts all 6 runs."""
+    ref = {0: 10.0, 1: 10.0, 3: 10.0, 5: 10.0}
+    runs = [_run(0.25, "none", 0, rep, jct) for rep, jct in ref.items()]
+    runs += [_run(0.25, "none", 0, 2, None, "timeout"), _run(0.25, "none", 0, 4, 9.0),
+             _run(0.25, "none", 0, 4, 11.0)]
+    runs += [_run(0.25, "a", 1000, rep, jct) for rep, jct in
+             [(0, 12.0), (1, 12.0), (2, 30.0), (3, 12.0), (4, 13.2), (5, 12.0)]]
+    pairs = emulate.paired_jcts(runs, 0.25, "a")
+    assert pairs.rounds == [0, 1, 3, 4, 5] and pairs.unpaired == 1
+    assert pairs.reference == [10.0] * 5
+    row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
+    assert (row["repeats_ok"], row["pairs"], row["median_jct_s"]) == (6, 5, 12.0)
+    assert row["relative_jct"] == pytest.approx(1.2)
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(1.2), pytest.approx(1.32))
+    assert row["verdict"] == "fail"
 
 
 def test_a_point_whose_runs_all_timed_out_has_no_result() -> None:
@@ -673,21 +706,23 @@ def test_without_models_the_sweep_is_figure_2s_grid(tmp_path: Path) -> None:
 
 def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
     """Reference 10 s +-0; point A: 20 s every time (fail, a point interval: settled);
-    point B: 10.0, 11.0 and 10.5 s (relative 1.0-1.1, straddling 1.05 and +-5 % wide):
-    another round. Both have emulate.MIN_RUNS = 3 runs; with 2 neither would be settled."""
+    point B: 10.0, 11.0, 10.5, 10.2, 10.8 s (relative 1.0-1.1, straddling 1.05 and +-5 %
+    wide): another round. Both have emulate.MIN_RUNS = 5 pairs; with 4 neither would be
+    settled."""
     cfg_points = [emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
                   for label, lat in [("a", 1000), ("b", 2000)]]
-    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(3)]
-    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(3)]
-    runs += [_run(0.25, "b", 2000, i, jct) for i, jct in enumerate([10.0, 11.0, 10.5])]
+    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(5)]
+    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(5)]
+    runs += [_run(0.25, "b", 2000, i, jct) for i, jct in
+             enumerate([10.0, 11.0, 10.5, 10.2, 10.8])]
     cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "repeats": 3, "repeats_max": 4},
+        "emulate": {"name": "x", "repeats": 4, "repeats_max": 6},
         "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
         "base_dir": Path("/"),
     })
     assert [p.label for p in emulate._unsettled(cfg, runs, 0.25, cfg_points)] == ["b"]
-    two_rounds = [r for r in runs if r.repeat < 2]
-    assert [p.label for p in emulate._unsettled(cfg, two_rounds, 0.25, cfg_points)] == [
+    four_rounds = [r for r in runs if r.repeat < 4]
+    assert [p.label for p in emulate._unsettled(cfg, four_rounds, 0.25, cfg_points)] == [
         "a", "b"]
 
 
@@ -749,3 +784,38 @@ def test_pinning_applies_for_the_sweep_and_is_undone() -> None:
         assert os.environ["SWAPDEV_SPIN_US"] == "77"
     finally:
         os.environ.pop("SWAPDEV_SPIN_US", None)
+
+
+def test_resummarize_rewrites_the_summaries_from_the_committed_runs_alone(
+    tmp_path: Path,
+) -> None:
+    """A committed sweep (noise-isolated-spin500: 6 rounds of the reference and an A/A
+    point, a runs.csv older than the COMEX columns) summarized again from runs.csv and
+    sweep.json: those two stay byte for byte, and the point's relative JCT is the median
+    of its 6 rounds' ratios, computed here from runs.csv with the csv module."""
+    import shutil
+
+    from disaggsim.sim.runner import repo_root
+
+    sweep = tmp_path / "noise-isolated-spin500"
+    shutil.copytree(repo_root() / "notebooks/data/app_study/noise-isolated-spin500", sweep)
+    (sweep / "summary.csv").unlink()
+    runs_before, stamp_before = (sweep / "runs.csv").read_bytes(), (
+        sweep / "sweep.json").read_bytes()
+    assert emulate.resummarize(sweep) == sweep
+    assert (sweep / "runs.csv").read_bytes() == runs_before
+    assert (sweep / "sweep.json").read_bytes() == stamp_before
+    with open(sweep / "runs.csv", newline="") as handle:
+        runs = list(csv.DictReader(handle))
+    jct = {(r["model"], r["repeat"]): float(r["jct_s"]) for r in runs}
+    ratios = sorted(jct["zero-delay-again", rep] / jct["none", rep]
+                    for model, rep in jct if model == "none")
+    with open(sweep / "summary.csv", newline="") as handle:
+        row = {r["model"]: r for r in csv.DictReader(handle)}["zero-delay-again"]
+    assert len(ratios) == int(row["pairs"]) == 6
+    assert float(row["relative_jct"]) == pytest.approx((ratios[2] + ratios[3]) / 2)
+    assert (float(row["relative_min"]), float(row["relative_max"])) == pytest.approx(
+        (ratios[0], ratios[-1]))
+    (sweep / "sweep.json").unlink()
+    with pytest.raises(InputError, match=rf"^{sweep / 'sweep.json'}: expected a sweep's file"):
+        emulate.resummarize(sweep)
