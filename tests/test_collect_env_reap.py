@@ -189,7 +189,7 @@ def test_state_of_a_live_owner_is_not_reaped(
         assert str(server) in env.sh(["ip", "netns", "pids", "dsim-n0"]).split()
         assert env.memcg_tasks(env.MEMCG_ROOT / MEMCGS[2]) == [holder]
         owner.send_signal(signal.SIGTERM)
-        assert owner.wait(30) == 128 + signal.SIGTERM or owner.returncode != 0
+        assert owner.wait(30) == 1  # Interrupted, uncaught once the stack has unwound
         assert _netns() == [] and live_processes(tag) == {}
 
 
