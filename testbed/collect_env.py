@@ -649,7 +649,8 @@ def system_state() -> dict[str, list[str]]:
     ``loop_devices`` (/sys/block/loop*), ``mounts`` (/proc/self/mounts), ``memcg`` (groups
     under /sys/fs/cgroup/memory and the root group's swappiness/use_hierarchy), ``zswap``,
     ``sysctls`` (:data:`WATCHED_SYSCTLS` of the root namespace), ``blk_trace``
-    (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``) and ``tracefs``
+    (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``), ``owner_records``
+    (the files under :data:`disaggsim.owners.OWNERS_DIR` but its lock) and ``tracefs``
     (:func:`disaggsim.testbed.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
     trace_clock, buffer sizes incl. per CPU, options, events/block/enable; read through a
     private mount when tracefs is not mounted). Buffer sizes are the size a tracer runs with,
@@ -672,6 +673,8 @@ def system_state() -> dict[str, list[str]]:
         "zswap": [zswap.read_text().strip()] if zswap.exists() else [],
         "sysctls": [f"{n}={_sysctl(n)}" for n in WATCHED_SYSCTLS],
         "blk_trace": _blk_trace_state(),
+        "owner_records": sorted(str(p.relative_to(owners.OWNERS_DIR))
+                                for p in owners.OWNERS_DIR.glob("*/*")),
         "tracefs": [f"{k}={v}" for k, v in sorted(tracefs.items())] or ["(no tracefs)"],
     }
 

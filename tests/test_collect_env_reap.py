@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -117,80 +118,95 @@ def _leftovers_removed(tag: str, owner_pids: set[int]) -> Iterator[None]:
                     record.unlink(missing_ok=True)
 
 
+@dataclass
+class OwnerCommand:
+    """The owner command of a test, the pids of its server and holder, the tag of the
+    processes the test started."""
+
+    proc: subprocess.Popen[str]
+    server: int
+    holder: int
+    tag: str
+
+
+@pytest.fixture
+def owner_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnerCommand]:
+    """The owner command with its cluster up (:func:`_start_owner`); what is left of it
+    after the test is removed (:func:`_leftovers_removed`)."""
+    tag = tag_environment(monkeypatch)
+    _require_names_free()
+    owner_pids: set[int] = set()
+    with _leftovers_removed(tag, owner_pids):
+        proc, server, holder = _start_owner(tmp_path, owner_pids)
+        with proc:
+            yield OwnerCommand(proc, server, holder, tag)
+            proc.kill()
+
+
 @needs_root
 def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    owner_command: OwnerCommand, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # The owner makes the cluster (3 namespaces, 4 memcgs, 2 processes) and is SIGKILLed:
     # no undo step runs, everything stays. The next creator finds each name taken by a
     # dead pid, reaps it (killing the 2 processes) and makes its own; its unwinding then
     # leaves the machine as before the owner started (the fixture's check).
-    tag = tag_environment(monkeypatch)
-    _require_names_free()
-    owner_pids: set[int] = set()
-    with _leftovers_removed(tag, owner_pids):
-        owner, server, holder = _start_owner(tmp_path, owner_pids)
-        owner.kill()
-        assert owner.wait() == -signal.SIGKILL
-        assert sorted(_netns()) == sorted(NETNS)
-        assert all((env.MEMCG_ROOT / name).is_dir() for name in MEMCGS)
-        assert owners.pid_alive(server) and owners.pid_alive(holder)  # left running
-        capfd.readouterr()
-        with env.UndoStack() as stack:
-            env.make_cluster_network(stack, 2)
-            groups = [env.memcg_group(stack, name) for name in MEMCGS]
-            # The new state is this process's: its own network, empty groups.
-            assert "10.77.0.2/24" in env.sh(env.ns_exec("dsim-n1")
-                                            + ["ip", "addr", "show", "eth0"])
-            assert all(env.memcg_tasks(group) == [] for group in groups)
-            assert owners.read_record(owners.record_path("netns", "dsim-sw")) \
-                == owners.Owner.current()
-        err = capfd.readouterr().err.splitlines()
-        # The server ran in dsim-n0 (killed with the namespace, so its memcg is empty by
-        # then); the holder ran in disaggsim-emulate-node0 only.
-        killed = {"dsim-sw": 0, "dsim-n0": 1, "dsim-n1": 0}
-        assert err[:3] == [f"disaggsim: reaped network namespace {name} left by dead pid "
-                           f"{owner.pid} (killed {n} process(es) in it)"
-                           for name, n in killed.items()]
-        killed = {"disaggsim-node0": 0, "disaggsim-node1": 0, "disaggsim-emulate-node0": 1,
-                  "disaggsim-emulate-node1": 0}
-        assert err[3:] == [f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / name} left "
-                           f"by dead pid {owner.pid} (killed {n} process(es) in it)"
-                           for name, n in killed.items()]
-        assert not owners.pid_alive(server) and not owners.pid_alive(holder)
-        assert live_processes(tag) == {}
-        assert not any(owners.record_path(kind, name).exists()
-                       for kind, names in (("netns", NETNS), ("memcg", MEMCGS))
-                       for name in names)
+    owner = owner_command.proc
+    owner.kill()
+    assert owner.wait() == -signal.SIGKILL
+    assert sorted(_netns()) == sorted(NETNS)
+    assert all((env.MEMCG_ROOT / name).is_dir() for name in MEMCGS)
+    assert owners.pid_alive(owner_command.server)  # left running
+    assert owners.pid_alive(owner_command.holder)
+    capfd.readouterr()
+    with env.UndoStack() as stack:
+        env.make_cluster_network(stack, 2)
+        groups = [env.memcg_group(stack, name) for name in MEMCGS]
+        # The new state is this process's: its own network, empty groups.
+        assert "10.77.0.2/24" in env.sh(env.ns_exec("dsim-n1") + ["ip", "addr", "show", "eth0"])
+        assert all(env.memcg_tasks(group) == [] for group in groups)
+        assert owners.read_record(owners.record_path("netns", "dsim-sw")) \
+            == owners.Owner.current()
+    err = capfd.readouterr().err.splitlines()
+    # The server ran in dsim-n0 (killed with the namespace, so its memcg is empty by
+    # then); the holder ran in disaggsim-emulate-node0 only.
+    killed = {"dsim-sw": 0, "dsim-n0": 1, "dsim-n1": 0}
+    assert err[:3] == [f"disaggsim: reaped network namespace {name} left by dead pid "
+                       f"{owner.pid} (killed {n} process(es) in it)"
+                       for name, n in killed.items()]
+    killed = {"disaggsim-node0": 0, "disaggsim-node1": 0, "disaggsim-emulate-node0": 1,
+              "disaggsim-emulate-node1": 0}
+    assert err[3:] == [f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / name} left "
+                       f"by dead pid {owner.pid} (killed {n} process(es) in it)"
+                       for name, n in killed.items()]
+    assert not owners.pid_alive(owner_command.server)
+    assert not owners.pid_alive(owner_command.holder)
+    assert live_processes(owner_command.tag) == {}
+    assert not any(owners.record_path(kind, name).exists()
+                   for kind, names in (("netns", NETNS), ("memcg", MEMCGS)) for name in names)
 
 
 @needs_root
-def test_state_of_a_live_owner_is_not_reaped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_state_of_a_live_owner_is_not_reaped(owner_command: OwnerCommand) -> None:
     # The owner runs: a second creator fails with one line naming the owner's pid, and
     # reaps nothing (the owner's namespaces, groups and processes are all still there).
     # SIGTERM then unwinds the owner, which removes its state itself.
-    tag = tag_environment(monkeypatch)
-    _require_names_free()
-    owner_pids: set[int] = set()
-    with _leftovers_removed(tag, owner_pids):
-        owner, server, holder = _start_owner(tmp_path, owner_pids)
-        with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
-            env.make_cluster_network(stack, 2)
-        assert str(err.value) == (f"network namespace dsim-sw exists, owned by pid "
-                                  f"{owner.pid}, which runs: is another collection running?")
-        with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
-            env.memcg_group(stack, MEMCGS[2])
-        assert str(err.value) == (f"memory cgroup {env.MEMCG_ROOT / MEMCGS[2]} exists, owned "
-                                  f"by pid {owner.pid}, which runs: is another collection "
-                                  "running?")
-        assert sorted(_netns()) == sorted(NETNS)
-        assert str(server) in env.sh(["ip", "netns", "pids", "dsim-n0"]).split()
-        assert env.memcg_tasks(env.MEMCG_ROOT / MEMCGS[2]) == [holder]
-        owner.send_signal(signal.SIGTERM)
-        assert owner.wait(30) == 1  # Interrupted, uncaught once the stack has unwound
-        assert _netns() == [] and live_processes(tag) == {}
+    owner = owner_command.proc
+    with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
+        env.make_cluster_network(stack, 2)
+    assert str(err.value) == (f"network namespace dsim-sw exists, owned by pid "
+                              f"{owner.pid}, which runs: is another collection running?")
+    with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
+        env.memcg_group(stack, MEMCGS[2])
+    assert str(err.value) == (f"memory cgroup {env.MEMCG_ROOT / MEMCGS[2]} exists, owned "
+                              f"by pid {owner.pid}, which runs: is another collection "
+                              "running?")
+    assert sorted(_netns()) == sorted(NETNS)
+    assert str(owner_command.server) in env.sh(["ip", "netns", "pids", "dsim-n0"]).split()
+    assert env.memcg_tasks(env.MEMCG_ROOT / MEMCGS[2]) == [owner_command.holder]
+    owner.send_signal(signal.SIGTERM)
+    assert owner.wait(30) == 1  # Interrupted, uncaught once the stack has unwound
+    assert _netns() == [] and live_processes(owner_command.tag) == {}
 
 
 @needs_root
