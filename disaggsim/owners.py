@@ -108,6 +108,12 @@ def record_path(kind: str, name: str) -> Path:
     return OWNERS_DIR / kind / name
 
 
+def records(kind: str) -> list[Path]:
+    """The owner records of ``kind``, sorted by name (not the temporary files of a write
+    that a SIGKILL cut short, which start with a dot)."""
+    return sorted((OWNERS_DIR / kind).glob("[!.]*"))
+
+
 def write_record(path: Path, owner: Owner) -> None:
     """Write ``owner`` to record ``path``, atomically (a reader, or a SIGKILL during the
     write, never leaves half a record)."""

@@ -202,35 +202,69 @@ def _unmount_netns_dir(existed: bool) -> None:
         NETNS_DIR.rmdir()
 
 
-def _dead_owner(kind: str, name: str, what: str) -> owners.Owner:
-    """The recorded owner (:mod:`disaggsim.owners`) of ``what``, the existing piece of
-    state ``name`` of ``kind``, if that owner is gone.
-
-    Raises:
-        RuntimeError: the owner runs (naming its pid), or no owner is recorded.
-    """
+def _taken(kind: str, name: str, what: str) -> RuntimeError:
+    """The error for ``what``, the piece of state ``name`` of ``kind``, that exists after
+    :func:`reap_dead_owners`: its recorded owner runs (naming its pid), or none is
+    recorded."""
     record = owners.record_path(kind, name)
     owner = owners.read_record(record)
     if owner is None:
-        raise RuntimeError(f"{what} exists and records no owner ({record} missing): made by "
-                           "hand or by a disaggsim older than owner records; remove it by "
-                           "hand (swapdev/doc/swapdev.md, \"Limits and known issues\")")
-    if owner.alive():
-        raise RuntimeError(f"{what} exists, owned by pid {owner.pid}, which runs: is another "
-                           "collection running?")
-    return owner
+        return RuntimeError(f"{what} exists and records no owner ({record} missing): made "
+                            "by hand or by a disaggsim older than owner records; remove it by "
+                            "hand (swapdev/doc/swapdev.md, \"Limits and known issues\")")
+    return RuntimeError(f"{what} exists, owned by pid {owner.pid}, which runs: is another "
+                        "collection running?")
 
 
-def _reap(kind: str, name: str, what: str, owner: owners.Owner,
-          reap: Callable[[], str]) -> None:
-    """Remove ``what`` (``reap()``, which returns what it killed) that dead ``owner`` left,
-    then its owner record; a signal waits for the end (a cleanup, as an undo step); one
-    line on stderr."""
-    with deferred_signals():
-        killed = reap()
-        owners.record_path(kind, name).unlink(missing_ok=True)
-    print(f"disaggsim: reaped {what} left by dead pid {owner.pid}{killed}", file=sys.stderr,
-          flush=True)
+def _netns_exists(name: str) -> bool:
+    return name in sh(["ip", "netns", "list"]).split()
+
+
+def _memcg_exists(name: str) -> bool:
+    return (MEMCG_ROOT / name).is_dir()
+
+
+def _reap_memcg(name: str) -> str:
+    return _reap_cgroup(MEMCG_ROOT / name)
+
+
+def _what(kind: str, name: str) -> str:
+    """How messages name the piece of state ``name`` of ``kind``."""
+    return {"netns": f"network namespace {name}",
+            "memcg": f"memory cgroup {MEMCG_ROOT / name}"}[kind]
+
+
+def reap_dead_owners() -> list[str]:
+    """Remove every network namespace and memory cgroup whose recorded owner
+    (:func:`_make_owned`) is gone (:meth:`disaggsim.owners.Owner.alive`), namespaces
+    first: kill the processes in it (SIGKILL), delete it, then its record; one line on
+    stderr each, ``disaggsim: reaped network namespace dsim-sw left by dead pid N (killed
+    1 process(es) in it)``. A dead owner's record whose state is gone is removed
+    silently. A live owner's state, and state without a record, are never touched.
+    :func:`make_cluster_network` and :func:`memcg_group` call it first (so a SIGKILLed
+    3-node cluster goes whole, when a 2-node one needs only some of its names). Call under
+    :func:`disaggsim.owners.records_lock`; a signal waits for the end of each reaping (a
+    cleanup, as an undo step).
+
+    Returns the lines said. Raises RuntimeError if a process outlives SIGKILL, or a
+    record is malformed (naming it).
+    """
+    reapers: dict[str, tuple[Callable[[str], bool], Callable[[str], str]]] = {
+        "netns": (_netns_exists, _reap_netns), "memcg": (_memcg_exists, _reap_memcg)}
+    said = []
+    for kind, (exists, reap) in reapers.items():
+        for record in owners.records(kind):
+            owner = owners.read_record(record)
+            if owner is None or owner.alive():
+                continue
+            with deferred_signals():
+                killed = reap(record.name) if exists(record.name) else None
+                record.unlink(missing_ok=True)
+            if killed is not None:
+                said.append(f"disaggsim: reaped {_what(kind, record.name)} left by dead pid "
+                            f"{owner.pid}{killed}")
+                print(said[-1], file=sys.stderr, flush=True)
+    return said
 
 
 def _make_owned(stack: UndoStack, kind: str, name: str, what: str,
@@ -322,10 +356,10 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
 
     IPv6 is disabled inside the new namespaces so that the captures hold only the cluster's
     IPv4 traffic (no router solicitations). Deleting a namespace deletes its interfaces.
-    Each namespace records this process as its owner (:func:`_make_owned`); a namespace of
-    these names whose recorded owner is gone (a SIGKILLed command) is reaped first, the
-    processes in it killed, one line on stderr each (:func:`_reap`), and the bind mount of
-    ``/run/netns`` that owner made is taken over (:func:`_netns_dir_undo`).
+    Each namespace records this process as its owner (:func:`_make_owned`); the state of
+    owners that are gone (a SIGKILLed command) is reaped first, the processes in it
+    killed, one line on stderr each (:func:`reap_dead_owners`), and the bind mount of
+    ``/run/netns`` such an owner made is taken over (:func:`_netns_dir_undo`).
 
     Raises:
         RuntimeError: a namespace of that name exists and its owner runs (another
@@ -333,15 +367,14 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     """
     names = [SWITCH_NS] + [node_ns(i) for i in range(n_nodes)]
     with owners.records_lock():
+        reap_dead_owners()
         existing = sh(["ip", "netns", "list"]).split()
-        dead = {name: _dead_owner("netns", name, f"network namespace {name}")
-                for name in names if name in existing}
-        for name, owner in dead.items():
-            _reap("netns", name, f"network namespace {name}", owner,
-                  functools.partial(_reap_netns, name))
+        for name in names:
+            if name in existing:
+                raise _taken("netns", name, _what("netns", name))
         _netns_dir_undo(stack)
         for name in names:
-            _make_owned(stack, "netns", name, f"network namespace {name}",
+            _make_owned(stack, "netns", name, _what("netns", name),
                         functools.partial(sh, ["ip", "netns", "add", name]),
                         functools.partial(sh, ["ip", "netns", "del", name]))
     for name in names:
@@ -486,8 +519,8 @@ def remove_cgroup(cgroup: Path, first: signal.Signals = signal.SIGTERM) -> None:
 def memcg_group(stack: UndoStack, name: str) -> Path:
     """Create memory cgroup ``/sys/fs/cgroup/memory/NAME``; on unwind kill its tasks, rmdir
     (:func:`remove_cgroup`). The group records this process as its owner
-    (:func:`_make_owned`); a group of that name whose recorded owner is gone (a SIGKILLed
-    command) is reaped first, its tasks killed, one line on stderr (:func:`_reap`).
+    (:func:`_make_owned`); the state of owners that are gone (a SIGKILLed command) is
+    reaped first, its tasks killed, one line on stderr each (:func:`reap_dead_owners`).
 
     Raises:
         RuntimeError: cgroup v1 memory controller not mounted, or the group exists and its
@@ -496,12 +529,11 @@ def memcg_group(stack: UndoStack, name: str) -> Path:
     if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
         raise RuntimeError(f"{MEMCG_ROOT}: cgroup v1 memory controller not mounted")
     path = MEMCG_ROOT / name
-    what = f"memory cgroup {path}"
     with owners.records_lock():
+        reap_dead_owners()
         if path.exists():
-            owner = _dead_owner("memcg", name, what)
-            _reap("memcg", name, what, owner, functools.partial(_reap_cgroup, path))
-        _make_owned(stack, "memcg", name, what, path.mkdir,
+            raise _taken("memcg", name, _what("memcg", name))
+        _make_owned(stack, "memcg", name, _what("memcg", name), path.mkdir,
                     functools.partial(remove_cgroup, path))
     return path
 

@@ -148,9 +148,10 @@ def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
     owner_command: OwnerCommand, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # The owner makes the cluster (3 namespaces, 4 memcgs, 2 processes) and is SIGKILLed:
-    # no undo step runs, everything stays. The next creator finds each name taken by a
-    # dead pid, reaps it (killing the 2 processes) and makes its own; its unwinding then
-    # leaves the machine as before the owner started (the fixture's check).
+    # no undo step runs, everything stays. The next creator's first step (the network)
+    # finds the names' recorded owner dead, reaps all of its state (killing the 2
+    # processes) and makes its own; its unwinding then leaves the machine as before the
+    # owner started (the fixture's check).
     owner = owner_command.proc
     owner.kill()
     assert owner.wait() == -signal.SIGKILL
@@ -161,21 +162,23 @@ def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
     capfd.readouterr()
     with env.UndoStack() as stack:
         env.make_cluster_network(stack, 2)
+        err = capfd.readouterr().err.splitlines()
         groups = [env.memcg_group(stack, name) for name in MEMCGS]
+        assert capfd.readouterr().err == ""  # all reaped already
         # The new state is this process's: its own network, empty groups.
         assert "10.77.0.2/24" in env.sh(env.ns_exec("dsim-n1") + ["ip", "addr", "show", "eth0"])
         assert all(env.memcg_tasks(group) == [] for group in groups)
         assert owners.read_record(owners.record_path("netns", "dsim-sw")) \
             == owners.Owner.current()
-    err = capfd.readouterr().err.splitlines()
-    # The server ran in dsim-n0 (killed with the namespace, so its memcg is empty by
-    # then); the holder ran in disaggsim-emulate-node0 only.
-    killed = {"dsim-sw": 0, "dsim-n0": 1, "dsim-n1": 0}
+    # Namespaces first, each kind in name order. The server ran in dsim-n0 (killed with
+    # the namespace, so its memcg is empty by then); the holder ran in
+    # disaggsim-emulate-node0 only.
+    killed = {"dsim-n0": 1, "dsim-n1": 0, "dsim-sw": 0}
     assert err[:3] == [f"disaggsim: reaped network namespace {name} left by dead pid "
                        f"{owner.pid} (killed {n} process(es) in it)"
                        for name, n in killed.items()]
-    killed = {"disaggsim-node0": 0, "disaggsim-node1": 0, "disaggsim-emulate-node0": 1,
-              "disaggsim-emulate-node1": 0}
+    killed = {"disaggsim-emulate-node0": 1, "disaggsim-emulate-node1": 0,
+              "disaggsim-node0": 0, "disaggsim-node1": 0}
     assert err[3:] == [f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / name} left "
                        f"by dead pid {owner.pid} (killed {n} process(es) in it)"
                        for name, n in killed.items()]
@@ -226,6 +229,13 @@ def test_a_recycled_pid_is_a_dead_owner(capfd: pytest.CaptureFixture[str]) -> No
         assert capfd.readouterr().err == (f"disaggsim: reaped memory cgroup {path} left by "
                                           f"dead pid {me.pid} (killed 0 process(es) in it)\n")
         assert not path.exists() and not record.exists()
+        # A dead owner's record whose state is gone (SIGKILLed after the removal, before
+        # the record's) goes silently.
+        owners.write_record(record, owners.Owner(me.pid, me.start_ticks - 1, me.boot_id))
+        with env.UndoStack() as stack:
+            env.memcg_group(stack, "disaggsim-test-reap-other")
+            assert not record.exists()
+        assert capfd.readouterr().err == ""
         path.mkdir()
         owners.write_record(record, me)
         with pytest.raises(RuntimeError, match=f"owned by pid {me.pid}, which runs"), \
