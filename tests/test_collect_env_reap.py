@@ -300,3 +300,44 @@ def test_owner_record_round_trip_and_bad_record(
     with pytest.raises(RuntimeError, match=re.escape(
             f"{record}: expected an owner record 'PID START_TICKS BOOT_ID', got '4242\\n'")):
         owners.read_record(record)
+
+
+def test_a_dead_owners_netns_dir_mount_is_taken_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Where /run/netns is no mount point, the first `ip netns add` bind-mounts it and the
+    # owner's undo unmounts it (and removes the directory if it made it). A SIGKILLed
+    # owner leaves the mount: the next owner takes its undo over, with the directory flag
+    # the record's name keeps. Not on this machine's real /run/netns (a mount of the
+    # container's, which no test may unmount): the mount point test and the unmount are
+    # stand-ins that record their calls; the records are real files under tmp_path.
+    monkeypatch.setattr(owners, "OWNERS_DIR", tmp_path)
+    mounted = [True]
+    unmounts: list[bool] = []
+    monkeypatch.setattr(env, "_is_mountpoint", lambda path: mounted[0])
+    monkeypatch.setattr(env, "_unmount_netns_dir", unmounts.append)
+    me = owners.Owner.current()
+    dead = owners.Owner(me.pid, me.start_ticks - 1, me.boot_id)
+    made_dir = owners.record_path("mount", "run-netns-and-dir")
+    owners.write_record(made_dir, dead)
+    with env.UndoStack() as stack:
+        env._netns_dir_undo(stack)
+        assert owners.read_record(made_dir) == me
+        assert capfd.readouterr().err == (f"disaggsim: took over the mount of {env.NETNS_DIR} "
+                                          f"left by dead pid {me.pid} (unmounted when this "
+                                          "command ends)\n")
+    assert unmounts == [False] and not made_dir.exists()  # existed=False: rmdir too
+    # A dead owner's record that outlived its mount goes; a mount that is not there is
+    # this owner's to make (the directory exists here: existed=True).
+    owners.write_record(made_dir, dead)
+    mounted[0] = False
+    with env.UndoStack() as stack:
+        env._netns_dir_undo(stack)
+        assert not made_dir.exists()
+        assert owners.read_record(owners.record_path("mount", "run-netns")) == me
+    assert unmounts == [False, True] and owners.records("mount") == []
+    # A mount with no record (the system's) is left alone: no undo, no record.
+    mounted[0] = True
+    with env.UndoStack() as stack:
+        env._netns_dir_undo(stack)
+    assert unmounts == [False, True] and owners.records("mount") == []
