@@ -18,7 +18,8 @@ Two context managers, one mechanism:
   ignored: the cleanup finishes, then the command ends (``disaggsim``: exit status 128 +
   the signal's number, one line ``interrupted by SIGTERM``). A signal whose disposition
   is "ignore" on entry (SIGHUP under ``nohup``, SIGINT of a background job) stays ignored.
-  SIGKILL cannot be caught: it ends the process at once and leaves whatever it set up.
+  SIGKILL cannot be caught: it ends the process at once and leaves whatever it set up;
+  the next command that needs the same names reaps it (:mod:`disaggsim.owners`).
 - :func:`deferred_signals`, around a cleanup (the unwinding of an ``UndoStack``) or around
   "change a piece of machine state, then push its undo" (so that no signal lands between
   the two): a signal arriving in the block is held, reported on stderr, and raised as

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from disaggsim import owners
 from disaggsim.paths import BUILD_DIR
 from disaggsim.signals import deferred_signals
 from disaggsim.testbed import collect_env as env
@@ -369,20 +370,6 @@ def netns_inode(path: Path = Path("/proc/self/ns/net")) -> int:
     return os.stat(path).st_ino
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with pid ``pid`` exists (``kill(pid, 0)``; one we may not signal
-    exists too): how the owner of a node segment or of a run's process cgroup, named by
-    its pid, is found gone (:func:`per_node_segments`,
-    :func:`disaggsim.swapdev.emulate_apps.reap_stale_run_cgroups`)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def per_node_segments(netns_inodes: list[int]) -> Iterator[tuple[str, list[NodeSegment]]]:
     """New, empty node segments, one per emulated node whose processes run in the network
@@ -401,7 +388,7 @@ def per_node_segments(netns_inodes: list[int]) -> Iterator[tuple[str, list[NodeS
                          "node segment each needs one namespace each")
     for stale in node_segments():
         pid = stale.name[len(NODE_SHM_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not pid_alive(int(pid)):
+        if pid.isdigit() and not owners.pid_alive(int(pid)):
             stale.unlink(missing_ok=True)
     stem = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}-"
     segments: list[NodeSegment] = []

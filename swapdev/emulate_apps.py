@@ -141,6 +141,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeAlias
 
+from disaggsim import owners
 from disaggsim.polling import PollingThread
 from disaggsim.swapdev import device
 from disaggsim.testbed import collect_env as env
@@ -358,9 +359,10 @@ def reap_stale_run_cgroups() -> list[Path]:
 
     A SIGKILLed ``disaggsim emulate`` (no handler sees SIGKILL) leaves its run's group,
     and the command in it running; a later process that got the same pid then failed to
-    make its own first group ("exists"). A group ``disaggsim-run-PID-N`` is stale if no
-    process has pid PID, or PID is this process's and this process did not make the group
-    (an earlier holder of the pid did). A group whose PID is another live process is kept,
+    make its own first group ("exists"). A group ``disaggsim-run-PID-N`` is stale if
+    process PID is gone (:func:`disaggsim.owners.pid_alive`: no such process, or a
+    zombie), or PID is this process's and this process did not make the group (an earlier
+    holder of the pid did). A group whose PID is another live process is kept,
     even where that process reused a dead owner's pid (then it goes once that one is gone
     or runs :func:`run_command` itself). Called at the start of every run.
 
@@ -372,7 +374,7 @@ def reap_stale_run_cgroups() -> list[Path]:
         if match is None:
             continue
         pid = int(match.group(1))
-        if group.name in _LIVE_RUNS or (pid != os.getpid() and device.pid_alive(pid)):
+        if group.name in _LIVE_RUNS or (pid != os.getpid() and owners.pid_alive(pid)):
             continue
         try:
             procs = (group / "cgroup.procs").read_text().split()

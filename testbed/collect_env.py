@@ -10,6 +10,11 @@ last error (an earlier callback's error is dropped, not even chained; Python 3.1
 callback that ignores errors hides them all; an :class:`UndoStack` records every failed undo
 step and raises one :class:`RestoreError` listing them all, after all steps ran.
 
+SIGKILL runs no undo step. The state with a fixed name (the namespaces, the memory cgroups,
+the ``/run/netns`` mount) records the process that made it (:mod:`disaggsim.owners`); the
+next process that needs the name reaps it if, and only if, that owner is gone, and fails
+naming the owner's pid if it runs (:func:`make_cluster_network`, :func:`memcg_group`).
+
 - network: one namespace per node (``dsim-nN``, address ``10.77.0.(N+1)/24`` on ``eth0``)
   and a switch namespace (``dsim-sw``) holding a Linux bridge and the host ends of the veth
   pairs (``vethN``); the root namespace is not touched, nothing is routed outside.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -34,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
+from disaggsim import owners
 from disaggsim.signals import deferred_signals
 from disaggsim.testbed.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
 
@@ -195,26 +202,182 @@ def _unmount_netns_dir(existed: bool) -> None:
         NETNS_DIR.rmdir()
 
 
+def _taken(kind: str, name: str, what: str) -> RuntimeError:
+    """The error for ``what``, the piece of state ``name`` of ``kind``, that exists after
+    :func:`reap_dead_owners`: its recorded owner runs (naming its pid), or none is
+    recorded."""
+    record = owners.record_path(kind, name)
+    owner = owners.read_record(record)
+    if owner is None:
+        return RuntimeError(f"{what} exists and records no owner ({record} missing): made "
+                            "by hand or by a disaggsim older than owner records; remove it by "
+                            "hand (swapdev/doc/swapdev.md, \"Limits and known issues\")")
+    return RuntimeError(f"{what} exists, owned by pid {owner.pid}, which runs: is another "
+                        "collection running?")
+
+
+def _netns_exists(name: str) -> bool:
+    return name in sh(["ip", "netns", "list"]).split()
+
+
+def _memcg_exists(name: str) -> bool:
+    return (MEMCG_ROOT / name).is_dir()
+
+
+def _reap_memcg(name: str) -> str:
+    return _reap_cgroup(MEMCG_ROOT / name)
+
+
+def _what(kind: str, name: str) -> str:
+    """How messages name the piece of state ``name`` of ``kind``."""
+    return {"netns": f"network namespace {name}",
+            "memcg": f"memory cgroup {MEMCG_ROOT / name}"}[kind]
+
+
+def reap_dead_owners() -> list[str]:
+    """Remove every network namespace and memory cgroup whose recorded owner
+    (:func:`_make_owned`) is gone (:meth:`disaggsim.owners.Owner.alive`), namespaces
+    first: kill the processes in it (SIGKILL), delete it, then its record; one line on
+    stderr each, ``disaggsim: reaped network namespace dsim-sw left by dead pid N (killed
+    1 process(es) in it)``. A dead owner's record whose state is gone is removed
+    silently. A live owner's state, and state without a record, are never touched.
+    :func:`make_cluster_network` and :func:`memcg_group` call it first (so a SIGKILLed
+    3-node cluster goes whole, when a 2-node one needs only some of its names). Call under
+    :func:`disaggsim.owners.records_lock`; a signal waits for the end of each reaping (a
+    cleanup, as an undo step).
+
+    Returns the lines said. Raises RuntimeError if a process outlives SIGKILL, or a
+    record is malformed (naming it).
+    """
+    reapers: dict[str, tuple[Callable[[str], bool], Callable[[str], str]]] = {
+        "netns": (_netns_exists, _reap_netns), "memcg": (_memcg_exists, _reap_memcg)}
+    said = []
+    for kind, (exists, reap) in reapers.items():
+        for record in owners.records(kind):
+            owner = owners.read_record(record)
+            if owner is None or owner.alive():
+                continue
+            with deferred_signals():
+                killed = reap(record.name) if exists(record.name) else None
+                record.unlink(missing_ok=True)
+            if killed is not None:
+                said.append(f"disaggsim: reaped {_what(kind, record.name)} left by dead pid "
+                            f"{owner.pid}{killed}")
+                print(said[-1], file=sys.stderr, flush=True)
+    return said
+
+
+def _make_owned(stack: UndoStack, kind: str, name: str, what: str,
+                create: Callable[[], object], remove: Callable[[], object]) -> None:
+    """``create()`` the piece of state ``name`` of ``kind`` (``what``, for messages) with
+    this process as its recorded owner; its undo ``remove()``s it, then the record.
+
+    The record (:func:`disaggsim.owners.record_path`, a file under ``/run/disaggsim``) is
+    written before the state is made and removed after it is gone, all in one
+    :func:`disaggsim.signals.deferred_signals` block and one undo step: no state exists
+    without its record, whenever a SIGKILL lands (a record without its state is
+    overwritten by the next owner). Not in the state itself: a memcg v1 directory holds
+    only the kernel's files and a namespace's ``/run/netns`` file only the namespace;
+    ``/run`` is this boot's run-time state, as the namespaces and cgroups are, and a
+    record that outlives a reboot names another boot's process, which is gone
+    (:meth:`disaggsim.owners.Owner.alive`). Call under :func:`disaggsim.owners.records_lock`.
+    """
+    record = owners.record_path(kind, name)
+    with deferred_signals():
+        owners.write_record(record, owners.Owner.current())
+        try:
+            create()
+        except BaseException:
+            record.unlink(missing_ok=True)
+            raise
+        stack.undo(what, _remove_owned, remove, record)
+
+
+def _remove_owned(remove: Callable[[], object], record: Path) -> None:
+    """Undo step of :func:`_make_owned`: ``remove()``, then the owner record (kept if the
+    removal failed: the state is still there, and its owner will be gone)."""
+    remove()
+    record.unlink(missing_ok=True)
+
+
+def _reap_netns(name: str, timeout_s: float = 5.0) -> str:
+    """SIGKILL every process in network namespace ``name`` (``ip netns pids``) until none
+    is left, then delete it. Returns " (killed N process(es) in it)".
+
+    Raises RuntimeError if processes outlive SIGKILL for ``timeout_s``."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    while pids := [int(p) for p in sh(["ip", "netns", "pids", name]).split()]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"network namespace {name}: processes left after SIGKILL: "
+                               f"{pids}")
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        time.sleep(0.05)
+    sh(["ip", "netns", "del", name])
+    return f" (killed {len(killed)} process(es) in it)"
+
+
+#: The owner records of the bind mount of /run/netns, by whether the directory existed
+#: before it (the undo removes a directory it created).
+_NETNS_DIR_RECORDS: Final = {True: "run-netns", False: "run-netns-and-dir"}
+
+
+def _netns_dir_undo(stack: UndoStack) -> None:
+    """Push the undo of the bind mount of ``/run/netns`` that the first ``ip netns add``
+    makes (:func:`_unmount_netns_dir`) if it is not mounted yet, with an owner record; if
+    the mount is a dead owner's (its record), take over its undo (one line on stderr).
+    A mount without a record (the system's, another program's) is left alone."""
+    for existed, name in _NETNS_DIR_RECORDS.items():
+        record = owners.record_path("mount", name)
+        owner = owners.read_record(record)
+        if owner is None or owner.alive():
+            continue
+        if not _is_mountpoint(NETNS_DIR):  # the record outlived the mount
+            record.unlink(missing_ok=True)
+            continue
+        with deferred_signals():
+            owners.write_record(record, owners.Owner.current())
+            stack.undo(f"mount of {NETNS_DIR}", _remove_owned,
+                       functools.partial(_unmount_netns_dir, existed), record)
+        print(f"disaggsim: took over the mount of {NETNS_DIR} left by dead pid {owner.pid} "
+              "(unmounted when this command ends)", file=sys.stderr, flush=True)
+        return
+    if not _is_mountpoint(NETNS_DIR):
+        existed = NETNS_DIR.exists()
+        _make_owned(stack, "mount", _NETNS_DIR_RECORDS[existed], f"mount of {NETNS_DIR}",
+                    lambda: None, functools.partial(_unmount_netns_dir, existed))
+
+
 def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     """Create the switch namespace with bridge ``br0`` and one namespace + veth per node.
 
     IPv6 is disabled inside the new namespaces so that the captures hold only the cluster's
     IPv4 traffic (no router solicitations). Deleting a namespace deletes its interfaces.
+    Each namespace records this process as its owner (:func:`_make_owned`); the state of
+    owners that are gone (a SIGKILLed command) is reaped first, the processes in it
+    killed, one line on stderr each (:func:`reap_dead_owners`), and the bind mount of
+    ``/run/netns`` such an owner made is taken over (:func:`_netns_dir_undo`).
 
     Raises:
-        RuntimeError: a namespace of that name exists already (another collection running).
+        RuntimeError: a namespace of that name exists and its owner runs (another
+            collection), or records no owner (made by hand); nothing is reaped then.
     """
-    existing = sh(["ip", "netns", "list"]).split()
     names = [SWITCH_NS] + [node_ns(i) for i in range(n_nodes)]
+    with owners.records_lock():
+        reap_dead_owners()
+        existing = sh(["ip", "netns", "list"]).split()
+        for name in names:
+            if name in existing:
+                raise _taken("netns", name, _what("netns", name))
+        _netns_dir_undo(stack)
+        for name in names:
+            _make_owned(stack, "netns", name, _what("netns", name),
+                        functools.partial(sh, ["ip", "netns", "add", name]),
+                        functools.partial(sh, ["ip", "netns", "del", name]))
     for name in names:
-        if name in existing:
-            raise RuntimeError(f"network namespace {name} exists: is another collection running?")
-    if not _is_mountpoint(NETNS_DIR):
-        stack.undo(f"mount of {NETNS_DIR}", _unmount_netns_dir, NETNS_DIR.exists())
-    for name in names:
-        with deferred_signals():
-            sh(["ip", "netns", "add", name])
-            stack.undo(f"network namespace {name}", sh, ["ip", "netns", "del", name])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"])
         sh(ns_exec(name) + ["ip", "link", "set", "lo", "up"])
@@ -355,14 +518,35 @@ def remove_cgroup(cgroup: Path, first: signal.Signals = signal.SIGTERM) -> None:
 
 def memcg_group(stack: UndoStack, name: str) -> Path:
     """Create memory cgroup ``/sys/fs/cgroup/memory/NAME``; on unwind kill its tasks, rmdir
-    (:func:`remove_cgroup`).
+    (:func:`remove_cgroup`). The group records this process as its owner
+    (:func:`_make_owned`); the state of owners that are gone (a SIGKILLed command) is
+    reaped first, its tasks killed, one line on stderr each (:func:`reap_dead_owners`).
 
     Raises:
-        RuntimeError: cgroup v1 memory controller not mounted, or the group exists.
+        RuntimeError: cgroup v1 memory controller not mounted, or the group exists and its
+            owner runs (another collection) or records no owner (made by hand).
     """
     if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
         raise RuntimeError(f"{MEMCG_ROOT}: cgroup v1 memory controller not mounted")
-    return _cgroup(stack, MEMCG_ROOT / name, "memory cgroup")
+    path = MEMCG_ROOT / name
+    with owners.records_lock():
+        reap_dead_owners()
+        if path.exists():
+            raise _taken("memcg", name, _what("memcg", name))
+        _make_owned(stack, "memcg", name, _what("memcg", name), path.mkdir,
+                    functools.partial(remove_cgroup, path))
+    return path
+
+
+def _reap_cgroup(path: Path) -> str:
+    """Remove cgroup ``path`` of a dead owner, SIGKILLing its tasks first. Returns
+    " (killed N process(es) in it)"."""
+    try:
+        procs = (path / "cgroup.procs").read_text().split()
+    except FileNotFoundError:
+        procs = []
+    remove_cgroup(path, first=signal.SIGKILL)
+    return f" (killed {len(procs)} process(es) in it)"
 
 
 def run_cgroup(stack: UndoStack, name: str) -> Path:
@@ -497,7 +681,8 @@ def system_state() -> dict[str, list[str]]:
     ``loop_devices`` (/sys/block/loop*), ``mounts`` (/proc/self/mounts), ``memcg`` (groups
     under /sys/fs/cgroup/memory and the root group's swappiness/use_hierarchy), ``zswap``,
     ``sysctls`` (:data:`WATCHED_SYSCTLS` of the root namespace), ``blk_trace``
-    (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``) and ``tracefs``
+    (``/sys/block/*/trace/{enable,act_mask,start_lba,end_lba,pid}``), ``owner_records``
+    (the files under :data:`disaggsim.owners.OWNERS_DIR` but its lock) and ``tracefs``
     (:func:`disaggsim.testbed.collect_tracefs.tracefs_state`: tracing_on, current_tracer,
     trace_clock, buffer sizes incl. per CPU, options, events/block/enable; read through a
     private mount when tracefs is not mounted). Buffer sizes are the size a tracer runs with,
@@ -520,6 +705,8 @@ def system_state() -> dict[str, list[str]]:
         "zswap": [zswap.read_text().strip()] if zswap.exists() else [],
         "sysctls": [f"{n}={_sysctl(n)}" for n in WATCHED_SYSCTLS],
         "blk_trace": _blk_trace_state(),
+        "owner_records": sorted(str(p.relative_to(owners.OWNERS_DIR))
+                                for p in owners.OWNERS_DIR.glob("*/*")),
         "tracefs": [f"{k}={v}" for k, v in sorted(tracefs.items())] or ["(no tracefs)"],
     }
 

@@ -3,10 +3,11 @@
 - SIGTERM (or SIGHUP, then a SIGINT while it cleans up) to a ``disaggsim emulate`` process
   running the memcached + YCSB cluster preset, once the cluster is up and the application
   runs: the command exits with 128 + the signal's number and one line naming it, and its
-  network namespaces, memory cgroups, process cgroups, node segments, work directory and
-  application processes are gone, the machine's state as before. Before the fix SIGTERM
-  ended the process at once: dsim-sw/dsim-n0/dsim-n1, memcached and the disaggsim-node /
-  disaggsim-emulate-node cgroups stayed (the test then removes them itself).
+  network namespaces, memory cgroups (and their owner records), process cgroups, node
+  segments, work directory and application processes are gone, the machine's state as
+  before. Before the fix SIGTERM ended the process at once: dsim-sw/dsim-n0/dsim-n1,
+  memcached and the disaggsim-node / disaggsim-emulate-node cgroups stayed (the test then
+  removes them itself).
 - The process cgroups of ``run_command`` runs whose owner was SIGKILLed are reaped at the
   next run (their leftover processes killed), a live owner's kept.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 from _own_processes import live_processes, tag_environment
 
+from disaggsim import owners
 from disaggsim.swapdev import device, emulate_apps
 from disaggsim.testbed import collect_env
 
@@ -79,6 +81,8 @@ def _leftovers(tag: str, pid: int, work_before: set[Path]) -> dict[str, list[str
         "node segments": [p.name for p in device.node_segments(pid)],
         "work dirs": sorted(str(p) for p in _work_dirs() - work_before),
         "processes": list(live_processes(tag).values()),
+        "owner records": sorted(str(p) for p in owners.OWNERS_DIR.glob("*/*")
+                                if p.read_text().split()[:1] == [str(pid)]),
     }
 
 
@@ -157,7 +161,8 @@ def test_a_signal_to_emulate_undoes_its_cluster(
         _, err = proc.communicate(timeout=120)
         assert _leftovers(tag, proc.pid, work_before) == {
             "netns": [], "memcg": [], "run cgroups": [], "node segments": [],
-            "work dirs": [], "processes": []}, f"returncode {proc.returncode}"
+            "work dirs": [], "processes": [], "owner records": [],
+        }, f"returncode {proc.returncode}"
         lines = err.strip().splitlines()
         # Exit status 128 + the first signal's number, its name on the last line.
         assert proc.returncode == 128 + signals[0], err
