@@ -66,9 +66,11 @@ A sweep is resumable: ``runs.csv`` is rewritten after every run with ``sweep.jso
 config's run-defining part); running the same config again reuses those runs, a round at a
 time (:func:`emulate`): a round is the unit of resume, since its points are compared with
 its own reference. A round that a window's end cut (not all of its runs, the reference and
-the points active in it, are in ``runs.csv``) is rerun whole in the new window and its runs
-already made are dropped, so no point is compared with a reference from another
-measurement window; ``start_utc`` says which window each run came from.
+the points its reference's row lists in ``round_points``, are in ``runs.csv``) is rerun
+whole in the new window and its runs already made are dropped, so no point is compared
+with a reference from another measurement window; ``start_utc`` says which window each run
+came from. A complete round is never rerun, whatever the current stopping rule would have
+run in it (:func:`round_plan`).
 
 Outputs in ``out_dir/name`` (the device's own files stay in a temporary directory), each
 written atomically:
@@ -82,7 +84,9 @@ written atomically:
   (presets: the data-holding processes' peak summed PSS, ``emulate_apps._PeakRss``, a
   check of the working set), ``start_utc`` (the run's start, UTC, ISO 8601 to the
   millisecond; empty for the kmod backend, whose runs share one guest boot, and in a
-  runs.csv written before the column existed, which reads back as such);
+  runs.csv written before the column existed, which reads back as such),
+  ``round_points`` (the reference's row: the labels of the points of its round, a JSON
+  list, recorded before they run; :func:`round_plan`);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, pairs`` (the rounds with an ``ok`` run of the point and of the
   reference), ``median_jct_s, min_jct_s, max_jct_s, relative_jct`` (the median over
@@ -557,6 +561,10 @@ class Run:
     steal_fraction: float | None = None
     #: the run's start, UTC, ISO 8601 (:func:`_utc_now`): which measurement window it ran in
     start_utc: str = ""
+    #: the reference run's row only: the labels of the points its round runs after it (a
+    #: JSON list), recorded before they run: what a resume checks the round against
+    #: (:func:`round_plan`); empty on the points' rows and in older runs.csv files
+    round_points: str = ""
 
     @property
     def hit_rate(self) -> float | None:
@@ -882,6 +890,51 @@ def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
     return out
 
 
+@dataclass(frozen=True)
+class RoundPlan:
+    """What a sweep does with round ``rep`` of a local fraction (:func:`round_plan`):
+    ``reused``, the runs of a complete round from the earlier sweep (runs.csv order), or
+    ``active``, the points to run after the reference, with ``dropped`` runs of that
+    round, cut by a window's end, made again. Neither: the fraction is done."""
+
+    reused: list[Run]
+    active: list[Point]
+    dropped: int
+
+
+def round_plan(cfg: EmulateConfig, points: list[Point], done: dict[tuple[float, str, int], Run],
+               runs: list[Run], fraction: float, rep: int) -> RoundPlan:
+    """Round ``rep`` at ``fraction`` on a (resumed) sweep; ``points[0]`` is the reference,
+    ``done`` the earlier sweep's runs (:func:`previous_runs`), ``runs`` this sweep's so far.
+
+    A round records its plan, the labels of the points it runs, in its reference's row
+    (``round_points``) before any of them runs. It is complete, and reused with all its
+    runs, when every planned point has a run; else a window's end cut it, and it is run
+    again whole. A round the earlier sweep did not reach runs every point in the first
+    ``repeats`` rounds, then the points not yet settled (:func:`_unsettled`) under the
+    current rule. So a changed stopping rule (``emulate.MIN_RUNS``, ``half_width``, the
+    estimator) adds rounds where it needs more and never reruns a measured round.
+
+    Rounds of a runs.csv older than ``round_points`` have no plan and are reused as they
+    are: which points such a round meant to run cannot be told from its runs (judging it
+    by the current rule reran complete rounds after the paired estimator raised
+    ``MIN_RUNS``: bench/RESULTS.md "Top-up rounds"). Its runs are still paired within the
+    round, so one cut by a window's end only lacks some points' runs of that round.
+    """
+    mine = [r for r in done.values() if r.local_fraction == fraction and r.repeat == rep]
+    ref = done.get((fraction, points[0].label, rep))
+    if mine and (ref is None or not ref.round_points):
+        return RoundPlan(mine, [], 0)  # no plan recorded: reused as it is
+    if ref is not None and all((fraction, label, rep) in done
+                               for label in json.loads(ref.round_points)):
+        return RoundPlan(mine, [], 0)
+    active = points[1:] if rep < cfg.emulate.repeats else \
+        _unsettled(cfg, runs, fraction, points[1:])
+    if not active:  # nothing left to run: a cut round's runs are kept, not dropped
+        return RoundPlan(mine, [], 0)
+    return RoundPlan([], active, len(mine))
+
+
 def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     """Run the config's sweep (root; under the machine-state lock for the swap backend and
     the cluster presets); returns the out dir.
@@ -893,11 +946,11 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     :func:`emulate_apps.run_command`), reported (console and runs.csv) and left out of
     the medians.
     Runs of an earlier sweep of the same config in the out dir are reused
-    (:func:`previous_runs`) a round at a time: a round whose runs (the reference and the
-    points active in it, which the earlier rounds' runs decide) are not all there was cut
-    by the end of a measurement window; it is rerun whole, its runs already made dropped
-    (one progress line says so), so that its points are compared with a reference of
-    their own window (:func:`paired_jcts`). Raises RuntimeError if a run fails,
+    (:func:`previous_runs`) a round at a time (:func:`round_plan`): a round whose planned
+    runs (the reference and the points its reference's row lists) are not all there was
+    cut by the end of a measurement window; it is rerun whole, its runs already made
+    dropped (one progress line says so), so that its points are compared with a reference
+    of their own window (:func:`paired_jcts`). Raises RuntimeError if a run fails,
     ValueError on duplicate model labels, disaggsim.signals.Interrupted on SIGINT, SIGTERM
     or SIGHUP (after undoing everything, :func:`disaggsim.signals.interrupt_on_signals`;
     ``runs.csv`` keeps the finished runs).
@@ -931,22 +984,19 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
         session = None
         for fraction in cfg.app.local_fraction:
             local = int(spec.working_set_bytes * fraction)
-            active = points[1:]
             for rep in range(cfg.emulate.max_rounds):
-                if rep >= cfg.emulate.repeats:
-                    active = _unsettled(cfg, runs, fraction, active)
-                    if not active:
-                        break
-                round_points = [points[0], *active]
-                made = [done[key] for key in
-                        ((fraction, pt.label, rep) for pt in round_points) if key in done]
-                if len(made) == len(round_points):  # a complete round: reused
-                    runs.extend(made)
-                    continue
-                if made and progress:
+                plan = round_plan(cfg, points, done, runs, fraction, rep)
+                runs.extend(plan.reused)  # a complete round
+                if not plan.active:
+                    if plan.reused:
+                        continue
+                    break
+                if plan.dropped and progress:
                     print(f"round {rep} at local {fraction:.0%} was cut by the end of a "
-                          f"window: rerunning it whole, {len(made)} runs dropped", flush=True)
-                for pt in round_points:
+                          f"window: rerunning it whole, {plan.dropped} runs dropped",
+                          flush=True)
+                planned = json.dumps([pt.label for pt in plan.active])
+                for pt in [points[0], *plan.active]:
                     if session is None and spec.app is not None:
                         session = stack.enter_context(
                             emulate_apps.cluster_session(stack, spec, tmp))
@@ -977,7 +1027,8 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                               res.peak_rss_bytes, paging, cx.get("reads"),
                               cx.get("read_hits"), cx.get("write_hits"),
                               cx.get("prefetched_unused"), cx.get("write_batches"),
-                              jct_stats.load_average_1m(), steal, start_utc)
+                              jct_stats.load_average_1m(), steal, start_utc,
+                              planned if pt is points[0] else "")
                     runs.append(run)
                     with atomic_path(out / "runs.csv") as part:  # resumable (see above)
                         part.write_text(_csv_text([r.row() for r in runs]))

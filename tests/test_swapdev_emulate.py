@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -362,6 +363,80 @@ def test_a_round_cut_by_a_window_is_rerun_whole_on_resume(
     for model in models:
         assert rows[model, "1"]["start_utc"] > last_cut, rows[model, "1"]
         assert rows[model, "1"]["status"] == "ok"
+
+
+def _plan_cfg(repeats: int, repeats_max: int) -> emulate.EmulateConfig:
+    return emulate.EmulateConfig.model_validate({
+        "emulate": {"name": "x", "repeats": repeats, "repeats_max": repeats_max},
+        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+        "base_dir": Path("/"),
+    })
+
+
+def _plan_points() -> list[emulate.Point]:
+    return [emulate.Point("none", "none", 0, 0, device.DelayModel("none")),
+            *(emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
+              for label, lat in [("a", 1000), ("b", 2000)])]
+
+
+def test_a_measured_round_is_never_rerun_when_the_stopping_rule_changes() -> None:
+    """An older runs.csv (no ``round_points``): rounds 0-2 ran the reference, a and b;
+    rounds 3-4 only b (the old rule had settled a at 3 runs). Under the current rule a is
+    unsettled (3 pairs < emulate.MIN_RUNS = 5) from round 3 on. Rounds 0-4 are reused as
+    they are, and round 5, the first the earlier sweep did not reach, runs a and b. The
+    code before round_plan judged every round by the current rule: rounds 3 and 4 lacked
+    a, so round 3 was rerun whole and round 4's b dropped (hadoop-wordcount's committed
+    rounds were replaced so, bench/RESULTS.md "Top-up rounds")."""
+    cfg, points = _plan_cfg(3, 8), _plan_points()
+    done_runs = [_run(0.25, "none", 0, rep, 10.0) for rep in range(5)]
+    done_runs += [_run(0.25, "a", 1000, rep, 20.0) for rep in range(3)]
+    done_runs += [_run(0.25, "b", 2000, rep, jct)  # 1.0-1.1: straddles 1.05, unsettled
+                  for rep, jct in enumerate([10.0, 11.0, 10.5, 10.2, 10.8])]
+    done = {(r.local_fraction, r.model, r.repeat): r for r in done_runs}
+    runs: list[emulate.Run] = []
+    for rep in range(5):
+        plan = emulate.round_plan(cfg, points, done, runs, 0.25, rep)
+        assert plan.active == [] and plan.dropped == 0
+        assert plan.reused == [r for r in done_runs if r.repeat == rep]
+        runs.extend(plan.reused)
+    plan = emulate.round_plan(cfg, points, done, runs, 0.25, 5)
+    assert plan.reused == [] and [p.label for p in plan.active] == ["a", "b"]
+
+
+def test_a_round_with_its_plan_is_reused_if_whole_and_rerun_if_cut() -> None:
+    """A round's reference row lists its points (``round_points``). Round 3 planned only
+    b and has it: complete, reused, although the current rule would run a too. Round 4
+    planned a and b and has only a: cut by a window's end, so it is run again whole (a
+    and b after a new reference; its 2 runs dropped). A cut round with nothing left to
+    run under the rule is kept, not dropped."""
+    cfg, points = _plan_cfg(3, 8), _plan_points()
+    done_runs = [replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]')
+                 for rep in range(3)]
+    done_runs += [_run(0.25, m, lat, rep, 11.0) for rep in range(3)
+                  for m, lat in [("a", 1000), ("b", 2000)]]
+    done_runs += [replace(_run(0.25, "none", 0, 3, 10.0), round_points='["b"]'),
+                  _run(0.25, "b", 2000, 3, 11.0),
+                  replace(_run(0.25, "none", 0, 4, 10.0), round_points='["a", "b"]'),
+                  _run(0.25, "a", 1000, 4, 11.0)]
+    done = {(r.local_fraction, r.model, r.repeat): r for r in done_runs}
+    runs = [r for r in done_runs if r.repeat < 3]
+    plan = emulate.round_plan(cfg, points, done, runs, 0.25, 3)
+    assert plan.reused == done_runs[-4:-2] and plan.active == []
+    runs.extend(plan.reused)
+    plan = emulate.round_plan(cfg, points, done, runs, 0.25, 4)
+    assert plan.reused == [] and [p.label for p in plan.active] == ["a", "b"]
+    assert plan.dropped == 2
+    # Rounds 0-4 whole, a at 20 s and b at 10 s against 10 s: both decided at 5 pairs;
+    # round 5 was cut after a (planned under a rule that wanted more rounds).
+    whole = [replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]')
+             for rep in range(5)]
+    whole += [_run(0.25, m, lat, rep, jct) for rep in range(5)
+              for m, lat, jct in [("a", 1000, 20.0), ("b", 2000, 10.0)]]
+    cut = [replace(_run(0.25, "none", 0, 5, 10.0), round_points='["a", "b"]'),
+           _run(0.25, "a", 1000, 5, 20.0)]
+    done = {(r.local_fraction, r.model, r.repeat): r for r in whole + cut}
+    plan = emulate.round_plan(cfg, points, done, whole, 0.25, 5)
+    assert plan.reused == cut and plan.active == [] and plan.dropped == 0
 
 
 def test_a_runs_csv_without_start_utc_reads_back_with_it_empty(tmp_path: Path) -> None:
