@@ -17,7 +17,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
                                     # guest; app.command memtouch only, emulate_kmod.py)
     repeats = 5                     # runs per point (at least); the median is reported
     repeats_max = 5                 # adaptive: up to this many rounds while a point is
-                                    # unsettled (jct_stats.settled; default = repeats)
+                                    # unsettled (jct_stats.settled; default = repeats);
+                                    # below MIN_RUNS (5) no point can be decided: the
+                                    # loader warns
     half_width = 0.015              # ... i.e. its interval is wider than +-half_width and
                                     # straddles the 5 % threshold
     confidence = 0.95               # of the intervals (jct_stats: bootstrap over rounds)
@@ -111,6 +113,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import MISSING, asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -384,7 +387,27 @@ def load_emulate_config(path: str | Path) -> EmulateConfig:
     problems = preflight(Path(path), cfg)
     if problems:
         raise ConfigError("\n".join(problems))
+    _warn_undecidable(Path(path), cfg)
     return cfg
+
+
+class UndecidableSweepWarning(UserWarning):
+    """A sweep config that can run but never decide a point (:func:`load_emulate_config`)."""
+
+
+def _warn_undecidable(path: Path, cfg: EmulateConfig) -> None:
+    """Warn (once per load, one line naming the file, line and key) if ``repeats_max`` is
+    below :data:`MIN_RUNS`: an adaptive sweep then stops before any point has the pairs a
+    verdict needs, so every point stays undecided. A warning, not an error: such a sweep
+    still measures each point's relative JCT and its range (the committed Spark grids,
+    ``configs/app-study-spark-*-fig2.toml``, cap at 3 or 4 rounds to bound their time). A
+    config without ``repeats_max`` runs a fixed ``repeats`` and asks for no verdict."""
+    cap = cfg.emulate.repeats_max
+    if cap is not None and cap < MIN_RUNS:
+        warnings.warn(UndecidableSweepWarning(
+            f"{config_location(path, ('emulate', 'repeats_max'))}: emulate.repeats_max: "
+            f"{cap} rounds is below the {MIN_RUNS} pairs a verdict needs (emulate.MIN_RUNS): "
+            f"every point of this sweep will stay undecided"), stacklevel=3)
 
 
 #: Longest sweep accepted: its worst case (every run reaching ``timeout_s``) within 30 days.
