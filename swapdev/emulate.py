@@ -815,37 +815,32 @@ def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-#: The first runs.csv (emulate before 2026-11-24's local-fraction grids: ``model,
-#: latency_ns, repeat, jct_s``, bench/figures/requirements/sweep-local60/) lacks these
-#: columns, which have no default: such a table is read with its sweep's config
-#: (:func:`read_runs`), the only source of the fraction and of each label's point.
-_FIRST_FORMAT_MISSING = ("local_fraction", "kind", "bandwidth_bps", "status")
-
-
-def _run_from_row(row: dict[str, str], cfg: EmulateConfig | None = None) -> Run:
+def _run_from_row(row: dict[str, str],
+                  sweep: tuple[list[float], dict[str, Point]] | None = None) -> Run:
     """A runs.csv row back into a :class:`Run` (empty cells are None; a column with a
     default that an older runs.csv lacks, such as ``start_utc`` or the COMEX counters,
-    takes its default). A row of the first format (:data:`_FIRST_FORMAT_MISSING`) takes,
-    from ``cfg``: ``status`` ``ok`` (that emulate wrote a row only for a finished run; a
-    failed run raised), ``local_fraction`` the config's only fraction, ``kind``,
-    ``latency_ns`` and ``bandwidth_bps`` those of the config's point of that label
-    (:func:`expand_models`).
+    takes its default). A row of the first format (2026-11-24: ``model, latency_ns,
+    repeat, jct_s``, e.g. bench/figures/requirements/sweep-local60/) lacks columns without
+    a default; it takes them from ``sweep``, its config's local fractions and points by
+    label (:func:`read_runs`): ``status`` ``ok`` (that emulate wrote a row only for a
+    finished run; a failed run raised), ``local_fraction`` the config's only fraction,
+    ``kind``, ``latency_ns`` and ``bandwidth_bps`` those of the point of that label.
 
     Raises:
-        ValueError: a column missing that neither a default nor ``cfg`` gives (the
+        ValueError: a column missing that neither a default nor ``sweep`` gives (the
             message names it and what was expected).
     """
     row = dict(row)
     if "status" not in row and "jct_s" in row:
         row["status"] = "ok"
-    if cfg is not None and "local_fraction" not in row:
-        fractions = cfg.app.local_fraction
+    if sweep is not None and "local_fraction" not in row:
+        fractions = sweep[0]
         if len(fractions) != 1:
             raise ValueError(f"column 'local_fraction': missing, and the sweep's config has "
                              f"{len(fractions)} fractions, not one")
         row["local_fraction"] = repr(fractions[0])
-    if cfg is not None and ("kind" not in row or "bandwidth_bps" not in row):
-        point = {p.label: p for p in expand_models(cfg)}.get(row.get("model", ""))
+    if sweep is not None and ("kind" not in row or "bandwidth_bps" not in row):
+        point = sweep[1].get(row.get("model", ""))
         if point is None:
             raise ValueError(f"model {row.get('model')!r}: a point of the sweep's config "
                              "(its kind and bandwidth are not in this older runs.csv)")
@@ -879,12 +874,14 @@ def read_runs(table: Path, cfg: EmulateConfig | None = None) -> list[Run]:
     Raises:
         InputError: a row that does not read back (naming the file, its line and why).
     """
+    sweep = None if cfg is None else (
+        cfg.app.local_fraction, {p.label: p for p in expand_models(cfg)})
     runs: list[Run] = []
     with open(table, newline="") as handle:
         reader = csv.DictReader(handle)
         for row in reader:
             try:
-                runs.append(_run_from_row(row, cfg))
+                runs.append(_run_from_row(row, sweep))
             except ValueError as exc:
                 raise InputError(table, reader.line_num, None,
                                  f"a run of emulate's runs.csv ({exc})") from None
