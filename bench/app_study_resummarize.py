@@ -4,8 +4,9 @@ For each sweep directory under ``notebooks/data/app_study/`` (or those named), r
 ``summary.csv``, ``table3.csv``, ``classification.csv`` and the plots from ``runs.csv`` and
 ``sweep.json`` through :func:`disaggsim.swapdev.emulate.resummarize` (the estimator
 ``emulate`` itself uses), leaving ``runs.csv`` and ``sweep.json`` unchanged. What a change
-of the estimator needs (bench/RESULTS.md "Paired per-round estimator"). No root, no device:
-seconds.
+of the estimator needs (bench/RESULTS.md "Paired per-round estimator"); the other committed
+sweeps, made before emulate wrote ``sweep.json``, are bench/emulate_resummarize.py's. No
+root, no device: seconds.
 
     .venv/bin/python bench/app_study_resummarize.py
     .venv/bin/python bench/app_study_resummarize.py hadoop-wordcount-fig5-iso

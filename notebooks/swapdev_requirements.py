@@ -35,9 +35,13 @@
 #   collector's memcached + YCSB (configs/emulate-sweep-memcached-ycsb.toml): fixed model
 #   at 25/50/75% local memory, with the swap bandwidth of every run (Figure 6).
 #
-# It reads only CSV files (seconds, no root, no device). Medians of the repeats with min-max
-# error bars; the CPython sort's sweep ran on a shared, loaded 2-vCPU machine, the
-# memcached sweep on a quiet one (load and dates in bench/RESULTS.md).
+# It reads only CSV files (seconds, no root, no device). A point's relative JCT is the
+# median over the rounds of its JCT over the zero-delay JCT of the same round, its error bar
+# the range of those ratios (`disaggsim.swapdev.emulate.summarize`; the summaries were
+# rewritten from the committed runs by `bench/emulate_resummarize.py`, bench/RESULTS.md
+# "Paired per-round estimator"); the zero-delay point's bar is its runs' range over their
+# median. The CPython sort's sweep ran on a shared, loaded 2-vCPU machine, the memcached
+# sweep on a quiet one (load and dates in bench/RESULTS.md).
 
 # %%
 import io
@@ -76,7 +80,8 @@ LABEL = re.compile(r"^fixed-(?P<lat>\d+)us-(?P<bw>\d+)g$")
 
 
 def load_sweep(root: Path) -> pd.DataFrame:
-    """One row per (local fraction, model): relative JCT median/min/max (fraction in %).
+    """One row per (local fraction, model): relative JCT (median of the rounds' ratios)
+    and the ratios' min/max (fraction in %).
 
     Reads ``sweep-python-sort/summary.csv`` (configs/emulate-sweep-python-sort.toml, one
     run of the whole grid) if it exists, else the committed per-fraction results
@@ -150,7 +155,8 @@ def sweep_figure(table: pd.DataFrame, title: str, model=None) -> Figure:
     return fig
 
 
-fig = sweep_figure(sweep, "CPython sort, uffd backend (median of repeats, min-max)", predicted)
+fig = sweep_figure(sweep, "CPython sort, uffd backend (median of per-round ratios, min-max)",
+                   predicted)
 show(fig, "requirements/requirements_sweep.png")
 
 # %% [markdown]
@@ -160,7 +166,9 @@ show(fig, "requirements/requirements_sweep.png")
 # swept fraction stays under 1.05 ("-" if none does), measured and by the additive model
 # (the device's request counts over the measured zero-delay JCT). A fraction at which the
 # device served no request injects no delay and counts as under the threshold: its measured
-# median only shows the machine's noise.
+# median only shows the machine's noise. This reads the point estimates only: with 3-5
+# rounds and these spreads, `disaggsim emulate`'s own `table3.csv` (intervals wholly under
+# 1.05, 5 rounds at least) leaves these entries undecided.
 
 # %%
 
@@ -226,7 +234,8 @@ ax.axhline(1.0, color="black", linewidth=0.8)
 ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
 ax.set_xticks(list(x), models["model"], rotation=30, ha="right", fontsize=8)
 ax.set_ylabel("JCT / zero-delay JCT")
-ax.set_title("pFabric FCTs replayed on the uffd backend (median, min-max)", fontsize=10)
+ax.set_title("pFabric FCTs replayed on the uffd backend (median of per-round ratios, "
+             "min-max)", fontsize=10)
 ax.grid(alpha=0.3, axis="y")
 fig.tight_layout()
 show(fig, "replay/replay.png")
@@ -239,7 +248,9 @@ display(models[["model", "median_jct_s", "relative_jct", "relative_min", "relati
 # unthrottled client; JCT = the YCSB run phase) with memcached's memory on the uffd device
 # (`configs/emulate-sweep-memcached-ycsb.toml`). `table3.csv` is written by
 # `disaggsim emulate` itself (`disaggsim.swapdev.emulate.table3`: the smallest swept
-# fraction from which every larger one stays under 1.05).
+# fraction whose point, and every larger fraction's, passes: its 95 % interval wholly at or
+# under 1.05, on 5 paired rounds at least). This sweep ran 3 rounds, so every entry is
+# undecided.
 
 # %%
 MEMCACHED = FIGURES / "requirements" / "memcached-ycsb"
@@ -247,7 +258,8 @@ mc = pd.read_csv(MEMCACHED / "summary.csv")
 mc["local_pct"] = (mc["local_fraction"] * 100).round().astype(int)
 mc["latency_us"] = mc["latency_ns"] / 1000
 mc["bandwidth_gbps"] = mc["bandwidth_bps"] / 1e9
-fig = sweep_figure(mc, "memcached + YCSB-A, uffd backend (median of repeats, min-max)")
+fig = sweep_figure(mc, "memcached + YCSB-A, uffd backend (median of per-round ratios, "
+                   "min-max)")
 show(fig, "requirements/memcached-ycsb/requirements_sweep.png")
 display(pd.read_csv(MEMCACHED / "table3.csv"))
 

@@ -17,7 +17,9 @@ Config (TOML; unknown keys are errors naming the file and line)::
                                     # guest; app.command memtouch only, emulate_kmod.py)
     repeats = 5                     # runs per point (at least); the median is reported
     repeats_max = 5                 # adaptive: up to this many rounds while a point is
-                                    # unsettled (jct_stats.settled; default = repeats)
+                                    # unsettled (jct_stats.settled; default = repeats);
+                                    # below MIN_RUNS (5) no point can be decided: the
+                                    # loader warns
     half_width = 0.015              # ... i.e. its interval is wider than +-half_width and
                                     # straddles the 5 % threshold
     confidence = 0.95               # of the intervals (jct_stats: bootstrap over rounds)
@@ -115,6 +117,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import MISSING, asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -388,7 +391,27 @@ def load_emulate_config(path: str | Path) -> EmulateConfig:
     problems = preflight(Path(path), cfg)
     if problems:
         raise ConfigError("\n".join(problems))
+    _warn_undecidable(Path(path), cfg)
     return cfg
+
+
+class UndecidableSweepWarning(UserWarning):
+    """A sweep config that can run but never decide a point (:func:`load_emulate_config`)."""
+
+
+def _warn_undecidable(path: Path, cfg: EmulateConfig) -> None:
+    """Warn (once per load, one line naming the file, line and key) if ``repeats_max`` is
+    below :data:`MIN_RUNS`: an adaptive sweep then stops before any point has the pairs a
+    verdict needs, so every point stays undecided. A warning, not an error: such a sweep
+    still measures each point's relative JCT and its range (the committed Spark grids,
+    ``configs/app-study-spark-*-fig2.toml``, cap at 3 or 4 rounds to bound their time). A
+    config without ``repeats_max`` runs a fixed ``repeats`` and asks for no verdict."""
+    cap = cfg.emulate.repeats_max
+    if cap is not None and cap < MIN_RUNS:
+        warnings.warn(UndecidableSweepWarning(
+            f"{config_location(path, ('emulate', 'repeats_max'))}: emulate.repeats_max: "
+            f"{cap} rounds is below the {MIN_RUNS} pairs a verdict needs (emulate.MIN_RUNS): "
+            f"every point of this sweep will stay undecided"), stacklevel=3)
 
 
 #: Longest sweep accepted: its worst case (every run reaching ``timeout_s``) within 30 days.
@@ -800,14 +823,45 @@ def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _run_from_row(row: dict[str, str]) -> Run:
+def _run_from_row(row: dict[str, str],
+                  sweep: tuple[list[float], dict[str, Point]] | None = None) -> Run:
     """A runs.csv row back into a :class:`Run` (empty cells are None; a column with a
     default that an older runs.csv lacks, such as ``start_utc`` or the COMEX counters,
-    takes its default)."""
+    takes its default). A row of the first format (2026-11-24: ``model, latency_ns,
+    repeat, jct_s``, e.g. bench/figures/requirements/sweep-local60/) lacks columns without
+    a default; it takes them from ``sweep``, its config's local fractions and points by
+    label (:func:`read_runs`): ``status`` ``ok`` (that emulate wrote a row only for a
+    finished run; a failed run raised), ``local_fraction`` the config's only fraction,
+    ``kind``, ``latency_ns`` and ``bandwidth_bps`` those of the point of that label.
+
+    Raises:
+        ValueError: a column missing that neither a default nor ``sweep`` gives (the
+            message names it and what was expected).
+    """
+    row = dict(row)
+    if "status" not in row and "jct_s" in row:
+        row["status"] = "ok"
+    if sweep is not None and "local_fraction" not in row:
+        fractions = sweep[0]
+        if len(fractions) != 1:
+            raise ValueError(f"column 'local_fraction': missing, and the sweep's config has "
+                             f"{len(fractions)} fractions, not one")
+        row["local_fraction"] = repr(fractions[0])
+    if sweep is not None and ("kind" not in row or "bandwidth_bps" not in row):
+        point = sweep[1].get(row.get("model", ""))
+        if point is None:
+            raise ValueError(f"model {row.get('model')!r}: a point of the sweep's config "
+                             "(its kind and bandwidth are not in this older runs.csv)")
+        row.setdefault("kind", point.kind)
+        row.setdefault("latency_ns", str(point.latency_ns))
+        row.setdefault("bandwidth_bps", str(point.bandwidth_bps))
     values: dict[str, Any] = {}
     for name, kind in _RUN_TYPES.items():
         if name not in row and name in _RUN_DEFAULTS:
             continue
+        if name not in row:
+            raise ValueError(f"column {name!r}: missing (a runs.csv this old is read with "
+                             "its sweep's config)")
         text = row[name]
         kind = str(kind)
         if text == "" and "None" in kind:
@@ -821,6 +875,27 @@ def _run_from_row(row: dict[str, str]) -> Run:
     return Run(**values)
 
 
+def read_runs(table: Path, cfg: EmulateConfig | None = None) -> list[Run]:
+    """The runs of a ``runs.csv``, of any format emulate wrote (:func:`_run_from_row`;
+    ``cfg``, the sweep's config, is needed for the first one).
+
+    Raises:
+        InputError: a row that does not read back (naming the file, its line and why).
+    """
+    sweep = None if cfg is None else (
+        cfg.app.local_fraction, {p.label: p for p in expand_models(cfg)})
+    runs: list[Run] = []
+    with open(table, newline="") as handle:
+        reader = csv.DictReader(handle)
+        for row in reader:
+            try:
+                runs.append(_run_from_row(row, sweep))
+            except ValueError as exc:
+                raise InputError(table, reader.line_num, None,
+                                 f"a run of emulate's runs.csv ({exc})") from None
+    return runs
+
+
 def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int], Run]:
     """The runs of an earlier, interrupted or finished, sweep of the same config in
     ``out`` (``sweep.json`` equal to this config's), by (local fraction, model, repeat);
@@ -828,9 +903,7 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
     stamp, table = out / "sweep.json", out / "runs.csv"
     if not (stamp.is_file() and table.is_file()) or stamp.read_text() != _sweep_identity(cfg):
         return {}
-    with open(table, newline="") as handle:
-        runs = [_run_from_row(row) for row in csv.DictReader(handle)]
-    return {(r.local_fraction, r.model, r.repeat): r for r in runs}
+    return {(r.local_fraction, r.model, r.repeat): r for r in read_runs(table, cfg)}
 
 
 @dataclass(frozen=True)
@@ -1298,7 +1371,7 @@ def _write_outputs(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     _write_summaries(cfg, out, runs)
 
 
-def resummarize(out: Path) -> Path:
+def resummarize(out: Path, cfg: EmulateConfig | None = None) -> Path:
     """Rewrite a sweep's summaries (``summary.csv``, ``speedup.csv``, ``table3.csv``,
     ``classification.csv`` and the plots) from its ``runs.csv`` and ``sweep.json`` alone,
     running nothing and leaving those two as they are: what a change of the estimator
@@ -1306,27 +1379,33 @@ def resummarize(out: Path) -> Path:
     (``_ROUND_KEYS``) take their defaults: ``confidence`` 0.95, ``timeout_s`` 600 s (the
     lower bound of a timed-out baseline's speed-up). Returns ``out``.
 
+    ``cfg``: the sweep's config, for a sweep made before emulate wrote ``sweep.json``
+    (2026-11-25) or one of an older ``runs.csv`` format (:func:`read_runs`), given by the
+    caller (bench/emulate_resummarize.py); ``sweep.json`` is then not read.
+
     Raises:
-        InputError: ``runs.csv`` or ``sweep.json`` missing, or ``sweep.json`` not an
-            emulate config (naming the file and the first problem).
+        InputError: ``runs.csv`` missing, ``sweep.json`` missing (without ``cfg``) or not
+            an emulate config, or a row of ``runs.csv`` that does not read back (naming
+            the file and the first problem).
     """
     stamp, table = out / "sweep.json", out / "runs.csv"
-    for path in (stamp, table):
+    for path in (stamp, table) if cfg is None else (table,):
         if not path.is_file():
             raise InputError(path, None, None, "a sweep's file (emulate writes runs.csv "
                              "and sweep.json in its out dir)", "no such file")
-    try:
-        data = json.loads(stamp.read_text())
-        cfg = EmulateConfig.model_validate_json(json.dumps({**data, "base_dir": str(out)}))
-    except json.JSONDecodeError as exc:
-        raise InputError(stamp, exc.lineno, None, "JSON", exc.msg) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise InputError(stamp, where, None, "an emulate config's keys", first["msg"]) from None
-    with open(table, newline="") as handle:
-        runs = [_run_from_row(row) for row in csv.DictReader(handle)]
-    _write_summaries(cfg, out, runs)
+    if cfg is None:
+        try:
+            data = json.loads(stamp.read_text())
+            cfg = EmulateConfig.model_validate_json(
+                json.dumps({**data, "base_dir": str(out)}))
+        except json.JSONDecodeError as exc:
+            raise InputError(stamp, exc.lineno, None, "JSON", exc.msg) from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InputError(stamp, where, None, "an emulate config's keys",
+                             first["msg"]) from None
+    _write_summaries(cfg, out, read_runs(table, cfg))
     return out
 
 

@@ -894,3 +894,125 @@ def test_resummarize_rewrites_the_summaries_from_the_committed_runs_alone(
     (sweep / "sweep.json").unlink()
     with pytest.raises(InputError, match=rf"^{sweep / 'sweep.json'}: expected a sweep's file"):
         emulate.resummarize(sweep)
+
+
+def _bench_script(name: str):  # type: ignore[no-untyped-def]
+    """A bench/ script loaded by path (bench/ is not a package)."""
+    import importlib.util
+    import sys
+
+    from disaggsim.sim.runner import repo_root
+
+    spec = importlib.util.spec_from_file_location(name, repo_root() / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_first_runs_csv_format_is_summarized_with_its_sweeps_config(
+    tmp_path: Path,
+) -> None:
+    """sweep-local61 (2026-11-24: runs.csv is ``model, latency_ns, repeat, jct_s``, no
+    sweep.json) summarized again with the config it ran from: runs.csv stays byte for byte,
+    the fraction (0.61), kind and bandwidth come from that config, and fixed-5us-40g's
+    relative JCT is the median of its 3 rounds' ratios, computed here from runs.csv with
+    the csv module; 3 pairs are below MIN_RUNS, so undecided. The committed summary.csv is
+    the one this writes (bench/emulate_resummarize.py keeps them in step)."""
+    import shutil
+
+    from disaggsim.sim.runner import repo_root
+
+    script = _bench_script("emulate_resummarize")
+    committed = repo_root() / "bench/figures/requirements/sweep-local61"
+    sweep = tmp_path / "sweep-local61"
+    shutil.copytree(committed, sweep)
+    (sweep / "summary.csv").unlink()
+    runs_before = (sweep / "runs.csv").read_bytes()
+    cfg = script.sweep_config("bench/figures/requirements/sweep-local61")
+    assert emulate.resummarize(sweep, cfg) == sweep
+    assert (sweep / "runs.csv").read_bytes() == runs_before
+    assert not (sweep / "sweep.json").exists()
+    with open(sweep / "runs.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["model", "latency_ns", "repeat", "jct_s"]
+    jct = {(r["model"], r["repeat"]): float(r["jct_s"]) for r in rows}
+    ratios = sorted(jct["fixed-5us-40g", rep] / jct["none", rep] for rep in "012")
+    with open(sweep / "summary.csv", newline="") as handle:
+        row = {r["model"]: r for r in csv.DictReader(handle)}["fixed-5us-40g"]
+    assert (row["local_fraction"], row["kind"], row["bandwidth_bps"]) == (
+        "0.61", "fixed", "40000000000")
+    assert int(row["pairs"]) == 3 and row["verdict"] == "undecided"
+    assert float(row["relative_jct"]) == pytest.approx(ratios[1])
+    assert (float(row["relative_min"]), float(row["relative_max"])) == pytest.approx(
+        (ratios[0], ratios[2]))
+    assert (sweep / "summary.csv").read_text() == (committed / "summary.csv").read_text()
+
+
+FIRST_FORMAT = "model,latency_ns,repeat,jct_s\nnone,0,0,2.0\nfixed-9us,9000,0,3.0\n"
+
+
+def test_a_first_format_runs_csv_without_what_it_lacks_names_file_line_and_column(
+    tmp_path: Path,
+) -> None:
+    """Without the sweep's config, a first-format row lacks local_fraction (no default):
+    the error names runs.csv, the row's line (2) and the column. With a config of two
+    fractions the fraction is ambiguous; a label the config has no point for (line 3)
+    has no kind or bandwidth."""
+    table = tmp_path / "runs.csv"
+    table.write_text(FIRST_FORMAT)
+    with pytest.raises(InputError, match=rf"^{table}:2: expected a run of emulate's "
+                       r"runs.csv \(column 'local_fraction': missing"):
+        emulate.read_runs(table)
+
+    def config(fractions: list[float]) -> emulate.EmulateConfig:
+        return emulate.EmulateConfig.model_validate({
+            "emulate": {"name": "x"},
+            "app": {"command": ["true"], "working_set_bytes": 4096,
+                    "local_fraction": fractions},
+            "models": [{"kind": "fixed", "latency_ns": 9000, "label": "fixed-9us"}],
+            "base_dir": Path("/")})
+
+    with pytest.raises(InputError, match=rf"^{table}:2: .*2 fractions, not one"):
+        emulate.read_runs(table, config([0.25, 0.5]))
+    runs = emulate.read_runs(table, config([0.25]))
+    assert [(r.local_fraction, r.model, r.kind, r.latency_ns, r.bandwidth_bps, r.status,
+             r.jct_s) for r in runs] == [(0.25, "none", "none", 0, 0, "ok", 2.0),
+                                         (0.25, "fixed-9us", "fixed", 9000, 0, "ok", 3.0)]
+    table.write_text(FIRST_FORMAT.replace("fixed-9us,", "fixed-8us,"))
+    with pytest.raises(InputError, match=rf"^{table}:3: .*model 'fixed-8us': a point of "):
+        emulate.read_runs(table, config([0.25]))
+
+
+def test_a_repeats_max_below_min_runs_warns_once_naming_file_line_and_key(
+    tmp_path: Path,
+) -> None:
+    """repeats_max 4 < MIN_RUNS (5 pairs): the sweep can run but decide nothing, so the
+    loader warns once, naming the file, the key's line (6) and the key; at 5 it does not.
+    Of the committed configs exactly the four Spark grids cap below 5 rounds (3, 3, 3, 4:
+    bench/RESULTS.md "Paired per-round estimator")."""
+    import warnings
+
+    from disaggsim.sim.runner import repo_root
+
+    path = tmp_path / "capped.toml"
+    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 4"))
+    with pytest.warns(emulate.UndecidableSweepWarning) as caught:
+        emulate.load_emulate_config(path)
+    assert [str(w.message) for w in caught] == [
+        f"{path}:6: emulate.repeats_max: 4 rounds is below the 5 pairs a verdict needs "
+        "(emulate.MIN_RUNS): every point of this sweep will stay undecided"]
+    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 5"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        emulate.load_emulate_config(path)
+    warned = []
+    for config in sorted((repo_root() / "configs").glob("app-study-*.toml")):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            emulate.load_emulate_config(config)
+        warned += [config.name for w in seen
+                   if issubclass(w.category, emulate.UndecidableSweepWarning)]
+    assert warned == ["app-study-spark-pagerank-fig2.toml", "app-study-spark-sort-fig2.toml",
+                      "app-study-spark-sql-bdb-fig2.toml", "app-study-spark-wordcount-fig2.toml"]
