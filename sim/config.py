@@ -20,6 +20,7 @@ directory of the config file, so a campaign runs the same from any working direc
 from __future__ import annotations
 
 import glob as globmod
+import json
 import re
 import tomllib
 import typing
@@ -470,7 +471,8 @@ M = TypeVar("M", bound=BaseModel)
 def load_config_model(
     path: str | Path, model: type[M], extra: dict[str, Any] | None = None
 ) -> tuple[M, str]:
-    """Read a TOML (or ``.yaml``/``.yml``) config file and validate it as ``model``.
+    """Read a TOML (or ``.yaml``/``.yml``, or ``.json`` as a run records its config) config
+    file and validate it as ``model``.
 
     The one config-loading path of the project's config files (campaigns here, ``disaggsim
     emulate`` configs in :mod:`disaggsim.swapdev.emulate`). ``base_dir`` (the file's
@@ -607,8 +609,13 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
             line = re.search(r"at line (\d+)", str(exc))
             where = f"{path}:{line.group(1)}" if line else str(path)
             raise ConfigError(f"{where}: TOML syntax error: {exc}") from None
+    elif path.suffix.lower() == ".json":  # what a run writes of its config (sweep.json)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{exc.lineno}: JSON syntax error: {exc.msg}") from None
     else:
-        raise ConfigError(f"{path}: expected a .toml, .yaml or .yml file")
+        raise ConfigError(f"{path}: expected a .toml, .yaml, .yml or .json file")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a table of sections at the top level")
     return data

@@ -1384,9 +1384,11 @@ def resummarize(out: Path, cfg: EmulateConfig | None = None) -> Path:
     caller (bench/emulate_resummarize.py); ``sweep.json`` is then not read.
 
     Raises:
-        InputError: ``runs.csv`` missing, ``sweep.json`` missing (without ``cfg``) or not
-            an emulate config, or a row of ``runs.csv`` that does not read back (naming
-            the file and the first problem).
+        InputError: ``runs.csv`` missing, ``sweep.json`` missing (without ``cfg``), or a
+            row of ``runs.csv`` that does not read back (naming the file and the first
+            problem).
+        ConfigError: ``sweep.json`` is not an emulate config (the one config loader,
+            :func:`disaggsim.sim.config.load_config_model`, naming the file and key).
     """
     stamp, table = out / "sweep.json", out / "runs.csv"
     for path in (stamp, table) if cfg is None else (table,):
@@ -1394,17 +1396,7 @@ def resummarize(out: Path, cfg: EmulateConfig | None = None) -> Path:
             raise InputError(path, None, None, "a sweep's file (emulate writes runs.csv "
                              "and sweep.json in its out dir)", "no such file")
     if cfg is None:
-        try:
-            data = json.loads(stamp.read_text())
-            cfg = EmulateConfig.model_validate_json(
-                json.dumps({**data, "base_dir": str(out)}))
-        except json.JSONDecodeError as exc:
-            raise InputError(stamp, exc.lineno, None, "JSON", exc.msg) from None
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InputError(stamp, where, None, "an emulate config's keys",
-                             first["msg"]) from None
+        cfg, _ = load_config_model(stamp, EmulateConfig)
     _write_summaries(cfg, out, read_runs(table, cfg))
     return out
 
