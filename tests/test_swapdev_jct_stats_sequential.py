@@ -7,10 +7,12 @@ emulate runs it, at the worst true median (on the threshold) and just above it."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from disaggsim.swapdev import emulate, jct_stats
+from disaggsim.swapdev import device, emulate, jct_stats
 
 THRESHOLD = emulate.DEGRADATION_THRESHOLD
 
@@ -61,25 +63,63 @@ def test_a_lower_confidence_spends_more_and_decides_sooner() -> None:
         jct_stats.sequence_rank(0)
 
 
+def _paths(median: float, spread: float, heavy: bool, rounds: int, trials: int,
+           seed: int) -> np.ndarray:
+    """``trials`` points' per-round ratios: log(median) + spread x Z, Z normal or Student
+    t with 3 degrees of freedom (heavy tails)."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_t(3, (trials, rounds)) if heavy else rng.standard_normal((trials, rounds))
+    return np.asarray(median * np.exp(spread * z))
+
+
+def _stop(path: np.ndarray, repeats: int, repeats_max: int) -> tuple[str, int]:
+    """One point under emulate's rule, written out: every round up to ``repeats``, then
+    before each further round up to ``repeats_max`` it runs on unless jct_stats.settled;
+    its verdict is its last interval's. Returns (verdict, rounds run);
+    test_the_rule_simulated_is_the_one_emulate_runs checks it against round_plan."""
+    rounds = repeats
+    while rounds < repeats_max and not jct_stats.settled(
+            jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)), THRESHOLD):
+        rounds += 1
+    return jct_stats.verdict(jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)),
+                             THRESHOLD), rounds
+
+
 def _sequential_verdicts(median: float, spread: float, heavy: bool, repeats: int,
                          repeats_max: int, trials: int, seed: int) -> list[str]:
-    """The verdicts of ``trials`` points under emulate's rule (round_plan: every point in
-    rounds 1..repeats, then before each further round up to repeats_max a point with
-    pairs runs on unless jct_stats.settled; summarize: the verdict of its last interval).
-    Per-round log-ratios log(median) + spread x Z, Z normal or Student t with 3 degrees
-    of freedom (heavy tails)."""
-    rng = np.random.default_rng(seed)
-    shape = (trials, repeats_max)
-    z = rng.standard_t(3, shape) if heavy else rng.standard_normal(shape)
-    verdicts = []
-    for path in median * np.exp(spread * z):
-        rounds = repeats
-        while rounds < repeats_max and not jct_stats.settled(
-                jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)), THRESHOLD):
-            rounds += 1
-        verdicts.append(jct_stats.verdict(
-            jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)), THRESHOLD))
-    return verdicts
+    """The verdicts of ``trials`` simulated points under the rule (:func:`_stop`)."""
+    return [_stop(path, repeats, repeats_max)[0] for path in
+            _paths(median, spread, heavy, repeats_max, trials, seed)]
+
+
+def test_the_rule_simulated_is_the_one_emulate_runs() -> None:
+    """50 points through emulate.round_plan, a round at a time as emulate.emulate does (a
+    10 s reference, the point 10 s x its round's ratio), then emulate.summarize: the
+    rounds each point ran and its verdict are _stop's, at repeats 4, repeats_max 12. The
+    points stop at 6, 10 and 12 rounds, decided, undecided at the cap and settled by
+    width (median 1.05 at 5 % and 1.5 % spread, 1.10 at 4 %)."""
+    cfg = emulate.EmulateConfig.model_validate({
+        "emulate": {"name": "x", "repeats": 4, "repeats_max": 12},
+        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+        "base_dir": Path("/"),
+    })
+    points = [emulate.Point("none", "none", 0, 0, device.DelayModel("none")),
+              emulate.Point("a", "fixed", 5000, 0, device.DelayModel("fixed", 5000))]
+    paths = np.vstack([_paths(1.05, 0.05, False, 12, 15, seed=21),
+                       _paths(1.10, 0.04, False, 12, 15, seed=24),
+                       _paths(1.05, 0.015, False, 12, 20, seed=25)])
+    assert {rounds for _, rounds in (_stop(p, 4, 12) for p in paths)} == {6, 10, 12}
+    for path in paths:
+        runs: list[emulate.Run] = []
+        for rep in range(cfg.emulate.max_rounds):
+            plan = emulate.round_plan(cfg, points, {}, runs, 0.25, rep)
+            if not plan.active:
+                break
+            runs.append(emulate.Run(0.25, "none", "none", 0, 0, rep, "ok", 10.0))
+            runs.append(emulate.Run(0.25, "a", "fixed", 5000, 0, rep, "ok",
+                                    10.0 * float(path[rep])))
+        row = next(r for r in emulate.summarize(runs) if r["model"] == "a")
+        assert (row["verdict"], row["pairs"]) == _stop(path, 4, 12)
 
 
 @pytest.mark.parametrize(("median", "heavy", "wrong"), [
