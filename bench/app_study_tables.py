@@ -47,7 +47,7 @@ def _pct(ratio: float) -> str:
 
 def cell(row: pd.Series) -> str:
     """One point: ``+x.x % [+lo, +hi] **verdict**, pairs``: the median over the rounds of the
-    point's JCT / its round's zero-delay JCT, the bootstrap interval over those rounds
+    point's JCT / its round's zero-delay JCT, its interval over those rounds
     (``jct_stats.paired_ratio_ci``), and the rounds paired (``undecided`` below
     emulate.MIN_RUNS of them)."""
     verdict = row["verdict"] if isinstance(row["verdict"], str) else "undecided"

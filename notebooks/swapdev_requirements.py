@@ -168,7 +168,7 @@ show(fig, "requirements/requirements_sweep.png")
 # device served no request injects no delay and counts as under the threshold: its measured
 # median only shows the machine's noise. This reads the point estimates only: with 3-5
 # rounds and these spreads, `disaggsim emulate`'s own `table3.csv` (intervals wholly under
-# 1.05, 5 rounds at least) leaves these entries undecided.
+# 1.05, 6 rounds at least) leaves these entries undecided.
 
 # %%
 
@@ -249,7 +249,7 @@ display(models[["model", "median_jct_s", "relative_jct", "relative_min", "relati
 # (`configs/emulate-sweep-memcached-ycsb.toml`). `table3.csv` is written by
 # `disaggsim emulate` itself (`disaggsim.swapdev.emulate.table3`: the smallest swept
 # fraction whose point, and every larger fraction's, passes: its 95 % interval wholly at or
-# under 1.05, on 5 paired rounds at least). This sweep ran 3 rounds, so every entry is
+# under 1.05, on 6 paired rounds at least). This sweep ran 3 rounds, so every entry is
 # undecided.
 
 # %%

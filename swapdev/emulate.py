@@ -16,13 +16,14 @@ Config (TOML; unknown keys are errors naming the file and line)::
     backend = "swap"                # swap | uffd | kmod (the kernel module in its QEMU
                                     # guest; app.command memtouch only, emulate_kmod.py)
     repeats = 5                     # runs per point (at least); the median is reported
-    repeats_max = 5                 # adaptive: up to this many rounds while a point is
+    repeats_max = 8                 # adaptive: up to this many rounds while a point is
                                     # unsettled (jct_stats.settled; default = repeats);
-                                    # below MIN_RUNS (5) no point can be decided: the
+                                    # below MIN_RUNS (6) no point can be decided: the
                                     # loader warns
     half_width = 0.015              # ... i.e. its interval is wider than +-half_width and
                                     # straddles the 5 % threshold
-    confidence = 0.95               # of the intervals (jct_stats: bootstrap over rounds)
+    confidence = 0.95               # of the intervals, simultaneous over every round
+                                    # (jct_stats: repeated confidence intervals)
     app_cpus = [1]                  # pin the sweep's processes (the application) to these
                                     # CPUs (default: not pinned)
     handler_cpus = [0]              # pin the device's handler (uffd thread, swap's FUSE
@@ -57,12 +58,14 @@ local fraction x models (paper Figs. 3-5 and Table 3).
 Noise control (issue #22, item 4; :mod:`disaggsim.swapdev.jct_stats`): each round runs the
 zero-delay reference and then every point still unsettled, so the reference is interleaved
 with the points, and each run of a point is paired with the reference run of its own
-round (:func:`paired_jcts`): the relative JCT is the median of the rounds' ratios, with a
-bootstrap interval over the rounds; after ``repeats`` rounds a point stops when it has
-:data:`MIN_RUNS` pairs and its interval of the relative
+round (:func:`paired_jcts`): the relative JCT is the median of the rounds' ratios, with an
+order-statistic interval of the rounds' ratios; after ``repeats`` rounds a point stops when
+it has :data:`MIN_RUNS` pairs and its interval of the relative
 JCT is within +-``half_width`` or lies wholly on one side of the 5 % threshold, and the
-sweep stops at ``repeats_max`` rounds (a sequential design: stopping once decided makes the
-interval's nominal coverage approximate, and the cap bounds it). Each run records the
+sweep stops at ``repeats_max`` rounds. A sequential design: the intervals are repeated
+confidence intervals, covering at every number of pairs at once, so a verdict is wrong
+with probability <= 2.5 % however the sweep stops, at any cap and after any top-up
+(:mod:`~disaggsim.swapdev.jct_stats`). Each run records the
 machine's load (1-minute load average at its end, the hypervisor's steal share during it).
 A sweep is resumable: ``runs.csv`` is rewritten after every run with ``sweep.json`` (the
 config's run-defining part); running the same config again reuses those runs, a round at a
@@ -160,12 +163,11 @@ FIGURE2_FRACTION = 0.25
 CLASSIFY_LATENCY_NS = 5000
 CLASSIFY_BANDWIDTH_BPS = 40 * 10**9
 #: Pairs (rounds with an ``ok`` run of the point and of its reference) a point needs
-#: before a verdict. Up to 5 pairs the nominal 95 % interval is the range of the rounds'
-#: ratios, which covers the true median ratio with probability 1 - 2^(1 - n): 75 % at 3
-#: pairs, 87.5 % at 4, 93.75 % at 5, the first to reach the >= 90 % this project asks of
-#: the interval (:mod:`~disaggsim.swapdev.jct_stats`; tests/test_swapdev_jct_stats.py;
-#: bench/RESULTS.md "Paired per-round estimator").
-MIN_RUNS = 5
+#: before a verdict at the default confidence: 6, the first n at which the repeated
+#: confidence sequence has an interval (:func:`jct_stats.min_pairs`: all n ratios on one
+#: side of the median has probability 2^-n, 1.56 % <= 2.5 % at 6; bench/RESULTS.md
+#: "Sequential verdicts").
+MIN_RUNS = jct_stats.min_pairs()
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
@@ -406,12 +408,13 @@ def _warn_undecidable(path: Path, cfg: EmulateConfig) -> None:
     still measures each point's relative JCT and its range (the committed Spark grids,
     ``configs/app-study-spark-*-fig2.toml``, cap at 3 or 4 rounds to bound their time). A
     config without ``repeats_max`` runs a fixed ``repeats`` and asks for no verdict."""
-    cap = cfg.emulate.repeats_max
-    if cap is not None and cap < MIN_RUNS:
+    cap, need = cfg.emulate.repeats_max, jct_stats.min_pairs(cfg.emulate.confidence)
+    if cap is not None and cap < need:
         warnings.warn(UndecidableSweepWarning(
             f"{config_location(path, ('emulate', 'repeats_max'))}: emulate.repeats_max: "
-            f"{cap} rounds is below the {MIN_RUNS} pairs a verdict needs (emulate.MIN_RUNS): "
-            f"every point of this sweep will stay undecided"), stacklevel=3)
+            f"{cap} rounds is below the {need} pairs a verdict needs (emulate.MIN_RUNS at "
+            f"confidence {cfg.emulate.confidence:g}): every point of this sweep will stay "
+            "undecided"), stacklevel=3)
 
 
 #: Longest sweep accepted: its worst case (every run reaching ``timeout_s``) within 30 days.
@@ -949,13 +952,14 @@ def paired_jcts(runs: list[Run], fraction: float, label: str) -> Pairs:
 
 def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
                points: list[Point]) -> list[Point]:
-    """The points of ``fraction`` that need another round: fewer than :data:`MIN_RUNS`
-    pairs (:func:`paired_jcts`) or an interval not :func:`jct_stats.settled`."""
+    """The points of ``fraction`` that need another round: no pair (:func:`paired_jcts`)
+    or an interval not :func:`jct_stats.settled` (fewer than :data:`MIN_RUNS` pairs: not
+    decisive, never settled)."""
     out = []
     for pt in points:
         pairs = paired_jcts(runs, fraction, pt.label)
-        if len(pairs.rounds) < MIN_RUNS:
-            out.append(pt)  # too few pairs for a verdict yet (or timeouts): try again
+        if not pairs.rounds:
+            out.append(pt)  # no pair yet (or timeouts): try again
             continue
         ci = jct_stats.paired_ratio_ci(pairs.point, pairs.reference, cfg.emulate.confidence)
         if not jct_stats.settled(ci, DEGRADATION_THRESHOLD, cfg.emulate.half_width):
@@ -1157,7 +1161,8 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
     the pairs of JCT / the round's zero-delay JCT, with its interval
     (:func:`jct_stats.paired_ratio_ci` at ``confidence``) and ``relative_min`` /
     ``relative_max``, the smallest and largest of those ratios; the verdict at
-    ``threshold`` (``undecided`` below :data:`MIN_RUNS` pairs); the medians of the
+    ``threshold`` (``undecided`` below :data:`MIN_RUNS` pairs, where the interval shown is
+    the ratios' range); the medians of the
     bandwidths, the runs' median load average and largest steal share.
 
     The reference's own row has no interval nor verdict: its ``pairs`` is its ``ok`` runs,
@@ -1207,8 +1212,7 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
             "ci_low": None if ci is None else ci.low,
             "ci_high": None if ci is None else ci.high,
             "ci_half_width": None if ci is None else ci.half_width,
-            "verdict": None if ci is None else (
-                jct_stats.verdict(ci, threshold) if pairs >= MIN_RUNS else "undecided"),
+            "verdict": None if ci is None else jct_stats.verdict(ci, threshold),
             "load_1m_median": _median([r.load_1m for r in mine]),
             "steal_fraction_max": max(steals) if steals else None,
         })

@@ -204,16 +204,18 @@ def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
 
 
 def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
-    """A drift between measurement windows: rounds 0-4 (window 1) ran at speed 1, the
-    reference 10 s and point "a" 12 s every time; rounds 5-9 (window 2, the machine 10 %
+    """A drift between measurement windows: rounds 0-5 (window 1) ran at speed 1, the
+    reference 10 s and point "a" 12 s every time; rounds 6-11 (window 2, the machine 10 %
     faster) ran the reference (9 s) and point "b" only (9.9 s). Each point's relative JCT
-    is 1.2 and 1.1 against the reference of its own rounds; against the pooled reference
-    (median 9.5 s) "a" would be 12 / 9.5 = 1.263 and "b" 1.042 (a wrong pass at 5 %)."""
-    runs = [_run(0.25, "none", 0, i, 10.0 if i < 5 else 9.0) for i in range(10)]
-    runs += [_run(0.25, "a", 1000, i, 12.0) for i in range(5)]
-    runs += [_run(0.25, "b", 2000, i, 9.9) for i in range(5, 10)]
+    is 1.2 and 1.1 against the reference of its own rounds (6 pairs each, emulate.MIN_RUNS);
+    against the pooled reference (median 9.5 s) "a" would be 12 / 9.5 = 1.263 and "b"
+    1.042 (a wrong pass at 5 %)."""
+    runs = [_run(0.25, "none", 0, i, 10.0 if i < 6 else 9.0) for i in range(12)]
+    runs += [_run(0.25, "a", 1000, i, 12.0) for i in range(6)]
+    runs += [_run(0.25, "b", 2000, i, 9.9) for i in range(6, 12)]
     pairs = emulate.paired_jcts(runs, 0.25, "b")
-    assert (pairs.rounds, pairs.reference, pairs.unpaired) == ([5, 6, 7, 8, 9], [9.0] * 5, 0)
+    assert (pairs.rounds, pairs.reference, pairs.unpaired) == (list(range(6, 12)),
+                                                               [9.0] * 6, 0)
     rows = {r["model"]: r for r in emulate.summarize(runs)}
     assert rows["a"]["relative_jct"] == pytest.approx(1.2)
     assert rows["b"]["relative_jct"] == pytest.approx(1.1)
@@ -222,41 +224,42 @@ def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
 
 
 def test_fewer_than_min_runs_pairs_is_no_verdict() -> None:
-    """A sweep cut after one round: 1.0 s reference, 2.0 s point. Its bootstrap interval is
-    the single ratio 2.0 (width 0), which must not read as a fail; nor may the range of 4
-    rounds' ratios (2.0-2.15, nominal 95 % but covering 87.5 %, test_swapdev_jct_stats);
-    with a fifth round (2.05 s against 1.0 s) it is one."""
-    assert emulate.MIN_RUNS == 5
+    """A sweep cut after one round: 1.0 s reference, 2.0 s point. Its interval shown is
+    the single ratio 2.0 (width 0), which must not read as a fail; nor may the range of 5
+    rounds' ratios (2.0-2.15: all 5 above a median has probability 2^-5 = 3.1 %, more than
+    the 2.5 % a side the sequence allows, jct_stats); with a sixth round (2.1 s against
+    1.0 s) it is one (2^-6 = 1.6 %)."""
+    assert emulate.MIN_RUNS == 6
     runs = [_run(0.25, "none", 0, 0, 1.0), _run(0.25, "a", 1000, 0, 2.0)]
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
     assert (row["ci_low"], row["ci_high"], row["verdict"]) == (2.0, 2.0, "undecided")
-    for rep, jct in enumerate([2.1, 2.15, 2.0], start=1):
+    for rep, jct in enumerate([2.1, 2.15, 2.0, 2.05], start=1):
         runs += [_run(0.25, "none", 0, rep, 1.0), _run(0.25, "a", 1000, rep, jct)]
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
     assert (row["pairs"], row["ci_low"], row["ci_high"], row["verdict"]) == (
-        4, pytest.approx(2.0), pytest.approx(2.15), "undecided")
-    runs += [_run(0.25, "none", 0, 4, 1.0), _run(0.25, "a", 1000, 4, 2.05)]
+        5, pytest.approx(2.0), pytest.approx(2.15), "undecided")
+    runs += [_run(0.25, "none", 0, 5, 1.0), _run(0.25, "a", 1000, 5, 2.1)]
     assert {r["model"]: r for r in emulate.summarize(runs)}["a"]["verdict"] == "fail"
 
 
 def test_a_run_without_its_rounds_reference_is_left_out_and_counted() -> None:
-    """Rounds 0-5; the reference timed out in round 2, and ran twice in round 4 (9 and 11
+    """Rounds 0-6; the reference timed out in round 2, and ran twice in round 4 (9 and 11
     s, as a hand-merged table could hold): round 4's reference is their median, 10 s.
-    Point "a": 12 s in rounds 0, 1, 3, 5, 13.2 s in round 4, and 30 s in round 2, which
-    is never paired with another round's reference: 5 pairs of ratio 1.2, 1.2, 1.2,
-    1.32, 1.2 -> median 1.2, range 1.2-1.32; one run unpaired (repeats_ok 6, pairs 5);
-    its median JCT counts all 6 runs."""
-    ref = {0: 10.0, 1: 10.0, 3: 10.0, 5: 10.0}
+    Point "a": 12 s in rounds 0, 1, 3, 5, 6, 13.2 s in round 4, and 30 s in round 2, which
+    is never paired with another round's reference: 6 pairs of ratio 1.2, 1.2, 1.2,
+    1.32, 1.2, 1.2 -> median 1.2, interval the range 1.2-1.32 (6 pairs: k = 1); one run
+    unpaired (repeats_ok 7, pairs 6); its median JCT counts all 7 runs."""
+    ref = {0: 10.0, 1: 10.0, 3: 10.0, 5: 10.0, 6: 10.0}
     runs = [_run(0.25, "none", 0, rep, jct) for rep, jct in ref.items()]
     runs += [_run(0.25, "none", 0, 2, None, "timeout"), _run(0.25, "none", 0, 4, 9.0),
              _run(0.25, "none", 0, 4, 11.0)]
     runs += [_run(0.25, "a", 1000, rep, jct) for rep, jct in
-             [(0, 12.0), (1, 12.0), (2, 30.0), (3, 12.0), (4, 13.2), (5, 12.0)]]
+             [(0, 12.0), (1, 12.0), (2, 30.0), (3, 12.0), (4, 13.2), (5, 12.0), (6, 12.0)]]
     pairs = emulate.paired_jcts(runs, 0.25, "a")
-    assert pairs.rounds == [0, 1, 3, 4, 5] and pairs.unpaired == 1
-    assert pairs.reference == [10.0] * 5
+    assert pairs.rounds == [0, 1, 3, 4, 5, 6] and pairs.unpaired == 1
+    assert pairs.reference == [10.0] * 6
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
-    assert (row["repeats_ok"], row["pairs"], row["median_jct_s"]) == (6, 5, 12.0)
+    assert (row["repeats_ok"], row["pairs"], row["median_jct_s"]) == (7, 6, 12.0)
     assert row["relative_jct"] == pytest.approx(1.2)
     assert (row["ci_low"], row["ci_high"]) == (pytest.approx(1.2), pytest.approx(1.32))
     assert row["verdict"] == "fail"
@@ -382,7 +385,7 @@ def _plan_points() -> list[emulate.Point]:
 def test_a_measured_round_is_never_rerun_when_the_stopping_rule_changes() -> None:
     """An older runs.csv (no ``round_points``): rounds 0-2 ran the reference, a and b;
     rounds 3-4 only b (the old rule had settled a at 3 runs). Under the current rule a is
-    unsettled (3 pairs < emulate.MIN_RUNS = 5) from round 3 on. Rounds 0-4 are reused as
+    unsettled (3 pairs < emulate.MIN_RUNS = 6) from round 3 on. Rounds 0-4 are reused as
     they are, and round 5, the first the earlier sweep did not reach, runs a and b. The
     code before round_plan judged every round by the current rule: rounds 3 and 4 lacked
     a, so round 3 was rerun whole and round 4's b dropped (hadoop-wordcount's committed
@@ -426,16 +429,16 @@ def test_a_round_with_its_plan_is_reused_if_whole_and_rerun_if_cut() -> None:
     plan = emulate.round_plan(cfg, points, done, runs, 0.25, 4)
     assert plan.reused == [] and [p.label for p in plan.active] == ["a", "b"]
     assert plan.dropped == 2
-    # Rounds 0-4 whole, a at 20 s and b at 10 s against 10 s: both decided at 5 pairs;
-    # round 5 was cut after a (planned under a rule that wanted more rounds).
+    # Rounds 0-5 whole, a at 20 s and b at 10 s against 10 s: both decided at 6 pairs;
+    # round 6 was cut after a (planned under a rule that wanted more rounds).
     whole = [replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]')
-             for rep in range(5)]
-    whole += [_run(0.25, m, lat, rep, jct) for rep in range(5)
+             for rep in range(6)]
+    whole += [_run(0.25, m, lat, rep, jct) for rep in range(6)
               for m, lat, jct in [("a", 1000, 20.0), ("b", 2000, 10.0)]]
-    cut = [replace(_run(0.25, "none", 0, 5, 10.0), round_points='["a", "b"]'),
-           _run(0.25, "a", 1000, 5, 20.0)]
+    cut = [replace(_run(0.25, "none", 0, 6, 10.0), round_points='["a", "b"]'),
+           _run(0.25, "a", 1000, 6, 20.0)]
     done = {(r.local_fraction, r.model, r.repeat): r for r in whole + cut}
-    plan = emulate.round_plan(cfg, points, done, whole, 0.25, 5)
+    plan = emulate.round_plan(cfg, points, done, whole, 0.25, 6)
     assert plan.reused == cut and plan.active == [] and plan.dropped == 0
 
 
@@ -781,23 +784,23 @@ def test_without_models_the_sweep_is_figure_2s_grid(tmp_path: Path) -> None:
 
 def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
     """Reference 10 s +-0; point A: 20 s every time (fail, a point interval: settled);
-    point B: 10.0, 11.0, 10.5, 10.2, 10.8 s (relative 1.0-1.1, straddling 1.05 and +-5 %
-    wide): another round. Both have emulate.MIN_RUNS = 5 pairs; with 4 neither would be
-    settled."""
+    point B: 10.0, 11.0, 10.5, 10.2, 10.8, 10.4 s (relative 1.0-1.1, straddling 1.05 and
+    +-5 % wide): another round. Both have emulate.MIN_RUNS = 6 pairs; with 5 neither would
+    be settled (not decisive, although A's interval is a point)."""
     cfg_points = [emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
                   for label, lat in [("a", 1000), ("b", 2000)]]
-    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(5)]
-    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(5)]
+    runs = [_run(0.25, "none", 0, i, 10.0) for i in range(6)]
+    runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(6)]
     runs += [_run(0.25, "b", 2000, i, jct) for i, jct in
-             enumerate([10.0, 11.0, 10.5, 10.2, 10.8])]
+             enumerate([10.0, 11.0, 10.5, 10.2, 10.8, 10.4])]
     cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "repeats": 4, "repeats_max": 6},
+        "emulate": {"name": "x", "repeats": 4, "repeats_max": 8},
         "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
         "base_dir": Path("/"),
     })
     assert [p.label for p in emulate._unsettled(cfg, runs, 0.25, cfg_points)] == ["b"]
-    four_rounds = [r for r in runs if r.repeat < 4]
-    assert [p.label for p in emulate._unsettled(cfg, four_rounds, 0.25, cfg_points)] == [
+    five_rounds = [r for r in runs if r.repeat < 5]
+    assert [p.label for p in emulate._unsettled(cfg, five_rounds, 0.25, cfg_points)] == [
         "a", "b"]
 
 
@@ -988,22 +991,22 @@ def test_a_first_format_runs_csv_without_what_it_lacks_names_file_line_and_colum
 def test_a_repeats_max_below_min_runs_warns_once_naming_file_line_and_key(
     tmp_path: Path,
 ) -> None:
-    """repeats_max 4 < MIN_RUNS (5 pairs): the sweep can run but decide nothing, so the
-    loader warns once, naming the file, the key's line (6) and the key; at 5 it does not.
-    Of the committed configs exactly the four Spark grids cap below 5 rounds (3, 3, 3, 4:
-    bench/RESULTS.md "Paired per-round estimator")."""
+    """repeats_max 5 < MIN_RUNS (6 pairs): the sweep can run but decide nothing, so the
+    loader warns once, naming the file, the key's line (6) and the key; at 6 it does not.
+    Of the committed configs exactly the four Spark grids cap below 6 rounds (3, 3, 3, 4:
+    bench/RESULTS.md "Paired per-round estimator", "Sequential verdicts")."""
     import warnings
 
     from disaggsim.sim.runner import repo_root
 
     path = tmp_path / "capped.toml"
-    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 4"))
+    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 5"))
     with pytest.warns(emulate.UndecidableSweepWarning) as caught:
         emulate.load_emulate_config(path)
     assert [str(w.message) for w in caught] == [
-        f"{path}:6: emulate.repeats_max: 4 rounds is below the 5 pairs a verdict needs "
-        "(emulate.MIN_RUNS): every point of this sweep will stay undecided"]
-    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 5"))
+        f"{path}:6: emulate.repeats_max: 5 rounds is below the 6 pairs a verdict needs "
+        "(emulate.MIN_RUNS at confidence 0.95): every point of this sweep will stay undecided"]
+    path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 6"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         emulate.load_emulate_config(path)
