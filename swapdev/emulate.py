@@ -899,13 +899,62 @@ def read_runs(table: Path, cfg: EmulateConfig | None = None) -> list[Run]:
     return runs
 
 
+def _recorded_identity(cfg: EmulateConfig, stamp: Path) -> dict[str, Any] | None:
+    """The run-defining part ``stamp`` (a ``sweep.json``) records, read through the current
+    schema: a key added to the schema after the sweep ran takes its default, as the sweep
+    ran without it (``[app] params`` was added after the first isolated grids,
+    bench/RESULTS.md "Sixth rounds"); None if the stamp is no longer a valid config."""
+    try:
+        data = json.loads(stamp.read_text())
+        data["base_dir"] = str(cfg.base_dir)
+        data["emulate"].update(cfg.emulate.model_dump(mode="json", include=set(_ROUND_KEYS)))
+        recorded = EmulateConfig.model_validate_json(json.dumps(data))
+    except (ValueError, TypeError, KeyError, AttributeError):  # ValidationError is a ValueError
+        return None
+    return json.loads(_sweep_identity(recorded))  # type: ignore[no-any-return]
+
+
+def _first_difference(recorded: object, current: object, path: str = "") -> str:
+    """The first key path at which two JSON values differ, with both values."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        for key in sorted(recorded.keys() | current.keys()):
+            if recorded.get(key, MISSING) != current.get(key, MISSING):
+                return _first_difference(recorded.get(key), current.get(key),
+                                         f"{path}.{key}" if path else key)
+    if isinstance(recorded, list) and isinstance(current, list) and len(recorded) == len(current):
+        for i, (a, b) in enumerate(zip(recorded, current, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{i}]")
+    return f"{path}: recorded {json.dumps(recorded)}, this config {json.dumps(current)}"
+
+
 def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int], Run]:
     """The runs of an earlier, interrupted or finished, sweep of the same config in
-    ``out`` (``sweep.json`` equal to this config's), by (local fraction, model, repeat);
-    empty if there are none or the config differs."""
+    ``out``, by (local fraction, model, repeat); empty if there is none. The same config:
+    ``sweep.json``, read through the current schema (:func:`_recorded_identity`), equals
+    this config's run-defining part; the keys that only decide how many rounds run
+    (``_ROUND_KEYS``) may differ.
+
+    Raises:
+        InputError: ``out`` holds a sweep of a different config (naming its sweep.json, the
+            first key that differs and both values). Its runs are measurements: they are
+            never replaced by another config's, so nothing is written.
+    """
     stamp, table = out / "sweep.json", out / "runs.csv"
-    if not (stamp.is_file() and table.is_file()) or stamp.read_text() != _sweep_identity(cfg):
+    if not table.is_file():
         return {}
+    if not stamp.is_file():
+        raise InputError(stamp, None, None, "the sweep.json beside runs.csv (the config "
+                         "its runs ran with); its runs are kept: give this config another "
+                         "[emulate] name, or move the directory away")
+    current = json.loads(_sweep_identity(cfg))
+    recorded = _recorded_identity(cfg, stamp)
+    if recorded != current:
+        differs = ("it no longer reads as an emulate config" if recorded is None
+                   else _first_difference(recorded, current))
+        raise InputError(stamp, None, None, "the config this sweep's runs ran with, to "
+                         "resume it; its runs are kept: give this config another [emulate] "
+                         "name, or move the directory away", got=differs)
     return {(r.local_fraction, r.model, r.repeat): r for r in read_runs(table, cfg)}
 
 

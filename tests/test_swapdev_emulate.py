@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 from _emulate_runs import emulate_as_found
 from _own_processes import live_processes, tag_environment
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from disaggsim.cli import main
 from disaggsim.errors import InputError
@@ -458,6 +461,69 @@ def test_a_runs_csv_without_start_utc_reads_back_with_it_empty(tmp_path: Path) -
     assert run.start_utc == ""
 
 
+def _recorded_sweep(tmp_path: Path) -> tuple[emulate.EmulateConfig, Path]:
+    """A sweep directory holding one run of CONFIG and the sweep.json it ran with."""
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG)
+    cfg = emulate.load_emulate_config(path)
+    out = tmp_path / "out" / "memtouch"
+    out.mkdir(parents=True)
+    (out / "sweep.json").write_text(emulate._sweep_identity(cfg))
+    (out / "runs.csv").write_text(emulate._csv_text([_run(0.25, "none", 0, 0, 1.5).row()]))
+    return cfg, out
+
+
+#: Keys CONFIG leaves at their schema default, with that default as sweep.json holds it.
+_DEFAULTED_KEYS = {("app", "params"): None, ("app", "preset"): None, ("app", "jemalloc"): None,
+                   ("emulate", "paging"): "demand", ("emulate", "app_cpus"): None,
+                   ("emulate", "handler_cpus"): None}
+
+
+@given(dropped=st.sets(st.sampled_from(sorted(_DEFAULTED_KEYS))))
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_sweep_recorded_before_a_key_existed_resumes(
+        tmp_path_factory: pytest.TempPathFactory, dropped: set[tuple[str, str]]) -> None:
+    """A sweep.json written before the schema gained a key (the isolated chunksort,
+    memtouch, memcached and Dask grids predate ``[app] params``) records the sweep the
+    key's default runs: it resumes with every run. Before, the stamp compared unequal as
+    text and the sweep started over, replacing its committed runs (bench/RESULTS.md
+    "Sixth rounds")."""
+    cfg, out = _recorded_sweep(tmp_path_factory.mktemp("sweep"))
+    stamp = json.loads((out / "sweep.json").read_text())
+    for section, key in dropped:
+        assert stamp[section][key] == _DEFAULTED_KEYS[section, key]
+        del stamp[section][key]
+    (out / "sweep.json").write_text(json.dumps(stamp))
+    assert emulate.previous_runs(cfg, out) == {(0.25, "none", 0): _run(0.25, "none", 0, 0, 1.5)}
+
+
+@pytest.mark.parametrize(("old", "new", "differs"), [
+    ("latency_ns = 20000", "latency_ns = 30000", r"models\[0\]\.latency_ns\[0\]: recorded 20000, "
+     "this config 30000"),
+    ("local_fraction = 0.25", "local_fraction = 0.5", r"app\.local_fraction\[0\]: recorded 0\.25"),
+    ('"64", "1"]', '"64", "2"]', r"app\.command\[2\]: recorded \"1\", this config \"2\""),
+])
+def test_a_sweep_of_another_config_is_refused_and_kept(
+        tmp_path: Path, old: str, new: str, differs: str) -> None:
+    """A directory holding another config's sweep is never overwritten: one line naming
+    its sweep.json and the first key that differs, with both values; runs.csv and
+    sweep.json stay byte for byte. A runs.csv without its sweep.json is refused too."""
+    _, out = _recorded_sweep(tmp_path)
+    before = {f: (out / f).read_bytes() for f in ("runs.csv", "sweep.json")}
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG.replace(old, new))
+    with pytest.raises(InputError, match=rf"^{out / 'sweep.json'}: expected the config this "
+                       rf"sweep's runs ran with, .*got '{differs}"):
+        emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    assert {f: (out / f).read_bytes() for f in before} == before
+    (out / "sweep.json").unlink()
+    with pytest.raises(InputError, match=rf"^{out / 'sweep.json'}: expected the sweep.json "
+                       "beside runs.csv"):
+        emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    assert (out / "runs.csv").read_bytes() == before["runs.csv"]
+
+
 def test_cli_reports_config_errors_without_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -807,7 +873,7 @@ def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here")
 def test_a_finished_sweep_is_resumed_not_rerun(tmp_path: Path) -> None:
     """The same config run twice: the second run reuses every run of runs.csv (same JCTs,
-    nothing re-measured); a changed model is a new sweep."""
+    nothing re-measured); a changed model is refused, its runs kept."""
     path = tmp_path / "memtouch.toml"
     path.write_text(CONFIG.replace("repeats = 2", "repeats = 1").replace('"64"', '"8"')
                     .replace("67108864", "8388608"))
@@ -818,7 +884,9 @@ def test_a_finished_sweep_is_resumed_not_rerun(tmp_path: Path) -> None:
     emulate.emulate(cfg, progress=False)
     assert (out / "runs.csv").read_text() == first
     path.write_text(path.read_text().replace("20000", "30000"))
-    assert emulate.previous_runs(emulate.load_emulate_config(path), out) == {}
+    with pytest.raises(InputError, match=r"models\[0\]\.latency_ns\[0\]: recorded 20000"):
+        emulate.previous_runs(emulate.load_emulate_config(path), out)
+    assert (out / "runs.csv").read_text() == first
 
 
 def test_classify_needs_figure_2s_boundary_point(
