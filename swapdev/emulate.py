@@ -1108,6 +1108,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
             prefix="disaggsim-emulate-", dir="/var/tmp")))
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
+        rerun: set[tuple[float, int]] = set()  # rounds this sweep runs anew
         for fraction in cfg.app.local_fraction:
             local = int(spec.working_set_bytes * fraction)
             for rep in range(cfg.emulate.max_rounds):
@@ -1117,6 +1118,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     if plan.reused:
                         continue
                     break
+                rerun.add((fraction, rep))
                 if plan.dropped and progress:
                     print(f"round {rep} at local {fraction:.0%} was cut by the end of a "
                           f"window: rerunning it whole, {plan.dropped} runs dropped",
@@ -1157,11 +1159,27 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                               planned if pt is points[0] else "")
                     runs.append(run)
                     with atomic_path(out / "runs.csv") as part:  # resumable (see above)
-                        part.write_text(_csv_text([r.row() for r in runs]))
+                        part.write_text(_csv_text([r.row() for r in
+                                                   sweep_table(done, runs, rerun)]))
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)
-    _write_outputs(cfg, out, runs)
+    _write_outputs(cfg, out, sweep_table(done, runs, rerun))
     return out
+
+
+def sweep_table(done: dict[tuple[float, str, int], Run], runs: list[Run],
+                rerun: set[tuple[float, int]]) -> list[Run]:
+    """The rows of a resumed sweep's ``runs.csv`` at any moment: this sweep's ``runs`` (the
+    earlier rounds it reused and the runs it made), then every run of the earlier sweep
+    (``done``, :func:`previous_runs`) it has not reached, a later local fraction or round
+    or one past the cap, except the rounds it runs anew (``rerun``: (fraction, round), cut
+    rounds run again whole). So a window's end, a signal or a lowered ``repeats_max`` never
+    drops a measured run: only a round run anew replaces its earlier runs (bench/RESULTS.md
+    "Sixth rounds": the table used to hold only the runs reached so far, and a sweep
+    stopped in an earlier fraction lost the later fractions' runs)."""
+    made = {(r.local_fraction, r.model, r.repeat) for r in runs}
+    return runs + [r for key, r in done.items() if key not in made
+                   and (r.local_fraction, r.repeat) not in rerun]
 
 
 def _kmod_runs(cfg: EmulateConfig, points: list[Point], progress: bool) -> list[Run]:

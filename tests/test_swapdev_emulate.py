@@ -498,6 +498,42 @@ def test_a_sweep_recorded_before_a_key_existed_resumes(
     assert emulate.previous_runs(cfg, out) == {(0.25, "none", 0): _run(0.25, "none", 0, 0, 1.5)}
 
 
+@pytest.mark.parametrize("stop_at", [1, 2, 3, 4, 5])
+def test_a_resumed_sweep_stopped_anywhere_keeps_every_earlier_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_at: int) -> None:
+    """A two-fraction sweep of 2 rounds, resumed with a third and stopped by Ctrl-C before
+    its ``stop_at``-th new run (5: not stopped): runs.csv holds every run of the first
+    sweep, the later fraction's included, plus the new runs made. Before, a resumed sweep
+    wrote only the runs it had reached, so a window ending in the first fraction dropped
+    the second's (bench/RESULTS.md "Sixth rounds"). The runner is replaced by one that
+    returns JCT = 1 + call number / 1000 s, so each run is told apart by its JCT."""
+    calls: list[int] = []
+
+    def runner(cfg: object, pt: object, local: int, work: Path) -> emulate_apps.Outcome:
+        calls.append(1)
+        if stop_at and len(calls) == stop_at + 8:
+            raise KeyboardInterrupt
+        jct = 1 + len(calls) / 1000
+        return emulate_apps.Outcome("ok", jct, 0, 0, jct)
+
+    monkeypatch.setattr(emulate, "_run_command_once", runner)
+    path = tmp_path / "memtouch.toml"
+    path.write_text(CONFIG.replace("local_fraction = 0.25", "local_fraction = [0.25, 0.5]"))
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    first = list(csv.DictReader(io.StringIO((out / "runs.csv").read_text())))
+    assert len(first) == 8  # 2 fractions x 2 rounds x (reference + 1 point)
+    path.write_text(path.read_text().replace("repeats = 2", "repeats = 3"))
+    if stop_at < 5:
+        with pytest.raises(KeyboardInterrupt):
+            emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    else:
+        emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    after = list(csv.DictReader(io.StringIO((out / "runs.csv").read_text())))
+    key = ("local_fraction", "model", "repeat", "jct_s")
+    assert {tuple(r[k] for k in key) for r in first} <= {tuple(r[k] for k in key) for r in after}
+    assert len(after) == 8 + min(stop_at - 1, 4)  # the new runs made before the stop
+
+
 @pytest.mark.parametrize(("old", "new", "differs"), [
     ("latency_ns = 20000", "latency_ns = 30000", r"models\[0\]\.latency_ns\[0\]: recorded 20000, "
      "this config 30000"),
