@@ -32,6 +32,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import time
@@ -305,9 +306,29 @@ def uffd_env(
 
 
 #: Where POSIX shared memory objects live; every node segment is named NODE_SHM_PREFIX,
-#: the creating process's pid, "-", a random suffix.
+#: the creating process's pid, "-", a random suffix, "-", its node's namespace inode.
 SHM_DIR: Final = Path("/dev/shm")
 NODE_SHM_PREFIX: Final = "swapdev-node-"
+
+
+def remove_shm_file(name: str) -> str:
+    """Remove file or directory ``name`` of :data:`SHM_DIR` (gone already: nothing to do);
+    returns "" (no process runs in a file)."""
+    path = SHM_DIR / name
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    return ""
+
+
+#: Files and directories in /dev/shm, each recording its owner (:mod:`disaggsim.owners`):
+#: the node segments (:func:`per_node_segments`) and the memory reference's directory of
+#: ``disaggsim hpe-cm`` (``swapdev/hpe_cm.py``). A SIGKILLed run's are reaped by the next
+#: command that makes owned state; they hold RAM (tmpfs) until removed.
+SHM_FILE: Final = owners.Kind("shm", lambda name: f"shared memory file {SHM_DIR / name}",
+                              lambda name: os.path.lexists(SHM_DIR / name), remove_shm_file)
+
 #: The node segment's header as ``src/uffd_node.h`` lays it out (struct sd_node, x86-64):
 #: state, magic, budget_pages, resident, clock, peak, fallbacks, reclaimed.
 NODE_HEADER_FORMAT: Final = "<IIQQQQQQ"
@@ -379,29 +400,29 @@ def per_node_segments(netns_inodes: list[int]) -> Iterator[tuple[str, list[NodeS
     segments in node order. Each is unlinked on exit whatever happens (device processes
     that still map it keep their mapping); mode 0666, so that a process that drops
     privileges (memcached runs as "nobody") opens it; the first device process sets it up
-    with its ``SWAPDEV_LOCAL_BYTES``. Segments left by a process that was killed (the pid
-    in their name is gone) are removed first.
+    with its ``SWAPDEV_LOCAL_BYTES``. Each records this process as its owner
+    (:data:`SHM_FILE`, :func:`disaggsim.testbed.collect_env.make_owned`): state that a
+    process killed with SIGKILL left (its segments, its run cgroups, ...) is reaped first,
+    one stderr line each. Root (the owner records are under ``/run``).
 
-    Raises ValueError if two nodes share a namespace (their segments would be one)."""
+    Raises ValueError if two nodes share a namespace (their segments would be one);
+    RuntimeError as :func:`disaggsim.testbed.collect_env.make_owned`."""
     if len(set(netns_inodes)) != len(netns_inodes):
         raise ValueError(f"nodes share a network namespace (inodes {netns_inodes}): one "
                          "node segment each needs one namespace each")
-    for stale in node_segments():
-        pid = stale.name[len(NODE_SHM_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not owners.pid_alive(int(pid)):
-            stale.unlink(missing_ok=True)
     stem = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}-"
-    segments: list[NodeSegment] = []
-    try:
-        for inode in netns_inodes:
-            path = SHM_DIR / f"{stem}{inode}"
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
-            segments.append(NodeSegment(f"/{path.name}", path))
-            path.chmod(0o666)  # whatever the umask
-        yield f"/{stem}%n", segments
-    finally:
-        for segment in segments:
-            segment.path.unlink(missing_ok=True)
+    names = [f"{stem}{inode}" for inode in netns_inodes]
+    with env.UndoStack() as stack:
+        env.make_owned(stack, SHM_FILE, names, _create_node_segment, remove_shm_file)
+        yield f"/{stem}%n", [NodeSegment(f"/{name}", SHM_DIR / name) for name in names]
+
+
+def _create_node_segment(name: str) -> None:
+    """Create the empty node segment ``name`` in :data:`SHM_DIR`, mode 0666 whatever the
+    umask."""
+    path = SHM_DIR / name
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
+    path.chmod(0o666)
 
 
 @contextlib.contextmanager

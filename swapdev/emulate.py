@@ -1052,7 +1052,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
     with interrupt_on_signals(), lock, collect_env.UndoStack() as stack, _pinned(cfg):
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="disaggsim-emulate-", dir="/var/tmp")))
+            prefix=f"disaggsim-emulate-{os.getpid()}-", dir="/var/tmp")))
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
         for fraction in cfg.app.local_fraction:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from disaggsim import owners
+
 #: The environment variable :func:`tag_environment` sets.
 TAG_VARIABLE = "DISAGGSIM_TEST_TAG"
 
@@ -52,10 +54,10 @@ def live_processes(value: str, variable: str = TAG_VARIABLE) -> dict[int, str]:
         try:
             if entry not in (proc / "environ").read_bytes().split(b"\0"):
                 continue
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            stat = owners.process_stat(int(proc.name))
             argv = (proc / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         except OSError:  # exited meanwhile (ENOENT, ESRCH), or not ours (EACCES)
             continue
-        if state not in ("Z", "X"):
+        if stat is not None and stat.state not in ("Z", "X"):
             found[int(proc.name)] = b" ".join(argv).decode(errors="replace")
     return dict(sorted(found.items()))

@@ -1,0 +1,194 @@
+"""What a SIGKILLed ``disaggsim emulate`` leaves of its runs (the process cgroup of each
+run of a command, ``disaggsim-run-PID-N``, and the uffd device's node segments in
+/dev/shm) is reaped by the next command, and only if its recorded owner is gone
+(``disaggsim/owners.py``; ``collect_env.run_cgroup``, ``device.per_node_segments``).
+
+Root (cgroups, owner records under /run): run under the machine lock
+(``flock /tmp/disaggsim-machine.lock``). Every object a test makes is named with this
+process's pid, or its child's, so another suite's state is never touched; each test
+leaves the machine as it found it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _own_processes import live_processes, tag_environment
+
+from disaggsim import owners
+from disaggsim.swapdev import device, emulate_apps
+from disaggsim.testbed import collect_env as env
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not (env.PIDS_ROOT / "cgroup.procs").exists(),
+    reason="needs root (cgroups, /run) and the cgroup v1 pids hierarchy")
+
+#: What an emulate run of a command on the uffd backend holds while the command runs
+#: (``emulate._run_command_once``): a node segment, and the run's process cgroup with the
+#: command in it (a sleep).
+RUN = """\
+from disaggsim.swapdev import device, emulate_apps
+with device.node_segment() as segment:
+    print(segment.path, flush=True)
+    emulate_apps.run_command(["sleep", "600"], 600, {})
+"""
+
+
+def _owned_by(pid: int) -> dict[str, list[str]]:
+    """The run cgroups, node segments and owner records of process ``pid``."""
+    return {
+        "run cgroups": [str(p) for p in emulate_apps.run_cgroups(pid)],
+        "node segments": [str(p) for p in device.node_segments(pid)],
+        "owner records": sorted(str(p) for p in owners.OWNERS_DIR.glob("*/*")
+                                if p.read_text().split()[:1] == [str(pid)]),
+    }
+
+
+def _snapshot() -> dict[str, list[str]]:
+    with device.system_lock():
+        return env.system_state()
+
+
+def test_a_sigkilled_runs_cgroup_and_node_segment_are_reaped_by_the_next_run(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The run is SIGKILLed while its command runs: no undo step runs, its process cgroup
+    # (with the sleep still in it), its node segment and their owner records stay. The
+    # next run's first step reaps both (killing the sleep), one line each, process
+    # cgroups before files (owners.KINDS order); then the machine is as before the run.
+    tag = tag_environment(monkeypatch)
+    before = _snapshot()
+    run = subprocess.Popen([sys.executable, "-c", RUN], stdout=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout is not None
+        segment = run.stdout.readline().strip()
+        assert segment, f"the run failed (exit {run.wait()})"
+        group = env.PIDS_ROOT / f"disaggsim-run-{run.pid}-0"
+        deadline = time.monotonic() + 30
+        while not (group.is_dir() and (group / "cgroup.procs").read_text().split()):
+            assert time.monotonic() < deadline, "the command did not join its cgroup"
+            time.sleep(0.05)
+        [command] = live_processes(tag).keys() - {run.pid}
+        run.kill()
+        assert run.wait() == -signal.SIGKILL
+        left = _owned_by(run.pid)
+        assert left == {
+            "run cgroups": [str(group)], "node segments": [segment],
+            "owner records": [str(owners.record_path("pids", group.name)),
+                              str(owners.record_path("shm", Path(segment).name))]}
+        assert (group / "cgroup.procs").read_text().split() == [str(command)]
+        capfd.readouterr()
+        status, _, proc = emulate_apps.run_command(["true"], 30, {})
+        assert (status, proc.returncode) == ("ok", 0)
+        said = [line for line in capfd.readouterr().err.splitlines() if str(run.pid) in line]
+        assert said == [
+            f"disaggsim: reaped process cgroup {group} left by dead pid {run.pid} (killed 1 "
+            "process(es) in it)",
+            f"disaggsim: reaped shared memory file {segment} left by dead pid {run.pid}"]
+        assert _owned_by(run.pid) == {"run cgroups": [], "node segments": [],
+                                      "owner records": []}
+        assert live_processes(tag) == {}  # the sleep was killed with its group
+        assert _snapshot() == before
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for pid in live_processes(tag):
+            os.kill(pid, signal.SIGKILL)
+        env.reap_dead_state()
+
+
+@contextlib.contextmanager
+def _sleeps(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``n`` ``sleep 60`` processes, killed after the block."""
+    procs = [subprocess.Popen(["sleep", "60"]) for _ in range(n)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_live_owner_is_refused_and_a_recycled_pid_is_gone(
+    capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Four pieces of state, each with a record: a process cgroup owned by a live process
+    # (a sleep standing for another engineer's run, with its command in it); one whose
+    # record names this process's pid with another start time (an earlier holder of the
+    # pid, SIGKILLed: the pid was recycled), with its command left in it; a directory in
+    # /dev/shm of that earlier holder too (as hpe-cm's memory reference); and a process
+    # cgroup with no record (by hand). Making a new run cgroup reaps the recycled pid's
+    # two, killing the command, one line each; the live owner's group, its command, and
+    # the group without a record stay. Making a group of the live owner's name fails
+    # with one line naming its pid; of the name without a record, one line saying so.
+    me = owners.Owner.current()
+    earlier = owners.Owner(me.pid, me.start_ticks - 1, me.boot_id)
+    live_group = env.PIDS_ROOT / f"disaggsim-run-{me.pid}-test-live"
+    dead_group = env.PIDS_ROOT / f"disaggsim-run-{me.pid}-test-dead"
+    bare_group = env.PIDS_ROOT / f"disaggsim-run-{me.pid}-test-bare"
+    new_group = env.PIDS_ROOT / f"disaggsim-run-{me.pid}-test-new"
+    dead_dir = device.SHM_DIR / f"disaggsim-test-reap-{me.pid}"
+    groups = (live_group, dead_group, bare_group, new_group)
+    records = [owners.record_path("pids", g.name) for g in groups] + [
+        owners.record_path("shm", dead_dir.name)]
+    before = _snapshot()
+    try:
+        with _sleeps(3) as (owner, live_command, left_command):
+            stat = owners.process_stat(owner.pid)
+            assert stat is not None
+            live = owners.Owner(owner.pid, stat.start_ticks, me.boot_id)
+            for group, record_owner, task in ((live_group, live, live_command),
+                                              (dead_group, earlier, left_command),
+                                              (bare_group, None, None)):
+                if record_owner is not None:
+                    owners.write_record(owners.record_path("pids", group.name), record_owner)
+                group.mkdir()
+                if task is not None:
+                    (group / "cgroup.procs").write_text(str(task.pid))
+            owners.write_record(owners.record_path("shm", dead_dir.name), earlier)
+            dead_dir.mkdir()
+            (dead_dir / "file").write_bytes(b"\1" * 4096)
+            capfd.readouterr()
+            with env.UndoStack() as stack:
+                assert env.run_cgroup(stack, new_group.name) == new_group
+                assert owners.read_record(records[3]) == me
+            said = capfd.readouterr().err.splitlines()
+            assert [line for line in said if str(me.pid) in line] == [
+                f"disaggsim: reaped process cgroup {dead_group} left by dead pid {me.pid} "
+                "(killed 1 process(es) in it)",
+                f"disaggsim: reaped shared memory file {dead_dir} left by dead pid {me.pid}"]
+            assert left_command.wait(timeout=10) == -signal.SIGKILL
+            assert not dead_group.exists() and not dead_dir.exists()
+            assert not new_group.exists() and not records[3].exists()  # its undo ran
+            assert (live_group / "cgroup.procs").read_text().split() == [str(live_command.pid)]
+            assert live_command.poll() is None and owner.poll() is None
+            assert bare_group.is_dir()
+            with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
+                env.run_cgroup(stack, live_group.name)
+            assert str(err.value) == (f"process cgroup {live_group} exists, owned by pid "
+                                      f"{owner.pid}, which runs: is another disaggsim "
+                                      "command running?")
+            with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
+                env.run_cgroup(stack, bare_group.name)
+            assert str(err.value).startswith(
+                f"process cgroup {bare_group} exists and records no owner ({records[2]} "
+                "missing)")
+            assert live_group.is_dir() and bare_group.is_dir()
+            assert capfd.readouterr().err == ""
+    finally:
+        for record in records:
+            record.unlink(missing_ok=True)
+        for group in groups:
+            env.remove_cgroup(group, first=signal.SIGKILL)
+        with contextlib.suppress(FileNotFoundError):
+            device.remove_shm_file(dead_dir.name)
+    assert _snapshot() == before
