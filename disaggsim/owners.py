@@ -10,7 +10,8 @@ a file ``OWNERS_DIR/KIND/NAME`` holding :class:`Owner`, written before the piece
 and removed after it is undone; :func:`reap_dead` removes every piece whose owner is gone
 (:meth:`Owner.alive`), one line on stderr each, and :func:`taken_error` is the one-line
 refusal naming a live owner's pid. The kinds (:class:`Kind`, registered where the state
-is made):
+is made; reaped in the order registered, namespaces and cgroups first, so the processes
+in them are gone before the devices they used):
 
 - ``netns``: the network namespaces ``dsim-*`` (``testbed/collect_env.py``
   ``make_cluster_network``);
@@ -23,6 +24,14 @@ is made):
   ``swapdev-node-*`` (``swapdev/device.py`` ``per_node_segments``) and the directory of
   the memory reference's file of ``disaggsim emulate`` with ``[hpe_cm]``
   (``disaggsim-hpecm-*``, ``swapdev/hpe_cm.py``): tmpfs, RAM until removed;
+- ``setting``: a machine-wide setting changed for a run, ``vm.page-cluster`` and
+  ``zswap.enabled`` (``collect_env.change_setting``), named ``SETTING=OLD`` with the
+  value to restore;
+- ``swapdev``: the swap backend's device chain on one mount point (``swapdev/device.py``
+  ``fuse_daemon``: the ``swapdev-fuse`` daemon, in a session of its own, its FUSE mount
+  in the work directory, the loop device on its file and the swap area on that), undone
+  whole and in its undo's order (``swapoff`` while the daemon still serves, detach, stop
+  the daemon, unmount);
 - ``mount``: the bind mount of ``/run/netns`` that the first ``ip netns add`` makes: not
   reaped but taken over (``collect_env._netns_dir_undo``): other programs' namespaces may
   live under it.
@@ -31,27 +40,23 @@ State without a record (made by hand, or by a disaggsim from before the records)
 never touched: a command that needs its name fails (:func:`taken_error`). The processes
 a command starts are in one of these namespaces or cgroups, and are killed (SIGKILL)
 with it: the applications of a run (its ``pids`` group, a node's ``memcg``), the
-collector's servers and ``tcpdump`` (a ``netns``).
+collector's servers and ``tcpdump`` (a ``netns``); the swap device's daemon is stopped
+with its chain.
 
 What a SIGKILLed command leaves outside this mechanism, and why:
 
-- files under a work directory (``/var/tmp/disaggsim-emulate-*``, ``disaggsim-hpecm-*``,
-  a collection's ``.partial``): named uniquely (``mkdtemp``), so no later command
-  collides with them, and no kernel object; disk space, removed by hand
+- files under a work directory (``/var/tmp/disaggsim-emulate-PID-*``,
+  ``disaggsim-hpecm-*``, a collection's ``.partial``): named uniquely (``mkdtemp``), so no
+  later command collides with them, and no kernel object; disk space, removed by hand
   (``swapdev/doc/swapdev.md``, "Limits and known issues").
-- the swap backend's device chain (``swapdev/device.py`` ``swap_device``: the
-  ``swapdev-fuse`` daemon, in a session of its own, and its FUSE mount in the work
-  directory, the loop device on its file, the swap area, zswap off, ``vm.page-cluster``)
-  and the collector's (loop devices, ext4 mounts, swap area, tracefs mount and settings,
-  block tracing): undone by the undo stack on every catchable end. After a SIGKILL they
-  stay: not reaped yet, an open gap. Their undo is ordered (``swapoff`` pages every
-  swapped page back in through the daemon, so the daemon must outlive it; the loop
-  device is detached after, the mount unmounted last) and machine-wide settings
-  (``vm.page-cluster``, zswap) keep no record of the value they replaced once their
-  owner is gone. A swap area left so makes the next command that needs one refuse with
-  one line (``collect_env.swap_area``: "swap already active"): the premise of every
-  swap measurement is that its area is the only one. Removed by hand
-  (``swapdev/doc/swapdev.md``, "Limits and known issues").
+- the collector's own devices (``testbed/collect.py``: loop devices on files in its work
+  directory, ext4 mounts on them, the swap area, the tracefs mount and settings, block
+  tracing): undone by its undo stack on every catchable end; after a SIGKILL they stay,
+  not reaped yet (an open gap; the way is one record per collection's work directory,
+  as ``swapdev`` has per mount point, whose reaper finds the loop devices by their
+  backing files; its zswap change is a ``setting``, reaped). A swap area left so makes
+  the next command that needs one refuse with one line (``collect_env.swap_area``: "swap
+  already active"); removed by hand (the same doc section).
 
 A process is its pid, its start time and the boot: pids are reused once the pid space
 wraps (``/proc/sys/kernel/pid_max``, 32768 by default), so a pid alone may name a newer,

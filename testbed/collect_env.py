@@ -186,7 +186,8 @@ def ensure_tracefs(stack: UndoStack) -> Tracefs:
     return Tracefs(TRACEFS)
 
 
-def _is_mountpoint(path: Path) -> bool:
+def is_mountpoint(path: Path) -> bool:
+    """Whether ``path`` is a mount point of this mount namespace (``/proc/self/mounts``)."""
     return any(line.split()[1] == str(path)
                for line in Path("/proc/self/mounts").read_text().splitlines())
 
@@ -197,7 +198,7 @@ def _unmount_netns_dir(existed: bool) -> None:
     another program's namespaces live there now."""
     if sh(["ip", "netns", "list"]).split():
         return
-    if _is_mountpoint(NETNS_DIR):
+    if is_mountpoint(NETNS_DIR):
         sh(["umount", str(NETNS_DIR)])
     if not existed:
         NETNS_DIR.rmdir()
@@ -298,7 +299,7 @@ def _take_over_netns_dir(stack: UndoStack) -> bool:
         owner = owners.read_record(record)
         if owner is None or owner.alive():
             continue
-        if not _is_mountpoint(NETNS_DIR):  # the record outlived the mount
+        if not is_mountpoint(NETNS_DIR):  # the record outlived the mount
             record.unlink(missing_ok=True)
             continue
         with deferred_signals():
@@ -317,7 +318,7 @@ def _netns_dir_undo(stack: UndoStack) -> None:
     the mount is a dead owner's (its record), take over its undo
     (:func:`_take_over_netns_dir`). A mount without a record (the system's, another
     program's) is left alone."""
-    if not _take_over_netns_dir(stack) and not _is_mountpoint(NETNS_DIR):
+    if not _take_over_netns_dir(stack) and not is_mountpoint(NETNS_DIR):
         existed = NETNS_DIR.exists()
         _make_owned(stack, "mount", _NETNS_DIR_RECORDS[existed], f"mount of {NETNS_DIR}",
                     lambda: None, functools.partial(_unmount_netns_dir, existed))
@@ -450,13 +451,59 @@ def swap_area(stack: UndoStack, dev: str) -> None:
         stack.undo(f"swap area /dev/{dev}", sh, ["swapoff", f"/dev/{dev}"])
 
 
+#: The machine-wide settings a command changes for its run and restores
+#: (:func:`change_setting`), by name: the file that holds each.
+SETTING_FILES: Final = {"vm.page-cluster": Path("/proc/sys/vm/page-cluster"),
+                        "zswap.enabled": Path("/sys/module/zswap/parameters/enabled")}
+
+
+def change_setting(stack: UndoStack, setting: str, value: str,
+                   already: tuple[str, ...] = ()) -> None:
+    """Set machine-wide ``setting`` (a name of :data:`SETTING_FILES`) to ``value``, unless
+    it is ``value`` or one of ``already`` (the same setting spelled otherwise); restore
+    the value it had on unwind. The change records this process as its owner, under the
+    name ``SETTING=OLD`` (the value to restore: a record holds only its owner), so that a
+    SIGKILLed owner's change is undone by the next command that makes owned state
+    (:func:`disaggsim.owners.reap_dead`, one stderr line: ``disaggsim: reaped setting
+    vm.page-cluster left by dead pid N (restored 3)``). Dead owners' state is reaped
+    before the old value is read, so it is the machine's own, not a dead run's.
+
+    Raises:
+        RuntimeError: a live owner changed the setting from that value already
+            (:func:`disaggsim.owners.taken_error`).
+    """
+    path = SETTING_FILES[setting]
+    with owners.records_lock():
+        owners.reap_dead()
+        old = path.read_text().strip()
+        if old == value or old in already:
+            return
+        name = f"{setting}={old}"
+        if owners.record_path(SETTING.name, name).exists():
+            raise owners.taken_error(SETTING, name)
+        _make_owned(stack, SETTING.name, name, f"{path} = {old}",
+                    functools.partial(path.write_text, f"{value}\n"),
+                    functools.partial(path.write_text, f"{old}\n"))
+
+
+def _restore_setting(name: str) -> str:
+    """Reaper of :data:`SETTING`: write back the value ``name`` (``SETTING=OLD``) holds."""
+    setting, _, old = name.partition("=")
+    SETTING_FILES[setting].write_text(f"{old}\n")
+    return f" (restored {old})"
+
+
+def _setting_changed(name: str) -> bool:
+    setting, _, old = name.partition("=")
+    path = SETTING_FILES.get(setting)
+    return path is not None and path.exists() and path.read_text().strip() != old
+
+
 def disable_zswap(stack: UndoStack) -> None:
-    """Turn zswap off (it would keep swap-outs in RAM, off the traced device); restore."""
-    param = Path("/sys/module/zswap/parameters/enabled")
-    if param.exists() and param.read_text().strip() in ("Y", "1"):
-        with deferred_signals():
-            param.write_text("N")
-            stack.undo(f"{param} = Y", param.write_text, "Y")
+    """Turn zswap off (it would keep swap-outs in RAM, off the traced device); restore
+    (:func:`change_setting`)."""
+    if SETTING_FILES["zswap.enabled"].exists():
+        change_setting(stack, "zswap.enabled", "N", already=("0",))
 
 
 def kill_tasks(
@@ -561,7 +608,7 @@ def run_cgroup(stack: UndoStack, name: str) -> Path:
 
 #: The owned kinds of state made here (:class:`disaggsim.owners.Kind`), in the order
 #: :func:`disaggsim.owners.reap_dead` reaps them: namespaces (whose processes the reaping
-#: kills), then the memory and process cgroups.
+#: kills), then the memory and process cgroups, then settings.
 NETNS: Final = owners.Kind("netns", lambda name: f"network namespace {name}", _netns_exists,
                            lambda name: _reap_netns(name))
 MEMCG: Final = owners.Kind("memcg", lambda name: f"memory cgroup {MEMCG_ROOT / name}",
@@ -570,6 +617,11 @@ MEMCG: Final = owners.Kind("memcg", lambda name: f"memory cgroup {MEMCG_ROOT / n
 RUN_CGROUP: Final = owners.Kind("pids", lambda name: f"process cgroup {PIDS_ROOT / name}",
                                 lambda name: (PIDS_ROOT / name).is_dir(),
                                 lambda name: _reap_cgroup(PIDS_ROOT / name))
+#: A machine-wide setting changed for a run (:func:`change_setting`), named
+#: ``SETTING=OLD``.
+SETTING: Final = owners.Kind("setting", lambda name: f"setting {name.partition('=')[0]}",
+                             lambda name: _setting_changed(name),
+                             lambda name: _restore_setting(name))
 
 
 def memcg_read_int(memcg: Path, name: str) -> int:

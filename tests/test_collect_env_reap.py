@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _own_processes import live_processes, tag_environment
+from _own_processes import kill_processes, live_processes, tag_environment
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim import owners
@@ -94,13 +94,7 @@ def _remove_leftovers(tag: str) -> None:
     the state of every owner that is gone is reaped, as the next command would
     (``collect_env.reap_dead_state``), so that the next test and the fixture start clean.
     This process's own state is its undo stacks'."""
-    for pid in live_processes(tag):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while live_processes(tag):
-        assert time.monotonic() < deadline, f"left after SIGKILL: {live_processes(tag)}"
-        time.sleep(0.05)
+    kill_processes(tag)
     env.reap_dead_state()
 
 
@@ -326,7 +320,7 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
     monkeypatch.setattr(owners, "OWNERS_DIR", tmp_path)
     mounted = [True]
     unmounts: list[bool] = []
-    monkeypatch.setattr(env, "_is_mountpoint", lambda path: mounted[0])
+    monkeypatch.setattr(env, "is_mountpoint", lambda path: mounted[0])
     monkeypatch.setattr(env, "_unmount_netns_dir", unmounts.append)
     me = owners.Owner.current()
     dead = owners.Owner(me.pid, me.start_ticks - 1, me.boot_id)

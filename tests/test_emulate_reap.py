@@ -1,7 +1,8 @@
 """What a SIGKILLed ``disaggsim emulate`` leaves of its runs (the process cgroup of each
-run of a command, ``disaggsim-run-PID-N``, and the uffd device's node segments in
-/dev/shm) is reaped by the next command, and only if its recorded owner is gone
-(``disaggsim/owners.py``; ``collect_env.run_cgroup``, ``device.per_node_segments``).
+run of a command, ``disaggsim-run-PID-N``, the uffd device's node segments in /dev/shm,
+the swap backend's device chain and ``vm.page-cluster``) is reaped by the next command,
+and only if its recorded owner is gone (``disaggsim/owners.py``; ``collect_env.run_cgroup``,
+``device.per_node_segments``, ``device.fuse_daemon``, ``collect_env.change_setting``).
 
 Root (cgroups, owner records under /run): run under the machine lock
 (``flock /tmp/disaggsim-machine.lock``). Every object a test makes is named with this
@@ -17,11 +18,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _own_processes import live_processes, tag_environment
+from _own_processes import kill_processes, live_processes, tag_environment
 
 from disaggsim import owners
 from disaggsim.swapdev import device, emulate_apps
@@ -50,6 +52,16 @@ def _owned_by(pid: int) -> dict[str, list[str]]:
         "owner records": sorted(str(p) for p in owners.OWNERS_DIR.glob("*/*")
                                 if p.read_text().split()[:1] == [str(pid)]),
     }
+
+
+def _remove_leftovers(run: subprocess.Popen[str], tag: str) -> None:
+    """What a failed test left of its killed run ``run`` and of the processes it started
+    (by ``tag``) is removed, and nothing of another suite's: the processes are killed,
+    then every dead owner's state reaped as the next command would."""
+    run.kill()
+    run.wait()
+    kill_processes(tag)
+    env.reap_dead_state()
 
 
 def _snapshot() -> dict[str, list[str]]:
@@ -98,12 +110,7 @@ def test_a_sigkilled_runs_cgroup_and_node_segment_are_reaped_by_the_next_run(
         assert live_processes(tag) == {}  # the sleep was killed with its group
         assert _snapshot() == before
     finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-        for pid in live_processes(tag):
-            os.kill(pid, signal.SIGKILL)
-        env.reap_dead_state()
+        _remove_leftovers(run, tag)
 
 
 @contextlib.contextmanager
@@ -192,3 +199,93 @@ def test_a_live_owner_is_refused_and_a_recycled_pid_is_gone(
         with contextlib.suppress(FileNotFoundError):
             device.remove_shm_file(dead_dir.name)
     assert _snapshot() == before
+
+
+#: What a swap-backend run holds while its application pages (``device.run_memtouch_swap``,
+#: ``emulate._run_command_once``): ``vm.page-cluster`` 0, the device chain (daemon, FUSE
+#: mount, loop device, swap area) and its memory cgroup (16 MiB) with memtouch in it
+#: touching 48 MiB over and over, so a third of its pages are on the device.
+SWAP_RUN = """\
+import subprocess, sys, time
+from pathlib import Path
+from disaggsim.swapdev import device
+from disaggsim.testbed import collect_env as env
+with env.UndoStack() as stack:
+    stack.enter_context(device.page_cluster(0))
+    dev = device.swap_device(stack, Path(sys.argv[1]), 128 << 20, 16 << 20,
+                             device.DelayModel("none"))
+    proc = subprocess.Popen(
+        ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(dev.memcg / "cgroup.procs"),
+         str(device.build_dir() / "memtouch"), "48", "100000"], stdout=subprocess.DEVNULL)
+    print(dev.loop, dev.daemon.pid, proc.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+def _swap_state() -> dict[str, list[str]]:
+    """The machine's state a swap run changes (``tests/test_swapdev_swap.py``)."""
+    with device.system_lock():
+        state = env.system_state()
+    state["fuse_mounts"] = [line for line in Path("/proc/mounts").read_text().splitlines()
+                            if "fuse" in line]
+    state["page_cluster"] = [device.PAGE_CLUSTER.read_text().strip()]
+    return state
+
+
+@pytest.mark.skipif(not (env.MEMCG_ROOT / "memory.limit_in_bytes").exists(),
+                    reason="needs the cgroup v1 memory controller")
+def test_a_sigkilled_swap_runs_device_and_page_cluster_are_reaped_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The swap run is SIGKILLed while memtouch pages: its undo stack never runs, so the
+    # swap area (pages on it), loop device, daemon, FUSE mount, memory cgroup with
+    # memtouch, vm.page-cluster = 0 and their records stay. The next swap run's first
+    # owned step reaps them in order, one line each: the memory cgroup (memtouch killed,
+    # its swapped pages freed), vm.page-cluster (restored to the machine's value), the
+    # device chain (swapoff, detach, daemon stopped, unmounted); then it runs as usual
+    # (memtouch's pages all read back intact) and the machine is as before.
+    device.build_dir()
+    tag = tag_environment(monkeypatch)
+    before = _swap_state()
+    [page_cluster] = before["page_cluster"]
+    work = tmp_path / "killed"
+    run = subprocess.Popen([sys.executable, "-c", SWAP_RUN, str(work)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout is not None
+        line = run.stdout.readline().split()
+        assert line, f"the swap run failed (exit {run.wait()})"
+        loop, daemon, memtouch = line[0], int(line[1]), int(line[2])
+        deadline = time.monotonic() + 60
+        while int(next(s.split()[3] for s in Path("/proc/swaps").read_text().splitlines()
+                       if s.startswith(loop + " ") or s.startswith(loop + "\t"))) == 0:
+            assert time.monotonic() < deadline, "memtouch did not swap in 60 s"
+            time.sleep(0.1)
+        run.kill()
+        assert run.wait() == -signal.SIGKILL
+        mnt = work.resolve() / "mnt"
+        assert owners.pid_alive(daemon) and owners.pid_alive(memtouch)
+        assert env.is_mountpoint(mnt) and device.PAGE_CLUSTER.read_text().strip() == "0"
+        assert _owned_by(run.pid)["owner records"] == sorted(
+            str(owners.record_path(kind, name)) for kind, name in (
+                ("memcg", "disaggsim-swapdev"), ("setting", f"vm.page-cluster={page_cluster}"),
+                ("swapdev", urllib.parse.quote(str(mnt), safe=""))))
+        capfd.readouterr()
+        result = device.run_memtouch_swap(tmp_path / "next", 32, 16 << 20,
+                                          device.DelayModel("none"))
+        assert result.report["bad_pages"] == 0 and result.report["majflt"] > 0
+        said = [line for line in capfd.readouterr().err.splitlines()
+                if f"dead pid {run.pid}" in line]
+        assert said == [
+            f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / 'disaggsim-swapdev'} left "
+            f"by dead pid {run.pid} (killed 1 process(es) in it)",
+            f"disaggsim: reaped setting vm.page-cluster left by dead pid {run.pid} "
+            f"(restored {page_cluster})",
+            f"disaggsim: reaped swap device on {mnt} left by dead pid {run.pid} (swapped "
+            f"off and detached {loop}, stopped 1 daemon(s))"]
+        assert not owners.pid_alive(daemon) and not owners.pid_alive(memtouch)
+        assert live_processes(tag) == {}
+        assert _owned_by(run.pid)["owner records"] == []
+        assert _swap_state() == before
+    finally:
+        _remove_leftovers(run, tag)

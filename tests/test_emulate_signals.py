@@ -14,7 +14,6 @@ What SIGKILL leaves, and its reaping: ``tests/test_emulate_reap.py``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _own_processes import live_processes, tag_environment
+from _own_processes import kill_processes, live_processes, tag_environment
 
 from disaggsim import owners
 from disaggsim.swapdev import device, emulate_apps
@@ -93,9 +92,7 @@ def _remove_leftovers(tag: str, pid: int) -> None:
     would (``collect_env.reap_dead_state``: the namespaces, cgroups, node segments and
     ``/run/netns`` mount of ``pid``, a live suite's kept), and ``pid``'s work directory
     removed."""
-    for p in live_processes(tag):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, signal.SIGKILL)
+    kill_processes(tag)
     collect_env.reap_dead_state()
     for work in _work_dirs(pid):
         shutil.rmtree(work, ignore_errors=True)
