@@ -41,7 +41,9 @@ never touched: a command that needs its name fails (:func:`taken_error`). The pr
 a command starts are in one of these namespaces or cgroups, and are killed (SIGKILL)
 with it: the applications of a run (its ``pids`` group, a node's ``memcg``), the
 collector's servers and ``tcpdump`` (a ``netns``); the swap device's daemon is stopped
-with its chain.
+with its chain. The one process outside them, a run's system-wide ``perf stat``
+(``swapdev/emulate.py`` ``_perf_stat``), needs no record: it gets SIGINT when its parent
+dies, even by SIGKILL (``setpriv --pdeathsig``), and exits.
 
 What a SIGKILLed command leaves outside this mechanism, and why:
 

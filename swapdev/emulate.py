@@ -635,13 +635,16 @@ def memory_bandwidth_probe() -> tuple[list[str] | None, str]:
 
 @contextlib.contextmanager
 def _perf_stat(events: list[str] | None, out: Path) -> Any:
-    """System-wide ``perf stat`` over the block; yields a callable giving bytes (or None)."""
+    """System-wide ``perf stat`` over the block; yields a callable giving bytes (or None).
+    ``perf`` gets SIGINT (it writes its counts and exits) when this process dies, even by
+    SIGKILL (``setpriv --pdeathsig``, PR_SET_PDEATHSIG of prctl(2), kept across exec):
+    a system-wide counter left running would load every later measurement."""
     if events is None:
         yield lambda: None
         return
-    proc = subprocess.Popen(["perf", "stat", "-a", "-x", ",", "-o", str(out), "-e",
-                             ",".join(events)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(["setpriv", "--pdeathsig", "INT", "perf", "stat", "-a", "-x", ",",
+                             "-o", str(out), "-e", ",".join(events)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     result: list[float | None] = [None]
     try:
         yield lambda: result[0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -287,5 +288,60 @@ def test_a_sigkilled_swap_runs_device_and_page_cluster_are_reaped_by_the_next_ru
         assert live_processes(tag) == {}
         assert _owned_by(run.pid)["owner records"] == []
         assert _swap_state() == before
+    finally:
+        _remove_leftovers(run, tag)
+
+
+#: A run's system-wide ``perf stat`` (``emulate._perf_stat``, the memory-traffic counter of
+#: a run), here of a software event every machine has.
+PERF_RUN = """\
+import sys, time
+from pathlib import Path
+from disaggsim.swapdev import emulate
+with emulate._perf_stat(["cpu-clock"], Path(sys.argv[1])):
+    print(flush=True)
+    time.sleep(600)
+"""
+
+
+def _counting(tag: str) -> bool:
+    """Whether a ``perf stat`` of ``tag`` has opened its counters (a perf_event_open(2)
+    file descriptor, ``anon_inode:[perf_event]``)."""
+    for pid, cmd in live_processes(tag).items():
+        if cmd.startswith("perf stat"):
+            with contextlib.suppress(OSError):
+                return any(os.readlink(fd) == "anon_inode:[perf_event]"
+                           for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+def test_a_sigkilled_runs_perf_stat_ends_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``perf stat -a`` counts the whole machine: left running by a SIGKILLed emulate, it
+    # would load every later run. At its parent's death it gets SIGINT
+    # (PR_SET_PDEATHSIG), as at the block's normal end, so it exits and writes its count
+    # (perf writes the count line only when it ends by SIGINT: SIGKILL would leave the
+    # "# started on" header alone).
+    tag = tag_environment(monkeypatch)
+    out = tmp_path / "perf.csv"
+    run = subprocess.Popen([sys.executable, "-c", PERF_RUN, str(out)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout is not None and run.stdout.readline() == "\n"
+        deadline = time.monotonic() + 30
+        while not _counting(tag):  # counters open: perf handles SIGINT by then
+            assert time.monotonic() < deadline, "perf stat did not start in 30 s"
+            time.sleep(0.1)
+        run.kill()
+        assert run.wait() == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while live_processes(tag):
+            assert time.monotonic() < deadline, f"left running: {live_processes(tag)}"
+            time.sleep(0.1)
+        counts = [line.split(",") for line in out.read_text().splitlines()
+                  if ",cpu-clock," in line]
+        assert len(counts) == 1 and float(counts[0][0]) > 0, out.read_text()
     finally:
         _remove_leftovers(run, tag)
