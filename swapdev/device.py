@@ -32,9 +32,12 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import signal
 import struct
 import subprocess
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,7 +49,7 @@ from disaggsim.paths import BUILD_DIR
 from disaggsim.signals import deferred_signals
 from disaggsim.testbed import collect_env as env
 
-PAGE_CLUSTER: Final = Path("/proc/sys/vm/page-cluster")
+PAGE_CLUSTER: Final = env.SETTING_FILES["vm.page-cluster"]
 
 SWAPDEV_SRC: Final = Path(__file__).resolve().parent
 
@@ -305,9 +308,29 @@ def uffd_env(
 
 
 #: Where POSIX shared memory objects live; every node segment is named NODE_SHM_PREFIX,
-#: the creating process's pid, "-", a random suffix.
+#: the creating process's pid, "-", a random suffix, "-", its node's namespace inode.
 SHM_DIR: Final = Path("/dev/shm")
 NODE_SHM_PREFIX: Final = "swapdev-node-"
+
+
+def remove_shm_file(name: str) -> str:
+    """Remove file or directory ``name`` of :data:`SHM_DIR` (gone already: nothing to do);
+    returns "" (no process runs in a file)."""
+    path = SHM_DIR / name
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    return ""
+
+
+#: Files and directories in /dev/shm, each recording its owner (:mod:`disaggsim.owners`):
+#: the node segments (:func:`per_node_segments`) and the memory reference's directory of
+#: ``disaggsim hpe-cm`` (``swapdev/hpe_cm.py``). A SIGKILLed run's are reaped by the next
+#: command that makes owned state; they hold RAM (tmpfs) until removed.
+SHM_FILE: Final = owners.Kind("shm", lambda name: f"shared memory file {SHM_DIR / name}",
+                              lambda name: os.path.lexists(SHM_DIR / name), remove_shm_file)
+
 #: The node segment's header as ``src/uffd_node.h`` lays it out (struct sd_node, x86-64):
 #: state, magic, budget_pages, resident, clock, peak, fallbacks, reclaimed.
 NODE_HEADER_FORMAT: Final = "<IIQQQQQQ"
@@ -379,29 +402,29 @@ def per_node_segments(netns_inodes: list[int]) -> Iterator[tuple[str, list[NodeS
     segments in node order. Each is unlinked on exit whatever happens (device processes
     that still map it keep their mapping); mode 0666, so that a process that drops
     privileges (memcached runs as "nobody") opens it; the first device process sets it up
-    with its ``SWAPDEV_LOCAL_BYTES``. Segments left by a process that was killed (the pid
-    in their name is gone) are removed first.
+    with its ``SWAPDEV_LOCAL_BYTES``. Each records this process as its owner
+    (:data:`SHM_FILE`, :func:`disaggsim.testbed.collect_env.make_owned`): state that a
+    process killed with SIGKILL left (its segments, its run cgroups, ...) is reaped first,
+    one stderr line each. Root (the owner records are under ``/run``).
 
-    Raises ValueError if two nodes share a namespace (their segments would be one)."""
+    Raises ValueError if two nodes share a namespace (their segments would be one);
+    RuntimeError as :func:`disaggsim.testbed.collect_env.make_owned`."""
     if len(set(netns_inodes)) != len(netns_inodes):
         raise ValueError(f"nodes share a network namespace (inodes {netns_inodes}): one "
                          "node segment each needs one namespace each")
-    for stale in node_segments():
-        pid = stale.name[len(NODE_SHM_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not owners.pid_alive(int(pid)):
-            stale.unlink(missing_ok=True)
     stem = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}-"
-    segments: list[NodeSegment] = []
-    try:
-        for inode in netns_inodes:
-            path = SHM_DIR / f"{stem}{inode}"
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
-            segments.append(NodeSegment(f"/{path.name}", path))
-            path.chmod(0o666)  # whatever the umask
-        yield f"/{stem}%n", segments
-    finally:
-        for segment in segments:
-            segment.path.unlink(missing_ok=True)
+    names = [f"{stem}{inode}" for inode in netns_inodes]
+    with env.UndoStack() as stack:
+        env.make_owned(stack, SHM_FILE, names, _create_node_segment, remove_shm_file)
+        yield f"/{stem}%n", [NodeSegment(f"/{name}", SHM_DIR / name) for name in names]
+
+
+def _create_node_segment(name: str) -> None:
+    """Create the empty node segment ``name`` in :data:`SHM_DIR`, mode 0666 whatever the
+    umask."""
+    path = SHM_DIR / name
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666))
+    path.chmod(0o666)
 
 
 @contextlib.contextmanager
@@ -422,13 +445,12 @@ def recorder_env(local_bytes: int) -> dict[str, str]:
 
 @contextlib.contextmanager
 def page_cluster(value: int) -> Iterator[None]:
-    """Set the global ``vm.page-cluster`` (swap readahead = 2**value pages) and restore it."""
-    old = PAGE_CLUSTER.read_text().strip()
-    try:  # the write inside: a signal right after it still restores
-        PAGE_CLUSTER.write_text(f"{value}\n")
+    """Set the global ``vm.page-cluster`` (swap readahead = 2**value pages) and restore it
+    (:func:`disaggsim.testbed.collect_env.change_setting`: a SIGKILLed owner's value is
+    restored by the next command)."""
+    with env.UndoStack() as stack:
+        env.change_setting(stack, "vm.page-cluster", str(value))
         yield
-    finally:
-        PAGE_CLUSTER.write_text(f"{old}\n")
 
 
 @dataclass
@@ -458,19 +480,103 @@ def _umount_if_mounted(mountpoint: Path) -> None:
         env.sh(["umount", "-l", str(mountpoint)], check=False)
 
 
+def _loops_on(img: Path) -> list[str]:
+    """The loop devices attached to file ``img`` (``/sys/block/loopN/loop/backing_file``)."""
+    loops = []
+    for dev in sorted(env.SYS_BLOCK.glob("loop[0-9]*")):
+        with contextlib.suppress(OSError):
+            if (dev / "loop" / "backing_file").read_text().strip() == str(img):
+                loops.append(dev.name)
+    return loops
+
+
+def _daemons_on(mnt: Path) -> list[int]:
+    """The ``swapdev-fuse`` processes serving mount point ``mnt`` (their command line is
+    the daemon and ``mnt``, :func:`fuse_daemon`)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        if len(argv) == 2 and argv[0].endswith(b"/swapdev-fuse") and argv[1] == bytes(mnt):
+            pids.append(int(proc.name))
+    return pids
+
+
+def _swap_device_exists(name: str) -> bool:
+    mnt = Path(urllib.parse.unquote(name))
+    return bool(_loops_on(mnt / "dev.img") or _daemons_on(mnt) or env.is_mountpoint(mnt))
+
+
+def _reap_swap_device(name: str, timeout_s: float = 30.0) -> str:
+    """Reaper of :data:`SWAP_DEVICE`: undo a dead owner's device chain on mount point
+    ``unquote(name)`` in the order of its undo stack: ``swapoff`` each loop device on its
+    ``dev.img`` that is a swap area (the daemon still serves the pages it pages back in),
+    detach it, stop the daemon (SIGTERM; SIGKILL after ``timeout_s``), unmount. Run after
+    the owner's memory cgroups are reaped (:data:`disaggsim.owners.KINDS` order): their
+    processes' swapped pages are freed, not paged in. Returns what it did, " (swapped off
+    and detached /dev/loop3, stopped 1 daemon(s))".
+
+    Raises RuntimeError if a command fails or the daemon outlives SIGKILL."""
+    mnt = Path(urllib.parse.unquote(name))
+    swaps = {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
+    done = []
+    for loop in _loops_on(mnt / "dev.img"):
+        if f"/dev/{loop}" in swaps:
+            env.sh(["swapoff", f"/dev/{loop}"])
+            done.append(f"swapped off and detached /dev/{loop}")
+        else:
+            done.append(f"detached /dev/{loop}")
+        env.sh(["losetup", "-d", f"/dev/{loop}"])
+    daemons = _daemons_on(mnt)
+    deadline = time.monotonic() + timeout_s
+    sig = signal.SIGTERM  # the daemon writes its trace and histograms at its exit
+    while alive := [pid for pid in daemons if owners.pid_alive(pid)]:
+        if time.monotonic() > deadline:
+            if sig == signal.SIGKILL:
+                raise RuntimeError(f"swapdev-fuse on {mnt}: pids {alive} outlive SIGKILL")
+            sig, deadline = signal.SIGKILL, time.monotonic() + 5.0
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        time.sleep(0.1)
+    _umount_if_mounted(mnt)
+    return f" ({', '.join([*done, f'stopped {len(daemons)} daemon(s)'])})"
+
+
+#: The swap backend's device chain on one mount point (:func:`fuse_daemon`: the daemon,
+#: its FUSE mount, the loop device on its file and the swap area on that, as
+#: :func:`fuse_loop_device` and :func:`swap_device` add them), named by the mount point
+#: (``urllib.parse.quote``, no "/"): one record, written before the daemon starts and
+#: removed after the mount is gone, so that a SIGKILLed owner's chain is undone whole
+#: and in order by the next command (:func:`_reap_swap_device`).
+SWAP_DEVICE: Final = owners.Kind(
+    "swapdev", lambda name: f"swap device on {urllib.parse.unquote(name)}",
+    _swap_device_exists, _reap_swap_device)
+
+
 def fuse_daemon(
     stack: env.UndoStack, work: Path, size_bytes: int, model: DelayModel, queue_depth: int = 1
 ) -> SwapDevice:
     """Start ``swapdev-fuse`` (``size_bytes`` of RAM, mlocked as touched) on ``work/mnt``,
     serving ``queue_depth`` requests at once; undo on ``stack``. ``loop`` and ``memcg``
-    are unset.
+    are unset. The chain on ``work/mnt`` (this daemon, and the loop device and swap area
+    the caller adds) records this process as its owner (:data:`SWAP_DEVICE`): dead
+    owners' state is reaped first (:func:`disaggsim.testbed.collect_env.make_owned`).
 
-    Raises RuntimeError if the daemon exits before serving ``dev.img``.
+    Raises RuntimeError if the daemon exits before serving ``dev.img``, or as
+    :func:`disaggsim.testbed.collect_env.make_owned`.
     """
     build = build_dir()
     work.mkdir(parents=True, exist_ok=True)
-    mnt = work / "mnt"
+    mnt = work.resolve() / "mnt"
     mnt.mkdir(exist_ok=True)
+    # The record's undo is pushed first: it goes last, once the chain is undone.
+    env.make_owned(stack, SWAP_DEVICE, [urllib.parse.quote(str(mnt), safe="")],
+                   lambda name: None, lambda name: None)
     trace, hist, log = work / "swap.rmem", work / "swap.hist", work / "swapdev-fuse.log"
     daemon_env = {
         **model.env(),
@@ -501,7 +607,7 @@ def fuse_loop_device(
     Raises RuntimeError if the daemon exits or ``losetup`` fails.
     """
     dev = fuse_daemon(stack, work, size_bytes, model, queue_depth)
-    img = work / "mnt" / "dev.img"
+    img = work.resolve() / "mnt" / "dev.img"  # as the daemon serves it (fuse_daemon)
     with deferred_signals():
         dev.loop = env.sh(["losetup", "--find", "--show", "--direct-io=on", str(img)]).strip()
         stack.callback(env.sh, ["losetup", "-d", dev.loop], False)

@@ -638,13 +638,16 @@ def memory_bandwidth_probe() -> tuple[list[str] | None, str]:
 
 @contextlib.contextmanager
 def _perf_stat(events: list[str] | None, out: Path) -> Any:
-    """System-wide ``perf stat`` over the block; yields a callable giving bytes (or None)."""
+    """System-wide ``perf stat`` over the block; yields a callable giving bytes (or None).
+    ``perf`` gets SIGINT (it writes its counts and exits) when this process dies, even by
+    SIGKILL (``setpriv --pdeathsig``, PR_SET_PDEATHSIG of prctl(2), kept across exec):
+    a system-wide counter left running would load every later measurement."""
     if events is None:
         yield lambda: None
         return
-    proc = subprocess.Popen(["perf", "stat", "-a", "-x", ",", "-o", str(out), "-e",
-                             ",".join(events)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(["setpriv", "--pdeathsig", "INT", "perf", "stat", "-a", "-x", ",",
+                             "-o", str(out), "-e", ",".join(events)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     result: list[float | None] = [None]
     try:
         yield lambda: result[0]
@@ -1105,7 +1108,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
     with interrupt_on_signals(), lock, collect_env.UndoStack() as stack, _pinned(cfg):
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="disaggsim-emulate-", dir="/var/tmp")))
+            prefix=f"disaggsim-emulate-{os.getpid()}-", dir="/var/tmp")))
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
         rerun: set[tuple[float, int]] = set()  # rounds this sweep runs anew

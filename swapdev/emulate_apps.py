@@ -141,7 +141,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeAlias
 
-from disaggsim import owners
 from disaggsim.polling import PollingThread
 from disaggsim.swapdev import device
 from disaggsim.testbed import collect_env as env
@@ -333,16 +332,13 @@ class Outcome:
 #: Runs of :func:`run_command` by this process so far: with the pid, the name of each
 #: run's process cgroup.
 _RUNS: Final = itertools.count()
-#: The names of this process's run cgroups in use (made, not yet removed).
-_LIVE_RUNS: Final[set[str]] = set()
-#: A run cgroup's name: its owner's pid and the owner's run number.
-_RUN_CGROUP: Final = re.compile(r"disaggsim-run-(\d+)-(\d+)")
 
 
 def _run_cgroup_name(pid: int | str, run: int | str) -> str:
     """The name of run ``run``'s process cgroup (in ``collect_env.PIDS_ROOT``) of
     :func:`run_command` called by process ``pid``: the pid tells one engineer's groups from
-    another's on a shared machine."""
+    another's on a shared machine (the group's owner is its record,
+    :data:`disaggsim.testbed.collect_env.RUN_CGROUP`)."""
     return f"disaggsim-run-{pid}-{run}"
 
 
@@ -350,42 +346,6 @@ def run_cgroups(pid: int) -> list[Path]:
     """The process cgroups of :func:`run_command` runs by process ``pid`` that exist now
     (none once its runs ended)."""
     return sorted(env.PIDS_ROOT.glob(_run_cgroup_name(pid, "*")))
-
-
-def reap_stale_run_cgroups() -> list[Path]:
-    """Remove the process cgroups that :func:`run_command` runs of a process now gone left
-    behind, killing what still runs in them first (SIGKILL,
-    :func:`disaggsim.testbed.collect_env.remove_cgroup`); one line on stderr each.
-
-    A SIGKILLed ``disaggsim emulate`` (no handler sees SIGKILL) leaves its run's group,
-    and the command in it running; a later process that got the same pid then failed to
-    make its own first group ("exists"). A group ``disaggsim-run-PID-N`` is stale if
-    process PID is gone (:func:`disaggsim.owners.pid_alive`: no such process, or a
-    zombie), or PID is this process's and this process did not make the group (an earlier
-    holder of the pid did). A group whose PID is another live process is kept,
-    even where that process reused a dead owner's pid (then it goes once that one is gone
-    or runs :func:`run_command` itself). Called at the start of every run.
-
-    Returns the groups removed. Raises RuntimeError if a task outlives SIGKILL.
-    """
-    removed = []
-    for group in sorted(env.PIDS_ROOT.glob(_run_cgroup_name("*", "*"))):
-        match = _RUN_CGROUP.fullmatch(group.name)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        if group.name in _LIVE_RUNS or (pid != os.getpid() and owners.pid_alive(pid)):
-            continue
-        try:
-            procs = (group / "cgroup.procs").read_text().split()
-        except FileNotFoundError:  # another process reaped it meanwhile
-            continue
-        env.remove_cgroup(group, first=signal.SIGKILL)
-        print(f"disaggsim: removed the stale process cgroup {group} (its owner, pid {pid}, "
-              f"is gone; killed the {len(procs)} process(es) left in it)", file=sys.stderr,
-              flush=True)
-        removed.append(group)
-    return removed
 
 
 def run_command(
@@ -402,40 +362,38 @@ def run_command(
     the run ends, on success, failure, timeout and interrupt (SIGINT, SIGTERM, SIGHUP
     under :func:`disaggsim.signals.interrupt_on_signals`: whatever is still in it is
     killed first, SIGTERM then SIGKILL; so is a process the command left running when it
-    exited). Groups that runs of a process killed with SIGKILL left are removed first
-    (:func:`reap_stale_run_cgroups`). Root (cgroups).
+    exited). The group records this process as its owner: groups that runs of a process
+    killed with SIGKILL left are removed first, and what still runs in them killed
+    (:func:`disaggsim.testbed.collect_env.run_cgroup`, :func:`disaggsim.owners.reap_dead`);
+    before, a later process that got the same pid failed to make its first group
+    ("exists"). Root (cgroups).
 
     Returns (``"ok"`` or ``"timeout"``, wall seconds, the completed process with output).
     Raises RuntimeError if the pids cgroup hierarchy is missing or a killed process
     outlives SIGKILL for 5 s.
     """
-    reap_stale_run_cgroups()
     name = _run_cgroup_name(os.getpid(), next(_RUNS))
-    _LIVE_RUNS.add(name)
-    try:
-        with env.UndoStack() as stack:
-            run = env.run_cgroup(stack, name)
-            groups = [run] if memcg is None else [memcg, run]
-            # The shell joins the groups before it execs: all the command's processes are in.
-            join = " && ".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))}"
-                               for g in groups)
-            cmd = ["sh", "-c", f'{join} && exec "$@"', "sh", *argv]
-            start = time.monotonic()
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, start_new_session=True,
-                                    env={**os.environ, **extra_env})
-            try:
-                out, err = proc.communicate(timeout=timeout_s)
-                status = "ok"
-            except subprocess.TimeoutExpired:
-                proc.kill()  # in case the shell has not joined the group yet
-                # Every process of the run at once; the group's undo step finds it gone.
-                env.remove_cgroup(run, first=signal.SIGKILL)
-                out, err = proc.communicate()
-                status = "timeout"
-            wall = time.monotonic() - start
-    finally:
-        _LIVE_RUNS.discard(name)
+    with env.UndoStack() as stack:
+        run = env.run_cgroup(stack, name)
+        groups = [run] if memcg is None else [memcg, run]
+        # The shell joins the groups before it execs: all the command's processes are in.
+        join = " && ".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))}"
+                           for g in groups)
+        cmd = ["sh", "-c", f'{join} && exec "$@"', "sh", *argv]
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True,
+                                env={**os.environ, **extra_env})
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+            status = "ok"
+        except subprocess.TimeoutExpired:
+            proc.kill()  # in case the shell has not joined the group yet
+            # Every process of the run at once; the group's undo step finds it gone.
+            env.remove_cgroup(run, first=signal.SIGKILL)
+            out, err = proc.communicate()
+            status = "timeout"
+        wall = time.monotonic() - start
     return status, wall, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

@@ -62,9 +62,9 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import sys
 import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -73,7 +73,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from disaggsim.atomic import atomic_path
-from disaggsim.signals import deferred_signals, interrupt_on_signals
+from disaggsim.signals import interrupt_on_signals
 from disaggsim.sim.config import load_config_model
 from disaggsim.swapdev import device, emulate_apps, hdd_model
 from disaggsim.testbed import collect_env
@@ -227,10 +227,13 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
     swapdev = None
     with collect_env.UndoStack() as stack:
         if dev is None:
-            with deferred_signals():  # no signal between the mkdtemp and its undo
-                shm = Path(tempfile.mkdtemp(prefix="disaggsim-hpecm-", dir="/dev/shm"))
-                stack.undo(f"{shm}", shutil.rmtree, shm, True)
-            target = shm / "file"
+            # Owned (device.SHM_FILE): a SIGKILLed run's directory, RAM until removed, is
+            # reaped by the next command.
+            shm = f"disaggsim-hpecm-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            collect_env.make_owned(stack, device.SHM_FILE, [shm],
+                                   lambda n: (device.SHM_DIR / n).mkdir(mode=0o700),
+                                   device.remove_shm_file)
+            target = device.SHM_DIR / shm / "file"
             with open(target, "wb") as fh:
                 fh.write(b"\1" * size)
             name = MEMORY

@@ -10,10 +10,11 @@ last error (an earlier callback's error is dropped, not even chained; Python 3.1
 callback that ignores errors hides them all; an :class:`UndoStack` records every failed undo
 step and raises one :class:`RestoreError` listing them all, after all steps ran.
 
-SIGKILL runs no undo step. The state with a fixed name (the namespaces, the memory cgroups,
-the ``/run/netns`` mount) records the process that made it (:mod:`disaggsim.owners`); the
-next process that needs the name reaps it if, and only if, that owner is gone, and fails
-naming the owner's pid if it runs (:func:`make_cluster_network`, :func:`memcg_group`).
+SIGKILL runs no undo step. The namespaces, the memory and process cgroups and the
+``/run/netns`` mount record the process that made them (:mod:`disaggsim.owners`,
+:func:`make_owned`); the next process that makes such state first reaps every piece
+whose owner is gone, and fails naming the owner's pid if a name it needs is a running
+owner's (:func:`make_cluster_network`, :func:`memcg_group`, :func:`run_cgroup`).
 
 - network: one namespace per node (``dsim-nN``, address ``10.77.0.(N+1)/24`` on ``eth0``)
   and a switch namespace (``dsim-sw``) holding a Linux bridge and the host ends of the veth
@@ -185,7 +186,8 @@ def ensure_tracefs(stack: UndoStack) -> Tracefs:
     return Tracefs(TRACEFS)
 
 
-def _is_mountpoint(path: Path) -> bool:
+def is_mountpoint(path: Path) -> bool:
+    """Whether ``path`` is a mount point of this mount namespace (``/proc/self/mounts``)."""
     return any(line.split()[1] == str(path)
                for line in Path("/proc/self/mounts").read_text().splitlines())
 
@@ -196,75 +198,14 @@ def _unmount_netns_dir(existed: bool) -> None:
     another program's namespaces live there now."""
     if sh(["ip", "netns", "list"]).split():
         return
-    if _is_mountpoint(NETNS_DIR):
+    if is_mountpoint(NETNS_DIR):
         sh(["umount", str(NETNS_DIR)])
     if not existed:
         NETNS_DIR.rmdir()
 
 
-def _taken(kind: str, name: str, what: str) -> RuntimeError:
-    """The error for ``what``, the piece of state ``name`` of ``kind``, that exists after
-    :func:`reap_dead_owners`: its recorded owner runs (naming its pid), or none is
-    recorded."""
-    record = owners.record_path(kind, name)
-    owner = owners.read_record(record)
-    if owner is None:
-        return RuntimeError(f"{what} exists and records no owner ({record} missing): made "
-                            "by hand or by a disaggsim older than owner records; remove it by "
-                            "hand (swapdev/doc/swapdev.md, \"Limits and known issues\")")
-    return RuntimeError(f"{what} exists, owned by pid {owner.pid}, which runs: is another "
-                        "collection running?")
-
-
 def _netns_exists(name: str) -> bool:
     return name in sh(["ip", "netns", "list"]).split()
-
-
-def _memcg_exists(name: str) -> bool:
-    return (MEMCG_ROOT / name).is_dir()
-
-
-def _reap_memcg(name: str) -> str:
-    return _reap_cgroup(MEMCG_ROOT / name)
-
-
-def _what(kind: str, name: str) -> str:
-    """How messages name the piece of state ``name`` of ``kind``."""
-    return {"netns": f"network namespace {name}",
-            "memcg": f"memory cgroup {MEMCG_ROOT / name}"}[kind]
-
-
-def reap_dead_owners() -> list[str]:
-    """Remove every network namespace and memory cgroup whose recorded owner
-    (:func:`_make_owned`) is gone (:meth:`disaggsim.owners.Owner.alive`), namespaces
-    first: kill the processes in it (SIGKILL), delete it, then its record; one line on
-    stderr each, ``disaggsim: reaped network namespace dsim-sw left by dead pid N (killed
-    1 process(es) in it)``. A dead owner's record whose state is gone is removed
-    silently. A live owner's state, and state without a record, are never touched.
-    :func:`make_cluster_network` and :func:`memcg_group` call it first (so a SIGKILLed
-    3-node cluster goes whole, when a 2-node one needs only some of its names). Call under
-    :func:`disaggsim.owners.records_lock`; a signal waits for the end of each reaping (a
-    cleanup, as an undo step).
-
-    Returns the lines said. Raises RuntimeError if a process outlives SIGKILL, or a
-    record is malformed (naming it).
-    """
-    reapers: dict[str, tuple[Callable[[str], bool], Callable[[str], str]]] = {
-        "netns": (_netns_exists, _reap_netns), "memcg": (_memcg_exists, _reap_memcg)}
-    said = []
-    for kind, (exists, reap) in reapers.items():
-        for record in owners.records(kind):
-            owner = owners.read_record(record)
-            if owner is None or owner.alive():
-                continue
-            with deferred_signals():
-                killed = reap(record.name) if exists(record.name) else None
-                record.unlink(missing_ok=True)
-            if killed is not None:
-                said.append(f"disaggsim: reaped {_what(kind, record.name)} left by dead pid "
-                            f"{owner.pid}{killed}")
-                print(said[-1], file=sys.stderr, flush=True)
-    return said
 
 
 def _make_owned(stack: UndoStack, kind: str, name: str, what: str,
@@ -291,6 +232,29 @@ def _make_owned(stack: UndoStack, kind: str, name: str, what: str,
             record.unlink(missing_ok=True)
             raise
         stack.undo(what, _remove_owned, remove, record)
+
+
+def make_owned(stack: UndoStack, kind: owners.Kind, names: Sequence[str],
+               create: Callable[[str], object], remove: Callable[[str], object]) -> None:
+    """Make the pieces ``names`` of ``kind`` (``create(name)`` each), each recording this
+    process as its owner (:func:`_make_owned`), with the undo ``remove(name)``: first,
+    under :func:`disaggsim.owners.records_lock`, the state of every owner that is gone (a
+    SIGKILLed command) is reaped, one stderr line each (:func:`disaggsim.owners.reap_dead`,
+    every kind). How every piece of owned state is made.
+
+    Raises:
+        RuntimeError: a piece of that name exists and its owner runs, or it records no
+            owner (made by hand): :func:`disaggsim.owners.taken_error`; nothing is made
+            then.
+    """
+    with owners.records_lock():
+        owners.reap_dead()
+        for name in names:
+            if kind.exists(name):
+                raise owners.taken_error(kind, name)
+        for name in names:
+            _make_owned(stack, kind.name, name, kind.describe(name),
+                        functools.partial(create, name), functools.partial(remove, name))
 
 
 def _remove_owned(remove: Callable[[], object], record: Path) -> None:
@@ -325,17 +289,17 @@ def _reap_netns(name: str, timeout_s: float = 5.0) -> str:
 _NETNS_DIR_RECORDS: Final = {True: "run-netns", False: "run-netns-and-dir"}
 
 
-def _netns_dir_undo(stack: UndoStack) -> None:
-    """Push the undo of the bind mount of ``/run/netns`` that the first ``ip netns add``
-    makes (:func:`_unmount_netns_dir`) if it is not mounted yet, with an owner record; if
-    the mount is a dead owner's (its record), take over its undo (one line on stderr).
-    A mount without a record (the system's, another program's) is left alone."""
+def _take_over_netns_dir(stack: UndoStack) -> bool:
+    """If the bind mount of ``/run/netns`` is a dead owner's (its record), take over its
+    undo (:func:`_unmount_netns_dir`, one line on stderr) and return True; a dead owner's
+    record that outlived the mount is removed. Call under
+    :func:`disaggsim.owners.records_lock`."""
     for existed, name in _NETNS_DIR_RECORDS.items():
         record = owners.record_path("mount", name)
         owner = owners.read_record(record)
         if owner is None or owner.alive():
             continue
-        if not _is_mountpoint(NETNS_DIR):  # the record outlived the mount
+        if not is_mountpoint(NETNS_DIR):  # the record outlived the mount
             record.unlink(missing_ok=True)
             continue
         with deferred_signals():
@@ -344,11 +308,39 @@ def _netns_dir_undo(stack: UndoStack) -> None:
                        functools.partial(_unmount_netns_dir, existed), record)
         print(f"disaggsim: took over the mount of {NETNS_DIR} left by dead pid {owner.pid} "
               "(unmounted when this command ends)", file=sys.stderr, flush=True)
-        return
-    if not _is_mountpoint(NETNS_DIR):
+        return True
+    return False
+
+
+def _netns_dir_undo(stack: UndoStack) -> None:
+    """Push the undo of the bind mount of ``/run/netns`` that the first ``ip netns add``
+    makes (:func:`_unmount_netns_dir`) if it is not mounted yet, with an owner record; if
+    the mount is a dead owner's (its record), take over its undo
+    (:func:`_take_over_netns_dir`). A mount without a record (the system's, another
+    program's) is left alone."""
+    if not _take_over_netns_dir(stack) and not is_mountpoint(NETNS_DIR):
         existed = NETNS_DIR.exists()
         _make_owned(stack, "mount", _NETNS_DIR_RECORDS[existed], f"mount of {NETNS_DIR}",
                     lambda: None, functools.partial(_unmount_netns_dir, existed))
+
+
+def reap_dead_state() -> list[str]:
+    """Reap every piece of owned state whose owner is gone, now, as the next command would
+    before it makes its own: :func:`disaggsim.owners.reap_dead` (every kind: namespaces,
+    cgroups, /dev/shm files), and the bind mount of ``/run/netns`` a dead owner made is
+    taken over and undone at once (:func:`_take_over_netns_dir`: unmounted unless other
+    namespaces live under it). A live owner's state, and state without a record, are left
+    alone. The cleanup of a test that may have left a killed command's state, in place of
+    removing names by pattern (another suite's running state has the same names).
+
+    Returns the lines said on stderr. Raises as :func:`disaggsim.owners.reap_dead`, and
+    :class:`RestoreError` if the unmount fails.
+    """
+    with owners.records_lock():
+        said = owners.reap_dead()
+        with UndoStack() as stack:
+            _take_over_netns_dir(stack)
+    return said
 
 
 def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
@@ -358,7 +350,7 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     IPv4 traffic (no router solicitations). Deleting a namespace deletes its interfaces.
     Each namespace records this process as its owner (:func:`_make_owned`); the state of
     owners that are gone (a SIGKILLed command) is reaped first, the processes in it
-    killed, one line on stderr each (:func:`reap_dead_owners`), and the bind mount of
+    killed, one line on stderr each (:func:`disaggsim.owners.reap_dead`), and the bind mount of
     ``/run/netns`` such an owner made is taken over (:func:`_netns_dir_undo`).
 
     Raises:
@@ -367,14 +359,14 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     """
     names = [SWITCH_NS] + [node_ns(i) for i in range(n_nodes)]
     with owners.records_lock():
-        reap_dead_owners()
+        owners.reap_dead()
         existing = sh(["ip", "netns", "list"]).split()
         for name in names:
             if name in existing:
-                raise _taken("netns", name, _what("netns", name))
+                raise owners.taken_error(NETNS, name)
         _netns_dir_undo(stack)
         for name in names:
-            _make_owned(stack, "netns", name, _what("netns", name),
+            _make_owned(stack, NETNS.name, name, NETNS.describe(name),
                         functools.partial(sh, ["ip", "netns", "add", name]),
                         functools.partial(sh, ["ip", "netns", "del", name]))
     for name in names:
@@ -459,13 +451,59 @@ def swap_area(stack: UndoStack, dev: str) -> None:
         stack.undo(f"swap area /dev/{dev}", sh, ["swapoff", f"/dev/{dev}"])
 
 
+#: The machine-wide settings a command changes for its run and restores
+#: (:func:`change_setting`), by name: the file that holds each.
+SETTING_FILES: Final = {"vm.page-cluster": Path("/proc/sys/vm/page-cluster"),
+                        "zswap.enabled": Path("/sys/module/zswap/parameters/enabled")}
+
+
+def change_setting(stack: UndoStack, setting: str, value: str,
+                   already: tuple[str, ...] = ()) -> None:
+    """Set machine-wide ``setting`` (a name of :data:`SETTING_FILES`) to ``value``, unless
+    it is ``value`` or one of ``already`` (the same setting spelled otherwise); restore
+    the value it had on unwind. The change records this process as its owner, under the
+    name ``SETTING=OLD`` (the value to restore: a record holds only its owner), so that a
+    SIGKILLed owner's change is undone by the next command that makes owned state
+    (:func:`disaggsim.owners.reap_dead`, one stderr line: ``disaggsim: reaped setting
+    vm.page-cluster left by dead pid N (restored 3)``). Dead owners' state is reaped
+    before the old value is read, so it is the machine's own, not a dead run's.
+
+    Raises:
+        RuntimeError: a live owner changed the setting from that value already
+            (:func:`disaggsim.owners.taken_error`).
+    """
+    path = SETTING_FILES[setting]
+    with owners.records_lock():
+        owners.reap_dead()
+        old = path.read_text().strip()
+        if old == value or old in already:
+            return
+        name = f"{setting}={old}"
+        if owners.record_path(SETTING.name, name).exists():
+            raise owners.taken_error(SETTING, name)
+        _make_owned(stack, SETTING.name, name, f"{path} = {old}",
+                    functools.partial(path.write_text, f"{value}\n"),
+                    functools.partial(path.write_text, f"{old}\n"))
+
+
+def _restore_setting(name: str) -> str:
+    """Reaper of :data:`SETTING`: write back the value ``name`` (``SETTING=OLD``) holds."""
+    setting, _, old = name.partition("=")
+    SETTING_FILES[setting].write_text(f"{old}\n")
+    return f" (restored {old})"
+
+
+def _setting_changed(name: str) -> bool:
+    setting, _, old = name.partition("=")
+    path = SETTING_FILES.get(setting)
+    return path is not None and path.exists() and path.read_text().strip() != old
+
+
 def disable_zswap(stack: UndoStack) -> None:
-    """Turn zswap off (it would keep swap-outs in RAM, off the traced device); restore."""
-    param = Path("/sys/module/zswap/parameters/enabled")
-    if param.exists() and param.read_text().strip() in ("Y", "1"):
-        with deferred_signals():
-            param.write_text("N")
-            stack.undo(f"{param} = Y", param.write_text, "Y")
+    """Turn zswap off (it would keep swap-outs in RAM, off the traced device); restore
+    (:func:`change_setting`)."""
+    if SETTING_FILES["zswap.enabled"].exists():
+        change_setting(stack, "zswap.enabled", "N", already=("0",))
 
 
 def kill_tasks(
@@ -519,8 +557,8 @@ def remove_cgroup(cgroup: Path, first: signal.Signals = signal.SIGTERM) -> None:
 def memcg_group(stack: UndoStack, name: str) -> Path:
     """Create memory cgroup ``/sys/fs/cgroup/memory/NAME``; on unwind kill its tasks, rmdir
     (:func:`remove_cgroup`). The group records this process as its owner
-    (:func:`_make_owned`); the state of owners that are gone (a SIGKILLed command) is
-    reaped first, its tasks killed, one line on stderr each (:func:`reap_dead_owners`).
+    (:func:`make_owned`); the state of owners that are gone (a SIGKILLed command) is
+    reaped first, its tasks killed, one line on stderr each.
 
     Raises:
         RuntimeError: cgroup v1 memory controller not mounted, or the group exists and its
@@ -528,14 +566,9 @@ def memcg_group(stack: UndoStack, name: str) -> Path:
     """
     if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
         raise RuntimeError(f"{MEMCG_ROOT}: cgroup v1 memory controller not mounted")
-    path = MEMCG_ROOT / name
-    with owners.records_lock():
-        reap_dead_owners()
-        if path.exists():
-            raise _taken("memcg", name, _what("memcg", name))
-        _make_owned(stack, "memcg", name, _what("memcg", name), path.mkdir,
-                    functools.partial(remove_cgroup, path))
-    return path
+    make_owned(stack, MEMCG, [name], lambda n: (MEMCG_ROOT / n).mkdir(),
+               lambda n: remove_cgroup(MEMCG_ROOT / n))
+    return MEMCG_ROOT / name
 
 
 def _reap_cgroup(path: Path) -> str:
@@ -558,22 +591,37 @@ def run_cgroup(stack: UndoStack, name: str) -> Path:
     neither the memory cgroup it is charged to nor its cpuset, nor the groups
     :func:`system_state` lists.
 
+    The group records this process as its owner (:func:`make_owned`, kind ``pids``); the
+    state of owners that are gone (a SIGKILLed ``disaggsim emulate``'s run groups, the
+    commands still in them killed) is reaped first, one line on stderr each.
+
     Raises:
-        RuntimeError: cgroup v1 pids controller not mounted, or the group exists.
+        RuntimeError: cgroup v1 pids controller not mounted, or the group exists and its
+            owner runs or records no owner (:func:`disaggsim.owners.taken_error`).
     """
     if not (PIDS_ROOT / "cgroup.procs").exists():
         raise RuntimeError(f"{PIDS_ROOT}: cgroup v1 pids controller not mounted")
-    return _cgroup(stack, PIDS_ROOT / name, "process cgroup")
+    make_owned(stack, RUN_CGROUP, [name], lambda n: (PIDS_ROOT / n).mkdir(),
+               lambda n: remove_cgroup(PIDS_ROOT / n))
+    return PIDS_ROOT / name
 
 
-def _cgroup(stack: UndoStack, path: Path, what: str) -> Path:
-    """Create cgroup directory ``path``; on unwind :func:`remove_cgroup` it."""
-    if path.exists():
-        raise RuntimeError(f"{path} exists: is another collection running?")
-    with deferred_signals():  # no signal between the mkdir and its undo
-        path.mkdir()
-        stack.undo(f"{what} {path}", remove_cgroup, path)
-    return path
+#: The owned kinds of state made here (:class:`disaggsim.owners.Kind`), in the order
+#: :func:`disaggsim.owners.reap_dead` reaps them: namespaces (whose processes the reaping
+#: kills), then the memory and process cgroups, then settings.
+NETNS: Final = owners.Kind("netns", lambda name: f"network namespace {name}", _netns_exists,
+                           lambda name: _reap_netns(name))
+MEMCG: Final = owners.Kind("memcg", lambda name: f"memory cgroup {MEMCG_ROOT / name}",
+                           lambda name: (MEMCG_ROOT / name).is_dir(),
+                           lambda name: _reap_cgroup(MEMCG_ROOT / name))
+RUN_CGROUP: Final = owners.Kind("pids", lambda name: f"process cgroup {PIDS_ROOT / name}",
+                                lambda name: (PIDS_ROOT / name).is_dir(),
+                                lambda name: _reap_cgroup(PIDS_ROOT / name))
+#: A machine-wide setting changed for a run (:func:`change_setting`), named
+#: ``SETTING=OLD``.
+SETTING: Final = owners.Kind("setting", lambda name: f"setting {name.partition('=')[0]}",
+                             lambda name: _setting_changed(name),
+                             lambda name: _restore_setting(name))
 
 
 def memcg_read_int(memcg: Path, name: str) -> int:

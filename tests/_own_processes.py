@@ -16,11 +16,16 @@ variable the code under test already sets to a value unique to the run (``SLURM_
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from disaggsim import owners
 
 #: The environment variable :func:`tag_environment` sets.
 TAG_VARIABLE = "DISAGGSIM_TEST_TAG"
@@ -52,10 +57,24 @@ def live_processes(value: str, variable: str = TAG_VARIABLE) -> dict[int, str]:
         try:
             if entry not in (proc / "environ").read_bytes().split(b"\0"):
                 continue
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            stat = owners.process_stat(int(proc.name))
             argv = (proc / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         except OSError:  # exited meanwhile (ENOENT, ESRCH), or not ours (EACCES)
             continue
-        if state not in ("Z", "X"):
+        if stat is not None and stat.state not in ("Z", "X"):
             found[int(proc.name)] = b" ".join(argv).decode(errors="replace")
     return dict(sorted(found.items()))
+
+
+def kill_processes(value: str, variable: str = TAG_VARIABLE, timeout_s: float = 10.0) -> None:
+    """SIGKILL every process :func:`live_processes` finds and wait until none is left
+    (the cleanup of a test that failed with its processes running).
+
+    Raises AssertionError naming them if some are left after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while left := live_processes(value, variable):
+        assert time.monotonic() < deadline, f"left after SIGKILL: {left}"
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from ns3_program import needs_ns3
 
+from disaggsim import owners
 from disaggsim.analysis.stats import summarize_groups
 from disaggsim.schemas import CAMPAIGN_FCT, CAMPAIGN_KEYS, FCT_RECORDS
 from disaggsim.sim.campaign import CampaignError, run_campaign
@@ -285,24 +286,14 @@ def test_failed_campaign_leaves_no_tables_of_another_config(tmp_path):
 
 
 def _proc_state(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]  # R, S, Z, ...
+    stat = owners.process_stat(pid)
+    return None if stat is None else stat.state  # R, S, Z, ...
 
 
 def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
+            and (stat := owners.process_stat(int(entry.name))) is not None
+            and stat.ppid == pid]
 
 
 def _ns3_under(directory: Path) -> list[int]:

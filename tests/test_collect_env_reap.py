@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _own_processes import live_processes, tag_environment
+from _own_processes import kill_processes, live_processes, tag_environment
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
 
 from disaggsim import owners
@@ -58,15 +58,12 @@ with interrupt_on_signals(), env.UndoStack() as stack:
 """
 
 
-def _start_owner(
-    tmp_path: Path, owner_pids: set[int]
-) -> tuple[subprocess.Popen[str], int, int]:
-    """The owner command (its pid added to ``owner_pids``), once its state is up and both
-    processes joined their groups. Returns it and the pids of its server (namespace
-    dsim-n0, memcg disaggsim-node0) and its holder (memcg disaggsim-emulate-node0 only)."""
+def _start_owner(tmp_path: Path) -> tuple[subprocess.Popen[str], int, int]:
+    """The owner command, once its state is up and both processes joined their groups.
+    Returns it and the pids of its server (namespace dsim-n0, memcg disaggsim-node0) and
+    its holder (memcg disaggsim-emulate-node0 only)."""
     proc = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "server.log"),
                              *MEMCGS], stdout=subprocess.PIPE, text=True)
-    owner_pids.add(proc.pid)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line, f"the owner command failed (exit {proc.wait()})"
@@ -91,31 +88,14 @@ def _require_names_free() -> None:
                     "flock /tmp/disaggsim-machine.lock")
 
 
-@contextlib.contextmanager
-def _leftovers_removed(tag: str, owner_pids: set[int]) -> Iterator[None]:
-    """After the block, whatever a failed test left is removed: the processes it started
-    (by ``tag``), and the namespaces and groups whose owner record names this process or
-    one of ``owner_pids`` (never another run's), so that the next test and the fixture
-    start clean."""
-    try:
-        yield
-    finally:
-        for pid in live_processes(tag):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        ours = owner_pids | {os.getpid()}
-        for kind, names in (("netns", NETNS), ("memcg", MEMCGS)):
-            for name in names:
-                record = owners.record_path(kind, name)
-                with contextlib.suppress(RuntimeError):
-                    owner = owners.read_record(record)
-                    if owner is None or owner.pid not in ours:
-                        continue
-                    if kind == "netns" and name in _netns():
-                        env._reap_netns(name)
-                    elif kind == "memcg":
-                        env.remove_cgroup(env.MEMCG_ROOT / name, first=signal.SIGKILL)
-                    record.unlink(missing_ok=True)
+def _remove_leftovers(tag: str) -> None:
+    """Remove whatever a failed test left, and nothing of another run's: the processes it
+    started (by ``tag``: the owner command and its server and holder) are killed, then
+    the state of every owner that is gone is reaped, as the next command would
+    (``collect_env.reap_dead_state``), so that the next test and the fixture start clean.
+    This process's own state is its undo stacks'."""
+    kill_processes(tag)
+    env.reap_dead_state()
 
 
 @dataclass
@@ -132,15 +112,18 @@ class OwnerCommand:
 @pytest.fixture
 def owner_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnerCommand]:
     """The owner command with its cluster up (:func:`_start_owner`); what is left of it
-    after the test is removed (:func:`_leftovers_removed`)."""
+    after the test is removed (:func:`_remove_leftovers`)."""
     tag = tag_environment(monkeypatch)
     _require_names_free()
-    owner_pids: set[int] = set()
-    with _leftovers_removed(tag, owner_pids):
-        proc, server, holder = _start_owner(tmp_path, owner_pids)
+    try:
+        proc, server, holder = _start_owner(tmp_path)
         with proc:
-            yield OwnerCommand(proc, server, holder, tag)
-            proc.kill()
+            try:
+                yield OwnerCommand(proc, server, holder, tag)
+            finally:
+                proc.kill()
+    finally:
+        _remove_leftovers(tag)
 
 
 @needs_root
@@ -198,12 +181,13 @@ def test_state_of_a_live_owner_is_not_reaped(owner_command: OwnerCommand) -> Non
     with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
         env.make_cluster_network(stack, 2)
     assert str(err.value) == (f"network namespace dsim-sw exists, owned by pid "
-                              f"{owner.pid}, which runs: is another collection running?")
+                              f"{owner.pid}, which runs: is another disaggsim command "
+                              "running?")
     with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
         env.memcg_group(stack, MEMCGS[2])
     assert str(err.value) == (f"memory cgroup {env.MEMCG_ROOT / MEMCGS[2]} exists, owned "
-                              f"by pid {owner.pid}, which runs: is another collection "
-                              "running?")
+                              f"by pid {owner.pid}, which runs: is another disaggsim "
+                              "command running?")
     assert sorted(_netns()) == sorted(NETNS)
     assert str(owner_command.server) in env.sh(["ip", "netns", "pids", "dsim-n0"]).split()
     assert env.memcg_tasks(env.MEMCG_ROOT / MEMCGS[2]) == [owner_command.holder]
@@ -262,9 +246,10 @@ def test_owner_alive_checks_pid_start_time_and_boot() -> None:
     after_s = float(Path("/proc/uptime").read_text().split()[0])
     try:
         stat = owners.process_stat(child.pid)
-        assert stat is not None and stat[0] in "RSD"
-        assert int(before_s * tick_hz) - 1 <= stat[1] <= int(after_s * tick_hz) + 1
-        assert owners.pid_alive(child.pid, stat[1])
+        # The child's parent is this process (fork), its state running or sleeping.
+        assert stat is not None and stat.state in "RSD" and stat.ppid == os.getpid()
+        assert int(before_s * tick_hz) - 1 <= stat.start_ticks <= int(after_s * tick_hz) + 1
+        assert owners.pid_alive(child.pid, stat.start_ticks)
     finally:
         child.kill()
         child.wait()
@@ -277,13 +262,34 @@ def test_owner_alive_checks_pid_start_time_and_boot() -> None:
     child = subprocess.Popen(["true"])
     start = owners.process_stat(child.pid)
     deadline = time.monotonic() + 10
-    while (stat := owners.process_stat(child.pid)) is not None and stat[0] != "Z":
+    while (stat := owners.process_stat(child.pid)) is not None and stat.state != "Z":
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert os.path.exists(f"/proc/{child.pid}")  # still there, as a zombie
     assert not owners.pid_alive(child.pid)
     child.wait()
-    assert start is not None and not owners.pid_alive(child.pid, start[1])
+    assert start is not None and not owners.pid_alive(child.pid, start.start_ticks)
+
+
+def test_process_stat_reads_past_a_command_name_with_parentheses_and_spaces() -> None:
+    # The command name (field 2) is the process's to set (prctl PR_SET_NAME, 15 bytes):
+    # one that looks like the fields after it must not shift them. The child runs
+    # (state S, sleeping in its read of stdin) and its parent is this process.
+    name = "x) Z 1 2 3"
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(None).prctl(15, "
+         f"{name.encode()!r}, 0, 0, 0); print(flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "\n"
+        assert Path(f"/proc/{child.pid}/comm").read_text() == name + "\n"
+        stat = owners.process_stat(child.pid)
+        assert stat is not None and stat.state in "RS" and stat.ppid == os.getpid()
+        assert owners.pid_alive(child.pid, stat.start_ticks)
+    finally:
+        child.kill()
+        child.wait()
+    assert owners.process_stat(child.pid) is None  # reaped: no such process
 
 
 def test_owner_record_round_trip_and_bad_record(
@@ -314,7 +320,7 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
     monkeypatch.setattr(owners, "OWNERS_DIR", tmp_path)
     mounted = [True]
     unmounts: list[bool] = []
-    monkeypatch.setattr(env, "_is_mountpoint", lambda path: mounted[0])
+    monkeypatch.setattr(env, "is_mountpoint", lambda path: mounted[0])
     monkeypatch.setattr(env, "_unmount_netns_dir", unmounts.append)
     me = owners.Owner.current()
     dead = owners.Owner(me.pid, me.start_ticks - 1, me.boot_id)

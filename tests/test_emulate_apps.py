@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from _emulate_runs import emulate_as_found
 
+from disaggsim import owners
 from disaggsim.swapdev import device, emulate_apps
 from disaggsim.testbed.apps import hadoop_mr, timely
 from disaggsim.testbed.apps.spark_jobs import (
@@ -337,8 +338,8 @@ def test_spark_smoke_on_uffd_pages_in_the_forked_python_workers(
 
     def sample(pid: int) -> int:
         try:
-            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            procs.setdefault(pid, (ppid, Path(f"/proc/{pid}/cmdline").read_bytes()))
+            if (stat := owners.process_stat(pid)) is not None:
+                procs.setdefault(pid, (stat.ppid, Path(f"/proc/{pid}/cmdline").read_bytes()))
         except (FileNotFoundError, ProcessLookupError):
             pass
         return pss_bytes(pid)

@@ -11,13 +11,16 @@ import time
 import pytest
 from _own_processes import TAG_VARIABLE, live_processes, tag_environment
 
+from disaggsim import owners
+
 
 def _wait_zombie(pid: int) -> None:
     """Wait (at most 10 s) until ``pid`` has exited (a zombie, not yet reaped)."""
     for _ in range(1000):
-        with open(f"/proc/{pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                return
+        stat = owners.process_stat(pid)
+        assert stat is not None, f"pid {pid} was reaped"
+        if stat.state == "Z":
+            return
         time.sleep(0.01)
     raise AssertionError(f"pid {pid} did not exit")
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from disaggsim import owners
 from disaggsim.testbed.collect_env import UndoStack, last_json_line, node_ip, wait_tcp
 
 if TYPE_CHECKING:
@@ -297,16 +298,16 @@ class SparkStandalone:
         """
         children: dict[int, list[int]] = {w.pid: [] for w in workers}
         for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
+            if not proc.name.isdigit() or (stat := owners.process_stat(int(proc.name))) is None:
+                continue
+            if stat.ppid not in children:
                 continue
             try:
-                stat = (proc / "stat").read_text()
                 cmdline = (proc / "cmdline").read_bytes()
-            except OSError:
+            except OSError:  # exited meanwhile
                 continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid in children and EXECUTOR_CLASS.encode() in cmdline:
-                children[ppid].append(int(proc.name))
+            if EXECUTOR_CLASS.encode() in cmdline:
+                children[stat.ppid].append(int(proc.name))
         for node, w in enumerate(workers):
             if len(children[w.pid]) != 1:
                 raise RuntimeError(f"spark worker on node {node} (pid {w.pid}): expected one "
