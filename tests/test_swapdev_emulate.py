@@ -445,22 +445,6 @@ def test_a_round_with_its_plan_is_reused_if_whole_and_rerun_if_cut() -> None:
     assert plan.reused == cut and plan.active == [] and plan.dropped == 0
 
 
-def test_a_runs_csv_without_start_utc_reads_back_with_it_empty(tmp_path: Path) -> None:
-    """A runs.csv written before ``start_utc`` existed (the column left out) is reused on
-    resume: its runs read back whole, with an empty start time."""
-    path = tmp_path / "memtouch.toml"
-    path.write_text(CONFIG)
-    cfg = emulate.load_emulate_config(path)
-    out = tmp_path / "out" / "memtouch"
-    out.mkdir(parents=True)
-    (out / "sweep.json").write_text(emulate._sweep_identity(cfg))
-    run = _run(0.25, "none", 0, 0, 1.5)
-    row = {k: v for k, v in run.row().items() if k != "start_utc"}
-    (out / "runs.csv").write_text(emulate._csv_text([row]))
-    assert emulate.previous_runs(cfg, out) == {(0.25, "none", 0): run}
-    assert run.start_utc == ""
-
-
 def _recorded_sweep(tmp_path: Path) -> tuple[emulate.EmulateConfig, Path]:
     """A sweep directory holding one run of CONFIG and the sweep.json it ran with."""
     path = tmp_path / "memtouch.toml"
@@ -471,6 +455,17 @@ def _recorded_sweep(tmp_path: Path) -> tuple[emulate.EmulateConfig, Path]:
     (out / "sweep.json").write_text(emulate._sweep_identity(cfg))
     (out / "runs.csv").write_text(emulate._csv_text([_run(0.25, "none", 0, 0, 1.5).row()]))
     return cfg, out
+
+
+def test_a_runs_csv_without_start_utc_reads_back_with_it_empty(tmp_path: Path) -> None:
+    """A runs.csv written before ``start_utc`` existed (the column left out) is reused on
+    resume: its runs read back whole, with an empty start time."""
+    cfg, out = _recorded_sweep(tmp_path)
+    run = _run(0.25, "none", 0, 0, 1.5)
+    row = {k: v for k, v in run.row().items() if k != "start_utc"}
+    (out / "runs.csv").write_text(emulate._csv_text([row]))
+    assert emulate.previous_runs(cfg, out) == {(0.25, "none", 0): run}
+    assert run.start_utc == ""
 
 
 #: Keys CONFIG leaves at their schema default, with that default as sweep.json holds it.
