@@ -902,17 +902,15 @@ def read_runs(table: Path, cfg: EmulateConfig | None = None) -> list[Run]:
     return runs
 
 
-def _recorded_identity(cfg: EmulateConfig, stamp: Path) -> dict[str, Any] | None:
-    """The run-defining part ``stamp`` (a ``sweep.json``) records, read through the current
+def _recorded_identity(stamp: Path) -> dict[str, Any] | None:
+    """The run-defining part ``stamp`` (a ``sweep.json``) records, read by the one config
+    loader (:func:`load_config_model`, as :func:`resummarize` reads it) through the current
     schema: a key added to the schema after the sweep ran takes its default, as the sweep
     ran without it (``[app] params`` was added after the first isolated grids,
     bench/RESULTS.md "Sixth rounds"); None if the stamp is no longer a valid config."""
     try:
-        data = json.loads(stamp.read_text())
-        data["base_dir"] = str(cfg.base_dir)
-        data["emulate"].update(cfg.emulate.model_dump(mode="json", include=set(_ROUND_KEYS)))
-        recorded = EmulateConfig.model_validate_json(json.dumps(data))
-    except (ValueError, TypeError, KeyError, AttributeError):  # ValidationError is a ValueError
+        recorded, _ = load_config_model(stamp, EmulateConfig)
+    except ConfigError:
         return None
     return json.loads(_sweep_identity(recorded))  # type: ignore[no-any-return]
 
@@ -951,7 +949,7 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
                          "its runs ran with); its runs are kept: give this config another "
                          "[emulate] name, or move the directory away")
     current = json.loads(_sweep_identity(cfg))
-    recorded = _recorded_identity(cfg, stamp)
+    recorded = _recorded_identity(stamp)
     if recorded != current:
         differs = ("it no longer reads as an emulate config" if recorded is None
                    else _first_difference(recorded, current))
