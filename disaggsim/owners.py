@@ -244,22 +244,34 @@ def reap_dead(kinds: list[Kind] | None = None) -> list[str]:
     of such state, and what a test's cleanup calls. Call under :func:`records_lock`; a
     signal waits for the end of each reaping (a cleanup, as an undo step).
 
-    Returns the lines said. Raises RuntimeError if a process outlives SIGKILL, or a
-    record is malformed (naming it).
+    A piece that cannot be reaped (a process outlives SIGKILL, a device stays busy) keeps
+    its record, is said on stderr, and does not stop the others: every piece is tried.
+
+    Returns the lines said. Raises RuntimeError once all were tried if any piece could not
+    be reaped (one line each, naming it, its owner and why), or a record is malformed
+    (naming it).
     """
-    said = []
+    said, failed = [], []
     for kind in list(KINDS.values()) if kinds is None else kinds:
         for record in records(kind.name):
             owner = read_record(record)
             if owner is None or owner.alive():
                 continue
             with deferred_signals():
-                done = kind.reap(record.name) if kind.exists(record.name) else None
+                try:
+                    done = kind.reap(record.name) if kind.exists(record.name) else None
+                except Exception as exc:  # noqa: BLE001 - said, and the others still tried
+                    failed.append(f"disaggsim: could not reap {kind.describe(record.name)} "
+                                  f"left by dead pid {owner.pid}: {exc}")
+                    print(failed[-1], file=sys.stderr, flush=True)
+                    continue
                 record.unlink(missing_ok=True)
             if done is not None:
                 said.append(f"disaggsim: reaped {kind.describe(record.name)} left by dead "
                             f"pid {owner.pid}{done}")
                 print(said[-1], file=sys.stderr, flush=True)
+    if failed:
+        raise RuntimeError("\n".join(failed))
     return said
 
 

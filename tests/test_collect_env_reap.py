@@ -347,3 +347,37 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
     with env.UndoStack() as stack:
         env._netns_dir_undo(stack)
     assert unmounts == [False, True] and owners.records("mount") == []
+
+
+def test_a_piece_that_cannot_be_reaped_does_not_stop_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Three dead owners' pieces of two kinds, the first piece's reap failing: the other
+    two are still reaped (their records gone), the failing one keeps its record, and the
+    error, raised once all were tried, names it, its owner and why (stderr says each)."""
+    monkeypatch.setattr(owners, "OWNERS_DIR", tmp_path)
+    monkeypatch.setattr(owners, "KINDS", {})
+    reaped: list[str] = []
+
+    def reap(piece: str) -> str:
+        if piece == "stuck":
+            raise OSError(16, "Device or resource busy")
+        reaped.append(piece)
+        return ""
+
+    first = owners.Kind("alpha", lambda p: f"alpha {p}", lambda p: True, reap)
+    second = owners.Kind("beta", lambda p: f"beta {p}", lambda p: True, reap)
+    me = owners.Owner.current()
+    dead = owners.Owner(me.pid, me.start_ticks + 1, me.boot_id)  # the pid, reused
+    for kind, piece in [(first, "stuck"), (first, "zz"), (second, "b")]:
+        owners.write_record(owners.record_path(kind.name, piece), dead)
+    with pytest.raises(RuntimeError) as err:
+        owners.reap_dead()
+    assert str(err.value) == (f"disaggsim: could not reap alpha stuck left by dead pid "
+                              f"{me.pid}: [Errno 16] Device or resource busy")
+    assert reaped == ["zz", "b"]
+    assert [p.name for p in owners.records("alpha")] == ["stuck"]
+    assert owners.records("beta") == []
+    assert capsys.readouterr().err.splitlines() == [
+        str(err.value), f"disaggsim: reaped alpha zz left by dead pid {me.pid}",
+        f"disaggsim: reaped beta b left by dead pid {me.pid}"]
