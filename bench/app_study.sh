@@ -7,15 +7,15 @@
 #   sh bench/app_study.sh configs/app-study-noise-pinned.toml ...   (from the repository root)
 #
 # Isolated window (the measurements of bench/RESULTS.md "Application study (#22)" since
-# 2026-11-27 08:20 UTC): with ISOLATE set to the machine's cpuset script (this VM:
-# /work/wt/isolate.sh; `on` moves every task to CPU 0, `run CMD` runs CMD on the empty
+# 2026-11-27 08:20 UTC): with ISOLATE set to the machine's cpuset script
+# (bench/isolate.sh, cgroup-v1 cpusets; `on` moves every task to CPU 0, `run CMD` runs CMD on the empty
 # CPU 1, `off` restores), the whole list runs in ONE window that holds the machine lock,
 # turns isolation on, runs every sweep on CPU 1 (the application and the device's handler
 # together), and turns isolation off on exit, failure or signal included. WINDOW_S (default
 # 1500) bounds the window: when it runs out the sweep in progress is stopped (SIGINT) and
 # resumes from its runs.csv on the next call with the same config (the round it cut is
 # rerun whole there: swapdev/emulate.py).
-#   ISOLATE=/work/wt/isolate.sh WINDOW_S=1200 sh bench/app_study.sh configs/app-study-....toml
+#   ISOLATE=bench/isolate.sh WINDOW_S=1200 sh bench/app_study.sh configs/app-study-....toml
 set -eu
 LOCK=/tmp/disaggsim-machine.lock
 if [ -n "${ISOLATE:-}" ] && [ -z "${APP_STUDY_LOCKED:-}" ]; then

@@ -32,6 +32,7 @@
 # %%
 import io
 import os
+import tomllib
 
 import numpy as np
 import pandas as pd
@@ -72,11 +73,15 @@ def summary(sweep: str) -> pd.DataFrame | None:
 
 
 def study(app: str, figure: str) -> pd.DataFrame | None:
-    """An application's sweep for a figure ("fig2", "fig5", "fig8"): the isolated one
-    (`<app>-<figure>-iso`, measured on a CPU of its own) if committed, else the earlier
+    """An application's sweep for a figure ("fig2", "fig5", "fig8"): the one its config
+    `configs/app-study-<app>-<figure>.toml` names (`[emulate] name`) if committed, else the
+    isolated one (`<app>-<figure>-iso`, measured on a CPU of its own), else the earlier
     loaded-machine sweep (`<app>-<figure>`), else None."""
-    return summary(f"{app}-{figure}-iso") if (DATA / f"{app}-{figure}-iso").is_dir() \
-        else summary(f"{app}-{figure}")
+    config = REPO / "configs" / f"app-study-{app}-{figure}.toml"
+    names = [f"{app}-{figure}-iso", f"{app}-{figure}"]
+    if config.exists():
+        names.insert(0, tomllib.loads(config.read_text())["emulate"]["name"])
+    return next((summary(name) for name in names if (DATA / name).is_dir()), None)
 
 
 def with_classify_point(app: str, table: pd.DataFrame) -> pd.DataFrame:

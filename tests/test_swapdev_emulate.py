@@ -1117,4 +1117,4 @@ def test_a_repeats_max_below_min_runs_warns_once_naming_file_line_and_key(
         warned += [config.name for w in seen
                    if issubclass(w.category, emulate.UndecidableSweepWarning)]
     assert warned == ["app-study-spark-pagerank-fig2.toml", "app-study-spark-sort-fig2.toml",
-                      "app-study-spark-sql-bdb-fig2.toml", "app-study-spark-wordcount-fig2.toml"]
+                      "app-study-spark-wordcount-fig2.toml"]
