@@ -1,16 +1,23 @@
 """Rewrite the committed emulate outputs outside the application study from their runs.
 
-``bench/app_study_resummarize.py`` does ``notebooks/data/app_study/``, whose sweeps carry
-their ``sweep.json``. The other committed sweeps were made before emulate wrote one
-(2026-11-24 to 2026-11-27): each is summarized again with the config it was run from
-(:data:`SWEEPS`), through :func:`disaggsim.swapdev.emulate.resummarize` (the estimator
-``emulate`` itself uses), leaving ``runs.csv`` unchanged. The requirement sweep's
-per-fraction configs (``configs/emulate-sweep-local<pct>.toml``) were merged into
-``configs/emulate-sweep-python-sort.toml`` (same application, models and labels): each
-``sweep-local<pct>/`` is that config at its one fraction, under its own name. No root, no
-device: seconds.
+``bench/app_study_resummarize.py`` does ``notebooks/data/app_study/``. The other committed
+sweeps were made before emulate wrote ``sweep.json`` (2026-11-24 to 2026-11-27):
 
-    .venv/bin/python bench/emulate_resummarize.py            # every sweep of SWEEPS
+- those a config in ``configs/`` still names (:data:`STAMPED`: the FCT replay, the fixed
+  sweep, memcached's requirement sweep, the COMEX sweeps) carry a ``sweep.json`` written
+  afterwards (2026-11-28) from the config they ran from, unchanged in git since their
+  runs, so their config resumes them (:func:`disaggsim.swapdev.emulate.previous_runs`);
+  they are summarized from that ``sweep.json``;
+- the requirement sweep's per-fraction directories (:data:`SWEEPS`) have none: their
+  configs (``configs/emulate-sweep-local<pct>.toml``) were merged into
+  ``configs/emulate-sweep-python-sort.toml`` (same application, models and labels), and
+  each ``sweep-local<pct>/`` is summarized with that config at its one fraction, under its
+  own name.
+
+Both go through :func:`disaggsim.swapdev.emulate.resummarize` (the estimator ``emulate``
+itself uses), leaving ``runs.csv`` unchanged. No root, no device: seconds.
+
+    .venv/bin/python bench/emulate_resummarize.py            # every sweep
     .venv/bin/python bench/emulate_resummarize.py replay/pfabric-local60
 
 Writes each sweep's ``summary.csv`` (and ``speedup.csv``, ``table3.csv``,
@@ -30,30 +37,31 @@ from disaggsim.swapdev import emulate
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
-#: sweep directory (relative to the repository) -> the config it was run from
+#: sweep directories (relative to the repository) whose sweep.json names their config
+STAMPED: list[str] = [
+    "bench/figures/requirements/memcached-ycsb",
+    "bench/figures/python-sort-fixed",
+    "bench/figures/replay/pfabric-local60",
+    "notebooks/data/comex/comex-numpy-sort",
+    "notebooks/data/comex/comex-pb-numpy-sort",
+    "notebooks/data/comex/comex-python-sort",
+    "notebooks/data/comex/comex-memcached-ycsb",
+    "notebooks/data/comex/comex-dask-sort",
+]
+#: per-fraction sweep directory (relative to the repository) -> the config it was run from
 SWEEPS: dict[str, str] = {
-    **{f"bench/figures/requirements/sweep-local{pct}": "emulate-sweep-python-sort.toml"
-       for pct in (60, 61, 62, 63, 67, 75, 90)},
-    "bench/figures/requirements/memcached-ycsb": "emulate-sweep-memcached-ycsb.toml",
-    "bench/figures/python-sort-fixed": "emulate-python-sort.toml",
-    "bench/figures/replay/pfabric-local60": "emulate-replay-pfabric.toml",
-    "notebooks/data/comex/comex-numpy-sort": "emulate-comex-numpy-sort.toml",
-    "notebooks/data/comex/comex-pb-numpy-sort": "emulate-comex-pb-sweep.toml",
-    "notebooks/data/comex/comex-python-sort": "emulate-comex-python-sort.toml",
-    "notebooks/data/comex/comex-memcached-ycsb": "emulate-comex-memcached-ycsb.toml",
-    "notebooks/data/comex/comex-dask-sort": "emulate-comex-dask-sort.toml",
+    f"bench/figures/requirements/sweep-local{pct}": "emulate-sweep-python-sort.toml"
+    for pct in (60, 61, 62, 63, 67, 75, 90)
 }
 PER_FRACTION = "sweep-local"
 
 
 def sweep_config(sweep: str) -> emulate.EmulateConfig:
-    """The config ``sweep`` (a key of :data:`SWEEPS`) was run from; a ``sweep-local<pct>``
-    directory is the merged requirement config at ``pct`` % local memory, named as the
+    """The config ``sweep`` (a key of :data:`SWEEPS`, a ``sweep-local<pct>`` directory) was
+    run from: the merged requirement config at ``pct`` % local memory, named as the
     directory (its plot's file name)."""
     cfg = emulate.load_emulate_config(CONFIGS / SWEEPS[sweep])
     name = Path(sweep).name
-    if not name.startswith(PER_FRACTION):
-        return cfg
     fraction = int(name.removeprefix(PER_FRACTION)) / 100
     return cfg.model_copy(update={
         "emulate": cfg.emulate.model_copy(update={"name": name}),
@@ -62,18 +70,20 @@ def sweep_config(sweep: str) -> emulate.EmulateConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Resummarize each named sweep (a key of :data:`SWEEPS` or its tail after
-    ``bench/figures/``; default: all)."""
+    """Resummarize each named sweep (one of :data:`STAMPED` or :data:`SWEEPS`, or its tail
+    after ``bench/figures/``; default: all)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", nargs="*", help="sweep directories, e.g. "
                         "replay/pfabric-local60 or notebooks/data/comex/comex-dask-sort")
     args = parser.parse_args(argv)
-    names = [s if s in SWEEPS else f"bench/figures/{s}" for s in args.sweeps] or list(SWEEPS)
-    unknown = [s for s in names if s not in SWEEPS]
+    known = [*STAMPED, *SWEEPS]
+    names = [s if s in known else f"bench/figures/{s}" for s in args.sweeps] or known
+    unknown = [s for s in names if s not in known]
     if unknown:
-        parser.error(f"{', '.join(unknown)}: expected one of {', '.join(SWEEPS)}")
+        parser.error(f"{', '.join(unknown)}: expected one of {', '.join(known)}")
     for sweep in names:
-        print(f"{sweep}: {emulate.resummarize(REPO / sweep, sweep_config(sweep))}")
+        cfg = sweep_config(sweep) if sweep in SWEEPS else None
+        print(f"{sweep}: {emulate.resummarize(REPO / sweep, cfg)}")
     return 0
 
 

@@ -23,9 +23,13 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from disaggsim.errors import display_path
 from disaggsim.signals import Interrupted, interrupt_on_signals
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class CliError(Exception):
@@ -192,11 +196,26 @@ def _cmd_latency_budget(args: argparse.Namespace) -> None:
         print(f"plot: {plots.plot_latency_sweep(table, Path(args.plot))}")
 
 
+_Config = TypeVar("_Config", bound="BaseModel")
+
+
+def _out_dir_override(cfg: _Config, out_dir: str | None) -> _Config:
+    """``cfg`` (an emulate or hpe_cm config) writing to ``out_dir`` (relative to the
+    current directory) instead of its section's ``out_dir``: ``--out-dir``, to measure a
+    committed config afresh and leave its committed results as they are."""
+    if out_dir is None:
+        return cfg
+    section = "hpe_cm" if hasattr(cfg, "hpe_cm") else "emulate"
+    table = getattr(cfg, section)
+    return cfg.model_copy(update={
+        section: table.model_copy(update={"out_dir": Path(out_dir).resolve()})})
+
+
 def _cmd_emulate(args: argparse.Namespace) -> None:
     from disaggsim.swapdev import emulate, hpe_cm
 
     if hpe_cm.is_hpe_cm_config(args.config):  # Ruan et al.'s experiments (swapdev/hpe_cm.py)
-        hcfg = hpe_cm.load_hpe_cm_config(args.config)
+        hcfg = _out_dir_override(hpe_cm.load_hpe_cm_config(args.config), args.out_dir)
         try:
             outs = hpe_cm.run(hcfg, progress=not args.quiet)
         except (RuntimeError, TimeoutError) as exc:
@@ -204,7 +223,7 @@ def _cmd_emulate(args: argparse.Namespace) -> None:
         print(outs.summary.read_text(), end="")
         print(f"results: {outs.out_dir}")
         return
-    cfg = emulate.load_emulate_config(args.config)
+    cfg = _out_dir_override(emulate.load_emulate_config(args.config), args.out_dir)
     try:
         out = emulate.emulate(cfg, progress=not args.quiet)
     except (RuntimeError, TimeoutError) as exc:
@@ -216,7 +235,7 @@ def _cmd_emulate(args: argparse.Namespace) -> None:
 def _cmd_classify(args: argparse.Namespace) -> None:
     from disaggsim.swapdev import emulate
 
-    cfg = emulate.load_emulate_config(args.config)
+    cfg = _out_dir_override(emulate.load_emulate_config(args.config), args.out_dir)
     wanted = (emulate.CLASSIFY_LATENCY_NS, emulate.CLASSIFY_BANDWIDTH_BPS)
     if not any(p.kind == "fixed" and (p.latency_ns, p.bandwidth_bps) == wanted
                for p in emulate.expand_models(cfg)):
@@ -368,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py, or "
                    "swapdev/hpe_cm.py for an [hpe_cm] table)")
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
+    c.add_argument("--out-dir", help="write the sweep to OUT_DIR/<name> instead of the "
+                   "config's out_dir (e.g. to measure a committed config afresh: its "
+                   "committed sweep is resumed otherwise)")
     c.set_defaults(func=_cmd_emulate)
 
     c = sub.add_parser(
@@ -379,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "[[models]] the sweep is Figure 2's latency x bandwidth grid")
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
     c.add_argument("--csv", action="store_true", help="print classification.csv instead")
+    c.add_argument("--out-dir", help="write the sweep to OUT_DIR/<name> instead of the "
+                   "config's out_dir (e.g. to measure a committed config afresh: its "
+                   "committed sweep is resumed otherwise)")
     c.set_defaults(func=_cmd_classify)
     return p
 

@@ -68,7 +68,8 @@ with probability <= 2.5 % however the sweep stops, at any cap and after any top-
 (:mod:`~disaggsim.swapdev.jct_stats`). Each run records the
 machine's load (1-minute load average at its end, the hypervisor's steal share during it).
 A sweep is resumable: ``runs.csv`` is rewritten after every run with ``sweep.json`` (the
-config's run-defining part); running the same config again reuses those runs, a round at a
+config; its run-defining part, all but the round keys, must match for a resume); running
+the same config again reuses those runs, a round at a
 time (:func:`emulate`): a round is the unit of resume, since its points are compared with
 its own reference. A round that a window's end cut (not all of its runs, the reference and
 the points its reference's row lists in ``round_points``, are in ``runs.csv``) is rerun
@@ -811,9 +812,20 @@ _ROUND_KEYS = ("repeats", "repeats_max", "half_width", "confidence", "timeout_s"
 
 
 def _sweep_identity(cfg: EmulateConfig) -> str:
-    """The config's run-defining part as JSON (``sweep.json``): what a reused run needs."""
+    """The config's run-defining part as JSON: what a reused run needs (a resume compares
+    it, :func:`previous_runs`)."""
     data = cfg.model_dump(mode="json", exclude={"base_dir": True,
                                                 "emulate": set(_ROUND_KEYS)})
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def _sweep_record(cfg: EmulateConfig) -> str:
+    """The whole config as JSON (``sweep.json``): the run-defining part
+    (:func:`_sweep_identity`) and the round keys (``_ROUND_KEYS``) it was last run with,
+    which :func:`resummarize` needs (``confidence`` sets the interval, ``timeout_s`` a
+    timed-out baseline's speed-up bound). A sweep.json written before 2026-11-28 lacks the
+    round keys; they then take their defaults."""
+    data = cfg.model_dump(mode="json", exclude={"base_dir": True})
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
@@ -1095,7 +1107,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     if done and progress:
         print(f"resuming: {len(done)} runs found in {out / 'runs.csv'}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "sweep.json", _sweep_identity(cfg))
+    write_text_atomic(out / "sweep.json", _sweep_record(cfg))
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
@@ -1447,9 +1459,10 @@ def resummarize(out: Path, cfg: EmulateConfig | None = None) -> Path:
     """Rewrite a sweep's summaries (``summary.csv``, ``speedup.csv``, ``table3.csv``,
     ``classification.csv`` and the plots) from its ``runs.csv`` and ``sweep.json`` alone,
     running nothing and leaving those two as they are: what a change of the estimator
-    needs (bench/app_study_resummarize.py). The keys ``sweep.json`` leaves out
-    (``_ROUND_KEYS``) take their defaults: ``confidence`` 0.95, ``timeout_s`` 600 s (the
-    lower bound of a timed-out baseline's speed-up). Returns ``out``.
+    needs (bench/app_study_resummarize.py). A ``sweep.json`` written before 2026-11-28
+    lacks the round keys (``_ROUND_KEYS``, :func:`_sweep_record`); they take their
+    defaults: ``confidence`` 0.95, ``timeout_s`` 600 s (the lower bound of a timed-out
+    baseline's speed-up; every such committed sweep has no baseline). Returns ``out``.
 
     ``cfg``: the sweep's config, for a sweep made before emulate wrote ``sweep.json``
     (2026-11-25) or one of an older ``runs.csv`` format (:func:`read_runs`), given by the
