@@ -102,6 +102,7 @@ from disaggsim.testbed.collect_env import (
     node_ip,
     ns_exec,
     swap_area,
+    work_dir,
 )
 from disaggsim.testbed.collect_paging import (
     PAGE_BYTES,
@@ -539,9 +540,7 @@ def collect(
             partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-",
                                             dir=out_dir.parent))
             stack.callback(_discard_partial, partial, out_dir)
-            work = Path(tempfile.mkdtemp(prefix="disaggsim-collect-",
-                                         dir=config.work_dir or "/var/tmp"))
-            stack.undo(f"work directory {work}", shutil.rmtree, work)
+        work = work_dir(stack, Path(config.work_dir or "/var/tmp"))
         partial.chmod(0o755)  # mkdtemp makes it 0700
         (partial / "logs").mkdir()
         (partial / ".raw").mkdir()

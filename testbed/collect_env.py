@@ -32,10 +32,12 @@ import fcntl
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -622,6 +624,74 @@ RUN_CGROUP: Final = owners.Kind("pids", lambda name: f"process cgroup {PIDS_ROOT
 SETTING: Final = owners.Kind("setting", lambda name: f"setting {name.partition('=')[0]}",
                              lambda name: _setting_changed(name),
                              lambda name: _restore_setting(name))
+
+
+def _loops_under(root: Path) -> list[str]:
+    """The loop devices whose backing file lies under directory ``root``
+    (``/sys/block/loopN/loop/backing_file``; a deleted file reads ``PATH (deleted)``)."""
+    loops = []
+    for dev in sorted(SYS_BLOCK.glob("loop[0-9]*")):
+        with contextlib.suppress(OSError):
+            backing = (dev / "loop" / "backing_file").read_text().strip()
+            if Path(backing.removesuffix(" (deleted)")).is_relative_to(root):
+                loops.append(dev.name)
+    return loops
+
+
+def _mounts_under(root: Path) -> list[str]:
+    """The mount points at or under ``root`` (``/proc/self/mounts``), deepest first."""
+    points = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    return sorted((p for p in points if Path(p).is_relative_to(root)), reverse=True)
+
+
+def _reap_work_dir(name: str) -> str:
+    """Reaper of :data:`WORK_DIR`: undo a dead collector's device chain in its work
+    directory ``unquote(name)`` in the order of its undo stack: unmount each file system
+    mounted under it (the nodes' ext4 disks; their processes were killed with the owner's
+    namespaces and cgroups, reaped first), ``swapoff`` and detach each loop device on a
+    file under it (the swap area and the disks), then remove the directory. Returns what
+    it did, " (unmounted .../mnt0, swapped off and detached /dev/loop3, removed it)".
+
+    Raises RuntimeError if a command fails (:func:`sh`)."""
+    root = Path(urllib.parse.unquote(name))
+    done = []
+    for point in _mounts_under(root):
+        sh(["umount", point])
+        done.append(f"unmounted {point}")
+    swaps = {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
+    for loop in _loops_under(root):
+        if f"/dev/{loop}" in swaps:
+            sh(["swapoff", f"/dev/{loop}"])
+            done.append(f"swapped off and detached /dev/{loop}")
+        else:
+            done.append(f"detached /dev/{loop}")
+        sh(["losetup", "-d", f"/dev/{loop}"])
+    shutil.rmtree(root)
+    return f" ({', '.join([*done, 'removed it'])})"
+
+
+#: A collector's work directory (:func:`work_dir`) with what it puts under it: the loop
+#: devices on the backing files there (the swap area, the nodes' disks) and the nodes'
+#: ext4 mounts. Named by the directory (``urllib.parse.quote``, no "/"). After the
+#: namespaces and cgroups, whose processes use the disks.
+WORK_DIR: Final = owners.Kind(
+    "collect-work", lambda name: f"collector work directory {urllib.parse.unquote(name)}",
+    lambda name: Path(urllib.parse.unquote(name)).is_dir(), _reap_work_dir)
+
+
+def work_dir(stack: UndoStack, parent: Path) -> Path:
+    """A new work directory ``parent/disaggsim-collect-PID-XXXXXXXX`` (mode 0700) with this
+    process as its recorded owner (:func:`make_owned`): if the command is SIGKILLed, the
+    next command that makes owned state unmounts, swaps off and detaches what is left under
+    it and removes it (:data:`WORK_DIR`). Removed on unwind (after everything made in it,
+    which its undo steps, pushed later, remove first).
+
+    Raises RuntimeError if such a directory exists already (:func:`make_owned`)."""
+    path = parent.resolve() / f"disaggsim-collect-{os.getpid()}-{os.urandom(4).hex()}"
+    make_owned(stack, WORK_DIR, [urllib.parse.quote(str(path), safe="")],
+               lambda n: Path(urllib.parse.unquote(n)).mkdir(mode=0o700),
+               lambda n: shutil.rmtree(urllib.parse.unquote(n)))
+    return path
 
 
 def memcg_read_int(memcg: Path, name: str) -> int:

@@ -381,3 +381,70 @@ def test_a_piece_that_cannot_be_reaped_does_not_stop_the_others(
     assert capsys.readouterr().err.splitlines() == [
         str(err.value), f"disaggsim: reaped alpha zz left by dead pid {me.pid}",
         f"disaggsim: reaped beta b left by dead pid {me.pid}"]
+
+
+#: A collector's device chain (testbed/collect.py: its work directory, a swap area on a
+#: loop device there, a node's ext4 disk on another, mounted there); prints the work
+#: directory, the two loop devices and waits.
+COLLECT_CHAIN = """\
+import sys, time
+from pathlib import Path
+from disaggsim.testbed import collect_env as env
+with env.UndoStack() as stack:
+    work = env.work_dir(stack, Path(sys.argv[1]))
+    swap = env.loop_device(stack, work / "swap.img", 16 << 20)
+    env.swap_area(stack, swap)
+    disk = env.loop_device(stack, work / "node0.disk.img", 64 << 20)
+    env.ext4_disk(stack, disk, work / "mnt0")
+    print(work, swap, disk, flush=True)
+    time.sleep(600)
+"""
+
+
+@needs_root
+def test_a_sigkilled_collectors_device_chain_is_undone_by_the_next_creator(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The collector is SIGKILLed with its chain up: the swap area stays active, both loop
+    # devices attached, the disk mounted, the work directory there. The next command's
+    # first owned state (here its own work directory) reaps it in its undo order: unmount,
+    # swapoff + detach, detach, remove; one line on stderr. The fixture then finds the
+    # machine as before (no swap, no loop device attached, no mount).
+    if Path("/proc/swaps").read_text().splitlines()[1:]:
+        pytest.skip("a swap area is active (the collector's swap_area refuses to run)")
+    tag = tag_environment(monkeypatch)
+    owner = subprocess.Popen([sys.executable, "-c", COLLECT_CHAIN, str(tmp_path)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        line = owner.stdout.readline()
+        assert line, f"the collector's chain failed (exit {owner.wait()})"
+        work_text, swap, disk = line.split()
+        work = Path(work_text)
+        owner.kill()
+        assert owner.wait() == -signal.SIGKILL
+        swaps = Path("/proc/swaps").read_text()
+        assert f"/dev/{swap}" in swaps
+        attached = env.sh(["losetup", "-a"])
+        assert str(work / "swap.img") in attached and str(work / "node0.disk.img") in attached
+        assert env.is_mountpoint(work / "mnt0")
+        capfd.readouterr()
+        with env.UndoStack() as stack:
+            mine = env.work_dir(stack, tmp_path)
+            err = capfd.readouterr().err.splitlines()
+            assert mine.is_dir() and mine != work
+        assert not mine.exists()
+        parts = [f"unmounted {work / 'mnt0'}",
+                 *(("swapped off and detached" if loop == swap else "detached") + f" /dev/{loop}"
+                   for loop in sorted([swap, disk])), "removed it"]
+        assert err == [f"disaggsim: reaped collector work directory {work} left by dead pid "
+                       f"{owner.pid} ({', '.join(parts)})"]
+        assert f"/dev/{swap}" not in Path("/proc/swaps").read_text()
+        assert str(work) not in env.sh(["losetup", "-a"])
+        assert not env.is_mountpoint(work / "mnt0") and not work.exists()
+        assert not any(owners.OWNERS_DIR.glob("collect-work/*"))
+    finally:
+        owner.kill()
+        owner.wait()
+        kill_processes(tag)
+        env.reap_dead_state()
