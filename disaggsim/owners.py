@@ -32,6 +32,10 @@ in them are gone before the devices they used):
   in the work directory, the loop device on its file and the swap area on that), undone
   whole and in its undo's order (``swapoff`` while the daemon still serves, detach, stop
   the daemon, unmount);
+- ``collect-work``: a collection's work directory (``testbed/collect_env.py``
+  ``work_dir``) with what the collector puts under it: the loop devices on its files (the
+  swap area, the nodes' disks) and the nodes' ext4 mounts, undone in its undo's order
+  (unmount, ``swapoff`` and detach, remove the directory);
 - ``mount``: the bind mount of ``/run/netns`` that the first ``ip netns add`` makes: not
   reaped but taken over (``collect_env._netns_dir_undo``): other programs' namespaces may
   live under it.
@@ -51,14 +55,12 @@ What a SIGKILLed command leaves outside this mechanism, and why:
   ``disaggsim-hpecm-*``, a collection's ``.partial``): named uniquely (``mkdtemp``), so no
   later command collides with them, and no kernel object; disk space, removed by hand
   (``swapdev/doc/swapdev.md``, "Limits and known issues").
-- the collector's own devices (``testbed/collect.py``: loop devices on files in its work
-  directory, ext4 mounts on them, the swap area, the tracefs mount and settings, block
-  tracing): undone by its undo stack on every catchable end; after a SIGKILL they stay,
-  not reaped yet (an open gap; the way is one record per collection's work directory,
-  as ``swapdev`` has per mount point, whose reaper finds the loop devices by their
-  backing files; its zswap change is a ``setting``, reaped). A swap area left so makes
-  the next command that needs one refuse with one line (``collect_env.swap_area``: "swap
-  already active"); removed by hand (the same doc section).
+- the collector's tracefs mount and settings and its block tracing
+  (``testbed/collect_blk.py``): undone by its undo stack on every catchable end; after a
+  SIGKILL they stay (the old values would need a record of their own; the next collection
+  saves whatever it finds and restores that). A collection killed before 2026-11-28 left
+  its loop devices, mounts and swap area without a record: removed by hand (the same doc
+  section).
 
 A process is its pid, its start time and the boot: pids are reused once the pid space
 wraps (``/proc/sys/kernel/pid_max``, 32768 by default), so a pid alone may name a newer,
