@@ -88,8 +88,9 @@ def _reference_jct(summary: pd.DataFrame) -> float:
 
 def table(out: Path) -> pd.DataFrame:
     """Per application with a reproduced sweep in ``out``: both machines' point (relative
-    JCT with its interval, pairs, verdict) and the second machine's zero-delay JCT over
-    the first's."""
+    JCT with its interval, pairs, verdict), the second machine's zero-delay JCT over the
+    first's, and the time the point adds on each (zero-delay JCT x (relative JCT - 1), s):
+    the same delay per fault adds the same time on a slower machine, a smaller share."""
     rows = []
     for app in APPS:
         path = out / app / "summary.csv"
@@ -109,6 +110,9 @@ def table(out: Path) -> pd.DataFrame:
             "zero-delay JCT (s) committed / reproduced":
                 f"{_reference_jct(theirs):.2f} / {_reference_jct(mine):.2f}",
             "slower by": f"x{_reference_jct(mine) / _reference_jct(theirs):.2f}",
+            "delay added (s) committed / reproduced":
+                f"{_reference_jct(theirs) * (there['relative_jct'] - 1):.2f} / "
+                f"{_reference_jct(mine) * (here['relative_jct'] - 1):.2f}",
         })
     return pd.DataFrame(rows)
 
