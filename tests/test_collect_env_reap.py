@@ -134,10 +134,15 @@ def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
     # no undo step runs, everything stays. The next creator's first step (the network)
     # finds the names' recorded owner dead, reaps all of its state (killing the 2
     # processes) and makes its own; its unwinding then leaves the machine as before the
-    # owner started (the fixture's check).
+    # owner started (the fixture's check). Where /run/netns was no mount point (a new
+    # machine), the owner's first `ip netns add` made the mount, and the next creator
+    # takes its undo over too, one line after the reaping.
     owner = owner_command.proc
     owner.kill()
     assert owner.wait() == -signal.SIGKILL
+    mount_owners = [owners.read_record(owners.record_path("mount", name))
+                    for name in ("run-netns", "run-netns-and-dir")]
+    made_mount = any(o is not None and o.pid == owner.pid for o in mount_owners)
     assert sorted(_netns()) == sorted(NETNS)
     assert all((env.MEMCG_ROOT / name).is_dir() for name in MEMCGS)
     assert owners.pid_alive(owner_command.server)  # left running
@@ -164,7 +169,9 @@ def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
               "disaggsim-node0": 0, "disaggsim-node1": 0}
     assert err[3:] == [f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / name} left "
                        f"by dead pid {owner.pid} (killed {n} process(es) in it)"
-                       for name, n in killed.items()]
+                       for name, n in killed.items()] + [
+        f"disaggsim: took over the mount of {env.NETNS_DIR} left by dead pid {owner.pid} "
+        "(unmounted when this command ends)"] * made_mount
     assert not owners.pid_alive(owner_command.server)
     assert not owners.pid_alive(owner_command.holder)
     assert live_processes(owner_command.tag) == {}
@@ -318,6 +325,8 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
     # container's, which no test may unmount): the mount point test and the unmount are
     # stand-ins that record their calls; the records are real files under tmp_path.
     monkeypatch.setattr(owners, "OWNERS_DIR", tmp_path)
+    monkeypatch.setattr(env, "NETNS_DIR", tmp_path / "run-netns")  # exists, as on a machine
+    env.NETNS_DIR.mkdir()                                           # that has used ip netns
     mounted = [True]
     unmounts: list[bool] = []
     monkeypatch.setattr(env, "is_mountpoint", lambda path: mounted[0])
