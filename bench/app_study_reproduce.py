@@ -9,9 +9,10 @@ writes it as ``OUT/<app>.json`` (``out_dir = "."``: its sweep goes to ``OUT/<app
 the config resumes it), and prints the command that measures them in one isolated window;
 ``--table`` then compares each reproduced point with the committed one.
 
-    .venv/bin/python bench/app_study_reproduce.py notebooks/data/app_study/reproduce-2026-11-28
-    ISOLATE=bench/isolate.sh WINDOW_S=3600 sh bench/app_study.sh notebooks/data/app_study/reproduce-2026-11-28/*.json
-    .venv/bin/python bench/app_study_reproduce.py notebooks/data/app_study/reproduce-2026-11-28 --table
+    R=notebooks/data/app_study/reproduce-2026-11-28
+    .venv/bin/python bench/app_study_reproduce.py $R
+    ISOLATE=bench/isolate.sh WINDOW_S=3600 sh bench/app_study.sh $R/*.json
+    .venv/bin/python bench/app_study_reproduce.py $R --table
 
 A point's verdict is the sequential rule's (``pass``/``fail``/``undecided``); the zero-delay
 JCT's ratio between the two machines says how much faster or slower the second one is.
