@@ -9,6 +9,7 @@ lock shared with the collector's system tests.
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,17 +102,32 @@ def test_fixed_delay_per_request(runs: dict[str, device.RunResult]) -> None:
 
 
 def test_swap_in_latency_moves_by_the_injected_delay(
-    runs: dict[str, device.RunResult], locked: dict[str, list[str]], tmp_path: Path
+    runs: dict[str, device.RunResult], locked: dict[str, list[str]],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """End to end, the injected 10.8 us (10 us + 4 KiB at 40 Gbps) is on the application's
-    path: the median swap-in fault latency is at least 8 us above the no-delay run.
+    path: the median over 3 interleaved pairs (the fixture's and 2 more) of the swap-in
+    fault latency's p50 with the delay minus without it is at least 8 us.
 
-    Only a lower bound is asserted: on this VM CPU contention, and a slow mode where every
-    fault takes ~60 us more (the guest's adaptive halt-polling: bench/RESULTS.md
-    "Latency-injection device"), can only add to the shift (+9.8 us measured on a quiet
+    Pairs, because one pair's p50s drift apart by several us between runs: on the VM of
+    2026-11-28 (fault p50 37-44 us without delay) 4 pairs gave shifts of 9.0-17.0 us and
+    one CI run 4.6 us. Only a lower bound is asserted: CPU contention and a slow mode where
+    every fault takes ~60 us more (the guest's adaptive halt-polling: bench/RESULTS.md
+    "Latency-injection device") mostly add to the shift (+9.8 us measured on a quiet
     machine). The device-side accuracy is exact and tested in test_fixed_delay_per_request."""
-    shift = runs["fixed"].report["p50_ns"] - runs["none"].report["p50_ns"]
-    assert shift >= 8_000, (runs["none"].report, runs["fixed"].report)
+    shifts = [runs["fixed"].report["p50_ns"] - runs["none"].report["p50_ns"]]
+    for pair in range(2):
+        p50 = {}
+        for name, model in (
+            ("none", device.DelayModel("none")),
+            ("fixed", device.DelayModel("fixed", latency_ns=10_000, bandwidth_bps=40 * 10**9)),
+        ):
+            p50[name] = device.run_memtouch_swap(
+                tmp_path_factory.mktemp(f"swap-pair{pair}-{name}"), MIB, LIMIT, model,
+                timeout_s=600).report["p50_ns"]
+            assert machine_state() == locked
+        shifts.append(p50["fixed"] - p50["none"])
+    assert statistics.median(shifts) >= 8_000, shifts
 
 
 def test_failures_leave_the_machine_as_found(
