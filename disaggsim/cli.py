@@ -199,6 +199,12 @@ def _cmd_latency_budget(args: argparse.Namespace) -> None:
 _Config = TypeVar("_Config", bound="BaseModel")
 
 
+#: ``--out-dir`` of the commands that run a sweep (:func:`_out_dir_override`).
+_OUT_DIR_HELP = ("write the sweep to OUT_DIR/<name> instead of the config's out_dir (e.g. "
+                 "to measure a committed config afresh: its committed sweep is resumed "
+                 "otherwise)")
+
+
 def _out_dir_override(cfg: _Config, out_dir: str | None) -> _Config:
     """``cfg`` (an emulate or hpe_cm config) writing to ``out_dir`` (relative to the
     current directory) instead of its section's ``out_dir``: ``--out-dir``, to measure a
@@ -387,9 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py, or "
                    "swapdev/hpe_cm.py for an [hpe_cm] table)")
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
-    c.add_argument("--out-dir", help="write the sweep to OUT_DIR/<name> instead of the "
-                   "config's out_dir (e.g. to measure a committed config afresh: its "
-                   "committed sweep is resumed otherwise)")
+    c.add_argument("--out-dir", help=_OUT_DIR_HELP)
     c.set_defaults(func=_cmd_emulate)
 
     c = sub.add_parser(
@@ -401,9 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "[[models]] the sweep is Figure 2's latency x bandwidth grid")
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
     c.add_argument("--csv", action="store_true", help="print classification.csv instead")
-    c.add_argument("--out-dir", help="write the sweep to OUT_DIR/<name> instead of the "
-                   "config's out_dir (e.g. to measure a committed config afresh: its "
-                   "committed sweep is resumed otherwise)")
+    c.add_argument("--out-dir", help=_OUT_DIR_HELP)
     c.set_defaults(func=_cmd_classify)
     return p
 
