@@ -811,21 +811,25 @@ def _pinned(cfg: EmulateConfig) -> Any:
 _ROUND_KEYS = ("repeats", "repeats_max", "half_width", "confidence", "timeout_s")
 
 
-def _sweep_identity(cfg: EmulateConfig) -> str:
-    """The config's run-defining part as JSON: what a reused run needs (a resume compares
-    it, :func:`previous_runs`)."""
-    data = cfg.model_dump(mode="json", exclude={"base_dir": True,
-                                                "emulate": set(_ROUND_KEYS)})
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+def _sweep_record(cfg: EmulateConfig) -> dict[str, Any]:
+    """The whole config as JSON data (``sweep.json``, :func:`_sweep_json`): the
+    run-defining part (:func:`_sweep_identity`) and the round keys (``_ROUND_KEYS``) it
+    was last run with, which :func:`resummarize` needs (``confidence`` sets the interval,
+    ``timeout_s`` a timed-out baseline's speed-up bound). A sweep.json written before
+    2026-11-28 lacks the round keys; they then take their defaults."""
+    return cfg.model_dump(mode="json", exclude={"base_dir": True})
 
 
-def _sweep_record(cfg: EmulateConfig) -> str:
-    """The whole config as JSON (``sweep.json``): the run-defining part
-    (:func:`_sweep_identity`) and the round keys (``_ROUND_KEYS``) it was last run with,
-    which :func:`resummarize` needs (``confidence`` sets the interval, ``timeout_s`` a
-    timed-out baseline's speed-up bound). A sweep.json written before 2026-11-28 lacks the
-    round keys; they then take their defaults."""
-    data = cfg.model_dump(mode="json", exclude={"base_dir": True})
+def _sweep_identity(cfg: EmulateConfig) -> dict[str, Any]:
+    """The config's run-defining part: :func:`_sweep_record` without the round keys, what
+    a reused run needs (a resume compares it, :func:`previous_runs`)."""
+    data = _sweep_record(cfg)
+    data["emulate"] = {k: v for k, v in data["emulate"].items() if k not in _ROUND_KEYS}
+    return data
+
+
+def _sweep_json(data: dict[str, Any]) -> str:
+    """``data`` as sweep.json's text: indented, keys sorted, one final newline."""
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
@@ -924,7 +928,7 @@ def _recorded_identity(stamp: Path) -> dict[str, Any] | None:
         recorded, _ = load_config_model(stamp, EmulateConfig)
     except ConfigError:
         return None
-    return json.loads(_sweep_identity(recorded))  # type: ignore[no-any-return]
+    return _sweep_identity(recorded)
 
 
 def _first_difference(recorded: object, current: object, path: str = "") -> str:
@@ -960,7 +964,7 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
         raise InputError(stamp, None, None, "the sweep.json beside runs.csv (the config "
                          "its runs ran with); its runs are kept: give this config another "
                          "[emulate] name, or move the directory away")
-    current = json.loads(_sweep_identity(cfg))
+    current = _sweep_identity(cfg)
     recorded = _recorded_identity(stamp)
     if recorded != current:
         differs = ("it no longer reads as an emulate config" if recorded is None
@@ -1107,7 +1111,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     if done and progress:
         print(f"resuming: {len(done)} runs found in {out / 'runs.csv'}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "sweep.json", _sweep_record(cfg))
+    write_text_atomic(out / "sweep.json", _sweep_json(_sweep_record(cfg)))
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)

@@ -453,7 +453,7 @@ def _recorded_sweep(tmp_path: Path) -> tuple[emulate.EmulateConfig, Path]:
     cfg = emulate.load_emulate_config(path)
     out = tmp_path / "out" / "memtouch"
     out.mkdir(parents=True)
-    (out / "sweep.json").write_text(emulate._sweep_identity(cfg))
+    (out / "sweep.json").write_text(emulate._sweep_json(emulate._sweep_identity(cfg)))
     (out / "runs.csv").write_text(emulate._csv_text([_run(0.25, "none", 0, 0, 1.5).row()]))
     return cfg, out
 
