@@ -476,18 +476,13 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout_s: float) -> No
 
 
 def _umount_if_mounted(mountpoint: Path) -> None:
-    if str(mountpoint) in Path("/proc/mounts").read_text():
+    if env.is_mountpoint(mountpoint):
         env.sh(["umount", "-l", str(mountpoint)], check=False)
 
 
 def _loops_on(img: Path) -> list[str]:
-    """The loop devices attached to file ``img`` (``/sys/block/loopN/loop/backing_file``)."""
-    loops = []
-    for dev in sorted(env.SYS_BLOCK.glob("loop[0-9]*")):
-        with contextlib.suppress(OSError):
-            if (dev / "loop" / "backing_file").read_text().strip() == str(img):
-                loops.append(dev.name)
-    return loops
+    """The loop devices attached to file ``img`` (:func:`env.loops_backed_by`)."""
+    return env.loops_backed_by(lambda backing: backing == img)
 
 
 def _daemons_on(mnt: Path) -> list[int]:
@@ -522,15 +517,7 @@ def _reap_swap_device(name: str, timeout_s: float = 30.0) -> str:
 
     Raises RuntimeError if a command fails or the daemon outlives SIGKILL."""
     mnt = Path(urllib.parse.unquote(name))
-    swaps = {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
-    done = []
-    for loop in _loops_on(mnt / "dev.img"):
-        if f"/dev/{loop}" in swaps:
-            env.sh(["swapoff", f"/dev/{loop}"])
-            done.append(f"swapped off and detached /dev/{loop}")
-        else:
-            done.append(f"detached /dev/{loop}")
-        env.sh(["losetup", "-d", f"/dev/{loop}"])
+    done = env.swapoff_and_detach(_loops_on(mnt / "dev.img"))
     daemons = _daemons_on(mnt)
     deadline = time.monotonic() + timeout_s
     sig = signal.SIGTERM  # the daemon writes its trace and histograms at its exit

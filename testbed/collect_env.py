@@ -32,6 +32,7 @@ import fcntl
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -188,10 +189,55 @@ def ensure_tracefs(stack: UndoStack) -> Tracefs:
     return Tracefs(TRACEFS)
 
 
+#: The kernel's escape of a mount point in /proc/self/mounts: space, tab, newline and
+#: backslash as a backslash and three octal digits (fs/proc_namespace.c, show_vfsmnt:
+#: ``seq_path_root(m, &mnt_path, &p->root, " \t\n\\")``).
+_MOUNTS_ESCAPE: Final = re.compile(r"\\([0-7]{3})")
+
+
+def mount_points(mounts: str | None = None) -> list[Path]:
+    """The mount points of this mount namespace, in /proc/self/mounts order (or of
+    ``mounts``, a text in its format), unescaped (:data:`_MOUNTS_ESCAPE`): a directory
+    named "a b" is listed as ``a\\040b`` and returned as ``a b``. Lines end at "\\n"
+    only (a name may hold any other line break) and bytes that are not UTF-8 come back
+    as they were (:func:`os.fsdecode`)."""
+    text = os.fsdecode(Path("/proc/self/mounts").read_bytes()) if mounts is None else mounts
+    return [Path(_MOUNTS_ESCAPE.sub(lambda m: chr(int(m[1], 8)), line.split(" ")[1]))
+            for line in text.split("\n") if line]
+
+
 def is_mountpoint(path: Path) -> bool:
-    """Whether ``path`` is a mount point of this mount namespace (``/proc/self/mounts``)."""
-    return any(line.split()[1] == str(path)
-               for line in Path("/proc/self/mounts").read_text().splitlines())
+    """Whether ``path`` is a mount point of this mount namespace (:func:`mount_points`)."""
+    return path in mount_points()
+
+
+def loops_backed_by(match: Callable[[Path], bool]) -> list[str]:
+    """The loop devices (e.g. ``loop3``) whose backing file satisfies ``match``
+    (``/sys/block/loopN/loop/backing_file``; a deleted file's " (deleted)" suffix removed)."""
+    loops = []
+    for dev in sorted(SYS_BLOCK.glob("loop[0-9]*")):
+        with contextlib.suppress(OSError):
+            backing = os.fsdecode((dev / "loop" / "backing_file").read_bytes().removesuffix(b"\n"))
+            if match(Path(backing.removesuffix(" (deleted)"))):
+                loops.append(dev.name)
+    return loops
+
+
+def swapoff_and_detach(loops: Sequence[str]) -> list[str]:
+    """``swapoff`` each of ``loops`` that is a swap area (/proc/swaps), then detach it
+    (``losetup -d``). Returns what it did per device, "swapped off and detached
+    /dev/loop3" or "detached /dev/loop4". Raises RuntimeError if a command fails
+    (:func:`sh`)."""
+    swaps = {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
+    done = []
+    for loop in loops:
+        if f"/dev/{loop}" in swaps:
+            sh(["swapoff", f"/dev/{loop}"])
+            done.append(f"swapped off and detached /dev/{loop}")
+        else:
+            done.append(f"detached /dev/{loop}")
+        sh(["losetup", "-d", f"/dev/{loop}"])
+    return done
 
 
 def _unmount_netns_dir(existed: bool) -> None:
@@ -626,22 +672,9 @@ SETTING: Final = owners.Kind("setting", lambda name: f"setting {name.partition('
                              lambda name: _restore_setting(name))
 
 
-def _loops_under(root: Path) -> list[str]:
-    """The loop devices whose backing file lies under directory ``root``
-    (``/sys/block/loopN/loop/backing_file``; a deleted file reads ``PATH (deleted)``)."""
-    loops = []
-    for dev in sorted(SYS_BLOCK.glob("loop[0-9]*")):
-        with contextlib.suppress(OSError):
-            backing = (dev / "loop" / "backing_file").read_text().strip()
-            if Path(backing.removesuffix(" (deleted)")).is_relative_to(root):
-                loops.append(dev.name)
-    return loops
-
-
-def _mounts_under(root: Path) -> list[str]:
-    """The mount points at or under ``root`` (``/proc/self/mounts``), deepest first."""
-    points = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
-    return sorted((p for p in points if Path(p).is_relative_to(root)), reverse=True)
+def _mounts_under(root: Path) -> list[Path]:
+    """The mount points at or under ``root`` (:func:`mount_points`), deepest first."""
+    return sorted((p for p in mount_points() if p.is_relative_to(root)), reverse=True)
 
 
 def _reap_work_dir(name: str) -> str:
@@ -656,16 +689,9 @@ def _reap_work_dir(name: str) -> str:
     root = Path(urllib.parse.unquote(name))
     done = []
     for point in _mounts_under(root):
-        sh(["umount", point])
+        sh(["umount", str(point)])
         done.append(f"unmounted {point}")
-    swaps = {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
-    for loop in _loops_under(root):
-        if f"/dev/{loop}" in swaps:
-            sh(["swapoff", f"/dev/{loop}"])
-            done.append(f"swapped off and detached /dev/{loop}")
-        else:
-            done.append(f"detached /dev/{loop}")
-        sh(["losetup", "-d", f"/dev/{loop}"])
+    done += swapoff_and_detach(loops_backed_by(lambda backing: backing.is_relative_to(root)))
     shutil.rmtree(root)
     return f" ({', '.join([*done, 'removed it'])})"
 

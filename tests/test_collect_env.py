@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
+from hypothesis import given
+from hypothesis import strategies as st
 
 from disaggsim.testbed.collect import main as collect_main
 from disaggsim.testbed.collect_env import (
@@ -27,6 +29,7 @@ from disaggsim.testbed.collect_env import (
     _remove_loop_device,
     loop_device,
     make_cluster_network,
+    mount_points,
     node_ns,
     ns_exec,
     sh,
@@ -163,3 +166,22 @@ def test_collect_cli_reports_errors_without_traceback(
     err = capsys.readouterr().err
     assert err.startswith(f"disaggsim collect: error: {bad}: ") and "apps" in err
     assert "Traceback" not in err
+
+
+def _kernel_mangle(path: str) -> str:
+    """A mount point as the kernel writes it into /proc/self/mounts (fs/proc_namespace.c
+    show_vfsmnt; fs/seq_file.c mangle_path): each of space, tab, newline and backslash as
+    a backslash and its three octal digits."""
+    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in path)
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",),
+                                                  blacklist_characters="\0/"),
+                        min_size=1, max_size=12), min_size=1, max_size=4))
+def test_mount_points_undo_the_kernels_escapes(parts: list[str]) -> None:
+    # Any directory name (spaces, tabs, newlines, backslashes, a literal "\040" included)
+    # comes back as it was from a /proc/self/mounts line, between two ordinary lines.
+    path = "/" + "/".join(parts)
+    text = (f"proc /proc proc rw 0 0\ntmpfs {_kernel_mangle(path)} tmpfs rw,relatime 0 0\n"
+            "sysfs /sys sysfs rw 0 0\n")
+    assert mount_points(text) == [Path("/proc"), Path(path), Path("/sys")]

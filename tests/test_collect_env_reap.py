@@ -411,16 +411,22 @@ with env.UndoStack() as stack:
 
 
 @needs_root
+@pytest.mark.parametrize("parent_name", ["", "a dir\twith\\escapes"],
+                         ids=["plain", "escaped-in-proc-mounts"])
 def test_a_sigkilled_collectors_device_chain_is_undone_by_the_next_creator(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    parent_name: str,
 ) -> None:
     # The collector is SIGKILLed with its chain up: the swap area stays active, both loop
     # devices attached, the disk mounted, the work directory there. The next command's
     # first owned state (here its own work directory) reaps it in its undo order: unmount,
     # swapoff + detach, detach, remove; one line on stderr. The fixture then finds the
-    # machine as before (no swap, no loop device attached, no mount).
+    # machine as before (no swap, no loop device attached, no mount). A parent directory
+    # whose name /proc/self/mounts escapes (space, tab, backslash as \ooo) is found too.
     if Path("/proc/swaps").read_text().splitlines()[1:]:
         pytest.skip("a swap area is active (the collector's swap_area refuses to run)")
+    tmp_path = tmp_path / parent_name
+    tmp_path.mkdir(exist_ok=True)
     tag = tag_environment(monkeypatch)
     owner = subprocess.Popen([sys.executable, "-c", COLLECT_CHAIN, str(tmp_path)],
                              stdout=subprocess.PIPE, text=True)
