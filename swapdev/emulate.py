@@ -92,7 +92,11 @@ written atomically:
   millisecond; empty for the kmod backend, whose runs share one guest boot, and in a
   runs.csv written before the column existed, which reads back as such),
   ``round_points`` (the reference's row: the labels of the points of its round, a JSON
-  list, recorded before they run; :func:`round_plan`);
+  list, recorded before they run; :func:`round_plan`), ``boot_id`` (the boot the run ran
+  in, :mod:`disaggsim.swapdev.machine`; empty in a runs.csv written before 2026-11-28);
+- ``machine.json``: each measurement window's machine (CPU model, CPUs, kernel, memory,
+  boot id) and its speed calibration (:mod:`disaggsim.swapdev.machine`); a resume in
+  another boot says so on stderr (its rounds are pooled with the earlier ones);
 - ``summary.csv``: per (local fraction, model), over the ``ok`` runs: ``repeats_ok,
   repeats_timeout, pairs`` (the rounds with an ``ok`` run of the point and of the
   reference), ``median_jct_s, min_jct_s, max_jct_s, relative_jct`` (the median over
@@ -148,6 +152,7 @@ from disaggsim.swapdev import (
     emulate_apps,
     emulate_kmod,
     jct_stats,
+    machine,
 )
 from disaggsim.swapdev.comex_params import NonNegInt
 from disaggsim.testbed import collect_env, memcg_oom
@@ -592,6 +597,9 @@ class Run:
     #: JSON list), recorded before they run: what a resume checks the round against
     #: (:func:`round_plan`); empty on the points' rows and in older runs.csv files
     round_points: str = ""
+    #: the boot the run ran in (:func:`machine.boot_id`; its window's machine and speed
+    #: are in machine.json); empty in a runs.csv written before 2026-11-28
+    boot_id: str = ""
 
     @property
     def hit_rate(self) -> float | None:
@@ -1103,8 +1111,11 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     spec = cfg.app.preset_spec
     baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     if cfg.emulate.backend == "kmod":
+        out.mkdir(parents=True, exist_ok=True)
+        here = machine.record_window(out, _utc_now(), resumed=False)
         with device.system_lock():
-            kmod_runs = _kmod_runs(cfg, points, progress)
+            kmod_runs = [replace(r, boot_id=here.boot_id)
+                         for r in _kmod_runs(cfg, points, progress)]
         _write_outputs(cfg, out, kmod_runs)
         return out
     done = previous_runs(cfg, out)
@@ -1112,6 +1123,12 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
         print(f"resuming: {len(done)} runs found in {out / 'runs.csv'}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "sweep.json", _sweep_json(_sweep_record(cfg)))
+    here = machine.record_window(out, _utc_now(), resumed=bool(done))
+    if others := machine.other_boots((r.boot_id for r in done.values()), here.boot_id):
+        print(f"disaggsim emulate: {out / 'runs.csv'}: resuming in boot {here.boot_id}, "
+              f"its runs so far ran in {', '.join(others)}: rounds from each are pooled; "
+              f"{out / 'machine.json'} has each window's machine and speed",
+              file=sys.stderr, flush=True)
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
@@ -1173,7 +1190,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                               cx.get("read_hits"), cx.get("write_hits"),
                               cx.get("prefetched_unused"), cx.get("write_batches"),
                               jct_stats.load_average_1m(), steal, start_utc,
-                              planned if pt is points[0] else "")
+                              planned if pt is points[0] else "", here.boot_id)
                     runs.append(run)
                     with atomic_path(out / "runs.csv") as part:  # resumable (see above)
                         part.write_text(_csv_text([r.row() for r in

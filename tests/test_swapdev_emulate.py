@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from disaggsim.cli import main
 from disaggsim.errors import InputError
 from disaggsim.sim.config import ConfigError
-from disaggsim.swapdev import device, emulate, emulate_apps
+from disaggsim.swapdev import device, emulate, emulate_apps, machine
 from disaggsim.testbed import memcg_oom
 
 CONFIG = """\
@@ -352,17 +352,33 @@ def test_a_round_cut_by_a_window_is_rerun_whole_on_resume(
     path.write_text(CONFIG.replace("latency_ns = 20000", "latency_ns = [1000, 20000]"))
     emulate_as_found(path)
     table = tmp_path / "out" / "memtouch" / "runs.csv"
+    boot = machine.boot_id()
     lines = table.read_text().splitlines(keepends=True)
     assert len(lines) == 1 + 6  # header, then rounds 0 and 1 of none, 1 us, 20 us in order
-    table.write_text("".join(lines[:-1]))  # the window ended before round 1's last point
+    assert all(line.rstrip("\n").endswith(f",{boot}") for line in lines[1:])
+    # The window ended before round 1's last point, and (as if) in another boot.
+    lines = [line.replace(boot, "0ther-b00t") for line in lines[:-1]]
+    table.write_text("".join(lines))
     cut = {(r["model"], r["repeat"]): r for r in csv.DictReader(io.StringIO("".join(lines)))}
     capsys.readouterr()
     emulate_as_found(path, progress=True)
     after = table.read_text().splitlines(keepends=True)
     assert after[4] != lines[4]  # round 1's reference: run again, not reused
+    out, err = capsys.readouterr()
     assert ("round 1 at local 25% was cut by the end of a window: rerunning it whole, "
-            "2 runs dropped") in capsys.readouterr().out
+            "2 runs dropped") in out
+    sweep = table.parent
+    assert err.splitlines() == [
+        f"disaggsim emulate: {table}: resuming in boot {boot}, its runs so far ran in "
+        f"0ther-b00t: rounds from each are pooled; {sweep / 'machine.json'} has each "
+        "window's machine and speed"]
     assert after[:4] == lines[:4]  # the header and round 0, byte for byte
+    assert all(line.rstrip("\n").endswith(f",{boot}") for line in after[4:])
+    windows = machine.read_log(sweep)  # one entry per window, both in this boot
+    assert [w.boot_id for w in windows] == [boot, boot]
+    assert windows[0].start_utc < cut["none", "0"]["start_utc"]
+    rerun = next(csv.DictReader(io.StringIO(after[0] + after[4])))
+    assert cut["none", "1"]["start_utc"] < windows[1].start_utc < rerun["start_utc"]
     rows = {(r["model"], r["repeat"]): r for r in csv.DictReader(io.StringIO("".join(after)))}
     models = {"none", "fixed-1000ns", "fixed-20000ns"}
     assert set(rows) == {(m, rep) for m in models for rep in ("0", "1")}
