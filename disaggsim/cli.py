@@ -239,7 +239,7 @@ def _cmd_emulate(args: argparse.Namespace) -> None:
 
 
 def _cmd_classify(args: argparse.Namespace) -> None:
-    from disaggsim.swapdev import emulate
+    from disaggsim.swapdev import emulate, machine
 
     cfg = _out_dir_override(emulate.load_emulate_config(args.config), args.out_dir)
     wanted = (emulate.CLASSIFY_LATENCY_NS, emulate.CLASSIFY_BANDWIDTH_BPS)
@@ -256,6 +256,10 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     print(f"{cfg.emulate.name}: dolphin (<= 5 % at 5 us, 40 Gb/s) or shark (paper §3.2)")
     print((out / "classification.csv").read_text() if args.csv else
           emulate.format_classification(emulate.read_classification(out)), end="")
+    if not args.csv:  # a class is the application's on a machine (swapdev/machine.py)
+        boots = [r.boot_id for r in emulate.read_runs(out / "runs.csv", cfg)]
+        for line in machine.describe(machine.read_log(out), boots):
+            print(f"measured on {line}")
     print(f"results: {out}")
 
 

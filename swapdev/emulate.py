@@ -829,10 +829,13 @@ def _sweep_record(cfg: EmulateConfig) -> dict[str, Any]:
 
 
 def _sweep_identity(cfg: EmulateConfig) -> dict[str, Any]:
-    """The config's run-defining part: :func:`_sweep_record` without the round keys, what
-    a reused run needs (a resume compares it, :func:`previous_runs`)."""
+    """The config's run-defining part: :func:`_sweep_record` without the round keys and
+    ``out_dir`` (where the sweep is, as ``base_dir``: a sweep moved or copied elsewhere
+    resumes there, ``disaggsim emulate --out-dir``), what a reused run needs (a resume
+    compares it, :func:`previous_runs`)."""
     data = _sweep_record(cfg)
-    data["emulate"] = {k: v for k, v in data["emulate"].items() if k not in _ROUND_KEYS}
+    data["emulate"] = {k: v for k, v in data["emulate"].items()
+                       if k not in (*_ROUND_KEYS, "out_dir")}
     return data
 
 
@@ -1112,9 +1115,9 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     if cfg.emulate.backend == "kmod":
         out.mkdir(parents=True, exist_ok=True)
-        here = machine.record_window(out, _utc_now(), resumed=False)
+        guest_host = machine.record_window(out, _utc_now(), resumed=False)
         with device.system_lock():
-            kmod_runs = [replace(r, boot_id=here.boot_id)
+            kmod_runs = [replace(r, boot_id=guest_host.boot_id)
                          for r in _kmod_runs(cfg, points, progress)]
         _write_outputs(cfg, out, kmod_runs)
         return out
@@ -1123,12 +1126,6 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
         print(f"resuming: {len(done)} runs found in {out / 'runs.csv'}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "sweep.json", _sweep_json(_sweep_record(cfg)))
-    here = machine.record_window(out, _utc_now(), resumed=bool(done))
-    if others := machine.other_boots((r.boot_id for r in done.values()), here.boot_id):
-        print(f"disaggsim emulate: {out / 'runs.csv'}: resuming in boot {here.boot_id}, "
-              f"its runs so far ran in {', '.join(others)}: rounds from each are pooled; "
-              f"{out / 'machine.json'} has each window's machine and speed",
-              file=sys.stderr, flush=True)
     events, mem_source = memory_bandwidth_probe()
     if progress:
         print(f"memory bandwidth: {mem_source}", flush=True)
@@ -1142,6 +1139,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
             prefix=f"disaggsim-emulate-{os.getpid()}-", dir="/var/tmp")))
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
+        here: machine.Window | None = None
         rerun: set[tuple[float, int]] = set()  # rounds this sweep runs anew
         for fraction in cfg.app.local_fraction:
             local = int(spec.working_set_bytes * fraction)
@@ -1162,6 +1160,8 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     if session is None and spec.app is not None:
                         session = stack.enter_context(
                             emulate_apps.cluster_session(stack, spec, tmp))
+                    if here is None:  # this window's first run
+                        here = _record_window(out, done)
                     work = tmp / f"{fraction}-{pt.label}-{rep}"
                     start_utc = _utc_now()
                     load_before = jct_stats.read_cpu_times()
@@ -1197,8 +1197,24 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                                                    sweep_table(done, runs, rerun)]))
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)
-    _write_outputs(cfg, out, sweep_table(done, runs, rerun))
+    if here is None:  # every run reused: runs.csv stays as it is, in its own columns
+        _write_summaries(cfg, out, sweep_table(done, runs, rerun))
+    else:
+        _write_outputs(cfg, out, sweep_table(done, runs, rerun))
     return out
+
+
+def _record_window(out: Path, done: dict[tuple[float, str, int], Run]) -> machine.Window:
+    """Record this window's machine in ``out/machine.json`` (:func:`machine.record_window`,
+    at its first run: on the CPUs the runs use, a window that reuses every run records
+    none) and say on stderr if the earlier runs (``done``) ran in another boot."""
+    here = machine.record_window(out, _utc_now(), resumed=bool(done))
+    if others := machine.other_boots((r.boot_id for r in done.values()), here.boot_id):
+        print(f"disaggsim emulate: {out / 'runs.csv'}: resuming in boot {here.boot_id}, "
+              f"its runs so far ran in {', '.join(others)}: rounds from each are pooled; "
+              f"{out / 'machine.json'} has each window's machine and speed",
+              file=sys.stderr, flush=True)
+    return here
 
 
 def sweep_table(done: dict[tuple[float, str, int], Run], runs: list[Run],

@@ -30,7 +30,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -147,3 +147,29 @@ def other_boots(recorded: Iterable[str], current: str) -> list[str]:
     """The boot ids in ``recorded`` (runs' ``boot_id``; empty for runs made before the
     column existed) other than ``current``, sorted."""
     return sorted({b for b in recorded if b and b != current})
+
+
+def describe(windows: Sequence[Window], boots: Iterable[str]) -> list[str]:
+    """One line per boot the runs ran in (``boots``: their ``boot_id``, in run order),
+    first seen first, from its first window in ``windows`` (:func:`read_log`): "boot
+    1c0ffee0: AMD EPYC, 2 CPUs, kernel 6.1.0, 23.4 GiB; SHA-256 512 MiB/s, memcpy 3.5
+    GiB/s (12 runs)"; a boot with no window "boot X: not recorded (N runs)", runs
+    without a boot id "N runs before machine records (2026-11-28)"."""
+    counts: dict[str, int] = {}
+    for boot in boots:
+        counts[boot] = counts.get(boot, 0) + 1
+    first: dict[str, Window] = {}
+    for window in windows:
+        first.setdefault(window.boot_id, window)
+    lines = []
+    for boot, n in counts.items():
+        if not boot:
+            lines.append(f"{n} runs before machine records (2026-11-28)")
+        elif (w := first.get(boot)) is None:
+            lines.append(f"boot {boot[:8]}: not recorded ({n} runs)")
+        else:
+            lines.append(f"boot {boot[:8]}: {w.cpu_model}, {w.cpus} CPUs, kernel {w.kernel}, "
+                         f"{w.mem_total_bytes / (1 << 30):.1f} GiB; SHA-256 "
+                         f"{w.sha256_mib_per_s:g} MiB/s, memcpy {w.memcpy_gib_per_s:g} GiB/s "
+                         f"({n} runs)")
+    return lines

@@ -1236,3 +1236,25 @@ def test_out_dir_moves_the_sweep_and_leaves_the_config_as_it_is(
     assert (cfg.base_dir / table.out_dir).resolve().is_relative_to(repo_root())
     assert moved_table.model_copy(update={"out_dir": table.out_dir}) == table
     assert _out_dir_override(cfg, None) is cfg
+
+
+def test_a_sweep_whose_every_run_is_reused_keeps_its_runs_csv(tmp_path: Path) -> None:
+    """The committed python-sort sweep (runs.csv from before the ``boot_id`` column),
+    resumed with every run reused: runs.csv is left byte for byte (not rewritten in the
+    current columns), no window is recorded (machine.json: no run ran here), and the
+    summaries are written again as committed."""
+    import shutil
+
+    from disaggsim.cli import _out_dir_override
+    from disaggsim.sim.runner import repo_root
+
+    cfg = emulate.load_emulate_config(repo_root() / "configs" / "emulate-python-sort.toml")
+    committed = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
+    shutil.copytree(committed, tmp_path / cfg.emulate.name)
+    moved = _out_dir_override(cfg, str(tmp_path))
+    out = emulate.emulate(moved, progress=False)
+    assert out == tmp_path / cfg.emulate.name
+    for name in ("runs.csv", "summary.csv", "table3.csv"):
+        assert (out / name).read_bytes() == (committed / name).read_bytes(), name
+    assert "boot_id" not in (out / "runs.csv").read_text().splitlines()[0]
+    assert not (out / "machine.json").exists()

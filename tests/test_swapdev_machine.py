@@ -91,3 +91,18 @@ def test_a_bad_machine_log_names_the_file_and_key_on_each_line(
 def test_other_boots_skip_this_boot_and_runs_without_one() -> None:
     assert machine.other_boots(["b", "", "a", "this", "b"], "this") == ["a", "b"]
     assert machine.other_boots(["", "this"], "this") == []
+
+
+def test_describe_names_each_boot_of_the_runs_once() -> None:
+    window = machine.Window(
+        start_utc="2026-11-28T07:00:00.000Z", boot_id="1c0ffee0-aaaa-bbbb-cccc-000000000000",
+        cpu_model="AMD EPYC", cpus=2, kernel="6.1.0", mem_total_bytes=24 << 30,
+        hypervisor="yes", sha256_mib_per_s=512.0, memcpy_gib_per_s=3.5)
+    later = window.model_copy(update={"start_utc": "2026-11-28T08:00:00.000Z",
+                                      "sha256_mib_per_s": 1.0})
+    boots = ["", "", window.boot_id, "deadbeef-0", window.boot_id]
+    assert machine.describe([window, later], boots) == [
+        "2 runs before machine records (2026-11-28)",
+        "boot 1c0ffee0: AMD EPYC, 2 CPUs, kernel 6.1.0, 24.0 GiB; SHA-256 512 MiB/s, "
+        "memcpy 3.5 GiB/s (2 runs)",
+        "boot deadbeef: not recorded (1 runs)"]
