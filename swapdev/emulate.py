@@ -127,7 +127,6 @@ import sys
 import tempfile
 import warnings
 from dataclasses import MISSING, asdict, dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -591,7 +590,7 @@ class Run:
 
     load_1m: float | None = None
     steal_fraction: float | None = None
-    #: the run's start, UTC, ISO 8601 (:func:`_utc_now`): which measurement window it ran in
+    #: the run's start, UTC, ISO 8601 (:func:`machine.utc_now`): which measurement window it ran in
     start_utc: str = ""
     #: the reference run's row only: the labels of the points its round runs after it (a
     #: JSON list), recorded before they run: what a resume checks the round against
@@ -850,10 +849,6 @@ _RUN_TYPES = {name: f.type for name, f in Run.__dataclass_fields__.items()}
 _RUN_DEFAULTS = {name: f.default for name, f in Run.__dataclass_fields__.items()
                  if f.default is not MISSING}
 
-
-def _utc_now() -> str:
-    """Now, UTC, ISO 8601 to the millisecond (``Run.start_utc``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _run_from_row(row: dict[str, str],
@@ -1115,7 +1110,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     if cfg.emulate.backend == "kmod":
         out.mkdir(parents=True, exist_ok=True)
-        guest_host = machine.record_window(out, _utc_now(), resumed=False)
+        guest_host = machine.record_window(out, machine.utc_now(), resumed=False)
         with device.system_lock():
             kmod_runs = [replace(r, boot_id=guest_host.boot_id)
                          for r in _kmod_runs(cfg, points, progress)]
@@ -1163,7 +1158,7 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     if here is None:  # this window's first run
                         here = _record_window(out, done)
                     work = tmp / f"{fraction}-{pt.label}-{rep}"
-                    start_utc = _utc_now()
+                    start_utc = machine.utc_now()
                     load_before = jct_stats.read_cpu_times()
                     with _perf_stat(events, tmp / "perf.txt") as mem_bytes:
                         if spec.app is None:
@@ -1208,7 +1203,7 @@ def _record_window(out: Path, done: dict[tuple[float, str, int], Run]) -> machin
     """Record this window's machine in ``out/machine.json`` (:func:`machine.record_window`,
     at its first run: on the CPUs the runs use, a window that reuses every run records
     none) and say on stderr if the earlier runs (``done``) ran in another boot."""
-    here = machine.record_window(out, _utc_now(), resumed=bool(done))
+    here = machine.record_window(out, machine.utc_now(), resumed=bool(done))
     if others := machine.other_boots((r.boot_id for r in done.values()), here.boot_id):
         print(f"disaggsim emulate: {out / 'runs.csv'}: resuming in boot {here.boot_id}, "
               f"its runs so far ran in {', '.join(others)}: rounds from each are pooled; "

@@ -49,9 +49,11 @@ Config (TOML; unknown keys are errors naming the file and line)::
     name = "local"
     kind = "none"
 
-Outputs in ``out_dir/name``, written atomically: ``runs.csv`` (one row per run) and
+Outputs in ``out_dir/name``, written atomically: ``runs.csv`` (one row per run),
 ``summary.csv`` (medians per point; columns in :func:`summarize_pagefault`,
-:func:`summarize_overcommit`). Runs change machine state (loop devices, FUSE mounts,
+:func:`summarize_overcommit`), ``machine.json`` (the machine and its speed,
+:mod:`disaggsim.swapdev.machine`) and ``machine.txt`` (the load average at the start and
+the end). Runs change machine state (loop devices, FUSE mounts,
 swap, memory cgroups, ``vm.page-cluster``, zswap): root only, under the machine-state lock
 (:func:`device.system_lock`), every change undone on exit.
 """
@@ -75,7 +77,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from disaggsim.atomic import atomic_path
 from disaggsim.signals import interrupt_on_signals
 from disaggsim.sim.config import load_config_model
-from disaggsim.swapdev import device, emulate_apps, hdd_model
+from disaggsim.swapdev import device, emulate_apps, hdd_model, machine
 from disaggsim.testbed import collect_env
 from disaggsim.testbed.apps.pgbench import BYTES_PER_SCALE, PgbenchConfig
 from disaggsim.testbed.collect_apps import Cluster, make_app
@@ -506,6 +508,7 @@ def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
     out = (cfg.base_dir / hc.out_dir / hc.name).resolve()
     rows: list[dict[str, object]] = []
     load_start = os.getloadavg()
+    window = machine.this_window(machine.utc_now())  # its machine and speed (machine.py)
     held = device.system_lock() if lock else contextlib.nullcontext()
     # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
     with interrupt_on_signals(), held, tempfile.TemporaryDirectory(
@@ -549,6 +552,7 @@ def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
     out.mkdir(parents=True, exist_ok=True)
     _write_csv(runs, out / "runs.csv")
     _write_csv(summary, out / "summary.csv")
+    machine.write_log(out, [window])
     with atomic_path(out / "machine.txt") as tmpfile:
         tmpfile.write_text(f"load average (1, 5, 15 min) at the start: {load_start}\n"
                            f"load average at the end: {os.getloadavg()}\n")

@@ -31,6 +31,7 @@ import platform
 import statistics
 import time
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -69,6 +70,11 @@ class MachineLog(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     base_dir: Path = Field(exclude=True)  # added by the loader (load_config_model)
     windows: list[Window]
+
+
+def utc_now() -> str:
+    """Now, UTC, ISO 8601 to the millisecond (a window's and a run's ``start_utc``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def boot_id() -> str:
@@ -132,14 +138,18 @@ def read_log(out: Path) -> list[Window]:
     return log.windows
 
 
-def record_window(out: Path, start_utc: str, *, resumed: bool) -> Window:
-    """Write this window (:func:`this_window`) into ``out/machine.json`` (atomically; the
-    directory must exist), after the windows already there if the sweep is ``resumed``
-    (else they belong to runs no longer in it), and return it. Raises ConfigError as
-    :func:`read_log`."""
-    windows = [*(read_log(out) if resumed else []), this_window(start_utc)]
+def write_log(out: Path, windows: list[Window]) -> None:
+    """Write ``windows`` as ``out/machine.json`` (atomically; the directory must exist)."""
     log = MachineLog(base_dir=out, windows=windows)
     write_text_atomic(out / "machine.json", log.model_dump_json(indent=1) + "\n")
+
+
+def record_window(out: Path, start_utc: str, *, resumed: bool) -> Window:
+    """Write this window (:func:`this_window`) into ``out/machine.json`` (:func:`write_log`),
+    after the windows already there if the sweep is ``resumed`` (else they belong to runs
+    no longer in it), and return it. Raises ConfigError as :func:`read_log`."""
+    windows = [*(read_log(out) if resumed else []), this_window(start_utc)]
+    write_log(out, windows)
     return windows[-1]
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from disaggsim.sim.config import ConfigError
-from disaggsim.swapdev import device, emulate_apps, hdd_model, hpe_cm
+from disaggsim.swapdev import device, emulate_apps, hdd_model, hpe_cm, machine
 from disaggsim.testbed import collect_env
 
 try:
@@ -179,6 +179,8 @@ latency_ns = {DELAY_DIFF_NS}
     assert summary.loc["plus", "d_paging"] == pytest.approx(  # summary.csv: 6 significant digits
         summary.loc["plus", "p50_ns"] / summary.loc["local", "p50_ns"], rel=1e-5)
     assert (runs[runs["device"] == hpe_cm.MEMORY]["majflt"] == 0).all()
+    [window] = machine.read_log(outs.out_dir)  # the run's one window, this boot's
+    assert window.boot_id == machine.boot_id()
 
 
 @needs_root
