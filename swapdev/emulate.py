@@ -590,7 +590,8 @@ class Run:
 
     load_1m: float | None = None
     steal_fraction: float | None = None
-    #: the run's start, UTC, ISO 8601 (:func:`machine.utc_now`): which measurement window it ran in
+    #: the run's start, UTC, ISO 8601 (:func:`machine.utc_now`): which measurement window
+    #: it ran in
     start_utc: str = ""
     #: the reference run's row only: the labels of the points its round runs after it (a
     #: JSON list), recorded before they run: what a resume checks the round against
@@ -848,7 +849,6 @@ _RUN_TYPES = {name: f.type for name, f in Run.__dataclass_fields__.items()}
 #: counters, paging), which such a row takes
 _RUN_DEFAULTS = {name: f.default for name, f in Run.__dataclass_fields__.items()
                  if f.default is not MISSING}
-
 
 
 def _run_from_row(row: dict[str, str],
@@ -1109,12 +1109,12 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     spec = cfg.app.preset_spec
     baselines.write_tables([p.baseline for p in points if p.baseline], baseline_dir(cfg))
     if cfg.emulate.backend == "kmod":
-        out.mkdir(parents=True, exist_ok=True)
-        guest_host = machine.record_window(out, machine.utc_now(), resumed=False)
+        host = machine.this_window(machine.utc_now())  # the guest's host, written last
         with device.system_lock():
-            kmod_runs = [replace(r, boot_id=guest_host.boot_id)
+            kmod_runs = [replace(r, boot_id=host.boot_id)
                          for r in _kmod_runs(cfg, points, progress)]
         _write_outputs(cfg, out, kmod_runs)
+        machine.write_log(out, [host])
         return out
     done = previous_runs(cfg, out)
     if done and progress:
