@@ -10,6 +10,7 @@ checks that the machine is as it was after each test (``collect_env.system_state
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -396,7 +397,7 @@ def test_a_piece_that_cannot_be_reaped_does_not_stop_the_others(
 #: loop device there, a node's ext4 disk on another, mounted there); prints the work
 #: directory, the two loop devices and waits.
 COLLECT_CHAIN = """\
-import sys, time
+import json, sys, time
 from pathlib import Path
 from disaggsim.testbed import collect_env as env
 with env.UndoStack() as stack:
@@ -405,7 +406,7 @@ with env.UndoStack() as stack:
     env.swap_area(stack, swap)
     disk = env.loop_device(stack, work / "node0.disk.img", 64 << 20)
     env.ext4_disk(stack, disk, work / "mnt0")
-    print(work, swap, disk, flush=True)
+    print(json.dumps([str(work), swap, disk]), flush=True)
     time.sleep(600)
 """
 
@@ -434,7 +435,7 @@ def test_a_sigkilled_collectors_device_chain_is_undone_by_the_next_creator(
         assert owner.stdout is not None
         line = owner.stdout.readline()
         assert line, f"the collector's chain failed (exit {owner.wait()})"
-        work_text, swap, disk = line.split()
+        work_text, swap, disk = json.loads(line)
         work = Path(work_text)
         owner.kill()
         assert owner.wait() == -signal.SIGKILL
