@@ -14,6 +14,13 @@ the config resumes it), and prints the command that measures them in one isolate
     ISOLATE=bench/isolate.sh WINDOW_S=3600 sh bench/app_study.sh $R/*.json
     .venv/bin/python bench/app_study_reproduce.py $R --table
 
+``--repeats-max N --apps A B`` rewrites only those applications' configs with up to ``N``
+rounds (the sequential rule of swapdev/emulate.py: a point stops once its interval is
+within +-1.5 % or wholly on one side of the threshold); the same ``app_study.sh`` command
+then resumes their sweeps, every committed run reused:
+
+    .venv/bin/python bench/app_study_reproduce.py $R --repeats-max 20 --apps memcached-ycsb
+
 A point's verdict is the sequential rule's (``pass``/``fail``/``undecided``); the zero-delay
 JCT's ratio between the two machines says how much faster or slower the second one is.
 Raises disaggsim.sim.config.ConfigError (one line, the file) for a bad source config and
@@ -53,23 +60,28 @@ def source_config(app: str) -> Path:
     return classify if classify.exists() else CONFIGS / f"app-study-{app}-fig2.toml"
 
 
-def derive(app: str) -> dict[str, object]:
-    """``app``'s classification point alone, as a config (a TOML table as a dict)."""
+def derive(app: str, repeats_max: int = ROUNDS) -> dict[str, object]:
+    """``app``'s classification point alone, as a config (a TOML table as a dict): ROUNDS
+    rounds, then up to ``repeats_max`` while the point is unsettled under the study's
+    default ``half_width``. Raises ValueError if ``repeats_max`` < ROUNDS."""
+    if repeats_max < ROUNDS:
+        raise ValueError(f"repeats_max: {repeats_max} is less than the {ROUNDS} rounds "
+                         "a verdict rests on")
     raw = tomllib.loads(source_config(app).read_text())
     section = dict(raw["emulate"])
-    section.update(name=app, out_dir=".", repeats=ROUNDS, repeats_max=ROUNDS)
-    section.pop("half_width", None)  # ROUNDS rounds, whatever the interval's width
+    section.update(name=app, out_dir=".", repeats=ROUNDS, repeats_max=repeats_max)
+    section.pop("half_width", None)  # the study's default rule, not the source's
     application = dict(raw["app"], local_fraction=LOCAL_FRACTION)
     return {"emulate": section, "app": application, "models": [POINT]}
 
 
-def committed_point(app: str) -> pd.Series:
-    """The committed study's row of ``app``'s 5 µs / 40 Gb/s point at 25 % (its
-    classification sweep's if committed, else its Figure 2 sweep's)."""
+def committed_summary(app: str) -> pd.DataFrame:
+    """The committed study's summary.csv of ``app`` whose 5 µs / 40 Gb/s point at 25 % is
+    the verdict: its classification sweep's if committed, else its Figure 2 sweep's."""
     for sweep in (f"{app}-classify-iso", f"{app}-fig2-iso"):
         path = DATA / sweep / "summary.csv"
         if path.exists():
-            return _point(pd.read_csv(path))
+            return pd.read_csv(path)
     raise FileNotFoundError(f"{DATA}: no committed sweep of {app}")
 
 
@@ -87,6 +99,11 @@ def _reference_jct(summary: pd.DataFrame) -> float:
     return float(ref["median_jct_s"].iloc[0])
 
 
+def _verdict(point: pd.Series) -> str:
+    return (f"{point['relative_jct']:.3f} [{point['ci_low']:.3f}, {point['ci_high']:.3f}] "
+            f"{point['pairs']} {point['verdict']}")
+
+
 def table(out: Path) -> pd.DataFrame:
     """Per application with a reproduced sweep in ``out``: both machines' point (relative
     JCT with its interval, pairs, verdict), the second machine's zero-delay JCT over the
@@ -97,23 +114,18 @@ def table(out: Path) -> pd.DataFrame:
         path = out / app / "summary.csv"
         if not path.exists():
             continue
-        mine = pd.read_csv(path)
-        here = _point(mine)
-        there = committed_point(app)
-        sweep = "classify" if (DATA / f"{app}-classify-iso").exists() else "fig2"
-        theirs = pd.read_csv(DATA / f"{app}-{sweep}-iso" / "summary.csv")
+        mine, theirs = pd.read_csv(path), committed_summary(app)
+        here, there = _point(mine), _point(theirs)
+        ref_mine, ref_theirs = _reference_jct(mine), _reference_jct(theirs)
         rows.append({
             "application": app,
-            "committed": f"{there['relative_jct']:.3f} [{there['ci_low']:.3f}, "
-                         f"{there['ci_high']:.3f}] {there['pairs']} {there['verdict']}",
-            "reproduced": f"{here['relative_jct']:.3f} [{here['ci_low']:.3f}, "
-                          f"{here['ci_high']:.3f}] {here['pairs']} {here['verdict']}",
-            "zero-delay JCT (s) committed / reproduced":
-                f"{_reference_jct(theirs):.2f} / {_reference_jct(mine):.2f}",
-            "slower by": f"x{_reference_jct(mine) / _reference_jct(theirs):.2f}",
+            "committed": _verdict(there),
+            "reproduced": _verdict(here),
+            "zero-delay JCT (s) committed / reproduced": f"{ref_theirs:.2f} / {ref_mine:.2f}",
+            "slower by": f"x{ref_mine / ref_theirs:.2f}",
             "delay added (s) committed / reproduced":
-                f"{_reference_jct(theirs) * (there['relative_jct'] - 1):.2f} / "
-                f"{_reference_jct(mine) * (here['relative_jct'] - 1):.2f}",
+                f"{ref_theirs * (there['relative_jct'] - 1):.2f} / "
+                f"{ref_mine * (here['relative_jct'] - 1):.2f}",
         })
     return pd.DataFrame(rows)
 
@@ -123,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="directory for the configs and their sweeps")
     parser.add_argument("--table", action="store_true", help="compare, do not write")
+    parser.add_argument("--repeats-max", type=int, default=ROUNDS, metavar="N",
+                        help=f"rounds at most while a point is unsettled (default {ROUNDS})")
+    parser.add_argument("--apps", nargs="+", choices=APPS, default=APPS, metavar="APP",
+                        help="write only these applications' configs (default: all)")
     args = parser.parse_args(argv)
     if args.table:
         frame = table(args.out)
@@ -133,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for app in APPS:
+    for app in [a for a in APPS if a in args.apps]:
         path = args.out / f"{app}.json"
-        path.write_text(json.dumps(derive(app), indent=1, sort_keys=True) + "\n")
+        config = derive(app, args.repeats_max)
+        path.write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
         emulate.load_emulate_config(path)  # the loader's checks, before any window
         paths.append(str(path))
     print("ISOLATE=bench/isolate.sh WINDOW_S=3600 sh bench/app_study.sh " + " ".join(paths))
