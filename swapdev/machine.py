@@ -30,6 +30,7 @@ import os
 import platform
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,9 +39,9 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from disaggsim.atomic import write_text_atomic
+from disaggsim.owners import boot_id  # the owner records' reader: a boot's UUID
 from disaggsim.sim.config import load_config_model
 
-BOOT_ID_PATH: Final = Path("/proc/sys/kernel/random/boot_id")
 #: Bytes hashed per calibration repeat (64 MiB: ~0.1-0.3 s on the study's VMs).
 SHA256_BYTES: Final = 64 << 20
 #: Bytes copied per calibration repeat (256 MiB: past any cache).
@@ -75,11 +76,6 @@ class MachineLog(BaseModel):
 def utc_now() -> str:
     """Now, UTC, ISO 8601 to the millisecond (a window's and a run's ``start_utc``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def boot_id() -> str:
-    """This boot's id (``/proc/sys/kernel/random/boot_id``, a UUID)."""
-    return BOOT_ID_PATH.read_text().strip()
 
 
 def _cpuinfo_field(name: str) -> str:
@@ -165,9 +161,7 @@ def describe(windows: Sequence[Window], boots: Iterable[str]) -> list[str]:
     1c0ffee0: AMD EPYC, 2 CPUs, kernel 6.1.0, 23.4 GiB; SHA-256 512 MiB/s, memcpy 3.5
     GiB/s (12 runs)"; a boot with no window "boot X: not recorded (N runs)", runs
     without a boot id "N runs before machine records (2026-11-28)"."""
-    counts: dict[str, int] = {}
-    for boot in boots:
-        counts[boot] = counts.get(boot, 0) + 1
+    counts = Counter(boots)  # first seen first
     first: dict[str, Window] = {}
     for window in windows:
         first.setdefault(window.boot_id, window)
