@@ -515,7 +515,9 @@ def _reap_swap_device(name: str, timeout_s: float = 30.0) -> str:
     processes' swapped pages are freed, not paged in. Returns what it did, " (swapped off
     and detached /dev/loop3, stopped 1 daemon(s))".
 
-    Raises RuntimeError if a command fails or the daemon outlives SIGKILL."""
+    Raises RuntimeError if a command fails (a RestoreError naming each loop device that
+    could not be swapped off or detached, after the others were) or the daemon outlives
+    SIGKILL."""
     mnt = Path(urllib.parse.unquote(name))
     done = env.swapoff_and_detach(_loops_on(mnt / "dev.img"))
     daemons = _daemons_on(mnt)

@@ -226,17 +226,22 @@ def loops_backed_by(match: Callable[[Path], bool]) -> list[str]:
 def swapoff_and_detach(loops: Sequence[str]) -> list[str]:
     """``swapoff`` each of ``loops`` that is a swap area (/proc/swaps), then detach it
     (``losetup -d``). Returns what it did per device, "swapped off and detached
-    /dev/loop3" or "detached /dev/loop4". Raises RuntimeError if a command fails
-    (:func:`sh`)."""
+    /dev/loop3" or "detached /dev/loop4". Raises :class:`RestoreError` naming each device
+    a command failed on (:func:`sh`), after every other device was tried."""
     swaps = {line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:]}
-    done = []
+    done, failures = [], []
     for loop in loops:
-        if f"/dev/{loop}" in swaps:
-            sh(["swapoff", f"/dev/{loop}"])
-            done.append(f"swapped off and detached /dev/{loop}")
-        else:
-            done.append(f"detached /dev/{loop}")
-        sh(["losetup", "-d", f"/dev/{loop}"])
+        try:
+            if f"/dev/{loop}" in swaps:
+                sh(["swapoff", f"/dev/{loop}"])
+            sh(["losetup", "-d", f"/dev/{loop}"])
+        except RuntimeError as exc:
+            failures.append(f"/dev/{loop}: {exc}")
+            continue
+        done.append(("swapped off and detached" if f"/dev/{loop}" in swaps else "detached")
+                    + f" /dev/{loop}")
+    if failures:
+        raise RestoreError(failures)
     return done
 
 
@@ -685,13 +690,22 @@ def _reap_work_dir(name: str) -> str:
     file under it (the swap area and the disks), then remove the directory. Returns what
     it did, " (unmounted .../mnt0, swapped off and detached /dev/loop3, removed it)".
 
-    Raises RuntimeError if a command fails (:func:`sh`)."""
+    Raises :class:`RestoreError` naming each mount and loop device a command failed on
+    (:func:`sh`), after every other one was tried; the directory is then kept."""
     root = Path(urllib.parse.unquote(name))
-    done = []
+    done, failures = [], []
     for point in _mounts_under(root):
-        sh(["umount", str(point)])
-        done.append(f"unmounted {point}")
-    done += swapoff_and_detach(loops_backed_by(lambda backing: backing.is_relative_to(root)))
+        try:
+            sh(["umount", str(point)])
+            done.append(f"unmounted {point}")
+        except RuntimeError as exc:
+            failures.append(f"{point}: {exc}")
+    try:
+        done += swapoff_and_detach(loops_backed_by(lambda b: b.is_relative_to(root)))
+    except RestoreError as exc:
+        failures += exc.failures
+    if failures:
+        raise RestoreError(failures)
     shutil.rmtree(root)
     return f" ({', '.join([*done, 'removed it'])})"
 

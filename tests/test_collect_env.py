@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from disaggsim.testbed import collect_env
 from disaggsim.testbed.collect import main as collect_main
 from disaggsim.testbed.collect_env import (
     LOOP_CTL_REMOVE,
@@ -185,3 +187,50 @@ def test_mount_points_undo_the_kernels_escapes(parts: list[str]) -> None:
     text = (f"proc /proc proc rw 0 0\ntmpfs {_kernel_mangle(path)} tmpfs rw,relatime 0 0\n"
             "sysfs /sys sysfs rw 0 0\n")
     assert mount_points(text) == [Path("/proc"), Path(path), Path("/sys")]
+
+
+def test_a_loop_device_that_cannot_be_detached_does_not_stop_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Hand-made case: three loop devices (none a swap area), the middle one busy. The
+    # first and last are still detached, in order; one RestoreError names the busy one.
+    calls: list[str] = []
+
+    def fake_sh(cmd: list[str], check: bool = True) -> str:
+        calls.append(" ".join(cmd))
+        if cmd == ["losetup", "-d", "/dev/loop91"]:
+            raise RuntimeError("command failed (1): losetup -d /dev/loop91: busy")
+        return ""
+
+    monkeypatch.setattr(collect_env, "sh", fake_sh)
+    with pytest.raises(RestoreError) as err:
+        collect_env.swapoff_and_detach(["loop90", "loop91", "loop92"])
+    assert calls == ["losetup -d /dev/loop90", "losetup -d /dev/loop91",
+                     "losetup -d /dev/loop92"]
+    assert err.value.failures == [
+        "/dev/loop91: command failed (1): losetup -d /dev/loop91: busy"]
+
+
+def test_a_mount_that_cannot_be_unmounted_keeps_the_work_dir_and_the_others_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Hand-made case: two mounts under a dead collector's work dir, the deeper one busy.
+    # The other is still unmounted; the directory is kept (it holds a mount); one
+    # RestoreError names the busy mount.
+    calls: list[str] = []
+    busy, other = tmp_path / "mnt1" / "inner", tmp_path / "mnt0"
+
+    def fake_sh(cmd: list[str], check: bool = True) -> str:
+        calls.append(" ".join(cmd))
+        if cmd == ["umount", str(busy)]:
+            raise RuntimeError(f"command failed (32): umount {busy}: target is busy")
+        return ""
+
+    monkeypatch.setattr(collect_env, "sh", fake_sh)
+    monkeypatch.setattr(collect_env, "mount_points", lambda: [Path("/"), other, busy])
+    monkeypatch.setattr(collect_env, "loops_backed_by", lambda match: [])
+    with pytest.raises(RestoreError) as err:
+        collect_env._reap_work_dir(urllib.parse.quote(str(tmp_path), safe=""))
+    assert calls == [f"umount {busy}", f"umount {other}"]
+    assert err.value.failures == [f"{busy}: command failed (32): umount {busy}: target is busy"]
+    assert tmp_path.is_dir()
