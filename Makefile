@@ -77,6 +77,7 @@ quickstart: deps venv build
 
 lint: venv
 	$(VENV)/bin/ruff check disaggsim traces testbed sim analysis bench tests swapdev notebooks
+	$(VENV)/bin/ruff format --check disaggsim traces testbed sim analysis bench tests swapdev notebooks
 	$(VENV)/bin/mypy
 
 # The tests: C++ ns-3 test suites (ctest), Python tests (pytest), the notebooks (nbmake).

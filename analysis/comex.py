@@ -47,8 +47,10 @@ RECLAIM_PAGES_PER_US: Final = 50
 
 def _check(n_compute: int, m_memory: int, p_request: float) -> None:
     if n_compute < 1 or m_memory < 1 or not 0 <= p_request <= 1:
-        raise ValueError(f"comex Eq. (1): expected N >= 1, M >= 1, 0 <= P <= 1; got "
-                         f"N={n_compute}, M={m_memory}, P={p_request}")
+        raise ValueError(
+            f"comex Eq. (1): expected N >= 1, M >= 1, 0 <= P <= 1; got "
+            f"N={n_compute}, M={m_memory}, P={p_request}"
+        )
 
 
 def expected_others(n_compute: int, m_memory: int, p_request: float) -> float:
@@ -64,8 +66,13 @@ def expected_others(n_compute: int, m_memory: int, p_request: float) -> float:
     return sum(k * math.comb(n, k) * q**k * (1 - q) ** (n - k) for k in range(1, n + 1))
 
 
-def eq1_rtt_ns(n_compute: int, m_memory: int, p_request: float,
-               service_ns: float = SERVICE_NS, network_ns: float = NETWORK_NS) -> float:
+def eq1_rtt_ns(
+    n_compute: int,
+    m_memory: int,
+    p_request: float,
+    service_ns: float = SERVICE_NS,
+    network_ns: float = NETWORK_NS,
+) -> float:
     """Eq. (1): ``network_ns + service_ns + service_ns * (N - 1) * P / M`` (ns).
 
     Raises ValueError as :func:`expected_others`.
@@ -74,8 +81,9 @@ def eq1_rtt_ns(n_compute: int, m_memory: int, p_request: float,
     return network_ns + service_ns + service_ns * (n_compute - 1) * p_request / m_memory
 
 
-def replenish_threshold_pages(rtt_ns: float,
-                              reclaim_pages_per_us: float = RECLAIM_PAGES_PER_US) -> float:
+def replenish_threshold_pages(
+    rtt_ns: float, reclaim_pages_per_us: float = RECLAIM_PAGES_PER_US
+) -> float:
     """§3.3.3: pages a compute node must hold to keep reclaiming for one RTT:
     ``reclaim rate x RTT``."""
     return reclaim_pages_per_us * rtt_ns / 1000
@@ -100,8 +108,9 @@ def fifo_waits(arrival_ns: npt.ArrayLike, service_ns: float) -> npt.NDArray[np.f
     return waits
 
 
-def slotted_requests(n_compute: int, m_memory: int, p_request: float, slots: int,
-                     slot_ns: int, seed: int) -> npt.NDArray[np.int64]:
+def slotted_requests(
+    n_compute: int, m_memory: int, p_request: float, slots: int, slot_ns: int, seed: int
+) -> npt.NDArray[np.int64]:
     """Eq. (1)'s arrival process: in each of ``slots`` slots of ``slot_ns``, each compute
     node sends one request with probability P to a memory node drawn uniformly. Returns
     rows ``(start_ns, compute, memory)`` sorted by start then compute node.
@@ -110,8 +119,7 @@ def slotted_requests(n_compute: int, m_memory: int, p_request: float, slots: int
     """
     _check(n_compute, m_memory, p_request)
     if slots < 1 or slot_ns < 1:
-        raise ValueError(f"slotted_requests: expected slots, slot_ns >= 1; got {slots}, "
-                         f"{slot_ns}")
+        raise ValueError(f"slotted_requests: expected slots, slot_ns >= 1; got {slots}, {slot_ns}")
     rng = np.random.default_rng(seed)
     send = rng.random((slots, n_compute)) < p_request
     dest = rng.integers(0, m_memory, size=(slots, n_compute))

@@ -138,8 +138,10 @@ def read_fct_selection(
     given = [c for c in keys if wanted[c] is not None]
     if not given:  # every selector column holds one value (or the seeds are pooled)
         return table.read_group([], ())
-    parts = [table.read_group(given, tuple(values))
-             for values in chosen[given].drop_duplicates().itertuples(index=False)]
+    parts = [
+        table.read_group(given, tuple(values))
+        for values in chosen[given].drop_duplicates().itertuples(index=False)
+    ]
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 

@@ -75,8 +75,7 @@ class FctFile:
         for key in keys:
             column = row_group.column(self.columns.index(key))
             stats = column.statistics
-            if (stats is None or not stats.has_min_max or stats.null_count
-                    or stats.min != stats.max):
+            if stats is None or not stats.has_min_max or stats.null_count or stats.min != stats.max:
                 return None
             if isinstance(stats.min, float) and math.isnan(stats.min):
                 return None
@@ -135,8 +134,11 @@ class FctFile:
             ValueError: a key or column is missing.
         """
         self._check(keys)
-        wanted = self.columns if columns is None else [
-            c for c in self.columns if c in set(columns) | set(keys)]
+        wanted = (
+            self.columns
+            if columns is None
+            else [c for c in self.columns if c in set(columns) | set(keys)]
+        )
         self._check(list(columns or ()))
         parts: list[pa.Table] = []
         for index in range(self._file.num_row_groups):

@@ -36,7 +36,15 @@ RUN_KEYS = ["workload", "protocol", "rate_gbps", "scope", "seed"]
 #: Protocol order of the bars: the paper's five protocols (Figure 7), then the Ideal reference,
 #: then RDMA's RoCEv2 (issue #19; transports/roce/doc/roce.md).
 PROTOCOL_ORDER = [
-    "tcp", "dctcp", "fastpass", "phost", "pfabric", "ideal", "roce-dcqcn", "roce-hpcc", "roce-none",
+    "tcp",
+    "dctcp",
+    "fastpass",
+    "phost",
+    "pfabric",
+    "ideal",
+    "roce-dcqcn",
+    "roce-hpcc",
+    "roce-none",
 ]
 #: Per-run statistics of ``runs.csv`` (``sim/rundir.py run_row``) that :func:`with_run_stats`
 #: adds to the slowdown table: PFC pause frames sent and time paused (ns), summed over the
@@ -67,11 +75,12 @@ def fig7_tables(fct: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         raise ValueError("fig7_tables: empty FCT table")
     done = fct[fct["finished"] == 1]
     slowdown = fct.groupby(RUN_KEYS, sort=True).agg(
-        flows=("flow_id", "size"), unfinished=("finished", lambda s: int((s == 0).sum())))
+        flows=("flow_id", "size"), unfinished=("finished", lambda s: int((s == 0).sum()))
+    )
     slowdown["slowdown_mean"] = done.groupby(RUN_KEYS, sort=True)["slowdown"].mean()
-    by_size = done.groupby(["workload", "protocol", "rate_gbps", "scope", "size_bytes"],
-                           sort=True).agg(flows=("fct_ns", "size"),
-                                          fct_us_mean=("fct_ns", "mean"))
+    by_size = done.groupby(
+        ["workload", "protocol", "rate_gbps", "scope", "size_bytes"], sort=True
+    ).agg(flows=("fct_ns", "size"), fct_us_mean=("fct_ns", "mean"))
     by_size["fct_us_mean"] = by_size["fct_us_mean"] / 1e3
     return slowdown.reset_index(), by_size.reset_index()
 
@@ -126,11 +135,14 @@ def with_run_stats(slowdown: pd.DataFrame, runs_csv: str | Path) -> pd.DataFrame
     runs = pd.read_csv(path)
     missing = [c for c in [*RUN_KEYS, *RUN_STATS] if c not in runs.columns]
     if missing:
-        raise ValueError(f"{path}: runs.csv lacks columns {missing} (a campaign run before "
-                         f"they were recorded: run it again to refresh runs.csv)")
+        raise ValueError(
+            f"{path}: runs.csv lacks columns {missing} (a campaign run before "
+            f"they were recorded: run it again to refresh runs.csv)"
+        )
     keys = runs[RUN_KEYS + RUN_STATS].astype({"rate_gbps": float, "seed": int})
     merged = slowdown.astype({"rate_gbps": float, "seed": int}).merge(
-        keys, on=RUN_KEYS, how="left", validate="one_to_one")
+        keys, on=RUN_KEYS, how="left", validate="one_to_one"
+    )
     lacking = merged[merged[RUN_STATS].isna().any(axis=1)]
     if not lacking.empty:
         run = lacking.iloc[0][RUN_KEYS].to_dict()
@@ -149,18 +161,25 @@ def pause_frames_table(slowdown: pd.DataFrame) -> pd.DataFrame:
     """
     if "pfc_frames" not in slowdown.columns:
         raise ValueError("pause_frames_table: no pfc_frames column (with_run_stats adds it)")
-    table = slowdown.pivot_table(index=["workload", "scope", "rate_gbps"],
-                                 columns=["protocol", "seed"], values="pfc_frames",
-                                 aggfunc="sum")
-    paused = [p for p in _protocols(slowdown) if p in table.columns.get_level_values(0)
-              and table[p].to_numpy().sum() > 0]
+    table = slowdown.pivot_table(
+        index=["workload", "scope", "rate_gbps"],
+        columns=["protocol", "seed"],
+        values="pfc_frames",
+        aggfunc="sum",
+    )
+    paused = [
+        p
+        for p in _protocols(slowdown)
+        if p in table.columns.get_level_values(0) and table[p].to_numpy().sum() > 0
+    ]
     return table[paused].astype("int64")
 
 
 def _protocols(frame: pd.DataFrame) -> list[str]:
     present = frame["protocol"].unique().tolist()
     return [p for p in PROTOCOL_ORDER if p in present] + sorted(
-        p for p in present if p not in PROTOCOL_ORDER)
+        p for p in present if p not in PROTOCOL_ORDER
+    )
 
 
 def fig7_figure(slowdown: pd.DataFrame) -> Figure:
@@ -183,16 +202,25 @@ def fig7_figure(slowdown: pd.DataFrame) -> Figure:
             ax = axes[i][j]
             panel = slowdown[(slowdown["scope"] == scope) & (slowdown["rate_gbps"] == rate)]
             for k, protocol in enumerate(protocols):
-                stats = panel[panel["protocol"] == protocol].groupby("workload")[
-                    "slowdown_mean"].agg(["mean", "min", "max"]).reindex(workloads)
+                stats = (
+                    panel[panel["protocol"] == protocol]
+                    .groupby("workload")["slowdown_mean"]
+                    .agg(["mean", "min", "max"])
+                    .reindex(workloads)
+                )
                 x = np.arange(len(workloads)) + (k - (len(protocols) - 1) / 2) * width
                 excess = (stats["mean"] - 1.0).clip(lower=EXCESS_FLOOR)
-                err = np.vstack([excess - (stats["min"] - 1.0).clip(lower=EXCESS_FLOOR),
-                                 (stats["max"] - 1.0).clip(lower=EXCESS_FLOOR) - excess])
+                err = np.vstack(
+                    [
+                        excess - (stats["min"] - 1.0).clip(lower=EXCESS_FLOOR),
+                        (stats["max"] - 1.0).clip(lower=EXCESS_FLOOR) - excess,
+                    ]
+                )
                 ax.bar(x, excess, width, yerr=err, capsize=2, label=protocol)
             ax.set_yscale("log")
-            ax.set_xticks(np.arange(len(workloads)), workloads, rotation=30, ha="right",
-                          fontsize="small")
+            ax.set_xticks(
+                np.arange(len(workloads)), workloads, rotation=30, ha="right", fontsize="small"
+            )
             ax.set_title(f"{scope}, {rate:g} Gb/s")
             if j == 0:
                 ax.set_ylabel("mean slowdown − 1 (log)")
@@ -217,8 +245,13 @@ def fct_by_size_figure(by_size: pd.DataFrame, workload: str) -> Figure:
             panel = data[(data["scope"] == scope) & (data["rate_gbps"] == rate)]
             for protocol in _protocols(panel):
                 line = panel[panel["protocol"] == protocol].sort_values("size_bytes")
-                ax.plot(line["size_bytes"], line["fct_us_mean"], marker=".", markersize=3,
-                        label=protocol)
+                ax.plot(
+                    line["size_bytes"],
+                    line["fct_us_mean"],
+                    marker=".",
+                    markersize=3,
+                    label=protocol,
+                )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(f"{workload}: {scope}, {rate:g} Gb/s")
@@ -256,8 +289,10 @@ def write_tables(
     slowdown = with_run_stats(slowdown, Path(out_dir) / "runs.csv")
     by_size = by_size[by_size["flows"] >= min_flows]
     data = Path(data_dir)
-    tables = {"paper_fig7_slowdown.csv": (slowdown, RUN_KEYS),
-              "paper_fig7_fct_by_size.csv": (by_size, [*RUN_KEYS[:-1], "size_bytes"])}
+    tables = {
+        "paper_fig7_slowdown.csv": (slowdown, RUN_KEYS),
+        "paper_fig7_fct_by_size.csv": (by_size, [*RUN_KEYS[:-1], "size_bytes"]),
+    }
     if merge:
         group = RUN_KEYS[:-1]
         for name, (frame, order) in tables.items():

@@ -135,8 +135,9 @@ def performance_ratio(
     _check_inputs(n_arr, d_paging)
     denominator = 1.0 + (n_arr - 1.0) * d_paging + np.asarray(sum_c, dtype=np.float64)
     if np.any(denominator <= 0):
-        raise ValueError(f"sum_c: makes the swap duration <= 0 (1 + (n-1)D + sum C = "
-                         f"{denominator})")
+        raise ValueError(
+            f"sum_c: makes the swap duration <= 0 (1 + (n-1)D + sum C = {denominator})"
+        )
     ratio = n_arr / denominator
     return float(ratio) if ratio.ndim == 0 else ratio
 
@@ -165,8 +166,7 @@ def fit_d_paging(multiples: Sequence[float], ratios: Sequence[float]) -> float:
         ValueError: lengths differ, no point with n > 1, or a ratio <= 0.
     """
     if len(multiples) != len(ratios):
-        raise ValueError(f"multiples and ratios: lengths differ ({len(multiples)}, "
-                         f"{len(ratios)})")
+        raise ValueError(f"multiples and ratios: lengths differ ({len(multiples)}, {len(ratios)})")
     pts = [(float(n), float(r)) for n, r in zip(multiples, ratios, strict=True) if n > 1]
     if not pts:
         raise ValueError("multiples: expected at least one over-commit multiple > 1")
@@ -232,8 +232,10 @@ def fit_sum_c(
         ValueError: lengths differ, no point, repeated multiples, or a value out of range.
     """
     if len(multiples) != len(ratios) or not multiples:
-        raise ValueError(f"multiples and ratios: expected equal non-zero lengths, got "
-                         f"{len(multiples)} and {len(ratios)}")
+        raise ValueError(
+            f"multiples and ratios: expected equal non-zero lengths, got "
+            f"{len(multiples)} and {len(ratios)}"
+        )
     if len(set(multiples)) != len(multiples):
         raise ValueError(f"multiples: repeated values in {list(multiples)}")
     if not 0 < tolerance < 1:
@@ -294,20 +296,50 @@ def overcommit_comparison(
         d = float(d_by_device[str(name)])
         fit = fit_sum_c(list(grp["over_commit"]), list(grp["ratio"]), d, tolerance)
         d_fit = fit_d_paging(list(grp["over_commit"]), list(grp["ratio"]))
-        errors_fit = [m / performance_ratio(n, d_fit) - 1
-                      for n, m in zip(fit.multiples, fit.measured, strict=True)]
-        ranges = {float(n): (lo, hi) for n, lo, hi in
-                  zip(grp["over_commit"], grp["ratio_min"], grp["ratio_max"], strict=True)}
-        for n, meas, mod, err, s, err_fit in zip(fit.multiples, fit.measured, fit.model,
-                                                 fit.relative_error, fit.sum_c, errors_fit,
-                                                 strict=True):
-            rows.append({"device": name, "over_commit": n, "ratio": meas,
-                         "ratio_min": ranges[n][0], "ratio_max": ranges[n][1], "d_paging": d,
-                         "model": mod, "error": err, "sum_c": s,
-                         "model_d_fit": performance_ratio(n, d_fit), "error_d_fit": err_fit})
+        errors_fit = [
+            m / performance_ratio(n, d_fit) - 1
+            for n, m in zip(fit.multiples, fit.measured, strict=True)
+        ]
+        ranges = {
+            float(n): (lo, hi)
+            for n, lo, hi in zip(
+                grp["over_commit"], grp["ratio_min"], grp["ratio_max"], strict=True
+            )
+        }
+        for n, meas, mod, err, s, err_fit in zip(
+            fit.multiples,
+            fit.measured,
+            fit.model,
+            fit.relative_error,
+            fit.sum_c,
+            errors_fit,
+            strict=True,
+        ):
+            rows.append(
+                {
+                    "device": name,
+                    "over_commit": n,
+                    "ratio": meas,
+                    "ratio_min": ranges[n][0],
+                    "ratio_max": ranges[n][1],
+                    "d_paging": d,
+                    "model": mod,
+                    "error": err,
+                    "sum_c": s,
+                    "model_d_fit": performance_ratio(n, d_fit),
+                    "error_d_fit": err_fit,
+                }
+            )
         to8 = [abs(e) for n, e in zip(fit.multiples, fit.relative_error, strict=True) if n <= 8]
-        fits.append({"device": name, "d_paging": d, "c_per_section": fit.c_per_section,
-                     "thrashing_multiple": fit.thrashing_multiple,
-                     "max_abs_error_to_8": max(to8) if to8 else None, "d_fit": d_fit,
-                     "max_abs_error_d_fit": max(abs(e) for e in errors_fit)})
+        fits.append(
+            {
+                "device": name,
+                "d_paging": d,
+                "c_per_section": fit.c_per_section,
+                "thrashing_multiple": fit.thrashing_multiple,
+                "max_abs_error_to_8": max(to8) if to8 else None,
+                "d_fit": d_fit,
+                "max_abs_error_d_fit": max(abs(e) for e in errors_fit),
+            }
+        )
     return pd.DataFrame(rows), pd.DataFrame(fits)

@@ -364,8 +364,9 @@ def format_table4(rate_gbps: float = TABLE4_RATE_GBPS, page_bytes: int = PAGE_BY
                 cells.append("0")
             else:
                 v = float(r.per_traversal_us)
-                cells.append(f"{r.traversals}x{v:.2f}" if round(v, 2) == v else
-                             f"{r.traversals}x{v:.4f}")
+                cells.append(
+                    f"{r.traversals}x{v:.2f}" if round(v, 2) == v else f"{r.traversals}x{v:.4f}"
+                )
         body.append(cells)
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = [

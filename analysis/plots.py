@@ -30,8 +30,7 @@ _LINESTYLES = ("-", "--", "-.", ":")
 #: drawn points, below a pixel at these figure sizes). Shorter curves are drawn exactly.
 MAX_CDF_POINTS = 20_000
 #: Columns the two campaign figures read.
-PLOT_COLUMNS = ("protocol", "scope", "rate_gbps", "fct_ns", "finished", "size_bytes",
-                "slowdown")
+PLOT_COLUMNS = ("protocol", "scope", "rate_gbps", "fct_ns", "finished", "size_bytes", "slowdown")
 #: Keys of one curve / bar series: a panel (scope, rate_gbps) and a protocol.
 CURVE_KEYS = ("scope", "rate_gbps", "protocol")
 
@@ -51,7 +50,8 @@ class PlotData:
     """
 
     cdf: dict[tuple[str, float, str], tuple[np.ndarray, np.ndarray, int, int]] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     slowdown: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
@@ -85,18 +85,22 @@ def _add_rows(data: PlotData, fct_df: pd.DataFrame) -> None:
         fct_us = np.sort(done["fct_ns"].to_numpy(dtype=float) / 1000.0)
         frac = np.arange(1, len(fct_us) + 1) / len(runs)
         if len(fct_us) > MAX_CDF_POINTS:
-            keep = np.unique(np.linspace(0, len(fct_us) - 1, MAX_CDF_POINTS).round()
-                             .astype(np.int64))
+            keep = np.unique(
+                np.linspace(0, len(fct_us) - 1, MAX_CDF_POINTS).round().astype(np.int64)
+            )
             fct_us, frac = fct_us[keep], frac[keep]
         data.cdf[(str(scope), float(rate), str(protocol))] = (
-            fct_us, frac, len(runs), len(runs) - len(done))
+            fct_us,
+            frac,
+            len(runs),
+            len(runs) - len(done),
+        )
     if "slowdown" not in fct_df.columns:
         return
     frame = fct_df[fct_df["finished"] != 0].assign(bucket=size_bucket(fct_df["size_bytes"]))
-    means = (
-        frame.groupby(["scope", "rate_gbps", "protocol", "bucket"], observed=True)["slowdown"]
-        .agg(["mean", "size"])
-    )
+    means = frame.groupby(["scope", "rate_gbps", "protocol", "bucket"], observed=True)[
+        "slowdown"
+    ].agg(["mean", "size"])
     data.slowdown = means if data.slowdown.empty else pd.concat([data.slowdown, means])
 
 
@@ -159,8 +163,9 @@ def fct_cdf_figure(fct: pd.DataFrame | PlotData) -> Figure:
     data = _reduced(fct)
     scopes, rates, protocols = data.scopes, data.rates, data.protocols
     colors = _colors(protocols)
-    fig = Figure(figsize=(_PANEL_IN[0] * len(rates), _PANEL_IN[1] * len(scopes)),
-                 layout="constrained")
+    fig = Figure(
+        figsize=(_PANEL_IN[0] * len(rates), _PANEL_IN[1] * len(scopes)), layout="constrained"
+    )
     axes = fig.subplots(len(scopes), len(rates), squeeze=False, sharex=True, sharey=True)
     for i, scope in enumerate(scopes):
         for j, rate in enumerate(rates):
@@ -175,8 +180,15 @@ def fct_cdf_figure(fct: pd.DataFrame | PlotData) -> Figure:
                     frac = np.concatenate([[0.0], frac])
                 label = protocol + (f" ({unfinished} unfinished)" if unfinished else "")
                 style = _LINESTYLES[protocols.index(protocol) % len(_LINESTYLES)]
-                ax.step(fct_us, frac, where="post", color=colors[protocol], label=label,
-                        linewidth=1.6, linestyle=style)
+                ax.step(
+                    fct_us,
+                    frac,
+                    where="post",
+                    color=colors[protocol],
+                    label=label,
+                    linewidth=1.6,
+                    linestyle=style,
+                )
             ax.set_xscale("log")
             ax.xaxis.set_major_locator(LogLocator(base=10))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -209,8 +221,9 @@ def slowdown_by_size_figure(fct: pd.DataFrame | PlotData) -> Figure:
     means = data.slowdown
     top = float(means["mean"].max()) if len(means) else 1.0
     log_y = top > 20
-    fig = Figure(figsize=(_PANEL_IN[0] * len(rates), _PANEL_IN[1] * len(scopes)),
-                 layout="constrained")
+    fig = Figure(
+        figsize=(_PANEL_IN[0] * len(rates), _PANEL_IN[1] * len(scopes)), layout="constrained"
+    )
     axes = fig.subplots(len(scopes), len(rates), squeeze=False, sharey=True)
     width = 0.8 / max(len(protocols), 1)
     x = np.arange(len(labels))
@@ -305,15 +318,20 @@ def latency_sweep_figure(sweep_df: pd.DataFrame) -> Figure:
     for ax, scope in zip(axes, scopes, strict=True):
         panel = sweep_df[sweep_df["scope"] == scope].sort_values("rate_gbps")
         for k, scenario in enumerate(SCENARIOS):
-            ax.plot(panel["rate_gbps"], panel[f"{scenario}_us"], marker="o",
-                    linestyle=_LINESTYLES[k % len(_LINESTYLES)], color=colors[scenario],
-                    label=scenario)
+            ax.plot(
+                panel["rate_gbps"],
+                panel[f"{scenario}_us"],
+                marker="o",
+                linestyle=_LINESTYLES[k % len(_LINESTYLES)],
+                color=colors[scenario],
+                label=scenario,
+            )
         ax.axhline(SHARK_TARGET_US, color="0.3", linewidth=0.8, linestyle=":")
         ax.axhline(DOLPHIN_TARGET_US, color="0.3", linewidth=0.8, linestyle="--")
-        ax.text(panel["rate_gbps"].min(), SHARK_TARGET_US, " shark 3 µs", va="bottom",
-                fontsize=7)
-        ax.text(panel["rate_gbps"].min(), DOLPHIN_TARGET_US, " dolphin 5 µs", va="bottom",
-                fontsize=7)
+        ax.text(panel["rate_gbps"].min(), SHARK_TARGET_US, " shark 3 µs", va="bottom", fontsize=7)
+        ax.text(
+            panel["rate_gbps"].min(), DOLPHIN_TARGET_US, " dolphin 5 µs", va="bottom", fontsize=7
+        )
         ax.set_xscale("log")
         ax.set_xticks(panel["rate_gbps"].tolist())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))

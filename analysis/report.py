@@ -21,9 +21,7 @@ class Report:
     plots: list[Path]
 
 
-def report(
-    out_dir: str | Path, plots: bool = True, summary: pd.DataFrame | None = None
-) -> Report:
+def report(out_dir: str | Path, plots: bool = True, summary: pd.DataFrame | None = None) -> Report:
     """Summarize a campaign directory's ``fct.parquet`` and draw its plots.
 
     The table is read one group of runs at a time (``stats.summarize_file``,
@@ -51,6 +49,7 @@ def report(
         )
     if summary is None:
         summary = summarize_file(fct_path)
-    written = plot_fct_cdf(plot_data_file(fct_path), out_dir / "plots" / out_dir.name) \
-        if plots else []
+    written = (
+        plot_fct_cdf(plot_data_file(fct_path), out_dir / "plots" / out_dir.name) if plots else []
+    )
     return Report(format_summary(summary), summary, written)

@@ -81,8 +81,7 @@ def slowdown_by_size_percentile(
     slow = np.asarray(slowdown, dtype=np.float64)
     if size.shape != slow.shape or size.ndim != 1:
         raise ValueError(
-            f"size_bytes and slowdown must be 1-D of one length, got {size.shape} and "
-            f"{slow.shape}"
+            f"size_bytes and slowdown must be 1-D of one length, got {size.shape} and {slow.shape}"
         )
     if len(size) == 0:
         raise ValueError("no finished flows to group by size")
@@ -105,10 +104,7 @@ def slowdown_by_size_percentile(
                 "size_pct": lo_pct,
                 "size_max_bytes": int(size[hi - 1]),
                 "flows": hi - lo,
-                **{
-                    f"slowdown_p{round(p * 100)}": hpcc_percentile(group, p)
-                    for p in PERCENTILES
-                },
+                **{f"slowdown_p{round(p * 100)}": hpcc_percentile(group, p) for p in PERCENTILES},
             }
         )
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -176,12 +176,16 @@ def _stats(group: pd.DataFrame) -> dict[str, float]:
         if len(values):
             p50, p99 = np.quantile(values, [0.5, 0.99], method="linear")
             stats.update(
-                {f"{name}_mean": float(values.mean()), f"{name}_p50": float(p50),
-                 f"{name}_p99": float(p99)}
+                {
+                    f"{name}_mean": float(values.mean()),
+                    f"{name}_p50": float(p50),
+                    f"{name}_p99": float(p99),
+                }
             )
         else:
-            stats.update({f"{name}_mean": math.nan, f"{name}_p50": math.nan,
-                          f"{name}_p99": math.nan})
+            stats.update(
+                {f"{name}_mean": math.nan, f"{name}_p50": math.nan, f"{name}_p99": math.nan}
+            )
     return stats
 
 

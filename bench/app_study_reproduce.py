@@ -44,12 +44,23 @@ CONFIGS = REPO / "configs"
 DATA = REPO / "notebooks" / "data" / "app_study"
 #: The committed study's decided applications, fastest run first (so a cut window has
 #: measured the most applications).
-APPS = ["memtouch-random", "chunksort", "memcached-ycsb", "dask-sort", "postgres-pgbench",
-        "timely-pagerank", "hadoop-terasort", "hadoop-wordcount"]
+APPS = [
+    "memtouch-random",
+    "chunksort",
+    "memcached-ycsb",
+    "dask-sort",
+    "postgres-pgbench",
+    "timely-pagerank",
+    "hadoop-terasort",
+    "hadoop-wordcount",
+]
 #: Rounds per point: the fewest pairs a verdict can rest on (jct_stats.min_pairs()).
 ROUNDS = emulate.MIN_RUNS
-POINT = {"kind": "fixed", "latency_ns": emulate.CLASSIFY_LATENCY_NS,
-         "bandwidth_bps": emulate.CLASSIFY_BANDWIDTH_BPS}
+POINT = {
+    "kind": "fixed",
+    "latency_ns": emulate.CLASSIFY_LATENCY_NS,
+    "bandwidth_bps": emulate.CLASSIFY_BANDWIDTH_BPS,
+}
 LOCAL_FRACTION = 0.25
 
 
@@ -65,8 +76,9 @@ def derive(app: str, repeats_max: int = ROUNDS) -> dict[str, object]:
     rounds, then up to ``repeats_max`` while the point is unsettled under the study's
     default ``half_width``. Raises ValueError if ``repeats_max`` < ROUNDS."""
     if repeats_max < ROUNDS:
-        raise ValueError(f"repeats_max: {repeats_max} is less than the {ROUNDS} rounds "
-                         "a verdict rests on")
+        raise ValueError(
+            f"repeats_max: {repeats_max} is less than the {ROUNDS} rounds a verdict rests on"
+        )
     raw = tomllib.loads(source_config(app).read_text())
     section = dict(raw["emulate"])
     section.update(name=app, out_dir=".", repeats=ROUNDS, repeats_max=repeats_max)
@@ -86,9 +98,12 @@ def committed_summary(app: str) -> pd.DataFrame:
 
 
 def _point(summary: pd.DataFrame) -> pd.Series:
-    row = summary[(summary["kind"] == "fixed") & (summary["latency_ns"] == POINT["latency_ns"])
-                  & (summary["bandwidth_bps"] == POINT["bandwidth_bps"])
-                  & (summary["local_fraction"] == LOCAL_FRACTION)]
+    row = summary[
+        (summary["kind"] == "fixed")
+        & (summary["latency_ns"] == POINT["latency_ns"])
+        & (summary["bandwidth_bps"] == POINT["bandwidth_bps"])
+        & (summary["local_fraction"] == LOCAL_FRACTION)
+    ]
     if len(row) != 1:
         raise ValueError(f"expected one 5 us / 40 Gb/s row at 25 %, got {len(row)}")
     return row.iloc[0]
@@ -100,8 +115,10 @@ def _reference_jct(summary: pd.DataFrame) -> float:
 
 
 def _verdict(point: pd.Series) -> str:
-    return (f"{point['relative_jct']:.3f} [{point['ci_low']:.3f}, {point['ci_high']:.3f}] "
-            f"{point['pairs']} {point['verdict']}")
+    return (
+        f"{point['relative_jct']:.3f} [{point['ci_low']:.3f}, {point['ci_high']:.3f}] "
+        f"{point['pairs']} {point['verdict']}"
+    )
 
 
 def table(out: Path) -> pd.DataFrame:
@@ -117,16 +134,18 @@ def table(out: Path) -> pd.DataFrame:
         mine, theirs = pd.read_csv(path), committed_summary(app)
         here, there = _point(mine), _point(theirs)
         ref_mine, ref_theirs = _reference_jct(mine), _reference_jct(theirs)
-        rows.append({
-            "application": app,
-            "committed": _verdict(there),
-            "reproduced": _verdict(here),
-            "zero-delay JCT (s) committed / reproduced": f"{ref_theirs:.2f} / {ref_mine:.2f}",
-            "slower by": f"x{ref_mine / ref_theirs:.2f}",
-            "delay added (s) committed / reproduced":
-                f"{ref_theirs * (there['relative_jct'] - 1):.2f} / "
-                f"{ref_mine * (here['relative_jct'] - 1):.2f}",
-        })
+        added_theirs = ref_theirs * (there["relative_jct"] - 1)
+        added_mine = ref_mine * (here["relative_jct"] - 1)
+        rows.append(
+            {
+                "application": app,
+                "committed": _verdict(there),
+                "reproduced": _verdict(here),
+                "zero-delay JCT (s) committed / reproduced": f"{ref_theirs:.2f} / {ref_mine:.2f}",
+                "slower by": f"x{ref_mine / ref_theirs:.2f}",
+                "delay added (s) committed / reproduced": f"{added_theirs:.2f} / {added_mine:.2f}",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -135,10 +154,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="directory for the configs and their sweeps")
     parser.add_argument("--table", action="store_true", help="compare, do not write")
-    parser.add_argument("--repeats-max", type=int, default=ROUNDS, metavar="N",
-                        help=f"rounds at most while a point is unsettled (default {ROUNDS})")
-    parser.add_argument("--apps", nargs="+", choices=APPS, default=APPS, metavar="APP",
-                        help="write only these applications' configs (default: all)")
+    parser.add_argument(
+        "--repeats-max",
+        type=int,
+        default=ROUNDS,
+        metavar="N",
+        help=f"rounds at most while a point is unsettled (default {ROUNDS})",
+    )
+    parser.add_argument(
+        "--apps",
+        nargs="+",
+        choices=APPS,
+        default=APPS,
+        metavar="APP",
+        help="write only these applications' configs (default: all)",
+    )
     args = parser.parse_args(argv)
     if args.table:
         frame = table(args.out)

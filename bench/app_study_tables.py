@@ -52,17 +52,21 @@ def cell(row: pd.Series) -> str:
     emulate.MIN_RUNS of them)."""
     verdict = row["verdict"] if isinstance(row["verdict"], str) else "undecided"
     shown = verdict if verdict == "undecided" else f"**{verdict}**"
-    return (f"{_pct(row['relative_jct'])} % [{_pct(row['ci_low'])}, {_pct(row['ci_high'])}] "
-            f"{shown}, {int(row['pairs'])}")
+    return (
+        f"{_pct(row['relative_jct'])} % [{_pct(row['ci_low'])}, {_pct(row['ci_high'])}] "
+        f"{shown}, {int(row['pairs'])}"
+    )
 
 
 def _runs_load(sweep: str, runs: pd.DataFrame) -> str:
     """``sweep/: N runs (k not ok), load average lo-hi (median m), steal <= s %``."""
     load = runs["load_1m"]
     not_ok = int((runs["status"] != "ok").sum())
-    return (f"`{sweep}/`: {len(runs)} runs ({not_ok} not ok), load average "
-            f"{load.min():.1f}-{load.max():.1f} (median {load.median():.1f}), steal <= "
-            f"{100 * runs['steal_fraction'].max():.1f} %")
+    return (
+        f"`{sweep}/`: {len(runs)} runs ({not_ok} not ok), load average "
+        f"{load.min():.1f}-{load.max():.1f} (median {load.median():.1f}), steal <= "
+        f"{100 * runs['steal_fraction'].max():.1f} %"
+    )
 
 
 def _cv_pct(jcts: pd.Series) -> float:
@@ -77,21 +81,24 @@ def header(sweep: str, runs: pd.DataFrame, summary: pd.DataFrame) -> str:
     ref = ok[ok["model"] == "none"]["jct_s"]
     ref_row = summary[summary["model"] == "none"].iloc[0]
     cv = _cv_pct(ref)
-    return (f"{_runs_load(sweep, runs)}; zero-delay JCT median "
-            f"{ref.median():.3f} s ({ref.min():.3f}-{ref.max():.3f}, CV {cv:.1f} %, "
-            f"{len(ref)} runs); swap {ok['swap_in_bytes'].median() / 1e6:.0f} MB in + "
-            f"{ok['swap_out_bytes'].median() / 1e6:.0f} MB out per run (median; range in "
-            f"{ok['swap_in_bytes'].min() / 1e6:.0f}-{ok['swap_in_bytes'].max() / 1e6:.0f} MB), "
-            f"{ref_row['swap_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s at zero delay")
+    return (
+        f"{_runs_load(sweep, runs)}; zero-delay JCT median "
+        f"{ref.median():.3f} s ({ref.min():.3f}-{ref.max():.3f}, CV {cv:.1f} %, "
+        f"{len(ref)} runs); swap {ok['swap_in_bytes'].median() / 1e6:.0f} MB in + "
+        f"{ok['swap_out_bytes'].median() / 1e6:.0f} MB out per run (median; range in "
+        f"{ok['swap_in_bytes'].min() / 1e6:.0f}-{ok['swap_in_bytes'].max() / 1e6:.0f} MB), "
+        f"{ref_row['swap_bandwidth_bytes_per_s'] / 1e6:.0f} MB/s at zero delay"
+    )
 
 
 def estimate(runs: pd.DataFrame, latency_ns: float, bandwidth_bps: float) -> float:
     """The additive estimate of the degradation (a fraction) at one point, from the
     reference runs' median counts (module docstring)."""
     ref = runs[(runs["status"] == "ok") & (runs["model"] == "none")]
-    wait_s = (ref["swap_in_bytes"].median() / PAGE_BYTES * latency_ns * 1e-9
-              + (ref["swap_in_bytes"].median() + ref["swap_out_bytes"].median()) * 8
-              / bandwidth_bps)
+    wait_s = (
+        ref["swap_in_bytes"].median() / PAGE_BYTES * latency_ns * 1e-9
+        + (ref["swap_in_bytes"].median() + ref["swap_out_bytes"].median()) * 8 / bandwidth_bps
+    )
     return float(wait_s / ref["jct_s"].median())
 
 
@@ -102,31 +109,43 @@ def grid(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     lats = sorted(fixed["latency_ns"].unique())
     bws = sorted(fixed["bandwidth_bps"].unique())
     by = {(r["latency_ns"], r["bandwidth_bps"]): r for _, r in fixed.iterrows()}
-    out = ["| latency \\ bandwidth | " + " | ".join(f"{b / 1e9:g} Gb/s" for b in bws) + " |",
-           "| --- |" + " --- |" * len(bws)]
+    out = [
+        "| latency \\ bandwidth | " + " | ".join(f"{b / 1e9:g} Gb/s" for b in bws) + " |",
+        "| --- |" + " --- |" * len(bws),
+    ]
     for lat in lats:
-        out.append(f"| {lat / 1000:g} µs | " + " | ".join(
-            cell(by[lat, b]) if (lat, b) in by else "" for b in bws) + " |")
+        out.append(
+            f"| {lat / 1000:g} µs | "
+            + " | ".join(cell(by[lat, b]) if (lat, b) in by else "" for b in bws)
+            + " |"
+        )
     out.append("")
     if len(lats) > 1:
         for b in bws:
             med = [100 * (by[lat, b]["relative_jct"] - 1) for lat in lats]
             slope = np.polyfit(np.array(lats) / 1000, med, 1)[0]
             rising = all(x < y for x, y in zip(med[:-1], med[1:], strict=True))
-            out.append(f"- {b / 1e9:g} Gb/s: medians over latency "
-                       f"{', '.join(f'{m:+.1f}' for m in med)} % "
-                       f"({'rising' if rising else 'not monotone'}), least-squares slope "
-                       f"{slope:+.2f} points per µs")
+            out.append(
+                f"- {b / 1e9:g} Gb/s: medians over latency "
+                f"{', '.join(f'{m:+.1f}' for m in med)} % "
+                f"({'rising' if rising else 'not monotone'}), least-squares slope "
+                f"{slope:+.2f} points per µs"
+            )
     if len(bws) > 1:
         for lat in lats:
             med = [100 * (by[lat, b]["relative_jct"] - 1) for b in bws]
             falling = all(x > y for x, y in zip(med[:-1], med[1:], strict=True))
-            out.append(f"- {lat / 1000:g} µs: medians over bandwidth "
-                       f"{', '.join(f'{m:+.1f}' for m in med)} % "
-                       f"({'falling' if falling else 'not monotone'})")
-    est = ", ".join(f"{lat / 1000:g} µs / {b / 1e9:g} Gb/s {100 * estimate(runs, lat, b):+.1f} %"
-                    for lat in lats for b in bws if (lat, b) in ((5000, 40e9), (1000, 100e9),
-                                                                 (10000, 10e9)))
+            out.append(
+                f"- {lat / 1000:g} µs: medians over bandwidth "
+                f"{', '.join(f'{m:+.1f}' for m in med)} % "
+                f"({'falling' if falling else 'not monotone'})"
+            )
+    est = ", ".join(
+        f"{lat / 1000:g} µs / {b / 1e9:g} Gb/s {100 * estimate(runs, lat, b):+.1f} %"
+        for lat in lats
+        for b in bws
+        if (lat, b) in ((5000, 40e9), (1000, 100e9), (10000, 10e9))
+    )
     out.append(f"- additive estimate from the reference's counts: {est}")
     return out
 
@@ -137,9 +156,12 @@ def classification(sweep_dir: Path) -> str:
     if not path.exists():
         return "classification.csv: not written (sweep cut)"
     rows = pd.read_csv(path)
-    return "; ".join(f"class **{r['class']}** at {100 * r['local_fraction']:g} % local: "
-                     f"{r['relative_jct']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}], "
-                     f"{int(r['pairs'])} rounds paired" for _, r in rows.iterrows())
+    return "; ".join(
+        f"class **{r['class']}** at {100 * r['local_fraction']:g} % local: "
+        f"{r['relative_jct']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}], "
+        f"{int(r['pairs'])} rounds paired"
+        for _, r in rows.iterrows()
+    )
 
 
 def local_memory(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -152,34 +174,50 @@ def local_memory(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     points = fixed[["latency_ns", "bandwidth_bps"]].drop_duplicates().itertuples(index=False)
     points = sorted(points, key=lambda p: (-p.latency_ns, p.bandwidth_bps))  # Fig. 5's first
     ok = runs[runs["status"] == "ok"]
-    out = ["| local memory | " + " | ".join(f"{100 * f:g} %" for f in fractions) + " |",
-           "| --- |" + " --- |" * len(fractions)]
-    by = {(r["local_fraction"], r["latency_ns"], r["bandwidth_bps"]): r
-          for _, r in fixed.iterrows()}
+    out = [
+        "| local memory | " + " | ".join(f"{100 * f:g} %" for f in fractions) + " |",
+        "| --- |" + " --- |" * len(fractions),
+    ]
+    by = {
+        (r["local_fraction"], r["latency_ns"], r["bandwidth_bps"]): r for _, r in fixed.iterrows()
+    }
     for p in points:
-        out.append(f"| {p.latency_ns / 1000:g} µs, {p.bandwidth_bps / 1e9:g} Gb/s | "
-                   + " | ".join(cell(by[f, p.latency_ns, p.bandwidth_bps])
-                                if (f, p.latency_ns, p.bandwidth_bps) in by else ""
-                                for f in fractions) + " |")
+        out.append(
+            f"| {p.latency_ns / 1000:g} µs, {p.bandwidth_bps / 1e9:g} Gb/s | "
+            + " | ".join(
+                cell(by[f, p.latency_ns, p.bandwidth_bps])
+                if (f, p.latency_ns, p.bandwidth_bps) in by
+                else ""
+                for f in fractions
+            )
+            + " |"
+        )
     ref_cells, swap_cells = [], []
     for f in fractions:
         ref_runs = ok[(ok["model"] == "none") & (ok["local_fraction"] == f)]
         ref_row = summary[(summary["model"] == "none") & (summary["local_fraction"] == f)]
         jct = ref_runs["jct_s"]
         ref_cells.append(f"{jct.median():.3f} s (CV {_cv_pct(jct):.1f} %, {len(jct)})")
-        swap_cells.append(f"{ref_runs['swap_in_bytes'].median() / 1e6:.0f} + "
-                          f"{ref_runs['swap_out_bytes'].median() / 1e6:.0f} MB, "
-                          f"{ref_row['swap_bandwidth_bytes_per_s'].iloc[0] / 1e6:.0f} MB/s")
+        swap_cells.append(
+            f"{ref_runs['swap_in_bytes'].median() / 1e6:.0f} + "
+            f"{ref_runs['swap_out_bytes'].median() / 1e6:.0f} MB, "
+            f"{ref_row['swap_bandwidth_bytes_per_s'].iloc[0] / 1e6:.0f} MB/s"
+        )
     out.append("| zero-delay JCT (CV, runs) | " + " | ".join(ref_cells) + " |")
     out.append("| zero-delay swap in + out per run, rate | " + " | ".join(swap_cells) + " |")
     out.append("")
     for p in points:
-        at = [estimate(runs[runs["local_fraction"] == f], p.latency_ns, p.bandwidth_bps)
-              for f in fractions]
-        est = ", ".join(f"{100 * f:g} % {100 * e:+.1f} %" for f, e in zip(fractions, at,
-                                                                         strict=True))
-        out.append(f"- additive estimate at {p.latency_ns / 1000:g} µs / "
-                   f"{p.bandwidth_bps / 1e9:g} Gb/s from each fraction's reference: {est}")
+        at = [
+            estimate(runs[runs["local_fraction"] == f], p.latency_ns, p.bandwidth_bps)
+            for f in fractions
+        ]
+        est = ", ".join(
+            f"{100 * f:g} % {100 * e:+.1f} %" for f, e in zip(fractions, at, strict=True)
+        )
+        out.append(
+            f"- additive estimate at {p.latency_ns / 1000:g} µs / "
+            f"{p.bandwidth_bps / 1e9:g} Gb/s from each fraction's reference: {est}"
+        )
     return out
 
 
@@ -192,12 +230,17 @@ def table3(sweep_dir: Path) -> str:
     rows = pd.read_csv(path)
 
     def needs(r: pd.Series) -> str:
-        return "no fraction up to 100 % passes" if pd.isna(r["min_local_fraction"]) else \
-            f"needs {100 * r['min_local_fraction']:g} % local"
+        return (
+            "no fraction up to 100 % passes"
+            if pd.isna(r["min_local_fraction"])
+            else f"needs {100 * r['min_local_fraction']:g} % local"
+        )
 
-    return "; ".join(f"Table 3 at {r['latency_ns'] / 1000:g} µs / {r['bandwidth_bps'] / 1e9:g} "
-                     f"Gb/s: **{needs(r)}** ({r['status']})"
-                     for _, r in rows.iterrows())
+    return "; ".join(
+        f"Table 3 at {r['latency_ns'] / 1000:g} µs / {r['bandwidth_bps'] / 1e9:g} "
+        f"Gb/s: **{needs(r)}** ({r['status']})"
+        for _, r in rows.iterrows()
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         sweep_dir = DATA / sweep
         for name in ("runs.csv", "summary.csv"):
             if not (sweep_dir / name).is_file():
-                raise FileNotFoundError(f"{sweep_dir / name}: no such file (sweep not run "
-                                        "or cut before its summary was written)")
+                raise FileNotFoundError(
+                    f"{sweep_dir / name}: no such file (sweep not run "
+                    "or cut before its summary was written)"
+                )
         runs = pd.read_csv(sweep_dir / "runs.csv")
         summary = pd.read_csv(sweep_dir / "summary.csv")
         if summary["local_fraction"].nunique() > 1:

@@ -52,8 +52,14 @@ def main() -> int:
         flows_csv = work / "flows.csv"
         write_sim_flows_csv(flows, flows_csv)
         cmds = {
-            name: driver_command(binary, setup, args.protocol, flows_csv,
-                                 work / f"fct_{name}.csv", work / f"stats_{name}.json")
+            name: driver_command(
+                binary,
+                setup,
+                args.protocol,
+                flows_csv,
+                work / f"fct_{name}.csv",
+                work / f"stats_{name}.json",
+            )
             for name, binary in (("base", args.base_binary), ("new", args.binary))
         }
         cpu: dict[str, list[float]] = {"base": [], "new": []}
@@ -61,18 +67,23 @@ def main() -> int:
             for name in ("base", "new"):
                 _, cpu_s, _ = timed(cmds[name], work / f"log_{name}.txt")
                 cpu[name].append(cpu_s)
-            print(f"round {rnd}: base {cpu['base'][-1]:.2f} s, new {cpu['new'][-1]:.2f} s CPU",
-                  flush=True)
+            print(
+                f"round {rnd}: base {cpu['base'][-1]:.2f} s, new {cpu['new'][-1]:.2f} s CPU",
+                flush=True,
+            )
         events = {
-            name: json.loads((work / f"stats_{name}.json").read_text())["events"]
-            for name in cmds
+            name: json.loads((work / f"stats_{name}.json").read_text())["events"] for name in cmds
         }
         same = filecmp.cmp(work / "fct_base.csv", work / "fct_new.csv", shallow=False)
     base, new = statistics.mean(cpu["base"]), statistics.mean(cpu["new"])
-    print(f"setup ({args.setup}), {args.protocol}, {args.rounds} rounds: base {base:.3f} s, "
-          f"new {new:.3f} s CPU, ratio {new / base:.3f}")
-    print(f"FCT CSVs {'identical' if same else 'DIFFER'}; events base {events['base']:,}, "
-          f"new {events['new']:,}")
+    print(
+        f"setup ({args.setup}), {args.protocol}, {args.rounds} rounds: base {base:.3f} s, "
+        f"new {new:.3f} s CPU, ratio {new / base:.3f}"
+    )
+    print(
+        f"FCT CSVs {'identical' if same else 'DIFFER'}; events base {events['base']:,}, "
+        f"new {events['new']:,}"
+    )
     return 0 if same and events["base"] == events["new"] else 1
 
 

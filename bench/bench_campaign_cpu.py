@@ -56,12 +56,15 @@ def main() -> int:
     for key in runs["key"]:
         cpu.append(run_cpu_s(args.campaign / "runs" / str(key)[:16]))
     runs = runs.assign(cpu_s=cpu)
-    table = runs.groupby("protocol").agg(runs=("key", "size"), cpu_s=("cpu_s", "sum"),
-                                         wall_s=("wall_s", "sum"))
+    table = runs.groupby("protocol").agg(
+        runs=("key", "size"), cpu_s=("cpu_s", "sum"), wall_s=("wall_s", "sum")
+    )
     table["cpu_share"] = table["cpu_s"] / table["cpu_s"].sum()
     table["wall_share"] = table["wall_s"] / table["wall_s"].sum()
-    print(f"load average before/after: see uptime; {len(runs)} runs, "
-          f"CPU {table['cpu_s'].sum():.1f} s, runs.csv wall {table['wall_s'].sum():.1f} s")
+    print(
+        f"load average before/after: see uptime; {len(runs)} runs, "
+        f"CPU {table['cpu_s'].sum():.1f} s, runs.csv wall {table['wall_s'].sum():.1f} s"
+    )
     print(table.round(3).to_string())
     return 0
 

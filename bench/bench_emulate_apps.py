@@ -53,7 +53,8 @@ def run_preset(preset: str, args: argparse.Namespace, work: Path) -> list[dict[s
     config.write_text(
         f'[emulate]\nname = "{preset}"\nout_dir = "out"\nbackend = "{args.backend}"\n'
         f"repeats = {repeats}\ntimeout_s = {args.timeout_s}\n"
-        f'[app]\npreset = "{preset}"\n{app}{models}')
+        f'[app]\npreset = "{preset}"\n{app}{models}'
+    )
     out = emulate.emulate(emulate.load_emulate_config(config), progress=True)
     with open(out / "runs.csv") as handle:
         return list(csv.DictReader(handle))
@@ -62,8 +63,10 @@ def run_preset(preset: str, args: argparse.Namespace, work: Path) -> list[dict[s
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["working-set", "quarter"], required=True)
-    ap.add_argument("--presets", default=",".join(
-        n for n, p in emulate_apps.PRESETS.items() if p.app is not None))
+    ap.add_argument(
+        "--presets",
+        default=",".join(n for n, p in emulate_apps.PRESETS.items() if p.app is not None),
+    )
     ap.add_argument("--backend", choices=["swap", "uffd"], default="swap")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--latency-us", default="5")
@@ -78,14 +81,18 @@ def main() -> None:
                 runs = run_preset(preset, args, Path(tmp))
             except (RuntimeError, ValueError) as exc:  # one failed preset: say so, go on
                 last = str(exc).splitlines()[-1][:200]
-                rows.append(f"| {preset} | {args.backend} | failed: {last} | | | | | "
-                            f"{before} / {load()} |")
+                rows.append(
+                    f"| {preset} | {args.backend} | failed: {last} | | | | | {before} / {load()} |"
+                )
                 print(rows[-1], flush=True)
                 continue
             after = load()
             spec = emulate_apps.PRESETS[preset]
-            holders = 1 if spec.n_nodes == 1 or preset in ("memcached-ycsb",
-                                                          "postgres-pgbench") else spec.n_nodes
+            holders = (
+                1
+                if spec.n_nodes == 1 or preset in ("memcached-ycsb", "postgres-pgbench")
+                else spec.n_nodes
+            )
             ok = [r for r in runs if r["status"] == "ok"]
             ref = [float(r["jct_s"]) for r in ok if r["model"] == "none"]
             ref_med = statistics.median(ref) if ref else float("nan")
@@ -96,10 +103,13 @@ def main() -> None:
                 rows.append(
                     f"| {preset} | {args.backend} | {model} | {len(jcts)} | {med:.2f} | "
                     f"{med / ref_med:.3f} ({min(jcts) / ref_med:.3f}-{max(jcts) / ref_med:.3f})"
-                    f" | {max(peaks) / holders / 2**20:.0f} | {before} / {after} |")
+                    f" | {max(peaks) / holders / 2**20:.0f} | {before} / {after} |"
+                )
             print("\n".join(rows[-2:]), flush=True)
-    print("\n| preset | backend | model | runs | median JCT (s) | relative JCT (range) | "
-          "peak PSS per node's holders (MiB) | load before / after |")
+    print(
+        "\n| preset | backend | model | runs | median JCT (s) | relative JCT (range) | "
+        "peak PSS per node's holders (MiB) | load before / after |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     subprocess.run(["uptime"], check=False)

@@ -74,14 +74,23 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--binary", type=Path, default=Path("build/sim/disaggsim-ns3"))
     parser.add_argument("--repeat", type=int, default=1, help="rounds over all runs (A/B)")
-    parser.add_argument("--fabric", choices=["both", "lossless", "lossy"], default="both",
-                        help="run only the runs on this fabric")
-    parser.add_argument("--callgrind-flows", type=int, default=0,
-                        help="first count instructions per data packet on this many flows")
+    parser.add_argument(
+        "--fabric",
+        choices=["both", "lossless", "lossy"],
+        default="both",
+        help="run only the runs on this fabric",
+    )
+    parser.add_argument(
+        "--callgrind-flows",
+        type=int,
+        default=0,
+        help="first count instructions per data packet on this many flows",
+    )
     args = parser.parse_args()
     setup = SETUPS["a"]
-    runs = [r for r in RUNS
-            if args.fabric == "both" or r[2]["ns3::ClosTopology::Fabric"] == args.fabric]
+    runs = [
+        r for r in RUNS if args.fabric == "both" or r[2]["ns3::ClosTopology::Fabric"] == args.fabric
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         if args.callgrind_flows > 0:
             print(f"instructions (callgrind), {args.callgrind_flows} flows, seed {args.seed}")
@@ -89,25 +98,49 @@ def main() -> int:
             print("|---|---|---|---|---|")
             for label, protocol, attributes in runs:
                 out = Path(tmp) / "callgrind.out"
-                result = run(args.binary, setup, protocol, args.callgrind_flows, args.seed,
-                             Path(tmp), driver_seed=1, attributes=attributes, keep_files=False,
-                             wrapper=["valgrind", "--tool=callgrind",
-                                      f"--callgrind-out-file={out}"])
+                result = run(
+                    args.binary,
+                    setup,
+                    protocol,
+                    args.callgrind_flows,
+                    args.seed,
+                    Path(tmp),
+                    driver_seed=1,
+                    attributes=attributes,
+                    keep_files=False,
+                    wrapper=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"],
+                )
                 packets = int(result["stats"]["data_packets_delivered"])
                 ir = callgrind_instructions(out)
-                print(f"| {label} | {packets} | {result['stats']['events']} | {ir:,} | "
-                      f"{ir / packets:,.0f} |", flush=True)
-        print(f"setup (a): {setup.rate_gbps:g} Gbps {setup.matrix}, web search load 0.6, "
-              f"{args.flows} flows, seed {args.seed}")
-        print("| run | load1 | wall s | CPU s | data pkts | data pkts/s | data pkts/CPU s "
-              "| events/s | mean sd | p99 sd | PFC frames | retransmitted |")
+                print(
+                    f"| {label} | {packets} | {result['stats']['events']} | {ir:,} | "
+                    f"{ir / packets:,.0f} |",
+                    flush=True,
+                )
+        print(
+            f"setup (a): {setup.rate_gbps:g} Gbps {setup.matrix}, web search load 0.6, "
+            f"{args.flows} flows, seed {args.seed}"
+        )
+        print(
+            "| run | load1 | wall s | CPU s | data pkts | data pkts/s | data pkts/CPU s "
+            "| events/s | mean sd | p99 sd | PFC frames | retransmitted |"
+        )
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for _ in range(args.repeat):
             for label, protocol, attributes in runs:
                 load1 = os.getloadavg()[0]
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                result = run(args.binary, setup, protocol, args.flows, args.seed, Path(tmp),
-                             driver_seed=1, attributes=attributes, keep_files=False)
+                result = run(
+                    args.binary,
+                    setup,
+                    protocol,
+                    args.flows,
+                    args.seed,
+                    Path(tmp),
+                    driver_seed=1,
+                    attributes=attributes,
+                    keep_files=False,
+                )
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                 stats, fct, wall = result["stats"], result["fct"], result["wall_s"]
@@ -117,11 +150,14 @@ def main() -> int:
                 transport = stats.get("transport", {})
                 pfc = stats.get("pfc_frames", 0)
                 retx = transport.get("roce.retransmitted_packets", "-")
-                print(f"| {label} | {load1:.2f} | {wall:.2f} | {cpu:.2f} | {packets} | "
-                      f"{packets / wall:,.0f} | {packets / cpu:,.0f} | "
-                      f"{stats['events'] / wall:,.0f} | "
-                      f"{slowdown.mean():.3f} | {np.percentile(slowdown, 99):.2f} | {pfc} | "
-                      f"{retx} |", flush=True)
+                print(
+                    f"| {label} | {load1:.2f} | {wall:.2f} | {cpu:.2f} | {packets} | "
+                    f"{packets / wall:,.0f} | {packets / cpu:,.0f} | "
+                    f"{stats['events'] / wall:,.0f} | "
+                    f"{slowdown.mean():.3f} | {np.percentile(slowdown, 99):.2f} | {pfc} | "
+                    f"{retx} |",
+                    flush=True,
+                )
     return 0
 
 

@@ -54,9 +54,7 @@ def make_flows(n_flows: int, load: float, rate_gbps: float, seed: int) -> list[t
     starts_ns = np.cumsum(gaps_ns).astype(np.int64)
     src = rng.integers(0, HOSTS, n_flows)
     dst = (src + rng.integers(1, HOSTS, n_flows)) % HOSTS
-    return [
-        (i, int(starts_ns[i]), int(src[i]), int(dst[i]), int(sizes[i])) for i in range(n_flows)
-    ]
+    return [(i, int(starts_ns[i]), int(src[i]), int(dst[i]), int(sizes[i])) for i in range(n_flows)]
 
 
 def write_flows(path: Path, rows: list[tuple[int, ...]]) -> None:
@@ -84,11 +82,15 @@ def main() -> int:
     if not args.binary.exists():
         print(f"{args.binary}: not built (cmake --build build)", file=sys.stderr)
         return 2
-    print(f"workload: {args.flows} flows, {HOSTS} hosts all-to-all, sizes 4 KiB-1 MiB "
-          f"log-uniform, load {args.load}, seed {args.seed}")
-    header = (f"{'protocol':8} {'Gbps':>5} {'wall_s':>7} {'cpu_s':>7} {'data_pkts':>10} "
-              f"{'pkts/s':>9} {'events':>10} {'events/s':>9} {'flows/s':>8} {'peak_MiB':>8} "
-              f"{'finished':>9} {'slowdown':>8}")
+    print(
+        f"workload: {args.flows} flows, {HOSTS} hosts all-to-all, sizes 4 KiB-1 MiB "
+        f"log-uniform, load {args.load}, seed {args.seed}"
+    )
+    header = (
+        f"{'protocol':8} {'Gbps':>5} {'wall_s':>7} {'cpu_s':>7} {'data_pkts':>10} "
+        f"{'pkts/s':>9} {'events':>10} {'events/s':>9} {'flows/s':>8} {'peak_MiB':>8} "
+        f"{'finished':>9} {'slowdown':>8}"
+    )
     print(header)
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
@@ -98,8 +100,9 @@ def main() -> int:
             for protocol in ("tcp-ns3", "dctcp-ns3"):
                 out = tmp / f"fct_{protocol}_{rate_gbps}.csv"
                 stats_path = tmp / f"stats_{protocol}_{rate_gbps}.json"
-                cmd = driver_argv(args.binary, flows_csv, out, stats_path, protocol,
-                                  rate_gbps, args.seed, {})
+                cmd = driver_argv(
+                    args.binary, flows_csv, out, stats_path, protocol, rate_gbps, args.seed, {}
+                )
                 t0 = time.perf_counter()
                 cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 subprocess.run(cmd, check=True)
@@ -108,12 +111,14 @@ def main() -> int:
                 cpu_s = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
                 stats = json.loads(stats_path.read_text())
                 packets = stats["data_packets_delivered"]
-                print(f"{protocol:8} {rate_gbps:>5} {wall_s:>7.2f} {cpu_s:>7.2f} {packets:>10} "
-                      f"{packets / wall_s:>9.0f} {stats['events']:>10} "
-                      f"{stats['events'] / wall_s:>9.0f} {stats['flows'] / wall_s:>8.0f} "
-                      f"{stats['peak_rss_kb'] / 1024:>8.1f} "
-                      f"{stats['flows_finished']:>4}/{stats['flows']:<4} "
-                      f"{mean_slowdown(out):>8.2f}")
+                print(
+                    f"{protocol:8} {rate_gbps:>5} {wall_s:>7.2f} {cpu_s:>7.2f} {packets:>10} "
+                    f"{packets / wall_s:>9.0f} {stats['events']:>10} "
+                    f"{stats['events'] / wall_s:>9.0f} {stats['flows'] / wall_s:>8.0f} "
+                    f"{stats['peak_rss_kb'] / 1024:>8.1f} "
+                    f"{stats['flows_finished']:>4}/{stats['flows']:<4} "
+                    f"{mean_slowdown(out):>8.2f}"
+                )
     return 0
 
 

@@ -78,8 +78,12 @@ def main() -> None:
 
 def _bench(args: argparse.Namespace, work: Path) -> None:
     state = work / "cluster"
-    env = {**os.environ, "SLURM_LOCAL_DIR": str(state),
-           "SLURM_LOCAL_CONF": str(state / "slurm.conf"), "SLURM_LOCAL_CPUS": str(args.cpus)}
+    env = {
+        **os.environ,
+        "SLURM_LOCAL_DIR": str(state),
+        "SLURM_LOCAL_CONF": str(state / "slurm.conf"),
+        "SLURM_LOCAL_CPUS": str(args.cpus),
+    }
     rows = []
     with open("/run/lock/disaggsim-system.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -88,14 +92,20 @@ def _bench(args: argparse.Namespace, work: Path) -> None:
         subprocess.run(["bash", str(script), "start"], env=env, check=True)
         try:
             for tasks in args.tasks:
-                config = _config(work, f"slurm{tasks}", args.runs,
-                                 f'executor = "slurm"\nslurm_tasks = {tasks}')
+                config = _config(
+                    work, f"slurm{tasks}", args.runs, f'executor = "slurm"\nslurm_tasks = {tasks}'
+                )
                 start = time.monotonic()
                 result = run_campaign(config, progress=False, summarize=summarize_groups)
                 wall = time.monotonic() - start
                 assert result.ran == args.runs
-                rows.append((f"slurm, {min(tasks, args.runs)} tasks",
-                             args.runs / min(tasks, args.runs), wall))
+                rows.append(
+                    (
+                        f"slurm, {min(tasks, args.runs)} tasks",
+                        args.runs / min(tasks, args.runs),
+                        wall,
+                    )
+                )
         finally:
             subprocess.run(["bash", str(script), "stop"], env=env, check=True)
     config = _config(work, "local", args.runs, f"jobs = {args.cpus}")

@@ -88,15 +88,18 @@ def main() -> int:
             w, r = block_throughput(work / f"dd-{rep}", args.mib)
             writes.append(w)
             reads.append(r)
-    print(f"memtouch {args.mib} MiB, local {local >> 20} MiB, sequential read pass, "
-          f"median over {args.repeats} repeats (range)\n")
-    print("| backend | injected µs | p50 µs/fault | p99 µs/fault | read pass GB/s "
-          "| p50 shift µs |")
+    print(
+        f"memtouch {args.mib} MiB, local {local >> 20} MiB, sequential read pass, "
+        f"median over {args.repeats} repeats (range)\n"
+    )
+    print("| backend | injected µs | p50 µs/fault | p99 µs/fault | read pass GB/s | p50 shift µs |")
     print("| --- | --- | --- | --- | --- | --- |")
     for backend, delay_us, p50s, p99s, gbs, shift in rows:
         print(f"| {backend} | {delay_us} | {p50s} | {p99s} | {gbs} | {shift:.2f} |")
-    print(f"\nswap backend block device, dd 1 MiB direct I/O over {args.mib} MiB: "
-          f"write {spread(writes)} GB/s, read {spread(reads)} GB/s")
+    print(
+        f"\nswap backend block device, dd 1 MiB direct I/O over {args.mib} MiB: "
+        f"write {spread(writes)} GB/s, read {spread(reads)} GB/s"
+    )
     return 0
 
 

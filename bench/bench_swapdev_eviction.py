@@ -44,15 +44,21 @@ SUMMARY = re.compile(r"swapdev uffd: (\d+) swap-ins \(\d+ pages\), (\d+) swap-ou
 
 
 def spread(values: list[float], fmt: str = ".2f") -> str:
-    return (f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})")
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
 
 
-def hot_cold(work: Path, policy: device.EvictionPolicy, delay_us: int,
-             rounds: int) -> dict[str, float]:
+def hot_cold(
+    work: Path, policy: device.EvictionPolicy, delay_us: int, rounds: int
+) -> dict[str, float]:
     """One memtouch --hotcold run: its counts and times (µs, s)."""
     model = device.DelayModel("fixed" if delay_us else "none", latency_ns=delay_us * 1000)
     result = device.run_memtouch_uffd(
-        work, HC_MIB, HC_BUDGET * 4096, model, passes=rounds, eviction=policy,
+        work,
+        HC_MIB,
+        HC_BUDGET * 4096,
+        model,
+        passes=rounds,
+        eviction=policy,
         hotcold=(HOT, SCAN),
     )
     if result.report["bad_pages"]:
@@ -70,8 +76,9 @@ def hot_cold(work: Path, policy: device.EvictionPolicy, delay_us: int,
     }
 
 
-def application(work: Path, policy: device.EvictionPolicy, permille: int, delay_us: int,
-                local_fraction: float) -> dict[str, float]:
+def application(
+    work: Path, policy: device.EvictionPolicy, permille: int, delay_us: int, local_fraction: float
+) -> dict[str, float]:
     """One run of the CPython sort on the uffd backend: JCT and the device's counts."""
     cfg = load_emulate_config(REPO / "configs" / "emulate-python-sort.toml")
     build = device.build_dir()
@@ -79,15 +86,21 @@ def application(work: Path, policy: device.EvictionPolicy, permille: int, delay_
     hist = work / "uffd.hist"
     model = device.DelayModel("fixed" if delay_us else "none", latency_ns=delay_us * 1000)
     env = {
-        **os.environ, **model.env(),
+        **os.environ,
+        **model.env(),
         "SWAPDEV_LOCAL_BYTES": str(int(cfg.app.working_set_bytes * local_fraction)),
-        "SWAPDEV_EVICTION": policy, "SWAPDEV_INACTIVE_PERMILLE": str(permille),
-        "SWAPDEV_HIST": str(hist), "SWAPDEV_TRACE": "",
+        "SWAPDEV_EVICTION": policy,
+        "SWAPDEV_INACTIVE_PERMILLE": str(permille),
+        "SWAPDEV_HIST": str(hist),
+        "SWAPDEV_TRACE": "",
     }
     start = time.monotonic()
     proc = subprocess.run(
-        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *cfg.app.command], env=env,
-        capture_output=True, text=True, timeout=cfg.emulate.timeout_s,
+        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *cfg.app.command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=cfg.emulate.timeout_s,
     )
     jct = time.monotonic() - start
     summary = SUMMARY.findall(proc.stderr)
@@ -95,7 +108,9 @@ def application(work: Path, policy: device.EvictionPolicy, permille: int, delay_
         raise RuntimeError(f"python sort failed ({proc.returncode}): {proc.stderr[-2000:]}")
     minor = device.read_histograms(hist).get("minor")
     return {
-        "jct_s": jct, "swap_ins": float(summary[-1][0]), "swap_outs": float(summary[-1][1]),
+        "jct_s": jct,
+        "swap_ins": float(summary[-1][0]),
+        "swap_outs": float(summary[-1][1]),
         "minor": float(minor.n if minor else 0),
     }
 
@@ -121,32 +136,45 @@ def main() -> int:
                     work = Path(tmp) / f"{policy}-{permille}-{delay_us}-{rep}"
                     if permille == 500:
                         hc.setdefault((name, delay_us), []).append(
-                            hot_cold(work / "hc", policy, delay_us, args.rounds))
-                    app.setdefault((name, delay_us), []).append(application(
-                        work / "app", policy, permille, delay_us, args.local_fraction))
-                    print(name, delay_us, rep, app[name, delay_us][-1], file=sys.stderr,
-                          flush=True)
+                            hot_cold(work / "hc", policy, delay_us, args.rounds)
+                        )
+                    app.setdefault((name, delay_us), []).append(
+                        application(work / "app", policy, permille, delay_us, args.local_fraction)
+                    )
+                    print(name, delay_us, rep, app[name, delay_us][-1], file=sys.stderr, flush=True)
 
     def col(runs: list[dict[str, float]], key: str, fmt: str = ".2f") -> str:
         return spread([r[key] for r in runs], fmt)
 
-    print(f"hot/cold: memtouch {HC_MIB} MiB --hotcold {HOT},{SCAN}, {args.rounds} rounds, "
-          f"{HC_BUDGET * 4096 >> 20} MiB local; median over {args.repeats} repeats (range)\n")
-    print("| policy | injected µs | hot swap-ins | cold swap-ins | minor refaults "
-          "| hot fault p50 µs | minor handler p50 µs | read phase s |")
+    print(
+        f"hot/cold: memtouch {HC_MIB} MiB --hotcold {HOT},{SCAN}, {args.rounds} rounds, "
+        f"{HC_BUDGET * 4096 >> 20} MiB local; median over {args.repeats} repeats (range)\n"
+    )
+    print(
+        "| policy | injected µs | hot swap-ins | cold swap-ins | minor refaults "
+        "| hot fault p50 µs | minor handler p50 µs | read phase s |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for (policy, delay_us), runs in hc.items():
-        print(f"| {policy} | {delay_us} | {col(runs, 'hot', '.0f')} | {col(runs, 'cold', '.0f')} "
-              f"| {col(runs, 'minor', '.0f')} | {col(runs, 'hot_fault_us')} "
-              f"| {col(runs, 'minor_handler_us')} | {col(runs, 'read_s', '.3f')} |")
-    print(f"\nCPython sort (configs/emulate-python-sort.toml), {args.local_fraction:.0%} local; "
-          f"median over {args.repeats} repeats (range)\n")
-    print("| policy (inactive target) | injected µs | JCT s | swap-ins | swap-out requests "
-          "| minor refaults |")
+        print(
+            f"| {policy} | {delay_us} | {col(runs, 'hot', '.0f')} | {col(runs, 'cold', '.0f')} "
+            f"| {col(runs, 'minor', '.0f')} | {col(runs, 'hot_fault_us')} "
+            f"| {col(runs, 'minor_handler_us')} | {col(runs, 'read_s', '.3f')} |"
+        )
+    print(
+        f"\nCPython sort (configs/emulate-python-sort.toml), {args.local_fraction:.0%} local; "
+        f"median over {args.repeats} repeats (range)\n"
+    )
+    print(
+        "| policy (inactive target) | injected µs | JCT s | swap-ins | swap-out requests "
+        "| minor refaults |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for (policy, delay_us), runs in app.items():
-        print(f"| {policy} | {delay_us} | {col(runs, 'jct_s')} | {col(runs, 'swap_ins', '.0f')} "
-              f"| {col(runs, 'swap_outs', '.0f')} | {col(runs, 'minor', '.0f')} |")
+        print(
+            f"| {policy} | {delay_us} | {col(runs, 'jct_s')} | {col(runs, 'swap_ins', '.0f')} "
+            f"| {col(runs, 'swap_outs', '.0f')} | {col(runs, 'minor', '.0f')} |"
+        )
     return 0
 
 

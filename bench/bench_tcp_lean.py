@@ -157,8 +157,9 @@ def timed_run(cmd: list[str]) -> tuple[float, float]:
     return wall_s, usage.ru_utime + usage.ru_stime
 
 
-def callgrind_instructions(binary: Path, name: str, n_flows: int, protocol: str,
-                           work: Path) -> tuple[int, int]:
+def callgrind_instructions(
+    binary: Path, name: str, n_flows: int, protocol: str, work: Path
+) -> tuple[int, int]:
     """(instructions executed, data packets delivered) of ``protocol`` on the first
     ``n_flows`` flows of setup ``name``, under ``valgrind --tool=callgrind``.
 
@@ -172,7 +173,10 @@ def callgrind_instructions(binary: Path, name: str, n_flows: int, protocol: str,
     cmd = driver_command(binary, setup, protocol, flows_csv, work / "cg_fct.csv", stats_json, 1)
     proc = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={work / 'callgrind.out'}", *cmd],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     found = re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
     if found is None:
@@ -224,8 +228,12 @@ def main() -> int:
     parser.add_argument("--setups", default="a,b")
     parser.add_argument("--skip-quickstart", action="store_true")
     parser.add_argument("--pfabric", action="store_true", help="also time pfabric (speed)")
-    parser.add_argument("--callgrind-flows", type=int, default=0,
-                        help="also count instructions per data packet on this many flows")
+    parser.add_argument(
+        "--callgrind-flows",
+        type=int,
+        default=0,
+        help="also count instructions per data packet on this many flows",
+    )
     parser.add_argument("--binary", type=Path, default=REPO / "build/sim/disaggsim-ns3")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -264,14 +272,21 @@ def main() -> int:
                 row = compare(out[ref], out[lean])
                 rows.append({"setup": f"websearch ({name})", "pair": lean, **row})
         # callgrind last (~50x slower), the lean and pFabric runs first: rows print as they come
-        for row in sorted((r for r in speed if "load1" in r and r["setup"] in SETUPS),
-                          key=lambda r: r["protocol"].endswith("-ns3")):
+        for row in sorted(
+            (r for r in speed if "load1" in r and r["setup"] in SETUPS),
+            key=lambda r: r["protocol"].endswith("-ns3"),
+        ):
             if not args.callgrind_flows:
                 break
             ir, packets = callgrind_instructions(
-                args.binary, row["setup"], args.callgrind_flows, row["protocol"], work)
-            row.update(callgrind_flows=args.callgrind_flows, instructions=ir,
-                       callgrind_packets=packets, instructions_per_packet=ir / packets)
+                args.binary, row["setup"], args.callgrind_flows, row["protocol"], work
+            )
+            row.update(
+                callgrind_flows=args.callgrind_flows,
+                instructions=ir,
+                callgrind_packets=packets,
+                instructions_per_packet=ir / packets,
+            )
             print(f"callgrind: {json.dumps(row)}", file=sys.stderr, flush=True)
     print("| setup | lean | mean ns-3 / lean us | diff | p99 ns-3 / lean us | diff | corr | bar |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -282,8 +297,10 @@ def main() -> int:
             f"{row['p99_ref_us']:.1f} / {row['p99_lean_us']:.1f} | {100 * row['p99_diff']:+.1f} % "
             f"| {row['corr']:.3f} | {'pass' if passes(row) else 'FAIL'} |"
         )
-    print("\n| setup | protocol | wall s | CPU s | data packets | packets / wall s | "
-          "packets / CPU s | instructions / packet | load1 |")
+    print(
+        "\n| setup | protocol | wall s | CPU s | data packets | packets / wall s | "
+        "packets / CPU s | instructions / packet | load1 |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in speed:
         per_packet = s.get("instructions_per_packet")

@@ -36,8 +36,15 @@ from disaggsim.testbed import collect as collect_module
 from disaggsim.testbed.collect import PRESETS, collect
 
 #: /proc/vmstat counters recorded per run (reclaim by memcg = direct reclaim on v1).
-VMSTAT_KEYS = ("pgscan_anon", "pgsteal_anon", "pgrefill", "pswpout", "pswpin", "pgrotated",
-               "oom_kill")
+VMSTAT_KEYS = (
+    "pgscan_anon",
+    "pgsteal_anon",
+    "pgrefill",
+    "pswpout",
+    "pswpin",
+    "pgrotated",
+    "oom_kill",
+)
 
 
 def vmstat() -> dict[str, int]:
@@ -53,8 +60,11 @@ def dmesg_lines() -> list[tuple[float, str]]:
     """The kernel log: (seconds since boot, line) per record (the ring buffer wraps, so
     records are told apart by their time stamp, not their position)."""
     text = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
-    return [(float(m.group(1)), ln) for ln in text.splitlines()
-            if (m := re.match(r"\[\s*(\d+\.\d+)\]", ln))]
+    return [
+        (float(m.group(1)), ln)
+        for ln in text.splitlines()
+        if (m := re.match(r"\[\s*(\d+\.\d+)\]", ln))
+    ]
 
 
 def main() -> int:
@@ -62,30 +72,54 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--load", type=int, default=4, help="busy loops (yes > /dev/null)")
     parser.add_argument("--csv", type=Path, required=True)
-    parser.add_argument("--io-load", action="store_true",
-                        help="also rewrite a 256 MiB file in /var/tmp (where the collector's "
-                        "loop devices keep their backing files) in a loop, O_DIRECT")
-    parser.add_argument("--variants", default="waker,killer",
-                        help="comma-separated, interleaved per run: waker (the collector's "
-                        "OomWaker) and/or killer (OOM killer on, as before the waker)")
+    parser.add_argument(
+        "--io-load",
+        action="store_true",
+        help="also rewrite a 256 MiB file in /var/tmp (where the collector's "
+        "loop devices keep their backing files) in a loop, O_DIRECT",
+    )
+    parser.add_argument(
+        "--variants",
+        default="waker,killer",
+        help="comma-separated, interleaved per run: waker (the collector's "
+        "OomWaker) and/or killer (OOM killer on, as before the waker)",
+    )
     args = parser.parse_args()
     hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.load)]
     if args.io_load:
         io_file = tempfile.mktemp(prefix="collect-oom-io-", dir="/var/tmp")
-        hogs.append(subprocess.Popen(
-            ["sh", "-c", f"trap 'rm -f {io_file}; exit' TERM; while :; do dd if=/dev/zero "
-             f"of={io_file} bs=1M count=256 oflag=direct status=none; done"],
-            start_new_session=True))
-    fields = ["run", "variant", "ok", "start_attempts", "oom_kills", "node0_oom_wakeups",
-              "error", "seconds", "load_1min", *VMSTAT_KEYS]
+        hogs.append(
+            subprocess.Popen(
+                [
+                    "sh",
+                    "-c",
+                    f"trap 'rm -f {io_file}; exit' TERM; while :; do dd if=/dev/zero "
+                    f"of={io_file} bs=1M count=256 oflag=direct status=none; done",
+                ],
+                start_new_session=True,
+            )
+        )
+    fields = [
+        "run",
+        "variant",
+        "ok",
+        "start_attempts",
+        "oom_kills",
+        "node0_oom_wakeups",
+        "error",
+        "seconds",
+        "load_1min",
+        *VMSTAT_KEYS,
+    ]
     new = not args.csv.exists()
     try:
         with open(args.csv, "a", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=fields)
             if new:
                 writer.writeheader()
-            for run, variant in ((r, v) for r in range(args.runs)
-                                 for v in args.variants.split(",")):
+            for run, variant in (
+                (r, v) for r in range(args.runs) for v in args.variants.split(",")
+            ):
                 collect_module.NODE_OOM_WAKER = variant == "waker"
                 time.sleep(2)
                 seen = max((t for t, _ in dmesg_lines()), default=0.0)
@@ -94,11 +128,16 @@ def main() -> int:
                 row: dict[str, object] = {"run": run, "variant": variant}
                 with tempfile.TemporaryDirectory(prefix="oom-load-") as tmp:
                     try:
-                        out = collect(PRESETS["smoke"], Path(tmp) / "out",
-                                      command="bench/collect_oom_load.py")
+                        out = collect(
+                            PRESETS["smoke"], Path(tmp) / "out", command="bench/collect_oom_load.py"
+                        )
                         meta = json.loads((out / "meta.json").read_text())
-                        row.update(ok=1, start_attempts=meta["start_attempts"], error="",
-                                   node0_oom_wakeups=meta["nodes"][0]["memcg_oom_wakeups"])
+                        row.update(
+                            ok=1,
+                            start_attempts=meta["start_attempts"],
+                            error="",
+                            node0_oom_wakeups=meta["nodes"][0]["memcg_oom_wakeups"],
+                        )
                     except RuntimeError as exc:
                         row.update(ok=0, start_attempts="", error=str(exc).splitlines()[0])
                 after = vmstat()
@@ -107,7 +146,8 @@ def main() -> int:
                     oom_kills=sum("oom_memcg=/disaggsim-node" in ln for ln in log),
                     seconds=round(time.monotonic() - t0, 1),
                     load_1min=Path("/proc/loadavg").read_text().split()[0],
-                    **{k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS})
+                    **{k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS},
+                )
                 writer.writerow(row)
                 handle.flush()
                 print(row, flush=True)

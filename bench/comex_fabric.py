@@ -68,39 +68,57 @@ from disaggsim.traces.paging import read_rmem
 RACK_HOSTS = 16
 
 
-def hosts(topology: str, n: int, m: int,
-          fabric: str) -> tuple[dict[str, int | str], list[int], list[int]]:
+def hosts(
+    topology: str, n: int, m: int, fabric: str
+) -> tuple[dict[str, int | str], list[int], list[int]]:
     """(driver topology keys, compute hosts, memory hosts) of N compute and M memory
     blades: ``switch`` one rack of N + M hosts; ``clos`` the 9 x 16 fabric, compute blades
     in rack 0 and memory blade j in rack 1 + j mod 8 (every request crosses a spine);
     ``fabric`` lossy or lossless (``--fabric``)."""
     if topology == "switch":
-        return ({"racks": 1, "hosts_per_rack": n + m, "fabric": fabric}, list(range(n)),
-                list(range(n, n + m)))
+        return (
+            {"racks": 1, "hosts_per_rack": n + m, "fabric": fabric},
+            list(range(n)),
+            list(range(n, n + m)),
+        )
     mem = [RACK_HOSTS * (1 + j % 8) + j // 8 for j in range(m)]
     return {"racks": 9, "hosts_per_rack": RACK_HOSTS, "fabric": fabric}, list(range(n)), mem
 
 
-def simulate(flows: pd.DataFrame, topology: dict[str, int | str], protocol: str,
-             rate_gbps: float, run_dir: Path) -> pd.DataFrame:
+def simulate(
+    flows: pd.DataFrame,
+    topology: dict[str, int | str],
+    protocol: str,
+    rate_gbps: float,
+    run_dir: Path,
+) -> pd.DataFrame:
     """Run ``disaggsim-ns3`` on ``flows`` (NS3_FLOWS columns); returns its FCT records
     indexed by ``flow_id`` (a flow unfinished when the run stopped, ``drainNs`` after the
     last start, has ``finished`` 0). Raises RuntimeError if the program fails."""
     run_dir.mkdir(parents=True, exist_ok=True)
     flows_csv, fct_csv = run_dir / "flows.csv", run_dir / "fct.csv"
     flows[["flow_id", "start_ns", "src_host", "dst_host", "size_bytes"]].to_csv(
-        flows_csv, index=False)
-    cmd = driver_argv(find_binary(), flows_csv, fct_csv, run_dir / "stats.json", protocol,
-                      rate_gbps, 1, topology)
+        flows_csv, index=False
+    )
+    cmd = driver_argv(
+        find_binary(), flows_csv, fct_csv, run_dir / "stats.json", protocol, rate_gbps, 1, topology
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr[-1500:]}")
     return read_fct_csv(fct_csv).set_index("flow_id").sort_index()
 
 
-def round_trips(req: pd.DataFrame, topology: dict[str, int | str], protocol: str,
-                rate_gbps: float, service_ns: int, reply_bytes: np.ndarray, run_dir: Path,
-                extra_c2m: pd.DataFrame | None = None) -> pd.DataFrame:
+def round_trips(
+    req: pd.DataFrame,
+    topology: dict[str, int | str],
+    protocol: str,
+    rate_gbps: float,
+    service_ns: int,
+    reply_bytes: np.ndarray,
+    run_dir: Path,
+    extra_c2m: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Requests ``req`` (``start_ns, src_host, dst_host``) -> per request: request FCT,
     memory-node wait, reply FCT, RTT and both ideal FCTs (ns). ``extra_c2m``: more
     compute -> memory flows (write batches) simulated with the requests, served by the
@@ -125,21 +143,31 @@ def round_trips(req: pd.DataFrame, topology: dict[str, int | str], protocol: str
     reqs = c2m[c2m["is_req"]].sort_values("req_id").reset_index(drop=True)
     assert len(reqs) == n_req
     served = reqs["wait_ns"].notna().to_numpy()
-    reply = pd.DataFrame({
-        "flow_id": np.arange(n_req)[served],
-        "start_ns": (reqs["arrive_ns"] + reqs["wait_ns"] + service_ns)[served].round()
-        .astype(np.int64),
-        "src_host": reqs["dst_host"][served], "dst_host": reqs["src_host"][served],
-        "size_bytes": reply_bytes[served]})
-    f2 = simulate(reply.sort_values("start_ns", kind="stable"), topology, protocol, rate_gbps,
-                  run_dir / "m2c")
+    reply = pd.DataFrame(
+        {
+            "flow_id": np.arange(n_req)[served],
+            "start_ns": (reqs["arrive_ns"] + reqs["wait_ns"] + service_ns)[served]
+            .round()
+            .astype(np.int64),
+            "src_host": reqs["dst_host"][served],
+            "dst_host": reqs["src_host"][served],
+            "size_bytes": reply_bytes[served],
+        }
+    )
+    f2 = simulate(
+        reply.sort_values("start_ns", kind="stable"), topology, protocol, rate_gbps, run_dir / "m2c"
+    )
     f2 = f2.where(f2["finished"] == 1).reindex(np.arange(n_req))
-    return pd.DataFrame({
-        "req_fct_ns": reqs["fct_ns"], "req_ideal_ns": reqs["ideal_ns"],
-        "wait_ns": reqs["wait_ns"], "reply_fct_ns": f2["fct_ns"].to_numpy(),
-        "reply_ideal_ns": f2["ideal_fct_ns"].to_numpy(),
-        "rtt_ns": f2["finish_ns"].to_numpy() - reqs["start_ns"].to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "req_fct_ns": reqs["fct_ns"],
+            "req_ideal_ns": reqs["ideal_ns"],
+            "wait_ns": reqs["wait_ns"],
+            "reply_fct_ns": f2["fct_ns"].to_numpy(),
+            "reply_ideal_ns": f2["ideal_fct_ns"].to_numpy(),
+            "rtt_ns": f2["finish_ns"].to_numpy() - reqs["start_ns"].to_numpy(),
+        }
+    )
 
 
 def measured(rt: pd.DataFrame, base_ns: float, t0: float) -> dict[str, float]:
@@ -150,11 +178,15 @@ def measured(rt: pd.DataFrame, base_ns: float, t0: float) -> dict[str, float]:
         "unfinished": int(rt["rtt_ns"].isna().sum()),
         "zero_load_network_ns": base_ns,
         "sim_queue_ns": float(rt["wait_ns"].mean()),
-        "sim_network_queue_ns": float((rt["req_fct_ns"] - rt["req_ideal_ns"]
-                                       + rt["reply_fct_ns"] - rt["reply_ideal_ns"]).mean()),
+        "sim_network_queue_ns": float(
+            (
+                rt["req_fct_ns"] - rt["req_ideal_ns"] + rt["reply_fct_ns"] - rt["reply_ideal_ns"]
+            ).mean()
+        ),
         "sim_rtt_mean_ns": float(rt["rtt_ns"].mean()),
         "sim_rtt_p99_ns": float(rt["rtt_ns"].quantile(0.99)),
-        "wall_s": round(time.monotonic() - t0, 2)}
+        "wall_s": round(time.monotonic() - t0, 2),
+    }
 
 
 def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.DataFrame:
@@ -168,25 +200,42 @@ def eq1_part(cfg: comex.FabricSection, protocols: list[str], runs: Path) -> pd.D
                         arr = comex.slotted_requests(n, m, p, cfg.slots, cfg.service_ns, cfg.seed)
                         if len(arr) == 0:
                             continue
-                        req = pd.DataFrame({
-                            "req_id": np.arange(len(arr)), "start_ns": arr[:, 0],
-                            "src_host": np.asarray(c_hosts)[arr[:, 1]],
-                            "dst_host": np.asarray(m_hosts)[arr[:, 2]],
-                            "size_bytes": cfg.message_bytes})
+                        req = pd.DataFrame(
+                            {
+                                "req_id": np.arange(len(arr)),
+                                "start_ns": arr[:, 0],
+                                "src_host": np.asarray(c_hosts)[arr[:, 1]],
+                                "dst_host": np.asarray(m_hosts)[arr[:, 2]],
+                                "size_bytes": cfg.message_bytes,
+                            }
+                        )
                         t0 = time.monotonic()
-                        rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
-                                         np.full(len(req), cfg.message_bytes),
-                                         runs / f"eq1-{topo}-{fabric}-{proto}-N{n}-M{m}-P{p}")
+                        rt = round_trips(
+                            req,
+                            topology,
+                            proto,
+                            cfg.rate_gbps,
+                            cfg.service_ns,
+                            np.full(len(req), cfg.message_bytes),
+                            runs / f"eq1-{topo}-{fabric}-{proto}-N{n}-M{m}-P{p}",
+                        )
                         base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).median())
-                        rows.append({
-                            "topology": topo, "fabric": fabric, "protocol": proto,
-                            "compute_nodes": n,
-                            "memory_nodes": m, "request_probability": p,
-                            "rho": n * p / m, "requests": len(req),
-                            "eq1_paper_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns),
-                            "eq1_fabric_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns, base),
-                            "model_queue_ns": cfg.service_ns * (n - 1) * p / m,
-                            **measured(rt, base, t0)})
+                        rows.append(
+                            {
+                                "topology": topo,
+                                "fabric": fabric,
+                                "protocol": proto,
+                                "compute_nodes": n,
+                                "memory_nodes": m,
+                                "request_probability": p,
+                                "rho": n * p / m,
+                                "requests": len(req),
+                                "eq1_paper_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns),
+                                "eq1_fabric_ns": comex.eq1_rtt_ns(n, m, p, cfg.service_ns, base),
+                                "model_queue_ns": cfg.service_ns * (n - 1) * p / m,
+                                **measured(rt, base, t0),
+                            }
+                        )
                         print(json.dumps(rows[-1]), flush=True)
     return pd.DataFrame(rows)
 
@@ -195,11 +244,17 @@ def comex_rmem_log(work: Path) -> Path:
     """Run numpy-sort on the uffd device with the comex policy (half its working set
     local, 4.54 µs + size / 10 Gb/s per request) and return its rmem log."""
     spec = emulate_apps.PRESETS["numpy-sort"]
-    env = device.uffd_env(device.DelayModel("fixed", 4540, 10_000_000_000),
-                          spec.working_set_bytes // 2, True, "fifo", "comex")
+    env = device.uffd_env(
+        device.DelayModel("fixed", 4540, 10_000_000_000),
+        spec.working_set_bytes // 2,
+        True,
+        "fifo",
+        "comex",
+    )
     env["SWAPDEV_TRACE"] = str(work / "numpy-sort.rmem")
-    proc = subprocess.run(list(spec.command), env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        list(spec.command), env={**os.environ, **env}, capture_output=True, text=True, timeout=600
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"numpy-sort on the comex device failed: {proc.stderr[-1500:]}")
     print(proc.stderr.strip().splitlines()[-2], flush=True)
@@ -213,12 +268,21 @@ def converted_flows(rmem: Path, work: Path) -> pd.DataFrame:
     sample.mkdir(parents=True, exist_ok=True)
     stamps = read_rmem(rmem, time_base="absolute")["realtime_ns"]
     write_device_paging({0: [rmem]}, 1, sample, int(stamps.min()), int(stamps.max()))
-    (sample / "meta.json").write_text(json.dumps({
-        "sample": "comex-numpy-sort", "page_bytes": 4096,
-        "nodes": [{"node": 0, "ip": "10.77.0.1", "paging": "node0.rmem"}]}))
+    (sample / "meta.json").write_text(
+        json.dumps(
+            {
+                "sample": "comex-numpy-sort",
+                "page_bytes": 4096,
+                "nodes": [{"node": 0, "ip": "10.77.0.1", "paging": "node0.rmem"}],
+            }
+        )
+    )
     cli = Path(sys.executable).with_name("disaggsim")
-    proc = subprocess.run([str(cli), "convert", str(sample), "--out", str(work / "flows")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(cli), "convert", str(sample), "--out", str(work / "flows")],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"disaggsim convert {sample}: {proc.stderr[-1500:]}")
     flows = pd.read_parquet(work / "flows.parquet")
@@ -234,12 +298,18 @@ def busiest_window(flows: pd.DataFrame, window_ns: int) -> pd.DataFrame:
     bins = (read_starts - read_starts.min()) // window_ns
     first = read_starts.min() + int(bins.value_counts().idxmax()) * window_ns
     window = flows[(flows["start_ns"] >= first) & (flows["start_ns"] - first < window_ns)]
-    return pd.DataFrame({"t": window["start_ns"] - first, "kind": window["kind"],
-                         "size_bytes": window["size_bytes"]}).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "t": window["start_ns"] - first,
+            "kind": window["kind"],
+            "size_bytes": window["size_bytes"],
+        }
+    ).reset_index(drop=True)
 
 
-def trace_part(cfg: comex.FabricSection, protocols: list[str], window: pd.DataFrame,
-               runs: Path) -> pd.DataFrame:
+def trace_part(
+    cfg: comex.FabricSection, protocols: list[str], window: pd.DataFrame, runs: Path
+) -> pd.DataFrame:
     reads = window[window["kind"] == "mem_read"]
     writes = window[window["kind"] == "mem_write"]
     rows = []
@@ -252,11 +322,18 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], window: pd.DataFr
                 for c in range(n):
                     shift = c * cfg.trace_window_ns // n
                     for part, store in ((reads, req_parts), (writes, wr_parts)):
-                        store.append(pd.DataFrame({
-                            "start_ns": (part["t"] + shift) % cfg.trace_window_ns,
-                            "src_host": c_hosts[c], "dst_host": m_hosts[c % m],
-                            "size_bytes": part["size_bytes"] if part is writes
-                            else cfg.message_bytes}))
+                        store.append(
+                            pd.DataFrame(
+                                {
+                                    "start_ns": (part["t"] + shift) % cfg.trace_window_ns,
+                                    "src_host": c_hosts[c],
+                                    "dst_host": m_hosts[c % m],
+                                    "size_bytes": part["size_bytes"]
+                                    if part is writes
+                                    else cfg.message_bytes,
+                                }
+                            )
+                        )
                     sizes.append(reads["size_bytes"].to_numpy())
                 req = pd.concat(req_parts, ignore_index=True)
                 order = np.argsort(req["start_ns"].to_numpy(), kind="stable")
@@ -265,22 +342,36 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], window: pd.DataFr
                 req["req_id"] = np.arange(len(req))
                 wr = pd.concat(wr_parts, ignore_index=True).assign(req_id=-1)
                 t0 = time.monotonic()
-                rt = round_trips(req, topology, proto, cfg.rate_gbps, cfg.service_ns,
-                                 reply_bytes, runs / f"trace-{topo}-{fabric}-{proto}-N{n}-M{m}",
-                                 wr)
+                rt = round_trips(
+                    req,
+                    topology,
+                    proto,
+                    cfg.rate_gbps,
+                    cfg.service_ns,
+                    reply_bytes,
+                    runs / f"trace-{topo}-{fabric}-{proto}-N{n}-M{m}",
+                    wr,
+                )
                 p_req = min(1.0, len(reads) * cfg.service_ns / cfg.trace_window_ns)
                 transfer = float(np.mean(reply_bytes)) * 8 / cfg.rate_gbps
                 base = float((rt["req_ideal_ns"] + rt["reply_ideal_ns"]).median())
-                rows.append({
-                    "topology": topo, "fabric": fabric, "protocol": proto, "compute_nodes": n,
-                    "memory_nodes": m,
-                    "reads": len(req), "writes": len(wr),
-                    "write_bytes_mean": float(wr["size_bytes"].mean()) if len(wr) else 0.0,
-                    "request_probability": p_req,
-                    "eq1_paper_plus_transfer_ns": comex.eq1_rtt_ns(n, m, p_req, cfg.service_ns)
-                    + transfer,
-                    "eq1_fabric_ns": comex.eq1_rtt_ns(n, m, p_req, cfg.service_ns, base),
-                    **measured(rt, base, t0)})
+                rows.append(
+                    {
+                        "topology": topo,
+                        "fabric": fabric,
+                        "protocol": proto,
+                        "compute_nodes": n,
+                        "memory_nodes": m,
+                        "reads": len(req),
+                        "writes": len(wr),
+                        "write_bytes_mean": float(wr["size_bytes"].mean()) if len(wr) else 0.0,
+                        "request_probability": p_req,
+                        "eq1_paper_plus_transfer_ns": comex.eq1_rtt_ns(n, m, p_req, cfg.service_ns)
+                        + transfer,
+                        "eq1_fabric_ns": comex.eq1_rtt_ns(n, m, p_req, cfg.service_ns, base),
+                        **measured(rt, base, t0),
+                    }
+                )
                 print(json.dumps(rows[-1]), flush=True)
     return pd.DataFrame(rows)
 
@@ -288,22 +379,30 @@ def trace_part(cfg: comex.FabricSection, protocols: list[str], window: pd.DataFr
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", type=Path)
-    ap.add_argument("--trace-from", type=Path, help="an rmem log of a comex run (default: "
-                    "record one: numpy-sort on the uffd device, ~5 s)")
-    ap.add_argument("--window-from", type=Path, help="replay a window written before "
-                    "(out_dir/name/trace_window.csv) instead of recording and converting")
+    ap.add_argument(
+        "--trace-from",
+        type=Path,
+        help="an rmem log of a comex run (default: "
+        "record one: numpy-sort on the uffd device, ~5 s)",
+    )
+    ap.add_argument(
+        "--window-from",
+        type=Path,
+        help="replay a window written before "
+        "(out_dir/name/trace_window.csv) instead of recording and converting",
+    )
     ap.add_argument("--skip-eq1", action="store_true")
     args = ap.parse_args(argv)
     cfg = comex.load_fabric_config(args.config).comex_fabric
     out = (args.config.resolve().parent / cfg.out_dir / cfg.name).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    listed = subprocess.run([str(find_binary()), "--list-capabilities"], capture_output=True,
-                            text=True, check=True).stdout.split("\n")
+    listed = subprocess.run(
+        [str(find_binary()), "--list-capabilities"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     registered = {ln.split()[1] for ln in listed if ln.startswith("protocol ")}
     protocols = [p for p in cfg.protocols if p in registered]
     for p in sorted(set(cfg.protocols) - registered):
-        print(f"comex_fabric: transport {p!r} is not registered in this build; skipped",
-              flush=True)
+        print(f"comex_fabric: transport {p!r} is not registered in this build; skipped", flush=True)
     with tempfile.TemporaryDirectory(prefix="comex-fabric-") as tmpdir:
         work = Path(tmpdir)  # every ns-3 run's flows and FCTs, the sample, the flow table
         if not args.skip_eq1:

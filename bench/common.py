@@ -35,6 +35,7 @@ CABLE_M = 40.0  # 40 m at 5 ns/m = 200 ns for every link
 SMALL_BYTES = 100_000
 LARGE_BYTES = 10_000_000
 
+
 @dataclass(frozen=True)
 class Setup:
     name: str
@@ -152,8 +153,15 @@ def driver_command(
     merged = dict(PFABRIC_YAPS_ATTRIBUTES) if protocol == "pfabric" else {}
     merged.update(attributes or {})
     return driver_argv(
-        binary, flows_csv, out_csv, stats_json, protocol, setup.rate_gbps, driver_seed,
-        topology, attributes=merged.items(),
+        binary,
+        flows_csv,
+        out_csv,
+        stats_json,
+        protocol,
+        setup.rate_gbps,
+        driver_seed,
+        topology,
+        attributes=merged.items(),
     )
 
 

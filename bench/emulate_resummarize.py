@@ -63,18 +63,24 @@ def sweep_config(sweep: str) -> emulate.EmulateConfig:
     cfg = emulate.load_emulate_config(CONFIGS / SWEEPS[sweep])
     name = Path(sweep).name
     fraction = int(name.removeprefix(PER_FRACTION)) / 100
-    return cfg.model_copy(update={
-        "emulate": cfg.emulate.model_copy(update={"name": name}),
-        "app": cfg.app.model_copy(update={"local_fraction": [fraction]}),
-    })
+    return cfg.model_copy(
+        update={
+            "emulate": cfg.emulate.model_copy(update={"name": name}),
+            "app": cfg.app.model_copy(update={"local_fraction": [fraction]}),
+        }
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Resummarize each named sweep (one of :data:`STAMPED` or :data:`SWEEPS`, or its tail
     after ``bench/figures/``; default: all)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweeps", nargs="*", help="sweep directories, e.g. "
-                        "replay/pfabric-local60 or notebooks/data/comex/comex-dask-sort")
+    parser.add_argument(
+        "sweeps",
+        nargs="*",
+        help="sweep directories, e.g. "
+        "replay/pfabric-local60 or notebooks/data/comex/comex-dask-sort",
+    )
     args = parser.parse_args(argv)
     known = [*STAMPED, *SWEEPS]
     names = [s if s in known else f"bench/figures/{s}" for s in args.sweeps] or known

@@ -52,31 +52,43 @@ def main(argv: list[str]) -> int:
     # only memcached's pFabric runs are read (the whole table of a whole-trace campaign does
     # not fit in memory: disaggsim.analysis.fct_file)
     pfabric = FctFile(path).read_group(
-        ["workload", "protocol"], (WORKLOAD, "pfabric"),
-        ["src_host", "dst_host", "size_bytes", "fct_ns", "finished", "rate_gbps", "scope"])
+        ["workload", "protocol"],
+        (WORKLOAD, "pfabric"),
+        ["src_host", "dst_host", "size_bytes", "fct_ns", "finished", "rate_gbps", "scope"],
+    )
     mem = pfabric[pfabric["finished"] == 1].copy()
     same_rack = (mem["src_host"] // 16) == (mem["dst_host"] // 16)
     ack_return_ns = np.where(same_rack, 220.0, 1020.0) + 58 * 8 / mem["rate_gbps"]
     mem["fct_ack_ns"] = mem["fct_ns"] + ack_return_ns
-    oracle = np.array([
-        authors_oracle_fct_ns(int(s), float(r), bool(sr))
-        for s, r, sr in zip(mem["size_bytes"], mem["rate_gbps"], same_rack, strict=True)
-    ])
+    oracle = np.array(
+        [
+            authors_oracle_fct_ns(int(s), float(r), bool(sr))
+            for s, r, sr in zip(mem["size_bytes"], mem["rate_gbps"], same_rack, strict=True)
+        ]
+    )
     mem["oracle_ns"] = oracle
-    print("| rate | scope | size B | flows | ours us | ours+ACK us | artifact us | "
-          "(ours+ACK)/artifact | authors' oracle us |")
+    print(
+        "| rate | scope | size B | flows | ours us | ours+ACK us | artifact us | "
+        "(ours+ACK)/artifact | authors' oracle us |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for (rate, scope, size), artifact in ARTIFACT_US.items():
-        rows = mem[(mem["rate_gbps"] == rate) & (mem["scope"] == scope)
-                   & (mem["size_bytes"] == size)]
+        rows = mem[
+            (mem["rate_gbps"] == rate) & (mem["scope"] == scope) & (mem["size_bytes"] == size)
+        ]
         ours = rows["fct_ns"].mean() / 1e3
         ack = rows["fct_ack_ns"].mean() / 1e3
-        print(f"| {rate:g} | {scope} | {size} | {len(rows)} | {ours:.3f} | {ack:.3f} | "
-              f"{artifact:.3f} | {ack / artifact:.2f} | {rows['oracle_ns'].mean() / 1e3:.3f} |")
+        print(
+            f"| {rate:g} | {scope} | {size} | {len(rows)} | {ours:.3f} | {ack:.3f} | "
+            f"{artifact:.3f} | {ack / artifact:.2f} | {rows['oracle_ns'].mean() / 1e3:.3f} |"
+        )
     print()
     per_run, _ = fig7_tables_file(path)  # mean slowdown of each run's finished flows
-    slow = per_run.set_index(["workload", "rate_gbps", "scope", "protocol", "seed"])[
-        "slowdown_mean"].sort_index().unstack("seed")
+    slow = (
+        per_run.set_index(["workload", "rate_gbps", "scope", "protocol", "seed"])["slowdown_mean"]
+        .sort_index()
+        .unstack("seed")
+    )
     slow["spread"] = slow.max(axis=1) - slow.min(axis=1)
     print(slow.round(3).to_string())
     return 0

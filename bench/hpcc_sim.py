@@ -45,8 +45,16 @@ import pandas as pd
 
 #: ns-3 modules scratch/third.cc needs, in dependency order (each module's wscript).
 MODULES = (
-    "core", "network", "bridge", "mpi", "internet", "point-to-point", "stats",
-    "config-store", "tools", "applications",
+    "core",
+    "network",
+    "bridge",
+    "mpi",
+    "internet",
+    "point-to-point",
+    "stats",
+    "config-store",
+    "tools",
+    "applications",
 )
 #: Sources and headers a default waf configure on Linux leaves out.
 _SKIP = re.compile(
@@ -89,7 +97,7 @@ def build(src: Path, out: Path, jobs: int = 2) -> Path:
     sources: list[str] = []
     for module in MODULES:
         wscript = (src / "src" / module / "wscript").read_text()
-        body = wscript[wscript.index("def build(bld)"):]
+        body = wscript[wscript.index("def build(bld)") :]
         listed = re.findall(r"'((?:model|helper|utils)/[\w./-]+\.(?:cc|h))'", body)
         headers = []
         for rel in dict.fromkeys(listed):
@@ -140,16 +148,36 @@ class ClosFabric:
 #: use; Kmin/Kmax in KB per link rate, scaled from 100/400 KB at 25 Gb/s).
 HPCC_CC_SETTINGS: dict[str, dict[str, str]] = {
     "dcqcn": {
-        "CC_MODE": "1", "ALPHA_RESUME_INTERVAL": "1", "RATE_DECREASE_INTERVAL": "4",
-        "RP_TIMER": "300", "EWMA_GAIN": "0.00390625", "FAST_RECOVERY_TIMES": "1",
-        "RATE_AI": "20Mb/s", "RATE_HAI": "200Mb/s", "HAS_WIN": "0", "VAR_WIN": "0",
-        "FAST_REACT": "0", "INT_MULTI": "1", "ACK_HIGH_PRIO": "1", "CLAMP_TARGET_RATE": "0",
+        "CC_MODE": "1",
+        "ALPHA_RESUME_INTERVAL": "1",
+        "RATE_DECREASE_INTERVAL": "4",
+        "RP_TIMER": "300",
+        "EWMA_GAIN": "0.00390625",
+        "FAST_RECOVERY_TIMES": "1",
+        "RATE_AI": "20Mb/s",
+        "RATE_HAI": "200Mb/s",
+        "HAS_WIN": "0",
+        "VAR_WIN": "0",
+        "FAST_REACT": "0",
+        "INT_MULTI": "1",
+        "ACK_HIGH_PRIO": "1",
+        "CLAMP_TARGET_RATE": "0",
     },
     "hpcc": {
-        "CC_MODE": "3", "ALPHA_RESUME_INTERVAL": "1", "RATE_DECREASE_INTERVAL": "4",
-        "RP_TIMER": "300", "EWMA_GAIN": "0.00390625", "FAST_RECOVERY_TIMES": "1",
-        "RATE_AI": "50Mb/s", "RATE_HAI": "50Mb/s", "HAS_WIN": "1", "VAR_WIN": "1",
-        "FAST_REACT": "1", "INT_MULTI": "4", "ACK_HIGH_PRIO": "0", "CLAMP_TARGET_RATE": "0",
+        "CC_MODE": "3",
+        "ALPHA_RESUME_INTERVAL": "1",
+        "RATE_DECREASE_INTERVAL": "4",
+        "RP_TIMER": "300",
+        "EWMA_GAIN": "0.00390625",
+        "FAST_RECOVERY_TIMES": "1",
+        "RATE_AI": "50Mb/s",
+        "RATE_HAI": "50Mb/s",
+        "HAS_WIN": "1",
+        "VAR_WIN": "1",
+        "FAST_REACT": "1",
+        "INT_MULTI": "4",
+        "ACK_HIGH_PRIO": "0",
+        "CLAMP_TARGET_RATE": "0",
     },
 }
 #: Its DCQCN with CLAMP_TARGET_RATE 1 (rdma-hw.cc CheckRateDecreaseMlx: every cut sets the
@@ -189,7 +217,10 @@ def write_inputs(flows: pd.DataFrame, fabric: ClosFabric, cc: str, workdir: Path
     switches = range(hosts, hosts + fabric.racks + fabric.spines)
     (workdir / "topology.txt").write_text(
         f"{hosts + len(switches)} {len(switches)} {len(links)}\n"
-        + " ".join(map(str, switches)) + "\n" + "\n".join(links) + "\n"
+        + " ".join(map(str, switches))
+        + "\n"
+        + "\n".join(links)
+        + "\n"
     )
     ordered = flows.sort_values(["start_ns", "flow_id"], kind="stable")
     lines = [
@@ -203,17 +234,33 @@ def write_inputs(flows: pd.DataFrame, fabric: ClosFabric, cc: str, workdir: Path
     rate_bps = int(fabric.rate_gbps * 1e9)
     kmin = {rate_bps: 400 * fabric.rate_gbps / 100, rate_bps * 4: 1600 * fabric.rate_gbps / 100}
     config = {
-        "ENABLE_QCN": "1", "USE_DYNAMIC_PFC_THRESHOLD": "1", "PACKET_PAYLOAD_SIZE": "1000",
-        "TOPOLOGY_FILE": str(workdir / "topology.txt"), "FLOW_FILE": str(workdir / "flow.txt"),
-        "TRACE_FILE": str(workdir / "trace.txt"), "TRACE_OUTPUT_FILE": str(workdir / "mix.tr"),
-        "FCT_OUTPUT_FILE": str(workdir / "fct.txt"), "PFC_OUTPUT_FILE": str(workdir / "pfc.txt"),
+        "ENABLE_QCN": "1",
+        "USE_DYNAMIC_PFC_THRESHOLD": "1",
+        "PACKET_PAYLOAD_SIZE": "1000",
+        "TOPOLOGY_FILE": str(workdir / "topology.txt"),
+        "FLOW_FILE": str(workdir / "flow.txt"),
+        "TRACE_FILE": str(workdir / "trace.txt"),
+        "TRACE_OUTPUT_FILE": str(workdir / "mix.tr"),
+        "FCT_OUTPUT_FILE": str(workdir / "fct.txt"),
+        "PFC_OUTPUT_FILE": str(workdir / "pfc.txt"),
         "SIMULATOR_STOP_TIME": f"{last_start_s + 1.0:.9f}",
         **settings,
-        "MIN_RATE": "1000Mb/s", "DCTCP_RATE_AI": "1000Mb/s",
-        "ERROR_RATE_PER_LINK": "0.0000", "L2_CHUNK_SIZE": "4000", "L2_ACK_INTERVAL": "1",
-        "L2_BACK_TO_ZERO": "0", "GLOBAL_T": "1", "U_TARGET": "0.95", "MI_THRESH": "0",
-        "MULTI_RATE": "0", "SAMPLE_FEEDBACK": "0", "PINT_LOG_BASE": "1.05", "PINT_PROB": "1.0",
-        "RATE_BOUND": "1", "LINK_DOWN": "0 0 0", "ENABLE_TRACE": "0",
+        "MIN_RATE": "1000Mb/s",
+        "DCTCP_RATE_AI": "1000Mb/s",
+        "ERROR_RATE_PER_LINK": "0.0000",
+        "L2_CHUNK_SIZE": "4000",
+        "L2_ACK_INTERVAL": "1",
+        "L2_BACK_TO_ZERO": "0",
+        "GLOBAL_T": "1",
+        "U_TARGET": "0.95",
+        "MI_THRESH": "0",
+        "MULTI_RATE": "0",
+        "SAMPLE_FEEDBACK": "0",
+        "PINT_LOG_BASE": "1.05",
+        "PINT_PROB": "1.0",
+        "RATE_BOUND": "1",
+        "LINK_DOWN": "0 0 0",
+        "ENABLE_TRACE": "0",
         "KMAX_MAP": "2 " + " ".join(f"{r} {int(k * 4)}" for r, k in kmin.items()),
         "KMIN_MAP": "2 " + " ".join(f"{r} {int(k)}" for r, k in kmin.items()),
         "PMAX_MAP": "2 " + " ".join(f"{r} 0.2" for r in kmin),
@@ -247,20 +294,30 @@ def read_fct(path: Path, flows: pd.DataFrame) -> pd.DataFrame:
             raise ValueError(f"{path}:{lineno}: expected 8 fields of HPCC's fct.txt, got {line!r}")
         rows.append(
             (
-                (int(fields[0], 16) >> 8) & 0xFFFF, (int(fields[1], 16) >> 8) & 0xFFFF,
-                int(fields[4]), int(fields[5]) - START_OFFSET_NS, int(fields[6]), int(fields[7]),
+                (int(fields[0], 16) >> 8) & 0xFFFF,
+                (int(fields[1], 16) >> 8) & 0xFFFF,
+                int(fields[4]),
+                int(fields[5]) - START_OFFSET_NS,
+                int(fields[6]),
+                int(fields[7]),
             )
         )
     done = pd.DataFrame(
         rows, columns=["src_host", "dst_host", "size_bytes", "start_ns", "fct_ns", "ideal_fct_ns"]
     ).sort_values("start_ns")
-    ours = flows[["flow_id", "src_host", "dst_host", "size_bytes", "start_ns"]].astype(
-        {"src_host": "int64", "dst_host": "int64", "start_ns": "int64"}
-    ).sort_values("start_ns")
+    ours = (
+        flows[["flow_id", "src_host", "dst_host", "size_bytes", "start_ns"]]
+        .astype({"src_host": "int64", "dst_host": "int64", "start_ns": "int64"})
+        .sort_values("start_ns")
+    )
     # HPCC keeps the start in double seconds: it may differ from ours by a nanosecond
     merged = pd.merge_asof(
-        ours, done, on="start_ns", by=["src_host", "dst_host", "size_bytes"],
-        tolerance=2, direction="nearest",
+        ours,
+        done,
+        on="start_ns",
+        by=["src_host", "dst_host", "size_bytes"],
+        tolerance=2,
+        direction="nearest",
     ).sort_values("flow_id")
     merged["finished"] = merged["fct_ns"].notna().astype(np.int8)
     merged["slowdown"] = merged["fct_ns"] / merged["ideal_fct_ns"]

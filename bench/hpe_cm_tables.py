@@ -30,21 +30,28 @@ def _fmt(x: object, digits: int = 2) -> str:
 
 def pagefault_table(summary: pd.DataFrame) -> str:
     """Markdown: per device the median fault latency (range over runs), D, the added delay."""
-    out = ["| device | p50 fault (µs), median of runs [min–max] | mean (µs) | D = p50 / local "
-           "p50 | p50 − local (µs) |", "|---|---|---|---|---|"]
+    out = [
+        "| device | p50 fault (µs), median of runs [min–max] | mean (µs) | D = p50 / local "
+        "p50 | p50 − local (µs) |",
+        "|---|---|---|---|---|",
+    ]
     for r in summary.itertuples():
-        out.append(f"| {r.device} | {r.p50_ns / 1e3:.2f} [{r.p50_min_ns / 1e3:.2f}–"
-                   f"{r.p50_max_ns / 1e3:.2f}] | {r.mean_ns / 1e3:.2f} | {_fmt(r.d_paging)} | "
-                   f"{r.delta_p50_ns / 1e3:.2f} |")
+        out.append(
+            f"| {r.device} | {r.p50_ns / 1e3:.2f} [{r.p50_min_ns / 1e3:.2f}–"
+            f"{r.p50_max_ns / 1e3:.2f}] | {r.mean_ns / 1e3:.2f} | {_fmt(r.d_paging)} | "
+            f"{r.delta_p50_ns / 1e3:.2f} |"
+        )
     return "\n".join(out)
 
 
 def overcommit_tables(summary: pd.DataFrame, d_by_device: dict[str, float]) -> str:
     """Markdown: measured ratio vs Eq. (1) per device and over-commit, and the fits."""
     points, fits = hpe_cm.overcommit_comparison(summary, d_by_device)
-    out = ["| over-commit | device | measured ratio [min–max] | D | Eq. (1), ΣC = 0 | error | "
-           "implied ΣC | Eq. (1) with fitted D | error | paper |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| over-commit | device | measured ratio [min–max] | D | Eq. (1), ΣC = 0 | error | "
+        "implied ΣC | Eq. (1) with fitted D | error | paper |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in points.sort_values(["over_commit", "device"]).itertuples():
         paper = ""
         n = float(r.over_commit)
@@ -53,20 +60,28 @@ def overcommit_tables(summary: pd.DataFrame, d_by_device: dict[str, float]) -> s
             paper = f"Fig. 4: RoCE {roce}, HDD {hdd}"
         if n in hpe_cm.TABLE3:
             t = hpe_cm.TABLE3[int(n)]
-            paper += ("; " if paper else "") + (f"Table 3: theory {t[0]}, 128 GB "
-                                                f"{_fmt(t[1])}, 64 GB {t[2]}")
-        out.append(f"| {n:g} | {r.device} | {r.ratio:.3f} [{r.ratio_min:.3f}–"
-                   f"{r.ratio_max:.3f}] | {r.d_paging:.2f} | {r.model:.3f} | "
-                   f"{r.error * 100:+.0f} % | {r.sum_c:.2f} | {r.model_d_fit:.3f} | "
-                   f"{r.error_d_fit * 100:+.0f} % | {paper} |")
-    out += ["", "| device | D (lat_pagefault) | fitted C per section (ΣC = n·C, before "
-            "thrashing) | thrashing from multiple (error < −10 % from there on) | max abs "
-            "error up to 8 | D fitted to the sweep | max abs error with it |",
-            "|---|---|---|---|---|---|---|"]
+            paper += ("; " if paper else "") + (
+                f"Table 3: theory {t[0]}, 128 GB {_fmt(t[1])}, 64 GB {t[2]}"
+            )
+        out.append(
+            f"| {n:g} | {r.device} | {r.ratio:.3f} [{r.ratio_min:.3f}–"
+            f"{r.ratio_max:.3f}] | {r.d_paging:.2f} | {r.model:.3f} | "
+            f"{r.error * 100:+.0f} % | {r.sum_c:.2f} | {r.model_d_fit:.3f} | "
+            f"{r.error_d_fit * 100:+.0f} % | {paper} |"
+        )
+    out += [
+        "",
+        "| device | D (lat_pagefault) | fitted C per section (ΣC = n·C, before "
+        "thrashing) | thrashing from multiple (error < −10 % from there on) | max abs "
+        "error up to 8 | D fitted to the sweep | max abs error with it |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for f in fits.itertuples():
-        out.append(f"| {f.device} | {f.d_paging:.2f} | {_fmt(f.c_per_section)} | "
-                   f"{_fmt(f.thrashing_multiple)} | {f.max_abs_error_to_8 * 100:.0f} % | "
-                   f"{f.d_fit:.2f} | {f.max_abs_error_d_fit * 100:.0f} % |")
+        out.append(
+            f"| {f.device} | {f.d_paging:.2f} | {_fmt(f.c_per_section)} | "
+            f"{_fmt(f.thrashing_multiple)} | {f.max_abs_error_to_8 * 100:.0f} % | "
+            f"{f.d_fit:.2f} | {f.max_abs_error_d_fit * 100:.0f} % |"
+        )
     return "\n".join(out)
 
 
@@ -80,10 +95,18 @@ def pgbench_table(summary: pd.DataFrame, local_bytes: int) -> str:
         by = grp.set_index("device")
         db = float(grp["db_bytes"].iloc[0])
         cells = [f"{by.loc[d, 'tps']:.0f}" if d in by.index else "–" for d in devices]
-        diffs = [f"{by.loc[d, 'performance_diff'] * 100:.1f} %" if d in by.index else "–"
-                 for d in devices if d != "memory"]
-        out.append(f"| {db / 2**20:.0f} | {db / local_bytes:.2f} | " + " | ".join(cells)
-                   + " | " + " | ".join(diffs) + " |")
+        diffs = [
+            f"{by.loc[d, 'performance_diff'] * 100:.1f} %" if d in by.index else "–"
+            for d in devices
+            if d != "memory"
+        ]
+        out.append(
+            f"| {db / 2**20:.0f} | {db / local_bytes:.2f} | "
+            + " | ".join(cells)
+            + " | "
+            + " | ".join(diffs)
+            + " |"
+        )
     return "\n".join(out)
 
 

@@ -42,9 +42,17 @@ def boot_once(accel: str, pin_cpu: int | None, keep: Path) -> tuple[float, str |
         if pin_cpu is not None:
             cmd = ["taskset", "-c", str(pin_cpu), *cmd]
         t0 = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              env={**os.environ, "RMEM_GUEST_SCRIPT": "boot",
-                                   "RMEM_GUEST_ACCEL": accel, "RMEM_GUEST_TIMEOUT": "300"})
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "RMEM_GUEST_SCRIPT": "boot",
+                "RMEM_GUEST_ACCEL": accel,
+                "RMEM_GUEST_TIMEOUT": "300",
+            },
+        )
         seconds = time.monotonic() - t0
         failure = emulate_kmod.guest_failure(out, proc.returncode, proc.stderr, {"done": "1"})
         if failure is not None:
@@ -56,15 +64,24 @@ def boot_once(accel: str, pin_cpu: int | None, keep: Path) -> tuple[float, str |
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--accel", action="append", required=True,
-                    help="a value of QEMU's -accel (repeat; taken in turn)")
+    ap.add_argument(
+        "--accel",
+        action="append",
+        required=True,
+        help="a value of QEMU's -accel (repeat; taken in turn)",
+    )
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop after this many s")
     ap.add_argument("--boots", type=int, default=1000, help="at most this many per --accel")
     ap.add_argument("--pin-cpu", type=int, default=None, help="run QEMU on this host CPU")
-    ap.add_argument("--busy-loop", action="store_true",
-                    help="a busy loop on --pin-cpu while the boots run")
-    ap.add_argument("--keep", type=Path, default=Path("/tmp/kmod-guest-boots"),
-                    help="where failed boots' files go")
+    ap.add_argument(
+        "--busy-loop", action="store_true", help="a busy loop on --pin-cpu while the boots run"
+    )
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=Path("/tmp/kmod-guest-boots"),
+        help="where failed boots' files go",
+    )
     args = ap.parse_args()
     if args.busy_loop and args.pin_cpu is None:
         ap.error("--busy-loop needs --pin-cpu")
@@ -72,8 +89,9 @@ def main() -> None:
     print(f"load before: {os.getloadavg()}")
     hog = None
     if args.busy_loop:
-        hog = subprocess.Popen(["taskset", "-c", str(args.pin_cpu), "sh", "-c",
-                                "while :; do :; done"])
+        hog = subprocess.Popen(
+            ["taskset", "-c", str(args.pin_cpu), "sh", "-c", "while :; do :; done"]
+        )
     stats: dict[str, list[tuple[float, str | None]]] = {a: [] for a in args.accel}
     start = time.monotonic()
     try:
@@ -84,8 +102,10 @@ def main() -> None:
                 seconds, failure = boot_once(accel, args.pin_cpu, args.keep)
                 stats[accel].append((seconds, failure))
                 status = "ok" if failure is None else "FAILED: " + failure.replace("\n", " | ")
-                print(f"{time.strftime('%H:%M:%S')} boot {i} accel={accel} {seconds:.1f} s "
-                      f"{status}", flush=True)
+                print(
+                    f"{time.strftime('%H:%M:%S')} boot {i} accel={accel} {seconds:.1f} s {status}",
+                    flush=True,
+                )
     finally:
         if hog is not None:
             hog.kill()

@@ -38,8 +38,11 @@ from disaggsim.sim.runner import driver_argv, find_binary, read_fct_csv
 from disaggsim.swapdev import device
 
 OUT = Path(__file__).resolve().parent / "figures" / "rcmp"
-REMOTE_ENV = {"SWAPDEV_MODEL": "fixed", "SWAPDEV_LATENCY_NS": "3000",
-              "SWAPDEV_BANDWIDTH_BPS": "100000000000"}
+REMOTE_ENV = {
+    "SWAPDEV_MODEL": "fixed",
+    "SWAPDEV_LATENCY_NS": "3000",
+    "SWAPDEV_BANDWIDTH_BPS": "100000000000",
+}
 
 
 def uptime() -> str:
@@ -63,19 +66,31 @@ def model_fig20() -> pd.DataFrame:
     rows = []
     for dist in ("uniform", "zipfian", "zipfian-unscrambled"):
         for hp in (None, 3.0):
-            p = RcmpParams(mix="read", distribution=dist, items=100_000_000, racks=2,
-                           client_racks=1, clients_per_rack=8, ops_per_client=10_000,
-                           hot_threshold=hp)
+            p = RcmpParams(
+                mix="read",
+                distribution=dist,
+                items=100_000_000,
+                racks=2,
+                client_racks=1,
+                clients_per_rack=8,
+                ops_per_client=10_000,
+                hot_threshold=hp,
+            )
             t = generate(p)
             c = t.counts
             n = c["cxl_R"] + c["rdma_R"]
-            rows.append({
-                "distribution": dist, "hot_threshold": hp if hp is not None else "off",
-                "accesses": n, "remote_share": c["rdma_R"] / n,
-                "migrations": c["migrations"], "victims": c["victims"],
-                "swaps_stopped": c["swaps_stopped"],
-                "est_accesses_per_s": n / (t.makespan_ns / 1e9),
-            })
+            rows.append(
+                {
+                    "distribution": dist,
+                    "hot_threshold": hp if hp is not None else "off",
+                    "accesses": n,
+                    "remote_share": c["rdma_R"] / n,
+                    "migrations": c["migrations"],
+                    "victims": c["victims"],
+                    "swaps_stopped": c["swaps_stopped"],
+                    "est_accesses_per_s": n / (t.makespan_ns / 1e9),
+                }
+            )
     frame = pd.DataFrame(rows)
     base = frame[frame["hot_threshold"] == "off"].set_index("distribution")["est_accesses_per_s"]
     frame["vs_off"] = frame["est_accesses_per_s"] / frame["distribution"].map(base)
@@ -89,41 +104,69 @@ def fct_runs() -> pd.DataFrame:
     (``--cxlTier``: in-rack accesses served by the pool, inter-rack ones daemon to daemon);
     with lean DCTCP through the tier; with RoCEv2 + DCQCN (#19) through the tier on the
     lossless (PFC) fabric it runs on."""
-    p = RcmpParams(mix="A", distribution="zipfian", items=100_000_000, racks=4,
-                   clients_per_rack=8, ops_per_client=1000, cxl_rows=True)
+    p = RcmpParams(
+        mix="A",
+        distribution="zipfian",
+        items=100_000_000,
+        racks=4,
+        clients_per_rack=8,
+        ops_per_client=1000,
+        cxl_rows=True,
+    )
     t = generate(p)
     binary = find_binary()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for protocol, tier, fabric in (("pfabric", False, "lossy"), ("pfabric", True, "lossy"),
-                                       ("dctcp", True, "lossy"),
-                                       ("roce-dcqcn", True, "lossless")):
+        for protocol, tier, fabric in (
+            ("pfabric", False, "lossy"),
+            ("pfabric", True, "lossy"),
+            ("dctcp", True, "lossy"),
+            ("roce-dcqcn", True, "lossless"),
+        ):
             flows = t.flows if tier else t.flows[t.flows["kind"] != "cxl"]
             flows = flows.reset_index(drop=True)
             csv = Path(tmp) / f"flows-{protocol}-{tier}.csv"
             flows[["flow_id", "start_ns", "src_host", "dst_host", "size_bytes"]].to_csv(
-                csv, index=False)
+                csv, index=False
+            )
             out = Path(tmp) / f"fct-{protocol}-{tier}.csv"
             stats = Path(tmp) / f"stats-{protocol}-{tier}.json"
-            cmd = driver_argv(binary, csv, out, stats, protocol, 100.0, 1,
-                              {"racks": p.racks, "hosts_per_rack": p.hosts_per_rack,
-                               "spines": 2, "fabric": fabric})
+            cmd = driver_argv(
+                binary,
+                csv,
+                out,
+                stats,
+                protocol,
+                100.0,
+                1,
+                {
+                    "racks": p.racks,
+                    "hosts_per_rack": p.hosts_per_rack,
+                    "spines": 2,
+                    "fabric": fabric,
+                },
+            )
             if tier:
                 cmd.append("--cxlTier=true")
             subprocess.run(cmd, check=True, capture_output=True)
             fct = read_fct_csv(out).merge(flows[["flow_id", "kind"]], on="flow_id")
             for kind, g in fct.groupby("kind"):
                 done = g[g["finished"] == 1]
-                rows.append({
-                    "protocol": protocol, "fabric": fabric, "cxl_tier": tier, "kind": kind,
-                    "flows": len(g),
-                    "finished": len(done),
-                    "size_bytes_median": int(g["size_bytes"].median()),
-                    "fct_us_p50": done["fct_ns"].quantile(0.5) / 1e3,
-                    "fct_us_p99": done["fct_ns"].quantile(0.99) / 1e3,
-                    "slowdown_p50": done["slowdown"].quantile(0.5),
-                    "slowdown_p99": done["slowdown"].quantile(0.99),
-                })
+                rows.append(
+                    {
+                        "protocol": protocol,
+                        "fabric": fabric,
+                        "cxl_tier": tier,
+                        "kind": kind,
+                        "flows": len(g),
+                        "finished": len(done),
+                        "size_bytes_median": int(g["size_bytes"].median()),
+                        "fct_us_p50": done["fct_ns"].quantile(0.5) / 1e3,
+                        "fct_us_p99": done["fct_ns"].quantile(0.99) / 1e3,
+                        "slowdown_p50": done["slowdown"].quantile(0.5),
+                        "slowdown_p99": done["slowdown"].quantile(0.99),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -132,29 +175,59 @@ def lone_accesses() -> pd.DataFrame:
     CXL tier (each row alone: 10 µs apart). A 64 B read in the rack is one CXL access; across
     racks RRPC's request (16 B) then its reply (16 + 64 B); a page-level system's fetch is a
     request and a 4 KiB page back (its page-fault handling is not in the network)."""
-    rows = [("in-rack 64 B (CXL)", 1, 0, 64), ("RRPC request 16 B", 0, 9, 16),
-            ("RRPC reply 80 B", 9, 0, 80), ("page 4 KiB", 9, 0, 4096),
-            ("one-sided 512 B", 9, 0, 512)]
+    rows = [
+        ("in-rack 64 B (CXL)", 1, 0, 64),
+        ("RRPC request 16 B", 0, 9, 16),
+        ("RRPC reply 80 B", 9, 0, 80),
+        ("page 4 KiB", 9, 0, 4096),
+        ("one-sided 512 B", 9, 0, 512),
+    ]
     binary = find_binary()
     with tempfile.TemporaryDirectory() as tmp:
         csv, out, stats = (Path(tmp) / n for n in ("f.csv", "fct.csv", "s.json"))
-        pd.DataFrame({"flow_id": range(len(rows)),
-                      "start_ns": [10_000 * (i + 1) for i in range(len(rows))],
-                      "src_host": [r[1] for r in rows], "dst_host": [r[2] for r in rows],
-                      "size_bytes": [r[3] for r in rows]}).to_csv(csv, index=False)
-        cmd = driver_argv(binary, csv, out, stats, "pfabric", 100.0, 1,
-                          {"racks": 4, "hosts_per_rack": 9, "spines": 2})
+        pd.DataFrame(
+            {
+                "flow_id": range(len(rows)),
+                "start_ns": [10_000 * (i + 1) for i in range(len(rows))],
+                "src_host": [r[1] for r in rows],
+                "dst_host": [r[2] for r in rows],
+                "size_bytes": [r[3] for r in rows],
+            }
+        ).to_csv(csv, index=False)
+        cmd = driver_argv(
+            binary,
+            csv,
+            out,
+            stats,
+            "pfabric",
+            100.0,
+            1,
+            {"racks": 4, "hosts_per_rack": 9, "spines": 2},
+        )
         subprocess.run([*cmd, "--cxlTier=true"], check=True, capture_output=True)
         fct = read_fct_csv(out)
-    frame = pd.DataFrame({"row": [r[0] for r in rows], "size_bytes": [r[3] for r in rows],
-                          "fct_ns": fct["fct_ns"].to_numpy()})
+    frame = pd.DataFrame(
+        {
+            "row": [r[0] for r in rows],
+            "size_bytes": [r[3] for r in rows],
+            "fct_ns": fct["fct_ns"].to_numpy(),
+        }
+    )
     t = dict(zip(frame["row"], frame["fct_ns"], strict=True))
-    derived = pd.DataFrame([
-        {"row": "Rcmp 64 B read, remote rack (request + reply)", "size_bytes": 64,
-         "fct_ns": t["RRPC request 16 B"] + t["RRPC reply 80 B"]},
-        {"row": "page-level 4 KiB fetch (request + page)", "size_bytes": 4096,
-         "fct_ns": t["RRPC request 16 B"] + t["page 4 KiB"]},
-    ])
+    derived = pd.DataFrame(
+        [
+            {
+                "row": "Rcmp 64 B read, remote rack (request + reply)",
+                "size_bytes": 64,
+                "fct_ns": t["RRPC request 16 B"] + t["RRPC reply 80 B"],
+            },
+            {
+                "row": "page-level 4 KiB fetch (request + page)",
+                "size_bytes": 4096,
+                "fct_ns": t["RRPC request 16 B"] + t["page 4 KiB"],
+            },
+        ]
+    )
     return pd.concat([frame, derived], ignore_index=True)
 
 
@@ -168,16 +241,29 @@ def _ops_file(path: Path, **kw: Any) -> int:
     return len(a)
 
 
-def _kv(build: Path, backend: str, ops: Path, items: int, threads: int, extra: list[str],
-        local_bytes: int) -> dict[str, Any]:
+def _kv(
+    build: Path,
+    backend: str,
+    ops: Path,
+    items: int,
+    threads: int,
+    extra: list[str],
+    local_bytes: int,
+) -> dict[str, Any]:
     env = {**os.environ, **REMOTE_ENV}
     for k in ("SWAPDEV_TRACE", "SWAPDEV_HIST"):
         env.pop(k, None)
     if backend == "pages":
         env["LD_PRELOAD"] = str(build / "libswapdev_uffd.so")
         env["SWAPDEV_LOCAL_BYTES"] = str(local_bytes)
-    cmd = [str(build / "rcmp-kv"), f"--backend={backend}", f"--items={items}",
-           f"--ops={ops}", f"--threads={threads}", *extra]
+    cmd = [
+        str(build / "rcmp-kv"),
+        f"--backend={backend}",
+        f"--items={items}",
+        f"--ops={ops}",
+        f"--threads={threads}",
+        *extra,
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -195,31 +281,52 @@ def kv_runs(repeats: int, backend_only: str) -> dict[str, pd.DataFrame]:
     with tempfile.TemporaryDirectory() as tmp:
         for op in ("read", "write"):
             ops = Path(tmp) / f"micro-{op}.txt"
-            _ops_file(ops, mix=op, items=items, racks=2, client_racks=1, clients_per_rack=1,
-                      ops_per_client=per_client, hot_threshold=None)
-            systems = [("rcmp-cxl-only", "rcmp", ["--racks=1"]),
-                       ("rcmp", "rcmp", ["--racks=2"]),
-                       ("rcmp-no-swap", "rcmp", ["--racks=2", "--hot-threshold=-1"]),
-                       ("page-level (uffd)", "pages", [])]
+            _ops_file(
+                ops,
+                mix=op,
+                items=items,
+                racks=2,
+                client_racks=1,
+                clients_per_rack=1,
+                ops_per_client=per_client,
+                hot_threshold=None,
+            )
+            systems = [
+                ("rcmp-cxl-only", "rcmp", ["--racks=1"]),
+                ("rcmp", "rcmp", ["--racks=2"]),
+                ("rcmp-no-swap", "rcmp", ["--racks=2", "--hot-threshold=-1"]),
+                ("page-level (uffd)", "pages", []),
+            ]
             for r in range(repeats):
                 for name, backend, extra in systems:
                     if backend != backend_only:
                         continue
-                    res = _kv(build, backend, ops, items, 1, ["--direct=1", *extra],
-                              items * 64 // 8)
+                    res = _kv(
+                        build, backend, ops, items, 1, ["--direct=1", *extra], items * 64 // 8
+                    )
                     fig14.append({"op": op, "system": name, "repeat": r, **res})
         for mix in ("A", "B", "C", "D", "F"):
             for dist in ("uniform", "zipfian"):
                 ops = Path(tmp) / f"ycsb-{mix}-{dist}.txt"
-                _ops_file(ops, mix=mix, distribution=dist, items=items, racks=2,
-                          client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
-                          hot_threshold=None)
+                _ops_file(
+                    ops,
+                    mix=mix,
+                    distribution=dist,
+                    items=items,
+                    racks=2,
+                    client_racks=1,
+                    clients_per_rack=threads,
+                    ops_per_client=per_client,
+                    hot_threshold=None,
+                )
                 for r in range(repeats):
                     for backend in (backend_only,):
                         res = _kv(build, backend, ops, items, threads, [], local)
                         fig17.append({"mix": mix, "distribution": dist, "repeat": r, **res})
-    out = {f"kv_fig14_{backend_only}": pd.DataFrame(fig14),
-           f"kv_fig17_{backend_only}": pd.DataFrame(fig17)}
+    out = {
+        f"kv_fig14_{backend_only}": pd.DataFrame(fig14),
+        f"kv_fig17_{backend_only}": pd.DataFrame(fig17),
+    }
     return out
 
 
@@ -243,18 +350,40 @@ def kv_fig20(repeats: int, per_client: int, items: int = 500_000) -> pd.DataFram
         ops = {}
         for dist in ("uniform", "zipfian-unscrambled"):
             ops[dist] = Path(tmp) / f"fig20-{dist}.txt"
-            _ops_file(ops[dist], mix="read", distribution=dist, items=items, racks=2,
-                      client_racks=1, clients_per_rack=threads, ops_per_client=per_client,
-                      hot_threshold=None)
+            _ops_file(
+                ops[dist],
+                mix="read",
+                distribution=dist,
+                items=items,
+                racks=2,
+                client_racks=1,
+                clients_per_rack=threads,
+                ops_per_client=per_client,
+                hot_threshold=None,
+            )
         for r in range(repeats):
             for dist in ops:
                 for hp in ("-1", "3"):
                     load = os.getloadavg()[0]
-                    res = _kv(build, "rcmp", ops[dist], items, threads,
-                              ["--direct=1", f"--hot-threshold={hp}"], 0)
-                    rows.append({"distribution": dist, "hot_threshold": hp, "repeat": r,
-                                 "load_1min": load, "cpus": len(os.sched_getaffinity(0)),
-                                 **res})
+                    res = _kv(
+                        build,
+                        "rcmp",
+                        ops[dist],
+                        items,
+                        threads,
+                        ["--direct=1", f"--hot-threshold={hp}"],
+                        0,
+                    )
+                    rows.append(
+                        {
+                            "distribution": dist,
+                            "hot_threshold": hp,
+                            "repeat": r,
+                            "load_1min": load,
+                            "cpus": len(os.sched_getaffinity(0)),
+                            **res,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -281,9 +410,18 @@ def fig17_faults() -> pd.DataFrame:
     rows = []
     for mix in ("A", "B", "C", "D", "F"):
         for dist in ("uniform", "zipfian"):
-            a = generate(RcmpParams(mix=mix, distribution=dist, items=items, racks=2,
-                                    client_racks=1, clients_per_rack=2,
-                                    ops_per_client=10_000, hot_threshold=None)).accesses
+            a = generate(
+                RcmpParams(
+                    mix=mix,
+                    distribution=dist,
+                    items=items,
+                    racks=2,
+                    client_racks=1,
+                    clients_per_rack=2,
+                    ops_per_client=10_000,
+                    hot_threshold=None,
+                )
+            ).accesses
             pages = [(_fnv1a64(int(k)) % slots) * 64 // 4096 for k in a["key"]]
             resident = dict.fromkeys(range(n_pages - budget, n_pages))
             faults = 0
@@ -293,9 +431,16 @@ def fig17_faults() -> pd.DataFrame:
                     resident[page] = None
                     if len(resident) > budget:
                         del resident[next(iter(resident))]
-            rows.append({"mix": mix, "distribution": dist, "accesses": len(pages),
-                         "distinct_pages": len(set(pages)), "faults": faults,
-                         "fault_share": faults / len(pages)})
+            rows.append(
+                {
+                    "mix": mix,
+                    "distribution": dist,
+                    "accesses": len(pages),
+                    "distinct_pages": len(set(pages)),
+                    "faults": faults,
+                    "fault_share": faults / len(pages),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -303,12 +448,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["model", "fct", "lone", "kv", "fig20", "fig17-faults"])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--fig20-ops", type=int, default=FIG20_READS_PER_CLIENT,
-                    help="fig20: reads per client")
-    ap.add_argument("--fig20-items", type=int, default=500_000,
-                    help="fig20: items of 64 B (500 k: 16 pages; §6.3 uses 100 M)")
-    ap.add_argument("--backend", choices=["rcmp", "pages"], default="rcmp",
-                    help="kv: librcmp, or the uffd device (root, under the machine lock)")
+    ap.add_argument(
+        "--fig20-ops", type=int, default=FIG20_READS_PER_CLIENT, help="fig20: reads per client"
+    )
+    ap.add_argument(
+        "--fig20-items",
+        type=int,
+        default=500_000,
+        help="fig20: items of 64 B (500 k: 16 pages; §6.3 uses 100 M)",
+    )
+    ap.add_argument(
+        "--backend",
+        choices=["rcmp", "pages"],
+        default="rcmp",
+        help="kv: librcmp, or the uffd device (root, under the machine lock)",
+    )
     args = ap.parse_args(argv)
     print(uptime())
     if args.part == "model":
@@ -320,8 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.part == "fig17-faults":
         write("fig17_faults", fig17_faults())
     elif args.part == "fig20":
-        write("kv_fig20" if args.fig20_items == 500_000 else f"kv_fig20_{args.fig20_items}",
-              kv_fig20(args.repeats, args.fig20_ops, args.fig20_items))
+        write(
+            "kv_fig20" if args.fig20_items == 500_000 else f"kv_fig20_{args.fig20_items}",
+            kv_fig20(args.repeats, args.fig20_ops, args.fig20_items),
+        )
     else:
         for name, frame in kv_runs(args.repeats, args.backend).items():
             write(name, frame)

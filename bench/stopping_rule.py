@@ -101,8 +101,9 @@ def parse_design(text: str) -> Design:
     return Design(parts[0], parts[-1])
 
 
-def draw_log_ratios(rng: np.random.Generator, dist: str, median: float, spread: float,
-                    shape: tuple[int, int]) -> np.ndarray:
+def draw_log_ratios(
+    rng: np.random.Generator, dist: str, median: float, spread: float, shape: tuple[int, int]
+) -> np.ndarray:
     """Per-round log-ratios: log(median) + spread x Z (module docstring)."""
     if dist == "normal":
         z = rng.standard_normal(shape)
@@ -111,10 +112,12 @@ def draw_log_ratios(rng: np.random.Generator, dist: str, median: float, spread: 
     return np.log(median) + spread * z
 
 
-def outcome(rule: Rule, ratios: np.ndarray, design: Design,
-            cache: dict[int, object]) -> tuple[str, int]:
+def outcome(
+    rule: Rule, ratios: np.ndarray, design: Design, cache: dict[int, object]
+) -> tuple[str, int]:
     """The verdict of one simulated point under ``design`` and the rounds it ran, with
     the real rule (``cache``: its intervals by number of pairs, shared by the designs)."""
+
     def interval(n: int) -> object:
         if n not in cache:
             cache[n] = rule.stats.paired_ratio_ci(ratios[:n], np.ones(n))
@@ -130,8 +133,15 @@ def outcome(rule: Rule, ratios: np.ndarray, design: Design,
     return str(rule.stats.verdict(interval(rounds), THRESHOLD)), rounds
 
 
-def simulate(rule: Rule, designs: list[Design], dist: str, median: float, spread: float,
-             trials: int, seed: int) -> dict[Design, dict[str, float]]:
+def simulate(
+    rule: Rule,
+    designs: list[Design],
+    dist: str,
+    median: float,
+    spread: float,
+    trials: int,
+    seed: int,
+) -> dict[Design, dict[str, float]]:
     """Per design: the shares of ``fail``, ``pass``, ``undecided`` and wrong verdicts and
     the mean rounds run, over ``trials`` simulated points."""
     nmax = max(d.repeats_max for d in designs)
@@ -152,8 +162,9 @@ def simulate(rule: Rule, designs: list[Design], dist: str, median: float, spread
     return out
 
 
-def coverage(rule: Rule, rounds: list[int], dist: str, spread: float, trials: int,
-             seed: int) -> dict[int, float]:
+def coverage(
+    rule: Rule, rounds: list[int], dist: str, spread: float, trials: int, seed: int
+) -> dict[int, float]:
     """Per fixed number of rounds n: the share of ``trials`` simulated points whose
     interval on their first n ratios holds the true median ratio (1.05 here; the share
     does not depend on it for a continuous distribution)."""
@@ -177,8 +188,9 @@ def dispersion(data: Path = DATA) -> list[tuple[str, int, float, float, float]]:
         sds: list[float] = []
         resid: list[float] = []
         for fraction in dict.fromkeys(r.local_fraction for r in runs):
-            for label in dict.fromkeys(r.model for r in runs
-                                       if r.local_fraction == fraction and r.model != "none"):
+            for label in dict.fromkeys(
+                r.model for r in runs if r.local_fraction == fraction and r.model != "none"
+            ):
                 pairs = emulate.paired_jcts(runs, fraction, label)
                 if len(pairs.rounds) < 4:
                     continue
@@ -188,35 +200,67 @@ def dispersion(data: Path = DATA) -> list[tuple[str, int, float, float, float]]:
         if sds:
             r = np.asarray(resid)
             kurt = float(np.mean(r**4) / np.mean(r**2) ** 2 - 3)
-            rows.append((stamp.parent.name, len(sds), float(np.median(sds)),
-                         1.4826 * float(np.median(np.abs(r))), kurt))
+            rows.append(
+                (
+                    stamp.parent.name,
+                    len(sds),
+                    float(np.median(sds)),
+                    1.4826 * float(np.median(np.abs(r))),
+                    kurt,
+                )
+            )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the table (Markdown) of wrong / undecided shares, or the dispersions."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--medians", type=float, nargs="+",
-                        default=[1.00, 1.03, 1.04, 1.05, 1.06, 1.07, 1.10],
-                        help="true median ratios m")
-    parser.add_argument("--spreads", type=float, nargs="+", default=[0.01, 0.02, 0.05, 0.10],
-                        help="per-round spreads s of the log-ratio")
+    parser.add_argument(
+        "--medians",
+        type=float,
+        nargs="+",
+        default=[1.00, 1.03, 1.04, 1.05, 1.06, 1.07, 1.10],
+        help="true median ratios m",
+    )
+    parser.add_argument(
+        "--spreads",
+        type=float,
+        nargs="+",
+        default=[0.01, 0.02, 0.05, 0.10],
+        help="per-round spreads s of the log-ratio",
+    )
     parser.add_argument("--dist", choices=["normal", "t3"], default="normal")
-    parser.add_argument("--designs", type=parse_design, nargs="+",
-                        default=[parse_design(t) for t in
-                                 ("5/7", "3/8", "3/10", "4/20", "8/16", "5", "6", "10", "20")],
-                        help="R/C sequential (repeats/repeats_max) or N fixed")
+    parser.add_argument(
+        "--designs",
+        type=parse_design,
+        nargs="+",
+        default=[
+            parse_design(t) for t in ("5/7", "3/8", "3/10", "4/20", "8/16", "5", "6", "10", "20")
+        ],
+        help="R/C sequential (repeats/repeats_max) or N fixed",
+    )
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--rule-module", type=Path,
-                        help="a jct_stats.py file to simulate instead of the checked-out one")
-    parser.add_argument("--min-runs", type=int,
-                        help="the pairs a verdict needs under --rule-module (its MIN_RUNS)")
-    parser.add_argument("--coverage", type=int, nargs="+", metavar="N",
-                        help="print instead each fixed n's coverage of the true median "
-                             "(first --spreads value)")
-    parser.add_argument("--dispersion", action="store_true",
-                        help="print the committed sweeps' per-round spreads instead")
+    parser.add_argument(
+        "--rule-module",
+        type=Path,
+        help="a jct_stats.py file to simulate instead of the checked-out one",
+    )
+    parser.add_argument(
+        "--min-runs", type=int, help="the pairs a verdict needs under --rule-module (its MIN_RUNS)"
+    )
+    parser.add_argument(
+        "--coverage",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="print instead each fixed n's coverage of the true median (first --spreads value)",
+    )
+    parser.add_argument(
+        "--dispersion",
+        action="store_true",
+        help="print the committed sweeps' per-round spreads instead",
+    )
     args = parser.parse_args(argv)
     if args.dispersion:
         print("| sweep | points | median SD of log-ratio | MAD x 1.4826 | excess kurtosis |")
@@ -227,22 +271,29 @@ def main(argv: list[str] | None = None) -> int:
     rule = load_rule(args.rule_module, args.min_runs)
     if args.coverage:
         cov = coverage(rule, args.coverage, args.dist, args.spreads[0], args.trials, args.seed)
-        print(f"{args.dist}, s {args.spreads[0]:g}, {args.trials} points per n, seed "
-              f"{args.seed}: coverage of the true median at a fixed n")
+        print(
+            f"{args.dist}, s {args.spreads[0]:g}, {args.trials} points per n, seed "
+            f"{args.seed}: coverage of the true median at a fixed n"
+        )
         print("| n | " + " | ".join(str(n) for n in cov) + " |")
         print("| --- | " + " | ".join("---" for _ in cov) + " |")
         print("| coverage | " + " | ".join(f"{c:.3f}" for c in cov.values()) + " |")
         return 0
-    print(f"{args.dist}, {args.trials} points per cell, seed {args.seed}, MIN_RUNS "
-          f"{rule.min_runs}: wrong % / undecided % (mean rounds)")
+    print(
+        f"{args.dist}, {args.trials} points per cell, seed {args.seed}, MIN_RUNS "
+        f"{rule.min_runs}: wrong % / undecided % (mean rounds)"
+    )
     print("| s | m | " + " | ".join(d.label for d in args.designs) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in args.designs) + " |")
     for i, spread in enumerate(args.spreads):
         for j, median in enumerate(args.medians):
-            res = simulate(rule, args.designs, args.dist, median, spread, args.trials,
-                           args.seed + 1000 * i + j)
-            cells = [f"{100 * r['wrong']:.1f} / {100 * r['undecided']:.0f} "
-                     f"({r['rounds']:.1f})" for r in res.values()]
+            res = simulate(
+                rule, args.designs, args.dist, median, spread, args.trials, args.seed + 1000 * i + j
+            )
+            cells = [
+                f"{100 * r['wrong']:.1f} / {100 * r['undecided']:.0f} ({r['rounds']:.1f})"
+                for r in res.values()
+            ]
             print(f"| {spread:g} | {median:.2f} | " + " | ".join(cells) + " |", flush=True)
     return 0
 

@@ -42,14 +42,19 @@ def target_sum_ns(
     build = device.build_dir()
     hist = work / "uffd.hist"
     env = {
-        **os.environ, **model.env(),
+        **os.environ,
+        **model.env(),
         "SWAPDEV_LOCAL_BYTES": str(int(spec.working_set_bytes * fraction)),
-        "SWAPDEV_HIST": str(hist), "SWAPDEV_TRACE": "",
+        "SWAPDEV_HIST": str(hist),
+        "SWAPDEV_TRACE": "",
     }
     argv = [part.replace("{build}", str(build)) for part in spec.command]
     subprocess.run(
-        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *argv], env=env,
-        check=True, capture_output=True, timeout=cfg.emulate.timeout_s,
+        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *argv],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=cfg.emulate.timeout_s,
     )
     target = device.read_histograms(hist)["target"]
     return target.n, target.sum_ns
@@ -64,13 +69,17 @@ def main() -> None:
         cfg = load_emulate_config(CONFIG)
         for fraction in cfg.app.local_fraction:
             pct = round(fraction * 100)
-            requests, lat_sum = target_sum_ns(cfg, fraction, device.DelayModel("fixed", 1000),
-                                              Path(tmp))
-            _, bw_sum = target_sum_ns(cfg, fraction, device.DelayModel("fixed", 0, 10**9),
-                                      Path(tmp))
+            requests, lat_sum = target_sum_ns(
+                cfg, fraction, device.DelayModel("fixed", 1000), Path(tmp)
+            )
+            _, bw_sum = target_sum_ns(
+                cfg, fraction, device.DelayModel("fixed", 0, 10**9), Path(tmp)
+            )
             lines.append(f"{pct},{requests},{bw_sum // 8}")
-            print(f"{pct}% local: {requests} requests ({lat_sum} ns at 1 us), "
-                  f"{bw_sum // 8} bytes", flush=True)
+            print(
+                f"{pct}% local: {requests} requests ({lat_sum} ns at 1 us), {bw_sum // 8} bytes",
+                flush=True,
+            )
     with atomic_path(args.out) as out:
         out.write_text("\n".join(lines) + "\n")
 

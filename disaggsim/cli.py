@@ -43,10 +43,12 @@ def _cmd_collect(args: argparse.Namespace) -> None:
     config = collect.PRESETS[args.preset] if args.preset else collect.load_config(Path(args.config))
     if args.paging_recorder:
         config = config.model_copy(update={"paging_recorder": args.paging_recorder})
-    command = "disaggsim collect " + (
-        f"--preset {args.preset}" if args.preset else f"--config {args.config}"
-    ) + f" --out {args.out}" + (
-        f" --paging-recorder {args.paging_recorder}" if args.paging_recorder else "")
+    command = (
+        "disaggsim collect "
+        + (f"--preset {args.preset}" if args.preset else f"--config {args.config}")
+        + f" --out {args.out}"
+        + (f" --paging-recorder {args.paging_recorder}" if args.paging_recorder else "")
+    )
     try:
         out = collect.collect(
             config, Path(args.out), command=command, device_env=device.recorder_env
@@ -78,8 +80,7 @@ def _cmd_convert(args: argparse.Namespace) -> None:
         convert.write_flow_table(flows, Path(args.out), extra_writers=extra)
     except OSError as exc:
         raise CliError(
-            f"{display_path(args.out)}.parquet/.csv: cannot write the outputs (none written): "
-            f"{exc}"
+            f"{display_path(args.out)}.parquet/.csv: cannot write the outputs (none written): {exc}"
         ) from exc
     print(report)
     print(f"{len(flows)} flows -> {args.out}.parquet, {args.out}.csv")
@@ -123,7 +124,9 @@ def _cmd_run(args: argparse.Namespace) -> None:
 
     try:
         result = campaign.run_campaign(
-            Path(args.config), jobs=args.jobs, progress=not args.quiet,
+            Path(args.config),
+            jobs=args.jobs,
+            progress=not args.quiet,
             summarize=stats.summarize_groups,
         )
     except campaign.CampaignError as exc:  # failed runs, each listed; done runs are kept
@@ -159,8 +162,12 @@ def _cmd_export_fct(args: argparse.Namespace) -> None:
             "an fct.parquet file; run the campaign first)"
         )
     fct = export.read_fct_selection(  # only the selected runs' flows are read
-        table, protocol=args.protocol, rate_gbps=args.rate_gbps, scope=args.scope,
-        workload=args.workload, seed=args.seed,
+        table,
+        protocol=args.protocol,
+        rate_gbps=args.rate_gbps,
+        scope=args.scope,
+        workload=args.workload,
+        seed=args.seed,
     )
     write = export.export_fct_distribution if args.distribution else export.export_fct
     summary = write(
@@ -200,9 +207,11 @@ _Config = TypeVar("_Config", bound="BaseModel")
 
 
 #: ``--out-dir`` of the commands that run a sweep (:func:`_out_dir_override`).
-_OUT_DIR_HELP = ("write the sweep to OUT_DIR/<name> instead of the config's out_dir (e.g. "
-                 "to measure a committed config afresh: its committed sweep is resumed "
-                 "otherwise)")
+_OUT_DIR_HELP = (
+    "write the sweep to OUT_DIR/<name> instead of the config's out_dir (e.g. "
+    "to measure a committed config afresh: its committed sweep is resumed "
+    "otherwise)"
+)
 
 
 def _out_dir_override(cfg: _Config, out_dir: str | None) -> _Config:
@@ -213,8 +222,9 @@ def _out_dir_override(cfg: _Config, out_dir: str | None) -> _Config:
         return cfg
     section = "hpe_cm" if hasattr(cfg, "hpe_cm") else "emulate"
     table = getattr(cfg, section)
-    return cfg.model_copy(update={
-        section: table.model_copy(update={"out_dir": Path(out_dir).resolve()})})
+    return cfg.model_copy(
+        update={section: table.model_copy(update={"out_dir": Path(out_dir).resolve()})}
+    )
 
 
 def _cmd_emulate(args: argparse.Namespace) -> None:
@@ -243,8 +253,10 @@ def _cmd_classify(args: argparse.Namespace) -> None:
 
     cfg = _out_dir_override(emulate.load_emulate_config(args.config), args.out_dir)
     wanted = (emulate.CLASSIFY_LATENCY_NS, emulate.CLASSIFY_BANDWIDTH_BPS)
-    if not any(p.kind == "fixed" and (p.latency_ns, p.bandwidth_bps) == wanted
-               for p in emulate.expand_models(cfg)):
+    if not any(
+        p.kind == "fixed" and (p.latency_ns, p.bandwidth_bps) == wanted
+        for p in emulate.expand_models(cfg)
+    ):
         raise CliError(
             f"{args.config}: [[models]]: no fixed point at {wanted[0]} ns, {wanted[1]} bit/s "
             "(Figure 2's dolphin/shark boundary); leave out [[models]] for Figure 2's grid"
@@ -254,8 +266,12 @@ def _cmd_classify(args: argparse.Namespace) -> None:
     except (RuntimeError, TimeoutError) as exc:
         raise CliError(str(exc)) from exc
     print(f"{cfg.emulate.name}: dolphin (<= 5 % at 5 us, 40 Gb/s) or shark (paper §3.2)")
-    print((out / "classification.csv").read_text() if args.csv else
-          emulate.format_classification(emulate.read_classification(out)), end="")
+    print(
+        (out / "classification.csv").read_text()
+        if args.csv
+        else emulate.format_classification(emulate.read_classification(out)),
+        end="",
+    )
     if not args.csv:  # a class is the application's on a machine (swapdev/machine.py)
         boots = [r.boot_id for r in emulate.read_runs(out / "runs.csv", cfg)]
         for line in machine.describe(machine.read_log(out), boots):
@@ -288,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--config", help="collector config (TOML or JSON, CollectConfig)")
     c.add_argument("--out", required=True, help="output sample directory (must not exist)")
     c.add_argument(
-        "--paging-recorder", choices=["blktrace", "swapdev-uffd"],
+        "--paging-recorder",
+        choices=["blktrace", "swapdev-uffd"],
         help="record paging from the swap area's block trace (default) or with the "
         "latency-injection device (uffd backend), as the replays use it",
     )
@@ -384,7 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rate-gbps", type=float, default=40.0, help="link rate of the table")
     c.add_argument("--sweep", action="store_true", help="lowest latency per scope and rate")
     c.add_argument(
-        "--rates-gbps", type=float, nargs="+", default=None,
+        "--rates-gbps",
+        type=float,
+        nargs="+",
+        default=None,
         help="link rates of the sweep (default 10 40 100 200 400)",
     )
     c.add_argument("--plot", help="also draw latency vs link rate to this .png/.pdf/.svg")
@@ -394,8 +414,11 @@ def build_parser() -> argparse.ArgumentParser:
         "emulate",
         help="run an application on the latency-injection device: JCT vs injected delay (root)",
     )
-    c.add_argument("config", help="emulate config (TOML; keys in swapdev/emulate.py, or "
-                   "swapdev/hpe_cm.py for an [hpe_cm] table)")
+    c.add_argument(
+        "config",
+        help="emulate config (TOML; keys in swapdev/emulate.py, or "
+        "swapdev/hpe_cm.py for an [hpe_cm] table)",
+    )
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
     c.add_argument("--out-dir", help=_OUT_DIR_HELP)
     c.set_defaults(func=_cmd_emulate)
@@ -405,8 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="dolphin or shark: run an application at Figure 2's grid (or the config's "
         "models) and print its class at 5 us / 40 Gb/s (root; resumes a finished sweep)",
     )
-    c.add_argument("config", help="emulate config (TOML, swapdev/emulate.py); without "
-                   "[[models]] the sweep is Figure 2's latency x bandwidth grid")
+    c.add_argument(
+        "config",
+        help="emulate config (TOML, swapdev/emulate.py); without "
+        "[[models]] the sweep is Figure 2's latency x bandwidth grid",
+    )
     c.add_argument("--quiet", action="store_true", help="no per-run progress")
     c.add_argument("--csv", action="store_true", help="print classification.csv instead")
     c.add_argument("--out-dir", help=_OUT_DIR_HELP)

@@ -77,7 +77,14 @@ def check_flows(
 
     def check(bad: np.ndarray, values: np.ndarray, column: str, expected: str) -> None:
         check_records(
-            path, bad, values, rows, column, expected, record_word=row_word, files=files,
+            path,
+            bad,
+            values,
+            rows,
+            column,
+            expected,
+            record_word=row_word,
+            files=files,
             error=error,
         )
 
@@ -87,7 +94,9 @@ def check_flows(
     check(size <= 0, size, "size_bytes", "a positive size in bytes")
     start = frame["start_ns"].to_numpy()
     check(
-        (start < 0) | (start > MAX_START_NS), start, "start_ns",
+        (start < 0) | (start > MAX_START_NS),
+        start,
+        "start_ns",
         f"a start in [0, {MAX_START_NS}] ns (the ns-3 clock counts ps in an int64, and "
         "the run drains 1 s after the last start)",
     )
@@ -100,19 +109,30 @@ def check_flows(
         nodes = n_nodes if n_nodes is not None else int(frame["node"].max()) + 1
         for col, blades in (("src", src), ("dst", dst)):
             check(
-                (blades < 0) | (blades // BLADES_PER_NODE >= nodes), blades, col,
+                (blades < 0) | (blades // BLADES_PER_NODE >= nodes),
+                blades,
+                col,
                 f"a blade of the traced cluster's {nodes} nodes: 0 <= {col} < "
                 f"{BLADES_PER_NODE * nodes} (blade = 3 * node + type)",
             )
         for k, types in KIND_BLADES.items():
             for col, blades, want in (("src", src, types[0]), ("dst", dst, types[1])):
                 check(
-                    (kind == k) & (blades % BLADES_PER_NODE != int(want)), blades, col,
+                    (kind == k) & (blades % BLADES_PER_NODE != int(want)),
+                    blades,
+                    col,
                     f"a {want.name.lower()} blade for a {k} flow (blade % 3 == {int(want)}; "
                     "reads flow blade -> compute, writes compute -> blade)",
                 )
     check_times(
-        path, start, rows, "start_ns", "ns", START_FLOOR_NS, record_word=row_word, files=files,
+        path,
+        start,
+        rows,
+        "start_ns",
+        "ns",
+        START_FLOOR_NS,
+        record_word=row_word,
+        files=files,
         error=error,
     )
 
@@ -122,4 +142,3 @@ def rows_of(frame: pd.DataFrame, suffix: str) -> tuple[np.ndarray, str]:
     1-based Parquet rows."""
     n = np.arange(len(frame), dtype=np.int64)
     return (n + 2, "line") if suffix == ".csv" else (n + 1, "row")
-

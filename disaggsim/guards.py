@@ -197,4 +197,3 @@ def read_text(path: str | os.PathLike[str], what: str, encoding: str = "utf-8") 
             f"{what} in {encoding.upper()}",
             data[exc.start : exc.start + 1],
         ) from None
-

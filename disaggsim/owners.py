@@ -191,8 +191,9 @@ def read_record(path: Path) -> Owner | None:
         return None
     parts = text.split()
     if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
-        raise RuntimeError(f"{path}: expected an owner record 'PID START_TICKS BOOT_ID', "
-                           f"got {text[:80]!r}")
+        raise RuntimeError(
+            f"{path}: expected an owner record 'PID START_TICKS BOOT_ID', got {text[:80]!r}"
+        )
     return Owner(int(parts[0]), int(parts[1]), parts[2])
 
 
@@ -208,7 +209,6 @@ def records_lock() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
 
 
 @dataclass(frozen=True)
@@ -263,14 +263,18 @@ def reap_dead(kinds: list[Kind] | None = None) -> list[str]:
                 try:
                     done = kind.reap(record.name) if kind.exists(record.name) else None
                 except Exception as exc:  # noqa: BLE001 - said, and the others still tried
-                    failed.append(f"disaggsim: could not reap {kind.describe(record.name)} "
-                                  f"left by dead pid {owner.pid}: {exc}")
+                    failed.append(
+                        f"disaggsim: could not reap {kind.describe(record.name)} "
+                        f"left by dead pid {owner.pid}: {exc}"
+                    )
                     print(failed[-1], file=sys.stderr, flush=True)
                     continue
                 record.unlink(missing_ok=True)
             if done is not None:
-                said.append(f"disaggsim: reaped {kind.describe(record.name)} left by dead "
-                            f"pid {owner.pid}{done}")
+                said.append(
+                    f"disaggsim: reaped {kind.describe(record.name)} left by dead "
+                    f"pid {owner.pid}{done}"
+                )
                 print(said[-1], file=sys.stderr, flush=True)
     if failed:
         raise RuntimeError("\n".join(failed))
@@ -284,8 +288,12 @@ def taken_error(kind: Kind, piece: str) -> RuntimeError:
     owner = read_record(record)
     what = kind.describe(piece)
     if owner is None:
-        return RuntimeError(f"{what} exists and records no owner ({record} missing): made "
-                            "by hand or by a disaggsim older than owner records; remove it by "
-                            "hand (swapdev/doc/swapdev.md, \"Limits and known issues\")")
-    return RuntimeError(f"{what} exists, owned by pid {owner.pid}, which runs: is another "
-                        "disaggsim command running?")
+        return RuntimeError(
+            f"{what} exists and records no owner ({record} missing): made "
+            "by hand or by a disaggsim older than owner records; remove it by "
+            'hand (swapdev/doc/swapdev.md, "Limits and known issues")'
+        )
+    return RuntimeError(
+        f"{what} exists, owned by pid {owner.pid}, which runs: is another "
+        "disaggsim command running?"
+    )

@@ -90,8 +90,10 @@ def _handler(signum: int, _frame: FrameType | None) -> None:
         raise Interrupted(sig)
     if _state.raised is None and _state.held is None:
         _state.held = sig
-    _say(f"{sig.name} received while cleaning up: the cleanup finishes first "
-         "(SIGKILL ends at once and leaves the machine state it set up behind)")
+    _say(
+        f"{sig.name} received while cleaning up: the cleanup finishes first "
+        "(SIGKILL ends at once and leaves the machine state it set up behind)"
+    )
 
 
 def _in_main_thread() -> bool:

@@ -45,15 +45,30 @@ from disaggsim.swapdev import emulate
 REPO = repo_root()
 DATA = REPO / "notebooks" / "data" / "app_study"
 FIGURES = REPO / "bench" / "figures"
-APPS = ["chunksort", "memcached-ycsb", "memtouch-random", "dask-sort", "timely-pagerank",
-        "hadoop-terasort", "hadoop-wordcount", "spark-sql-bdb", "spark-wordcount", "spark-sort",
-        "spark-pagerank", "postgres-pgbench"]
+APPS = [
+    "chunksort",
+    "memcached-ycsb",
+    "memtouch-random",
+    "dask-sort",
+    "timely-pagerank",
+    "hadoop-terasort",
+    "hadoop-wordcount",
+    "spark-sql-bdb",
+    "spark-wordcount",
+    "spark-sort",
+    "spark-pagerank",
+    "postgres-pgbench",
+]
 #: The paper's class for the kind of application (§3.2, Table 3), where it has one.
-PAPER_CLASS = {"memcached-ycsb": "dolphin (Memcached)", "timely-pagerank": "shark (Timely)",
-               "hadoop-terasort": "dolphin (Hadoop Sort)",
-               "hadoop-wordcount": "dolphin (Hadoop WordCount)",
-               "spark-sql-bdb": "shark (Spark SQL BDB)",
-               "spark-wordcount": "shark (Spark WordCount)", "spark-sort": "shark (Spark Sort)"}
+PAPER_CLASS = {
+    "memcached-ycsb": "dolphin (Memcached)",
+    "timely-pagerank": "shark (Timely)",
+    "hadoop-terasort": "dolphin (Hadoop Sort)",
+    "hadoop-wordcount": "dolphin (Hadoop WordCount)",
+    "spark-sql-bdb": "shark (Spark SQL BDB)",
+    "spark-wordcount": "shark (Spark WordCount)",
+    "spark-sort": "shark (Spark Sort)",
+}
 
 
 def show(fig: Figure, name: str) -> None:
@@ -91,18 +106,25 @@ def with_classify_point(app: str, table: pd.DataFrame) -> pd.DataFrame:
     point = summary(f"{app}-classify-iso")
     if point is None:
         return table
-    point = point[(point["kind"] == "fixed") & (point["latency_ns"] == 5000)
-                  & (point["bandwidth_bps"] == 40e9)]
-    keep = ~((table["kind"] == "fixed") & (table["latency_ns"] == 5000)
-             & (table["bandwidth_bps"] == 40e9)
-             & table["local_fraction"].isin(point["local_fraction"]))
+    point = point[
+        (point["kind"] == "fixed")
+        & (point["latency_ns"] == 5000)
+        & (point["bandwidth_bps"] == 40e9)
+    ]
+    keep = ~(
+        (table["kind"] == "fixed")
+        & (table["latency_ns"] == 5000)
+        & (table["bandwidth_bps"] == 40e9)
+        & table["local_fraction"].isin(point["local_fraction"])
+    )
     return pd.concat([table[keep], point[table.columns]], ignore_index=True)
 
 
 def records(table: pd.DataFrame) -> list[dict[str, object]]:
     """Rows as dicts with None for empty cells: what emulate.classify / table3 take."""
-    return [{k: (None if pd.isna(v) else v) for k, v in row.items()}
-            for row in table.to_dict("records")]
+    return [
+        {k: (None if pd.isna(v) else v) for k, v in row.items()} for row in table.to_dict("records")
+    ]
 
 
 def errorbars(table: pd.DataFrame) -> np.ndarray:
@@ -133,15 +155,20 @@ for sweep in ("noise-pinned", "noise-unpinned", "noise-isolated", "noise-isolate
     assert table is not None
     point = table[table["model"] != "none"].iloc[0]
     jct = runs[runs["status"] == "ok"].groupby("model")["jct_s"]
-    rows.append({"sweep": sweep, "runs": len(runs),
-                 "median zero-delay JCT s": jct.median()["none"],
-                 "CV of the JCTs %": 100 * (jct.std() / jct.mean()).max(),
-                 "A/A ratio": point["relative_jct"],
-                 "95 % interval": f"{point['ci_low']:.3f}-{point['ci_high']:.3f}",
-                 "half-width %": 100 * point["ci_half_width"],
-                 "load 1 min (median, max)": f"{runs['load_1m'].median():.1f}, "
-                                             f"{runs['load_1m'].max():.1f}",
-                 "steal max %": 100 * runs["steal_fraction"].max()})
+    rows.append(
+        {
+            "sweep": sweep,
+            "runs": len(runs),
+            "median zero-delay JCT s": jct.median()["none"],
+            "CV of the JCTs %": 100 * (jct.std() / jct.mean()).max(),
+            "A/A ratio": point["relative_jct"],
+            "95 % interval": f"{point['ci_low']:.3f}-{point['ci_high']:.3f}",
+            "half-width %": 100 * point["ci_half_width"],
+            "load 1 min (median, max)": f"{runs['load_1m'].median():.1f}, "
+            f"{runs['load_1m'].max():.1f}",
+            "steal max %": 100 * runs["steal_fraction"].max(),
+        }
+    )
 display(pd.DataFrame(rows))
 
 # %% [markdown]
@@ -157,6 +184,7 @@ display(pd.DataFrame(rows))
 # Figure 6(a) point come from its classification sweep, with the PySpark workers on the
 # device under one budget per node.
 
+
 # %%
 def fig2_table(app: str) -> pd.DataFrame | None:
     """The application's Figure 2 table (its grid, with the classification sweep's row), or
@@ -169,8 +197,9 @@ fig2 = {app: t for app in APPS if (t := fig2_table(app)) is not None}
 classes = []
 for app, table in fig2.items():
     for row in emulate.classify(records(table)):
-        classes.append({"application": app, **row,
-                        "paper's class": PAPER_CLASS.get(app, "not in the paper")})
+        classes.append(
+            {"application": app, **row, "paper's class": PAPER_CLASS.get(app, "not in the paper")}
+        )
 display(pd.DataFrame(classes))
 
 COLS = 4
@@ -182,8 +211,14 @@ for i, (app, table) in enumerate(fig2.items()):
     for k, (bw, group) in enumerate(fixed.groupby("bandwidth_bps")):
         group = group.sort_values("latency_ns")
         x = np.arange(len(group)) + (k - 1) * 0.27
-        ax.bar(x, (group["relative_jct"] - 1) * 100, width=0.27, yerr=errorbars(group),
-               capsize=2, label=f"{bw / 1e9:g} Gb/s")
+        ax.bar(
+            x,
+            (group["relative_jct"] - 1) * 100,
+            width=0.27,
+            yerr=errorbars(group),
+            capsize=2,
+            label=f"{bw / 1e9:g} Gb/s",
+        )
         ax.set_xticks(np.arange(len(group)), [f"{v / 1000:g}" for v in group["latency_ns"]])
     ax.axhline(5, color="grey", ls=":", lw=1)
     ax.set_xlabel("latency (µs)")
@@ -203,15 +238,31 @@ fig = Figure(figsize=(9, 3.6))
 ax3, ax4 = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
 for app, table in fig2.items():
     at5 = table[(table["kind"] == "fixed") & (table["latency_ns"] == 5000)].sort_values(
-        "bandwidth_bps")
-    ax3.errorbar(at5["bandwidth_bps"] / 1e9, (at5["relative_jct"] - 1) * 100,
-                 yerr=errorbars(at5), marker="o", capsize=3, label=app)
+        "bandwidth_bps"
+    )
+    ax3.errorbar(
+        at5["bandwidth_bps"] / 1e9,
+        (at5["relative_jct"] - 1) * 100,
+        yerr=errorbars(at5),
+        marker="o",
+        capsize=3,
+        label=app,
+    )
     at40 = table[(table["kind"] == "fixed") & (table["bandwidth_bps"] == 40e9)].sort_values(
-        "latency_ns")
-    ax4.errorbar(at40["latency_ns"] / 1000, (at40["relative_jct"] - 1) * 100,
-                 yerr=errorbars(at40), marker="o", capsize=3, label=app)
-for ax, label, title in ((ax3, "bandwidth (Gb/s)", "Fig. 3: 5 µs, 25 % local"),
-                         (ax4, "latency (µs)", "Fig. 4: 40 Gb/s, 25 % local")):
+        "latency_ns"
+    )
+    ax4.errorbar(
+        at40["latency_ns"] / 1000,
+        (at40["relative_jct"] - 1) * 100,
+        yerr=errorbars(at40),
+        marker="o",
+        capsize=3,
+        label=app,
+    )
+for ax, label, title in (
+    (ax3, "bandwidth (Gb/s)", "Fig. 3: 5 µs, 25 % local"),
+    (ax4, "latency (µs)", "Fig. 4: 40 Gb/s, 25 % local"),
+):
     ax.axhline(5, color="grey", ls=":", lw=1)
     ax.set_xlabel(label)
     ax.set_ylabel("degradation (%)")
@@ -241,8 +292,14 @@ ax = fig.add_subplot()
 for app, table in fig5.items():
     pts = table[(table["latency_ns"] == 5000) & (table["bandwidth_bps"] == 40e9)]
     pts = pts.sort_values("local_fraction")
-    ax.errorbar(pts["local_fraction"] * 100, (pts["relative_jct"] - 1) * 100,
-                yerr=errorbars(pts), marker="o", capsize=3, label=app)
+    ax.errorbar(
+        pts["local_fraction"] * 100,
+        (pts["relative_jct"] - 1) * 100,
+        yerr=errorbars(pts),
+        marker="o",
+        capsize=3,
+        label=app,
+    )
 ax.axhline(5, color="grey", ls=":", lw=1)
 ax.set_xlabel("local memory (% of the working set)")
 ax.set_ylabel("degradation (%)")
@@ -275,22 +332,30 @@ for app, table in fig2.items():
     ref_table = table if own is None else own
     ref = ref_table[ref_table["model"] == "none"].iloc[0]
     point = table[(table["latency_ns"] == 5000) & (table["bandwidth_bps"] == 40e9)].iloc[0]
-    rows.append({"application": app,
-                 "swap MB/s at zero delay": ref["swap_bandwidth_bytes_per_s"] / 1e6,
-                 "degradation %": 100 * (point["relative_jct"] - 1),
-                 "ci low %": 100 * (point["ci_low"] - 1),
-                 "ci high %": 100 * (point["ci_high"] - 1),
-                 "decided": point["verdict"] in ("pass", "fail")})
+    rows.append(
+        {
+            "application": app,
+            "swap MB/s at zero delay": ref["swap_bandwidth_bytes_per_s"] / 1e6,
+            "degradation %": 100 * (point["relative_jct"] - 1),
+            "ci low %": 100 * (point["ci_low"] - 1),
+            "ci high %": 100 * (point["ci_high"] - 1),
+            "decided": point["verdict"] in ("pass", "fail"),
+        }
+    )
 fig6 = pd.DataFrame(rows)
 display(fig6)
 fig = Figure(figsize=(5.5, 3.8))
 ax = fig.add_subplot()
 for _, r in fig6.iterrows():
-    ax.errorbar([r["swap MB/s at zero delay"]], [r["degradation %"]],
-                yerr=[[r["degradation %"] - r["ci low %"]], [r["ci high %"] - r["degradation %"]]],
-                marker="o", capsize=3, label=r["application"] + ("" if r["decided"] else
-                                                                 " (undecided)"),
-                mfc=None if r["decided"] else "none")
+    ax.errorbar(
+        [r["swap MB/s at zero delay"]],
+        [r["degradation %"]],
+        yerr=[[r["degradation %"] - r["ci low %"]], [r["ci high %"] - r["degradation %"]]],
+        marker="o",
+        capsize=3,
+        label=r["application"] + ("" if r["decided"] else " (undecided)"),
+        mfc=None if r["decided"] else "none",
+    )
 # The fit: applications whose 5 µs / 40 Gb/s point is decided (an undecided median is noise).
 decided = fig6[fig6["decided"]] if len(fig6) else fig6
 if len(decided) >= 3:
@@ -298,10 +363,17 @@ if len(decided) >= 3:
     slope, intercept = np.polyfit(x, y, 1)
     r_value = float(np.corrcoef(x, y)[0, 1])
     grid = np.linspace(x.min(), x.max(), 50)
-    ax.plot(grid, slope * grid + intercept, color="black", lw=1,
-            label=f"fit: {slope:.3f} %/(MB/s), r = {r_value:.2f}")
-    print(f"Figure 6(a): {len(decided)} decided applications, Pearson r = {r_value:.3f}, "
-          f"slope {slope:.3f} %/(MB/s)")
+    ax.plot(
+        grid,
+        slope * grid + intercept,
+        color="black",
+        lw=1,
+        label=f"fit: {slope:.3f} %/(MB/s), r = {r_value:.2f}",
+    )
+    print(
+        f"Figure 6(a): {len(decided)} decided applications, Pearson r = {r_value:.3f}, "
+        f"slope {slope:.3f} %/(MB/s)"
+    )
 else:
     print(f"Figure 6(a): {len(decided)} decided application(s): no fit below 3")
 ax.set_xlabel("swap bandwidth at zero delay, in + out (MB/s)")
@@ -327,10 +399,18 @@ rows = []
 for app, table in fig8.items():
     for _, r in table[table["kind"] != "none"].iterrows():
         kind, rate, scope = str(r["model"]).rsplit("-", 2)
-        rows.append({"application": app, "model": kind, "rate_gbps": int(rate[:-1]),
-                     "scope": scope, "degradation %": 100 * (r["relative_jct"] - 1),
-                     "ci %": f"{100 * (r['ci_low'] - 1):.1f} .. {100 * (r['ci_high'] - 1):.1f}",
-                     "verdict": r["verdict"], "pairs": r["pairs"]})
+        rows.append(
+            {
+                "application": app,
+                "model": kind,
+                "rate_gbps": int(rate[:-1]),
+                "scope": scope,
+                "degradation %": 100 * (r["relative_jct"] - 1),
+                "ci %": f"{100 * (r['ci_low'] - 1):.1f} .. {100 * (r['ci_high'] - 1):.1f}",
+                "verdict": r["verdict"],
+                "pairs": r["pairs"],
+            }
+        )
 fig8_table = pd.DataFrame(rows)
 display(fig8_table)
 
@@ -338,10 +418,16 @@ fig = Figure(figsize=(4.2 * max(len(fig8), 1), 3.6))
 for i, (app, table) in enumerate(fig8.items()):
     ax = fig.add_subplot(1, max(len(fig8), 1), i + 1)
     pts = table[table["kind"] != "none"].reset_index(drop=True)
-    ax.bar(np.arange(len(pts)), (pts["relative_jct"] - 1) * 100, yerr=errorbars(pts),
-           capsize=2, color=["C0" if "rack" in m else "C1" for m in pts["model"]])
-    ax.set_xticks(np.arange(len(pts)), [m.replace("fct-", "") for m in pts["model"]],
-                  rotation=60, fontsize=7)
+    ax.bar(
+        np.arange(len(pts)),
+        (pts["relative_jct"] - 1) * 100,
+        yerr=errorbars(pts),
+        capsize=2,
+        color=["C0" if "rack" in m else "C1" for m in pts["model"]],
+    )
+    ax.set_xticks(
+        np.arange(len(pts)), [m.replace("fct-", "") for m in pts["model"]], rotation=60, fontsize=7
+    )
     ax.axhline(5, color="grey", ls=":", lw=1)
     ax.set_ylabel("degradation (%)")
     ax.set_title(f"Fig. 8: {app}, 25 % local", fontsize=9)
@@ -352,6 +438,7 @@ show(fig, "app_study_fig8.png")
 # rate) and 100 below 40 Gb/s (at each scope). "resolved" when the two intervals do not
 # overlap (a conservative test of the difference), "same order" when only the medians are
 # ordered, "reversed" otherwise.
+
 
 # %%
 def order(lo: pd.Series, hi: pd.Series) -> str:
@@ -367,13 +454,19 @@ for app, table in fig8.items():
     for kind in ("fct-mean", "fct-sample"):
         if f"{kind}-40g-rack" not in by.index:
             continue
-        pt = {f"{r}-{s}": by.loc[f"{kind}-{r}-{s}"] for r in ("40g", "100g")
-              for s in ("rack", "datacenter")}
-        rows.append({"application": app, "model": kind,
-                     "rack < datacenter, 40 Gb/s": order(pt["40g-rack"], pt["40g-datacenter"]),
-                     "rack < datacenter, 100 Gb/s": order(pt["100g-rack"],
-                                                          pt["100g-datacenter"]),
-                     "100 < 40 Gb/s, rack": order(pt["100g-rack"], pt["40g-rack"]),
-                     "100 < 40 Gb/s, datacenter": order(pt["100g-datacenter"],
-                                                        pt["40g-datacenter"])})
+        pt = {
+            f"{r}-{s}": by.loc[f"{kind}-{r}-{s}"]
+            for r in ("40g", "100g")
+            for s in ("rack", "datacenter")
+        }
+        rows.append(
+            {
+                "application": app,
+                "model": kind,
+                "rack < datacenter, 40 Gb/s": order(pt["40g-rack"], pt["40g-datacenter"]),
+                "rack < datacenter, 100 Gb/s": order(pt["100g-rack"], pt["100g-datacenter"]),
+                "100 < 40 Gb/s, rack": order(pt["100g-rack"], pt["40g-rack"]),
+                "100 < 40 Gb/s, datacenter": order(pt["100g-datacenter"], pt["40g-datacenter"]),
+            }
+        )
 display(pd.DataFrame(rows))

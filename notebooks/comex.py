@@ -51,8 +51,17 @@ APPS = {  # emulate config name -> (application, the COMEX workload it stands in
     "comex-dask-sort": ("dask-sort", "NPB FT"),
 }
 #: Fig. 14's hit rates at M = 4 GB (§5.3.3): 44 % (BFS) to 87 % (FSORT).
-FIG14 = {"FSORT": 0.87, "DICT": 0.86, "HULL": 0.85, "MG": 0.79, "SP": 0.78, "BT": 0.70,
-         "LU": 0.53, "FT": 0.47, "BFS": 0.44}
+FIG14 = {
+    "FSORT": 0.87,
+    "DICT": 0.86,
+    "HULL": 0.85,
+    "MG": 0.79,
+    "SP": 0.78,
+    "BT": 0.70,
+    "LU": 0.53,
+    "FT": 0.47,
+    "BFS": 0.44,
+}
 
 
 def show(fig: Figure, name: str) -> None:
@@ -82,8 +91,14 @@ for name, (app, stands_in) in APPS.items():
         continue
     s = summary(name)
     for _, r in s[(s["model"] == "comex-10g") & s["hit_rate"].notna()].iterrows():
-        rows.append({"application": app, "COMEX workload": stands_in,
-                     "local fraction": r["local_fraction"], "hit rate": r["hit_rate"]})
+        rows.append(
+            {
+                "application": app,
+                "COMEX workload": stands_in,
+                "local fraction": r["local_fraction"],
+                "hit rate": r["hit_rate"],
+            }
+        )
 hits = pd.DataFrame(rows)
 display(hits.round(3))
 fig = Figure(figsize=(6.5, 3.2))
@@ -117,8 +132,12 @@ ax1, ax2 = fig.subplots(1, 2)
 for b in table.columns:
     ax1.plot(table.index, table[b] / table.loc[table.index.min(), b], marker="o", label=f"B = {b}")
 for p in table.index:
-    ax2.plot(table.columns, table.loc[p] / table.loc[p, table.columns.min()], marker="o",
-             label=f"P = {p}")
+    ax2.plot(
+        table.columns,
+        table.loc[p] / table.loc[p, table.columns.min()],
+        marker="o",
+        label=f"P = {p}",
+    )
 ax1.set_xlabel("prefetch size P (pages)")
 ax1.set_ylabel("JCT / JCT at P = 8")
 ax1.set_xscale("log", base=2)
@@ -151,14 +170,25 @@ fig = Figure(figsize=(8, 3.8))
 ax = fig.subplots()
 x = np.arange(len(sp))
 value = sp["speedup"].fillna(sp["speedup_at_least"])
-ax.bar(x, value, color=["tab:green" if b == "ssd-sata" else "tab:brown" for b in sp["baseline"]],
-       hatch=None)
+ax.bar(
+    x,
+    value,
+    color=["tab:green" if b == "ssd-sata" else "tab:brown" for b in sp["baseline"]],
+    hatch=None,
+)
 for i, bound in enumerate(sp["speedup"].isna()):
     if bound:
         ax.bar(x[i], value[i], fill=False, hatch="//", edgecolor="black")
-ax.set_xticks(x, [f"{a} {f:.0%}\nvs {b}" for a, f, b in
-                  zip(sp["application"], sp["local_fraction"], sp["baseline"], strict=True)],
-              fontsize=6, rotation=30, ha="right")
+ax.set_xticks(
+    x,
+    [
+        f"{a} {f:.0%}\nvs {b}"
+        for a, f, b in zip(sp["application"], sp["local_fraction"], sp["baseline"], strict=True)
+    ],
+    fontsize=6,
+    rotation=30,
+    ha="right",
+)
 ax.set_yscale("log")
 ax.set_ylabel("speed-up over local swap")
 ax.axhline(1, color="grey", lw=1)
@@ -176,9 +206,23 @@ show(fig, "speedups.png")
 # %%
 eq1 = pd.read_csv(DATA / "comex-fabric" / "eq1.csv")
 eq1 = eq1[eq1["fabric"] == "lossy"]  # the lossless fabric gives the same RTTs here
-display(eq1[["topology", "protocol", "compute_nodes", "memory_nodes", "request_probability",
-             "rho", "eq1_fabric_ns", "sim_rtt_mean_ns", "model_queue_ns", "sim_queue_ns",
-             "sim_network_queue_ns"]].round(0))
+display(
+    eq1[
+        [
+            "topology",
+            "protocol",
+            "compute_nodes",
+            "memory_nodes",
+            "request_probability",
+            "rho",
+            "eq1_fabric_ns",
+            "sim_rtt_mean_ns",
+            "model_queue_ns",
+            "sim_queue_ns",
+            "sim_network_queue_ns",
+        ]
+    ].round(0)
+)
 # Eq. (1) by this package against the paper's own worked example (§3.3.3).
 assert round(comex.replenish_threshold_pages(comex.eq1_rtt_ns(10, 12, 1.0))) == 752
 fig = Figure(figsize=(8, 3.4))
@@ -187,7 +231,7 @@ for ax, topo in zip(axes, ["switch", "clos"], strict=True):
     part = eq1[(eq1["topology"] == topo) & (eq1["protocol"] == "pfabric")]
     for n, g in part.groupby("compute_nodes"):
         g = g.sort_values("rho")
-        line, = ax.plot(g["rho"], g["sim_rtt_mean_ns"] / 1000, marker="o", label=f"N = {n}")
+        (line,) = ax.plot(g["rho"], g["sim_rtt_mean_ns"] / 1000, marker="o", label=f"N = {n}")
         ax.plot(g["rho"], g["eq1_fabric_ns"] / 1000, ls="--", color=line.get_color())
     ax.axvline(1, color="grey", lw=1, ls=":")
     ax.set_xlabel("rho = N P / M (requests per T_S per memory node)")

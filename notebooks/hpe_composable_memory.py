@@ -65,8 +65,20 @@ def show(fig: Figure, name: str) -> None:
 
 # %%
 pf = pd.read_csv(RESULTS / "pagefault" / "summary.csv")
-display(pf[["device", "repeats_ok", "p50_ns", "p50_min_ns", "p50_max_ns", "mean_ns",
-            "d_paging", "delta_p50_ns"]])
+display(
+    pf[
+        [
+            "device",
+            "repeats_ok",
+            "p50_ns",
+            "p50_min_ns",
+            "p50_max_ns",
+            "mean_ns",
+            "d_paging",
+            "delta_p50_ns",
+        ]
+    ]
+)
 d_by_device = {r.device: r.d_paging for r in pf.itertuples() if r.device != "memory"}
 
 # %% [markdown]
@@ -85,23 +97,51 @@ display(fits)
 fig = Figure(figsize=(6.5, 4.2))
 ax = fig.subplots()
 grid = np.linspace(1, 16, 200)
-ax.plot(grid, hpe_cm.performance_ratio(grid, hpe_cm.PAPER_D), color="grey",
-        label="Eq. (1), D = 4 (paper)")
+ax.plot(
+    grid,
+    hpe_cm.performance_ratio(grid, hpe_cm.PAPER_D),
+    color="grey",
+    label="Eq. (1), D = 4 (paper)",
+)
 for i, (name, grp) in enumerate(points.groupby("device", sort=False)):
     color = f"C{i}"
     d = float(grp["d_paging"].iloc[0])
     ax.plot(grid, hpe_cm.performance_ratio(grid, d), ls="--", color=color, lw=1)
     d_fit = float(fits.set_index("device").loc[name, "d_fit"])
     ax.plot(grid, hpe_cm.performance_ratio(grid, d_fit), ls=":", color=color, lw=1)
-    ax.errorbar(grp["over_commit"], grp["ratio"],
-                yerr=[grp["ratio"] - grp["ratio_min"], grp["ratio_max"] - grp["ratio"]],
-                marker="o", ls="-", color=color, capsize=3, label=f"{name} (D = {d:.2f})")
-ax.scatter(list(hpe_cm.TABLE3), [r[2] for r in hpe_cm.TABLE3.values()], marker="x",
-           color="k", label="paper Table 3, 64 GB")
-ax.scatter(list(hpe_cm.FIG4_QUOTED), [r[0] for r in hpe_cm.FIG4_QUOTED.values()],
-           marker="+", s=80, color="k", label="paper Fig. 4, RoCE")
-ax.scatter(list(hpe_cm.FIG4_QUOTED), [r[1] for r in hpe_cm.FIG4_QUOTED.values()],
-           marker="1", s=80, color="k", label="paper Fig. 4, HDD")
+    ax.errorbar(
+        grp["over_commit"],
+        grp["ratio"],
+        yerr=[grp["ratio"] - grp["ratio_min"], grp["ratio_max"] - grp["ratio"]],
+        marker="o",
+        ls="-",
+        color=color,
+        capsize=3,
+        label=f"{name} (D = {d:.2f})",
+    )
+ax.scatter(
+    list(hpe_cm.TABLE3),
+    [r[2] for r in hpe_cm.TABLE3.values()],
+    marker="x",
+    color="k",
+    label="paper Table 3, 64 GB",
+)
+ax.scatter(
+    list(hpe_cm.FIG4_QUOTED),
+    [r[0] for r in hpe_cm.FIG4_QUOTED.values()],
+    marker="+",
+    s=80,
+    color="k",
+    label="paper Fig. 4, RoCE",
+)
+ax.scatter(
+    list(hpe_cm.FIG4_QUOTED),
+    [r[1] for r in hpe_cm.FIG4_QUOTED.values()],
+    marker="1",
+    s=80,
+    color="k",
+    label="paper Fig. 4, HDD",
+)
 ax.set_xscale("log", base=2)
 ax.set_xlabel("over-commit multiple n (working set / local memory)")
 ax.set_ylabel("performance ratio (full memory / swap)")

@@ -82,8 +82,10 @@ else:
     print(f"no {results / 'fct.parquet'}: using the committed tables in {data}")
     slowdown = pd.read_csv(data / "paper_fig7_slowdown.csv")
     by_size = pd.read_csv(data / "paper_fig7_fct_by_size.csv")
-print(f"{len(slowdown)} runs, {int(slowdown['flows'].sum())} flows, "
-      f"{int(slowdown['unfinished'].sum())} unfinished")
+print(
+    f"{len(slowdown)} runs, {int(slowdown['flows'].sum())} flows, "
+    f"{int(slowdown['unfinished'].sum())} unfinished"
+)
 
 # %% [markdown]
 # ## Mean slowdown per protocol (Figure 7)
@@ -91,8 +93,12 @@ print(f"{len(slowdown)} runs, {int(slowdown['flows'].sum())} flows, "
 # Bars: the mean over seeds of each run's mean slowdown; error bars: the range over seeds.
 
 # %%
-table = slowdown.pivot_table(index=["workload", "scope", "rate_gbps"], columns="protocol",
-                             values="slowdown_mean", aggfunc="mean")
+table = slowdown.pivot_table(
+    index=["workload", "scope", "rate_gbps"],
+    columns="protocol",
+    values="slowdown_mean",
+    aggfunc="mean",
+)
 table = table[[p for p in PROTOCOL_ORDER if p in table.columns]]
 display(table.round(3))
 show(fig7_figure(slowdown))
@@ -109,19 +115,25 @@ show(fig7_figure(slowdown))
 
 # %%
 roce = [p for p in table.columns if p.startswith("roce-")]
-spread = slowdown.groupby(["workload", "scope", "rate_gbps", "protocol"])[
-    "slowdown_mean"].agg(lambda s: s.max() - s.min()).unstack("protocol")
+spread = (
+    slowdown.groupby(["workload", "scope", "rate_gbps", "protocol"])["slowdown_mean"]
+    .agg(lambda s: s.max() - s.min())
+    .unstack("protocol")
+)
 others = table.drop(columns=["tcp", "dctcp", "fastpass", *roce], errors="ignore")
-ordering = pd.DataFrame({
-    "tcp_worst": table["tcp"] >= others.max(axis=1),
-    "pfabric_best_real": table.drop(columns=["ideal"], errors="ignore").idxmin(axis=1)
-    == "pfabric",
-    "phost_minus_pfabric": (table["phost"] - table["pfabric"]).round(4)
-    if "phost" in table.columns else None,
-    "tcp_minus_pfabric": (table["tcp"] - table["pfabric"]).round(4),
-    "dctcp_minus_tcp": (table["dctcp"] - table["tcp"]).round(4),
-    "max_seed_spread": spread.drop(columns=["fastpass"], errors="ignore").max(axis=1).round(4),
-})
+ordering = pd.DataFrame(
+    {
+        "tcp_worst": table["tcp"] >= others.max(axis=1),
+        "pfabric_best_real": table.drop(columns=["ideal"], errors="ignore").idxmin(axis=1)
+        == "pfabric",
+        "phost_minus_pfabric": (table["phost"] - table["pfabric"]).round(4)
+        if "phost" in table.columns
+        else None,
+        "tcp_minus_pfabric": (table["tcp"] - table["pfabric"]).round(4),
+        "dctcp_minus_tcp": (table["dctcp"] - table["tcp"]).round(4),
+        "max_seed_spread": spread.drop(columns=["fastpass"], errors="ignore").max(axis=1).round(4),
+    }
+)
 display(ordering)
 
 # %% [markdown]
@@ -133,16 +145,20 @@ display(ordering)
 # against no congestion control (PFC alone).
 
 # %%
-versus = pd.DataFrame({
-    "roce_minus_tcp": (table[roce].min(axis=1) - table["tcp"]).round(4),
-    "roce_minus_pfabric": (table[roce].min(axis=1) - table["pfabric"]).round(4),
-    "dcqcn_minus_none": (table["roce-dcqcn"] - table["roce-none"]).round(4),
-    "hpcc_minus_none": (table["roce-hpcc"] - table["roce-none"]).round(4),
-})
+versus = pd.DataFrame(
+    {
+        "roce_minus_tcp": (table[roce].min(axis=1) - table["tcp"]).round(4),
+        "roce_minus_pfabric": (table[roce].min(axis=1) - table["pfabric"]).round(4),
+        "dcqcn_minus_none": (table["roce-dcqcn"] - table["roce-none"]).round(4),
+        "hpcc_minus_none": (table["roce-hpcc"] - table["roce-none"]).round(4),
+    }
+)
 display(versus)
 on_roce = slowdown[slowdown["protocol"].isin(roce)]
-print(f"RoCE: {len(on_roce)} runs, {int(on_roce['flows'].sum())} flows, "
-      f"{int(on_roce['unfinished'].sum())} unfinished")
+print(
+    f"RoCE: {len(on_roce)} runs, {int(on_roce['flows'].sum())} flows, "
+    f"{int(on_roce['unfinished'].sum())} unfinished"
+)
 
 # %% [markdown]
 # ### PFC pause frames per run
@@ -155,13 +171,17 @@ print(f"RoCE: {len(on_roce)} runs, {int(on_roce['flows'].sum())} flows, "
 # %%
 frames = pause_frames_table(slowdown)
 display(frames)
-display(on_roce.pivot_table(index="rate_gbps", columns="protocol", values="pfc_frames",
-                            aggfunc="sum").astype("int64"))
+display(
+    on_roce.pivot_table(
+        index="rate_gbps", columns="protocol", values="pfc_frames", aggfunc="sum"
+    ).astype("int64")
+)
 paused = frames[frames.sum(axis=1) > 0]
 fig = Figure(figsize=(8, 0.35 * len(paused) + 1.2), layout="constrained")
 ax = fig.subplots()
 paused.set_axis([f"{p} seed {seed}" for p, seed in paused.columns], axis=1).plot.barh(
-    ax=ax, width=0.8)
+    ax=ax, width=0.8
+)
 ax.invert_yaxis()
 ax.set_xlabel("PFC pause frames in the run")
 ax.set_title("PFC pause frames per run (lossless fabric; rows with any)")

@@ -117,8 +117,13 @@ for path in plots:
 
 # %%
 first = overall.iloc[0]
-chosen = read_fct_selection(fct_path, protocol=first["protocol"], rate_gbps=first["rate_gbps"],
-                            scope=first["scope"], workload=first["workload"])
+chosen = read_fct_selection(
+    fct_path,
+    protocol=first["protocol"],
+    rate_gbps=first["rate_gbps"],
+    scope=first["scope"],
+    workload=first["workload"],
+)
 kinds = list(MEMORY_KINDS) if chosen["kind"].isin(MEMORY_KINDS).any() else None
 export = export_fct(
     chosen,
@@ -130,6 +135,8 @@ export = export_fct(
     kinds=kinds,
     unfinished="drop",
 )
-print(f"{export.path}: {export.sizes} sizes from {export.flows} flows "
-      f"({export.unfinished} unfinished left out)")
+print(
+    f"{export.path}: {export.sizes} sizes from {export.flows} flows "
+    f"({export.unfinished} unfinished left out)"
+)
 print("".join(export.path.read_text().splitlines(keepends=True)[:10]))

@@ -82,6 +82,7 @@ display(pd.read_csv(RESULTS / "lone.csv"))
 # the repeats; the ratios are what compares with the paper, the absolute latencies depend on
 # the emulated tiers and on the machine's load.
 
+
 # %%
 def both(fig: int) -> pd.DataFrame | None:
     """librcmp's and the uffd device's runs of one figure, when present."""
@@ -114,8 +115,11 @@ for path in sorted(RESULTS.glob("kv_fig20*.csv")):  # 500 k items, and 10 M (306
     t20["paper (Fig. 20)"] = t20.index.map(paper)
     display(t20)
     counters = ["remote_reads", "migrations", "victims", "load_1min"]
-    display(f20.groupby(["distribution", "hot_threshold"])[
-        [c for c in counters if c in f20.columns]].median())
+    display(
+        f20.groupby(["distribution", "hot_threshold"])[
+            [c for c in counters if c in f20.columns]
+        ].median()
+    )
 
 # %% [markdown]
 # ## Fig. 17: why YCSB D gains less (page-level faults, counted)

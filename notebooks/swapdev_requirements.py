@@ -138,12 +138,12 @@ def sweep_figure(table: pd.DataFrame, title: str, model=None) -> Figure:
             y = [1.0, *rows["relative_jct"]]
             lo = [1.0 - ref["relative_min"], *(rows["relative_jct"] - rows["relative_min"])]
             hi = [ref["relative_max"] - 1.0, *(rows["relative_max"] - rows["relative_jct"])]
-            line = ax.errorbar(x, y, yerr=[lo, hi], marker=marker, capsize=3,
-                               label=f"{bw} Gb/s")
+            line = ax.errorbar(x, y, yerr=[lo, hi], marker=marker, capsize=3, label=f"{bw} Gb/s")
             if model is not None:
                 pred = [model(pct, lat, bw, ref["median_jct_s"]) for lat in x]
-                ax.plot(x, pred, linestyle=":", color=line[0].get_color(),
-                        label=f"{bw} Gb/s additive")
+                ax.plot(
+                    x, pred, linestyle=":", color=line[0].get_color(), label=f"{bw} Gb/s additive"
+                )
         ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
         ax.set_title(f"{pct}% local memory", fontsize=9)
         ax.set_xlabel("injected latency per request (µs)")
@@ -155,8 +155,9 @@ def sweep_figure(table: pd.DataFrame, title: str, model=None) -> Figure:
     return fig
 
 
-fig = sweep_figure(sweep, "CPython sort, uffd backend (median of per-round ratios, min-max)",
-                   predicted)
+fig = sweep_figure(
+    sweep, "CPython sort, uffd backend (median of per-round ratios, min-max)", predicted
+)
 show(fig, "requirements/requirements_sweep.png")
 
 # %% [markdown]
@@ -195,11 +196,14 @@ def table3(sweep: pd.DataFrame) -> pd.DataFrame:
             rel if counts.loc[p, "requests"] > 0 else 1.0
             for p, rel in zip(pcts, group["relative_jct"], strict=True)
         ]
-        rows.append({
-            "latency_us": int(lat), "bandwidth_gbps": int(bw),
-            "measured": smallest_ok(pcts, measured),
-            "additive_model": smallest_ok(pcts, model),
-        })
+        rows.append(
+            {
+                "latency_us": int(lat),
+                "bandwidth_gbps": int(bw),
+                "measured": smallest_ok(pcts, measured),
+                "additive_model": smallest_ok(pcts, model),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -225,17 +229,23 @@ ax = fig.subplots()
 x = range(len(models))
 ax.bar(x, models["relative_jct"] - 1.0, bottom=1.0, color="tab:blue", alpha=0.7)
 ax.errorbar(
-    x, models["relative_jct"],
-    yerr=[models["relative_jct"] - models["relative_min"],
-          models["relative_max"] - models["relative_jct"]],
-    fmt="none", color="black", capsize=3,
+    x,
+    models["relative_jct"],
+    yerr=[
+        models["relative_jct"] - models["relative_min"],
+        models["relative_max"] - models["relative_jct"],
+    ],
+    fmt="none",
+    color="black",
+    capsize=3,
 )
 ax.axhline(1.0, color="black", linewidth=0.8)
 ax.axhline(THRESHOLD, color="grey", linestyle="--", linewidth=0.8)
 ax.set_xticks(list(x), models["model"], rotation=30, ha="right", fontsize=8)
 ax.set_ylabel("JCT / zero-delay JCT")
-ax.set_title("pFabric FCTs replayed on the uffd backend (median of per-round ratios, "
-             "min-max)", fontsize=10)
+ax.set_title(
+    "pFabric FCTs replayed on the uffd backend (median of per-round ratios, min-max)", fontsize=10
+)
 ax.grid(alpha=0.3, axis="y")
 fig.tight_layout()
 show(fig, "replay/replay.png")
@@ -258,8 +268,7 @@ mc = pd.read_csv(MEMCACHED / "summary.csv")
 mc["local_pct"] = (mc["local_fraction"] * 100).round().astype(int)
 mc["latency_us"] = mc["latency_ns"] / 1000
 mc["bandwidth_gbps"] = mc["bandwidth_bps"] / 1e9
-fig = sweep_figure(mc, "memcached + YCSB-A, uffd backend (median of per-round ratios, "
-                   "min-max)")
+fig = sweep_figure(mc, "memcached + YCSB-A, uffd backend (median of per-round ratios, min-max)")
 show(fig, "requirements/memcached-ycsb/requirements_sweep.png")
 display(pd.read_csv(MEMCACHED / "table3.csv"))
 
@@ -287,8 +296,9 @@ mc_points["swap_mbps"] = mc_points["swap_bandwidth_bytes_per_s"] / 1e6
 fig = Figure(figsize=(5.5, 3.8))
 ax = fig.subplots()
 for name, frame, marker in (("CPython sort", py, "o"), ("memcached + YCSB", mc_points, "s")):
-    ax.scatter(frame["swap_mbps"], (frame["relative_jct"] - 1) * 100, marker=marker, s=18,
-               label=name)
+    ax.scatter(
+        frame["swap_mbps"], (frame["relative_jct"] - 1) * 100, marker=marker, s=18, label=name
+    )
 ax.axhline(0, color="black", linewidth=0.6)
 ax.set_xscale("symlog", linthresh=1)
 ax.set_xlim(left=0)

@@ -200,22 +200,28 @@ def rename_protocols(config: CampaignConfig, caps: DriverCapabilities) -> Campai
     Raises:
         ConfigError: a former name and its current name are both in the grid.
     """
-    renamed = {old: new for old, new in caps.renamed.items()
-               if old in config.grid.protocols or old in config.protocols}
+    renamed = {
+        old: new
+        for old, new in caps.renamed.items()
+        if old in config.grid.protocols or old in config.protocols
+    }
     if not renamed:
         return config
     for old, new in renamed.items():
         if old in config.grid.protocols and new in config.grid.protocols:
-            where = config_location(config.source, ("grid", "protocols")) if config.source \
-                else "config"
+            where = (
+                config_location(config.source, ("grid", "protocols")) if config.source else "config"
+            )
             raise ConfigError(
                 f"{where}: grid.protocols names both {old!r} and {new!r}, its new name: the "
                 "same transport twice"
             )
-        print(f"notice: protocol {old!r} is now called {new!r} (README, \"Protocols\")",
-              file=sys.stderr)
+        print(
+            f'notice: protocol {old!r} is now called {new!r} (README, "Protocols")', file=sys.stderr
+        )
     grid = config.grid.model_copy(
-        update={"protocols": [renamed.get(p, p) for p in config.grid.protocols]})
+        update={"protocols": [renamed.get(p, p) for p in config.grid.protocols]}
+    )
     sections = {renamed.get(name, name): section for name, section in config.protocols.items()}
     return config.model_copy(update={"grid": grid, "protocols": sections})
 
@@ -242,20 +248,26 @@ def check_resources(config_path: Path, config: CampaignConfig, jobs: int) -> Non
     from disaggsim.sim.config import SyntheticWorkload
 
     index, n_flows = max(
-        ((i, w.n_flows) for i, w in enumerate(config.workloads)
-         if isinstance(w, SyntheticWorkload)),
-        key=lambda t: t[1], default=(None, 0),
+        (
+            (i, w.n_flows)
+            for i, w in enumerate(config.workloads)
+            if isinstance(w, SyntheticWorkload)
+        ),
+        key=lambda t: t[1],
+        default=(None, 0),
     )
     if config.campaign.executor == "local":
         require_memory(
-            config_location(config_path, ("campaign", "jobs")), None,
+            config_location(config_path, ("campaign", "jobs")),
+            None,
             f"campaign.jobs = {jobs} workers x {WORKER_BYTES // 2**20} MiB each",
             jobs * WORKER_BYTES,
         )
     if index is not None:
         workers = jobs if config.campaign.executor == "local" else 1
         require_memory(
-            config_location(config_path, ("workloads", index, "n_flows")), None,
+            config_location(config_path, ("workloads", index, "n_flows")),
+            None,
             f"workloads[{index}].n_flows = {n_flows} flows x {GENERATED_FLOW_BYTES} B in "
             f"each of {workers} concurrent run(s)",
             workers * n_flows * GENERATED_FLOW_BYTES,
@@ -271,9 +283,7 @@ def _make_out_dir(config_path: Path, out_dir: Path) -> None:
     """Create ``campaign.out_dir`` or say why it cannot be (CampaignError naming the key)."""
     where = config_location(config_path, ("campaign", "out_dir"))
     if out_dir.exists() and not out_dir.is_dir():
-        raise CampaignError(
-            f"{where}: campaign.out_dir: {out_dir} exists and is not a directory"
-        )
+        raise CampaignError(f"{where}: campaign.out_dir: {out_dir} exists and is not a directory")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -353,7 +363,10 @@ def _attribute_value_problem(
     try:
         proc = subprocess.run(
             [str(binary), f"--protocol={protocol}", f"--{path}={value}"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot check the value with {binary}: {exc}"
@@ -418,7 +431,7 @@ def _rcmp_problems(where: str, spec: RunSpec) -> list[str]:
     if want["cxl_rows"] and spec.attributes.get("ns3::CxlRackTier::Enabled") != "true":
         problems.append(
             f"{where}: workload {spec.workload!r} (Rcmp) has cxl rows (cxl_rows = true): "
-            f"expected \"ns3::CxlRackTier::Enabled\" = true in [attributes] for protocol "
+            f'expected "ns3::CxlRackTier::Enabled" = true in [attributes] for protocol '
             f"{spec.protocol!r}"
         )
     return problems
@@ -438,8 +451,12 @@ def _run_local(
             todo.append(index)
     failures: list[str] = []
     bar = tqdm(
-        total=len(planned), initial=len(records), disable=not progress, unit="run",
-        desc="runs", file=sys.stderr,
+        total=len(planned),
+        initial=len(records),
+        disable=not progress,
+        unit="run",
+        desc="runs",
+        file=sys.stderr,
     )
     with bar:
         if jobs == 1:
@@ -486,8 +503,7 @@ def _gather(
     except Exception as exc:  # reported with the run's identity below
         spec = run.spec
         what = (
-            f"{spec.workload} {spec.protocol} {spec.rate_gbps:g}Gbps {spec.scope} "
-            f"seed={spec.seed}"
+            f"{spec.workload} {spec.protocol} {spec.rate_gbps:g}Gbps {spec.scope} seed={spec.seed}"
         )
         detail = str(exc) or traceback.format_exception_only(exc)[-1].strip()
         failures.append(f"{what}: {type(exc).__name__}: {detail}")

@@ -402,7 +402,10 @@ class ResolvedWorkload:
         name: str,
         path: Path | None,
         spec: (
-            TraceSampleWorkload | FlowTableWorkload | YapsWorkload | RcmpWorkload
+            TraceSampleWorkload
+            | FlowTableWorkload
+            | YapsWorkload
+            | RcmpWorkload
             | SyntheticWorkload
         ),
         convert_defaults: dict[str, Any],
@@ -497,7 +500,7 @@ def load_config_model(
     except UnicodeDecodeError as exc:
         bad_line = raw.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
-            f"{path}:{bad_line}: expected UTF-8 text, got byte {raw[exc.start:exc.start + 1]!r} "
+            f"{path}:{bad_line}: expected UTF-8 text, got byte {raw[exc.start : exc.start + 1]!r} "
             f"at offset {exc.start}"
         ) from None
     data = _parse(path, text)
@@ -568,11 +571,13 @@ def _convert_option_problems(path: Path, text: str, config: CampaignConfig) -> l
             lax = dataclasses.is_dataclass(hints[key])
             try:
                 TypeAdapter(hints[key]).validate_python(
-                    tuple(value) if isinstance(value, list) else value, strict=not lax)
+                    tuple(value) if isinstance(value, list) else value, strict=not lax
+                )
             except ValidationError as exc:
                 # a union member's name is no part of where the value stands
-                errors += [((key, *(x for x in e["loc"] if isinstance(x, int))), e)
-                           for e in exc.errors()]
+                errors += [
+                    ((key, *(x for x in e["loc"] if isinstance(x, int))), e) for e in exc.errors()
+                ]
         if errors:
             for where, error in errors:
                 loc = (*prefix, *where)

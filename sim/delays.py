@@ -70,7 +70,9 @@ def preset(name: str) -> DelayPreset:
     """
     if name == "table4":
         return DelayPreset(
-            "table4", {}, None,
+            "table4",
+            {},
+            None,
             "lone-flow FCT on its path: serialization + 2 x host cable (+ 2 x spine cable) "
             "+ 1 (3) x switching delay + re-serialization (ns3::ClosTopology::IdealFct)",
         )
@@ -90,8 +92,9 @@ def preset(name: str) -> DelayPreset:
     raise ValueError(f"unknown delay preset {name!r}: expected one of {PRESETS}")
 
 
-def authors_oracle_fct_ns(size_bytes: int, rate_gbps: float, same_rack: bool,
-                          mss_bytes: int = 1460, hdr_bytes: int = 40) -> float:
+def authors_oracle_fct_ns(
+    size_bytes: int, rate_gbps: float, same_rack: bool, mss_bytes: int = 1460, hdr_bytes: int = 40
+) -> float:
     """The authors' ideal FCT in ns (NetSys/simulator ``PFabricTopology::get_oracle_fct``,
     ``ddc != 0``, store-and-forward branch; ``params.hdr_size`` = 40, ``mss`` = 1460).
 

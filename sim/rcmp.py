@@ -201,21 +201,28 @@ class RcmpParams:
         rules = [
             ("racks", self.racks >= 1, "an integer >= 1"),
             ("clients_per_rack", self.clients_per_rack >= 1, "an integer >= 1"),
-            ("client_racks",
-             self.client_racks is None or 1 <= self.client_racks <= self.racks,
-             "1..racks or none"),
+            (
+                "client_racks",
+                self.client_racks is None or 1 <= self.client_racks <= self.racks,
+                "1..racks or none",
+            ),
             ("items", self.items >= 1, "an integer >= 1"),
             ("item_bytes", 1 <= self.item_bytes <= self.page_bytes, "1..page_bytes"),
             ("ops_per_client", self.ops_per_client >= 0, "an integer >= 0"),
             ("mix", self.mix in MIXES, f"one of {', '.join(MIXES)}"),
             ("distribution", self.distribution in DISTRIBUTIONS, " or ".join(DISTRIBUTIONS)),
-            ("hot_threshold", self.hot_threshold is None or self.hot_threshold >= 0,
-             "a number >= 0 or none"),
+            (
+                "hot_threshold",
+                self.hot_threshold is None or self.hot_threshold >= 0,
+                "a number >= 0 or none",
+            ),
             ("decay_per_s", self.decay_per_s >= 0, "a number >= 0"),
             ("lifetime_s", self.lifetime_s > 0, "a number > 0"),
-            ("free_pages_per_rack",
-             self.free_pages_per_rack is None or self.free_pages_per_rack >= 0,
-             "an integer >= 0 or none"),
+            (
+                "free_pages_per_rack",
+                self.free_pages_per_rack is None or self.free_pages_per_rack >= 0,
+                "an integer >= 0 or none",
+            ),
             ("rpc_header_bytes", self.rpc_header_bytes >= 1, "an integer >= 1"),
             ("cxl_latency_ns", self.cxl_latency_ns >= 1, "an integer >= 1"),
             ("remote_access_ns", self.remote_access_ns >= 2, "an integer >= 2"),
@@ -223,9 +230,7 @@ class RcmpParams:
         ]
         for name, ok, expected in rules:
             if not ok:
-                raise InputError(
-                    "rcmp parameters", None, name, expected, getattr(self, name)
-                )
+                raise InputError("rcmp parameters", None, name, expected, getattr(self, name))
 
 
 @dataclass
@@ -597,11 +602,23 @@ def generate(params: RcmpParams) -> RcmpTraffic:
     ]
     flows = pa.Table.from_pylist(rows, schema=SIM_FLOWS).to_pandas()
     counts = dict(gen.counts)
-    for name in ("cxl_R", "cxl_W", "rdma_R", "rdma_W", "migrations", "victims",
-                 "swaps_rejected", "swaps_stopped"):
+    for name in (
+        "cxl_R",
+        "cxl_W",
+        "rdma_R",
+        "rdma_W",
+        "migrations",
+        "victims",
+        "swaps_rejected",
+        "swaps_stopped",
+    ):
         counts.setdefault(name, 0)
     return RcmpTraffic(
-        accesses, flows, counts, gen.page_moves, params.racks * params.hosts_per_rack,
+        accesses,
+        flows,
+        counts,
+        gen.page_moves,
+        params.racks * params.hosts_per_rack,
         makespan_ns,
     )
 
@@ -640,8 +657,9 @@ def load_params(path: Path) -> RcmpParams:
         if value == "none" and key in ("hot_threshold", "free_pages_per_rack", "client_racks"):
             value = None
         if value is not None and not _of_type(value, getattr(RcmpParams(), key)):
-            raise InputError(path, "rcmp", key, f"a value like {getattr(RcmpParams(), key)!r}",
-                             value)
+            raise InputError(
+                path, "rcmp", key, f"a value like {getattr(RcmpParams(), key)!r}", value
+            )
         values[key] = value
     params = RcmpParams(**values)  # type: ignore[arg-type]
     try:

@@ -168,8 +168,13 @@ def replicate(
         flows["source_file"] = "pair-cdf"
         flows["source_record"] = -1
         flows = flows[FLOW_TABLE.names]
-    flows = flows.astype({f.name: f.type.to_pandas_dtype() for f in FLOW_TABLE
-                          if f.type.to_pandas_dtype() is not np.object_})
+    flows = flows.astype(
+        {
+            f.name: f.type.to_pandas_dtype()
+            for f in FLOW_TABLE
+            if f.type.to_pandas_dtype() is not np.object_
+        }
+    )
     flows = flows.sort_values(["start_ns", "flow_id"], kind="stable").reset_index(drop=True)
     all_blades = np.unique(np.concatenate([flows["src"].to_numpy(), flows["dst"].to_numpy()]))
     cluster_of = {int(b): int(b) // stride for b in all_blades}

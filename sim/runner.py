@@ -47,6 +47,7 @@ from disaggsim.traces.workloads import generate
 #: Environment variable that overrides the ns-3 program's location.
 BINARY_ENV = "DISAGGSIM_NS3"
 
+
 class BinaryNotFoundError(FileNotFoundError):
     """The ns-3 program is not built (or ``$DISAGGSIM_NS3`` points nowhere)."""
 
@@ -151,7 +152,10 @@ def driver_capabilities(binary: Path, cache_dir: Path | None = None) -> DriverCa
         try:
             proc = subprocess.run(
                 [str(binary), "--list-capabilities"],
-                capture_output=True, text=True, timeout=120, check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise RunError(f"{binary} --list-capabilities: {exc}") from None
@@ -326,8 +330,11 @@ def driver_argv(
         f"--protocol={protocol}",
     ]
     values = {**topology, "rate_gbps": rate_gbps}
-    cmd += [f"--{flag}={_num(values[key])}" for key, flag in DRIVER_TOPOLOGY_FLAGS.items()
-            if key in values]
+    cmd += [
+        f"--{flag}={_num(values[key])}"
+        for key, flag in DRIVER_TOPOLOGY_FLAGS.items()
+        if key in values
+    ]
     cmd.append(f"--seed={seed}")
     if topology.get("fabric", "lossy") != "lossy":
         cmd.append(f"--fabric={topology['fabric']}")  # the driver's default is the lossy fabric
@@ -343,10 +350,17 @@ def ns3_command(spec: RunSpec, flows_csv: Path, fct_csv: Path, stats_json: Path)
 
     topo = spec.topology
     delays = preset(topo.get("delays", "table4"))
-    switch_delay_ns = topo["switch_delay_ns"] if delays.switch_delay_ns is None else (
-        delays.switch_delay_ns)
+    switch_delay_ns = (
+        topo["switch_delay_ns"] if delays.switch_delay_ns is None else (delays.switch_delay_ns)
+    )
     return driver_argv(
-        spec.binary, flows_csv, fct_csv, stats_json, spec.protocol, spec.rate_gbps, spec.seed,
+        spec.binary,
+        flows_csv,
+        fct_csv,
+        stats_json,
+        spec.protocol,
+        spec.rate_gbps,
+        spec.seed,
         topology={**topo, "switch_delay_ns": switch_delay_ns},
         attributes=[*sorted(delays.attributes.items()), *sorted(spec.attributes.items())],
         stop_time_ns=spec.stop_time_ns,
@@ -409,8 +423,10 @@ def run_one(run_spec: RunSpec, run_dir: Path) -> RunResult:
     records = read_fct_csv(fct_csv)
     _check_flows(records, sim_flows, fct_csv)
     fct = _with_campaign_columns(records, sim_flows, spec)
-    pq.write_table(pa.Table.from_pandas(fct, schema=CAMPAIGN_FCT, preserve_index=False),
-                   run_dir / "fct.parquet")
+    pq.write_table(
+        pa.Table.from_pandas(fct, schema=CAMPAIGN_FCT, preserve_index=False),
+        run_dir / "fct.parquet",
+    )
     stats: dict[str, Any] = {}
     if stats_json.is_file():
         try:
@@ -439,8 +455,9 @@ def write_ns3_flows_csv(flows: pd.DataFrame, path: Path) -> None:
     with open(path, "wb") as out:
         out.write((",".join(NS3_FLOWS.names) + "\n").encode())
         # no header from pyarrow: before pyarrow 19 it always quotes the column names
-        pacsv.write_csv(table, out, write_options=pacsv.WriteOptions(
-            include_header=False, quoting_style="none"))
+        pacsv.write_csv(
+            table, out, write_options=pacsv.WriteOptions(include_header=False, quoting_style="none")
+        )
 
 
 def _sim_flows(spec: RunSpec, run_dir: Path) -> pd.DataFrame:
@@ -483,7 +500,11 @@ def _sim_flows(spec: RunSpec, run_dir: Path) -> pd.DataFrame:
         flow_table, cluster_of = replicated.flows, replicated.cluster_of
     try:
         sim_flows, blade_to_host = place(
-            flow_table, topo["racks"], topo["hosts_per_rack"], spec.scope, spec.seed,
+            flow_table,
+            topo["racks"],
+            topo["hosts_per_rack"],
+            spec.scope,
+            spec.seed,
             cluster_of,
         )
     except ValueError as exc:
@@ -621,9 +642,7 @@ def _write_placement(blade_to_host: Any, path: Path) -> None:
         return
     else:
         mapping = dict(blade_to_host)
-    pd.DataFrame({"blade": list(mapping), "host": list(mapping.values())}).to_csv(
-        path, index=False
-    )
+    pd.DataFrame({"blade": list(mapping), "host": list(mapping.values())}).to_csv(path, index=False)
 
 
 def _num(value: float | int) -> str:

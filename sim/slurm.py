@@ -66,9 +66,20 @@ from disaggsim.sim.runner import RunSpec
 #: squeue states of a task that has not ended yet (squeue(1) "JOB STATE CODES").
 ACTIVE_STATES = frozenset(
     {
-        "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
-        "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
-        "RESV_DEL_HOLD", "SPECIAL_EXIT",
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+        "SPECIAL_EXIT",
     }
 )
 #: End states in which Slurm, not the task, ended the task (squeue(1) "JOB STATE CODES").
@@ -259,8 +270,13 @@ def wait(job: ArrayJob, progress: bool, poll_s: float = 0.5, max_poll_s: float =
 
     status_dir = job.slurm_dir / "status" / job.job_id
     errors = 0
-    with tqdm(total=len(job.tasks), disable=not progress, unit="task",
-              desc=f"slurm array {job.job_id}", file=sys.stderr) as bar:
+    with tqdm(
+        total=len(job.tasks),
+        disable=not progress,
+        unit="task",
+        desc=f"slurm array {job.job_id}",
+        file=sys.stderr,
+    ) as bar:
         while True:
             try:
                 states = task_states(job.job_id)
@@ -317,9 +333,7 @@ def failures(job: ArrayJob, runs_dir: Path) -> list[str]:
 
 
 def _describe(spec: RunSpec) -> str:
-    return (
-        f"{spec.workload} {spec.protocol} {spec.rate_gbps:g}Gbps {spec.scope} seed={spec.seed}"
-    )
+    return f"{spec.workload} {spec.protocol} {spec.rate_gbps:g}Gbps {spec.scope} seed={spec.seed}"
 
 
 def wait_previous(out_dir: Path, progress: bool) -> None:
@@ -336,7 +350,9 @@ def wait_previous(out_dir: Path, progress: bool) -> None:
     # job ids restart on a new cluster: the job must run this campaign's script
     proc = subprocess.run(
         ["squeue", "-h", "-j", record["job_id"], "-o", "%o"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if str(script) not in proc.stdout.split():
         return
@@ -344,8 +360,9 @@ def wait_previous(out_dir: Path, progress: bool) -> None:
         f"slurm: waiting for array {record['job_id']} submitted earlier by this campaign",
         file=sys.stderr,
     )
-    job = ArrayJob(out_dir / "slurm", [[] for _ in range(record["tasks"])], script,
-                   job_id=record["job_id"])
+    job = ArrayJob(
+        out_dir / "slurm", [[] for _ in range(record["tasks"])], script, job_id=record["job_id"]
+    )
     wait(job, progress)
 
 
@@ -405,8 +422,7 @@ def run_array(
         not_done = sum(r["status"] == "pending" for r in result.runs)
         raise CampaignError(
             f"slurm array {job_id}: {not_done} of {len(planned)} runs not done (finished "
-            "runs are kept; run the campaign again to submit the rest):\n"
-            + "\n".join(problems)
+            "runs are kept; run the campaign again to submit the rest):\n" + "\n".join(problems)
         )
 
 
@@ -442,8 +458,12 @@ def run_task(slurm_dir: Path, index: int) -> int:
             )
         print(json.dumps({"run": _describe(run.spec), **outcomes[-1]}), flush=True)
     failed = sum(o["status"] == "failed" for o in outcomes)
-    outcome = {**started, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-               "exit": int(failed > 0), "runs": outcomes}
+    outcome = {
+        **started,
+        "ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "exit": int(failed > 0),
+        "runs": outcomes,
+    }
     write_text_atomic(status_dir / f"{index}.json", json.dumps(outcome, indent=2) + "\n")
     return int(failed > 0)
 

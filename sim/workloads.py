@@ -151,13 +151,19 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
     done = final / "done.json"
     hosts_given = isinstance(workload.spec, YapsWorkload | RcmpWorkload)
     schema = (
-        SIM_FLOWS if isinstance(workload.spec, RcmpWorkload)
-        else NS3_FLOWS if hosts_given else FLOW_TABLE
+        SIM_FLOWS
+        if isinstance(workload.spec, RcmpWorkload)
+        else NS3_FLOWS
+        if hosts_given
+        else FLOW_TABLE
     )
     if done.is_file():
         meta = json.loads(done.read_text())
         return LoadedWorkload(
-            workload.name, final / "flows.parquet", meta["content_sha256"], meta["flows"],
+            workload.name,
+            final / "flows.parquet",
+            meta["content_sha256"],
+            meta["flows"],
             hosts_given=hosts_given,
         )
     frame = _convert(workload)
@@ -189,8 +195,11 @@ def load_workload(workload: ResolvedWorkload, cache_dir: Path) -> LoadedWorkload
             (tmp / REPLICATION_FILE).write_text(json.dumps(replication) + "\n")
         if isinstance(workload.spec, RcmpWorkload):
             params = _rcmp_params(workload)
-            side = {"racks": params.racks, "hosts_per_rack": params.hosts_per_rack,
-                    "cxl_rows": params.cxl_rows}
+            side = {
+                "racks": params.racks,
+                "hosts_per_rack": params.hosts_per_rack,
+                "cxl_rows": params.cxl_rows,
+            }
             (tmp / RCMP_FILE).write_text(json.dumps(side) + "\n")
         (tmp / "done.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     return LoadedWorkload(
@@ -313,7 +322,10 @@ def _validate(workload: ResolvedWorkload, frame: pd.DataFrame) -> None:
     elif isinstance(spec, TraceSampleWorkload):
         sample, _ = convert_mod.load_any(workload.path)
         check_flows(
-            frame, workload.path, frame["source_record"].to_numpy(), "record",
+            frame,
+            workload.path,
+            frame["source_record"].to_numpy(),
+            "record",
             n_nodes=max(n.node for n in sample.nodes) + 1,
             files=frame["source_file"].to_numpy(),
         )

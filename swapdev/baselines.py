@@ -56,8 +56,9 @@ def baseline_model(name: str, table_dir: Path) -> device.DelayModel:
     if name == "hdd-5400":
         return device.DelayModel("fct-sample", fct_file=table_dir / f"{name}.cdf")
     if name == "ssd-sata":
-        return device.DelayModel("fixed", latency_ns=SSD_READ_LATENCY_NS,
-                                 bandwidth_bps=SSD_BANDWIDTH_BPS)
+        return device.DelayModel(
+            "fixed", latency_ns=SSD_READ_LATENCY_NS, bandwidth_bps=SSD_BANDWIDTH_BPS
+        )
     raise ValueError(f"baseline={name}: expected one of {', '.join(BASELINE_NAMES)}")
 
 

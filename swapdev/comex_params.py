@@ -53,9 +53,15 @@ class ComexSection(BaseModel):
 
     def points(self) -> list[tuple[str, dict[str, str]]]:
         """(label suffix, ``SWAPDEV_COMEX_*`` environment) per (P, B) of the grid."""
-        fixed = {f"SWAPDEV_COMEX_{key}": str(value) for key, value in (
-            ("WRITE_BATCH_PAGES", self.write_batch_pages), ("SERVICE_NS", self.service_ns),
-            ("MEMORY_NODES", self.memory_nodes)) if value is not None}
+        fixed = {
+            f"SWAPDEV_COMEX_{key}": str(value)
+            for key, value in (
+                ("WRITE_BATCH_PAGES", self.write_batch_pages),
+                ("SERVICE_NS", self.service_ns),
+                ("MEMORY_NODES", self.memory_nodes),
+            )
+            if value is not None
+        }
         out = []
         unset: list[int | None] = [None]
         for p in [*self.prefetch_pages] if self.prefetch_pages else unset:

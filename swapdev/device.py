@@ -62,7 +62,7 @@ def read_name_table(path: Path, macro: str) -> tuple[str, ...]:
     """
     names = tuple(re.findall(rf'^{macro}\(\w+, "([^"]+)"', path.read_text(), re.MULTILINE))
     if not names:
-        raise ValueError(f"{path}: no {macro}(ENUM, \"name\", ...) line")
+        raise ValueError(f'{path}: no {macro}(ENUM, "name", ...) line')
     return names
 
 
@@ -70,9 +70,20 @@ def read_name_table(path: Path, macro: str) -> tuple[str, ...]:
 MODEL_NAMES: Final = read_name_table(SWAPDEV_SRC / "core" / "sd_models.def", "SD_MODEL")
 #: What configures each model (``sd_models.def`` PARAMS, lower case): ``none``; ``rate``,
 #: ``latency_ns`` and ``bandwidth_bps``; ``table``, an FCT table (``fct_file``).
-MODEL_PARAMS: Final = dict(zip(MODEL_NAMES, (p.lower() for p in re.findall(
-    r'^SD_MODEL\(\w+, "[^"]+", (\w+),', (SWAPDEV_SRC / "core" / "sd_models.def").read_text(),
-    re.MULTILINE)), strict=True))
+MODEL_PARAMS: Final = dict(
+    zip(
+        MODEL_NAMES,
+        (
+            p.lower()
+            for p in re.findall(
+                r'^SD_MODEL\(\w+, "[^"]+", (\w+),',
+                (SWAPDEV_SRC / "core" / "sd_models.def").read_text(),
+                re.MULTILINE,
+            )
+        ),
+        strict=True,
+    )
+)
 #: The uffd backend's paging (fetch + write-back) policies (``SWAPDEV_PAGING``).
 PAGING_POLICIES: Final = read_name_table(SWAPDEV_SRC / "src" / "policies.def", "SD_PAGING")
 #: The uffd backend's replacement policies (``SWAPDEV_EVICTION``).
@@ -258,7 +269,10 @@ def run_memtouch_uffd(
     # LD_PRELOAD only in memtouch's own environment (env(1) is not preloaded).
     proc = subprocess.run(
         ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", *argv],
-        env=run_env, capture_output=True, text=True, timeout=timeout_s,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
     if proc.returncode != 0:
         raise RuntimeError(
@@ -273,8 +287,12 @@ JEMALLOC: Final = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 
 
 def uffd_env(
-    model: DelayModel, local_bytes: int, jemalloc: bool, eviction: EvictionPolicy = "fifo",
-    paging: PagingPolicy = "demand", node_shm: str | None = None,
+    model: DelayModel,
+    local_bytes: int,
+    jemalloc: bool,
+    eviction: EvictionPolicy = "fifo",
+    paging: PagingPolicy = "demand",
+    node_shm: str | None = None,
     shared_local_fraction: float | None = None,
 ) -> dict[str, str]:
     """The environment that runs a process on the uffd backend with ``local_bytes`` of
@@ -298,13 +316,21 @@ def uffd_env(
         if not JEMALLOC.exists():
             raise RuntimeError(f"{JEMALLOC}: not installed (apt-get install libjemalloc2)")
         preload.append(str(JEMALLOC))
-    shared = {} if shared_local_fraction is None else {
-        "SWAPDEV_SHARED_LOCAL_FRACTION": repr(float(shared_local_fraction))}
-    return {**model.env(), "SWAPDEV_LOCAL_BYTES": str(local_bytes), "SWAPDEV_TRACE": "",
-            "SWAPDEV_EVICTION": check_name(eviction, EVICTION_POLICIES, "SWAPDEV_EVICTION"),
-            "SWAPDEV_PAGING": check_name(paging, PAGING_POLICIES, "SWAPDEV_PAGING"),
-            "LD_PRELOAD": " ".join(preload), **shared,
-            **({"SWAPDEV_NODE_SHM": node_shm} if node_shm else {})}
+    shared = (
+        {}
+        if shared_local_fraction is None
+        else {"SWAPDEV_SHARED_LOCAL_FRACTION": repr(float(shared_local_fraction))}
+    )
+    return {
+        **model.env(),
+        "SWAPDEV_LOCAL_BYTES": str(local_bytes),
+        "SWAPDEV_TRACE": "",
+        "SWAPDEV_EVICTION": check_name(eviction, EVICTION_POLICIES, "SWAPDEV_EVICTION"),
+        "SWAPDEV_PAGING": check_name(paging, PAGING_POLICIES, "SWAPDEV_PAGING"),
+        "LD_PRELOAD": " ".join(preload),
+        **shared,
+        **({"SWAPDEV_NODE_SHM": node_shm} if node_shm else {}),
+    }
 
 
 #: Where POSIX shared memory objects live; every node segment is named NODE_SHM_PREFIX,
@@ -328,8 +354,12 @@ def remove_shm_file(name: str) -> str:
 #: the node segments (:func:`per_node_segments`) and the memory reference's directory of
 #: ``disaggsim hpe-cm`` (``swapdev/hpe_cm.py``). A SIGKILLed run's are reaped by the next
 #: command that makes owned state; they hold RAM (tmpfs) until removed.
-SHM_FILE: Final = owners.Kind("shm", lambda name: f"shared memory file {SHM_DIR / name}",
-                              lambda name: os.path.lexists(SHM_DIR / name), remove_shm_file)
+SHM_FILE: Final = owners.Kind(
+    "shm",
+    lambda name: f"shared memory file {SHM_DIR / name}",
+    lambda name: os.path.lexists(SHM_DIR / name),
+    remove_shm_file,
+)
 
 #: The node segment's header as ``src/uffd_node.h`` lays it out (struct sd_node, x86-64):
 #: state, magic, budget_pages, resident, clock, peak, fallbacks, reclaimed.
@@ -372,7 +402,8 @@ class NodeSegment:
         if len(head) < size:
             return None
         state, magic, budget, resident, _clock, peak, fallbacks, reclaimed = struct.unpack(
-            NODE_HEADER_FORMAT, head)
+            NODE_HEADER_FORMAT, head
+        )
         if state != 2:
             return None
         if magic != NODE_MAGIC:
@@ -410,8 +441,10 @@ def per_node_segments(netns_inodes: list[int]) -> Iterator[tuple[str, list[NodeS
     Raises ValueError if two nodes share a namespace (their segments would be one);
     RuntimeError as :func:`disaggsim.testbed.collect_env.make_owned`."""
     if len(set(netns_inodes)) != len(netns_inodes):
-        raise ValueError(f"nodes share a network namespace (inodes {netns_inodes}): one "
-                         "node segment each needs one namespace each")
+        raise ValueError(
+            f"nodes share a network namespace (inodes {netns_inodes}): one "
+            "node segment each needs one namespace each"
+        )
     stem = f"{NODE_SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}-"
     names = [f"{stem}{inode}" for inode in netns_inodes]
     with env.UndoStack() as stack:
@@ -543,8 +576,11 @@ def _reap_swap_device(name: str, timeout_s: float = 30.0) -> str:
 #: removed after the mount is gone, so that a SIGKILLed owner's chain is undone whole
 #: and in order by the next command (:func:`_reap_swap_device`).
 SWAP_DEVICE: Final = owners.Kind(
-    "swapdev", lambda name: f"swap device on {urllib.parse.unquote(name)}",
-    _swap_device_exists, _reap_swap_device)
+    "swapdev",
+    lambda name: f"swap device on {urllib.parse.unquote(name)}",
+    _swap_device_exists,
+    _reap_swap_device,
+)
 
 
 def fuse_daemon(
@@ -564,8 +600,13 @@ def fuse_daemon(
     mnt = work.resolve() / "mnt"
     mnt.mkdir(exist_ok=True)
     # The record's undo is pushed first: it goes last, once the chain is undone.
-    env.make_owned(stack, SWAP_DEVICE, [urllib.parse.quote(str(mnt), safe="")],
-                   lambda name: None, lambda name: None)
+    env.make_owned(
+        stack,
+        SWAP_DEVICE,
+        [urllib.parse.quote(str(mnt), safe="")],
+        lambda name: None,
+        lambda name: None,
+    )
     trace, hist, log = work / "swap.rmem", work / "swap.hist", work / "swapdev-fuse.log"
     daemon_env = {
         **model.env(),
@@ -579,8 +620,11 @@ def fuse_daemon(
         logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
         stack.callback(logf.close)
         daemon = subprocess.Popen(
-            [str(build / "swapdev-fuse"), str(mnt)], stdout=logf, stderr=subprocess.STDOUT,
-            start_new_session=True, env={**os.environ, **daemon_env},
+            [str(build / "swapdev-fuse"), str(mnt)],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **daemon_env},
         )
         stack.callback(env.stop_process, daemon, 30.0)
     _wait_for(mnt / "dev.img", daemon, 10.0)
@@ -636,7 +680,9 @@ def run_in_memcg(
     script = 'echo $$ > "$0" && exec "$@"'
     return subprocess.run(
         ["sh", "-c", script, str(memcg / "cgroup.procs"), *argv],
-        capture_output=True, text=True, timeout=timeout_s,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
         env={**os.environ, **(extra_env or {})},
     )
 
@@ -711,13 +757,24 @@ def comex_counters(stderr: str) -> dict[str, int]:
     ``write_batches``, ``write_pages``, ``full_waits``, summed over the lines
     (``prefetch_pages``, P, is the first line's); {} if the run printed none (no paging,
     or another policy)."""
-    keys = ("reads", "prefetch_pages", "read_hits", "write_hits", "prefetched",
-            "prefetched_unused", "write_batches", "write_pages", "full_waits")
+    keys = (
+        "reads",
+        "prefetch_pages",
+        "read_hits",
+        "write_hits",
+        "prefetched",
+        "prefetched_unused",
+        "write_batches",
+        "write_pages",
+        "full_waits",
+    )
     out: dict[str, int] = {}
     for m in re.finditer(
-            r"swapdev comex: (\d+) reads of (\d+) pages, (\d+) read-buffer hits, (\d+) "
-            r"write-buffer hits, (\d+) prefetched, (\d+) prefetched unused, (\d+) write "
-            r"batches \((\d+) pages\), (\d+) write-buffer-full waits", stderr):
+        r"swapdev comex: (\d+) reads of (\d+) pages, (\d+) read-buffer hits, (\d+) "
+        r"write-buffer hits, (\d+) prefetched, (\d+) prefetched unused, (\d+) write "
+        r"batches \((\d+) pages\), (\d+) write-buffer-full waits",
+        stderr,
+    ):
         for key, value in zip(keys, (int(x) for x in m.groups()), strict=True):
             if key == "prefetch_pages":
                 out.setdefault(key, value)

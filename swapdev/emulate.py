@@ -211,8 +211,9 @@ class EmulateSection(_Strict):
     @model_validator(mode="after")
     def _repeat_cap(self) -> EmulateSection:
         if self.repeats_max is not None and self.repeats_max < self.repeats:
-            raise ValueError(f"repeats_max: {self.repeats_max} is less than repeats "
-                             f"({self.repeats})")
+            raise ValueError(
+                f"repeats_max: {self.repeats_max} is less than repeats ({self.repeats})"
+            )
         return self
 
     @property
@@ -268,8 +269,10 @@ class AppSection(_Strict):
             if self.preset is None or emulate_apps.PRESETS[self.preset].app is None:
                 raise ValueError("params: only for a cluster preset (its collector config)")
             if self.working_set_bytes is None:
-                raise ValueError("working_set_bytes: required with params (the preset's "
-                                 "is measured at its own size)")
+                raise ValueError(
+                    "working_set_bytes: required with params (the preset's "
+                    "is measured at its own size)"
+                )
             self._sized_app()  # a bad field or value is an error here, naming it
         return self
 
@@ -284,8 +287,7 @@ class AppSection(_Strict):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "params"
-            raise ValueError(f"params.{where}: {first['msg']} ({type(app).__name__})"
-                             ) from None
+            raise ValueError(f"params.{where}: {first['msg']} ({type(app).__name__})") from None
 
     @property
     def preset_spec(self) -> emulate_apps.Preset:
@@ -332,8 +334,7 @@ class ModelSection(_Strict):
         # "none" is the reference every sweep gets anyway.
         if v is None:
             return v
-        return device.check_name(v, tuple(k for k in device.MODEL_NAMES if k != "none"),
-                                 "kind")
+        return device.check_name(v, tuple(k for k in device.MODEL_NAMES if k != "none"), "kind")
 
     @field_validator("paging")
     @classmethod
@@ -351,27 +352,32 @@ class ModelSection(_Strict):
             raise ValueError("give exactly one of kind and baseline")
         if self.baseline is not None:
             if len(self.latency_ns) * len(self.bandwidth_bps) > 1 or self.fct_file:
-                raise ValueError("baseline: its parameters are fixed (swapdev/baselines.py); "
-                                 "no latency_ns/bandwidth_bps grid or fct_file")
+                raise ValueError(
+                    "baseline: its parameters are fixed (swapdev/baselines.py); "
+                    "no latency_ns/bandwidth_bps grid or fct_file"
+                )
             return self
         assert self.kind is not None
         grid = len(self.latency_ns) * len(self.bandwidth_bps) > 1
         rate = device.MODEL_PARAMS[self.kind] == "rate"
         if grid and not rate:
-            raise ValueError("latency_ns/bandwidth_bps lists: only for a model configured by "
-                             "them (fixed, link)")
+            raise ValueError(
+                "latency_ns/bandwidth_bps lists: only for a model configured by them (fixed, link)"
+            )
         if grid and self.label is not None:
-            raise ValueError("label: not with a latency/bandwidth grid (labels are made per "
-                             "point)")
+            raise ValueError("label: not with a latency/bandwidth grid (labels are made per point)")
         if device.MODEL_PARAMS[self.kind] == "table" and self.fct_file is None:
-            raise ValueError(f"fct_file: required for kind = \"{self.kind}\"")
+            raise ValueError(f'fct_file: required for kind = "{self.kind}"')
         return self
 
 
 def figure2_models() -> list[ModelSection]:
     """Figure 2's grid as one ``fixed`` model (the default of ``[[models]]``)."""
-    return [ModelSection(kind="fixed", latency_ns=FIGURE2_LATENCIES_NS,
-                         bandwidth_bps=FIGURE2_BANDWIDTHS_BPS)]
+    return [
+        ModelSection(
+            kind="fixed", latency_ns=FIGURE2_LATENCIES_NS, bandwidth_bps=FIGURE2_BANDWIDTHS_BPS
+        )
+    ]
 
 
 class EmulateConfig(_Strict):
@@ -415,11 +421,15 @@ def _warn_undecidable(path: Path, cfg: EmulateConfig) -> None:
     config without ``repeats_max`` runs a fixed ``repeats`` and asks for no verdict."""
     cap, need = cfg.emulate.repeats_max, jct_stats.min_pairs(cfg.emulate.confidence)
     if cap is not None and cap < need:
-        warnings.warn(UndecidableSweepWarning(
-            f"{config_location(path, ('emulate', 'repeats_max'))}: emulate.repeats_max: "
-            f"{cap} rounds is below the {need} pairs a verdict needs (emulate.MIN_RUNS at "
-            f"confidence {cfg.emulate.confidence:g}): every point of this sweep will stay "
-            "undecided"), stacklevel=3)
+        warnings.warn(
+            UndecidableSweepWarning(
+                f"{config_location(path, ('emulate', 'repeats_max'))}: emulate.repeats_max: "
+                f"{cap} rounds is below the {need} pairs a verdict needs (emulate.MIN_RUNS at "
+                f"confidence {cfg.emulate.confidence:g}): every point of this sweep will stay "
+                "undecided"
+            ),
+            stacklevel=3,
+        )
 
 
 #: Longest sweep accepted: its worst case (every run reaching ``timeout_s``) within 30 days.
@@ -461,11 +471,15 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
     for i, m in enumerate(cfg.models):
         paging = m.paging or (baselines.BASELINE_PAGING if m.baseline else cfg.emulate.paging)
         if (m.paging is not None or m.comex is not None) and cfg.emulate.backend != "uffd":
-            problems.append(f"{config_location(path, ('models', i))}: models[{i}]: paging "
-                            f"and comex: only for backend = \"uffd\"")
+            problems.append(
+                f"{config_location(path, ('models', i))}: models[{i}]: paging "
+                f'and comex: only for backend = "uffd"'
+            )
         elif m.comex is not None and paging != comex_params.POLICY:
-            problems.append(f"{config_location(path, ('models', i, 'comex'))}: models[{i}]."
-                            f"comex: only with paging = \"comex\"")
+            problems.append(
+                f"{config_location(path, ('models', i, 'comex'))}: models[{i}]."
+                f'comex: only with paging = "comex"'
+            )
     if cfg.app.command is not None:
         program = cfg.app.command[0].replace("{build}", str(device.build_dir()))
         if shutil.which(program) is None and not (
@@ -484,11 +498,14 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
             if cpu not in online:
                 problems.append(
                     f"{config_location(path, ('emulate', key))}: emulate.{key}: CPU {cpu}: "
-                    f"expected one of this machine's online CPUs {sorted(online)}")
+                    f"expected one of this machine's online CPUs {sorted(online)}"
+                )
     if cfg.emulate.backend == "kmod" and (cfg.emulate.app_cpus or cfg.emulate.handler_cpus):
-        problems.append(f"{config_location(path, ('emulate', 'backend'))}: emulate.backend: "
-                        "app_cpus/handler_cpus: expected swap or uffd (the kmod guest is "
-                        "one QEMU process)")
+        problems.append(
+            f"{config_location(path, ('emulate', 'backend'))}: emulate.backend: "
+            "app_cpus/handler_cpus: expected swap or uffd (the kmod guest is "
+            "one QEMU process)"
+        )
     runs = len(expand_models(cfg)) * len(cfg.app.local_fraction) * cfg.emulate.max_rounds
     if runs * cfg.emulate.timeout_s > MAX_SWEEP_S:
         problems.append(
@@ -535,10 +552,17 @@ def expand_models(cfg: EmulateConfig) -> list[Point]:
         comex = m.comex.points() if m.comex is not None else [("", {})]
         if m.baseline is not None:
             model = baselines.baseline_model(m.baseline, baseline_dir(cfg))
-            points.append(Point(m.label or m.baseline, model.kind, model.latency_ns,
-                                model.bandwidth_bps, model,
-                                m.paging or baselines.BASELINE_PAGING,
-                                baseline=m.baseline))
+            points.append(
+                Point(
+                    m.label or m.baseline,
+                    model.kind,
+                    model.latency_ns,
+                    model.bandwidth_bps,
+                    model,
+                    m.paging or baselines.BASELINE_PAGING,
+                    baseline=m.baseline,
+                )
+            )
             continue
         assert m.kind is not None
         for lat in m.latency_ns:
@@ -546,8 +570,9 @@ def expand_models(cfg: EmulateConfig) -> list[Point]:
                 for suffix, env in comex:
                     label = (m.label or _label(m.kind, lat, bw, m.fct_file)) + suffix
                     model = device.DelayModel(m.kind, lat, bw, fct, m.fct_format, m.seed)
-                    points.append(Point(label, m.kind, lat, bw, model, m.paging,
-                                        tuple(sorted(env.items()))))
+                    points.append(
+                        Point(label, m.kind, lat, bw, model, m.paging, tuple(sorted(env.items())))
+                    )
     labels = [p.label for p in points]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
@@ -604,8 +629,11 @@ class Run:
     @property
     def hit_rate(self) -> float | None:
         """Faults served from COMEX's buffers over all faults on remote pages."""
-        if self.comex_reads is None or self.comex_read_hits is None or \
-                self.comex_write_hits is None:
+        if (
+            self.comex_reads is None
+            or self.comex_read_hits is None
+            or self.comex_write_hits is None
+        ):
             return None
         hits = self.comex_read_hits + self.comex_write_hits
         return hits / (hits + self.comex_reads) if hits + self.comex_reads else None
@@ -636,12 +664,13 @@ def memory_bandwidth_probe() -> tuple[list[str] | None, str]:
     events = ["LLC-load-misses", "LLC-store-misses"]
     if shutil.which("perf") is None:
         return None, "unavailable: perf not installed (apt-get install linux-perf)"
-    proc = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(events), "true"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0 or "<not supported>" in proc.stderr or \
-            "<not counted>" in proc.stderr:
-        return None, ("unavailable: no hardware PMU here (perf stat -e "
-                      f"{','.join(events)}: not supported)")
+    proc = subprocess.run(
+        ["perf", "stat", "-x", ",", "-e", ",".join(events), "true"], capture_output=True, text=True
+    )
+    if proc.returncode != 0 or "<not supported>" in proc.stderr or "<not counted>" in proc.stderr:
+        return None, (
+            f"unavailable: no hardware PMU here (perf stat -e {','.join(events)}: not supported)"
+        )
     return events, "perf LLC-load-misses+LLC-store-misses x 64 B, system-wide"
 
 
@@ -654,9 +683,24 @@ def _perf_stat(events: list[str] | None, out: Path) -> Any:
     if events is None:
         yield lambda: None
         return
-    proc = subprocess.Popen(["setpriv", "--pdeathsig", "INT", "perf", "stat", "-a", "-x", ",",
-                             "-o", str(out), "-e", ",".join(events)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "setpriv",
+            "--pdeathsig",
+            "INT",
+            "perf",
+            "stat",
+            "-a",
+            "-x",
+            ",",
+            "-o",
+            str(out),
+            "-e",
+            ",".join(events),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     result: list[float | None] = [None]
     try:
         yield lambda: result[0]
@@ -685,8 +729,14 @@ def _run_command_once(
         # The command and every process it forks or execs on the device: one node, one
         # budget (emulate_apps' module docstring).
         with device.node_segment() as segment:
-            extra = device.uffd_env(model, local, cfg.app.use_jemalloc, cfg.emulate.eviction,
-                                    pt.paging or cfg.emulate.paging, segment.name)
+            extra = device.uffd_env(
+                model,
+                local,
+                cfg.app.use_jemalloc,
+                cfg.emulate.eviction,
+                pt.paging or cfg.emulate.paging,
+                segment.name,
+            )
             extra.update(pt.device_env)
             extra["SWAPDEV_HIST"] = str(work / "uffd.hist")
             status, wall, proc = emulate_apps.run_command(argv, timeout, extra)
@@ -694,14 +744,20 @@ def _run_command_once(
         counters = emulate_apps.device_counters(proc.stderr)
         if status == "ok" and proc.returncode == 0:
             cx = device.comex_counters(proc.stderr)
-            return emulate_apps.Outcome(status, wall, *counters, wall,
-                                        detail={"comex_counters": cx, "node_counters": [node]})
+            return emulate_apps.Outcome(
+                status,
+                wall,
+                *counters,
+                wall,
+                detail={"comex_counters": cx, "node_counters": [node]},
+            )
     else:
         with collect_env.UndoStack() as stack:
             stack.enter_context(device.page_cluster(cfg.emulate.page_cluster))
             size = max(2 * spec.working_set_bytes, 64 << 20)
-            dev = device.swap_device(stack, work, size - size % 4096, local, model,
-                                     queue_depth=cfg.emulate.queue_depth)
+            dev = device.swap_device(
+                stack, work, size - size % 4096, local, model, queue_depth=cfg.emulate.queue_depth
+            )
             if cfg.emulate.handler_cpus:
                 _pin_process(dev.daemon.pid, cfg.emulate.handler_cpus)
             status, wall, proc = emulate_apps.run_command(argv, timeout, {}, dev.memcg)
@@ -711,7 +767,7 @@ def _run_command_once(
                     f"the memory cgroup's OOM killer ended the application under {model}: "
                     f"{local} bytes local are too few for the swap device's write-back "
                     "rate (memcg v1 gives up reclaim); raise app.local_fraction or use "
-                    "backend = \"uffd\""
+                    'backend = "uffd"'
                 )
         counters = emulate_apps.device_counters(dev.log.read_text(errors="replace"))
     if status == "ok" and proc.returncode != 0:
@@ -721,9 +777,13 @@ def _run_command_once(
     return emulate_apps.Outcome(status, wall if status == "ok" else None, *counters, wall)
 
 
-
 def _run_preset_with_retries(
-    cfg: Any, session: Any, delay: Any, local: int, work: Path, paging: str | None = None,
+    cfg: Any,
+    session: Any,
+    delay: Any,
+    local: int,
+    work: Path,
+    paging: str | None = None,
     device_env: dict[str, str] | None = None,
 ) -> Any:
     """One run of a cluster preset; a run whose application a memory cgroup OOM-killed
@@ -735,16 +795,30 @@ def _run_preset_with_retries(
         run_dir = work if attempt == 1 else work.with_name(f"{work.name}-attempt{attempt}")
         try:
             return emulate_apps.run_preset_once(
-                session, cfg.emulate.backend, delay, local, cfg.emulate.timeout_s, run_dir,
-                cfg.emulate.page_cluster, cfg.app.use_jemalloc, cfg.emulate.eviction,
-                paging or cfg.emulate.paging, cfg.emulate.queue_depth, **more)
+                session,
+                cfg.emulate.backend,
+                delay,
+                local,
+                cfg.emulate.timeout_s,
+                run_dir,
+                cfg.emulate.page_cluster,
+                cfg.app.use_jemalloc,
+                cfg.emulate.eviction,
+                paging or cfg.emulate.paging,
+                cfg.emulate.queue_depth,
+                **more,
+            )
         except memcg_oom.MemcgOomKill as exc:
             if attempt == memcg_oom.OOM_ATTEMPTS:
                 raise
-            print(f"emulate: {str(exc).splitlines()[-1]} in {run_dir}; repeating the run "
-                  f"(attempt {attempt + 1}/{memcg_oom.OOM_ATTEMPTS})", file=sys.stderr,
-                  flush=True)
+            print(
+                f"emulate: {str(exc).splitlines()[-1]} in {run_dir}; repeating the run "
+                f"(attempt {attempt + 1}/{memcg_oom.OOM_ATTEMPTS})",
+                file=sys.stderr,
+                flush=True,
+            )
     raise AssertionError("unreachable")
+
 
 ONLINE_CPUS = Path("/sys/devices/system/cpu/online")
 
@@ -773,12 +847,17 @@ def _set_affinity(pid: int, cpus: list[int], key: str) -> None:
     except ProcessLookupError:
         raise
     except OSError as exc:
-        allowed = Path(f"/proc/{pid or 'self'}/status").read_text().split(
-            "Cpus_allowed_list:")[1].split()[0]
+        allowed = (
+            Path(f"/proc/{pid or 'self'}/status")
+            .read_text()
+            .split("Cpus_allowed_list:")[1]
+            .split()[0]
+        )
         raise RuntimeError(
             f"emulate.{key} = {cpus}: this process may run on CPUs {allowed} only (a "
             f"cpuset, e.g. isolate.sh on: start the sweep inside the CPUs it pins to): "
-            f"{exc.strerror}") from exc
+            f"{exc.strerror}"
+        ) from exc
 
 
 def _pin_process(pid: int, cpus: list[int]) -> None:
@@ -834,8 +913,9 @@ def _sweep_identity(cfg: EmulateConfig) -> dict[str, Any]:
     resumes there, ``disaggsim emulate --out-dir``), what a reused run needs (a resume
     compares it, :func:`previous_runs`)."""
     data = _sweep_record(cfg)
-    data["emulate"] = {k: v for k, v in data["emulate"].items()
-                       if k not in (*_ROUND_KEYS, "out_dir")}
+    data["emulate"] = {
+        k: v for k, v in data["emulate"].items() if k not in (*_ROUND_KEYS, "out_dir")
+    }
     return data
 
 
@@ -847,12 +927,14 @@ def _sweep_json(data: dict[str, Any]) -> str:
 _RUN_TYPES = {name: f.type for name, f in Run.__dataclass_fields__.items()}
 #: the columns an older runs.csv may lack: those with a default (start_utc, the COMEX
 #: counters, paging), which such a row takes
-_RUN_DEFAULTS = {name: f.default for name, f in Run.__dataclass_fields__.items()
-                 if f.default is not MISSING}
+_RUN_DEFAULTS = {
+    name: f.default for name, f in Run.__dataclass_fields__.items() if f.default is not MISSING
+}
 
 
-def _run_from_row(row: dict[str, str],
-                  sweep: tuple[list[float], dict[str, Point]] | None = None) -> Run:
+def _run_from_row(
+    row: dict[str, str], sweep: tuple[list[float], dict[str, Point]] | None = None
+) -> Run:
     """A runs.csv row back into a :class:`Run` (empty cells are None; a column with a
     default that an older runs.csv lacks, such as ``start_utc`` or the COMEX counters,
     takes its default). A row of the first format (2026-11-24: ``model, latency_ns,
@@ -872,14 +954,18 @@ def _run_from_row(row: dict[str, str],
     if sweep is not None and "local_fraction" not in row:
         fractions = sweep[0]
         if len(fractions) != 1:
-            raise ValueError(f"column 'local_fraction': missing, and the sweep's config has "
-                             f"{len(fractions)} fractions, not one")
+            raise ValueError(
+                f"column 'local_fraction': missing, and the sweep's config has "
+                f"{len(fractions)} fractions, not one"
+            )
         row["local_fraction"] = repr(fractions[0])
     if sweep is not None and ("kind" not in row or "bandwidth_bps" not in row):
         point = sweep[1].get(row.get("model", ""))
         if point is None:
-            raise ValueError(f"model {row.get('model')!r}: a point of the sweep's config "
-                             "(its kind and bandwidth are not in this older runs.csv)")
+            raise ValueError(
+                f"model {row.get('model')!r}: a point of the sweep's config "
+                "(its kind and bandwidth are not in this older runs.csv)"
+            )
         row.setdefault("kind", point.kind)
         row.setdefault("latency_ns", str(point.latency_ns))
         row.setdefault("bandwidth_bps", str(point.bandwidth_bps))
@@ -888,8 +974,9 @@ def _run_from_row(row: dict[str, str],
         if name not in row and name in _RUN_DEFAULTS:
             continue
         if name not in row:
-            raise ValueError(f"column {name!r}: missing (a runs.csv this old is read with "
-                             "its sweep's config)")
+            raise ValueError(
+                f"column {name!r}: missing (a runs.csv this old is read with its sweep's config)"
+            )
         text = row[name]
         kind = str(kind)
         if text == "" and "None" in kind:
@@ -910,8 +997,9 @@ def read_runs(table: Path, cfg: EmulateConfig | None = None) -> list[Run]:
     Raises:
         InputError: a row that does not read back (naming the file, its line and why).
     """
-    sweep = None if cfg is None else (
-        cfg.app.local_fraction, {p.label: p for p in expand_models(cfg)})
+    sweep = (
+        None if cfg is None else (cfg.app.local_fraction, {p.label: p for p in expand_models(cfg)})
+    )
     runs: list[Run] = []
     with open(table, newline="") as handle:
         reader = csv.DictReader(handle)
@@ -919,8 +1007,9 @@ def read_runs(table: Path, cfg: EmulateConfig | None = None) -> list[Run]:
             try:
                 runs.append(_run_from_row(row, sweep))
             except ValueError as exc:
-                raise InputError(table, reader.line_num, None,
-                                 f"a run of emulate's runs.csv ({exc})") from None
+                raise InputError(
+                    table, reader.line_num, None, f"a run of emulate's runs.csv ({exc})"
+                ) from None
     return runs
 
 
@@ -942,8 +1031,9 @@ def _first_difference(recorded: object, current: object, path: str = "") -> str:
     if isinstance(recorded, dict) and isinstance(current, dict):
         for key in sorted(recorded.keys() | current.keys()):
             if recorded.get(key, MISSING) != current.get(key, MISSING):
-                return _first_difference(recorded.get(key), current.get(key),
-                                         f"{path}.{key}" if path else key)
+                return _first_difference(
+                    recorded.get(key), current.get(key), f"{path}.{key}" if path else key
+                )
     if isinstance(recorded, list) and isinstance(current, list) and len(recorded) == len(current):
         for i, (a, b) in enumerate(zip(recorded, current, strict=True)):
             if a != b:
@@ -967,17 +1057,31 @@ def previous_runs(cfg: EmulateConfig, out: Path) -> dict[tuple[float, str, int],
     if not table.is_file():
         return {}
     if not stamp.is_file():
-        raise InputError(stamp, None, None, "the sweep.json beside runs.csv (the config "
-                         "its runs ran with); its runs are kept: give this config another "
-                         "[emulate] name, or move the directory away")
+        raise InputError(
+            stamp,
+            None,
+            None,
+            "the sweep.json beside runs.csv (the config "
+            "its runs ran with); its runs are kept: give this config another "
+            "[emulate] name, or move the directory away",
+        )
     current = _sweep_identity(cfg)
     recorded = _recorded_identity(stamp)
     if recorded != current:
-        differs = ("it no longer reads as an emulate config" if recorded is None
-                   else _first_difference(recorded, current))
-        raise InputError(stamp, None, None, "the config this sweep's runs ran with, to "
-                         "resume it; its runs are kept: give this config another [emulate] "
-                         "name, or move the directory away", got=differs)
+        differs = (
+            "it no longer reads as an emulate config"
+            if recorded is None
+            else _first_difference(recorded, current)
+        )
+        raise InputError(
+            stamp,
+            None,
+            None,
+            "the config this sweep's runs ran with, to "
+            "resume it; its runs are kept: give this config another [emulate] "
+            "name, or move the directory away",
+            got=differs,
+        )
     return {(r.local_fraction, r.model, r.repeat): r for r in read_runs(table, cfg)}
 
 
@@ -1001,8 +1105,12 @@ def _round_jcts(runs: list[Run], fraction: float, label: str) -> dict[int, float
     runs of one model in one round gives that round their median."""
     by_round: dict[int, list[float]] = {}
     for r in runs:
-        if (r.local_fraction == fraction and r.model == label and r.status == "ok"
-                and r.jct_s is not None):
+        if (
+            r.local_fraction == fraction
+            and r.model == label
+            and r.status == "ok"
+            and r.jct_s is not None
+        ):
             by_round.setdefault(r.repeat, []).append(float(r.jct_s))
     return {rep: statistics.median(jcts) for rep, jcts in by_round.items()}
 
@@ -1018,12 +1126,14 @@ def paired_jcts(runs: list[Run], fraction: float, label: str) -> Pairs:
     mine = _round_jcts(runs, fraction, label)
     ref = _round_jcts(runs, fraction, "none")
     rounds = sorted(rep for rep in mine if rep in ref)
-    return Pairs(rounds, [mine[rep] for rep in rounds], [ref[rep] for rep in rounds],
-                 len(mine) - len(rounds))
+    return Pairs(
+        rounds, [mine[rep] for rep in rounds], [ref[rep] for rep in rounds], len(mine) - len(rounds)
+    )
 
 
-def _unsettled(cfg: EmulateConfig, runs: list[Run], fraction: float,
-               points: list[Point]) -> list[Point]:
+def _unsettled(
+    cfg: EmulateConfig, runs: list[Run], fraction: float, points: list[Point]
+) -> list[Point]:
     """The points of ``fraction`` that need another round: no pair (:func:`paired_jcts`)
     or an interval not :func:`jct_stats.settled` (fewer than :data:`MIN_RUNS` pairs: not
     decisive, never settled)."""
@@ -1051,8 +1161,14 @@ class RoundPlan:
     dropped: int
 
 
-def round_plan(cfg: EmulateConfig, points: list[Point], done: dict[tuple[float, str, int], Run],
-               runs: list[Run], fraction: float, rep: int) -> RoundPlan:
+def round_plan(
+    cfg: EmulateConfig,
+    points: list[Point],
+    done: dict[tuple[float, str, int], Run],
+    runs: list[Run],
+    fraction: float,
+    rep: int,
+) -> RoundPlan:
     """Round ``rep`` at ``fraction`` on a (resumed) sweep; ``points[0]`` is the reference,
     ``done`` the earlier sweep's runs (:func:`previous_runs`), ``runs`` this sweep's so far.
 
@@ -1074,11 +1190,13 @@ def round_plan(cfg: EmulateConfig, points: list[Point], done: dict[tuple[float, 
     ref = done.get((fraction, points[0].label, rep))
     if mine and (ref is None or not ref.round_points):
         return RoundPlan(mine, [], 0)  # no plan recorded: reused as it is
-    if ref is not None and all((fraction, label, rep) in done
-                               for label in json.loads(ref.round_points)):
+    if ref is not None and all(
+        (fraction, label, rep) in done for label in json.loads(ref.round_points)
+    ):
         return RoundPlan(mine, [], 0)
-    active = points[1:] if rep < cfg.emulate.repeats else \
-        _unsettled(cfg, runs, fraction, points[1:])
+    active = (
+        points[1:] if rep < cfg.emulate.repeats else _unsettled(cfg, runs, fraction, points[1:])
+    )
     if not active:  # nothing left to run: a cut round's runs are kept, not dropped
         return RoundPlan(mine, [], 0)
     return RoundPlan([], active, len(mine))
@@ -1111,8 +1229,9 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     if cfg.emulate.backend == "kmod":
         host = machine.this_window(machine.utc_now())  # the guest's host, written last
         with device.system_lock():
-            kmod_runs = [replace(r, boot_id=host.boot_id)
-                         for r in _kmod_runs(cfg, points, progress)]
+            kmod_runs = [
+                replace(r, boot_id=host.boot_id) for r in _kmod_runs(cfg, points, progress)
+            ]
         _write_outputs(cfg, out, kmod_runs)
         machine.write_log(out, [host])
         return out
@@ -1130,8 +1249,13 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     lock = device.system_lock() if locked else contextlib.nullcontext()
     # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
     with interrupt_on_signals(), lock, collect_env.UndoStack() as stack, _pinned(cfg):
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix=f"disaggsim-emulate-{os.getpid()}-", dir="/var/tmp")))
+        tmp = Path(
+            stack.enter_context(
+                tempfile.TemporaryDirectory(
+                    prefix=f"disaggsim-emulate-{os.getpid()}-", dir="/var/tmp"
+                )
+            )
+        )
         tmp.chmod(0o711)  # memcached runs as "nobody": its device writes into a run dir
         session = None
         here: machine.Window | None = None
@@ -1147,14 +1271,17 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                     break
                 rerun.add((fraction, rep))
                 if plan.dropped and progress:
-                    print(f"round {rep} at local {fraction:.0%} was cut by the end of a "
-                          f"window: rerunning it whole, {plan.dropped} runs dropped",
-                          flush=True)
+                    print(
+                        f"round {rep} at local {fraction:.0%} was cut by the end of a "
+                        f"window: rerunning it whole, {plan.dropped} runs dropped",
+                        flush=True,
+                    )
                 planned = json.dumps([pt.label for pt in plan.active])
                 for pt in [points[0], *plan.active]:
                     if session is None and spec.app is not None:
                         session = stack.enter_context(
-                            emulate_apps.cluster_session(stack, spec, tmp))
+                            emulate_apps.cluster_session(stack, spec, tmp)
+                        )
                     if here is None:  # this window's first run
                         here = _record_window(out, done)
                     work = tmp / f"{fraction}-{pt.label}-{rep}"
@@ -1165,31 +1292,56 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                             res = _run_command_once(cfg, pt, local, work)
                         else:
                             assert session is not None  # opened above for a preset
-                            res = _run_preset_with_retries(cfg, session, pt.delay, local, work,
-                                                           pt.paging, dict(pt.device_env))
+                            res = _run_preset_with_retries(
+                                cfg, session, pt.delay, local, work, pt.paging, dict(pt.device_env)
+                            )
                             # The holders' logs hold the device's exit summaries.
-                            logs = [log for log in session.cluster.logs.values()
-                                    if log.name.startswith(spec.holders) and log.exists()]
+                            logs = [
+                                log
+                                for log in session.cluster.logs.values()
+                                if log.name.startswith(spec.holders) and log.exists()
+                            ]
                             res.detail["comex_counters"] = device.comex_counters(
-                                "".join(log.read_text(errors="replace") for log in logs))
+                                "".join(log.read_text(errors="replace") for log in logs)
+                            )
                     steal = jct_stats.steal_fraction(load_before, jct_stats.read_cpu_times())
                     mem = mem_bytes()
                     cx: dict[str, int] = dict(res.detail.get("comex_counters") or {})  # type: ignore[call-overload]
-                    paging = "" if cfg.emulate.backend != "uffd" else (
-                        pt.paging or cfg.emulate.paging)
-                    run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps,
-                              rep, res.status, res.jct_s, res.wall_s, res.swap_in_bytes,
-                              res.swap_out_bytes,
-                              None if mem is None else mem / res.wall_s, mem_source,
-                              res.peak_rss_bytes, paging, cx.get("reads"),
-                              cx.get("read_hits"), cx.get("write_hits"),
-                              cx.get("prefetched_unused"), cx.get("write_batches"),
-                              jct_stats.load_average_1m(), steal, start_utc,
-                              planned if pt is points[0] else "", here.boot_id)
+                    paging = (
+                        "" if cfg.emulate.backend != "uffd" else (pt.paging or cfg.emulate.paging)
+                    )
+                    run = Run(
+                        fraction,
+                        pt.label,
+                        pt.kind,
+                        pt.latency_ns,
+                        pt.bandwidth_bps,
+                        rep,
+                        res.status,
+                        res.jct_s,
+                        res.wall_s,
+                        res.swap_in_bytes,
+                        res.swap_out_bytes,
+                        None if mem is None else mem / res.wall_s,
+                        mem_source,
+                        res.peak_rss_bytes,
+                        paging,
+                        cx.get("reads"),
+                        cx.get("read_hits"),
+                        cx.get("write_hits"),
+                        cx.get("prefetched_unused"),
+                        cx.get("write_batches"),
+                        jct_stats.load_average_1m(),
+                        steal,
+                        start_utc,
+                        planned if pt is points[0] else "",
+                        here.boot_id,
+                    )
                     runs.append(run)
                     with atomic_path(out / "runs.csv") as part:  # resumable (see above)
-                        part.write_text(_csv_text([r.row() for r in
-                                                   sweep_table(done, runs, rerun)]))
+                        part.write_text(
+                            _csv_text([r.row() for r in sweep_table(done, runs, rerun)])
+                        )
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)
     if here is None:  # every run reused: runs.csv stays as it is, in its own columns
@@ -1205,15 +1357,19 @@ def _record_window(out: Path, done: dict[tuple[float, str, int], Run]) -> machin
     none) and say on stderr if the earlier runs (``done``) ran in another boot."""
     here = machine.record_window(out, machine.utc_now(), resumed=bool(done))
     if others := machine.other_boots((r.boot_id for r in done.values()), here.boot_id):
-        print(f"disaggsim emulate: {out / 'runs.csv'}: resuming in boot {here.boot_id}, "
-              f"its runs so far ran in {', '.join(others)}: rounds from each are pooled; "
-              f"{out / 'machine.json'} has each window's machine and speed",
-              file=sys.stderr, flush=True)
+        print(
+            f"disaggsim emulate: {out / 'runs.csv'}: resuming in boot {here.boot_id}, "
+            f"its runs so far ran in {', '.join(others)}: rounds from each are pooled; "
+            f"{out / 'machine.json'} has each window's machine and speed",
+            file=sys.stderr,
+            flush=True,
+        )
     return here
 
 
-def sweep_table(done: dict[tuple[float, str, int], Run], runs: list[Run],
-                rerun: set[tuple[float, int]]) -> list[Run]:
+def sweep_table(
+    done: dict[tuple[float, str, int], Run], runs: list[Run], rerun: set[tuple[float, int]]
+) -> list[Run]:
     """The rows of a resumed sweep's ``runs.csv`` at any moment: this sweep's ``runs`` (the
     earlier rounds it reused and the runs it made), then every run of the earlier sweep
     (``done``, :func:`previous_runs`) it has not reached, a later local fraction or round
@@ -1223,8 +1379,11 @@ def sweep_table(done: dict[tuple[float, str, int], Run], runs: list[Run],
     "Sixth rounds": the table used to hold only the runs reached so far, and a sweep
     stopped in an earlier fraction lost the later fractions' runs)."""
     made = {(r.local_fraction, r.model, r.repeat) for r in runs}
-    return runs + [r for key, r in done.items() if key not in made
-                   and (r.local_fraction, r.repeat) not in rerun]
+    return runs + [
+        r
+        for key, r in done.items()
+        if key not in made and (r.local_fraction, r.repeat) not in rerun
+    ]
 
 
 def _kmod_runs(cfg: EmulateConfig, points: list[Point], progress: bool) -> list[Run]:
@@ -1232,18 +1391,36 @@ def _kmod_runs(cfg: EmulateConfig, points: list[Point], progress: bool) -> list[
     spec = cfg.app.preset_spec
     if cfg.app.command is None:
         raise ValueError('backend = "kmod": only app.command (memtouch) runs in the guest')
-    order = [(fraction, rep, pt) for fraction in cfg.app.local_fraction
-             for rep in range(cfg.emulate.repeats) for pt in points]
+    order = [
+        (fraction, rep, pt)
+        for fraction in cfg.app.local_fraction
+        for rep in range(cfg.emulate.repeats)
+        for pt in points
+    ]
     outcomes = emulate_kmod.run_sweep(
         [(pt.delay, int(spec.working_set_bytes * fraction)) for fraction, _, pt in order],
-        cfg.app.command, cfg.emulate.timeout_s)
+        cfg.app.command,
+        cfg.emulate.timeout_s,
+    )
     runs = []
     for (fraction, rep, pt), res in zip(order, outcomes, strict=True):
         if res["status"] != "ok":
             raise RuntimeError(f"memtouch {res['status']} in the kmod guest under {pt.delay}")
-        run = Run(fraction, pt.label, pt.kind, pt.latency_ns, pt.bandwidth_bps, rep, "ok",
-                  res["jct_s"], res["jct_s"], res["swap_in_bytes"], res["swap_out_bytes"],
-                  None, "unavailable: QEMU TCG guest")
+        run = Run(
+            fraction,
+            pt.label,
+            pt.kind,
+            pt.latency_ns,
+            pt.bandwidth_bps,
+            rep,
+            "ok",
+            res["jct_s"],
+            res["jct_s"],
+            res["swap_in_bytes"],
+            res["swap_out_bytes"],
+            None,
+            "unavailable: QEMU TCG guest",
+        )
         runs.append(run)
         if progress:
             _print_run(run, cfg.emulate.timeout_s)
@@ -1256,8 +1433,11 @@ def _print_run(run: Run, timeout_s: float) -> None:
         print(f"{head} TIMEOUT after {timeout_s:g} s: killed, not counted", flush=True)
         return
     bw = run.swap_bandwidth_bytes_per_s
-    print(f"{head} {run.jct_s:.3f} s, swap {0 if bw is None else bw / 1e6:.1f} MB/s, "
-          f"load {run.load_1m}, steal {run.steal_fraction or 0:.1%}", flush=True)
+    print(
+        f"{head} {run.jct_s:.3f} s, swap {0 if bw is None else bw / 1e6:.1f} MB/s, "
+        f"load {run.load_1m}, steal {run.steal_fraction or 0:.1%}",
+        flush=True,
+    )
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -1265,8 +1445,11 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
-def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
-              threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
+def summarize(
+    runs: list[Run],
+    confidence: float = jct_stats.CONFIDENCE,
+    threshold: float = DEGRADATION_THRESHOLD,
+) -> list[dict[str, object]]:
     """Per (local fraction, model), over the ``ok`` runs: ``repeats_ok``,
     ``repeats_timeout``, ``pairs`` (:func:`paired_jcts`: the rounds with an ``ok`` run of
     the point and of the reference), median/min/max JCT; ``relative_jct``, the median over
@@ -1305,34 +1488,45 @@ def summarize(runs: list[Run], confidence: float = jct_stats.CONFIDENCE,
                 ci = jct_stats.paired_ratio_ci(paired.point, paired.reference, confidence)
             relative = None if ci is None else ci.estimate
         steals = [r.steal_fraction for r in mine if r.steal_fraction is not None]
-        rows.append({
-            "local_fraction": fraction, "model": label, "kind": mine[0].kind,
-            "latency_ns": mine[0].latency_ns, "bandwidth_bps": mine[0].bandwidth_bps,
-            "repeats_ok": len(ok), "repeats_timeout": len(mine) - len(ok), "pairs": pairs,
-            "median_jct_s": med, "min_jct_s": min(jcts) if jcts else None,
-            "max_jct_s": max(jcts) if jcts else None, "relative_jct": relative,
-            "relative_min": min(ratios) if ratios else None,
-            "relative_max": max(ratios) if ratios else None,
-            "swap_in_bytes": _median([r.swap_in_bytes for r in ok]),
-            "swap_out_bytes": _median([r.swap_out_bytes for r in ok]),
-            "swap_bandwidth_bytes_per_s": _median([r.swap_bandwidth_bytes_per_s for r in ok]),
-            "memory_bandwidth_bytes_per_s": _median(
-                [r.memory_bandwidth_bytes_per_s for r in ok]),
-            "memory_bandwidth_source": mine[0].memory_bandwidth_source,
-            "paging": mine[0].paging,
-            "hit_rate": _median([r.hit_rate for r in ok]),
-            "ci_low": None if ci is None else ci.low,
-            "ci_high": None if ci is None else ci.high,
-            "ci_half_width": None if ci is None else ci.half_width,
-            "verdict": None if ci is None else jct_stats.verdict(ci, threshold),
-            "load_1m_median": _median([r.load_1m for r in mine]),
-            "steal_fraction_max": max(steals) if steals else None,
-        })
+        rows.append(
+            {
+                "local_fraction": fraction,
+                "model": label,
+                "kind": mine[0].kind,
+                "latency_ns": mine[0].latency_ns,
+                "bandwidth_bps": mine[0].bandwidth_bps,
+                "repeats_ok": len(ok),
+                "repeats_timeout": len(mine) - len(ok),
+                "pairs": pairs,
+                "median_jct_s": med,
+                "min_jct_s": min(jcts) if jcts else None,
+                "max_jct_s": max(jcts) if jcts else None,
+                "relative_jct": relative,
+                "relative_min": min(ratios) if ratios else None,
+                "relative_max": max(ratios) if ratios else None,
+                "swap_in_bytes": _median([r.swap_in_bytes for r in ok]),
+                "swap_out_bytes": _median([r.swap_out_bytes for r in ok]),
+                "swap_bandwidth_bytes_per_s": _median([r.swap_bandwidth_bytes_per_s for r in ok]),
+                "memory_bandwidth_bytes_per_s": _median(
+                    [r.memory_bandwidth_bytes_per_s for r in ok]
+                ),
+                "memory_bandwidth_source": mine[0].memory_bandwidth_source,
+                "paging": mine[0].paging,
+                "hit_rate": _median([r.hit_rate for r in ok]),
+                "ci_low": None if ci is None else ci.low,
+                "ci_high": None if ci is None else ci.high,
+                "ci_half_width": None if ci is None else ci.half_width,
+                "verdict": None if ci is None else jct_stats.verdict(ci, threshold),
+                "load_1m_median": _median([r.load_1m for r in mine]),
+                "steal_fraction_max": max(steals) if steals else None,
+            }
+        )
     return rows
 
 
-def speedups(summary: list[dict[str, object]], baseline_labels: list[str],
-             timeout_s: float) -> list[dict[str, object]]:
+def speedups(
+    summary: list[dict[str, object]], baseline_labels: list[str], timeout_s: float
+) -> list[dict[str, object]]:
     """COMEX's "speed-up over local swap" (paper 002 Figs. 13, 17): per local fraction,
     per baseline point ``b`` and every other point ``m`` but the zero-delay reference,
     ``speedup = median JCT(b) / median JCT(m)``. A baseline whose runs all timed out gives
@@ -1351,15 +1545,23 @@ def speedups(summary: list[dict[str, object]], baseline_labels: list[str],
                     speed = float(str(bjct)) / float(str(jct))
                 elif jct is not None and base["repeats_timeout"]:
                     at_least = timeout_s / float(str(jct))
-                out.append({"local_fraction": fraction, "baseline": base["model"],
-                            "model": row["model"], "baseline_median_jct_s": bjct,
-                            "median_jct_s": jct, "speedup": speed,
-                            "speedup_at_least": at_least})
+                out.append(
+                    {
+                        "local_fraction": fraction,
+                        "baseline": base["model"],
+                        "model": row["model"],
+                        "baseline_median_jct_s": bjct,
+                        "median_jct_s": jct,
+                        "speedup": speed,
+                        "speedup_at_least": at_least,
+                    }
+                )
     return out
 
 
-def table3(summary: list[dict[str, object]],
-           threshold: float = DEGRADATION_THRESHOLD) -> list[dict[str, object]]:
+def table3(
+    summary: list[dict[str, object]], threshold: float = DEGRADATION_THRESHOLD
+) -> list[dict[str, object]]:
     """Paper Table 3: per (latency, bandwidth) of the ``fixed`` models, the smallest local
     fraction f whose point passes (its interval wholly at or below ``threshold``,
     :func:`jct_stats.verdict`) at f and at every larger measured fraction, so one lucky
@@ -1373,8 +1575,14 @@ def table3(summary: list[dict[str, object]],
     out: list[dict[str, object]] = []
     fixed = [r for r in summary if r["kind"] == "fixed"]
     for lat, bw in dict.fromkeys((r["latency_ns"], r["bandwidth_bps"]) for r in fixed):
-        pts = sorted(((float(str(r["local_fraction"])), r.get("verdict")) for r in fixed
-                      if r["latency_ns"] == lat and r["bandwidth_bps"] == bw), reverse=True)
+        pts = sorted(
+            (
+                (float(str(r["local_fraction"])), r.get("verdict"))
+                for r in fixed
+                if r["latency_ns"] == lat and r["bandwidth_bps"] == bw
+            ),
+            reverse=True,
+        )
         best: float | None = None
         status = "decided"
         for fraction, point_verdict in pts:
@@ -1382,9 +1590,16 @@ def table3(summary: list[dict[str, object]],
                 status = "decided" if point_verdict == "fail" else "undecided"
                 break
             best = fraction
-        out.append({"latency_ns": lat, "bandwidth_bps": bw, "threshold": threshold,
-                    "fractions": " ".join(f"{f:g}" for f, _ in sorted(pts)),
-                    "min_local_fraction": best, "status": status})
+        out.append(
+            {
+                "latency_ns": lat,
+                "bandwidth_bps": bw,
+                "threshold": threshold,
+                "fractions": " ".join(f"{f:g}" for f, _ in sorted(pts)),
+                "min_local_fraction": best,
+                "status": status,
+            }
+        )
     return out
 
 
@@ -1402,17 +1617,24 @@ def classify(summary: list[dict[str, object]]) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     fixed = [r for r in summary if r["kind"] == "fixed"]
     for fraction in dict.fromkeys(r["local_fraction"] for r in fixed):
-        here = {(int(str(r["latency_ns"])), int(str(r["bandwidth_bps"]))): r for r in fixed
-                if r["local_fraction"] == fraction}
+        here = {
+            (int(str(r["latency_ns"])), int(str(r["bandwidth_bps"]))): r
+            for r in fixed
+            if r["local_fraction"] == fraction
+        }
         point = here.get((CLASSIFY_LATENCY_NS, CLASSIFY_BANDWIDTH_BPS))
         if point is None:
             continue
         row: dict[str, object] = {
             "local_fraction": fraction,
-            "class": "undecided" if point["verdict"] is None else jct_stats.app_class(
-                point["verdict"]),  # type: ignore[arg-type]
-            "relative_jct": point["relative_jct"], "ci_low": point["ci_low"],
-            "ci_high": point["ci_high"], "pairs": point["pairs"]}
+            "class": "undecided"
+            if point["verdict"] is None
+            else jct_stats.app_class(point["verdict"]),  # type: ignore[arg-type]
+            "relative_jct": point["relative_jct"],
+            "ci_low": point["ci_low"],
+            "ci_high": point["ci_high"],
+            "pairs": point["pairs"],
+        }
         for bw in (40 * 10**9, 100 * 10**9):
             best: int | None = None
             status = "decided"
@@ -1443,22 +1665,34 @@ def read_classification(out: Path) -> list[dict[str, object]]:
 
 def format_classification(rows: list[dict[str, object]]) -> str:
     """The classification as a text table (what ``disaggsim classify`` prints)."""
-    lines = [f"{'local':>6} {'class':>10} {'JCT ratio at 5 us, 40 Gb/s (95% CI)':>36} "
-             f"{'pairs':>5} {'needs at 40 Gb/s':>17} {'at 100 Gb/s':>12}"]
+    lines = [
+        f"{'local':>6} {'class':>10} {'JCT ratio at 5 us, 40 Gb/s (95% CI)':>36} "
+        f"{'pairs':>5} {'needs at 40 Gb/s':>17} {'at 100 Gb/s':>12}"
+    ]
     for r in rows:
+
         def need(gbps: int, r: dict[str, object] = r) -> str:
             v = r[f"max_latency_ns_at_{gbps}gbps"]
             text = "none" if v is None else f"{int(str(v)) / 1000:g} us"
             return text + ("?" if r[f"status_at_{gbps}gbps"] == "undecided" else "")
 
-        rel = "" if r["relative_jct"] in (None, "") else (
-            f"{float(str(r['relative_jct'])):.3f} ({float(str(r['ci_low'])):.3f}-"
-            f"{float(str(r['ci_high'])):.3f})")
-        lines.append(f"{float(str(r['local_fraction'])):>6.0%} {str(r['class']):>10} "
-                     f"{rel:>36} {str(r['pairs']):>5} "
-                     f"{need(40):>17} {need(100):>12}")
-    lines.append("needs: the largest swept latency within 5 % (with every smaller one); "
-                 "'?': the next latency is undecided")
+        rel = (
+            ""
+            if r["relative_jct"] in (None, "")
+            else (
+                f"{float(str(r['relative_jct'])):.3f} ({float(str(r['ci_low'])):.3f}-"
+                f"{float(str(r['ci_high'])):.3f})"
+            )
+        )
+        lines.append(
+            f"{float(str(r['local_fraction'])):>6.0%} {str(r['class']):>10} "
+            f"{rel:>36} {str(r['pairs']):>5} "
+            f"{need(40):>17} {need(100):>12}"
+        )
+    lines.append(
+        "needs: the largest swept latency within 5 % (with every smaller one); "
+        "'?': the next latency is undecided"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -1510,8 +1744,13 @@ def resummarize(out: Path, cfg: EmulateConfig | None = None) -> Path:
     stamp, table = out / "sweep.json", out / "runs.csv"
     for path in (stamp, table) if cfg is None else (table,):
         if not path.is_file():
-            raise InputError(path, None, None, "a sweep's file (emulate writes runs.csv "
-                             "and sweep.json in its out dir)", "no such file")
+            raise InputError(
+                path,
+                None,
+                None,
+                "a sweep's file (emulate writes runs.csv and sweep.json in its out dir)",
+                "no such file",
+            )
     if cfg is None:
         cfg, _ = load_config_model(stamp, EmulateConfig)
     _write_summaries(cfg, out, read_runs(table, cfg))
@@ -1543,19 +1782,34 @@ def _write_summaries(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
     title = f"{cfg.emulate.name}: {app}, {cfg.emulate.backend}"
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    groups = dict.fromkeys((r["local_fraction"], r["bandwidth_bps"]) for r in ok
-                           if r["kind"] == "fixed")
+    groups = dict.fromkeys(
+        (r["local_fraction"], r["bandwidth_bps"]) for r in ok if r["kind"] == "fixed"
+    )
     for fraction, bw in groups:
-        pts = sorted([r for r in ok if r["model"] == "none" and r["local_fraction"] == fraction]
-                     + [r for r in ok if r["kind"] == "fixed" and r["local_fraction"] == fraction
-                        and r["bandwidth_bps"] == bw], key=lambda r: float(str(r["latency_ns"])))
+        pts = sorted(
+            [r for r in ok if r["model"] == "none" and r["local_fraction"] == fraction]
+            + [
+                r
+                for r in ok
+                if r["kind"] == "fixed"
+                and r["local_fraction"] == fraction
+                and r["bandwidth_bps"] == bw
+            ],
+            key=lambda r: float(str(r["latency_ns"])),
+        )
         x = [float(str(r["latency_ns"])) / 1000 for r in pts]
         y = [float(str(r["relative_jct"])) for r in pts]
         lo = [yi - float(str(r["relative_min"])) for yi, r in zip(y, pts, strict=True)]
         hi = [float(str(r["relative_max"])) - yi for yi, r in zip(y, pts, strict=True)]
         bw_text = f", {float(str(bw)) / 1e9:g} Gb/s" if bw else ""
-        ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3,
-                    label=f"local {float(str(fraction)):.0%}{bw_text}")
+        ax.errorbar(
+            x,
+            y,
+            yerr=[lo, hi],
+            marker="o",
+            capsize=3,
+            label=f"local {float(str(fraction)):.0%}{bw_text}",
+        )
     ax.axhline(DEGRADATION_THRESHOLD, color="grey", ls=":", lw=1)
     ax.set_xlabel("injected latency per paging request (µs)")
     ax.set_ylabel("JCT / zero-delay JCT")
@@ -1567,11 +1821,17 @@ def _write_summaries(cfg: EmulateConfig, out: Path, runs: list[Run]) -> None:
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for fraction in dict.fromkeys(r["local_fraction"] for r in ok):
-        pts = [r for r in ok if r["local_fraction"] == fraction
-               and r["swap_bandwidth_bytes_per_s"] is not None]
-        ax.scatter([float(str(r["swap_bandwidth_bytes_per_s"])) / 1e6 for r in pts],
-                   [(float(str(r["relative_jct"])) - 1) * 100 for r in pts],
-                   label=f"{app}, local {float(str(fraction)):.0%}", s=18)
+        pts = [
+            r
+            for r in ok
+            if r["local_fraction"] == fraction and r["swap_bandwidth_bytes_per_s"] is not None
+        ]
+        ax.scatter(
+            [float(str(r["swap_bandwidth_bytes_per_s"])) / 1e6 for r in pts],
+            [(float(str(r["relative_jct"])) - 1) * 100 for r in pts],
+            label=f"{app}, local {float(str(fraction)):.0%}",
+            s=18,
+        )
     ax.set_xlabel("swap bandwidth, in + out (MB/s)")
     ax.set_ylabel("performance degradation (%)")
     mem = next((str(r["memory_bandwidth_source"]) for r in rows), "")

@@ -166,8 +166,9 @@ PYTHON_SORT: Final = (
 
 
 #: The collector applications ``emulate`` runs (their configs, testbed/collect_apps.py).
-AppConfig: TypeAlias = (MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig
-                        | TimelyConfig | HadoopConfig)
+AppConfig: TypeAlias = (
+    MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig | HadoopConfig
+)
 
 
 @dataclass(frozen=True)
@@ -191,69 +192,100 @@ class Preset:
     jemalloc: bool = False
     shared_memory: bool = False
 
+
 PRESETS: Final[dict[str, Preset]] = {
     # Peak RSS 103 MB (configs/emulate-python-sort.toml); 100 MiB as in the committed sweeps.
-    "python-sort": Preset("python-sort", 100 << 20, command=("/usr/bin/python3", "-c",
-                                                             PYTHON_SORT)),
+    "python-sort": Preset(
+        "python-sort", 100 << 20, command=("/usr/bin/python3", "-c", PYTHON_SORT)
+    ),
     # memcached's VmHWM after the YCSB load and run phases without the device, with
     # jemalloc: 80576 kB (79 MiB).
     "memcached-ycsb": Preset(
-        "memcached-ycsb", 80 << 20,
-        app=MemcachedYcsbConfig(recordcount=50_000, workload="a", target_ops_per_s=0,
-                                operationcount=50_000, memcached_cache_mb=256),
-        holders=("memcached",), jemalloc=True,
+        "memcached-ycsb",
+        80 << 20,
+        app=MemcachedYcsbConfig(
+            recordcount=50_000,
+            workload="a",
+            target_ops_per_s=0,
+            operationcount=50_000,
+            memcached_cache_mb=256,
+        ),
+        holders=("memcached",),
+        jemalloc=True,
     ),
     # A Dask worker's VmHWM during the sort with a budget that never binds (uffd, 4 GiB):
     # 136 MB = 130 MiB (Python runtime, distributed, NumPy buffers; 2 workers: 273 MB).
     "dask-sort": Preset(
-        "dask-sort", 130 << 20,
+        "dask-sort",
+        130 << 20,
         app=DaskSortConfig(files_per_node=2, records_per_file=100_000, reducers_per_node=2),
-        holders=("dask-worker",), jemalloc=True,
+        holders=("dask-worker",),
+        jemalloc=True,
     ),
     # The presets below: working set = the table's (module docstring), measured with
     # bench/bench_emulate_apps.py --mode working-set (bench/RESULTS.md).
     "postgres-pgbench": Preset(
-        "postgres-pgbench", 190 << 20,
-        app=PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=0,
-                          builtin="select-only", transactions_per_client=60_000),
-        holders=("postgres",), shared_memory=True,
+        "postgres-pgbench",
+        190 << 20,
+        app=PgbenchConfig(
+            scale=10,
+            shared_buffers_mb=192,
+            clients_per_node=4,
+            rate_tps=0,
+            builtin="select-only",
+            transactions_per_client=60_000,
+        ),
+        holders=("postgres",),
+        shared_memory=True,
     ),
     "spark-wordcount": Preset(
-        "spark-wordcount", 310 << 20,
+        "spark-wordcount",
+        310 << 20,
         app=SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=100_000),
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "spark-sort": Preset(
-        "spark-sort", 330 << 20,
+        "spark-sort",
+        330 << 20,
         app=SparkConfig(job="sort", splits_per_node=2, records_per_split=100_000),
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "spark-pagerank": Preset(
-        "spark-pagerank", 380 << 20,
-        app=SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=100_000,
-                        graph_scale=16, iterations=5),
+        "spark-pagerank",
+        380 << 20,
+        app=SparkConfig(
+            job="pagerank", splits_per_node=2, edges_per_split=100_000, graph_scale=16, iterations=5
+        ),
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "spark-sql-bdb": Preset(
-        "spark-sql-bdb", 460 << 20,
-        app=SparkConfig(job="sql-bdb", splits_per_node=2, rankings_per_split=20_000,
-                        uservisits_per_split=60_000),
+        "spark-sql-bdb",
+        460 << 20,
+        app=SparkConfig(
+            job="sql-bdb", splits_per_node=2, rankings_per_split=20_000, uservisits_per_split=60_000
+        ),
         holders=(EXECUTOR_LOG_NAME,),
     ),
     "hadoop-wordcount": Preset(
-        "hadoop-wordcount", 540 << 20,
+        "hadoop-wordcount",
+        540 << 20,
         app=HadoopConfig(job="wordcount", splits=4, lines_per_split=100_000),
-        n_nodes=1, holders=(HADOOP_LOG_NAME,),
+        n_nodes=1,
+        holders=(HADOOP_LOG_NAME,),
     ),
     "hadoop-terasort": Preset(
-        "hadoop-terasort", 660 << 20,
+        "hadoop-terasort",
+        660 << 20,
         app=HadoopConfig(job="terasort", splits=4, records=2_000_000),
-        n_nodes=1, holders=(HADOOP_LOG_NAME,),
+        n_nodes=1,
+        holders=(HADOOP_LOG_NAME,),
     ),
     "timely-pagerank": Preset(
-        "timely-pagerank", 220 << 20,
+        "timely-pagerank",
+        220 << 20,
         app=TimelyConfig(graph_scale=20, edges_per_worker=4_000_000, iterations=20),
-        holders=(TIMELY_LOG_NAME,), jemalloc=True,
+        holders=(TIMELY_LOG_NAME,),
+        jemalloc=True,
     ),
 }
 
@@ -267,8 +299,9 @@ NUMPY_SORT: Final = (
 )
 # The array is 32 MiB and sorted in place; the working set is the array (jemalloc serves
 # it from one mmap the uffd device sees). The venv's interpreter: NumPy is a dependency.
-PRESETS["numpy-sort"] = Preset("numpy-sort", 32 << 20, command=(sys.executable, "-c",
-                                                                NUMPY_SORT), jemalloc=True)
+PRESETS["numpy-sort"] = Preset(
+    "numpy-sort", 32 << 20, command=(sys.executable, "-c", NUMPY_SORT), jemalloc=True
+)
 # -------------------------------------------------------------------------------------------
 
 _COUNTERS = re.compile(
@@ -302,7 +335,7 @@ def swap_bytes_in_window(trace: Path, start_ns: int, end_ns: int) -> tuple[int, 
         return _swap_bytes_between(trace, start_ns, end_ns)
     with tempfile.TemporaryDirectory() as tmp:
         whole = Path(tmp) / trace.name
-        whole.write_bytes(data[:data.rfind(b"\n") + 1])
+        whole.write_bytes(data[: data.rfind(b"\n") + 1])
         return _swap_bytes_between(whole, start_ns, end_ns) if whole.stat().st_size else (0, 0)
 
 
@@ -377,13 +410,17 @@ def run_command(
         run = env.run_cgroup(stack, name)
         groups = [run] if memcg is None else [memcg, run]
         # The shell joins the groups before it execs: all the command's processes are in.
-        join = " && ".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))}"
-                           for g in groups)
+        join = " && ".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))}" for g in groups)
         cmd = ["sh", "-c", f'{join} && exec "$@"', "sh", *argv]
         start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True,
-                                env={**os.environ, **extra_env})
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, **extra_env},
+        )
         try:
             out, err = proc.communicate(timeout=timeout_s)
             status = "ok"
@@ -470,33 +507,44 @@ def run_preset_once(
         if backend == "swap":
             stack.enter_context(device.page_cluster(page_cluster))
             size = max(4 * preset.working_set_bytes * max(1, len(preset.holders)), 256 << 20)
-            dev = device.fuse_loop_device(stack, run_dir / "dev", size - size % 4096, model,
-                                          queue_depth)
+            dev = device.fuse_loop_device(
+                stack, run_dir / "dev", size - size % 4096, model, queue_depth
+            )
             env.disable_zswap(stack)
             env.swap_area(stack, os.path.basename(dev.loop))
             fuse_trace = dev.trace
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text(str(local_bytes))
-            wakers.append(OomWaker(session.holder_memcgs,
-                                   [local_bytes] * len(session.holder_memcgs)))
+            wakers.append(
+                OomWaker(session.holder_memcgs, [local_bytes] * len(session.holder_memcgs))
+            )
             stack.callback(wakers[-1].stop)
             extra: dict[str, str] = {}
         else:
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text("-1")
             # A shared mapping's budget: the same fraction of it (PostgreSQL's buffers).
-            shared = (min(1.0, local_bytes / preset.working_set_bytes)
-                      if preset.shared_memory else None)
-            extra = {**device.uffd_env(model, local_bytes, jemalloc, eviction, paging,
-                                       shared_local_fraction=shared),
-                     **(device_env or {})}
+            shared = (
+                min(1.0, local_bytes / preset.working_set_bytes) if preset.shared_memory else None
+            )
+            extra = {
+                **device.uffd_env(
+                    model, local_bytes, jemalloc, eviction, paging, shared_local_fraction=shared
+                ),
+                **(device_env or {}),
+            }
             # One budget per node, as the memory cgroup's limit on the swap backend: a
             # segment per node, shared by its device processes (forked workers included).
             # Spark passes one environment to every node's executor: the name has "%n", the
             # node's network namespace (device.per_node_segments).
-            shm, segments = stack.enter_context(device.per_node_segments(
-                [device.netns_inode(env.NETNS_DIR / env.node_ns(node))
-                 for node in range(len(session.holder_memcgs))]))
+            shm, segments = stack.enter_context(
+                device.per_node_segments(
+                    [
+                        device.netns_inode(env.NETNS_DIR / env.node_ns(node))
+                        for node in range(len(session.holder_memcgs))
+                    ]
+                )
+            )
             # Read after the application stopped (its exit is popped from the stack first),
             # before the segments are unlinked.
             stack.callback(lambda: node_counters.extend(s.counters() for s in segments))
@@ -506,8 +554,10 @@ def run_preset_once(
                 return None, {}
             if backend == "uffd":  # one trace per process: the job's window is counted
                 return session.holder_memcgs[node], {
-                    **extra, "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem"),
-                    "SWAPDEV_NODE_SHM": shm}
+                    **extra,
+                    "SWAPDEV_TRACE": str(run_dir / f"{log_name}.%p.rmem"),
+                    "SWAPDEV_NODE_SHM": shm,
+                }
             return session.holder_memcgs[node], extra
 
         cluster.placement = placement
@@ -540,40 +590,52 @@ def run_preset_once(
         wall = time.monotonic() - start
         window_ns[1] = time.time_ns()
         peak_rss = peaks.total_bytes()
-        peak_memcg = sum(int((cg / "memory.max_usage_in_bytes").read_text())
-                         for cg in session.holder_memcgs)
+        peak_memcg = sum(
+            int((cg / "memory.max_usage_in_bytes").read_text()) for cg in session.holder_memcgs
+        )
         holder_pids = {pid: name for pid, name in _holders(cluster, preset.holders)}
     # The stack stopped every process (SIGTERM): the device wrote its outputs; after a
     # timeout the holders were SIGKILLed and wrote nothing.
     if timed_out.is_set():
-        return Outcome("timeout", None, None, None, wall, peak_rss or None,
-                       {"peak_memcg_bytes": peak_memcg})
+        return Outcome(
+            "timeout", None, None, None, wall, peak_rss or None, {"peak_memcg_bytes": peak_memcg}
+        )
     if fuse_trace is not None:
         swap_in, swap_out = swap_bytes_in_window(fuse_trace, window_ns[0], window_ns[1])
     else:
         for pid, name in holder_pids.items():
             if not (run_dir / f"{name}.{pid}.rmem").exists():
-                raise RuntimeError(f"{run_dir / f'{name}.{pid}.rmem'}: the device wrote no "
-                                   f"trace (process {pid} did not exit cleanly; see the logs "
-                                   f"in {run_dir})")
+                raise RuntimeError(
+                    f"{run_dir / f'{name}.{pid}.rmem'}: the device wrote no "
+                    f"trace (process {pid} did not exit cleanly; see the logs "
+                    f"in {run_dir})"
+                )
         # Every process that inherited the device wrote one (a Spark executor's PySpark
         # daemon and the workers it forks too): all are the holders' paging.
         swap_in = swap_out = 0
         for trace in sorted(run_dir.glob("*.rmem")):
             got = swap_bytes_in_window(trace, window_ns[0], window_ns[1])
             swap_in, swap_out = swap_in + got[0], swap_out + got[1]
-    return Outcome("ok", app.jct_s(results), swap_in, swap_out, wall, peak_rss or None,
-                   {"results": results, "peak_memcg_bytes": peak_memcg,
-                    "node_counters": node_counters})
+    return Outcome(
+        "ok",
+        app.jct_s(results),
+        swap_in,
+        swap_out,
+        wall,
+        peak_rss or None,
+        {"results": results, "peak_memcg_bytes": peak_memcg, "node_counters": node_counters},
+    )
 
 
 def _holders(cluster: Cluster, prefixes: tuple[str, ...]) -> list[tuple[int, str]]:
     """(pid, log name) of the cluster's data-holding processes: those it spawned and those
     the application adopted (a Spark executor) whose name starts with one of ``prefixes``."""
-    out = [(p.pid, cluster.logs[p.pid].stem) for p in cluster.procs
-           if cluster.logs[p.pid].name.startswith(prefixes)]
-    return out + [(pid, name) for pid, name in cluster.adopted.items()
-                  if name.startswith(prefixes)]
+    out = [
+        (p.pid, cluster.logs[p.pid].stem)
+        for p in cluster.procs
+        if cluster.logs[p.pid].name.startswith(prefixes)
+    ]
+    return out + [(pid, name) for pid, name in cluster.adopted.items() if name.startswith(prefixes)]
 
 
 class _PeakRss:

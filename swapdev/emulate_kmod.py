@@ -47,8 +47,7 @@ def _tail(path: Path, lines: int) -> str:
     return "".join(f"\n    {ln}" for ln in kept)
 
 
-def guest_failure(out: Path, returncode: int, stderr: str,
-                  expected: dict[str, str]) -> str | None:
+def guest_failure(out: Path, returncode: int, stderr: str, expected: dict[str, str]) -> str | None:
     """Why the guest run whose OUT_DIR is ``out`` (``run-tests.sh``) did not deliver its
     results, or None if ``results.txt`` holds every ``expected`` key with its value (the
     scripts write ``done 1`` last).
@@ -68,11 +67,16 @@ def guest_failure(out: Path, returncode: int, stderr: str,
     if not results_path.exists():
         got = "no results.txt (the guest never ran its script, or could not mount the share)"
     else:
-        got = ", ".join(f"{k} {res[k]}" if k in res else f"no {k} line" for k in expected
-                        if res.get(k) != expected[k])
+        got = ", ".join(
+            f"{k} {res[k]}" if k in res else f"no {k} line"
+            for k in expected
+            if res.get(k) != expected[k]
+        )
         got += f" ({len(res)} lines)"
-    parts = [f"kmod guest: {results_path}: expected {', '.join(missing)}, got {got}; "
-             f"run-tests.sh exit status {returncode}"]
+    parts = [
+        f"kmod guest: {results_path}: expected {', '.join(missing)}, got {got}; "
+        f"run-tests.sh exit status {returncode}"
+    ]
     if stderr.strip():
         parts.append(f"run-tests.sh stderr:{_tail_text(stderr, 10)}")
     log = out / "guest.log"
@@ -93,8 +97,7 @@ def guest_failure(out: Path, returncode: int, stderr: str,
             # scrolls out of the last lines' view.
             oops = re.search(r"(?:Oops|BUG): [^\r\n]*", text)
             cause = f" after {oops.group(0).strip()}" if oops else ""
-            parts.append(f"{console}: the guest kernel panicked: {panic.group(0).strip()}"
-                         f"{cause}")
+            parts.append(f"{console}: the guest kernel panicked: {panic.group(0).strip()}{cause}")
         parts.append(f"{console}, last lines:{_tail(console, 15)}")
     return "\n".join(parts)
 
@@ -106,26 +109,36 @@ def _tail_text(text: str, lines: int) -> str:
 def memtouch_args(command: list[str]) -> tuple[int, int]:
     """(MIB, PASSES) of a ``["{build}/memtouch", MIB[, PASSES]]`` command; ValueError for
     any other command (the guest has nothing else to run)."""
-    if not command or command[0] != "{build}/memtouch" or not 2 <= len(command) <= 3 or \
-            not all(a.isdigit() for a in command[1:]):
-        raise ValueError(f'backend = "kmod": app.command must be ["{{build}}/memtouch", '
-                         f'"MIB", "PASSES"] (the guest runs nothing else), got {command}')
+    if (
+        not command
+        or command[0] != "{build}/memtouch"
+        or not 2 <= len(command) <= 3
+        or not all(a.isdigit() for a in command[1:])
+    ):
+        raise ValueError(
+            f'backend = "kmod": app.command must be ["{{build}}/memtouch", '
+            f'"MIB", "PASSES"] (the guest runs nothing else), got {command}'
+        )
     return int(command[1]), int(command[2]) if len(command) == 3 else 1
 
 
-def _table_line(run_id: int, model: device.DelayModel, local_bytes: int, mib: int,
-                passes: int, inp: Path) -> str:
+def _table_line(
+    run_id: int, model: device.DelayModel, local_bytes: int, mib: int, passes: int, inp: Path
+) -> str:
     table, fmt = "-", "-"
     if model.fct_file is not None:
         table = f"table{run_id}.txt"
         shutil.copy(model.fct_file, inp / table)
         fmt = "dist" if model.kind == "fct-sample" else model.fct_format
-    return (f"{run_id} {model.kind} {model.latency_ns} {model.bandwidth_bps} {table} {fmt} "
-            f"{local_bytes} {mib} {passes}\n")
+    return (
+        f"{run_id} {model.kind} {model.latency_ns} {model.bandwidth_bps} {table} {fmt} "
+        f"{local_bytes} {mib} {passes}\n"
+    )
 
 
-def run_sweep(runs: list[tuple[device.DelayModel, int]], command: list[str],
-              timeout_s: float) -> list[dict[str, Any]]:
+def run_sweep(
+    runs: list[tuple[device.DelayModel, int]], command: list[str], timeout_s: float
+) -> list[dict[str, Any]]:
     """Boot the guest once and run memtouch per (delay model, local bytes) of ``runs``, in
     order; per run ``{"status", "jct_s", "swap_in_bytes", "swap_out_bytes", "report"}``
     (status ``ok``, or ``failed`` with the guest's exit code of memtouch).
@@ -146,29 +159,39 @@ def run_sweep(runs: list[tuple[device.DelayModel, int]], command: list[str],
             for i, (model, local) in enumerate(runs):
                 f.write(_table_line(i, model, local, mib, passes, inp))
         proc = subprocess.run(
-            [str(RUN_GUEST), str(out), str(inp)], capture_output=True, text=True,
-            env={**os.environ, "RMEM_GUEST_SCRIPT": "emulate",
-                 "RMEM_GUEST_TIMEOUT": str(int(120 + timeout_s * len(runs)))})
-        failure = guest_failure(out, proc.returncode, proc.stderr,
-                                {"setup_rc": "0", "done": "1"})
+            [str(RUN_GUEST), str(out), str(inp)],
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "RMEM_GUEST_SCRIPT": "emulate",
+                "RMEM_GUEST_TIMEOUT": str(int(120 + timeout_s * len(runs))),
+            },
+        )
+        failure = guest_failure(out, proc.returncode, proc.stderr, {"setup_rc": "0", "done": "1"})
         if failure is not None:
             keep = True
-            raise RuntimeError(f"kmod guest did not finish the sweep (its files are kept in "
-                               f"{out}):\n{failure}")
+            raise RuntimeError(
+                f"kmod guest did not finish the sweep (its files are kept in {out}):\n{failure}"
+            )
         res = read_guest_results(out / "results.txt")
         outcomes = []
         for i, (model, _) in enumerate(runs):
             if res.get(f"run_{i}_model") != model.kind:
-                raise RuntimeError(f"kmod guest: run {i}: delay_model is "
-                                   f"{res.get(f'run_{i}_model')!r}, expected {model.kind}")
+                raise RuntimeError(
+                    f"kmod guest: run {i}: delay_model is "
+                    f"{res.get(f'run_{i}_model')!r}, expected {model.kind}"
+                )
             ok = res[f"run_{i}_rc"] == "0"
-            outcomes.append({
-                "status": "ok" if ok else f"failed ({res[f'run_{i}_rc']})",
-                "jct_s": float(res[f"run_{i}_jct_s"]),
-                "swap_in_bytes": int(res[f"run_{i}_swap_in_bytes"]),
-                "swap_out_bytes": int(res[f"run_{i}_swap_out_bytes"]),
-                "report": json.loads(res[f"run_{i}_json"]) if ok else {},
-            })
+            outcomes.append(
+                {
+                    "status": "ok" if ok else f"failed ({res[f'run_{i}_rc']})",
+                    "jct_s": float(res[f"run_{i}_jct_s"]),
+                    "swap_in_bytes": int(res[f"run_{i}_swap_in_bytes"]),
+                    "swap_out_bytes": int(res[f"run_{i}_swap_out_bytes"]),
+                    "report": json.loads(res[f"run_{i}_json"]) if ok else {},
+                }
+            )
         return outcomes
     finally:
         if not keep:

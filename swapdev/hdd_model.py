@@ -43,29 +43,43 @@ DEFAULT_TRANSFER_BYTES_PER_S: Final = 100_000_000
 DEFAULT_SIZES: Final = tuple(4096 * k for k in range(1, 129))
 
 
-def service_time_ns(size_bytes: int, rpm: float, seek_ms: float, transfer_bytes_per_s: float,
-                    rotation_fraction: float) -> float:
+def service_time_ns(
+    size_bytes: int,
+    rpm: float,
+    seek_ms: float,
+    transfer_bytes_per_s: float,
+    rotation_fraction: float,
+) -> float:
     """One request's service time (ns): ``seek + rotation_fraction * 60/rpm + size/rate``.
 
     Raises ValueError on rpm or rate <= 0, seek < 0 or a fraction outside [0, 1].
     """
     if rpm <= 0 or transfer_bytes_per_s <= 0 or seek_ms < 0 or not 0 <= rotation_fraction <= 1:
-        raise ValueError(f"hdd model: expected rpm > 0, transfer > 0, seek >= 0, fraction in "
-                         f"[0, 1]; got rpm={rpm}, transfer={transfer_bytes_per_s}, "
-                         f"seek_ms={seek_ms}, fraction={rotation_fraction}")
-    return (seek_ms * 1e6 + rotation_fraction * 60e9 / rpm
-            + size_bytes * 1e9 / transfer_bytes_per_s)
+        raise ValueError(
+            f"hdd model: expected rpm > 0, transfer > 0, seek >= 0, fraction in "
+            f"[0, 1]; got rpm={rpm}, transfer={transfer_bytes_per_s}, "
+            f"seek_ms={seek_ms}, fraction={rotation_fraction}"
+        )
+    return seek_ms * 1e6 + rotation_fraction * 60e9 / rpm + size_bytes * 1e9 / transfer_bytes_per_s
 
 
-def mean_service_time_ns(size_bytes: int, rpm: float, seek_ms: float = SINGLE_TRACK_SEEK_MS,
-                         transfer_bytes_per_s: float = DEFAULT_TRANSFER_BYTES_PER_S) -> float:
+def mean_service_time_ns(
+    size_bytes: int,
+    rpm: float,
+    seek_ms: float = SINGLE_TRACK_SEEK_MS,
+    transfer_bytes_per_s: float = DEFAULT_TRANSFER_BYTES_PER_S,
+) -> float:
     """The mean service time (ns): seek + half a revolution + transfer."""
     return service_time_ns(size_bytes, rpm, seek_ms, transfer_bytes_per_s, 0.5)
 
 
-def hdd_cdf_lines(rpm: float, seek_ms: float = SINGLE_TRACK_SEEK_MS,
-                  transfer_bytes_per_s: float = DEFAULT_TRANSFER_BYTES_PER_S,
-                  sizes: Sequence[int] = DEFAULT_SIZES, points: int = 50) -> list[str]:
+def hdd_cdf_lines(
+    rpm: float,
+    seek_ms: float = SINGLE_TRACK_SEEK_MS,
+    transfer_bytes_per_s: float = DEFAULT_TRANSFER_BYTES_PER_S,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    points: int = 50,
+) -> list[str]:
     """The ``fct-sample`` lines ``<bytes> <cum_prob> <fct_us>`` of the model (module doc):
     per size (ascending), ``points`` lines with cum_prob ``i/points`` and the service time
     at rotation fraction ``(i - 0.5) / points``, in us with 3 decimals (whole ns).
@@ -73,20 +87,27 @@ def hdd_cdf_lines(rpm: float, seek_ms: float = SINGLE_TRACK_SEEK_MS,
     Raises ValueError on bad parameters, sizes not ascending positive, or points < 1.
     """
     if points < 1 or not sizes or any(s <= 0 for s in sizes) or list(sizes) != sorted(set(sizes)):
-        raise ValueError(f"hdd model: expected points >= 1 and ascending distinct sizes > 0, "
-                         f"got points={points}, sizes={list(sizes)[:5]}...")
+        raise ValueError(
+            f"hdd model: expected points >= 1 and ascending distinct sizes > 0, "
+            f"got points={points}, sizes={list(sizes)[:5]}..."
+        )
     lines = []
     for size in sizes:
         for i in range(1, points + 1):
-            ns = round(service_time_ns(size, rpm, seek_ms, transfer_bytes_per_s,
-                                       (i - 0.5) / points))
+            ns = round(
+                service_time_ns(size, rpm, seek_ms, transfer_bytes_per_s, (i - 0.5) / points)
+            )
             prob = "1" if i == points else f"{i / points:.9f}".rstrip("0")
             lines.append(f"{size} {prob} {ns // 1000}.{ns % 1000:03d}\n")
     return lines
 
 
-def write_hdd_cdf(path: Path, rpm: float, seek_ms: float = SINGLE_TRACK_SEEK_MS,
-                  transfer_bytes_per_s: float = DEFAULT_TRANSFER_BYTES_PER_S) -> Path:
+def write_hdd_cdf(
+    path: Path,
+    rpm: float,
+    seek_ms: float = SINGLE_TRACK_SEEK_MS,
+    transfer_bytes_per_s: float = DEFAULT_TRANSFER_BYTES_PER_S,
+) -> Path:
     """Write :func:`hdd_cdf_lines` to ``path`` atomically; returns ``path``."""
     with atomic_path(path) as tmp:
         tmp.write_text("".join(hdd_cdf_lines(rpm, seek_ms, transfer_bytes_per_s)))

@@ -144,11 +144,11 @@ class DeviceSection(_Strict):
     @model_validator(mode="after")
     def _kind_keys(self) -> DeviceSection:
         if self.name == MEMORY:
-            raise ValueError(f"name: \"{MEMORY}\" is the full-memory reference's name")
+            raise ValueError(f'name: "{MEMORY}" is the full-memory reference\'s name')
         if device.MODEL_PARAMS.get(self.kind) == "table" and self.fct_file is None:
-            raise ValueError(f"fct_file: required for kind = \"{self.kind}\"")
+            raise ValueError(f'fct_file: required for kind = "{self.kind}"')
         if (self.kind == HDD) != (self.rpm is not None):
-            raise ValueError("rpm: required for kind = \"hdd\", and only for it")
+            raise ValueError('rpm: required for kind = "hdd", and only for it')
         return self
 
     def delay(self, base_dir: Path, work: Path) -> device.DelayModel:
@@ -156,12 +156,14 @@ class DeviceSection(_Strict):
         ``work``)."""
         if self.kind == HDD:
             assert self.rpm is not None
-            table = hdd_model.write_hdd_cdf(work / f"{self.name}.cdf", self.rpm, self.seek_ms,
-                                            self.transfer_bytes_per_s)
+            table = hdd_model.write_hdd_cdf(
+                work / f"{self.name}.cdf", self.rpm, self.seek_ms, self.transfer_bytes_per_s
+            )
             return device.DelayModel("fct-sample", fct_file=table, seed=self.seed)
         fct = None if self.fct_file is None else base_dir / self.fct_file
-        return device.DelayModel(self.kind, self.latency_ns, self.bandwidth_bps, fct,
-                                 self.fct_format, self.seed)
+        return device.DelayModel(
+            self.kind, self.latency_ns, self.bandwidth_bps, fct, self.fct_format, self.seed
+        )
 
 
 class HpeCmConfig(_Strict):
@@ -201,8 +203,9 @@ def load_hpe_cm_config(path: str | Path) -> HpeCmConfig:
     return load_config_model(path, HpeCmConfig)[0]
 
 
-def _run_json(argv: list[str], timeout_s: float, memcg: Path | None,
-              what: str) -> tuple[str, float, dict[str, float]]:
+def _run_json(
+    argv: list[str], timeout_s: float, memcg: Path | None, what: str
+) -> tuple[str, float, dict[str, float]]:
     """Run a benchmark (in ``memcg`` if given); (status, wall s, its JSON report).
 
     status: ``ok``, ``timeout`` (killed) or ``oom`` (the memory cgroup's OOM killer ended
@@ -219,8 +222,9 @@ def _run_json(argv: list[str], timeout_s: float, memcg: Path | None,
     return "ok", wall, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
-                    repeat: int) -> dict[str, object]:
+def _pagefault_once(
+    cfg: HpeCmConfig, dev: DeviceSection | None, work: Path, repeat: int
+) -> dict[str, object]:
     """One lat_pagefault run on ``dev`` (None: the full-memory reference)."""
     build = device.build_dir()
     size = cfg.hpe_cm.device_bytes - cfg.hpe_cm.device_bytes % PAGE
@@ -232,9 +236,13 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
             # Owned (device.SHM_FILE): a SIGKILLed run's directory, RAM until removed, is
             # reaped by the next command.
             shm = f"disaggsim-hpecm-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-            collect_env.make_owned(stack, device.SHM_FILE, [shm],
-                                   lambda n: (device.SHM_DIR / n).mkdir(mode=0o700),
-                                   device.remove_shm_file)
+            collect_env.make_owned(
+                stack,
+                device.SHM_FILE,
+                [shm],
+                lambda n: (device.SHM_DIR / n).mkdir(mode=0o700),
+                device.remove_shm_file,
+            )
             target = device.SHM_DIR / shm / "file"
             with open(target, "wb") as fh:
                 fh.write(b"\1" * size)
@@ -243,12 +251,30 @@ def _pagefault_once(cfg: HpeCmConfig, dev: DeviceSection | None, work: Path,
             model = dev.delay(cfg.base_dir, work)
             swapdev = device.fuse_loop_device(stack, work, size, model)
             target, name = Path(swapdev.loop), dev.name
-        status, wall, rep = _run_json([str(build / "lat_pagefault"), str(target), *seed],
-                                      cfg.hpe_cm.timeout_s, None, "lat_pagefault")
-    row: dict[str, object] = {"device": name, "kind": dev.kind if dev else MEMORY,
-                              "repeat": repeat, "status": status, "wall_s": wall}
-    for key in ("pages", "faults", "majflt", "mean_ns", "p10_ns", "p50_ns", "p90_ns",
-                "p99_ns", "max_ns"):
+        status, wall, rep = _run_json(
+            [str(build / "lat_pagefault"), str(target), *seed],
+            cfg.hpe_cm.timeout_s,
+            None,
+            "lat_pagefault",
+        )
+    row: dict[str, object] = {
+        "device": name,
+        "kind": dev.kind if dev else MEMORY,
+        "repeat": repeat,
+        "status": status,
+        "wall_s": wall,
+    }
+    for key in (
+        "pages",
+        "faults",
+        "majflt",
+        "mean_ns",
+        "p10_ns",
+        "p50_ns",
+        "p90_ns",
+        "p99_ns",
+        "max_ns",
+    ):
         row[key] = rep.get(key)
     row.update(_device_delays(swapdev))
     return row
@@ -266,17 +292,25 @@ def _device_delays(swapdev: device.SwapDevice | None) -> dict[str, object]:
     The fault latency's excess over these is the host's (the loop worker, the wake-up of a
     faulting thread that slept through the delay), not the device's."""
     if swapdev is None:
-        return {"device_requests": None, "target_delay_mean_ns": None,
-                "applied_delay_p50_ns": None, "applied_delay_min_ns": None}
+        return {
+            "device_requests": None,
+            "target_delay_mean_ns": None,
+            "applied_delay_p50_ns": None,
+            "applied_delay_min_ns": None,
+        }
     hists = device.read_histograms(swapdev.hist)
     applied, target = hists["applied"], hists["target"]
-    return {"device_requests": applied.n, "target_delay_mean_ns": round(target.mean_ns),
-            "applied_delay_p50_ns": round(applied.quantile_ns(0.5)) if applied.n else None,
-            "applied_delay_min_ns": applied.min_ns}
+    return {
+        "device_requests": applied.n,
+        "target_delay_mean_ns": round(target.mean_ns),
+        "applied_delay_p50_ns": round(applied.quantile_ns(0.5)) if applied.n else None,
+        "applied_delay_min_ns": applied.min_ns,
+    }
 
 
-def prefilled_swap(stack: collect_env.UndoStack, work: Path, size_bytes: int,
-                    model: device.DelayModel) -> device.SwapDevice:
+def prefilled_swap(
+    stack: collect_env.UndoStack, work: Path, size_bytes: int, model: device.DelayModel
+) -> device.SwapDevice:
     """The swap backend's device (:func:`device.fuse_loop_device`) written through once
     before ``swapon``, so the daemon's RAM store is allocated (and mlocked) up front.
 
@@ -289,15 +323,26 @@ def prefilled_swap(stack: collect_env.UndoStack, work: Path, size_bytes: int,
     direct writes under the device's model; its bytes are subtracted from the swap-out
     counter (``size_bytes`` is returned as the device's ``prefill_bytes``)."""
     dev = device.fuse_loop_device(stack, work, size_bytes, model)
-    collect_env.sh(["dd", "if=/dev/zero", f"of={dev.loop}", "bs=4M", "oflag=direct",
-                    "status=none", f"count={size_bytes}", "iflag=count_bytes"])
+    collect_env.sh(
+        [
+            "dd",
+            "if=/dev/zero",
+            f"of={dev.loop}",
+            "bs=4M",
+            "oflag=direct",
+            "status=none",
+            f"count={size_bytes}",
+            "iflag=count_bytes",
+        ]
+    )
     collect_env.disable_zswap(stack)
     collect_env.swap_area(stack, os.path.basename(dev.loop))
     return dev
 
 
-def _overcommit_once(cfg: HpeCmConfig, dev: DeviceSection | None, over_commit: float,
-                     work: Path, repeat: int) -> dict[str, object]:
+def _overcommit_once(
+    cfg: HpeCmConfig, dev: DeviceSection | None, over_commit: float, work: Path, repeat: int
+) -> dict[str, object]:
     """One paging_w run of ``over_commit x local_bytes``: on ``dev`` with the memory
     cgroup limited to ``local_bytes``, or (``dev`` None) in an unlimited cgroup."""
     build = device.build_dir()
@@ -321,13 +366,24 @@ def _overcommit_once(cfg: HpeCmConfig, dev: DeviceSection | None, over_commit: f
             status, wall, rep = _run_json(argv, cfg.hpe_cm.timeout_s, memcg, "paging_w")
             stack.close()  # the daemon exits and prints its counters
             swap_in, swap_out = emulate_apps.device_counters(
-                swapdev.log.read_text(errors="replace"))
+                swapdev.log.read_text(errors="replace")
+            )
             swap_out -= size  # the prefill
-    return {"over_commit": over_commit, "device": dev.name if dev else MEMORY,
-            "kind": dev.kind if dev else MEMORY, "repeat": repeat, "status": status,
-            "local_bytes": local, "working_set_bytes": ws, "write_s": rep.get("write_s"),
-            "wall_s": wall, "majflt": rep.get("majflt"), "minflt": rep.get("minflt"),
-            "swap_in_bytes": swap_in, "swap_out_bytes": swap_out}
+    return {
+        "over_commit": over_commit,
+        "device": dev.name if dev else MEMORY,
+        "kind": dev.kind if dev else MEMORY,
+        "repeat": repeat,
+        "status": status,
+        "local_bytes": local,
+        "working_set_bytes": ws,
+        "write_s": rep.get("write_s"),
+        "wall_s": wall,
+        "majflt": rep.get("majflt"),
+        "minflt": rep.get("minflt"),
+        "swap_in_bytes": swap_in,
+        "swap_out_bytes": swap_out,
+    }
 
 
 def shared_buffers_mb(scale: int) -> int:
@@ -336,13 +392,19 @@ def shared_buffers_mb(scale: int) -> int:
     return (scale * BYTES_PER_SCALE * 5 // 4 >> 20) + 16
 
 
-def _pgbench_once(cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work: Path,
-                  repeat: int) -> dict[str, object]:
+def _pgbench_once(
+    cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work: Path, repeat: int
+) -> dict[str, object]:
     """One PostgreSQL + pgbench run at ``scale`` (module docstring): TPS of the client."""
     hc = cfg.hpe_cm
-    pg = PgbenchConfig(scale=scale, shared_buffers_mb=shared_buffers_mb(scale),
-                       clients_per_node=hc.clients, rate_tps=0, builtin="tpcb-like",
-                       prewarm=True)
+    pg = PgbenchConfig(
+        scale=scale,
+        shared_buffers_mb=shared_buffers_mb(scale),
+        clients_per_node=hc.clients,
+        rate_tps=0,
+        builtin="tpcb-like",
+        prewarm=True,
+    )
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o711)
     status, tps, latency_ms, swap_in, swap_out = "ok", None, None, None, None
@@ -362,9 +424,14 @@ def _pgbench_once(cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work:
             d.mkdir()
         logs = work / "logs"
         logs.mkdir()
-        cluster = Cluster(2, memcgs, dirs, logs, seed=repeat + 1,
-                          placement=lambda node, name: (server if name == "postgres" else None,
-                                                        {}))
+        cluster = Cluster(
+            2,
+            memcgs,
+            dirs,
+            logs,
+            seed=repeat + 1,
+            placement=lambda node, name: (server if name == "postgres" else None, {}),
+        )
         app = make_app(pg, cluster)
         app.prepare_data()
         app.start(stack)
@@ -381,14 +448,23 @@ def _pgbench_once(cfg: HpeCmConfig, dev: DeviceSection | None, scale: int, work:
         stack.close()
         if swapdev is not None:
             swap_in, swap_out = emulate_apps.device_counters(
-                swapdev.log.read_text(errors="replace"))
+                swapdev.log.read_text(errors="replace")
+            )
             swap_out -= size  # the prefill
-    return {"scale": scale, "db_bytes": scale * BYTES_PER_SCALE,
-            "shared_buffers_mb": pg.shared_buffers_mb, "device": dev.name if dev else MEMORY,
-            "kind": dev.kind if dev else MEMORY, "repeat": repeat, "status": status,
-            "local_bytes": hc.local_bytes if dev else None, "tps": tps,
-            "latency_average_ms": latency_ms, "swap_in_bytes": swap_in,
-            "swap_out_bytes": swap_out}
+    return {
+        "scale": scale,
+        "db_bytes": scale * BYTES_PER_SCALE,
+        "shared_buffers_mb": pg.shared_buffers_mb,
+        "device": dev.name if dev else MEMORY,
+        "kind": dev.kind if dev else MEMORY,
+        "repeat": repeat,
+        "status": status,
+        "local_bytes": hc.local_bytes if dev else None,
+        "tps": tps,
+        "latency_average_ms": latency_ms,
+        "swap_in_bytes": swap_in,
+        "swap_out_bytes": swap_out,
+    }
 
 
 def summarize_pgbench(runs: pd.DataFrame) -> pd.DataFrame:
@@ -398,17 +474,27 @@ def summarize_pgbench(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (scale, name), grp in runs.groupby(["scale", "device"], sort=False):
         ok = grp[grp["status"] == "ok"]
-        full = runs[(runs["scale"] == scale) & (runs["device"] == MEMORY)
-                    & (runs["status"] == "ok")]["tps"]
+        full = runs[
+            (runs["scale"] == scale) & (runs["device"] == MEMORY) & (runs["status"] == "ok")
+        ]["tps"]
         med = ok["tps"].median() if len(ok) else math.nan
         rel = med / full.median() if len(full) else math.nan
-        rows.append({"scale": scale, "db_bytes": grp["db_bytes"].iloc[0], "device": name,
-                     "kind": grp["kind"].iloc[0], "repeats_ok": len(ok),
-                     "repeats_failed": len(grp) - len(ok), "tps": med,
-                     "tps_min": ok["tps"].min() if len(ok) else math.nan,
-                     "tps_max": ok["tps"].max() if len(ok) else math.nan,
-                     "tps_vs_memory": rel, "performance_diff": 1 - rel,
-                     "swap_in_bytes": _median(ok["swap_in_bytes"])})
+        rows.append(
+            {
+                "scale": scale,
+                "db_bytes": grp["db_bytes"].iloc[0],
+                "device": name,
+                "kind": grp["kind"].iloc[0],
+                "repeats_ok": len(ok),
+                "repeats_failed": len(grp) - len(ok),
+                "tps": med,
+                "tps_min": ok["tps"].min() if len(ok) else math.nan,
+                "tps_max": ok["tps"].max() if len(ok) else math.nan,
+                "tps_vs_memory": rel,
+                "performance_diff": 1 - rel,
+                "swap_in_bytes": _median(ok["swap_in_bytes"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -429,12 +515,21 @@ def summarize_pagefault(runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs["status"] == "ok"]
     rows = []
     for name, grp in ok.groupby("device", sort=False):
-        rows.append({"device": name, "kind": grp["kind"].iloc[0], "repeats_ok": len(grp),
-                     "p50_ns": grp["p50_ns"].median(), "p50_min_ns": grp["p50_ns"].min(),
-                     "p50_max_ns": grp["p50_ns"].max(), "mean_ns": grp["mean_ns"].median(),
-                     "p99_ns": grp["p99_ns"].median(), "majflt": grp["majflt"].median(),
-                     "faults": grp["faults"].median(),
-                     "applied_delay_p50_ns": _median(grp["applied_delay_p50_ns"])})
+        rows.append(
+            {
+                "device": name,
+                "kind": grp["kind"].iloc[0],
+                "repeats_ok": len(grp),
+                "p50_ns": grp["p50_ns"].median(),
+                "p50_min_ns": grp["p50_ns"].min(),
+                "p50_max_ns": grp["p50_ns"].max(),
+                "mean_ns": grp["mean_ns"].median(),
+                "p99_ns": grp["p99_ns"].median(),
+                "majflt": grp["majflt"].median(),
+                "faults": grp["faults"].median(),
+                "applied_delay_p50_ns": _median(grp["applied_delay_p50_ns"]),
+            }
+        )
     out = pd.DataFrame(rows)
     ref = {r["device"]: r for r in rows}
 
@@ -446,8 +541,9 @@ def summarize_pagefault(runs: pd.DataFrame) -> pd.DataFrame:
     out["d_paging"] = ratio("p50_ns", "local")
     out["d_paging_mean"] = ratio("mean_ns", "local")
     out["d_memory"] = ratio("p50_ns", MEMORY)
-    out["delta_p50_ns"] = (out["p50_ns"] - float(ref["local"]["p50_ns"])) if "local" in ref \
-        else math.nan
+    out["delta_p50_ns"] = (
+        (out["p50_ns"] - float(ref["local"]["p50_ns"])) if "local" in ref else math.nan
+    )
     return out
 
 
@@ -460,20 +556,28 @@ def summarize_overcommit(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (oc, name), grp in runs.groupby(["over_commit", "device"], sort=False):
         ok = grp[grp["status"] == "ok"]
-        full = runs[(runs["over_commit"] == oc) & (runs["device"] == MEMORY)
-                    & (runs["status"] == "ok")]["write_s"]
+        full = runs[
+            (runs["over_commit"] == oc) & (runs["device"] == MEMORY) & (runs["status"] == "ok")
+        ]["write_s"]
         ref = full.median() if len(full) else math.nan
         med = ok["write_s"].median() if len(ok) else math.nan
-        rows.append({
-            "over_commit": oc, "device": name, "kind": grp["kind"].iloc[0],
-            "repeats_ok": len(ok), "repeats_failed": len(grp) - len(ok),
-            "write_s": med, "write_min_s": ok["write_s"].min() if len(ok) else math.nan,
-            "write_max_s": ok["write_s"].max() if len(ok) else math.nan,
-            "ratio": ref / med, "ratio_min": ref / ok["write_s"].max() if len(ok) else math.nan,
-            "ratio_max": ref / ok["write_s"].min() if len(ok) else math.nan,
-            "swap_in_bytes": _median(ok["swap_in_bytes"]),
-            "swap_out_bytes": _median(ok["swap_out_bytes"]),
-        })
+        rows.append(
+            {
+                "over_commit": oc,
+                "device": name,
+                "kind": grp["kind"].iloc[0],
+                "repeats_ok": len(ok),
+                "repeats_failed": len(grp) - len(ok),
+                "write_s": med,
+                "write_min_s": ok["write_s"].min() if len(ok) else math.nan,
+                "write_max_s": ok["write_s"].max() if len(ok) else math.nan,
+                "ratio": ref / med,
+                "ratio_min": ref / ok["write_s"].max() if len(ok) else math.nan,
+                "ratio_max": ref / ok["write_s"].min() if len(ok) else math.nan,
+                "swap_in_bytes": _median(ok["swap_in_bytes"]),
+                "swap_out_bytes": _median(ok["swap_out_bytes"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -511,8 +615,11 @@ def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
     window = machine.this_window(machine.utc_now())  # its machine and speed (machine.py)
     held = device.system_lock() if lock else contextlib.nullcontext()
     # SIGTERM/SIGHUP unwind as Ctrl-C (also for a caller other than the CLI).
-    with interrupt_on_signals(), held, tempfile.TemporaryDirectory(
-            prefix="disaggsim-hpecm-", dir="/var/tmp") as tmpdir:
+    with (
+        interrupt_on_signals(),
+        held,
+        tempfile.TemporaryDirectory(prefix="disaggsim-hpecm-", dir="/var/tmp") as tmpdir,
+    ):
         tmp = Path(tmpdir)
         tmp.chmod(0o711)  # the PostgreSQL server runs as "postgres" below it
         points: list[float | None] = [None]
@@ -527,8 +634,12 @@ def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
                     n = oc if hc.experiment == "overcommit" else None
                     if hc.experiment == "pgbench" and oc is not None:
                         n = oc * BYTES_PER_SCALE / hc.local_bytes
-                    if dev is not None and n is not None and dev.max_over_commit is not None \
-                            and n > dev.max_over_commit:
+                    if (
+                        dev is not None
+                        and n is not None
+                        and dev.max_over_commit is not None
+                        and n > dev.max_over_commit
+                    ):
                         continue
                     label = MEMORY if dev is None else dev.name
                     work = tmp / f"{oc}-{label}-{rep}"
@@ -544,16 +655,24 @@ def run(cfg: HpeCmConfig, progress: bool = True, lock: bool = True) -> Outputs:
                     rows.append(row)
                     if progress:
                         where = "" if oc is None else f"{unit} {oc:g} "
-                        print(f"{hc.name}: {where}{label} repeat {rep}: {row['status']} "
-                              f"{text}", file=sys.stderr, flush=True)
+                        print(
+                            f"{hc.name}: {where}{label} repeat {rep}: {row['status']} {text}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
     runs = pd.DataFrame(rows)
-    summary = {"pagefault": summarize_pagefault, "overcommit": summarize_overcommit,
-               "pgbench": summarize_pgbench}[hc.experiment](runs)
+    summary = {
+        "pagefault": summarize_pagefault,
+        "overcommit": summarize_overcommit,
+        "pgbench": summarize_pgbench,
+    }[hc.experiment](runs)
     out.mkdir(parents=True, exist_ok=True)
     _write_csv(runs, out / "runs.csv")
     _write_csv(summary, out / "summary.csv")
     machine.write_log(out, [window])
     with atomic_path(out / "machine.txt") as tmpfile:
-        tmpfile.write_text(f"load average (1, 5, 15 min) at the start: {load_start}\n"
-                           f"load average at the end: {os.getloadavg()}\n")
+        tmpfile.write_text(
+            f"load average (1, 5, 15 min) at the start: {load_start}\n"
+            f"load average at the end: {os.getloadavg()}\n"
+        )
     return Outputs(out, out / "runs.csv", out / "summary.csv")

@@ -115,8 +115,9 @@ def _ranks(confidence: float, pairs: int) -> tuple[int, ...]:
     spent = Fraction(0)
     ranks: list[int] = []
     for n in range(1, pairs + 1):
-        uncrossed = [(uncrossed[j] if j < n else 0) + (uncrossed[j - 1] if j else 0)
-                     for j in range(n + 1)]
+        uncrossed = [
+            (uncrossed[j] if j < n else 0) + (uncrossed[j - 1] if j else 0) for j in range(n + 1)
+        ]
         rank, tail = 0, 0
         for k in range(1, (n + 1) // 2 + 1):
             tail_k = tail + uncrossed[n + 1 - k]
@@ -181,8 +182,10 @@ def paired_ratio_ci(
     if p.size == 0 or r.size == 0:
         raise ValueError("paired_ratio_ci: at least one round with a JCT of both is needed")
     if p.shape != r.shape:
-        raise ValueError(f"paired_ratio_ci: {p.size} point JCTs but {r.size} reference "
-                         "JCTs: expected one of each per round")
+        raise ValueError(
+            f"paired_ratio_ci: {p.size} point JCTs but {r.size} reference "
+            "JCTs: expected one of each per round"
+        )
     if not (np.isfinite(p).all() and np.isfinite(r).all() and (p > 0).all() and (r > 0).all()):
         raise ValueError("paired_ratio_ci: JCTs must be finite and > 0")
     ratios = np.sort(p / r)
@@ -209,8 +212,9 @@ def settled(interval: RatioInterval, threshold: float, half_width: float = HALF_
     +-``half_width`` or already on one side of ``threshold`` (more runs would not change
     the verdict of a decided point, only narrow it; the verdict's error bound holds
     whatever this rule, module docstring)."""
-    return interval.decisive and (interval.half_width <= half_width
-                                  or verdict(interval, threshold) != "undecided")
+    return interval.decisive and (
+        interval.half_width <= half_width or verdict(interval, threshold) != "undecided"
+    )
 
 
 AppClass = Literal["dolphin", "shark", "undecided"]
@@ -220,8 +224,11 @@ def app_class(point_verdict: Verdict) -> AppClass:
     """The paper's split (§3.2, Figure 2): a dolphin keeps its degradation within 5 % at
     5 µs / 40 Gb/s with 25 % local memory, a shark does not; an undecided point leaves
     the application undecided."""
-    classes: dict[Verdict, AppClass] = {"pass": "dolphin", "fail": "shark",
-                                        "undecided": "undecided"}
+    classes: dict[Verdict, AppClass] = {
+        "pass": "dolphin",
+        "fail": "shark",
+        "undecided": "undecided",
+    }
     return classes[point_verdict]
 
 

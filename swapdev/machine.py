@@ -116,11 +116,17 @@ def this_window(start_utc: str) -> Window:
     ``start_utc`` (ISO 8601 UTC)."""
     sha, copy = calibrate()
     flags = _cpuinfo_field("flags").split()
-    return Window(start_utc=start_utc, boot_id=boot_id(),
-                  cpu_model=_cpuinfo_field("model name"), cpus=os.cpu_count() or 1,
-                  kernel=platform.release(), mem_total_bytes=_mem_total_bytes(),
-                  hypervisor="yes" if "hypervisor" in flags else "no",
-                  sha256_mib_per_s=round(sha, 1), memcpy_gib_per_s=round(copy, 2))
+    return Window(
+        start_utc=start_utc,
+        boot_id=boot_id(),
+        cpu_model=_cpuinfo_field("model name"),
+        cpus=os.cpu_count() or 1,
+        kernel=platform.release(),
+        mem_total_bytes=_mem_total_bytes(),
+        hypervisor="yes" if "hypervisor" in flags else "no",
+        sha256_mib_per_s=round(sha, 1),
+        memcpy_gib_per_s=round(copy, 2),
+    )
 
 
 def read_log(out: Path) -> list[Window]:
@@ -172,8 +178,10 @@ def describe(windows: Sequence[Window], boots: Iterable[str]) -> list[str]:
         elif (w := first.get(boot)) is None:
             lines.append(f"boot {boot[:8]}: not recorded ({n} runs)")
         else:
-            lines.append(f"boot {boot[:8]}: {w.cpu_model}, {w.cpus} CPUs, kernel {w.kernel}, "
-                         f"{w.mem_total_bytes / (1 << 30):.1f} GiB; SHA-256 "
-                         f"{w.sha256_mib_per_s:g} MiB/s, memcpy {w.memcpy_gib_per_s:g} GiB/s "
-                         f"({n} runs)")
+            lines.append(
+                f"boot {boot[:8]}: {w.cpu_model}, {w.cpus} CPUs, kernel {w.kernel}, "
+                f"{w.mem_total_bytes / (1 << 30):.1f} GiB; SHA-256 "
+                f"{w.sha256_mib_per_s:g} MiB/s, memcpy {w.memcpy_gib_per_s:g} GiB/s "
+                f"({n} runs)"
+            )
     return lines

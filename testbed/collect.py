@@ -184,29 +184,40 @@ PRESETS: Final[dict[str, CollectConfig]] = {
     "memcached-ycsb": CollectConfig(
         sample="memcached-ycsb",
         apps=[MemcachedYcsbConfig(recordcount=100_000, workload="a", target_ops_per_s=100)],
-        duration_s=10, calibration_duration_s=10, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
+        duration_s=10,
+        calibration_duration_s=10,
+        pcap_snaplen_bytes=64,
+        blk_keep_actions="QDC",
     ),
     "dask-sort": CollectConfig(
         sample="dask-sort",
         apps=[DaskSortConfig(files_per_node=2, records_per_file=50_000, reducers_per_node=2)],
-        duration_s=60, calibration_duration_s=60, pcap_snaplen_bytes=64,
+        duration_s=60,
+        calibration_duration_s=60,
+        pcap_snaplen_bytes=64,
         # Paper Fig. 5 varies local memory 10-100 %; at 25 % the Python workers' runtime alone
         # thrashes (~40 MB/s of swap records: 85 MB of traces for a 6 s sort), too large to
         # bundle, so the bundled sample uses 50 % and keeps only Q/D/C block records.
-        memory_limit_fraction=0.5, blk_keep_actions="QDC",
+        memory_limit_fraction=0.5,
+        blk_keep_actions="QDC",
     ),
     "dask-sort-large": CollectConfig(
         sample="dask-sort-large",
         apps=[DaskSortConfig(files_per_node=4, records_per_file=100_000, reducers_per_node=2)],
-        duration_s=90, calibration_duration_s=90,
+        duration_s=90,
+        calibration_duration_s=90,
     ),
     "postgres-pgbench": CollectConfig(
         sample="postgres-pgbench",
         # shared_buffers (192 MB) holds the prewarmed accounts table + index (~150 MB); the
         # 25 % limit leaves ~a third of it resident, so account reads swap pages back in.
         apps=[PgbenchConfig(scale=10, shared_buffers_mb=192, clients_per_node=4, rate_tps=100)],
-        duration_s=8, calibration_duration_s=8, pcap_snaplen_bytes=64, blk_keep_actions="QDC",
-        disk_bytes=1 * GIB, swap_bytes=1 * GIB,
+        duration_s=8,
+        calibration_duration_s=8,
+        pcap_snaplen_bytes=64,
+        blk_keep_actions="QDC",
+        disk_bytes=1 * GIB,
+        swap_bytes=1 * GIB,
     ),
     # Spark (PySpark jobs on a standalone cluster; testbed/apps/spark.py). The JVMs page
     # heavily: a 1.2 M-word WordCount at 25 % made 750 k swap requests in 61 s (91 MB of
@@ -218,57 +229,109 @@ PRESETS: Final[dict[str, CollectConfig]] = {
     "spark-wordcount": CollectConfig(
         sample="spark-wordcount",
         apps=[SparkConfig(job="wordcount", splits_per_node=2, lines_per_split=2_500)],
-        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
-        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+        duration_s=30,
+        calibration_duration_s=30,
+        pcap_snaplen_bytes=64,
+        blk_keep_actions="D",
+        memory_limit_fraction=0.75,
+        disk_bytes=1 * GIB,
+        swap_bytes=2 * GIB,
     ),
     "spark-sort": CollectConfig(
         sample="spark-sort",
         apps=[SparkConfig(job="sort", splits_per_node=2, records_per_split=15_000)],
-        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
-        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+        duration_s=30,
+        calibration_duration_s=30,
+        pcap_snaplen_bytes=64,
+        blk_keep_actions="D",
+        memory_limit_fraction=0.75,
+        disk_bytes=1 * GIB,
+        swap_bytes=2 * GIB,
     ),
     "spark-pagerank": CollectConfig(
         sample="spark-pagerank",
-        apps=[SparkConfig(job="pagerank", splits_per_node=2, edges_per_split=20_000,
-                          graph_scale=14, iterations=3)],
-        duration_s=30, calibration_duration_s=30, pcap_snaplen_bytes=64, blk_keep_actions="D",
-        memory_limit_fraction=0.75, disk_bytes=1 * GIB, swap_bytes=2 * GIB,
+        apps=[
+            SparkConfig(
+                job="pagerank",
+                splits_per_node=2,
+                edges_per_split=20_000,
+                graph_scale=14,
+                iterations=3,
+            )
+        ],
+        duration_s=30,
+        calibration_duration_s=30,
+        pcap_snaplen_bytes=64,
+        blk_keep_actions="D",
+        memory_limit_fraction=0.75,
+        disk_bytes=1 * GIB,
+        swap_bytes=2 * GIB,
     ),
     "spark-wordcount-large": CollectConfig(
         sample="spark-wordcount-large",
         apps=[SparkConfig(job="wordcount", splits_per_node=4, lines_per_split=50_000)],
-        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+        duration_s=120,
+        calibration_duration_s=120,
+        swap_bytes=4 * GIB,
     ),
     "spark-sort-large": CollectConfig(
         sample="spark-sort-large",
         apps=[SparkConfig(job="sort", splits_per_node=4, records_per_split=100_000)],
-        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+        duration_s=120,
+        calibration_duration_s=120,
+        swap_bytes=4 * GIB,
     ),
     "spark-pagerank-large": CollectConfig(
         sample="spark-pagerank-large",
-        apps=[SparkConfig(job="pagerank", splits_per_node=4, edges_per_split=200_000,
-                          graph_scale=18, iterations=10)],
-        duration_s=120, calibration_duration_s=120, swap_bytes=4 * GIB,
+        apps=[
+            SparkConfig(
+                job="pagerank",
+                splits_per_node=4,
+                edges_per_split=200_000,
+                graph_scale=18,
+                iterations=10,
+            )
+        ],
+        duration_s=120,
+        calibration_duration_s=120,
+        swap_bytes=4 * GIB,
     ),
     "postgres-pgbench-large": CollectConfig(
         sample="postgres-pgbench-large",
-        apps=[PgbenchConfig(scale=50, shared_buffers_mb=1024, clients_per_node=8,
-                            rate_tps=400)],
-        duration_s=60, calibration_duration_s=60, swap_bytes=4 * GIB,
+        apps=[PgbenchConfig(scale=50, shared_buffers_mb=1024, clients_per_node=8, rate_tps=400)],
+        duration_s=60,
+        calibration_duration_s=60,
+        swap_bytes=4 * GIB,
     ),
     "smoke": CollectConfig(
         sample="smoke",
         # ~80 MB working set, so 25 % of it (or the 24 MB floor) binds with a wide margin; at
         # 20k records the working set (~25-34 MB) sat next to the floor and on some machines
         # memcached did not swap at all.
-        apps=[MemcachedYcsbConfig(recordcount=60_000, workload="a", target_ops_per_s=200,
-                                  memcached_cache_mb=256)],
-        duration_s=6, calibration_duration_s=3, disk_bytes=256 << 20, swap_bytes=512 << 20,
+        apps=[
+            MemcachedYcsbConfig(
+                recordcount=60_000, workload="a", target_ops_per_s=200, memcached_cache_mb=256
+            )
+        ],
+        duration_s=6,
+        calibration_duration_s=3,
+        disk_bytes=256 << 20,
+        swap_bytes=512 << 20,
     ),
 }
 
-REQUIRED_TOOLS: Final = ("ip", "tcpdump", "losetup", "mkswap", "swapon", "swapoff",
-                         "mkfs.ext4", "mount", "umount", "sysctl")
+REQUIRED_TOOLS: Final = (
+    "ip",
+    "tcpdump",
+    "losetup",
+    "mkswap",
+    "swapon",
+    "swapoff",
+    "mkfs.ext4",
+    "mount",
+    "umount",
+    "sysctl",
+)
 
 
 def clock_offset_ns() -> int:
@@ -313,16 +376,30 @@ class PidTracker:
 class Tcpdump:
     """``tcpdump`` on the switch side of node veths, writing nanosecond pcaps."""
 
-    def __init__(self, stack: UndoStack, iface: str, pcap: Path, snaplen: int,
-                 log: Path) -> None:
+    def __init__(self, stack: UndoStack, iface: str, pcap: Path, snaplen: int, log: Path) -> None:
         self.log = log
         self._logf = open(log, "wb")  # noqa: SIM115 - closed in stop()
         with deferred_signals():  # no signal between the start and the push of its stop
             self.proc = subprocess.Popen(
-                ns_exec(SWITCH_NS) + ["tcpdump", "-i", iface, "-s", str(snaplen), "-n", "-U",
-                                      "-Z", "root", "--time-stamp-precision=nano", "-w",
-                                      str(pcap)],
-                stdout=subprocess.DEVNULL, stderr=self._logf, start_new_session=True)
+                ns_exec(SWITCH_NS)
+                + [
+                    "tcpdump",
+                    "-i",
+                    iface,
+                    "-s",
+                    str(snaplen),
+                    "-n",
+                    "-U",
+                    "-Z",
+                    "root",
+                    "--time-stamp-precision=nano",
+                    "-w",
+                    str(pcap),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=self._logf,
+                start_new_session=True,
+            )
             stack.undo(f"tcpdump on {iface}", self._kill)
         deadline = time.monotonic() + 10
         while "listening on" not in log.read_text(errors="replace"):
@@ -354,8 +431,10 @@ def _check_host() -> None:
         raise PermissionError("disaggsim collect needs root (namespaces, cgroups, swap, ftrace)")
     missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
     if missing:
-        raise RuntimeError(f"missing tools: {' '.join(missing)} (apt-get install iproute2 "
-                           "tcpdump util-linux e2fsprogs procps)")
+        raise RuntimeError(
+            f"missing tools: {' '.join(missing)} (apt-get install iproute2 "
+            "tcpdump util-linux e2fsprogs procps)"
+        )
 
 
 #: The node groups run without their OOM killer, woken by OomWaker, if True. False: with it
@@ -403,10 +482,13 @@ def _start_apps(
         except MemcgOomKill as exc:
             why = str(exc).splitlines()[-1].strip("()")
             if attempt == OOM_ATTEMPTS:
-                raise MemcgOomKill(f"{exc}\n(in each of {OOM_ATTEMPTS} attempts at the "
-                                   "start)") from exc
-            steps.write(f"collect: {why} during the untraced start (attempt "
-                        f"{attempt}/{OOM_ATTEMPTS}); retrying")
+                raise MemcgOomKill(
+                    f"{exc}\n(in each of {OOM_ATTEMPTS} attempts at the start)"
+                ) from exc
+            steps.write(
+                f"collect: {why} during the untraced start (attempt "
+                f"{attempt}/{OOM_ATTEMPTS}); retrying"
+            )
             for f in list(log_dir.iterdir()):
                 if f.is_file() and not f.name.startswith(("calibration-", "attempt")):
                     f.rename(f.with_name(f"attempt{attempt}-{f.name}"))
@@ -443,43 +525,62 @@ def _run_apps(
 
 def _machine() -> str:
     mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
-    return (f"{platform.node()}: Linux {platform.release()}, {os.cpu_count()} CPUs, "
-            f"{mem_kb / 2**20:.0f} GiB RAM, {platform.python_implementation()} "
-            f"{platform.python_version()}")
+    return (
+        f"{platform.node()}: Linux {platform.release()}, {os.cpu_count()} CPUs, "
+        f"{mem_kb / 2**20:.0f} GiB RAM, {platform.python_implementation()} "
+        f"{platform.python_version()}"
+    )
 
 
 def _write_readme(out: Path, meta: dict[str, Any]) -> None:
-    lines = [f"# Sample `{meta['sample']}`", "",
-             "Real traces recorded by `disaggsim collect` (testbed/collect.py) on an emulated "
-             f"{len(meta['nodes'])}-node cluster (network namespaces + memcg v1 + swap), "
-             "Gao et al., OSDI'16 §3.", ""]
+    lines = [
+        f"# Sample `{meta['sample']}`",
+        "",
+        "Real traces recorded by `disaggsim collect` (testbed/collect.py) on an emulated "
+        f"{len(meta['nodes'])}-node cluster (network namespaces + memcg v1 + swap), "
+        "Gao et al., OSDI'16 §3.",
+        "",
+    ]
     for app in meta["apps"]:
-        lines += [f"- Application: {app['application']}", f"- Dataset: {app['dataset']}",
-                  f"- Placement (node indices): `{json.dumps(app['placement'])}`",
-                  f"- Results: `{json.dumps(app.get('results', {}))}`"]
-    lines += ["", "| node | ip | working set (bytes) | memcg limit (bytes) | swap-outs | "
-              "swap-ins | packets |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"- Application: {app['application']}",
+            f"- Dataset: {app['dataset']}",
+            f"- Placement (node indices): `{json.dumps(app['placement'])}`",
+            f"- Results: `{json.dumps(app.get('results', {}))}`",
+        ]
+    lines += [
+        "",
+        "| node | ip | working set (bytes) | memcg limit (bytes) | swap-outs | "
+        "swap-ins | packets |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for n in meta["nodes"]:
-        lines.append(f"| {n['node']} | {n['ip']} | {n['working_set_bytes']} | "
-                     f"{n['memory_limit_bytes']} | {n['swap_out_requests']} | "
-                     f"{n['swap_in_requests']} | {n['pcap_packets']} |")
-    lines += ["",
-              f"- Memory limit: {meta['memory_limit_fraction']:.0%} of each node's working set "
-              f"(working set = peak `memory.max_usage_in_bytes` of the node's memcg in an "
-              "untraced calibration run without a limit"
-              f"{'; here given in the config' if meta['working_set_given'] else ''}).",
-              f"- Traced duration: {meta['duration_s']:.1f} s; swap area {meta['swap_bytes']} B; "
-              f"data disk {meta['disk_bytes']} B per node; pcap snaplen "
-              f"{meta['pcap_snaplen_bytes']} B.",
-              f"- Block records kept (blkparse letters): {meta['blk_keep_actions']}; "
-              "the rmem batches were built from all records.",
-              f"- Swap request attribution: `{json.dumps(meta['swap_attribution'])}` "
-              "(pid = by the submitting task's cgroup; slot = by the swap slot's owner).",
-              f"- Command: `{meta['command']}`",
-              f"- Machine: {meta['machine']}",
-              f"- Date: {meta['date']}", "",
-              "Files: see testbed/collect.py's docstring for the layout and clocks; "
-              "`blkparse -i node0.disk` and `tcpdump -r node0.pcap` read them.", ""]
+        lines.append(
+            f"| {n['node']} | {n['ip']} | {n['working_set_bytes']} | "
+            f"{n['memory_limit_bytes']} | {n['swap_out_requests']} | "
+            f"{n['swap_in_requests']} | {n['pcap_packets']} |"
+        )
+    lines += [
+        "",
+        f"- Memory limit: {meta['memory_limit_fraction']:.0%} of each node's working set "
+        f"(working set = peak `memory.max_usage_in_bytes` of the node's memcg in an "
+        "untraced calibration run without a limit"
+        f"{'; here given in the config' if meta['working_set_given'] else ''}).",
+        f"- Traced duration: {meta['duration_s']:.1f} s; swap area {meta['swap_bytes']} B; "
+        f"data disk {meta['disk_bytes']} B per node; pcap snaplen "
+        f"{meta['pcap_snaplen_bytes']} B.",
+        f"- Block records kept (blkparse letters): {meta['blk_keep_actions']}; "
+        "the rmem batches were built from all records.",
+        f"- Swap request attribution: `{json.dumps(meta['swap_attribution'])}` "
+        "(pid = by the submitting task's cgroup; slot = by the swap slot's owner).",
+        f"- Command: `{meta['command']}`",
+        f"- Machine: {meta['machine']}",
+        f"- Date: {meta['date']}",
+        "",
+        "Files: see testbed/collect.py's docstring for the layout and clocks; "
+        "`blkparse -i node0.disk` and `tcpdump -r node0.pcap` read them.",
+        "",
+    ]
     (out / "README.md").write_text("\n".join(lines))
 
 
@@ -529,16 +630,16 @@ def collect(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     n = config.n_nodes
     if config.working_set_bytes is not None and len(config.working_set_bytes) != n:
-        raise ValueError(f"working_set_bytes: expected {n} values, got "
-                         f"{len(config.working_set_bytes)}")
+        raise ValueError(
+            f"working_set_bytes: expected {n} values, got {len(config.working_set_bytes)}"
+        )
     n_cpus = os.cpu_count() or 1
     command = command or " ".join(shlex.quote(a) for a in sys.argv)
     steps = tqdm(total=8, desc=f"collect {config.sample}", unit="step")
     with interrupt_on_signals(), UndoStack() as stack:
         stack.callback(steps.close)
         with deferred_signals():  # no signal between a mkdtemp and the push of its removal
-            partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-",
-                                            dir=out_dir.parent))
+            partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
             stack.callback(_discard_partial, partial, out_dir)
         work = work_dir(stack, Path(config.work_dir or "/var/tmp"))
         partial.chmod(0o755)  # mkdtemp makes it 0700
@@ -589,8 +690,10 @@ def collect(
         limits = []
         for cg, ws in zip(memcgs, working_set, strict=True):
             memcg_reset(cg)
-            limit = max(config.memory_limit_floor_bytes,
-                        int(ws * config.memory_limit_fraction) // PAGE_BYTES * PAGE_BYTES)
+            limit = max(
+                config.memory_limit_floor_bytes,
+                int(ws * config.memory_limit_fraction) // PAGE_BYTES * PAGE_BYTES,
+            )
             if not on_device:  # on the device, the device keeps the budget
                 (cg / "memory.limit_in_bytes").write_text(str(limit))
             limits.append(limit)
@@ -607,8 +710,7 @@ def collect(
 
         with UndoStack() as run_stack:
             steps.set_postfix_str("start+load")
-            start_attempts = _start_apps(apps, memcgs, run_stack, partial / "logs", steps,
-                                         wakers)
+            start_attempts = _start_apps(apps, memcgs, run_stack, partial / "logs", steps, wakers)
             steps.update()
             tracker = PidTracker(memcgs)
             run_stack.callback(tracker.stop)
@@ -616,22 +718,38 @@ def collect(
             steps.set_postfix_str("tracing")
             offset_ns = clock_offset_ns()
             t0_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            dumps = [Tcpdump(run_stack, f"veth{i}", partial / f"node{i}.pcap",
-                             config.pcap_snaplen_bytes, partial / "logs" / f"tcpdump-node{i}.log")
-                     for i in range(n)]
-            devices = {kernel_dev(*_dev_numbers(d)): partial / f"node{i}.disk"
-                       for i, d in enumerate(disk_devs)}
+            dumps = [
+                Tcpdump(
+                    run_stack,
+                    f"veth{i}",
+                    partial / f"node{i}.pcap",
+                    config.pcap_snaplen_bytes,
+                    partial / "logs" / f"tcpdump-node{i}.log",
+                )
+                for i in range(n)
+            ]
+            devices = {
+                kernel_dev(*_dev_numbers(d)): partial / f"node{i}.disk"
+                for i, d in enumerate(disk_devs)
+            }
             swap_kdev = -1
             if swap_dev is not None:
                 swap_kdev = kernel_dev(*_dev_numbers(swap_dev))
                 devices[swap_kdev] = partial / ".raw" / "swap"
             restore_tracer = arm_blk_tracer(
-                tracefs, [*disk_devs, *([swap_dev] if swap_dev else [])],
-                config.blk_buffer_kb, config.blk_act_mask)
+                tracefs,
+                [*disk_devs, *([swap_dev] if swap_dev else [])],
+                config.blk_buffer_kb,
+                config.blk_act_mask,
+            )
             run_stack.undo("tracefs settings", restore_tracer)
             keep = parse_keep_actions(config.blk_keep_actions)
-            splitter = BlkTraceSplitter(tracefs.root / "trace_pipe", devices, n_cpus,
-                                        keep={dev: keep for dev in devices if dev != swap_kdev})
+            splitter = BlkTraceSplitter(
+                tracefs.root / "trace_pipe",
+                devices,
+                n_cpus,
+                keep={dev: keep for dev in devices if dev != swap_kdev},
+            )
             run_stack.callback(splitter.stop)
             steps.update()
 
@@ -659,13 +777,19 @@ def collect(
         if on_device:
             # A process killed before it could exit (SIGKILL) leaves no log: listed in meta.
             written = {nd: [t for t in ts if t.exists()] for nd, ts in device_traces.items()}
-            summary = write_device_paging(written, n, partial, start_realtime_ns,
-                                          end_realtime_ns)
+            summary = write_device_paging(written, n, partial, start_realtime_ns, end_realtime_ns)
         else:
             swap_records = read_blktrace(partial / ".raw" / "swap")
-            summary = write_node_paging(swap_records, tracker.pid_node, n, n_cpus, partial,
-                                        t0_ns, start_realtime_ns // 1000,
-                                        parse_keep_actions(config.blk_keep_actions))
+            summary = write_node_paging(
+                swap_records,
+                tracker.pid_node,
+                n,
+                n_cpus,
+                partial,
+                t0_ns,
+                start_realtime_ns // 1000,
+                parse_keep_actions(config.blk_keep_actions),
+            )
         shutil.rmtree(partial / ".raw")
         app_meta = []
         for app in apps:
@@ -674,51 +798,68 @@ def collect(
             app_meta.append(d)
         nodes = []
         for i in range(n):
-            nodes.append({
-                "node": i, "ip": node_ip(i), "pcap": f"node{i}.pcap",
-                "disk_blktrace": f"node{i}.disk",
-                "swap_blktrace": None if on_device else f"node{i}.swap",
-                "paging": f"node{i}.rmem", "disk_device": disk_devs[i],
-                "working_set_bytes": working_set[i], "memory_limit_bytes": limits[i],
-                "memory_limit_floor_applied": limits[i] == config.memory_limit_floor_bytes,
-                # False when the floor lifted the limit to the working set or above: that
-                # node's memory is all local and it does not page (paper §3.1 needs it to).
-                "memory_limit_binding": limits[i] < working_set[i],
-                "max_usage_bytes": max_usage[i], "memcg_failcnt": failcnt[i],
-                # Times the group sat at its limit under OOM (OOM killer off) and was woken.
-                "memcg_oom_wakeups": wakers[0].wakeups_per_group[i] if wakers else 0,
-                "memcg_swap_bytes_at_end": memstats[i].get("swap", -1),
-                "memcg_pgmajfault": memstats[i].get("pgmajfault", -1),
-                "swap_out_requests": summary.swap_outs.get(i, 0),
-                "swap_in_requests": summary.swap_ins.get(i, 0),
-                "pcap_packets": pcap_counts[i]["captured"],
-                "pcap_dropped_by_kernel": pcap_counts[i]["dropped_by_kernel"],
-                "pids": sorted(p for p, nd in tracker.pid_node.items() if nd == i),
-            })
+            nodes.append(
+                {
+                    "node": i,
+                    "ip": node_ip(i),
+                    "pcap": f"node{i}.pcap",
+                    "disk_blktrace": f"node{i}.disk",
+                    "swap_blktrace": None if on_device else f"node{i}.swap",
+                    "paging": f"node{i}.rmem",
+                    "disk_device": disk_devs[i],
+                    "working_set_bytes": working_set[i],
+                    "memory_limit_bytes": limits[i],
+                    "memory_limit_floor_applied": limits[i] == config.memory_limit_floor_bytes,
+                    # False when the floor lifted the limit to the working set or above: that
+                    # node's memory is all local and it does not page (paper §3.1 needs it to).
+                    "memory_limit_binding": limits[i] < working_set[i],
+                    "max_usage_bytes": max_usage[i],
+                    "memcg_failcnt": failcnt[i],
+                    # Times the group sat at its limit under OOM (OOM killer off) and was woken.
+                    "memcg_oom_wakeups": wakers[0].wakeups_per_group[i] if wakers else 0,
+                    "memcg_swap_bytes_at_end": memstats[i].get("swap", -1),
+                    "memcg_pgmajfault": memstats[i].get("pgmajfault", -1),
+                    "swap_out_requests": summary.swap_outs.get(i, 0),
+                    "swap_in_requests": summary.swap_ins.get(i, 0),
+                    "pcap_packets": pcap_counts[i]["captured"],
+                    "pcap_dropped_by_kernel": pcap_counts[i]["dropped_by_kernel"],
+                    "pids": sorted(p for p, nd in tracker.pid_node.items() if nd == i),
+                }
+            )
         meta: dict[str, Any] = {
-            "sample": config.sample, "nodes": nodes,
-            "trace_clock": "mono", "trace_clock_offset_ns": offset_ns,
-            "start_monotonic_ns": t0_ns, "start_realtime_ns": start_realtime_ns,
-            "page_bytes": PAGE_BYTES, "swap_bytes": config.swap_bytes,
-            "paging_recorder": config.paging_recorder, "start_attempts": start_attempts,
-            "swap_device": swap_dev, "disk_bytes": config.disk_bytes,
+            "sample": config.sample,
+            "nodes": nodes,
+            "trace_clock": "mono",
+            "trace_clock_offset_ns": offset_ns,
+            "start_monotonic_ns": t0_ns,
+            "start_realtime_ns": start_realtime_ns,
+            "page_bytes": PAGE_BYTES,
+            "swap_bytes": config.swap_bytes,
+            "paging_recorder": config.paging_recorder,
+            "start_attempts": start_attempts,
+            "swap_device": swap_dev,
+            "disk_bytes": config.disk_bytes,
             "memory_limit_fraction": config.memory_limit_fraction,
             "working_set_given": config.working_set_bytes is not None,
-            "apps": app_meta, "duration_s": round(duration_s, 3),
-            "n_cpus": n_cpus, "pcap_snaplen_bytes": config.pcap_snaplen_bytes,
+            "apps": app_meta,
+            "duration_s": round(duration_s, 3),
+            "n_cpus": n_cpus,
+            "pcap_snaplen_bytes": config.pcap_snaplen_bytes,
             "pcap_capture_point": "switch side of each node's veth (both directions)",
             "swap_attribution": {
                 "by_method": summary.by_method,
                 "unattributed_swap_ins": summary.swap_ins.get(-1, 0),
                 "unattributed_swap_outs": summary.swap_outs.get(-1, 0),
-                "unattributed_files": [] if on_device else ["unattributed.swap",
-                                                            "unattributed.rmem"],
+                "unattributed_files": []
+                if on_device
+                else ["unattributed.swap", "unattributed.rmem"],
                 **({"device_traces_missing": missing} if on_device else {}),
             },
             "blk_records_other_devices": splitter.n_foreign,
             "blk_keep_actions": config.blk_keep_actions,
             "config": json.loads(config.model_dump_json()),
-            "command": command, "machine": _machine(),
+            "command": command,
+            "machine": _machine(),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
         (partial / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -794,8 +935,11 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--preset", choices=sorted(PRESETS))
     src.add_argument("--config", type=Path, help="TOML/JSON CollectConfig")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--paging-recorder", choices=["blktrace", "swapdev-uffd"],
-                    help="override the config's paging_recorder")
+    ap.add_argument(
+        "--paging-recorder",
+        choices=["blktrace", "swapdev-uffd"],
+        help="override the config's paging_recorder",
+    )
     args = ap.parse_args(argv)
     argv_used = sys.argv[1:] if argv is None else argv
     try:
@@ -803,8 +947,11 @@ def main(argv: list[str] | None = None) -> int:
             config = PRESETS[args.preset] if args.preset else load_config(args.config)
             if args.paging_recorder:
                 config = config.model_copy(update={"paging_recorder": args.paging_recorder})
-            out = collect(config, args.out,
-                          command="python -m disaggsim.testbed.collect " + shlex.join(argv_used))
+            out = collect(
+                config,
+                args.out,
+                command="python -m disaggsim.testbed.collect " + shlex.join(argv_used),
+            )
     except (RuntimeError, PermissionError, FileExistsError, ValueError) as exc:
         print(f"disaggsim collect: error: {exc}", file=sys.stderr)
         return 2

@@ -93,8 +93,14 @@ class DaskSortConfig(BaseModel):
 
 
 AppConfig = Annotated[
-    MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig
-    | HadoopConfig, Field(discriminator="kind")]
+    MemcachedYcsbConfig
+    | DaskSortConfig
+    | PgbenchConfig
+    | SparkConfig
+    | TimelyConfig
+    | HadoopConfig,
+    Field(discriminator="kind"),
+]
 
 
 #: ``Cluster.placement(node, log_name)``: the memory cgroup (None: the node's) and the extra
@@ -150,7 +156,11 @@ class Cluster:
         log = self.log_dir / f"{log_name}.log"
         memcg, extra = self.placement(node, log_name) if self.placement else (None, {})
         proc = spawn_in_node(
-            stack, memcg or self.memcgs[node], node_ns(node), argv, log,
+            stack,
+            memcg or self.memcgs[node],
+            node_ns(node),
+            argv,
+            log,
             env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **extra},
         )
         self.logs[proc.pid] = log
@@ -176,8 +186,9 @@ class Cluster:
             try:
                 rc = proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired as exc:
-                raise RuntimeError(f"{what}: timed out after {timeout_s:.0f} s"
-                                   f"{self._log_tail(proc)}") from exc
+                raise RuntimeError(
+                    f"{what}: timed out after {timeout_s:.0f} s{self._log_tail(proc)}"
+                ) from exc
             if rc != 0:
                 raise RuntimeError(f"{what}: {proc.args!r} exited {rc}{self._log_tail(proc)}")
 
@@ -209,19 +220,51 @@ class MemcachedYcsb:
         mc = shutil.which("memcached")
         if mc is None:
             raise RuntimeError("memcached not installed (apt-get install memcached)")
-        self.cl.spawn(stack, 0, [mc, "-u", "nobody", "-l", node_ip(0), "-p", str(self.cfg.port),
-                                 "-U", "0", "-m", str(self.cfg.memcached_cache_mb),
-                                 "-t", str(self.cfg.memcached_threads), "-c", "1024",
-                                 *(["-o", self.cfg.memcached_options]
-                                   if self.cfg.memcached_options else [])],
-                      "memcached")
+        self.cl.spawn(
+            stack,
+            0,
+            [
+                mc,
+                "-u",
+                "nobody",
+                "-l",
+                node_ip(0),
+                "-p",
+                str(self.cfg.port),
+                "-U",
+                "0",
+                "-m",
+                str(self.cfg.memcached_cache_mb),
+                "-t",
+                str(self.cfg.memcached_threads),
+                "-c",
+                "1024",
+                *(["-o", self.cfg.memcached_options] if self.cfg.memcached_options else []),
+            ],
+            "memcached",
+        )
         wait_tcp(1, node_ip(0), self.cfg.port, 20)
         clients = list(range(1, self.cl.n_nodes))
         procs = [
-            self.cl.spawn(stack, node, [
-                sys.executable, "-m", "disaggsim.testbed.apps.ycsb", "load",
-                "--server", self.server, "--recordcount", str(self.cfg.recordcount),
-                "--client-id", str(i), "--clients", str(len(clients))], f"ycsb-load-node{node}")
+            self.cl.spawn(
+                stack,
+                node,
+                [
+                    sys.executable,
+                    "-m",
+                    "disaggsim.testbed.apps.ycsb",
+                    "load",
+                    "--server",
+                    self.server,
+                    "--recordcount",
+                    str(self.cfg.recordcount),
+                    "--client-id",
+                    str(i),
+                    "--clients",
+                    str(len(clients)),
+                ],
+                f"ycsb-load-node{node}",
+            )
             for i, node in enumerate(clients)
         ]
         self.cl.wait(procs, 600, "YCSB load")
@@ -230,22 +273,47 @@ class MemcachedYcsb:
         """YCSB run phase from every client node for ``duration_s``."""
         procs = []
         for node in range(1, self.cl.n_nodes):
-            procs.append(self.cl.spawn(stack, node, [
-                sys.executable, "-m", "disaggsim.testbed.apps.ycsb", "run",
-                "--server", self.server, "--recordcount", str(self.cfg.recordcount),
-                "--workload", self.cfg.workload, "--duration-s", str(duration_s),
-                "--target-ops-per-s", str(self.cfg.target_ops_per_s),
-                "--operationcount", str(self.cfg.operationcount),
-                "--seed", str(self.cl.seed * 1000 + node)], f"ycsb-run-node{node}"))
+            procs.append(
+                self.cl.spawn(
+                    stack,
+                    node,
+                    [
+                        sys.executable,
+                        "-m",
+                        "disaggsim.testbed.apps.ycsb",
+                        "run",
+                        "--server",
+                        self.server,
+                        "--recordcount",
+                        str(self.cfg.recordcount),
+                        "--workload",
+                        self.cfg.workload,
+                        "--duration-s",
+                        str(duration_s),
+                        "--target-ops-per-s",
+                        str(self.cfg.target_ops_per_s),
+                        "--operationcount",
+                        str(self.cfg.operationcount),
+                        "--seed",
+                        str(self.cl.seed * 1000 + node),
+                    ],
+                    f"ycsb-run-node{node}",
+                )
+            )
         self.cl.wait(procs, duration_s + 300, "YCSB run")
-        return {f"node{n}": last_json_line(self.cl.log_dir / f"ycsb-run-node{n}.log")
-                for n in range(1, self.cl.n_nodes)}
+        return {
+            f"node{n}": last_json_line(self.cl.log_dir / f"ycsb-run-node{n}.log")
+            for n in range(1, self.cl.n_nodes)
+        }
 
     def jct_s(self, results: dict[str, object]) -> float:
         """The job completion time of :meth:`run`'s ``results``: the slowest client's YCSB
         run phase (``run_s``; with ``operationcount`` set the run phase is a job)."""
-        return max(float(r["run_s"]) for r in results.values()  # type: ignore[index]
-                   if isinstance(r, dict))
+        return max(
+            float(r["run_s"])
+            for r in results.values()  # type: ignore[index]
+            if isinstance(r, dict)
+        )
 
 
 class DaskSort:
@@ -266,8 +334,10 @@ class DaskSort:
         return {
             "app": "dask-sort",
             "application": "Dask distributed (PyPI) TeraSort-style range-partitioned sort",
-            "dataset": (f"{self.total_records} sort-benchmark records (100 B, 10-byte random "
-                        f"key; {mb:.0f} MB, generated with seed {self.cl.seed})"),
+            "dataset": (
+                f"{self.total_records} sort-benchmark records (100 B, 10-byte random "
+                f"key; {mb:.0f} MB, generated with seed {self.cl.seed})"
+            ),
             "placement": {"scheduler": 0, "driver": 0, "workers": list(range(self.cl.n_nodes))},
             "config": self.cfg.model_dump(),
         }
@@ -278,10 +348,24 @@ class DaskSort:
     def prepare_data(self) -> None:
         """Write each node's input files to its data disk (page cache dropped after)."""
         for node, d in enumerate(self._dirs()):
-            sh([sys.executable, "-m", "disaggsim.testbed.apps.dask_sort", "gen", "--dir", str(d),
-                "--node", str(node), "--files", str(self.cfg.files_per_node),
-                "--records-per-file", str(self.cfg.records_per_file),
-                "--seed", str(self.cl.seed)])
+            sh(
+                [
+                    sys.executable,
+                    "-m",
+                    "disaggsim.testbed.apps.dask_sort",
+                    "gen",
+                    "--dir",
+                    str(d),
+                    "--node",
+                    str(node),
+                    "--files",
+                    str(self.cfg.files_per_node),
+                    "--records-per-file",
+                    str(self.cfg.records_per_file),
+                    "--seed",
+                    str(self.cl.seed),
+                ]
+            )
 
     def start(self, stack: UndoStack) -> None:
         """Start the scheduler on node 0 and a worker per node; clear old outputs."""
@@ -291,35 +375,85 @@ class DaskSort:
             shutil.rmtree(d / "spill", ignore_errors=True)
             (d / "spill").mkdir()
         dask = str(Path(sys.executable).with_name("dask"))
-        env_cmd = ["env", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False",
-                   "DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False",
-                   "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False",
-                   "DASK_DISTRIBUTED__WORKER__MEMORY__PAUSE=False",
-                   "DASK_DISTRIBUTED__WORKER__MEMORY__TERMINATE=False"]
-        self.cl.spawn(stack, 0, env_cmd + [dask, "scheduler", "--host", node_ip(0), "--port",
-                                           str(self.cfg.port), "--no-dashboard"],
-                      "dask-scheduler")
+        env_cmd = [
+            "env",
+            "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False",
+            "DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False",
+            "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False",
+            "DASK_DISTRIBUTED__WORKER__MEMORY__PAUSE=False",
+            "DASK_DISTRIBUTED__WORKER__MEMORY__TERMINATE=False",
+        ]
+        self.cl.spawn(
+            stack,
+            0,
+            env_cmd
+            + [
+                dask,
+                "scheduler",
+                "--host",
+                node_ip(0),
+                "--port",
+                str(self.cfg.port),
+                "--no-dashboard",
+            ],
+            "dask-scheduler",
+        )
         wait_tcp(0, node_ip(0), self.cfg.port, 60)
         for node, d in enumerate(self._dirs()):
-            self.cl.spawn(stack, node, env_cmd + [
-                dask, "worker", self.scheduler, "--host", node_ip(node), "--nthreads", "1",
-                "--nworkers", "1", "--no-nanny", "--memory-limit", "0", "--no-dashboard",
-                "--local-directory", str(d / "spill"), "--name", f"node{node}"],
-                f"dask-worker-node{node}")
+            self.cl.spawn(
+                stack,
+                node,
+                env_cmd
+                + [
+                    dask,
+                    "worker",
+                    self.scheduler,
+                    "--host",
+                    node_ip(node),
+                    "--nthreads",
+                    "1",
+                    "--nworkers",
+                    "1",
+                    "--no-nanny",
+                    "--memory-limit",
+                    "0",
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(d / "spill"),
+                    "--name",
+                    f"node{node}",
+                ],
+                f"dask-worker-node{node}",
+            )
 
     def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """Run the sort job from node 0 (``duration_s`` bounds it: timeout 10x + 300 s)."""
         for d in self._dirs():
             for f in (d / "input").glob("*"):
                 _drop_cache(f)
-        proc = self.cl.spawn(stack, 0, [
-            sys.executable, "-m", "disaggsim.testbed.apps.dask_sort", "sort",
-            "--scheduler", self.scheduler,
-            "--node-ips", ",".join(node_ip(n) for n in range(self.cl.n_nodes)),
-            "--data-dirs", ",".join(str(d) for d in self._dirs()),
-            "--files-per-node", str(self.cfg.files_per_node),
-            "--reducers-per-node", str(self.cfg.reducers_per_node),
-            "--expect-records", str(self.total_records)], "dask-sort-driver")
+        proc = self.cl.spawn(
+            stack,
+            0,
+            [
+                sys.executable,
+                "-m",
+                "disaggsim.testbed.apps.dask_sort",
+                "sort",
+                "--scheduler",
+                self.scheduler,
+                "--node-ips",
+                ",".join(node_ip(n) for n in range(self.cl.n_nodes)),
+                "--data-dirs",
+                ",".join(str(d) for d in self._dirs()),
+                "--files-per-node",
+                str(self.cfg.files_per_node),
+                "--reducers-per-node",
+                str(self.cfg.reducers_per_node),
+                "--expect-records",
+                str(self.total_records),
+            ],
+            "dask-sort-driver",
+        )
         self.cl.wait([proc], duration_s * 10 + 300, "dask sort")
         return {"driver": last_json_line(self.cl.log_dir / "dask-sort-driver.log")}
 
@@ -337,11 +471,16 @@ def _drop_cache(path: Path) -> None:
 
 
 def make_app(
-    cfg: MemcachedYcsbConfig | DaskSortConfig | PgbenchConfig | SparkConfig | TimelyConfig
+    cfg: MemcachedYcsbConfig
+    | DaskSortConfig
+    | PgbenchConfig
+    | SparkConfig
+    | TimelyConfig
     | HadoopConfig,
     cluster: Cluster,
-) -> (MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone | TimelyPagerank
-      | HadoopMapReduce):
+) -> (
+    MemcachedYcsb | DaskSort | PostgresPgbench | SparkStandalone | TimelyPagerank | HadoopMapReduce
+):
     """Instantiate the runner of an application config."""
     if isinstance(cfg, HadoopConfig):
         return HadoopMapReduce(cfg, cluster)

@@ -62,9 +62,20 @@ MINOR_BITS: Final = 20
 
 #: blkparse's one-letter names of the actions (blkparse_fmt.c), for ``keep_actions`` filters.
 ACTION_LETTERS: Final = {
-    "Q": BLK_TA_QUEUE, "M": BLK_TA_BACKMERGE, "F": BLK_TA_FRONTMERGE, "G": BLK_TA_GETRQ,
-    "S": 5, "R": 6, "D": BLK_TA_ISSUE, "C": BLK_TA_COMPLETE, "P": BLK_TA_PLUG,
-    "U": BLK_TA_UNPLUG_IO, "T": BLK_TA_UNPLUG_TIMER, "I": BLK_TA_INSERT, "X": 13, "B": 14,
+    "Q": BLK_TA_QUEUE,
+    "M": BLK_TA_BACKMERGE,
+    "F": BLK_TA_FRONTMERGE,
+    "G": BLK_TA_GETRQ,
+    "S": 5,
+    "R": 6,
+    "D": BLK_TA_ISSUE,
+    "C": BLK_TA_COMPLETE,
+    "P": BLK_TA_PLUG,
+    "U": BLK_TA_UNPLUG_IO,
+    "T": BLK_TA_UNPLUG_TIMER,
+    "I": BLK_TA_INSERT,
+    "X": 13,
+    "B": 14,
     "A": 15,
 }
 
@@ -79,8 +90,10 @@ def parse_keep_actions(letters: str) -> frozenset[int] | None:
         return None
     bad = [c for c in letters if c not in ACTION_LETTERS]
     if bad or not letters:
-        raise ValueError(f"blk_keep_actions: expected 'all' or letters of "
-                         f"{''.join(ACTION_LETTERS)}, got {letters!r}")
+        raise ValueError(
+            f"blk_keep_actions: expected 'all' or letters of "
+            f"{''.join(ACTION_LETTERS)}, got {letters!r}"
+        )
     return frozenset(ACTION_LETTERS[c] for c in letters)
 
 
@@ -156,7 +169,16 @@ def parse_blk_stream(data: bytes, source: str = "<stream>") -> tuple[list[BlkRec
             break
         records.append(
             BlkRecord(
-                seq, time_ns, sector, nbytes, action, pid, device, cpu, error, pdu_len,
+                seq,
+                time_ns,
+                sector,
+                nbytes,
+                action,
+                pid,
+                device,
+                cpu,
+                error,
+                pdu_len,
                 bytes(data[offset:rec_end]),
             )
         )
@@ -171,9 +193,7 @@ def read_blktrace(prefix: Path) -> list[BlkRecord]:
         FileNotFoundError: no ``PREFIX.blktrace.0``.
         ValueError: a bad record (see :func:`parse_blk_stream`) or a truncated file.
     """
-    files = sorted(
-        prefix.parent.glob(prefix.name + ".blktrace.*"), key=lambda p: int(p.suffix[1:])
-    )
+    files = sorted(prefix.parent.glob(prefix.name + ".blktrace.*"), key=lambda p: int(p.suffix[1:]))
     if not files or files[0].suffix != ".0":
         raise FileNotFoundError(f"{prefix}.blktrace.0: no per-CPU blktrace file")
     records: list[BlkRecord] = []

@@ -92,8 +92,10 @@ class RestoreError(RuntimeError):
     def __init__(self, failures: Sequence[str], during: BaseException | None = None) -> None:
         self.failures = list(failures)
         self.during = during
-        msg = (f"could not restore {len(self.failures)} piece(s) of machine state (every "
-               "other undo step ran):\n  - " + "\n  - ".join(self.failures))
+        msg = (
+            f"could not restore {len(self.failures)} piece(s) of machine state (every "
+            "other undo step ran):\n  - " + "\n  - ".join(self.failures)
+        )
         if during is not None:
             msg += f"\n(while unwinding after {type(during).__name__}: {during})"
         super().__init__(msg)
@@ -202,8 +204,11 @@ def mount_points(mounts: str | None = None) -> list[Path]:
     only (a name may hold any other line break) and bytes that are not UTF-8 come back
     as they were (:func:`os.fsdecode`)."""
     text = os.fsdecode(Path("/proc/self/mounts").read_bytes()) if mounts is None else mounts
-    return [Path(_MOUNTS_ESCAPE.sub(lambda m: chr(int(m[1], 8)), line.split(" ")[1]))
-            for line in text.split("\n") if line]
+    return [
+        Path(_MOUNTS_ESCAPE.sub(lambda m: chr(int(m[1], 8)), line.split(" ")[1]))
+        for line in text.split("\n")
+        if line
+    ]
 
 
 def is_mountpoint(path: Path) -> bool:
@@ -238,8 +243,10 @@ def swapoff_and_detach(loops: Sequence[str]) -> list[str]:
         except RuntimeError as exc:
             failures.append(f"/dev/{loop}: {exc}")
             continue
-        done.append(("swapped off and detached" if f"/dev/{loop}" in swaps else "detached")
-                    + f" /dev/{loop}")
+        done.append(
+            ("swapped off and detached" if f"/dev/{loop}" in swaps else "detached")
+            + f" /dev/{loop}"
+        )
     if failures:
         raise RestoreError(failures)
     return done
@@ -261,8 +268,14 @@ def _netns_exists(name: str) -> bool:
     return name in sh(["ip", "netns", "list"]).split()
 
 
-def _make_owned(stack: UndoStack, kind: str, name: str, what: str,
-                create: Callable[[], object], remove: Callable[[], object]) -> None:
+def _make_owned(
+    stack: UndoStack,
+    kind: str,
+    name: str,
+    what: str,
+    create: Callable[[], object],
+    remove: Callable[[], object],
+) -> None:
     """``create()`` the piece of state ``name`` of ``kind`` (``what``, for messages) with
     this process as its recorded owner; its undo ``remove()``s it, then the record.
 
@@ -287,8 +300,13 @@ def _make_owned(stack: UndoStack, kind: str, name: str, what: str,
         stack.undo(what, _remove_owned, remove, record)
 
 
-def make_owned(stack: UndoStack, kind: owners.Kind, names: Sequence[str],
-               create: Callable[[str], object], remove: Callable[[str], object]) -> None:
+def make_owned(
+    stack: UndoStack,
+    kind: owners.Kind,
+    names: Sequence[str],
+    create: Callable[[str], object],
+    remove: Callable[[str], object],
+) -> None:
     """Make the pieces ``names`` of ``kind`` (``create(name)`` each), each recording this
     process as its owner (:func:`_make_owned`), with the undo ``remove(name)``: first,
     under :func:`disaggsim.owners.records_lock`, the state of every owner that is gone (a
@@ -306,8 +324,14 @@ def make_owned(stack: UndoStack, kind: owners.Kind, names: Sequence[str],
             if kind.exists(name):
                 raise owners.taken_error(kind, name)
         for name in names:
-            _make_owned(stack, kind.name, name, kind.describe(name),
-                        functools.partial(create, name), functools.partial(remove, name))
+            _make_owned(
+                stack,
+                kind.name,
+                name,
+                kind.describe(name),
+                functools.partial(create, name),
+                functools.partial(remove, name),
+            )
 
 
 def _remove_owned(remove: Callable[[], object], record: Path) -> None:
@@ -326,8 +350,7 @@ def _reap_netns(name: str, timeout_s: float = 5.0) -> str:
     deadline = time.monotonic() + timeout_s
     while pids := [int(p) for p in sh(["ip", "netns", "pids", name]).split()]:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"network namespace {name}: processes left after SIGKILL: "
-                               f"{pids}")
+            raise RuntimeError(f"network namespace {name}: processes left after SIGKILL: {pids}")
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -357,10 +380,18 @@ def _take_over_netns_dir(stack: UndoStack) -> bool:
             continue
         with deferred_signals():
             owners.write_record(record, owners.Owner.current())
-            stack.undo(f"mount of {NETNS_DIR}", _remove_owned,
-                       functools.partial(_unmount_netns_dir, existed), record)
-        print(f"disaggsim: took over the mount of {NETNS_DIR} left by dead pid {owner.pid} "
-              "(unmounted when this command ends)", file=sys.stderr, flush=True)
+            stack.undo(
+                f"mount of {NETNS_DIR}",
+                _remove_owned,
+                functools.partial(_unmount_netns_dir, existed),
+                record,
+            )
+        print(
+            f"disaggsim: took over the mount of {NETNS_DIR} left by dead pid {owner.pid} "
+            "(unmounted when this command ends)",
+            file=sys.stderr,
+            flush=True,
+        )
         return True
     return False
 
@@ -373,8 +404,14 @@ def _netns_dir_undo(stack: UndoStack) -> None:
     program's) is left alone."""
     if not _take_over_netns_dir(stack) and not is_mountpoint(NETNS_DIR):
         existed = NETNS_DIR.exists()
-        _make_owned(stack, "mount", _NETNS_DIR_RECORDS[existed], f"mount of {NETNS_DIR}",
-                    lambda: None, functools.partial(_unmount_netns_dir, existed))
+        _make_owned(
+            stack,
+            "mount",
+            _NETNS_DIR_RECORDS[existed],
+            f"mount of {NETNS_DIR}",
+            lambda: None,
+            functools.partial(_unmount_netns_dir, existed),
+        )
 
 
 def reap_dead_state() -> list[str]:
@@ -419,9 +456,14 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
                 raise owners.taken_error(NETNS, name)
         _netns_dir_undo(stack)
         for name in names:
-            _make_owned(stack, NETNS.name, name, NETNS.describe(name),
-                        functools.partial(sh, ["ip", "netns", "add", name]),
-                        functools.partial(sh, ["ip", "netns", "del", name]))
+            _make_owned(
+                stack,
+                NETNS.name,
+                name,
+                NETNS.describe(name),
+                functools.partial(sh, ["ip", "netns", "add", name]),
+                functools.partial(sh, ["ip", "netns", "del", name]),
+            )
     for name in names:
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         sh(ns_exec(name) + ["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"])
@@ -431,8 +473,10 @@ def make_cluster_network(stack: UndoStack, n_nodes: int) -> None:
     sh(sw + ["ip", "link", "set", "br0", "up"])
     for i in range(n_nodes):
         ns = node_ns(i)
-        sh(sw + ["ip", "link", "add", f"veth{i}", "type", "veth", "peer", "name", "eth0",
-                 "netns", ns])
+        sh(
+            sw
+            + ["ip", "link", "add", f"veth{i}", "type", "veth", "peer", "name", "eth0", "netns", ns]
+        )
         sh(sw + ["ip", "link", "set", f"veth{i}", "master", "br0", "up"])
         sh(ns_exec(ns) + ["ip", "addr", "add", f"{node_ip(i)}/24", "dev", "eth0"])
         sh(ns_exec(ns) + ["ip", "link", "set", "eth0", "up"])
@@ -496,8 +540,10 @@ def swap_area(stack: UndoStack, dev: str) -> None:
     """
     active = Path("/proc/swaps").read_text().splitlines()[1:]
     if active:
-        raise RuntimeError(f"/proc/swaps: swap already active ({active[0].split()[0]}); "
-                           "swapoff it first so every swap-out lands on the traced device")
+        raise RuntimeError(
+            f"/proc/swaps: swap already active ({active[0].split()[0]}); "
+            "swapoff it first so every swap-out lands on the traced device"
+        )
     sh(["mkswap", "-q", f"/dev/{dev}"])
     with deferred_signals():
         sh(["swapon", "-p", "32767", f"/dev/{dev}"])
@@ -506,12 +552,15 @@ def swap_area(stack: UndoStack, dev: str) -> None:
 
 #: The machine-wide settings a command changes for its run and restores
 #: (:func:`change_setting`), by name: the file that holds each.
-SETTING_FILES: Final = {"vm.page-cluster": Path("/proc/sys/vm/page-cluster"),
-                        "zswap.enabled": Path("/sys/module/zswap/parameters/enabled")}
+SETTING_FILES: Final = {
+    "vm.page-cluster": Path("/proc/sys/vm/page-cluster"),
+    "zswap.enabled": Path("/sys/module/zswap/parameters/enabled"),
+}
 
 
-def change_setting(stack: UndoStack, setting: str, value: str,
-                   already: tuple[str, ...] = ()) -> None:
+def change_setting(
+    stack: UndoStack, setting: str, value: str, already: tuple[str, ...] = ()
+) -> None:
     """Set machine-wide ``setting`` (a name of :data:`SETTING_FILES`) to ``value``, unless
     it is ``value`` or one of ``already`` (the same setting spelled otherwise); restore
     the value it had on unwind. The change records this process as its owner, under the
@@ -534,9 +583,14 @@ def change_setting(stack: UndoStack, setting: str, value: str,
         name = f"{setting}={old}"
         if owners.record_path(SETTING.name, name).exists():
             raise owners.taken_error(SETTING, name)
-        _make_owned(stack, SETTING.name, name, f"{path} = {old}",
-                    functools.partial(path.write_text, f"{value}\n"),
-                    functools.partial(path.write_text, f"{old}\n"))
+        _make_owned(
+            stack,
+            SETTING.name,
+            name,
+            f"{path} = {old}",
+            functools.partial(path.write_text, f"{value}\n"),
+            functools.partial(path.write_text, f"{old}\n"),
+        )
 
 
 def _restore_setting(name: str) -> str:
@@ -619,8 +673,13 @@ def memcg_group(stack: UndoStack, name: str) -> Path:
     """
     if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
         raise RuntimeError(f"{MEMCG_ROOT}: cgroup v1 memory controller not mounted")
-    make_owned(stack, MEMCG, [name], lambda n: (MEMCG_ROOT / n).mkdir(),
-               lambda n: remove_cgroup(MEMCG_ROOT / n))
+    make_owned(
+        stack,
+        MEMCG,
+        [name],
+        lambda n: (MEMCG_ROOT / n).mkdir(),
+        lambda n: remove_cgroup(MEMCG_ROOT / n),
+    )
     return MEMCG_ROOT / name
 
 
@@ -654,27 +713,42 @@ def run_cgroup(stack: UndoStack, name: str) -> Path:
     """
     if not (PIDS_ROOT / "cgroup.procs").exists():
         raise RuntimeError(f"{PIDS_ROOT}: cgroup v1 pids controller not mounted")
-    make_owned(stack, RUN_CGROUP, [name], lambda n: (PIDS_ROOT / n).mkdir(),
-               lambda n: remove_cgroup(PIDS_ROOT / n))
+    make_owned(
+        stack,
+        RUN_CGROUP,
+        [name],
+        lambda n: (PIDS_ROOT / n).mkdir(),
+        lambda n: remove_cgroup(PIDS_ROOT / n),
+    )
     return PIDS_ROOT / name
 
 
 #: The owned kinds of state made here (:class:`disaggsim.owners.Kind`), in the order
 #: :func:`disaggsim.owners.reap_dead` reaps them: namespaces (whose processes the reaping
 #: kills), then the memory and process cgroups, then settings.
-NETNS: Final = owners.Kind("netns", lambda name: f"network namespace {name}", _netns_exists,
-                           lambda name: _reap_netns(name))
-MEMCG: Final = owners.Kind("memcg", lambda name: f"memory cgroup {MEMCG_ROOT / name}",
-                           lambda name: (MEMCG_ROOT / name).is_dir(),
-                           lambda name: _reap_cgroup(MEMCG_ROOT / name))
-RUN_CGROUP: Final = owners.Kind("pids", lambda name: f"process cgroup {PIDS_ROOT / name}",
-                                lambda name: (PIDS_ROOT / name).is_dir(),
-                                lambda name: _reap_cgroup(PIDS_ROOT / name))
+NETNS: Final = owners.Kind(
+    "netns", lambda name: f"network namespace {name}", _netns_exists, lambda name: _reap_netns(name)
+)
+MEMCG: Final = owners.Kind(
+    "memcg",
+    lambda name: f"memory cgroup {MEMCG_ROOT / name}",
+    lambda name: (MEMCG_ROOT / name).is_dir(),
+    lambda name: _reap_cgroup(MEMCG_ROOT / name),
+)
+RUN_CGROUP: Final = owners.Kind(
+    "pids",
+    lambda name: f"process cgroup {PIDS_ROOT / name}",
+    lambda name: (PIDS_ROOT / name).is_dir(),
+    lambda name: _reap_cgroup(PIDS_ROOT / name),
+)
 #: A machine-wide setting changed for a run (:func:`change_setting`), named
 #: ``SETTING=OLD``.
-SETTING: Final = owners.Kind("setting", lambda name: f"setting {name.partition('=')[0]}",
-                             lambda name: _setting_changed(name),
-                             lambda name: _restore_setting(name))
+SETTING: Final = owners.Kind(
+    "setting",
+    lambda name: f"setting {name.partition('=')[0]}",
+    lambda name: _setting_changed(name),
+    lambda name: _restore_setting(name),
+)
 
 
 def _mounts_under(root: Path) -> list[Path]:
@@ -715,8 +789,11 @@ def _reap_work_dir(name: str) -> str:
 #: ext4 mounts. Named by the directory (``urllib.parse.quote``, no "/"). After the
 #: namespaces and cgroups, whose processes use the disks.
 WORK_DIR: Final = owners.Kind(
-    "collect-work", lambda name: f"collector work directory {urllib.parse.unquote(name)}",
-    lambda name: Path(urllib.parse.unquote(name)).is_dir(), _reap_work_dir)
+    "collect-work",
+    lambda name: f"collector work directory {urllib.parse.unquote(name)}",
+    lambda name: Path(urllib.parse.unquote(name)).is_dir(),
+    _reap_work_dir,
+)
 
 
 def work_dir(stack: UndoStack, parent: Path) -> Path:
@@ -728,9 +805,13 @@ def work_dir(stack: UndoStack, parent: Path) -> Path:
 
     Raises RuntimeError if such a directory exists already (:func:`make_owned`)."""
     path = parent.resolve() / f"disaggsim-collect-{os.getpid()}-{os.urandom(4).hex()}"
-    make_owned(stack, WORK_DIR, [urllib.parse.quote(str(path), safe="")],
-               lambda n: Path(urllib.parse.unquote(n)).mkdir(mode=0o700),
-               lambda n: shutil.rmtree(urllib.parse.unquote(n)))
+    make_owned(
+        stack,
+        WORK_DIR,
+        [urllib.parse.quote(str(path), safe="")],
+        lambda n: Path(urllib.parse.unquote(n)).mkdir(mode=0o700),
+        lambda n: shutil.rmtree(urllib.parse.unquote(n)),
+    )
     return path
 
 
@@ -793,7 +874,10 @@ def spawn_in_node(
         logf = open(log, "ab")  # noqa: SIM115 - closed by the stack
         stack.callback(logf.close)
         proc = subprocess.Popen(
-            cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+            cmd,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             env={**os.environ, **(env or {})},
         )
         stack.undo(f"process {proc.pid} ({argv[0]}) in {ns}", stop_process, proc)
@@ -857,14 +941,18 @@ def system_state() -> dict[str, list[str]]:
         "loop": sorted(sh(["losetup", "-a"]).splitlines()),
         "loop_devices": sorted(_loop_devices()),
         "mounts": sorted(Path("/proc/self/mounts").read_text().splitlines()),
-        "memcg": sorted(p.name for p in MEMCG_ROOT.iterdir() if p.is_dir()) + [
+        "memcg": sorted(p.name for p in MEMCG_ROOT.iterdir() if p.is_dir())
+        + [
             f"{f}={(MEMCG_ROOT / f).read_text().strip()}"
-            for f in ("memory.swappiness", "memory.use_hierarchy") if (MEMCG_ROOT / f).exists()],
+            for f in ("memory.swappiness", "memory.use_hierarchy")
+            if (MEMCG_ROOT / f).exists()
+        ],
         "zswap": [zswap.read_text().strip()] if zswap.exists() else [],
         "sysctls": [f"{n}={_sysctl(n)}" for n in WATCHED_SYSCTLS],
         "blk_trace": _blk_trace_state(),
-        "owner_records": sorted(str(p.relative_to(owners.OWNERS_DIR))
-                                for p in owners.OWNERS_DIR.glob("*/*")),
+        "owner_records": sorted(
+            str(p.relative_to(owners.OWNERS_DIR)) for p in owners.OWNERS_DIR.glob("*/*")
+        ),
         "tracefs": [f"{k}={v}" for k, v in sorted(tracefs.items())] or ["(no tracefs)"],
     }
 
@@ -875,11 +963,17 @@ def wait_tcp(node: int, ip: str, port: int, timeout_s: float) -> None:
     Raises:
         RuntimeError: not accepting after ``timeout_s`` seconds.
     """
-    probe = (f"import socket,sys; s=socket.socket(); s.settimeout(1); "
-             f"sys.exit(s.connect_ex(('{ip}',{port})))")
+    probe = (
+        f"import socket,sys; s=socket.socket(); s.settimeout(1); "
+        f"sys.exit(s.connect_ex(('{ip}',{port})))"
+    )
     deadline = time.monotonic() + timeout_s
-    while subprocess.run(ns_exec(node_ns(node)) + [sys.executable, "-c", probe],
-                         capture_output=True).returncode != 0:
+    while (
+        subprocess.run(
+            ns_exec(node_ns(node)) + [sys.executable, "-c", probe], capture_output=True
+        ).returncode
+        != 0
+    ):
         if time.monotonic() > deadline:
             raise RuntimeError(f"{ip}:{port} not accepting connections after {timeout_s} s")
         time.sleep(0.2)

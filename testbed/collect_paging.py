@@ -264,8 +264,11 @@ def write_node_paging(
                 writer.write(rec)
         writer.close()
         # The rmem format has one writer, next to its reader (traces/paging.py).
-        write_rmem(rmem_rows(by_node.get(node, []), t0_ns), out_dir / f"{name}.rmem",
-                   start_time_us=start_time_us)
+        write_rmem(
+            rmem_rows(by_node.get(node, []), t0_ns),
+            out_dir / f"{name}.rmem",
+            start_time_us=start_time_us,
+        )
     by_method: dict[str, int] = defaultdict(int)
     ins: dict[int, int] = defaultdict(int)
     outs: dict[int, int] = defaultdict(int)
@@ -305,22 +308,28 @@ def write_device_paging(
             if trace.stat().st_size == 0:
                 continue
             df = read_rmem(trace, time_base="absolute")
-            kept = df[(df["realtime_ns"] >= start_realtime_ns)
-                      & (df["realtime_ns"] <= end_realtime_ns)]
-            frames.append(pd.DataFrame({
-                "batch_id": kept["batch_id"] + batch_base,
-                "time_us": kept["realtime_ns"] // 1000 - start_us,
-                "op": kept["op"],
-                "page": kept["page"] + page_base,
-                "npages": kept["npages"],
-            }))
+            kept = df[
+                (df["realtime_ns"] >= start_realtime_ns) & (df["realtime_ns"] <= end_realtime_ns)
+            ]
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "batch_id": kept["batch_id"] + batch_base,
+                        "time_us": kept["realtime_ns"] // 1000 - start_us,
+                        "op": kept["op"],
+                        "page": kept["page"] + page_base,
+                        "npages": kept["npages"],
+                    }
+                )
+            )
             page_base += int((df["page"] + df["npages"]).max())
             batch_base += int(df["batch_id"].max()) + 1
-        rows = (pd.concat(frames, ignore_index=True).sort_values("time_us", kind="stable")
-                if frames else pd.DataFrame({"batch_id": [], "time_us": [], "op": [],
-                                             "page": [], "npages": []}))
+        rows = (
+            pd.concat(frames, ignore_index=True).sort_values("time_us", kind="stable")
+            if frames
+            else pd.DataFrame({"batch_id": [], "time_us": [], "op": [], "page": [], "npages": []})
+        )
         ins[node] = int((rows["op"] == "R").sum())
         outs[node] = int((rows["op"] == "W").sum())
         write_rmem(rows, out_dir / f"node{node}.rmem", start_time_us=start_us)
-    return PagingSummary(dict(ins), dict(outs), {"device": sum(ins.values()) +
-                                                 sum(outs.values())})
+    return PagingSummary(dict(ins), dict(outs), {"device": sum(ins.values()) + sum(outs.values())})

@@ -192,8 +192,10 @@ def save_tracefs(fs: Tracefs, names: Iterable[str]) -> SavedTracefs:
             continue
         value = parse_choice(fs.read(name))
         if not value or "\n" in value or " " in value:
-            raise ValueError(f"{fs.root / name}: expected one value or a [bracketed] choice, "
-                             f"got {fs.read(name)!r}")
+            raise ValueError(
+                f"{fs.root / name}: expected one value or a [bracketed] choice, "
+                f"got {fs.read(name)!r}"
+            )
         writes.append((name, value))
     writes.sort(key=lambda w: w[0] == "tracing_on")
     return SavedTracefs(tuple(writes))
@@ -249,13 +251,29 @@ def read_tracefs_state(root: Path = TRACEFS) -> dict[str, str]:
     if "tracefs" not in Path("/proc/filesystems").read_text():
         return {}
     proc = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-         'mount -t tracefs nodev "$0" && exec "$@"', str(root),
-         sys.executable, "-m", "disaggsim.testbed.collect_tracefs", str(root)],
-        capture_output=True, text=True)
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            'mount -t tracefs nodev "$0" && exec "$@"',
+            str(root),
+            sys.executable,
+            "-m",
+            "disaggsim.testbed.collect_tracefs",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"reading tracefs in a private mount namespace failed "
-                           f"({proc.returncode}): {proc.stderr.strip()}")
+        raise RuntimeError(
+            f"reading tracefs in a private mount namespace failed "
+            f"({proc.returncode}): {proc.stderr.strip()}"
+        )
     return dict(json.loads(proc.stdout))
 
 

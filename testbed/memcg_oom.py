@@ -130,12 +130,18 @@ def oom_kills_named(memcgs: Sequence[Path], wakers: Sequence[OomWaker]) -> Itera
     try:
         yield
     except RuntimeError as exc:
-        killed = [cg.name for cg, before in zip(memcgs, kills_before, strict=True)
-                  if memcg_oom_kills(cg) > before]
+        killed = [
+            cg.name
+            for cg, before in zip(memcgs, kills_before, strict=True)
+            if memcg_oom_kills(cg) > before
+        ]
         if killed:
-            raise MemcgOomKill(f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed "
-                               f"a process)") from exc
+            raise MemcgOomKill(
+                f"{exc}\n(the memory cgroup of {', '.join(killed)} OOM-killed a process)"
+            ) from exc
         if any(w.wakeups > wakeups_before.get(id(w), 0) for w in wakers):
-            raise MemcgOomKill(f"{exc}\n(a memory cgroup was under OOM: a system call that "
-                               f"faulted meanwhile may have failed with EFAULT)") from exc
+            raise MemcgOomKill(
+                f"{exc}\n(a memory cgroup was under OOM: a system call that "
+                f"faulted meanwhile may have failed with EFAULT)"
+            ) from exc
         raise

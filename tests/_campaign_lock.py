@@ -31,8 +31,12 @@ with open(sys.argv[1], "w") as handle:
 @contextmanager
 def holding_campaign_lock(out_dir: Path) -> Iterator[None]:
     """Another process holds ``out_dir``'s campaign lock for the block."""
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(out_dir / ".campaign.lock")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(out_dir / ".campaign.lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdin is not None and holder.stdout is not None
     try:
         assert holder.stdout.readline() == "held\n", "the helper could not take the lock"
@@ -45,6 +49,5 @@ def holding_campaign_lock(out_dir: Path) -> Iterator[None]:
 
 def another_process_can_lock(out_dir: Path) -> bool:
     """Whether a process other than this one can take ``out_dir``'s campaign lock now."""
-    proc = subprocess.run([sys.executable, "-c", _TRY, str(out_dir / ".campaign.lock")],
-                          timeout=30)
+    proc = subprocess.run([sys.executable, "-c", _TRY, str(out_dir / ".campaign.lock")], timeout=30)
     return proc.returncode == 0

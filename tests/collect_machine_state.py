@@ -27,8 +27,11 @@ def machine_left_as_found() -> Iterator[None]:
     yield
     after = system_state()
     changed = {
-        key: {"gone": sorted(set(before[key]) - set(after.get(key, []))),
-              "new": sorted(set(after.get(key, [])) - set(before[key]))}
-        for key in before if before[key] != after.get(key)
+        key: {
+            "gone": sorted(set(before[key]) - set(after.get(key, []))),
+            "new": sorted(set(after.get(key, [])) - set(before[key])),
+        }
+        for key in before
+        if before[key] != after.get(key)
     }
     assert not changed, f"machine state changed by the test: {changed}"

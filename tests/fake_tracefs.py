@@ -18,8 +18,18 @@ from pathlib import Path
 
 from disaggsim.testbed.collect_tracefs import Tracefs
 
-CLOCKS = ("local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "tai",
-          "x86-tsc")
+CLOCKS = (
+    "local",
+    "global",
+    "counter",
+    "uptime",
+    "perf",
+    "mono",
+    "mono_raw",
+    "boot",
+    "tai",
+    "x86-tsc",
+)
 SUBBUF_DATA_BYTES = 4096 - 16
 BOOT_KB = 1408  # TRACE_BUF_SIZE_DEFAULT 1441792 B
 

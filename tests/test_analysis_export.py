@@ -13,9 +13,16 @@ from disaggsim.analysis.export import export_fct, py2_float_str, read_fct_export
 
 def _row(size, fct_ns, kind="mem_read", protocol="pfabric", finished=1, rate=40.0):
     return {
-        "flow_id": 0, "size_bytes": size, "fct_ns": fct_ns if finished else -1,
-        "slowdown": 1.0 if finished else math.nan, "finished": finished, "kind": kind,
-        "protocol": protocol, "rate_gbps": rate, "scope": "datacenter", "workload": "w",
+        "flow_id": 0,
+        "size_bytes": size,
+        "fct_ns": fct_ns if finished else -1,
+        "slowdown": 1.0 if finished else math.nan,
+        "finished": finished,
+        "kind": kind,
+        "protocol": protocol,
+        "rate_gbps": rate,
+        "scope": "datacenter",
+        "workload": "w",
         "seed": 1,
     }
 

@@ -12,15 +12,39 @@ def records() -> pd.DataFrame:
     rows = []
     # run (w, tcp, 100, rack, seed 1): slowdowns 1, 3 (sizes 4096, 8192), one unfinished.
     # run (w, pfabric, 100, rack, seed 1): slowdowns 1, 1.5.
-    for proto, sds, fcts in (("tcp", [1.0, 3.0], [1000, 6000]),
-                             ("pfabric", [1.0, 1.5], [1000, 3000])):
+    for proto, sds, fcts in (
+        ("tcp", [1.0, 3.0], [1000, 6000]),
+        ("pfabric", [1.0, 1.5], [1000, 3000]),
+    ):
         for i, (sd, fct) in enumerate(zip(sds, fcts, strict=True)):
-            rows.append({"flow_id": i, "workload": "w", "protocol": proto, "rate_gbps": 100.0,
-                         "scope": "rack", "seed": 1, "size_bytes": 4096 * (i + 1),
-                         "fct_ns": fct, "slowdown": sd, "finished": 1})
-    rows.append({"flow_id": 9, "workload": "w", "protocol": "tcp", "rate_gbps": 100.0,
-                 "scope": "rack", "seed": 1, "size_bytes": 4096, "fct_ns": -1,
-                 "slowdown": float("nan"), "finished": 0})
+            rows.append(
+                {
+                    "flow_id": i,
+                    "workload": "w",
+                    "protocol": proto,
+                    "rate_gbps": 100.0,
+                    "scope": "rack",
+                    "seed": 1,
+                    "size_bytes": 4096 * (i + 1),
+                    "fct_ns": fct,
+                    "slowdown": sd,
+                    "finished": 1,
+                }
+            )
+    rows.append(
+        {
+            "flow_id": 9,
+            "workload": "w",
+            "protocol": "tcp",
+            "rate_gbps": 100.0,
+            "scope": "rack",
+            "seed": 1,
+            "size_bytes": 4096,
+            "fct_ns": -1,
+            "slowdown": float("nan"),
+            "finished": 0,
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -44,14 +68,40 @@ def test_fig7_tables_by_hand() -> None:
 def runs_csv(path, pfabric_frames: int | None = 7) -> None:
     """A campaign's runs.csv for records()' two runs (sim/rundir.py run_row's columns):
     tcp sent no pause frame, pfabric ``pfabric_frames`` (None: not recorded)."""
-    pd.DataFrame([
-        {"key": "a", "workload": "w", "protocol": "tcp", "rate_gbps": 100.0, "scope": "rack",
-         "seed": 1, "status": "ran", "flows": 3, "unfinished": 1, "wall_s": 0.1,
-         "events": 10, "pfc_frames": 0, "paused_ns": 0},
-        {"key": "b", "workload": "w", "protocol": "pfabric", "rate_gbps": 100.0,
-         "scope": "rack", "seed": 1, "status": "ran", "flows": 2, "unfinished": 0,
-         "wall_s": 0.1, "events": 10, "pfc_frames": pfabric_frames, "paused_ns": 4200},
-    ]).to_csv(path, index=False)
+    pd.DataFrame(
+        [
+            {
+                "key": "a",
+                "workload": "w",
+                "protocol": "tcp",
+                "rate_gbps": 100.0,
+                "scope": "rack",
+                "seed": 1,
+                "status": "ran",
+                "flows": 3,
+                "unfinished": 1,
+                "wall_s": 0.1,
+                "events": 10,
+                "pfc_frames": 0,
+                "paused_ns": 0,
+            },
+            {
+                "key": "b",
+                "workload": "w",
+                "protocol": "pfabric",
+                "rate_gbps": 100.0,
+                "scope": "rack",
+                "seed": 1,
+                "status": "ran",
+                "flows": 2,
+                "unfinished": 0,
+                "wall_s": 0.1,
+                "events": 10,
+                "pfc_frames": pfabric_frames,
+                "paused_ns": 4200,
+            },
+        ]
+    ).to_csv(path, index=False)
 
 
 def test_write_tables(tmp_path) -> None:
@@ -87,7 +137,8 @@ def test_write_tables_needs_run_stats(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"runs.csv: no \['pfc_frames', 'paused_ns'\] for run"):
         write_tables(tmp_path, tmp_path / "data")
     pd.read_csv(tmp_path / "runs.csv").drop(columns=["paused_ns"]).to_csv(
-        tmp_path / "runs.csv", index=False)
+        tmp_path / "runs.csv", index=False
+    )
     with pytest.raises(ValueError, match=r"runs.csv: runs.csv lacks columns \['paused_ns'\]"):
         write_tables(tmp_path, tmp_path / "data")
     assert not (tmp_path / "data").exists()
@@ -101,18 +152,52 @@ def test_write_tables_merge(tmp_path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     # the committed tables of an earlier campaign: tcp (to be replaced) and fastpass (kept)
-    pd.DataFrame([
-        {"workload": "w", "protocol": "fastpass", "rate_gbps": 100, "scope": "rack",
-         "seed": 1, "flows": 2, "unfinished": 0, "slowdown_mean": 9.5},
-        {"workload": "w", "protocol": "tcp", "rate_gbps": 100, "scope": "rack", "seed": 1,
-         "flows": 3, "unfinished": 1, "slowdown_mean": 7.0},
-    ]).to_csv(data / "paper_fig7_slowdown.csv", index=False)
-    pd.DataFrame([
-        {"workload": "w", "protocol": "fastpass", "rate_gbps": 100, "scope": "rack",
-         "size_bytes": 4096, "flows": 2, "fct_us_mean": 9.0},
-        {"workload": "w", "protocol": "tcp", "rate_gbps": 100, "scope": "rack",
-         "size_bytes": 4096, "flows": 9, "fct_us_mean": 99.0},
-    ]).to_csv(data / "paper_fig7_fct_by_size.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "workload": "w",
+                "protocol": "fastpass",
+                "rate_gbps": 100,
+                "scope": "rack",
+                "seed": 1,
+                "flows": 2,
+                "unfinished": 0,
+                "slowdown_mean": 9.5,
+            },
+            {
+                "workload": "w",
+                "protocol": "tcp",
+                "rate_gbps": 100,
+                "scope": "rack",
+                "seed": 1,
+                "flows": 3,
+                "unfinished": 1,
+                "slowdown_mean": 7.0,
+            },
+        ]
+    ).to_csv(data / "paper_fig7_slowdown.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "workload": "w",
+                "protocol": "fastpass",
+                "rate_gbps": 100,
+                "scope": "rack",
+                "size_bytes": 4096,
+                "flows": 2,
+                "fct_us_mean": 9.0,
+            },
+            {
+                "workload": "w",
+                "protocol": "tcp",
+                "rate_gbps": 100,
+                "scope": "rack",
+                "size_bytes": 4096,
+                "flows": 9,
+                "fct_us_mean": 99.0,
+            },
+        ]
+    ).to_csv(data / "paper_fig7_fct_by_size.csv", index=False)
     records().to_parquet(tmp_path / "fct.parquet")
     runs_csv(tmp_path / "runs.csv")
     slow_path, size_path = write_tables(tmp_path, data, min_flows=1, merge=True)

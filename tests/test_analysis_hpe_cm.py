@@ -31,12 +31,15 @@ def test_eq1_limits_and_sum_c() -> None:
     assert hpe_cm.sum_c_from_ratio(4, 0.25, 4.0) == pytest.approx(3.0)
 
 
-@pytest.mark.parametrize(("args", "match"), [
-    ((0.5, 4.0), "n: expected"),
-    ((2, 0.0), "d_paging"),
-    ((2, float("nan")), "d_paging"),
-    ((2, 4.0, -10.0), "sum_c"),
-])
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0.5, 4.0), "n: expected"),
+        ((2, 0.0), "d_paging"),
+        ((2, float("nan")), "d_paging"),
+        ((2, 4.0, -10.0), "sum_c"),
+    ],
+)
 def test_eq1_rejects_bad_input(args: tuple[float, ...], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         hpe_cm.performance_ratio(*args)
@@ -73,12 +76,15 @@ def test_fit_a_dip_followed_by_recovery_is_not_an_onset_and_order_does_not_matte
     assert fit.sum_c[0] == pytest.approx(0, abs=1e-12)
 
 
-@pytest.mark.parametrize(("ns", "rs", "match"), [
-    ([2, 4], [0.4], "equal non-zero lengths"),
-    ([], [], "equal non-zero lengths"),
-    ([2, 2], [0.4, 0.4], "repeated"),
-    ([2], [0.0], "ratio"),
-])
+@pytest.mark.parametrize(
+    ("ns", "rs", "match"),
+    [
+        ([2, 4], [0.4], "equal non-zero lengths"),
+        ([], [], "equal non-zero lengths"),
+        ([2, 2], [0.4, 0.4], "repeated"),
+        ([2], [0.0], "ratio"),
+    ],
+)
 def test_fit_rejects_bad_input(ns: list[float], rs: list[float], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         hpe_cm.fit_sum_c(ns, rs, 4.0)
@@ -90,10 +96,20 @@ def test_overcommit_comparison_puts_table3_beside_the_model() -> None:
     import pandas as pd
 
     ns = list(hpe_cm.TABLE3)
-    rows = [{"over_commit": n, "device": "memory", "ratio": 1.0, "ratio_min": 1.0,
-             "ratio_max": 1.0} for n in ns]
-    rows += [{"over_commit": n, "device": "paper-64GB", "ratio": r[2], "ratio_min": r[2],
-              "ratio_max": r[2]} for n, r in hpe_cm.TABLE3.items()]
+    rows = [
+        {"over_commit": n, "device": "memory", "ratio": 1.0, "ratio_min": 1.0, "ratio_max": 1.0}
+        for n in ns
+    ]
+    rows += [
+        {
+            "over_commit": n,
+            "device": "paper-64GB",
+            "ratio": r[2],
+            "ratio_min": r[2],
+            "ratio_max": r[2],
+        }
+        for n, r in hpe_cm.TABLE3.items()
+    ]
     points, fits = hpe_cm.overcommit_comparison(pd.DataFrame(rows), {"paper-64GB": 4.0})
     assert list(points["over_commit"]) == ns
     assert points["model"].round(2).tolist() == [r[0] for r in hpe_cm.TABLE3.values()]

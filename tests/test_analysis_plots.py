@@ -18,12 +18,21 @@ def _fct() -> pd.DataFrame:
             for rate in (40.0, 100.0):
                 for i, size in enumerate((1000, 4096, 60000, 500000, 2000000)):
                     fct_ns = int(scale * (i + 1) * 2000)
-                    rows.append({
-                        "flow_id": i, "size_bytes": size, "fct_ns": fct_ns,
-                        "slowdown": scale * (i + 1), "finished": 1, "protocol": protocol,
-                        "scope": scope, "rate_gbps": rate, "kind": "mem_read",
-                        "workload": "w", "seed": 1,
-                    })
+                    rows.append(
+                        {
+                            "flow_id": i,
+                            "size_bytes": size,
+                            "fct_ns": fct_ns,
+                            "slowdown": scale * (i + 1),
+                            "finished": 1,
+                            "protocol": protocol,
+                            "scope": scope,
+                            "rate_gbps": rate,
+                            "kind": "mem_read",
+                            "workload": "w",
+                            "seed": 1,
+                        }
+                    )
     frame = pd.DataFrame(rows)
     # one unfinished tcp flow in (rack, 100)
     mask = (frame.protocol == "tcp") & (frame.scope == "rack") & (frame.rate_gbps == 100.0)
@@ -38,8 +47,12 @@ def test_cdf_panels_and_values():
     axes = fig.get_axes()
     assert len(axes) == 4  # 2 scopes x 2 rates
     titles = [ax.get_title() for ax in axes]
-    assert titles == ["datacenter scope, 40 Gb/s", "datacenter scope, 100 Gb/s",
-                      "rack scope, 40 Gb/s", "rack scope, 100 Gb/s"]
+    assert titles == [
+        "datacenter scope, 40 Gb/s",
+        "datacenter scope, 100 Gb/s",
+        "rack scope, 40 Gb/s",
+        "rack scope, 100 Gb/s",
+    ]
     rack100 = axes[3]
     lines = {line.get_label(): line for line in rack100.get_lines()}
     assert set(lines) == {"dctcp", "tcp (1 unfinished)"}
@@ -67,7 +80,10 @@ def test_slowdown_bars():
 def test_files_written(tmp_path):
     paths = plot_fct_cdf(_fct(), tmp_path / "plots" / "q")
     assert [p.name for p in paths] == [
-        "q_fct_cdf.png", "q_slowdown_by_size.png", "q_fct_cdf.pdf", "q_slowdown_by_size.pdf"
+        "q_fct_cdf.png",
+        "q_slowdown_by_size.png",
+        "q_fct_cdf.pdf",
+        "q_slowdown_by_size.pdf",
     ]
     for path in paths:
         head = path.read_bytes()[:5]

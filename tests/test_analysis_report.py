@@ -23,7 +23,9 @@ def test_report_from_directory(tmp_path):
     tcp = next(r for r in rows if r[1:5] == ["tcp", "rack", "100", "all"])
     assert tcp[5:8] == ["5", "1", "7.50"]
     assert sorted(p.name for p in result.plots) == [
-        "camp_fct_cdf.pdf", "camp_fct_cdf.png", "camp_slowdown_by_size.pdf",
+        "camp_fct_cdf.pdf",
+        "camp_fct_cdf.png",
+        "camp_slowdown_by_size.pdf",
         "camp_slowdown_by_size.png",
     ]
     assert all(p.parent == out / "plots" for p in result.plots)

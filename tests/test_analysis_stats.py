@@ -12,11 +12,22 @@ from disaggsim.analysis.stats import format_summary, size_bucket, summarize
 
 def _row(protocol, size, fct_ns, slowdown, finished=1):
     return {
-        "flow_id": 0, "src_host": 0, "dst_host": 1, "size_bytes": size, "start_ns": 0,
-        "finish_ns": fct_ns if finished else -1, "fct_ns": fct_ns if finished else -1,
-        "ideal_fct_ns": 1000, "slowdown": slowdown if finished else math.nan,
-        "finished": finished, "kind": "mem_read", "protocol": protocol, "rate_gbps": 40.0,
-        "scope": "rack", "workload": "w", "seed": 1,
+        "flow_id": 0,
+        "src_host": 0,
+        "dst_host": 1,
+        "size_bytes": size,
+        "start_ns": 0,
+        "finish_ns": fct_ns if finished else -1,
+        "fct_ns": fct_ns if finished else -1,
+        "ideal_fct_ns": 1000,
+        "slowdown": slowdown if finished else math.nan,
+        "finished": finished,
+        "kind": "mem_read",
+        "protocol": protocol,
+        "rate_gbps": 40.0,
+        "scope": "rack",
+        "workload": "w",
+        "seed": 1,
     }
 
 
@@ -52,7 +63,13 @@ def _get(summary: pd.DataFrame, protocol: str, bucket: str) -> pd.Series:
 def test_size_bucket_edges():
     sizes = pd.Series([1, 4096, 4097, 65536, 65537, 1048576, 1048577])
     assert list(size_bucket(sizes).astype(str)) == [
-        "<=4KiB", "<=4KiB", "<=64KiB", "<=64KiB", "<=1MiB", "<=1MiB", ">1MiB"
+        "<=4KiB",
+        "<=4KiB",
+        "<=64KiB",
+        "<=64KiB",
+        "<=1MiB",
+        "<=1MiB",
+        ">1MiB",
     ]
 
 
@@ -78,9 +95,7 @@ def test_medium_and_large_buckets(fct):
     )
     assert (row.fct_us_mean, row.fct_us_p50, row.fct_us_p99) == pytest.approx((6.0, 6.0, 6.98))
     row = _get(summary, "tcp", "<=1MiB")
-    assert (row.flows, row.slowdown_mean, row.slowdown_p99, row.fct_us_p50) == (
-        1, 1.5, 1.5, 100.0
-    )
+    assert (row.flows, row.slowdown_mean, row.slowdown_p99, row.fct_us_p50) == (1, 1.5, 1.5, 100.0)
     row = _get(summary, "tcp", ">1MiB")
     assert (row.flows, row.unfinished) == (1, 1)
     assert math.isnan(row.slowdown_mean) and math.isnan(row.fct_us_p99)
@@ -95,9 +110,7 @@ def test_all_sizes_row_counts_unfinished(fct):
     assert row.slowdown_p50 == pytest.approx(2.5)
     assert row.slowdown_p99 == pytest.approx(9.72)
     # FCTs sorted 1,2,3,4,5,7,10,100 us: mean 132/8; p50 4.5; p99 10 + 0.93*90
-    assert (row.fct_us_mean, row.fct_us_p50, row.fct_us_p99) == pytest.approx(
-        (16.5, 4.5, 93.7)
-    )
+    assert (row.fct_us_mean, row.fct_us_p50, row.fct_us_p99) == pytest.approx((16.5, 4.5, 93.7))
 
 
 def test_groups_and_columns(fct):

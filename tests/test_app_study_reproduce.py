@@ -17,7 +17,8 @@ from disaggsim.swapdev import emulate
 REPO = Path(__file__).resolve().parents[1]
 # bench/ is not a package: load the script by path, without putting bench/ on sys.path
 _SPEC = importlib.util.spec_from_file_location(
-    "app_study_reproduce", REPO / "bench" / "app_study_reproduce.py")
+    "app_study_reproduce", REPO / "bench" / "app_study_reproduce.py"
+)
 assert _SPEC is not None and _SPEC.loader is not None
 reproduce = importlib.util.module_from_spec(_SPEC)
 sys.modules["app_study_reproduce"] = reproduce

@@ -29,18 +29,34 @@ from disaggsim.sim.runner import RunSpec, ns3_command
 from disaggsim.sim.workloads import LoadedWorkload
 
 TOPOLOGY = {
-    "racks": 9, "hosts_per_rack": 16, "spines": 4, "buffer_bytes": 36864,
-    "switch_delay_ns": 240, "spine_rate_factor": 4.0, "intra_rack_cable_m": 4.0,
-    "inter_rack_cable_m": 40.0, "prop_ns_per_m": 5.0, "mss_bytes": 1460,
+    "racks": 9,
+    "hosts_per_rack": 16,
+    "spines": 4,
+    "buffer_bytes": 36864,
+    "switch_delay_ns": 240,
+    "spine_rate_factor": 4.0,
+    "intra_rack_cable_m": 4.0,
+    "inter_rack_cable_m": 40.0,
+    "prop_ns_per_m": 5.0,
+    "mss_bytes": 1460,
 }
 BINARY_ID = {"disaggsim-ns3": "ab" * 32}
 
 
 def _spec(**changes) -> RunSpec:
     spec = RunSpec(
-        workload="w", flows_path="/x/flows.parquet", flows_sha256="f" * 64, protocol="tcp",
-        rate_gbps=40.0, scope="rack", seed=1, topology=dict(TOPOLOGY), attributes={},
-        stop_time_ns=None, timeout_s=60.0, binary="/bin/ns3",
+        workload="w",
+        flows_path="/x/flows.parquet",
+        flows_sha256="f" * 64,
+        protocol="tcp",
+        rate_gbps=40.0,
+        scope="rack",
+        seed=1,
+        topology=dict(TOPOLOGY),
+        attributes={},
+        stop_time_ns=None,
+        timeout_s=60.0,
+        binary="/bin/ns3",
     )
     return replace(spec, **changes)
 
@@ -79,8 +95,9 @@ def test_run_key_sensitive_to_each_input(change):
 
 def test_run_key_ignores_paths_and_timeout_but_not_binary():
     base = run_key(_spec(), BINARY_ID)
-    assert run_key(_spec(flows_path="/elsewhere.parquet", binary="/b", timeout_s=1), BINARY_ID) \
-        == base
+    assert (
+        run_key(_spec(flows_path="/elsewhere.parquet", binary="/b", timeout_s=1), BINARY_ID) == base
+    )
     assert run_key(_spec(), {"disaggsim-ns3": "cd" * 32}) != base
     assert run_key(_spec(), {**BINARY_ID, "libdisaggsim-transports.so": "00"}) != base
 
@@ -131,15 +148,27 @@ def test_grid_expansion_counts_and_order(tmp_path):
     )
     planned = expand_grid(config, _loaded(["a", "b"]), Path("/bin/ns3"), BINARY_ID)
     assert len(planned) == 2 * 3 * 2 * 2 * 3  # workloads x protocols x rates x scopes x seeds
-    combos = {(p.spec.workload, p.spec.protocol, p.spec.rate_gbps, p.spec.scope, p.spec.seed)
-              for p in planned}
+    combos = {
+        (p.spec.workload, p.spec.protocol, p.spec.rate_gbps, p.spec.scope, p.spec.seed)
+        for p in planned
+    }
     assert len(combos) == 72
     assert len({p.key for p in planned}) == 72
     first, last = planned[0].spec, planned[-1].spec
     assert (first.workload, first.protocol, first.rate_gbps, first.scope, first.seed) == (
-        "a", "tcp", 40.0, "datacenter", 1)
+        "a",
+        "tcp",
+        40.0,
+        "datacenter",
+        1,
+    )
     assert (last.workload, last.protocol, last.rate_gbps, last.scope, last.seed) == (
-        "b", "pfabric", 100.0, "rack", 3)
+        "b",
+        "pfabric",
+        100.0,
+        "rack",
+        3,
+    )
     dctcp = [p for p in planned if p.spec.protocol == "dctcp"]
     assert all(p.spec.attributes == {"ns3::TcpSocketBase::MinRto": "+5ms"} for p in dctcp)
     assert all(p.spec.attributes == {} for p in planned if p.spec.protocol != "dctcp")
@@ -153,14 +182,30 @@ def test_grid_expansion_counts_and_order(tmp_path):
 def test_ns3_command_flags():
     cmd = ns3_command(
         _spec(stop_time_ns=5000, attributes={"ns3::TcpSocketBase::MinRto": "+5ms"}),
-        Path("f.csv"), Path("o.csv"), Path("s.json"),
+        Path("f.csv"),
+        Path("o.csv"),
+        Path("s.json"),
     )
     assert cmd == [
-        "/bin/ns3", "--flows=f.csv", "--out=o.csv", "--stats=s.json", "--protocol=tcp",
-        "--racks=9", "--hostsPerRack=16", "--spines=4", "--accessRateGbps=40",
-        "--spineRateFactor=4", "--bufferBytes=36864", "--switchDelayNs=240",
-        "--intraRackCableM=4", "--interRackCableM=40", "--propNsPerM=5", "--mssBytes=1460",
-        "--seed=1", "--stopTimeNs=5000", "--ns3::TcpSocketBase::MinRto=+5ms",
+        "/bin/ns3",
+        "--flows=f.csv",
+        "--out=o.csv",
+        "--stats=s.json",
+        "--protocol=tcp",
+        "--racks=9",
+        "--hostsPerRack=16",
+        "--spines=4",
+        "--accessRateGbps=40",
+        "--spineRateFactor=4",
+        "--bufferBytes=36864",
+        "--switchDelayNs=240",
+        "--intraRackCableM=4",
+        "--interRackCableM=40",
+        "--propNsPerM=5",
+        "--mssBytes=1460",
+        "--seed=1",
+        "--stopTimeNs=5000",
+        "--ns3::TcpSocketBase::MinRto=+5ms",
     ]
 
 
@@ -170,8 +215,12 @@ def test_ns3_command_lossless_fabric():
     lossless = _spec(topology={**TOPOLOGY, "fabric": "lossless"})
     cmd = ns3_command(lossless, Path("f.csv"), Path("o.csv"), Path("s.json"))
     assert cmd.count("--fabric=lossless") == 1
-    lossy = ns3_command(_spec(topology={**TOPOLOGY, "fabric": "lossy"}), Path("f.csv"),
-                        Path("o.csv"), Path("s.json"))
+    lossy = ns3_command(
+        _spec(topology={**TOPOLOGY, "fabric": "lossy"}),
+        Path("f.csv"),
+        Path("o.csv"),
+        Path("s.json"),
+    )
     assert not any(arg.startswith("--fabric") for arg in lossy)
 
 
@@ -211,8 +260,17 @@ def test_driver_capabilities_are_cached_per_binary(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(runner, "_CAPABILITIES", {})
     caps = runner.driver_capabilities(_BINARY, tmp_path / "cache")
     assert caps.protocols == (
-        "dctcp", "dctcp-ns3", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
-        "roce-none", "tcp", "tcp-ns3",
+        "dctcp",
+        "dctcp-ns3",
+        "fastpass",
+        "ideal",
+        "pfabric",
+        "phost",
+        "roce-dcqcn",
+        "roce-hpcc",
+        "roce-none",
+        "tcp",
+        "tcp-ns3",
     )
     assert caps.renamed == {"dctcp-lean": "dctcp", "tcp-lean": "tcp"}
     (cache,) = (tmp_path / "cache").glob("driver-*.json")
@@ -263,11 +321,18 @@ def test_capability_checks_name_what_exists() -> None:
 
     caps = DriverCapabilities(
         ("tcp", "dctcp"),
-        frozenset({"ns3::TcpSocket::SegmentSize", "ns3::TcpSocketBase::MinRto",
-                   "ns3::TcpSocketBase::Sack"}),
+        frozenset(
+            {
+                "ns3::TcpSocket::SegmentSize",
+                "ns3::TcpSocketBase::MinRto",
+                "ns3::TcpSocketBase::Sack",
+            }
+        ),
     )
-    assert caps.check_protocol("tcp") is None and caps.check_attribute(
-        "ns3::TcpSocket::SegmentSize") is None
+    assert (
+        caps.check_protocol("tcp") is None
+        and caps.check_attribute("ns3::TcpSocket::SegmentSize") is None
+    )
     assert caps.check_protocol("phost") == (
         "protocol 'phost' is not implemented by the ns-3 program; expected one of tcp, dctcp"
     )
@@ -312,8 +377,11 @@ def test_a_second_campaign_of_this_process_is_refused_and_the_first_keeps_the_lo
     refused without touching the file, and the first still holds the lock; once it ends,
     the lock is free and the directory usable again."""
     with _campaign_lock(tmp_path):
-        with pytest.raises(CampaignError, match=rf"^{tmp_path}: another campaign is running "
-                                                rf"in this directory \({tmp_path}/.campaign"):
+        with pytest.raises(
+            CampaignError,
+            match=rf"^{tmp_path}: another campaign is running "
+            rf"in this directory \({tmp_path}/.campaign",
+        ):
             with _campaign_lock(tmp_path):
                 pass
         assert not another_process_can_lock(tmp_path)

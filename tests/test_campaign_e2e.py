@@ -137,8 +137,7 @@ def test_failed_run_is_reported_and_not_done(tmp_path):
     failed = tmp_path / "out" / "runs" / "failed"
     attempts = list(failed.iterdir())
     assert len(attempts) == 2
-    assert all((a / "stderr.log").is_file() and not (a / "done.json").exists()
-               for a in attempts)
+    assert all((a / "stderr.log").is_file() and not (a / "done.json").exists() for a in attempts)
     assert not (tmp_path / "out" / "fct.parquet").exists()
     runs = [p for p in (tmp_path / "out" / "runs").iterdir() if p.name != "failed"]
     assert runs == []
@@ -159,8 +158,10 @@ def test_flow_table_workload_is_placed_and_kinds_joined(tmp_path):
         disk = blade_id(node, BladeType.DISK)
         kind = kinds[i % 4]
         src, dst = {
-            "mem_read": (memory, compute), "mem_write": (compute, memory),
-            "disk_read": (disk, compute), "disk_write": (compute, disk),
+            "mem_read": (memory, compute),
+            "mem_write": (compute, memory),
+            "disk_read": (disk, compute),
+            "disk_write": (compute, disk),
         }[kind]
         rows.append(f"{i},{i * 20000},{src},{dst},{4096 * (i + 1)},{kind},{node},t,{i + 1}")
     (tmp_path / "flows.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
@@ -208,7 +209,7 @@ def test_slurm_executor_writes_array_and_collects_later(tmp_path):
 
     config = _config(tmp_path, protocols='["tcp"]')
     text = config.read_text().replace(
-        'jobs = 2', 'jobs = 2\nexecutor = "slurm"\nslurm_submit = false'
+        "jobs = 2", 'jobs = 2\nexecutor = "slurm"\nslurm_submit = false'
     )
     config.write_text(text)
     pending = run_campaign(config, progress=False)
@@ -247,8 +248,7 @@ def test_unimplemented_protocol_and_unknown_attribute_fail_before_any_run(tmp_pa
     )
     assert (
         "expected one of dctcp, dctcp-ns3, fastpass, ideal, pfabric, phost, roce-dcqcn, "
-        "roce-hpcc, roce-none, tcp, tcp-ns3"
-        in lines[1]
+        "roce-hpcc, roce-none, tcp, tcp-ns3" in lines[1]
     )
     assert lines[2].startswith(
         f'{config}:28: attributes."ns3::TcpSocketBase::NoSuchAttribute": '
@@ -269,8 +269,10 @@ def test_failed_campaign_leaves_no_tables_of_another_config(tmp_path):
     out = first.out_dir
     assert all((out / name).is_file() for name in ("fct.parquet", "runs.csv", "summary.csv"))
     # a new config whose runs fail: its copy replaces the old one, the old tables go
-    changed = config.read_text().replace("seeds = [1]", "seeds = [7]").replace(
-        "run_timeout_s = 120", "run_timeout_s = 0.001"
+    changed = (
+        config.read_text()
+        .replace("seeds = [1]", "seeds = [7]")
+        .replace("run_timeout_s = 120", "run_timeout_s = 0.001")
     )
     config.write_text(changed)
     with pytest.raises(CampaignError, match="runs failed"):
@@ -291,9 +293,13 @@ def _proc_state(pid: int) -> str | None:
 
 
 def _children(pid: int) -> list[int]:
-    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
-            and (stat := owners.process_stat(int(entry.name))) is not None
-            and stat.ppid == pid]
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and (stat := owners.process_stat(int(entry.name))) is not None
+        and stat.ppid == pid
+    ]
 
 
 def _ns3_under(directory: Path) -> list[int]:
@@ -322,9 +328,11 @@ def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig
     # finishes these in ~1 s)
     n_runs, n_flows = 3, 300
     text = _config(tmp_path, protocols='["tcp-ns3"]').read_text()
-    text = text.replace("seeds = [1]", "seeds = [1, 2, 3]").replace(
-        'scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]'
-    ).replace(f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}")
+    text = (
+        text.replace("seeds = [1]", "seeds = [1, 2, 3]")
+        .replace('scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]')
+        .replace(f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}")
+    )
     clean_cfg, killed_cfg = tmp_path / "clean.toml", tmp_path / "killed.toml"
     clean_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "clean"'))
     killed_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "killed"'))
@@ -337,9 +345,18 @@ def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig
 
     runs = tmp_path / "killed" / "runs"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "disaggsim.cli", "run", str(killed_cfg), "--quiet",
-         "--jobs", str(jobs)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "disaggsim.cli",
+            "run",
+            str(killed_cfg),
+            "--quiet",
+            "--jobs",
+            str(jobs),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 300

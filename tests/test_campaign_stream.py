@@ -115,8 +115,10 @@ def test_one_run_per_row_group(campaign: CampaignResult) -> None:
     keys = set()
     for index in range(meta.num_row_groups):
         row_group = meta.row_group(index)
-        stats = [row_group.column(names.index(k)).statistics for k in
-                 ("workload", "protocol", "scope", "rate_gbps", "seed")]
+        stats = [
+            row_group.column(names.index(k)).statistics
+            for k in ("workload", "protocol", "scope", "rate_gbps", "seed")
+        ]
         assert all(s.min == s.max for s in stats)
         keys.add(tuple(s.min for s in stats))
     assert len(keys) == 16
@@ -127,7 +129,8 @@ def test_one_run_per_row_group(campaign: CampaignResult) -> None:
     reads: list[int] = []
     read_row_group = table._file.read_row_group
     table._file.read_row_group = lambda index, columns=None: (  # type: ignore[method-assign]
-        reads.append(index) or read_row_group(index, columns=columns))
+        reads.append(index) or read_row_group(index, columns=columns)
+    )
     group_keys = ["workload", "protocol", "scope", "rate_gbps"]
     assert len(table.group_keys(group_keys)) == 8 and reads == []
     rows = table.read_group(group_keys, ("websearch", "pfabric", "rack", 40.0), ["fct_ns"])
@@ -145,7 +148,8 @@ def test_readers_equal_the_in_memory_path(campaign: CampaignResult) -> None:
     expected = summarize(whole)
     pd.testing.assert_frame_equal(summarize_file(path), expected)
     pd.testing.assert_frame_equal(
-        summarize_file(path, by_workload=False), summarize(whole, by_workload=False))
+        summarize_file(path, by_workload=False), summarize(whole, by_workload=False)
+    )
     rep = report(campaign.out_dir)
     pd.testing.assert_frame_equal(rep.summary, expected)
     assert len(rep.plots) == 4
@@ -168,17 +172,19 @@ def test_fct_file_groups_in_row_groups_of_several_runs(tmp_path: Path) -> None:
     the same groups, in file order, as pandas' groupby over the whole table."""
     rng = np.random.default_rng(7)
     n = 97
-    frame = pd.DataFrame({
-        "flow_id": np.arange(n),
-        "size_bytes": rng.choice([1000, 4096, 70000, 2_000_000], n),
-        "fct_ns": rng.integers(1000, 100000, n),
-        "slowdown": rng.uniform(1, 5, n),
-        "finished": (rng.uniform(size=n) > 0.1).astype(np.int64),
-        "workload": rng.choice(["a", "b"], n),
-        "protocol": rng.choice(["tcp", "pfabric", "phost"], n),
-        "scope": rng.choice(["rack", "datacenter"], n),
-        "rate_gbps": rng.choice([40.0, 100.0], n),
-    })
+    frame = pd.DataFrame(
+        {
+            "flow_id": np.arange(n),
+            "size_bytes": rng.choice([1000, 4096, 70000, 2_000_000], n),
+            "fct_ns": rng.integers(1000, 100000, n),
+            "slowdown": rng.uniform(1, 5, n),
+            "finished": (rng.uniform(size=n) > 0.1).astype(np.int64),
+            "workload": rng.choice(["a", "b"], n),
+            "protocol": rng.choice(["tcp", "pfabric", "phost"], n),
+            "scope": rng.choice(["rack", "datacenter"], n),
+            "rate_gbps": rng.choice([40.0, 100.0], n),
+        }
+    )
     path = tmp_path / "fct.parquet"
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=10)
     table = FctFile(path)
@@ -205,8 +211,13 @@ def test_fct_export_reads_only_the_selection(campaign: CampaignResult, tmp_path:
     whole = pd.read_parquet(path)
     for selection in (
         {"protocol": "pfabric", "scope": "rack", "workload": "websearch"},  # seeds pooled
-        {"protocol": "ideal", "scope": "datacenter", "workload": "datamining", "seed": 2,
-         "rate_gbps": 40.0},
+        {
+            "protocol": "ideal",
+            "scope": "datacenter",
+            "workload": "datamining",
+            "seed": 2,
+            "rate_gbps": 40.0,
+        },
     ):
         rows = read_fct_selection(path, **selection)
         runs = 1 if "seed" in selection else 2
@@ -220,8 +231,10 @@ def test_fct_export_reads_only_the_selection(campaign: CampaignResult, tmp_path:
     for selection, message in (
         ({"protocol": "pfabric", "scope": "rack"}, "several workload values"),
         ({"protocol": "tcp"}, r"protocol='tcp' not in the table \(has \['ideal', 'pfabric'\]\)"),
-        ({"protocol": "ideal", "scope": "rack", "workload": "websearch", "rate_gbps": 100.0},
-         r"rate_gbps=100.0 not in the table \(has \[40.0\]\)"),
+        (
+            {"protocol": "ideal", "scope": "rack", "workload": "websearch", "rate_gbps": 100.0},
+            r"rate_gbps=100.0 not in the table \(has \[40.0\]\)",
+        ),
     ):
         with pytest.raises(ValueError, match=message):
             export_fct(whole, tmp_path / "x.txt", kinds=None, **selection)

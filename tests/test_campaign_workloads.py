@@ -61,8 +61,11 @@ def test_cache_reuses_and_follows_content(tmp_path):
     cache = config.out_dir / "workloads"
     first = load_workload(workload, cache)
     assert first.flows == 3 and not first.hosts_given
-    assert pd.read_parquet(first.flows_path)["kind"].tolist() == ["mem_read", "mem_write",
-                                                                   "mem_read"]
+    assert pd.read_parquet(first.flows_path)["kind"].tolist() == [
+        "mem_read",
+        "mem_write",
+        "mem_read",
+    ]
     again = load_workload(workload, cache)
     assert again == first
     assert len([p for p in cache.iterdir()]) == 1
@@ -88,13 +91,16 @@ def test_window_and_max_flows(tmp_path):
 
 def test_yaps_workload_keeps_hosts(tmp_path):
     flows = pd.DataFrame(
-        {"flow_id": [0, 1], "start_ns": [0, 1500], "src_host": [3, 17],
-         "dst_host": [17, 3], "size_bytes": [1460, 2920]}
+        {
+            "flow_id": [0, 1],
+            "start_ns": [0, 1500],
+            "src_host": [3, 17],
+            "dst_host": [17, 3],
+            "size_bytes": [1460, 2920],
+        }
     )
     write_yaps(flows, tmp_path / "trace.txt")
-    config, (workload,) = _workloads(
-        tmp_path, '[[workloads]]\nkind = "yaps"\npath = "trace.txt"\n'
-    )
+    config, (workload,) = _workloads(tmp_path, '[[workloads]]\nkind = "yaps"\npath = "trace.txt"\n')
     loaded = load_workload(workload, config.out_dir / "workloads")
     assert loaded.hosts_given and loaded.name == "trace"
     table = pd.read_parquet(loaded.flows_path)
@@ -150,8 +156,13 @@ def test_editing_the_testbed_keeps_cached_workloads_valid(tmp_path, monkeypatch)
     edit of the testbed the cached table is reused without converting again; after an edit
     of a converter the key changes (the counter-check: the key does follow the code)."""
     flows = pd.DataFrame(
-        {"flow_id": [0, 1], "start_ns": [0, 1500], "src_host": [3, 17],
-         "dst_host": [17, 3], "size_bytes": [1460, 2920]}
+        {
+            "flow_id": [0, 1],
+            "start_ns": [0, 1500],
+            "src_host": [3, 17],
+            "dst_host": [17, 3],
+            "size_bytes": [1460, 2920],
+        }
     )
     write_yaps(flows, tmp_path / "trace.txt")
     config, (workload,) = _workloads(tmp_path, '[[workloads]]\nkind = "yaps"\npath = "trace.txt"\n')

@@ -42,8 +42,21 @@ def test_convert_writes_flow_table_and_yaps(
 def test_gen_permutation_is_a_fixed_derangement(tmp_path: Path) -> None:
     out = tmp_path / "ws.csv"
     rc = main(
-        ["gen", "--cdf", "websearch", "--load", "0.5", "--flows", "2000", "--matrix",
-         "permutation", "--seed", "3", "--out", str(out)]
+        [
+            "gen",
+            "--cdf",
+            "websearch",
+            "--load",
+            "0.5",
+            "--flows",
+            "2000",
+            "--matrix",
+            "permutation",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ]
     )
     assert rc == 0
     flows = pd.read_csv(out)
@@ -93,11 +106,19 @@ scopes = ["datacenter"]
 _SYNTH = 'name = "ws"\ncdf = "websearch"\nload = 0.3\nn_flows = 6'
 
 
-def _campaign(tmp_path: Path, *, out_dir: str = "out", kind: str = "synthetic",
-              workload: str = _SYNTH, racks: int = 2, extra: str = "") -> Path:
+def _campaign(
+    tmp_path: Path,
+    *,
+    out_dir: str = "out",
+    kind: str = "synthetic",
+    workload: str = _SYNTH,
+    racks: int = 2,
+    extra: str = "",
+) -> Path:
     path = tmp_path / "c.toml"
-    path.write_text(_CAMPAIGN.format(out_dir=out_dir, kind=kind, workload=workload,
-                                     racks=racks, extra=extra))
+    path.write_text(
+        _CAMPAIGN.format(out_dir=out_dir, kind=kind, workload=workload, racks=racks, extra=extra)
+    )
     return path
 
 
@@ -220,7 +241,8 @@ def test_internal_error_is_one_message_and_debug_shows_it(
 
     parser = cli.build_parser
     monkeypatch.setattr(
-        cli, "build_parser",
+        cli,
+        "build_parser",
         lambda: _with_func(parser(), boom),
     )
     assert main(["report", "x"]) == 1
@@ -256,12 +278,23 @@ def test_cli_subprocess_has_no_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(30))
     (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "meta.json").write_text('{"nodes": [{"node": 0, "ip": "10.0.0.1", '
-                                              f'"pcap": "{bad}"' + "}]}")
+    (tmp_path / "s" / "meta.json").write_text(
+        f'{{"nodes": [{{"node": 0, "ip": "10.0.0.1", "pcap": "{bad}"' + "}]}"
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "disaggsim.cli", "convert", str(tmp_path / "s"), "--out",
-         str(tmp_path / "f")],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "disaggsim.cli",
+            "convert",
+            str(tmp_path / "s"),
+            "--out",
+            str(tmp_path / "f"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

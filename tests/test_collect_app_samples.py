@@ -55,8 +55,11 @@ def test_bundled_sample_converts_with_paging(name: str) -> None:
         assert node["memory_limit_binding"], node
         # The limit is the preset's fraction of the working set (not lifted by the floor).
         assert not node["memory_limit_floor_applied"], node
-        assert node["memory_limit_bytes"] <= meta["memory_limit_fraction"] * node[
-            "working_set_bytes"] < node["working_set_bytes"], node
+        assert (
+            node["memory_limit_bytes"]
+            <= meta["memory_limit_fraction"] * node["working_set_bytes"]
+            < node["working_set_bytes"]
+        ), node
         assert node["swap_out_requests"] > 0 and node["swap_in_requests"] > 0, node
         mem = flows[(flows["node"] == i) & flows["kind"].isin(["mem_read", "mem_write"])]
         assert len(mem) > 0, i

@@ -29,11 +29,26 @@ MAGIC = BLK_IO_TRACE_MAGIC | BLK_IO_TRACE_VERSION
 CAT = {BLK_TA_QUEUE: 1 << 4, BLK_TA_ISSUE: 1 << 6, BLK_TA_COMPLETE: 1 << 7}
 
 
-def raw(t_ns: int, act: int, sector: int, nbytes: int, write: bool, cpu: int, pdu: bytes = b""
-        ) -> bytes:
+def raw(
+    t_ns: int, act: int, sector: int, nbytes: int, write: bool, cpu: int, pdu: bytes = b""
+) -> bytes:
     cat = CAT[act] | (BLK_TC_WRITE if write else BLK_TC_READ)
-    return BLK_IO_TRACE.pack(MAGIC, 0, t_ns, sector, nbytes, (cat << 16) | act, 1234,
-                             kernel_dev(7, 3), cpu, 0, len(pdu)) + pdu
+    return (
+        BLK_IO_TRACE.pack(
+            MAGIC,
+            0,
+            t_ns,
+            sector,
+            nbytes,
+            (cat << 16) | act,
+            1234,
+            kernel_dev(7, 3),
+            cpu,
+            0,
+            len(pdu),
+        )
+        + pdu
+    )
 
 
 def test_parse_keeps_partial_tail_and_pdu() -> None:
@@ -60,17 +75,19 @@ def test_read_blktrace_requires_cpu0(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("blkparse") is None, reason="blkparse (apt blktrace) missing")
 def test_per_cpu_files_parse_with_blkparse(tmp_path: Path) -> None:
     # Two 4 KiB writes (Q, D, C each) on CPU 1 and one 8 KiB read on CPU 0.
-    stream = b"".join([
-        raw(1_000, BLK_TA_QUEUE, 0, 4096, True, 1),
-        raw(1_100, BLK_TA_ISSUE, 0, 4096, True, 1),
-        raw(1_200, BLK_TA_QUEUE, 8, 4096, True, 1),
-        raw(1_300, BLK_TA_ISSUE, 8, 4096, True, 1),
-        raw(2_000, BLK_TA_QUEUE, 64, 8192, False, 0),
-        raw(2_100, BLK_TA_ISSUE, 64, 8192, False, 0),
-        raw(5_000, BLK_TA_COMPLETE, 0, 4096, True, 1),
-        raw(5_100, BLK_TA_COMPLETE, 8, 4096, True, 1),
-        raw(6_000, BLK_TA_COMPLETE, 64, 8192, False, 0),
-    ])
+    stream = b"".join(
+        [
+            raw(1_000, BLK_TA_QUEUE, 0, 4096, True, 1),
+            raw(1_100, BLK_TA_ISSUE, 0, 4096, True, 1),
+            raw(1_200, BLK_TA_QUEUE, 8, 4096, True, 1),
+            raw(1_300, BLK_TA_ISSUE, 8, 4096, True, 1),
+            raw(2_000, BLK_TA_QUEUE, 64, 8192, False, 0),
+            raw(2_100, BLK_TA_ISSUE, 64, 8192, False, 0),
+            raw(5_000, BLK_TA_COMPLETE, 0, 4096, True, 1),
+            raw(5_100, BLK_TA_COMPLETE, 8, 4096, True, 1),
+            raw(6_000, BLK_TA_COMPLETE, 64, 8192, False, 0),
+        ]
+    )
     recs, used = parse_blk_stream(stream)
     assert used == len(stream)
     writer = PerCpuWriter(tmp_path / "dev", n_cpus=3)  # CPU 2 logs nothing: empty file
@@ -79,9 +96,19 @@ def test_per_cpu_files_parse_with_blkparse(tmp_path: Path) -> None:
     writer.close()
     back = read_blktrace(tmp_path / "dev")
     assert sorted((r.cpu, r.sequence) for r in back) == [
-        (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (1, 6)]
-    out = subprocess.run(["blkparse", "-i", "dev"], cwd=tmp_path, capture_output=True,
-                         text=True, check=True).stdout
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (1, 5),
+        (1, 6),
+    ]
+    out = subprocess.run(
+        ["blkparse", "-i", "dev"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
     assert "Events (dev): 9 entries" in out
     assert "Skips: 0 forward" in out
     total = out.split("Total (dev):", 1)[1]

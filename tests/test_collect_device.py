@@ -53,8 +53,9 @@ def test_the_device_records_the_paging_and_the_converter_reads_it(tmp_path: Path
     exactly those records (the same bytes)."""
     cfg = PRESETS["smoke"].model_copy(update={"paging_recorder": "swapdev-uffd"})
     with device.system_lock():
-        out = collect(cfg, tmp_path / "out", command="pytest device recorder",
-                      device_env=device.recorder_env)
+        out = collect(
+            cfg, tmp_path / "out", command="pytest device recorder", device_env=device.recorder_env
+        )
     meta = json.loads((out / "meta.json").read_text())
     assert meta["paging_recorder"] == "swapdev-uffd"
     assert meta["swap_attribution"]["device_traces_missing"] == []

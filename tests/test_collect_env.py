@@ -42,7 +42,8 @@ LOOP_CTL_ADD = 0x4C80
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("losetup") is None or shutil.which("ip") is None,
-    reason="needs root, losetup and ip")
+    reason="needs root, losetup and ip",
+)
 
 
 def test_undo_stack_runs_every_step_and_reports_once() -> None:
@@ -58,8 +59,10 @@ def test_undo_stack_runs_every_step_and_reports_once() -> None:
         stack.undo("memory cgroup x", fail, "rmdir failed")
         raise ValueError("the application failed")
     assert done == ["rmdir failed", "swapoff failed", "first"]  # reverse order, all ran
-    assert err.value.failures == ["memory cgroup x: rmdir failed",
-                                  "swap area /dev/loop9: swapoff failed"]
+    assert err.value.failures == [
+        "memory cgroup x: rmdir failed",
+        "swap area /dev/loop9: swapoff failed",
+    ]
     assert isinstance(err.value.during, ValueError)
     assert "while unwinding after ValueError: the application failed" in str(err.value)
     assert err.value.__cause__ is err.value.during
@@ -86,8 +89,12 @@ def test_nested_undo_stacks_merge_into_one_report() -> None:
         with UndoStack() as inner:
             inner.undo("inner", fail, "i")
             inner.undo("tracefs settings", fail_many)
-    assert err.value.failures == ["tracefs settings: x: EINVAL", "tracefs settings: y: EIO",
-                                  "inner: i", "outer: o"]
+    assert err.value.failures == [
+        "tracefs settings: x: EINVAL",
+        "tracefs settings: y: EIO",
+        "inner: i",
+        "outer: o",
+    ]
     assert err.value.during is None
 
 
@@ -106,7 +113,8 @@ def test_interrupted_undo_step_is_reported_and_the_rest_run() -> None:
         stack.undo("memory cgroup x", interrupted)
     assert ran == ["swapoff"]
     assert err.value.failures == [
-        "memory cgroup x: interrupted (KeyboardInterrupt: signal SIGTERM)"]
+        "memory cgroup x: interrupted (KeyboardInterrupt: signal SIGTERM)"
+    ]
 
 
 def test_undo_stack_without_failures_propagates_the_error() -> None:
@@ -177,15 +185,25 @@ def _kernel_mangle(path: str) -> str:
     return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in path)
 
 
-@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",),
-                                                  blacklist_characters="\0/"),
-                        min_size=1, max_size=12), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\0/"),
+            min_size=1,
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_mount_points_undo_the_kernels_escapes(parts: list[str]) -> None:
     # Any directory name (spaces, tabs, newlines, backslashes, a literal "\040" included)
     # comes back as it was from a /proc/self/mounts line, between two ordinary lines.
     path = "/" + "/".join(parts)
-    text = (f"proc /proc proc rw 0 0\ntmpfs {_kernel_mangle(path)} tmpfs rw,relatime 0 0\n"
-            "sysfs /sys sysfs rw 0 0\n")
+    text = (
+        f"proc /proc proc rw 0 0\ntmpfs {_kernel_mangle(path)} tmpfs rw,relatime 0 0\n"
+        "sysfs /sys sysfs rw 0 0\n"
+    )
     assert mount_points(text) == [Path("/proc"), Path(path), Path("/sys")]
 
 
@@ -205,14 +223,13 @@ def test_a_loop_device_that_cannot_be_detached_does_not_stop_the_others(
     monkeypatch.setattr(collect_env, "sh", fake_sh)
     with pytest.raises(RestoreError) as err:
         collect_env.swapoff_and_detach(["loop90", "loop91", "loop92"])
-    assert calls == ["losetup -d /dev/loop90", "losetup -d /dev/loop91",
-                     "losetup -d /dev/loop92"]
-    assert err.value.failures == [
-        "/dev/loop91: command failed (1): losetup -d /dev/loop91: busy"]
+    assert calls == ["losetup -d /dev/loop90", "losetup -d /dev/loop91", "losetup -d /dev/loop92"]
+    assert err.value.failures == ["/dev/loop91: command failed (1): losetup -d /dev/loop91: busy"]
 
 
 def test_a_mount_that_cannot_be_unmounted_keeps_the_work_dir_and_the_others_go(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Hand-made case: two mounts under a dead collector's work dir, the deeper one busy.
     # The other is still unmounted; the directory is kept (it holds a mount); one

@@ -30,14 +30,20 @@ from disaggsim import owners
 from disaggsim.testbed import collect_env as env
 
 needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip") is None
+    os.geteuid() != 0
+    or shutil.which("ip") is None
     or not (env.MEMCG_ROOT / "memory.limit_in_bytes").exists(),
-    reason="needs root, ip and the cgroup v1 memory hierarchy")
+    reason="needs root, ip and the cgroup v1 memory hierarchy",
+)
 
 #: The cluster presets' fixed names for two nodes (emulate_apps.cluster_session).
 NETNS = ["dsim-sw", "dsim-n0", "dsim-n1"]
-MEMCGS = ["disaggsim-node0", "disaggsim-node1",
-          "disaggsim-emulate-node0", "disaggsim-emulate-node1"]
+MEMCGS = [
+    "disaggsim-node0",
+    "disaggsim-node1",
+    "disaggsim-emulate-node0",
+    "disaggsim-emulate-node1",
+]
 
 #: A command that sets up the cluster's network and memory cgroups, starts a process in
 #: node 0's namespace and memcg and one in a holder memcg only (as the presets' servers
@@ -63,8 +69,11 @@ def _start_owner(tmp_path: Path) -> tuple[subprocess.Popen[str], int, int]:
     """The owner command, once its state is up and both processes joined their groups.
     Returns it and the pids of its server (namespace dsim-n0, memcg disaggsim-node0) and
     its holder (memcg disaggsim-emulate-node0 only)."""
-    proc = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path / "server.log"),
-                             *MEMCGS], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path / "server.log"), *MEMCGS],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line, f"the owner command failed (exit {proc.wait()})"
@@ -85,8 +94,10 @@ def _require_names_free() -> None:
     a test not under the machine lock): the tests below would reap or remove its state."""
     taken = _netns() + [n for n in MEMCGS if (env.MEMCG_ROOT / n).exists()]
     if taken:
-        pytest.fail(f"{taken} exist: another run holds the cluster's names; run under "
-                    "flock /tmp/disaggsim-machine.lock")
+        pytest.fail(
+            f"{taken} exist: another run holds the cluster's names; run under "
+            "flock /tmp/disaggsim-machine.lock"
+        )
 
 
 def _remove_leftovers(tag: str) -> None:
@@ -141,8 +152,10 @@ def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
     owner = owner_command.proc
     owner.kill()
     assert owner.wait() == -signal.SIGKILL
-    mount_owners = [owners.read_record(owners.record_path("mount", name))
-                    for name in ("run-netns", "run-netns-and-dir")]
+    mount_owners = [
+        owners.read_record(owners.record_path("mount", name))
+        for name in ("run-netns", "run-netns-and-dir")
+    ]
     made_mount = any(o is not None and o.pid == owner.pid for o in mount_owners)
     assert sorted(_netns()) == sorted(NETNS)
     assert all((env.MEMCG_ROOT / name).is_dir() for name in MEMCGS)
@@ -157,27 +170,43 @@ def test_state_of_a_sigkilled_owner_is_reaped_by_the_next_creator(
         # The new state is this process's: its own network, empty groups.
         assert "10.77.0.2/24" in env.sh(env.ns_exec("dsim-n1") + ["ip", "addr", "show", "eth0"])
         assert all(env.memcg_tasks(group) == [] for group in groups)
-        assert owners.read_record(owners.record_path("netns", "dsim-sw")) \
-            == owners.Owner.current()
+        assert owners.read_record(owners.record_path("netns", "dsim-sw")) == owners.Owner.current()
     # Namespaces first, each kind in name order. The server ran in dsim-n0 (killed with
     # the namespace, so its memcg is empty by then); the holder ran in
     # disaggsim-emulate-node0 only.
     killed = {"dsim-n0": 1, "dsim-n1": 0, "dsim-sw": 0}
-    assert err[:3] == [f"disaggsim: reaped network namespace {name} left by dead pid "
-                       f"{owner.pid} (killed {n} process(es) in it)"
-                       for name, n in killed.items()]
-    killed = {"disaggsim-emulate-node0": 1, "disaggsim-emulate-node1": 0,
-              "disaggsim-node0": 0, "disaggsim-node1": 0}
-    assert err[3:] == [f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / name} left "
-                       f"by dead pid {owner.pid} (killed {n} process(es) in it)"
-                       for name, n in killed.items()] + [
-        f"disaggsim: took over the mount of {env.NETNS_DIR} left by dead pid {owner.pid} "
-        "(unmounted when this command ends)"] * made_mount
+    assert err[:3] == [
+        f"disaggsim: reaped network namespace {name} left by dead pid "
+        f"{owner.pid} (killed {n} process(es) in it)"
+        for name, n in killed.items()
+    ]
+    killed = {
+        "disaggsim-emulate-node0": 1,
+        "disaggsim-emulate-node1": 0,
+        "disaggsim-node0": 0,
+        "disaggsim-node1": 0,
+    }
+    assert (
+        err[3:]
+        == [
+            f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / name} left "
+            f"by dead pid {owner.pid} (killed {n} process(es) in it)"
+            for name, n in killed.items()
+        ]
+        + [
+            f"disaggsim: took over the mount of {env.NETNS_DIR} left by dead pid {owner.pid} "
+            "(unmounted when this command ends)"
+        ]
+        * made_mount
+    )
     assert not owners.pid_alive(owner_command.server)
     assert not owners.pid_alive(owner_command.holder)
     assert live_processes(owner_command.tag) == {}
-    assert not any(owners.record_path(kind, name).exists()
-                   for kind, names in (("netns", NETNS), ("memcg", MEMCGS)) for name in names)
+    assert not any(
+        owners.record_path(kind, name).exists()
+        for kind, names in (("netns", NETNS), ("memcg", MEMCGS))
+        for name in names
+    )
 
 
 @needs_root
@@ -188,14 +217,18 @@ def test_state_of_a_live_owner_is_not_reaped(owner_command: OwnerCommand) -> Non
     owner = owner_command.proc
     with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
         env.make_cluster_network(stack, 2)
-    assert str(err.value) == (f"network namespace dsim-sw exists, owned by pid "
-                              f"{owner.pid}, which runs: is another disaggsim command "
-                              "running?")
+    assert str(err.value) == (
+        f"network namespace dsim-sw exists, owned by pid "
+        f"{owner.pid}, which runs: is another disaggsim command "
+        "running?"
+    )
     with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
         env.memcg_group(stack, MEMCGS[2])
-    assert str(err.value) == (f"memory cgroup {env.MEMCG_ROOT / MEMCGS[2]} exists, owned "
-                              f"by pid {owner.pid}, which runs: is another disaggsim "
-                              "command running?")
+    assert str(err.value) == (
+        f"memory cgroup {env.MEMCG_ROOT / MEMCGS[2]} exists, owned "
+        f"by pid {owner.pid}, which runs: is another disaggsim "
+        "command running?"
+    )
     assert sorted(_netns()) == sorted(NETNS)
     assert str(owner_command.server) in env.sh(["ip", "netns", "pids", "dsim-n0"]).split()
     assert env.memcg_tasks(env.MEMCG_ROOT / MEMCGS[2]) == [owner_command.holder]
@@ -218,8 +251,10 @@ def test_a_recycled_pid_is_a_dead_owner(capfd: pytest.CaptureFixture[str]) -> No
         with env.UndoStack() as stack:
             assert env.memcg_group(stack, path.name) == path
             assert owners.read_record(record) == me
-        assert capfd.readouterr().err == (f"disaggsim: reaped memory cgroup {path} left by "
-                                          f"dead pid {me.pid} (killed 0 process(es) in it)\n")
+        assert capfd.readouterr().err == (
+            f"disaggsim: reaped memory cgroup {path} left by "
+            f"dead pid {me.pid} (killed 0 process(es) in it)\n"
+        )
         assert not path.exists() and not record.exists()
         # A dead owner's record whose state is gone (SIGKILLed after the removal, before
         # the record's) goes silently.
@@ -230,15 +265,18 @@ def test_a_recycled_pid_is_a_dead_owner(capfd: pytest.CaptureFixture[str]) -> No
         assert capfd.readouterr().err == ""
         path.mkdir()
         owners.write_record(record, me)
-        with pytest.raises(RuntimeError, match=f"owned by pid {me.pid}, which runs"), \
-                env.UndoStack() as stack:
+        with (
+            pytest.raises(RuntimeError, match=f"owned by pid {me.pid}, which runs"),
+            env.UndoStack() as stack,
+        ):
             env.memcg_group(stack, path.name)
         assert path.is_dir()
         record.unlink()
         with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
             env.memcg_group(stack, path.name)
-        assert str(err.value).startswith(f"memory cgroup {path} exists and records no owner "
-                                         f"({record} missing)")
+        assert str(err.value).startswith(
+            f"memory cgroup {path} exists and records no owner ({record} missing)"
+        )
     finally:
         record.unlink(missing_ok=True)
         with contextlib.suppress(FileNotFoundError):
@@ -285,9 +323,16 @@ def test_process_stat_reads_past_a_command_name_with_parentheses_and_spaces() ->
     # (state S, sleeping in its read of stdin) and its parent is this process.
     name = "x) Z 1 2 3"
     child = subprocess.Popen(
-        [sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(None).prctl(15, "
-         f"{name.encode()!r}, 0, 0, 0); print(flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import ctypes, sys; ctypes.CDLL(None).prctl(15, "
+            f"{name.encode()!r}, 0, 0, 0); print(flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdout.readline() == "\n"
         assert Path(f"/proc/{child.pid}/comm").read_text() == name + "\n"
@@ -311,8 +356,12 @@ def test_owner_record_round_trip_and_bad_record(
     assert record.read_text() == "4242 123456 b0b3c2a8-8b36-4a6b-bb5e-6f0c7a3e9d11\n"
     assert owners.read_record(record) == owner
     record.write_text("4242\n")
-    with pytest.raises(RuntimeError, match=re.escape(
-            f"{record}: expected an owner record 'PID START_TICKS BOOT_ID', got '4242\\n'")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            f"{record}: expected an owner record 'PID START_TICKS BOOT_ID', got '4242\\n'"
+        ),
+    ):
         owners.read_record(record)
 
 
@@ -327,7 +376,7 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
     # stand-ins that record their calls; the records are real files under tmp_path.
     monkeypatch.setattr(owners, "OWNERS_DIR", tmp_path)
     monkeypatch.setattr(env, "NETNS_DIR", tmp_path / "run-netns")  # exists, as on a machine
-    env.NETNS_DIR.mkdir()                                           # that has used ip netns
+    env.NETNS_DIR.mkdir()  # that has used ip netns
     mounted = [True]
     unmounts: list[bool] = []
     monkeypatch.setattr(env, "is_mountpoint", lambda path: mounted[0])
@@ -339,9 +388,11 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
     with env.UndoStack() as stack:
         env._netns_dir_undo(stack)
         assert owners.read_record(made_dir) == me
-        assert capfd.readouterr().err == (f"disaggsim: took over the mount of {env.NETNS_DIR} "
-                                          f"left by dead pid {me.pid} (unmounted when this "
-                                          "command ends)\n")
+        assert capfd.readouterr().err == (
+            f"disaggsim: took over the mount of {env.NETNS_DIR} "
+            f"left by dead pid {me.pid} (unmounted when this "
+            "command ends)\n"
+        )
     assert unmounts == [False] and not made_dir.exists()  # existed=False: rmdir too
     # A dead owner's record that outlived its mount goes; a mount that is not there is
     # this owner's to make (the directory exists here: existed=True).
@@ -360,8 +411,8 @@ def test_a_dead_owners_netns_dir_mount_is_taken_over(
 
 
 def test_a_piece_that_cannot_be_reaped_does_not_stop_the_others(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Three dead owners' pieces of two kinds, the first piece's reap failing: the other
     two are still reaped (their records gone), the failing one keeps its record, and the
     error, raised once all were tried, names it, its owner and why (stderr says each)."""
@@ -383,14 +434,18 @@ def test_a_piece_that_cannot_be_reaped_does_not_stop_the_others(
         owners.write_record(owners.record_path(kind.name, piece), dead)
     with pytest.raises(RuntimeError) as err:
         owners.reap_dead()
-    assert str(err.value) == (f"disaggsim: could not reap alpha stuck left by dead pid "
-                              f"{me.pid}: [Errno 16] Device or resource busy")
+    assert str(err.value) == (
+        f"disaggsim: could not reap alpha stuck left by dead pid "
+        f"{me.pid}: [Errno 16] Device or resource busy"
+    )
     assert reaped == ["zz", "b"]
     assert [p.name for p in owners.records("alpha")] == ["stuck"]
     assert owners.records("beta") == []
     assert capsys.readouterr().err.splitlines() == [
-        str(err.value), f"disaggsim: reaped alpha zz left by dead pid {me.pid}",
-        f"disaggsim: reaped beta b left by dead pid {me.pid}"]
+        str(err.value),
+        f"disaggsim: reaped alpha zz left by dead pid {me.pid}",
+        f"disaggsim: reaped beta b left by dead pid {me.pid}",
+    ]
 
 
 #: A collector's device chain (testbed/collect.py: its work directory, a swap area on a
@@ -412,10 +467,13 @@ with env.UndoStack() as stack:
 
 
 @needs_root
-@pytest.mark.parametrize("parent_name", ["", "a dir\twith\\escapes"],
-                         ids=["plain", "escaped-in-proc-mounts"])
+@pytest.mark.parametrize(
+    "parent_name", ["", "a dir\twith\\escapes"], ids=["plain", "escaped-in-proc-mounts"]
+)
 def test_a_sigkilled_collectors_device_chain_is_undone_by_the_next_creator(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     parent_name: str,
 ) -> None:
     # The collector is SIGKILLed with its chain up: the swap area stays active, both loop
@@ -429,8 +487,9 @@ def test_a_sigkilled_collectors_device_chain_is_undone_by_the_next_creator(
     tmp_path = tmp_path / parent_name
     tmp_path.mkdir(exist_ok=True)
     tag = tag_environment(monkeypatch)
-    owner = subprocess.Popen([sys.executable, "-c", COLLECT_CHAIN, str(tmp_path)],
-                             stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", COLLECT_CHAIN, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert owner.stdout is not None
         line = owner.stdout.readline()
@@ -450,11 +509,18 @@ def test_a_sigkilled_collectors_device_chain_is_undone_by_the_next_creator(
             err = capfd.readouterr().err.splitlines()
             assert mine.is_dir() and mine != work
         assert not mine.exists()
-        parts = [f"unmounted {work / 'mnt0'}",
-                 *(("swapped off and detached" if loop == swap else "detached") + f" /dev/{loop}"
-                   for loop in sorted([swap, disk])), "removed it"]
-        assert err == [f"disaggsim: reaped collector work directory {work} left by dead pid "
-                       f"{owner.pid} ({', '.join(parts)})"]
+        parts = [
+            f"unmounted {work / 'mnt0'}",
+            *(
+                ("swapped off and detached" if loop == swap else "detached") + f" /dev/{loop}"
+                for loop in sorted([swap, disk])
+            ),
+            "removed it",
+        ]
+        assert err == [
+            f"disaggsim: reaped collector work directory {work} left by dead pid "
+            f"{owner.pid} ({', '.join(parts)})"
+        ]
         assert f"/dev/{swap}" not in Path("/proc/swaps").read_text()
         assert str(work) not in env.sh(["losetup", "-a"])
         assert not env.is_mountpoint(work / "mnt0") and not work.exists()

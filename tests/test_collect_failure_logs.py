@@ -39,8 +39,11 @@ def test_failed_process_error_quotes_its_log(tmp_path: Path) -> None:
     cluster = Cluster(n_nodes=1, memcgs=[], data_dirs=[], log_dir=tmp_path, seed=1)
     log = tmp_path / "app.log"
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(["sh", "-c", "echo line1; echo 'boom: refused'; exit 3"],
-                                stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            ["sh", "-c", "echo line1; echo 'boom: refused'; exit 3"],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
     cluster.logs[proc.pid] = log
     with pytest.raises(RuntimeError, match=r"(?s)app: .*exited 3.*app\.log.*boom: refused"):
         cluster.wait([proc], timeout_s=10, what="app")

@@ -34,27 +34,50 @@ from disaggsim.traces.paging import read_rmem_meta, write_rmem
 DEV = (7 << 20) | 0
 
 
-def rec(t_ns: int, act: int, pid: int, sector: int = 0, nbytes: int = 4096,
-        write: bool = False, cpu: int = 0) -> BlkRecord:
+def rec(
+    t_ns: int,
+    act: int,
+    pid: int,
+    sector: int = 0,
+    nbytes: int = 4096,
+    write: bool = False,
+    cpu: int = 0,
+) -> BlkRecord:
     cat = (BLK_TC_WRITE if write else BLK_TC_READ) | BLK_TC_QUEUE_BIT
-    raw = BLK_IO_TRACE.pack(BLK_IO_TRACE_MAGIC | BLK_IO_TRACE_VERSION, 0, t_ns, sector, nbytes,
-                            (cat << 16) | act, pid, DEV, cpu, 0, 0)
+    raw = BLK_IO_TRACE.pack(
+        BLK_IO_TRACE_MAGIC | BLK_IO_TRACE_VERSION,
+        0,
+        t_ns,
+        sector,
+        nbytes,
+        (cat << 16) | act,
+        pid,
+        DEV,
+        cpu,
+        0,
+        0,
+    )
     return parse_blk_stream(raw)[0][0]
 
 
 def test_attribution_by_pid_slot_and_none() -> None:
     records = [
-        rec(1000, BLK_TA_QUEUE, pid=11, sector=80, write=True),   # node 0 swaps out page 10
-        rec(2000, BLK_TA_QUEUE, pid=99, sector=80),               # kswapd-like: last owner 0
+        rec(1000, BLK_TA_QUEUE, pid=11, sector=80, write=True),  # node 0 swaps out page 10
+        rec(2000, BLK_TA_QUEUE, pid=99, sector=80),  # kswapd-like: last owner 0
         rec(3000, BLK_TA_QUEUE, pid=99, sector=160, write=True),  # next owner: node 1 below
-        rec(4000, BLK_TA_QUEUE, pid=22, sector=160),              # node 1 swaps page 20 in
-        rec(5000, BLK_TA_QUEUE, pid=99, sector=800),              # page 100: nobody -> none
+        rec(4000, BLK_TA_QUEUE, pid=22, sector=160),  # node 1 swaps page 20 in
+        rec(5000, BLK_TA_QUEUE, pid=99, sector=800),  # page 100: nobody -> none
     ]
     reqs, loose = group_requests(records)
     assert loose == []
     attribute_requests(reqs, {11: 0, 22: 1})
     assert [(r.node, r.how) for r in reqs] == [
-        (0, "pid"), (0, "slot"), (1, "slot"), (1, "pid"), (UNATTRIBUTED, "none")]
+        (0, "pid"),
+        (0, "slot"),
+        (1, "slot"),
+        (1, "pid"),
+        (UNATTRIBUTED, "none"),
+    ]
     assert [r.start_page for r in reqs] == [10, 10, 20, 20, 100]
 
 
@@ -74,8 +97,8 @@ def test_batches_end_at_unplug_and_share_first_timestamp(tmp_path: Path) -> None
         rec(10_000, BLK_TA_QUEUE, pid=5, sector=0, write=True),
         rec(11_000, BLK_TA_QUEUE, pid=5, sector=8, write=True),
         rec(12_000, BLK_TA_UNPLUG_IO, pid=5),
-        rec(13_000, BLK_TA_QUEUE, pid=5, sector=16, write=True),   # after unplug: new batch
-        rec(14_000, BLK_TA_QUEUE, pid=6, sector=24),               # other pid: new batch
+        rec(13_000, BLK_TA_QUEUE, pid=5, sector=16, write=True),  # after unplug: new batch
+        rec(14_000, BLK_TA_QUEUE, pid=6, sector=24),  # other pid: new batch
         rec(5_000_000, BLK_TA_QUEUE, pid=5, sector=32, write=True),  # > 1 ms gap: new batch
     ]
     reqs, loose = group_requests(records)
@@ -86,7 +109,11 @@ def test_batches_end_at_unplug_and_share_first_timestamp(tmp_path: Path) -> None
     # (batch, µs since t0, op, page, npages); pages 0 and 1 of batch 0 are contiguous: one
     # row of 2 pages.
     assert rows.to_records(index=False).tolist() == [
-        (0, 0, "W", 0, 2), (1, 3, "W", 2, 1), (2, 4, "R", 3, 1), (3, 4990, "W", 4, 1)]
+        (0, 0, "W", 0, 2),
+        (1, 3, "W", 2, 1),
+        (2, 4, "R", 3, 1),
+        (3, 4990, "W", 4, 1),
+    ]
     write_rmem(rows, tmp_path / "n.rmem")  # "<batch> <µs> <+out/-in><page> <npages>"
     assert (tmp_path / "n.rmem").read_text() == "0 0 +0 2\n1 3 +2 1\n2 4 -3 1\n3 4990 +4 1\n"
 
@@ -98,8 +125,15 @@ def test_write_node_paging_files(tmp_path: Path) -> None:
         rec(4_000, BLK_TA_QUEUE, pid=22, sector=8, cpu=0),
         rec(6_000, BLK_TA_QUEUE, pid=77, sector=8000, cpu=0),
     ]
-    summary = write_node_paging(records, {11: 0, 22: 1}, n_nodes=2, n_cpus=2, out_dir=tmp_path,
-                                t0_ns=1_000, start_time_us=1_700_000_000_000_000)
+    summary = write_node_paging(
+        records,
+        {11: 0, 22: 1},
+        n_nodes=2,
+        n_cpus=2,
+        out_dir=tmp_path,
+        t0_ns=1_000,
+        start_time_us=1_700_000_000_000_000,
+    )
     assert summary.swap_outs == {0: 1} and summary.swap_ins == {1: 1, UNATTRIBUTED: 1}
     assert (tmp_path / "node0.rmem").read_text() == "0 1 +1 1\n"
     assert (tmp_path / "node1.rmem").read_text() == "0 3 -1 1\n"
@@ -107,5 +141,7 @@ def test_write_node_paging_files(tmp_path: Path) -> None:
     assert read_rmem_meta(tmp_path / "node0.rmem.meta") == 1_700_000_000_000_000
     node0 = read_blktrace(tmp_path / "node0.swap")
     assert [(r.act, r.cpu, r.sequence) for r in node0] == [
-        (BLK_TA_QUEUE, 1, 1), (BLK_TA_COMPLETE, 0, 1)]
+        (BLK_TA_QUEUE, 1, 1),
+        (BLK_TA_COMPLETE, 0, 1),
+    ]
     assert (tmp_path / "node1.swap.blktrace.1").stat().st_size == 0

@@ -54,8 +54,13 @@ tps = 98.985496 (without initial connection time)
 
 def test_parse_report_reads_every_statistic() -> None:
     assert parse_report(REPORT_15) == {
-        "transactions": 1014, "failed_transactions": 0, "latency_average_ms": 8.887,
-        "latency_stddev_ms": 26.343, "schedule_lag_average_ms": 0.641, "tps": 98.985496}
+        "transactions": 1014,
+        "failed_transactions": 0,
+        "latency_average_ms": 8.887,
+        "latency_stddev_ms": 26.343,
+        "schedule_lag_average_ms": 0.641,
+        "tps": 98.985496,
+    }
 
 
 def test_parse_report_names_the_log_when_the_run_did_not_finish() -> None:
@@ -67,9 +72,29 @@ def test_parse_report_names_the_log_when_the_run_did_not_finish() -> None:
 def test_run_argv_paces_and_seeds_each_client() -> None:
     cfg = PgbenchConfig(clients_per_node=3, rate_tps=50, builtin="select-only", port=6000)
     argv = run_argv(cfg, "/bin/pgbench", "10.77.0.1", 7.6, seed=2001)
-    assert argv == ["/bin/pgbench", "-h", "10.77.0.1", "-p", "6000", "-U", PG_USER,
-                    "-b", "select-only", "-c", "3", "-j", "1", "-T", "8",
-                    "--random-seed", "2001", "-n", "-R", "50", PG_USER]
+    assert argv == [
+        "/bin/pgbench",
+        "-h",
+        "10.77.0.1",
+        "-p",
+        "6000",
+        "-U",
+        PG_USER,
+        "-b",
+        "select-only",
+        "-c",
+        "3",
+        "-j",
+        "1",
+        "-T",
+        "8",
+        "--random-seed",
+        "2001",
+        "-n",
+        "-R",
+        "50",
+        PG_USER,
+    ]
     # rate 0: unthrottled (no -R); a sub-second duration still runs pgbench for 1 s.
     unpaced = run_argv(PgbenchConfig(rate_tps=0), "pgbench", "h", 0.2, seed=1)
     assert "-R" not in unpaced and unpaced[unpaced.index("-T") + 1] == "1"
@@ -78,7 +103,19 @@ def test_run_argv_paces_and_seeds_each_client() -> None:
 def test_init_and_prewarm_commands() -> None:
     cfg = PgbenchConfig(scale=7)
     assert init_argv(cfg, "pgbench", "10.77.0.1") == [
-        "pgbench", "-i", "-s", "7", "-q", "-h", "10.77.0.1", "-p", "5432", "-U", PG_USER, PG_USER]
+        "pgbench",
+        "-i",
+        "-s",
+        "7",
+        "-q",
+        "-h",
+        "10.77.0.1",
+        "-p",
+        "5432",
+        "-U",
+        PG_USER,
+        PG_USER,
+    ]
     argv = prewarm_argv(cfg, "psql", "10.77.0.1")
     assert argv[-1] == PG_USER and "ON_ERROR_STOP=1" in argv
     sql = argv[argv.index("-c") + 1]
@@ -95,7 +132,8 @@ def test_server_listens_on_the_node_only() -> None:
 
 def test_config_validation() -> None:
     cfg = CollectConfig.model_validate(
-        {"sample": "s", "apps": [{"kind": "postgres-pgbench", "scale": 3}]})
+        {"sample": "s", "apps": [{"kind": "postgres-pgbench", "scale": 3}]}
+    )
     assert isinstance(cfg.apps[0], PgbenchConfig) and cfg.apps[0].scale == 3
     with pytest.raises(ValidationError, match="shared_bufers"):
         PgbenchConfig.model_validate({"shared_bufers_mb": 64})
@@ -130,8 +168,14 @@ def test_real_pgbench_collection(tmp_path: Path) -> None:
     cfg = CollectConfig(
         sample="pg-smoke",
         apps=[PgbenchConfig(scale=2, shared_buffers_mb=48, clients_per_node=2, rate_tps=50)],
-        duration_s=4, calibration_duration_s=3, disk_bytes=256 << 20, swap_bytes=512 << 20,
-        memory_limit_floor_bytes=16 << 20, pcap_snaplen_bytes=64, blk_keep_actions="QDC")
+        duration_s=4,
+        calibration_duration_s=3,
+        disk_bytes=256 << 20,
+        swap_bytes=512 << 20,
+        memory_limit_floor_bytes=16 << 20,
+        pcap_snaplen_bytes=64,
+        blk_keep_actions="QDC",
+    )
     before = system_state()
     out = collect(cfg, tmp_path / "out", command="pytest pg-smoke")
     assert system_state() == before
@@ -143,8 +187,9 @@ def test_real_pgbench_collection(tmp_path: Path) -> None:
         assert res[node]["failed_transactions"] == 0
     server = meta["nodes"][0]
     assert server["memory_limit_binding"] and server["swap_out_requests"] > 0, server
-    text = subprocess.run(["tcpdump", "-n", "-r", str(out / "node1.pcap")],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        ["tcpdump", "-n", "-r", str(out / "node1.pcap")], capture_output=True, text=True, check=True
+    ).stdout
     assert text.count("10.77.0.1.5432") > 200  # the server's replies to node 1
     # WAL and heap writes of the server land on node 0's disk.
     assert sum(f.stat().st_size for f in out.glob("node0.disk.blktrace.*")) > 0

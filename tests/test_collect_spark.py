@@ -83,13 +83,15 @@ def test_pagerank_step_by_hand() -> None:
     assert r1 == pytest.approx({0: 1.0, 1: 0.15 + 0.85 * 0.5, 2: 0.15 + 0.85 * 1.5})
     # A 3-cycle is a fixed point (every rank stays 1).
     assert pagerank_local(np.array([[0, 1], [1, 2], [2, 0]]), 10) == pytest.approx(
-        {0: 1.0, 1: 1.0, 2: 1.0})
+        {0: 1.0, 1: 1.0, 2: 1.0}
+    )
     assert list(pagerank_contributions((0, ([1, 2, 3], 0.9)))) == [(1, 0.3), (2, 0.3), (3, 0.3)]
 
 
 def test_spark_config_validation() -> None:
     cfg = CollectConfig.model_validate(
-        {"sample": "s", "apps": [{"kind": "spark", "job": "sort", "records_per_split": 10}]})
+        {"sample": "s", "apps": [{"kind": "spark", "job": "sort", "records_per_split": 10}]}
+    )
     assert isinstance(cfg.apps[0], SparkConfig) and cfg.apps[0].job == "sort"
     with pytest.raises(ValidationError, match="job"):
         SparkConfig.model_validate({})
@@ -104,8 +106,14 @@ def test_spark_config_validation() -> None:
 
 
 def test_driver_argv_and_dataset() -> None:
-    cfg = SparkConfig(job="wordcount", splits_per_node=3, reducers_per_node=2,
-                      lines_per_split=100, words_per_line=5, vocab_size=10)
+    cfg = SparkConfig(
+        job="wordcount",
+        splits_per_node=3,
+        reducers_per_node=2,
+        lines_per_split=100,
+        words_per_line=5,
+        vocab_size=10,
+    )
     argv = driver_argv(cfg, 3, seed=4, go_file=Path("/x/go"))
     opt = dict(zip(argv[3::2], argv[4::2], strict=False))
     assert opt["--job"] == "wordcount" and opt["--master"] == "spark://10.77.0.1:7077"
@@ -126,10 +134,29 @@ def _spark_skip() -> str | None:
 
 def _run_local(job: str, cwd: Path, *args: str) -> None:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    subprocess.run([sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", job,
-                    "--master", "local[2]", "--driver-host", "127.0.0.1", "--executors", "1",
-                    "--seed", "3", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                   timeout=240)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "disaggsim.testbed.apps.spark_jobs",
+            "--job",
+            job,
+            "--master",
+            "local[2]",
+            "--driver-host",
+            "127.0.0.1",
+            "--executors",
+            "1",
+            "--seed",
+            "3",
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
 
 
 def _read_tsv(out: Path) -> dict[str, str]:
@@ -146,18 +173,43 @@ def test_spark_wordcount_and_pagerank_match_the_oracles(tmp_path: Path) -> None:
     """Real PySpark (local mode) writes the counts of a Counter and the local PageRank."""
     wc = tmp_path / "wc"
     wc.mkdir()
-    _run_local("wordcount", wc, "--splits", "3", "--reducers", "2",
-               "--lines-per-split", "300", "--words-per-line", "7", "--vocab-size", "500")
-    expected = Counter(w for s in range(3) for line in gen_words(3, s, 300, 7, 500)
-                       for w in line.split(" "))
+    _run_local(
+        "wordcount",
+        wc,
+        "--splits",
+        "3",
+        "--reducers",
+        "2",
+        "--lines-per-split",
+        "300",
+        "--words-per-line",
+        "7",
+        "--vocab-size",
+        "500",
+    )
+    expected = Counter(
+        w for s in range(3) for line in gen_words(3, s, 300, 7, 500) for w in line.split(" ")
+    )
     got = _read_tsv(wc / "output")
     assert len(list((wc / "output").glob("part-*"))) == 2
     assert {k: int(v) for k, v in got.items()} == dict(expected)
 
     pr = tmp_path / "pr"
     pr.mkdir()
-    _run_local("pagerank", pr, "--splits", "2", "--reducers", "2",
-               "--edges-per-split", "3000", "--graph-scale", "9", "--iterations", "4")
+    _run_local(
+        "pagerank",
+        pr,
+        "--splits",
+        "2",
+        "--reducers",
+        "2",
+        "--edges-per-split",
+        "3000",
+        "--graph-scale",
+        "9",
+        "--iterations",
+        "4",
+    )
     edges = np.concatenate([gen_edges(3, s, 3000, 9) for s in range(2)])
     oracle = pagerank_local(edges, 4)
     ranks = {int(k): float(v) for k, v in _read_tsv(pr / "output").items()}

@@ -63,17 +63,23 @@ def test_smoke_collection_restores_state_and_outputs_parse(tmp_path: Path) -> No
     for node in meta["nodes"]:
         i = node["node"]
         # tcpdump reads the pcap; node i's capture holds memcached packets to/from node i.
-        text = subprocess.run(["tcpdump", "-n", "-r", str(out / node["pcap"])],
-                              capture_output=True, text=True, check=True).stdout
+        text = subprocess.run(
+            ["tcpdump", "-n", "-r", str(out / node["pcap"])],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         assert text.count(".11211") > 100, i
         assert node["pcap_dropped_by_kernel"] == 0
         for prefix in (node["disk_blktrace"], node["swap_blktrace"]):
             files = sorted(out.glob(prefix + ".blktrace.*"))
             assert [f.name for f in files] == [
-                f"{prefix}.blktrace.{c}" for c in range(meta["n_cpus"])]
+                f"{prefix}.blktrace.{c}" for c in range(meta["n_cpus"])
+            ]
             if sum(f.stat().st_size for f in files):
-                bp = subprocess.run(["blkparse", "-i", prefix], cwd=out, capture_output=True,
-                                    text=True, check=True).stdout
+                bp = subprocess.run(
+                    ["blkparse", "-i", prefix], cwd=out, capture_output=True, text=True, check=True
+                ).stdout
                 assert "Skips: 0 forward" in bp
         lines = (out / node["paging"]).read_text().splitlines()
         assert all(RMEM_LINE.match(ln) for ln in lines)
@@ -85,7 +91,8 @@ def test_smoke_collection_restores_state_and_outputs_parse(tmp_path: Path) -> No
         ins += len(lines) - node_outs
         outs += node_outs
         assert read_rmem_meta(out / (node["paging"] + ".meta")) == (
-            meta["start_realtime_ns"] // 1000)
+            meta["start_realtime_ns"] // 1000
+        )
     # memcached (node 0) runs at 25 % of its working set: it swaps out and back in.
     assert meta["nodes"][0]["memory_limit_binding"], meta["nodes"][0]
     assert meta["nodes"][0]["memory_limit_bytes"] < 0.5 * meta["nodes"][0]["working_set_bytes"]
@@ -97,9 +104,14 @@ def test_smoke_collection_restores_state_and_outputs_parse(tmp_path: Path) -> No
 
 def test_failure_restores_state_and_writes_nothing(tmp_path: Path) -> None:
     before = system_state()
-    bad = CollectConfig(sample="bad", apps=[MemcachedYcsbConfig(recordcount=100, port=1)],
-                        duration_s=2, working_set_bytes=[64 << 20] * 3,
-                        disk_bytes=64 << 20, swap_bytes=64 << 20)
+    bad = CollectConfig(
+        sample="bad",
+        apps=[MemcachedYcsbConfig(recordcount=100, port=1)],
+        duration_s=2,
+        working_set_bytes=[64 << 20] * 3,
+        disk_bytes=64 << 20,
+        swap_bytes=64 << 20,
+    )
     with pytest.raises(RuntimeError):  # memcached as nobody cannot bind port 1
         collect(bad, tmp_path / "out")
     assert system_state() == before
@@ -111,9 +123,19 @@ def test_sigterm_restores_state(tmp_path: Path) -> None:
     before = system_state()
     cfg = PRESETS["smoke"].model_copy(update={"duration_s": 60.0})
     (tmp_path / "cfg.json").write_text(cfg.model_dump_json())
-    proc = subprocess.Popen([sys.executable, "-m", "disaggsim.testbed.collect", "--config",
-                             str(tmp_path / "cfg.json"), "--out", str(tmp_path / "out")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "disaggsim.testbed.collect",
+            "--config",
+            str(tmp_path / "cfg.json"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not Path("/sys/fs/cgroup/memory/disaggsim-node0").exists():
         assert time.monotonic() < deadline and proc.poll() is None

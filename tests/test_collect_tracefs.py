@@ -102,8 +102,7 @@ def test_per_cpu_sizes_restored_when_they_differ(tmp_path: Path) -> None:
     assert fs.read("buffer_size_kb") == "32771"
     restore()
     assert tracefs_state(fs) == before
-    assert [fs.read(f"per_cpu/cpu{c}/buffer_size_kb") for c in range(3)] == [
-        "1410", "4099", "1410"]
+    assert [fs.read(f"per_cpu/cpu{c}/buffer_size_kb") for c in range(3)] == ["1410", "4099", "1410"]
     assert fs.read("current_tracer") == "function" and fs.read("tracing_on") == "0"
 
 
@@ -172,15 +171,24 @@ def test_fake_matches_the_kernel(kernel_instance: Tracefs, tmp_path: Path) -> No
     # Same writes on a real (expanded) instance and on the fake: same texts, same refusals.
     fake = FakeTracefs(tmp_path / "fake", n_cpus=len(kernel_instance.cpus()), expanded=True)
     files = ("buffer_size_kb", "per_cpu/cpu0/buffer_size_kb", "trace_clock", "tracing_on")
-    writes = [("buffer_size_kb", "4096"), ("trace_clock", "mono"), ("buffer_size_kb", "1408"),
-              ("per_cpu/cpu0/buffer_size_kb", "7"), ("tracing_on", "0")]
+    writes = [
+        ("buffer_size_kb", "4096"),
+        ("trace_clock", "mono"),
+        ("buffer_size_kb", "1408"),
+        ("per_cpu/cpu0/buffer_size_kb", "7"),
+        ("tracing_on", "0"),
+    ]
     for name, value in writes:
         kernel_instance.write(name, value)
         fake.write(name, value)
         assert [kernel_instance.read(f) for f in files] == [fake.read(f) for f in files], name
-    for name, value in (("buffer_size_kb", "X"), ("buffer_size_kb", "7 (expanded: 1408)"),
-                        ("trace_clock", "[local]"), ("current_tracer", "nosuch"),
-                        ("buffer_size_kb", "0")):
+    for name, value in (
+        ("buffer_size_kb", "X"),
+        ("buffer_size_kb", "7 (expanded: 1408)"),
+        ("trace_clock", "[local]"),
+        ("current_tracer", "nosuch"),
+        ("buffer_size_kb", "0"),
+    ):
         for fs in (kernel_instance, fake):
             with pytest.raises(OSError) as err:
                 fs.write(name, value)
@@ -195,8 +203,10 @@ def test_kernel_round_trip_per_cpu_sizes_and_clock(kernel_instance: Tracefs) -> 
     before = tracefs_state(fs)
     # 2048 KiB -> ceil(2097152 / 4080) = 515 sub-buffers -> 2101200 B -> 2051 KiB.
     assert fs.read("buffer_size_kb") == "X" and before["per_cpu/cpu0/buffer_size_kb"] == "2051"
-    saved = save_tracefs(fs, ("tracing_on", "current_tracer", "trace_clock", "buffer_size_kb",
-                              "options/context-info"))
+    saved = save_tracefs(
+        fs,
+        ("tracing_on", "current_tracer", "trace_clock", "buffer_size_kb", "options/context-info"),
+    )
     fs.write("buffer_size_kb", "4096")
     fs.write("trace_clock", "mono")
     fs.write("options/context-info", "0")

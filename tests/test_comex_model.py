@@ -19,12 +19,15 @@ def test_eq1_gives_the_papers_worked_example() -> None:
     assert comex.replenish_threshold_pages(rtt) == pytest.approx(752)
 
 
-@pytest.mark.parametrize(("n", "m", "p", "hand_ns"), [
-    (1, 4, 1.0, 10_540),                  # alone: no one to wait for
-    (5, 4, 0.5, 10_540 + 6_000 * 0.5),    # 4 others x 0.5 / 4 = 0.5 requests ahead
-    (17, 4, 1.0, 10_540 + 6_000 * 4),     # 16 / 4 = 4 requests ahead
-    (9, 2, 0.25, 10_540 + 6_000 * 1),     # 8 x 0.25 / 2 = 1
-])
+@pytest.mark.parametrize(
+    ("n", "m", "p", "hand_ns"),
+    [
+        (1, 4, 1.0, 10_540),  # alone: no one to wait for
+        (5, 4, 0.5, 10_540 + 6_000 * 0.5),  # 4 others x 0.5 / 4 = 0.5 requests ahead
+        (17, 4, 1.0, 10_540 + 6_000 * 4),  # 16 / 4 = 4 requests ahead
+        (9, 2, 0.25, 10_540 + 6_000 * 1),  # 8 x 0.25 / 2 = 1
+    ],
+)
 def test_eq1_by_hand(n: int, m: int, p: float, hand_ns: float) -> None:
     assert comex.eq1_rtt_ns(n, m, p) == pytest.approx(hand_ns)
 

@@ -41,7 +41,9 @@ def test_defaults_are_the_papers(tmp_path):
     assert (topo.racks, topo.hosts_per_rack, topo.spines) == (9, 16, 4)
     assert (topo.buffer_bytes, topo.switch_delay_ns, topo.mss_bytes) == (36864, 240, 1460)
     assert (topo.intra_rack_cable_m, topo.inter_rack_cable_m, topo.prop_ns_per_m) == (
-        4.0, 40.0, 5.0
+        4.0,
+        40.0,
+        5.0,
     )
     assert config.grid.rates_gbps == [40.0, 100.0]
     assert config.grid.scopes == ["datacenter", "rack"]
@@ -51,7 +53,7 @@ def test_defaults_are_the_papers(tmp_path):
 
 
 def test_unknown_key_names_file_line_and_key(tmp_path):
-    path = _write(tmp_path, BASE + 'rates_gbsp = [40]\n')
+    path = _write(tmp_path, BASE + "rates_gbsp = [40]\n")
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert str(err.value) == f"{path}:11: grid.rates_gbsp: Extra inputs are not permitted"
@@ -145,12 +147,15 @@ def test_workload_paths_globs_and_names(tmp_path):
         (tmp_path / "samples" / name).mkdir(parents=True)
         (tmp_path / "samples" / name / "meta.json").write_text("{}")
     (tmp_path / "samples" / "no-meta").mkdir()
-    text = BASE.replace(
-        '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
-        '[[workloads]]\nkind = "trace_sample"\npath = "samples/*"\n'
-        'convert = { idle_gap_ns = 3 }\n\n'
-        '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
-    ) + '\n[convert]\nidle_gap_ns = 1\nattribute_disk = false\n'
+    text = (
+        BASE.replace(
+            '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
+            '[[workloads]]\nkind = "trace_sample"\npath = "samples/*"\n'
+            "convert = { idle_gap_ns = 3 }\n\n"
+            '[[workloads]]\nkind = "flow_table"\npath = "flows.csv"',
+        )
+        + "\n[convert]\nidle_gap_ns = 1\nattribute_disk = false\n"
+    )
     config = load_config(_write(tmp_path, text))
     workloads = config.resolved_workloads()
     assert [w.name for w in workloads] == ["alpha", "beta", "flows"]
@@ -246,7 +251,7 @@ def test_converter_options_are_checked_at_load(tmp_path):
 
 def test_non_utf8_config_names_the_line(tmp_path):
     path = tmp_path / "c.toml"
-    path.write_bytes(BASE.encode() + b'\n# caf\xe9\n')
+    path.write_bytes(BASE.encode() + b"\n# caf\xe9\n")
     line = BASE.count("\n") + 2
     with pytest.raises(ConfigError, match=rf"^{path}:{line}: expected UTF-8 text, got byte"):
         load_config(path)

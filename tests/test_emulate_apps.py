@@ -61,17 +61,29 @@ def test_timely_pagerank_matches_the_local_oracle(tmp_path: Path, workers: int) 
     path = tmp_path / "edges.txt"
     path.write_text("".join(f"{s} {d}\n" for s, d in edges))
     oracle = pagerank_local(edges, 4)
-    out = subprocess.run([str(timely.BINARY), "--edges-file", str(path), "--iterations", "4",
-                          "--", "-w", str(workers)], capture_output=True, text=True,
-                         check=True, timeout=60)
+    out = subprocess.run(
+        [
+            str(timely.BINARY),
+            "--edges-file",
+            str(path),
+            "--iterations",
+            "4",
+            "--",
+            "-w",
+            str(workers),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     import json
 
     got = json.loads(out.stdout.strip().splitlines()[-1])
     top_vertex, top_rank = max(oracle.items(), key=lambda kv: (kv[1], -kv[0]))
     assert got["vertices_ranked"] == len(oracle)
     assert got["rank_sum"] == pytest.approx(sum(oracle.values()), rel=1e-9)
-    assert (got["top_vertex"], got["top_rank"]) == (top_vertex, pytest.approx(top_rank,
-                                                                              rel=1e-6))
+    assert (got["top_vertex"], got["top_rank"]) == (top_vertex, pytest.approx(top_rank, rel=1e-6))
     assert got["links"] == len({(int(s), int(d)) for s, d in edges})
 
 
@@ -79,8 +91,12 @@ def test_timely_pagerank_matches_the_local_oracle(tmp_path: Path, workers: int) 
 def test_timely_pagerank_rejects_a_bad_edge_line(tmp_path: Path) -> None:
     path = tmp_path / "edges.txt"
     path.write_text("1 2\n3 x\n")
-    out = subprocess.run([str(timely.BINARY), "--edges-file", str(path), "--", "-w", "1"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(timely.BINARY), "--edges-file", str(path), "--", "-w", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
     assert f"{path}:2: expected two vertex ids" in out.stderr
 
@@ -94,8 +110,7 @@ def test_hadoop_wordcount_and_terasort_run_locally_and_match_their_oracles(
     LocalJobRunner on Debian's OpenJDK 17)."""
     with pytest.raises(ValueError, match="expected >= parallel_maps x sort_mb"):
         hadoop_mr.HadoopConfig(job="wordcount", heap_mb=256, sort_mb=100)
-    cfg = hadoop_mr.HadoopConfig(job="wordcount", splits=2, reducers=2, heap_mb=256,
-                                 sort_mb=16)
+    cfg = hadoop_mr.HadoopConfig(job="wordcount", splits=2, reducers=2, heap_mb=256, sort_mb=16)
     text = tmp_path / "in"
     text.mkdir()
     lines = [gen_words(3, s, 400, 6, 300) for s in range(2)]
@@ -103,8 +118,13 @@ def test_hadoop_wordcount_and_terasort_run_locally_and_match_their_oracles(
         (text / f"s{s}.txt").write_text("\n".join(split) + "\n")
 
     def run(*argv: str) -> None:
-        subprocess.run(hadoop_mr.job_argv(cfg, tmp_path / "tmp", *argv), check=True,
-                       capture_output=True, timeout=300, cwd=tmp_path)
+        subprocess.run(
+            hadoop_mr.job_argv(cfg, tmp_path / "tmp", *argv),
+            check=True,
+            capture_output=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
 
     run("wordcount", str(text), str(tmp_path / "wc"))
     got: dict[str, int] = {}
@@ -118,7 +138,7 @@ def test_hadoop_wordcount_and_terasort_run_locally_and_match_their_oracles(
     run("terasort", str(tmp_path / "tg"), str(tmp_path / "ts"))
     data = b"".join(p.read_bytes() for p in sorted((tmp_path / "ts").glob("part-r-*")))
     assert len(data) == 5000 * 100
-    keys = [data[i:i + 10] for i in range(0, len(data), 100)]
+    keys = [data[i : i + 10] for i in range(0, len(data), 100)]
     assert keys == sorted(keys)
 
 
@@ -142,30 +162,68 @@ def test_spark_sql_bdb_queries_match_pandas(tmp_path: Path) -> None:
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     out = subprocess.run(
-        [sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", "sql-bdb",
-         "--master", "local[2]", "--driver-host", "127.0.0.1", "--executors", "1",
-         "--seed", "3", "--splits", "2", "--reducers", "2", "--rankings-per-split", "500",
-         "--uservisits-per-split", "20000"],
-        cwd=tmp_path, env=env, check=True, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "disaggsim.testbed.apps.spark_jobs",
+            "--job",
+            "sql-bdb",
+            "--master",
+            "local[2]",
+            "--driver-host",
+            "127.0.0.1",
+            "--executors",
+            "1",
+            "--seed",
+            "3",
+            "--splits",
+            "2",
+            "--reducers",
+            "2",
+            "--rankings-per-split",
+            "500",
+            "--uservisits-per-split",
+            "20000",
+        ],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    rankings = pd.DataFrame([r for s in range(2) for r in gen_rankings(3, s * 500, 500)],
-                            columns=["pageURL", "pageRank", "avgDuration"])
-    visits = pd.DataFrame([r for s in range(2) for r in gen_uservisits(3, s, 20000, 1000)],
-                          columns=["sourceIP", "destURL", "visitDate", "adRevenue",
-                                   "userAgent", "countryCode", "languageCode", "searchWord",
-                                   "duration"])
+    rankings = pd.DataFrame(
+        [r for s in range(2) for r in gen_rankings(3, s * 500, 500)],
+        columns=["pageURL", "pageRank", "avgDuration"],
+    )
+    visits = pd.DataFrame(
+        [r for s in range(2) for r in gen_uservisits(3, s, 20000, 1000)],
+        columns=[
+            "sourceIP",
+            "destURL",
+            "visitDate",
+            "adRevenue",
+            "userAgent",
+            "countryCode",
+            "languageCode",
+            "searchWord",
+            "duration",
+        ],
+    )
     assert "pageRank > 100" in BDB_QUERIES["scan"]
     assert got["scan_rows"] == int((rankings["pageRank"] > 100).sum())
     assert got["aggregation_rows"] == visits["sourceIP"].str[:8].nunique()
     import datetime
 
-    inside = visits[(visits["visitDate"] >= datetime.date(1980, 1, 1))
-                    & (visits["visitDate"] <= datetime.date(1980, 4, 1))]
+    inside = visits[
+        (visits["visitDate"] >= datetime.date(1980, 1, 1))
+        & (visits["visitDate"] <= datetime.date(1980, 4, 1))
+    ]
     joined = inside.merge(rankings, left_on="destURL", right_on="pageURL")
     # adRevenue is a FLOAT column in the schema: Spark sums 32-bit values.
     joined["adRevenue"] = joined["adRevenue"].astype(np.float32).astype(float)
-    per_ip = joined.groupby("sourceIP").agg(total=("adRevenue", "sum"),
-                                            avg=("pageRank", "mean"))
+    per_ip = joined.groupby("sourceIP").agg(total=("adRevenue", "sum"), avg=("pageRank", "mean"))
     top = per_ip.sort_values("total", ascending=False).iloc[0]
     assert got["join_top"][0] == top.name
     assert got["join_top"][1] == pytest.approx(top["total"], abs=0.01)
@@ -191,8 +249,13 @@ def test_pgbench_smoke_on_uffd_pages_its_shared_buffers(
 
     spec = emulate_apps.PRESETS["postgres-pgbench"]
     assert isinstance(spec.app, PgbenchConfig) and spec.shared_memory
-    small = replace(spec, working_set_bytes=48 << 20, app=spec.app.model_copy(
-        update={"scale": 2, "shared_buffers_mb": 48, "transactions_per_client": 4000}))
+    small = replace(
+        spec,
+        working_set_bytes=48 << 20,
+        app=spec.app.model_copy(
+            update={"scale": 2, "shared_buffers_mb": 48, "transactions_per_client": 4000}
+        ),
+    )
     monkeypatch.setitem(emulate_apps.PRESETS, "postgres-pgbench", small)
     # The run directories are temporary: keep pgbench's reports and the holders' logs
     # (the device's exit summaries) as emulate reads them.
@@ -219,8 +282,11 @@ def test_pgbench_smoke_on_uffd_pages_its_shared_buffers(
         assert report["transactions"] == 4 * 4000, report
         assert report.get("failed_transactions", 0) == 0, report
     for text in summaries:
-        lines = re.findall(r"swapdev uffd shmem: (\d+) pages, budget (\d+), max held (\d+),"
-                           r".*?(\d+) forced;", text)
+        lines = re.findall(
+            r"swapdev uffd shmem: (\d+) pages, budget (\d+), max held (\d+),"
+            r".*?(\d+) forced;",
+            text,
+        )
         assert lines, text[-2000:]
         for pages, budget, held, forced in lines:
             assert int(budget) == int(pages) // 4 and int(held) <= int(budget), lines
@@ -236,10 +302,14 @@ def test_every_preset_names_its_holders_and_the_runner_defines_the_jct() -> None
         if preset.app is None:
             continue
         assert preset.holders, name
-        cls = {"memcached-ycsb": "MemcachedYcsb", "dask-sort": "DaskSort",
-               "postgres-pgbench": "PostgresPgbench", "spark": "SparkStandalone",
-               "timely-pagerank": "TimelyPagerank",
-               "hadoop-mapreduce": "HadoopMapReduce"}[preset.app.kind]
+        cls = {
+            "memcached-ycsb": "MemcachedYcsb",
+            "dask-sort": "DaskSort",
+            "postgres-pgbench": "PostgresPgbench",
+            "spark": "SparkStandalone",
+            "timely-pagerank": "TimelyPagerank",
+            "hadoop-mapreduce": "HadoopMapReduce",
+        }[preset.app.kind]
         assert callable(getattr(ca, cls).jct_s), name
 
 
@@ -251,14 +321,16 @@ def _run_preset(tmp_path: Path, preset: str, backend: str, fraction: float) -> l
     path.write_text(
         f'[emulate]\nname = "p"\nout_dir = "out"\nbackend = "{backend}"\nrepeats = 1\n'
         f'timeout_s = 600\n[app]\npreset = "{preset}"\nlocal_fraction = {fraction}\n'
-        '[[models]]\nkind = "fixed"\nlatency_ns = 5000\n')
+        '[[models]]\nkind = "fixed"\nlatency_ns = 5000\n'
+    )
     # The cluster's memory cgroups are gone again afterwards: removing a group needs it
     # empty, so no process of the run (a Spark executor included) is left.
     return emulate_as_found(path)
 
 
-def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: int,
-                backend: str) -> None:
+def _check_runs(
+    runs: list[dict[str, str]], ws: int, fraction: float, holders: int, backend: str
+) -> None:
     """Each run finished with a JCT inside its wall time and the device moved pages (the
     limit binds). The holders' PSS is no check of the limit: it counts the file pages they
     map (a JVM's jars, charged to whichever group read them first), which the limit does
@@ -272,12 +344,16 @@ def _check_runs(runs: list[dict[str, str]], ws: int, fraction: float, holders: i
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
 @pytest.mark.skipif(not _timely_built(), reason="build/timely not built (make build)")
-@pytest.mark.parametrize(("backend", "fraction"), [
-    ("swap", 0.75),
-    # 27 s here (load 7): over make test's 20 s for a smoke run, so opt-in.
-    pytest.param("uffd", 0.25, marks=pytest.mark.skipif(
-        not FULL, reason="27 s: DISAGGSIM_FULL_APPS=1")),
-])
+@pytest.mark.parametrize(
+    ("backend", "fraction"),
+    [
+        ("swap", 0.75),
+        # 27 s here (load 7): over make test's 20 s for a smoke run, so opt-in.
+        pytest.param(
+            "uffd", 0.25, marks=pytest.mark.skipif(not FULL, reason="27 s: DISAGGSIM_FULL_APPS=1")
+        ),
+    ],
+)
 def test_timely_smoke_runs_under_a_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, fraction: float
 ) -> None:
@@ -287,8 +363,13 @@ def test_timely_smoke_runs_under_a_limit(
     kept regions that jemalloc purged whole (``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["timely-pagerank"]
     assert isinstance(spec.app, timely.TimelyConfig)
-    small = replace(spec, working_set_bytes=48 << 20, app=spec.app.model_copy(
-        update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}))
+    small = replace(
+        spec,
+        working_set_bytes=48 << 20,
+        app=spec.app.model_copy(
+            update={"graph_scale": 16, "edges_per_worker": 1_000_000, "iterations": 5}
+        ),
+    )
     monkeypatch.setitem(emulate_apps.PRESETS, "timely-pagerank", small)
     # swap at 0.75: at 0.5 the run pages ~50 s (and memcg v1 OOM-killed a process in 2 of
     # 3 runs before memcg_oom.OomWaker).
@@ -305,8 +386,11 @@ def test_spark_smoke_runs_its_executors_in_the_limited_group(
     run in the limited memory cgroup from their first page and page there."""
     spec = emulate_apps.PRESETS["spark-wordcount"]
     assert spec.app is not None and spec.app.kind == "spark"
-    small = replace(spec, working_set_bytes=320 << 20,
-                    app=spec.app.model_copy(update={"lines_per_split": 5_000}))
+    small = replace(
+        spec,
+        working_set_bytes=320 << 20,
+        app=spec.app.model_copy(update={"lines_per_split": 5_000}),
+    )
     monkeypatch.setitem(emulate_apps.PRESETS, "spark-wordcount", small)
     runs = _run_preset(tmp_path, "spark-wordcount", "swap", 0.5)
     _check_runs(runs, small.working_set_bytes, 0.5, 2, "swap")
@@ -330,8 +414,11 @@ def test_spark_smoke_on_uffd_pages_in_the_forked_python_workers(
     bytes, bench/RESULTS.md)."""
     spec = emulate_apps.PRESETS["spark-wordcount"]
     assert spec.app is not None and spec.app.kind == "spark"
-    small = replace(spec, working_set_bytes=64 << 20,
-                    app=spec.app.model_copy(update={"lines_per_split": 20_000}))
+    small = replace(
+        spec,
+        working_set_bytes=64 << 20,
+        app=spec.app.model_copy(update={"lines_per_split": 20_000}),
+    )
     monkeypatch.setitem(emulate_apps.PRESETS, "spark-wordcount", small)
     procs: dict[int, tuple[int, bytes]] = {}  # pid: (parent pid, command line)
     pss_bytes = emulate_apps._pss_bytes
@@ -369,8 +456,7 @@ def test_spark_smoke_on_uffd_pages_in_the_forked_python_workers(
     for c in nodes:
         assert c is not None and c.budget_pages == (16 << 20) // 4096, c
         assert c.peak_pages <= c.budget_pages + device.EVICT_BATCH_PAGES, c
-    forked = {pid for pid, (ppid, cmd) in procs.items()
-              if ppid in procs and procs[ppid][1] == cmd}
+    forked = {pid for pid, (ppid, cmd) in procs.items() if ppid in procs and procs[ppid][1] == cmd}
     assert forked, procs
     by_run: dict[Path, int] = {trace.parent: 0 for trace in swap_in}
     for trace, got in swap_in.items():
@@ -380,21 +466,28 @@ def test_spark_smoke_on_uffd_pages_in_the_forked_python_workers(
 
 
 @pytest.mark.skipif(not ROOT, reason="namespaces, memcg, swap need root")
-@pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 (at 25 % the JVM pages "
-                    "for minutes on the FUSE swap device; at 75 % the limit did not bind)")
+@pytest.mark.skipif(
+    not FULL,
+    reason="heavy: DISAGGSIM_FULL_APPS=1 (at 25 % the JVM pages "
+    "for minutes on the FUSE swap device; at 75 % the limit did not bind)",
+)
 @pytest.mark.skipif(not _hadoop_fetched(), reason="Hadoop jars not fetched (make build)")
 @pytest.mark.parametrize("backend", ["swap", "uffd"])
-def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         backend: str) -> None:
+def test_hadoop_smoke_runs_under_a_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
     """A small Hadoop TeraSort (200 k records, 256 MiB heap) at 25 % of 320 MiB on each
     backend (on uffd the JVM crashed before the device forgot the heap HotSpot uncommits
     with ``mmap(MAP_FIXED, PROT_NONE)``, ``test_uffd_mappings.c``)."""
     spec = emulate_apps.PRESETS["hadoop-terasort"]
     assert isinstance(spec.app, hadoop_mr.HadoopConfig)
-    small = replace(spec, working_set_bytes=320 << 20,
-                    app=hadoop_mr.HadoopConfig.model_validate(
-                        {**spec.app.model_dump(), "records": 200_000, "heap_mb": 256,
-                         "sort_mb": 32}))
+    small = replace(
+        spec,
+        working_set_bytes=320 << 20,
+        app=hadoop_mr.HadoopConfig.model_validate(
+            {**spec.app.model_dump(), "records": 200_000, "heap_mb": 256, "sort_mb": 32}
+        ),
+    )
     monkeypatch.setitem(emulate_apps.PRESETS, "hadoop-terasort", small)
     runs = _run_preset(tmp_path, "hadoop-terasort", backend, 0.25)
     _check_runs(runs, small.working_set_bytes, 0.25, 1, backend)
@@ -402,12 +495,18 @@ def test_hadoop_smoke_runs_under_a_limit(tmp_path: Path, monkeypatch: pytest.Mon
 
 #: Preset sizes too slow for one run here at 25 % (bench/RESULTS.md, "A quarter of the
 #: working set local: the failures above, diagnosed and fixed").
-TOO_SLOW = {("timely-pagerank", "swap"): "at 25 % on the FUSE swap device ~7 300 faults/s "
-            "of ~140 us each: no result in 120 s (uffd: 182 s)"}
-FULL_CASES = [pytest.param(name, backend, marks=pytest.mark.skip(reason=TOO_SLOW[name, backend]))
-              if (name, backend) in TOO_SLOW else (name, backend)
-              for name, p in emulate_apps.PRESETS.items()
-              if p.app is not None for backend in ("uffd", "swap")]
+TOO_SLOW = {
+    ("timely-pagerank", "swap"): "at 25 % on the FUSE swap device ~7 300 faults/s "
+    "of ~140 us each: no result in 120 s (uffd: 182 s)"
+}
+FULL_CASES = [
+    pytest.param(name, backend, marks=pytest.mark.skip(reason=TOO_SLOW[name, backend]))
+    if (name, backend) in TOO_SLOW
+    else (name, backend)
+    for name, p in emulate_apps.PRESETS.items()
+    if p.app is not None
+    for backend in ("uffd", "swap")
+]
 
 
 @pytest.mark.skipif(not FULL, reason="heavy: DISAGGSIM_FULL_APPS=1 runs every preset")
@@ -422,8 +521,9 @@ def test_every_preset_runs_at_its_size_at_a_quarter_local_memory(
     spec = emulate_apps.PRESETS[preset]
     one_server = spec.n_nodes == 1 or preset in ("memcached-ycsb", "postgres-pgbench")
     holders = 1 if one_server else spec.n_nodes
-    _check_runs(_run_preset(tmp_path, preset, backend, 0.25), spec.working_set_bytes,
-                0.25, holders, backend)
+    _check_runs(
+        _run_preset(tmp_path, preset, backend, 0.25), spec.working_set_bytes, 0.25, holders, backend
+    )
 
 
 @pytest.mark.skipif(not ROOT, reason="userfaultfd needs root here")
@@ -433,12 +533,18 @@ def test_uffd_device_lets_a_launcher_close_its_descriptors() -> None:
     system runs chmod that way). The device, which registered nothing in it yet, stops its
     handler quietly; before, it exited 2 ("read(uffd): Bad file descriptor") and every such
     command failed."""
-    close_all = ('for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then '
-                 'eval "exec $n>&-"; fi; done 2>/dev/null; sleep 0.2; echo ok')
-    env = {**os.environ, "LD_PRELOAD": str(device.build_dir() / "libswapdev_uffd.so"),
-           "SWAPDEV_LOCAL_BYTES": str(64 << 20)}
-    out = subprocess.run(["bash", "-c", close_all], env=env, capture_output=True, text=True,
-                         timeout=60)
+    close_all = (
+        'for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then '
+        'eval "exec $n>&-"; fi; done 2>/dev/null; sleep 0.2; echo ok'
+    )
+    env = {
+        **os.environ,
+        "LD_PRELOAD": str(device.build_dir() / "libswapdev_uffd.so"),
+        "SWAPDEV_LOCAL_BYTES": str(64 << 20),
+    }
+    out = subprocess.run(
+        ["bash", "-c", close_all], env=env, capture_output=True, text=True, timeout=60
+    )
     assert (out.returncode, out.stdout) == (0, "ok\n"), out.stderr
 
 
@@ -453,7 +559,8 @@ def test_pgbench_job_runs_a_fixed_amount_and_its_jct_is_transactions_over_tps() 
     assert argv[argv.index("-t") + 1] == "60000" and "-T" not in argv
     results: dict[str, object] = {
         "node1": {"transactions": 240_000, "tps": 16_000.0},
-        "node2": {"transactions": 240_000, "tps": 24_000.0}}
+        "node2": {"transactions": 240_000, "tps": 24_000.0},
+    }
     assert PostgresPgbench.jct_s(None, results) == pytest.approx(15.0)  # type: ignore[arg-type]
 
 

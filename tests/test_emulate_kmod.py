@@ -49,13 +49,17 @@ def test_a_panic_at_boot_is_named_with_the_console_line(tmp_path: Path) -> None:
     msg = emulate_kmod.guest_failure(tmp_path, 0, "", EMULATE)
     assert msg is not None
     lines = msg.splitlines()
-    assert lines[0] == (f"kmod guest: {tmp_path}/results.txt: expected setup_rc 0, done 1, "
-                        "got no results.txt (the guest never ran its script, or could not "
-                        "mount the share); run-tests.sh exit status 0")
+    assert lines[0] == (
+        f"kmod guest: {tmp_path}/results.txt: expected setup_rc 0, done 1, "
+        "got no results.txt (the guest never ran its script, or could not "
+        "mount the share); run-tests.sh exit status 0"
+    )
     assert f"{tmp_path}/guest.log: missing" in lines
-    assert (f"{tmp_path}/console.log: the guest kernel panicked: Kernel panic - not "
-            "syncing: IO-APIC + timer doesn't work!  Boot with apic=debug and send a report."
-            "  Then try booting with the 'noapic' option.") in lines
+    assert (
+        f"{tmp_path}/console.log: the guest kernel panicked: Kernel panic - not "
+        "syncing: IO-APIC + timer doesn't work!  Boot with apic=debug and send a report."
+        "  Then try booting with the 'noapic' option."
+    ) in lines
     # the console's last lines follow, without the terminal's escape sequences
     assert "    [    0.016000] ..MP-BIOS bug: 8254 timer not connected to IO-APIC" in lines
     assert "\x1b" not in msg and "\r" not in msg
@@ -76,15 +80,16 @@ INT3_CONSOLE = (
 
 
 def test_a_panic_after_an_oops_names_the_trap(tmp_path: Path) -> None:
-    """"Fatal exception in interrupt" says only that an oops happened in an interrupt;
+    """ "Fatal exception in interrupt" says only that an oops happened in an interrupt;
     the message adds the oops line that names the trap (int3), which the last lines of
     a longer oops no longer show."""
     (tmp_path / "console.log").write_text(INT3_CONSOLE)
     msg = emulate_kmod.guest_failure(tmp_path, 0, "", EMULATE)
     assert msg is not None
-    assert (f"{tmp_path}/console.log: the guest kernel panicked: Kernel panic - not syncing: "
-            "Fatal exception in interrupt after Oops: int3: 0000 [#1] PREEMPT SMP NOPTI"
-            ) in msg.splitlines()
+    assert (
+        f"{tmp_path}/console.log: the guest kernel panicked: Kernel panic - not syncing: "
+        "Fatal exception in interrupt after Oops: int3: 0000 [#1] PREEMPT SMP NOPTI"
+    ) in msg.splitlines()
 
 
 def test_results_cut_short_say_which_line_is_missing(tmp_path: Path) -> None:
@@ -96,10 +101,15 @@ def test_results_cut_short_say_which_line_is_missing(tmp_path: Path) -> None:
     msg = emulate_kmod.guest_failure(tmp_path, 0, "", EMULATE)
     assert msg is not None
     lines = msg.splitlines()
-    assert lines[0] == (f"kmod guest: {tmp_path}/results.txt: expected done 1, got no done "
-                        "line (4 lines); run-tests.sh exit status 0")
-    assert lines[1:4] == [f"{tmp_path}/guest.log, last lines:", "    RESULT setup_rc 0",
-                          "    RESULT run_0_model none"]
+    assert lines[0] == (
+        f"kmod guest: {tmp_path}/results.txt: expected done 1, got no done "
+        "line (4 lines); run-tests.sh exit status 0"
+    )
+    assert lines[1:4] == [
+        f"{tmp_path}/guest.log, last lines:",
+        "    RESULT setup_rc 0",
+        "    RESULT run_0_model none",
+    ]
     assert "panicked" not in msg and "    [   17.2] reboot: Power down" in lines
 
 
@@ -114,8 +124,10 @@ def test_a_failed_setup_and_a_timeout_are_reported_as_such(tmp_path: Path) -> No
     assert msg.splitlines()[:4] == [
         f"kmod guest: {tmp_path}/results.txt: expected setup_rc 0, got setup_rc 1 (2 lines);"
         " run-tests.sh exit status 124",
-        "run-tests.sh stderr:", "    timeout: sending signal TERM",
-        f"{tmp_path}/guest.log: empty"]
+        "run-tests.sh stderr:",
+        "    timeout: sending signal TERM",
+        f"{tmp_path}/guest.log: empty",
+    ]
 
 
 def test_run_sweep_keeps_the_guest_files_of_a_failed_boot(
@@ -126,15 +138,18 @@ def test_run_sweep_keeps_the_guest_files_of_a_failed_boot(
     still holds the console log."""
     fake = tmp_path / "run-tests.sh"
     (tmp_path / "console.txt").write_text(PANIC_CONSOLE)
-    fake.write_text(textwrap.dedent(f"""\
+    fake.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         cp {tmp_path}/console.txt "$1/console.log"
-        """))
+        """)
+    )
     fake.chmod(0o755)
     monkeypatch.setattr(emulate_kmod, "RUN_GUEST", fake)
     with pytest.raises(RuntimeError) as info:
-        emulate_kmod.run_sweep([(device.DelayModel("none"), 16 << 20)],
-                               ["{build}/memtouch", "32", "1"], 60)
+        emulate_kmod.run_sweep(
+            [(device.DelayModel("none"), 16 << 20)], ["{build}/memtouch", "32", "1"], 60
+        )
     first = str(info.value).splitlines()[0]
     assert first.startswith("kmod guest did not finish the sweep (its files are kept in ")
     kept = Path(first.split("kept in ")[1].rstrip("):"))

@@ -32,7 +32,8 @@ from disaggsim.testbed import collect_env as env
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (env.PIDS_ROOT / "cgroup.procs").exists(),
-    reason="needs root (cgroups, /run) and the cgroup v1 pids hierarchy")
+    reason="needs root (cgroups, /run) and the cgroup v1 pids hierarchy",
+)
 
 #: What an emulate run of a command on the uffd backend holds while the command runs
 #: (``emulate._run_command_once``): a node segment, and the run's process cgroup with the
@@ -50,8 +51,9 @@ def _owned_by(pid: int) -> dict[str, list[str]]:
     return {
         "run cgroups": [str(p) for p in emulate_apps.run_cgroups(pid)],
         "node segments": [str(p) for p in device.node_segments(pid)],
-        "owner records": sorted(str(p) for p in owners.OWNERS_DIR.glob("*/*")
-                                if p.read_text().split()[:1] == [str(pid)]),
+        "owner records": sorted(
+            str(p) for p in owners.OWNERS_DIR.glob("*/*") if p.read_text().split()[:1] == [str(pid)]
+        ),
     }
 
 
@@ -94,9 +96,13 @@ def test_a_sigkilled_runs_cgroup_and_node_segment_are_reaped_by_the_next_run(
         assert run.wait() == -signal.SIGKILL
         left = _owned_by(run.pid)
         assert left == {
-            "run cgroups": [str(group)], "node segments": [segment],
-            "owner records": [str(owners.record_path("pids", group.name)),
-                              str(owners.record_path("shm", Path(segment).name))]}
+            "run cgroups": [str(group)],
+            "node segments": [segment],
+            "owner records": [
+                str(owners.record_path("pids", group.name)),
+                str(owners.record_path("shm", Path(segment).name)),
+            ],
+        }
         assert (group / "cgroup.procs").read_text().split() == [str(command)]
         capfd.readouterr()
         status, _, proc = emulate_apps.run_command(["true"], 30, {})
@@ -105,9 +111,9 @@ def test_a_sigkilled_runs_cgroup_and_node_segment_are_reaped_by_the_next_run(
         assert said == [
             f"disaggsim: reaped process cgroup {group} left by dead pid {run.pid} (killed 1 "
             "process(es) in it)",
-            f"disaggsim: reaped shared memory file {segment} left by dead pid {run.pid}"]
-        assert _owned_by(run.pid) == {"run cgroups": [], "node segments": [],
-                                      "owner records": []}
+            f"disaggsim: reaped shared memory file {segment} left by dead pid {run.pid}",
+        ]
+        assert _owned_by(run.pid) == {"run cgroups": [], "node segments": [], "owner records": []}
         assert live_processes(tag) == {}  # the sleep was killed with its group
         assert _snapshot() == before
     finally:
@@ -127,7 +133,7 @@ def _sleeps(n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def test_a_live_owner_is_refused_and_a_recycled_pid_is_gone(
-    capfd: pytest.CaptureFixture[str]
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     # Four pieces of state, each with a record: a process cgroup owned by a live process
     # (a sleep standing for another engineer's run, with its command in it); one whose
@@ -147,16 +153,19 @@ def test_a_live_owner_is_refused_and_a_recycled_pid_is_gone(
     dead_dir = device.SHM_DIR / f"disaggsim-test-reap-{me.pid}"
     groups = (live_group, dead_group, bare_group, new_group)
     records = [owners.record_path("pids", g.name) for g in groups] + [
-        owners.record_path("shm", dead_dir.name)]
+        owners.record_path("shm", dead_dir.name)
+    ]
     before = _snapshot()
     try:
         with _sleeps(3) as (owner, live_command, left_command):
             stat = owners.process_stat(owner.pid)
             assert stat is not None
             live = owners.Owner(owner.pid, stat.start_ticks, me.boot_id)
-            for group, record_owner, task in ((live_group, live, live_command),
-                                              (dead_group, earlier, left_command),
-                                              (bare_group, None, None)):
+            for group, record_owner, task in (
+                (live_group, live, live_command),
+                (dead_group, earlier, left_command),
+                (bare_group, None, None),
+            ):
                 if record_owner is not None:
                     owners.write_record(owners.record_path("pids", group.name), record_owner)
                 group.mkdir()
@@ -173,7 +182,8 @@ def test_a_live_owner_is_refused_and_a_recycled_pid_is_gone(
             assert [line for line in said if str(me.pid) in line] == [
                 f"disaggsim: reaped process cgroup {dead_group} left by dead pid {me.pid} "
                 "(killed 1 process(es) in it)",
-                f"disaggsim: reaped shared memory file {dead_dir} left by dead pid {me.pid}"]
+                f"disaggsim: reaped shared memory file {dead_dir} left by dead pid {me.pid}",
+            ]
             assert left_command.wait(timeout=10) == -signal.SIGKILL
             assert not dead_group.exists() and not dead_dir.exists()
             assert not new_group.exists() and not records[3].exists()  # its undo ran
@@ -182,14 +192,16 @@ def test_a_live_owner_is_refused_and_a_recycled_pid_is_gone(
             assert bare_group.is_dir()
             with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
                 env.run_cgroup(stack, live_group.name)
-            assert str(err.value) == (f"process cgroup {live_group} exists, owned by pid "
-                                      f"{owner.pid}, which runs: is another disaggsim "
-                                      "command running?")
+            assert str(err.value) == (
+                f"process cgroup {live_group} exists, owned by pid "
+                f"{owner.pid}, which runs: is another disaggsim "
+                "command running?"
+            )
             with pytest.raises(RuntimeError) as err, env.UndoStack() as stack:
                 env.run_cgroup(stack, bare_group.name)
             assert str(err.value).startswith(
-                f"process cgroup {bare_group} exists and records no owner ({records[2]} "
-                "missing)")
+                f"process cgroup {bare_group} exists and records no owner ({records[2]} missing)"
+            )
             assert live_group.is_dir() and bare_group.is_dir()
             assert capfd.readouterr().err == ""
     finally:
@@ -227,14 +239,17 @@ def _swap_state() -> dict[str, list[str]]:
     """The machine's state a swap run changes (``tests/test_swapdev_swap.py``)."""
     with device.system_lock():
         state = env.system_state()
-    state["fuse_mounts"] = [line for line in Path("/proc/mounts").read_text().splitlines()
-                            if "fuse" in line]
+    state["fuse_mounts"] = [
+        line for line in Path("/proc/mounts").read_text().splitlines() if "fuse" in line
+    ]
     state["page_cluster"] = [device.PAGE_CLUSTER.read_text().strip()]
     return state
 
 
-@pytest.mark.skipif(not (env.MEMCG_ROOT / "memory.limit_in_bytes").exists(),
-                    reason="needs the cgroup v1 memory controller")
+@pytest.mark.skipif(
+    not (env.MEMCG_ROOT / "memory.limit_in_bytes").exists(),
+    reason="needs the cgroup v1 memory controller",
+)
 def test_a_sigkilled_swap_runs_device_and_page_cluster_are_reaped_by_the_next_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -250,16 +265,25 @@ def test_a_sigkilled_swap_runs_device_and_page_cluster_are_reaped_by_the_next_ru
     before = _swap_state()
     [page_cluster] = before["page_cluster"]
     work = tmp_path / "killed"
-    run = subprocess.Popen([sys.executable, "-c", SWAP_RUN, str(work)],
-                           stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-c", SWAP_RUN, str(work)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert run.stdout is not None
         line = run.stdout.readline().split()
         assert line, f"the swap run failed (exit {run.wait()})"
         loop, daemon, memtouch = line[0], int(line[1]), int(line[2])
         deadline = time.monotonic() + 60
-        while int(next(s.split()[3] for s in Path("/proc/swaps").read_text().splitlines()
-                       if s.startswith(loop + " ") or s.startswith(loop + "\t"))) == 0:
+        while (
+            int(
+                next(
+                    s.split()[3]
+                    for s in Path("/proc/swaps").read_text().splitlines()
+                    if s.startswith(loop + " ") or s.startswith(loop + "\t")
+                )
+            )
+            == 0
+        ):
             assert time.monotonic() < deadline, "memtouch did not swap in 60 s"
             time.sleep(0.1)
         run.kill()
@@ -268,22 +292,29 @@ def test_a_sigkilled_swap_runs_device_and_page_cluster_are_reaped_by_the_next_ru
         assert owners.pid_alive(daemon) and owners.pid_alive(memtouch)
         assert env.is_mountpoint(mnt) and device.PAGE_CLUSTER.read_text().strip() == "0"
         assert _owned_by(run.pid)["owner records"] == sorted(
-            str(owners.record_path(kind, name)) for kind, name in (
-                ("memcg", "disaggsim-swapdev"), ("setting", f"vm.page-cluster={page_cluster}"),
-                ("swapdev", urllib.parse.quote(str(mnt), safe=""))))
+            str(owners.record_path(kind, name))
+            for kind, name in (
+                ("memcg", "disaggsim-swapdev"),
+                ("setting", f"vm.page-cluster={page_cluster}"),
+                ("swapdev", urllib.parse.quote(str(mnt), safe="")),
+            )
+        )
         capfd.readouterr()
-        result = device.run_memtouch_swap(tmp_path / "next", 32, 16 << 20,
-                                          device.DelayModel("none"))
+        result = device.run_memtouch_swap(
+            tmp_path / "next", 32, 16 << 20, device.DelayModel("none")
+        )
         assert result.report["bad_pages"] == 0 and result.report["majflt"] > 0
-        said = [line for line in capfd.readouterr().err.splitlines()
-                if f"dead pid {run.pid}" in line]
+        said = [
+            line for line in capfd.readouterr().err.splitlines() if f"dead pid {run.pid}" in line
+        ]
         assert said == [
             f"disaggsim: reaped memory cgroup {env.MEMCG_ROOT / 'disaggsim-swapdev'} left "
             f"by dead pid {run.pid} (killed 1 process(es) in it)",
             f"disaggsim: reaped setting vm.page-cluster left by dead pid {run.pid} "
             f"(restored {page_cluster})",
             f"disaggsim: reaped swap device on {mnt} left by dead pid {run.pid} (swapped "
-            f"off and detached {loop}, stopped 1 daemon(s))"]
+            f"off and detached {loop}, stopped 1 daemon(s))",
+        ]
         assert not owners.pid_alive(daemon) and not owners.pid_alive(memtouch)
         assert live_processes(tag) == {}
         assert _owned_by(run.pid)["owner records"] == []
@@ -310,8 +341,10 @@ def _counting(tag: str) -> bool:
     for pid, cmd in live_processes(tag).items():
         if cmd.startswith("perf stat"):
             with contextlib.suppress(OSError):
-                return any(os.readlink(fd) == "anon_inode:[perf_event]"
-                           for fd in Path(f"/proc/{pid}/fd").iterdir())
+                return any(
+                    os.readlink(fd) == "anon_inode:[perf_event]"
+                    for fd in Path(f"/proc/{pid}/fd").iterdir()
+                )
     return False
 
 
@@ -326,8 +359,9 @@ def test_a_sigkilled_runs_perf_stat_ends_with_it(
     # "# started on" header alone).
     tag = tag_environment(monkeypatch)
     out = tmp_path / "perf.csv"
-    run = subprocess.Popen([sys.executable, "-c", PERF_RUN, str(out)],
-                           stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-c", PERF_RUN, str(out)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert run.stdout is not None and run.stdout.readline() == "\n"
         deadline = time.monotonic() + 30
@@ -340,8 +374,7 @@ def test_a_sigkilled_runs_perf_stat_ends_with_it(
         while live_processes(tag):
             assert time.monotonic() < deadline, f"left running: {live_processes(tag)}"
             time.sleep(0.1)
-        counts = [line.split(",") for line in out.read_text().splitlines()
-                  if ",cpu-clock," in line]
+        counts = [line.split(",") for line in out.read_text().splitlines() if ",cpu-clock," in line]
         assert len(counts) == 1 and float(counts[0][0]) > 0, out.read_text()
     finally:
         _remove_leftovers(run, tag)

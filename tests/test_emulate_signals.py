@@ -30,7 +30,8 @@ from disaggsim.swapdev import device, emulate_apps
 from disaggsim.testbed import collect_env
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("memcached") is None
+    os.geteuid() != 0
+    or shutil.which("memcached") is None
     or not (collect_env.PIDS_ROOT / "cgroup.procs").exists(),
     reason="needs root (namespaces, cgroups), memcached and the v1 pids hierarchy",
 )
@@ -58,8 +59,11 @@ latency_ns = 1000
 
 
 def _netns() -> list[str]:
-    return sorted(line.split()[0] for line in collect_env.sh(["ip", "netns", "list"])
-                  .splitlines() if line.startswith("dsim-"))
+    return sorted(
+        line.split()[0]
+        for line in collect_env.sh(["ip", "netns", "list"]).splitlines()
+        if line.startswith("dsim-")
+    )
 
 
 def _memcgs() -> list[str]:
@@ -80,8 +84,9 @@ def _leftovers(tag: str, pid: int) -> dict[str, list[str]]:
         "node segments": [p.name for p in device.node_segments(pid)],
         "work dirs": [str(p) for p in _work_dirs(pid)],
         "processes": list(live_processes(tag).values()),
-        "owner records": sorted(str(p) for p in owners.OWNERS_DIR.glob("*/*")
-                                if p.read_text().split()[:1] == [str(pid)]),
+        "owner records": sorted(
+            str(p) for p in owners.OWNERS_DIR.glob("*/*") if p.read_text().split()[:1] == [str(pid)]
+        ),
     }
 
 
@@ -105,10 +110,13 @@ def _terminal_dispositions() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("signals", [
-    (signal.SIGTERM,),
-    (signal.SIGHUP, signal.SIGINT),  # the second arrives while the first one's cleanup runs
-])
+@pytest.mark.parametrize(
+    "signals",
+    [
+        (signal.SIGTERM,),
+        (signal.SIGHUP, signal.SIGINT),  # the second arrives while the first one's cleanup runs
+    ],
+)
 def test_a_signal_to_emulate_undoes_its_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signals: tuple[signal.Signals, ...]
 ) -> None:
@@ -121,28 +129,41 @@ def test_a_signal_to_emulate_undoes_its_cluster(
     assert not _memcgs(), f"disaggsim memory cgroups exist already: {_memcgs()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "disaggsim.cli", "emulate", "--quiet", str(config)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=_terminal_dispositions,
     )
     try:
         # Up: memcached runs on node 0 and a YCSB client drives it (load or run phase).
         deadline = time.monotonic() + 180
-        while not (any("memcached" in c for c in live_processes(tag).values())
-                   and any("ycsb" in c for c in live_processes(tag).values())):
+        while not (
+            any("memcached" in c for c in live_processes(tag).values())
+            and any("ycsb" in c for c in live_processes(tag).values())
+        ):
             assert proc.poll() is None, proc.communicate()[1]
             assert time.monotonic() < deadline, "the cluster did not come up in 180 s"
             time.sleep(0.2)
         assert _netns() == ["dsim-n0", "dsim-n1", "dsim-sw"]
-        assert _memcgs() == ["disaggsim-emulate-node0", "disaggsim-emulate-node1",
-                             "disaggsim-node0", "disaggsim-node1"]
+        assert _memcgs() == [
+            "disaggsim-emulate-node0",
+            "disaggsim-emulate-node1",
+            "disaggsim-node0",
+            "disaggsim-node1",
+        ]
         time.sleep(1.0)
         for sig in signals:
             proc.send_signal(sig)
             time.sleep(0.05)
         _, err = proc.communicate(timeout=120)
         assert _leftovers(tag, proc.pid) == {
-            "netns": [], "memcg": [], "run cgroups": [], "node segments": [],
-            "work dirs": [], "processes": [], "owner records": [],
+            "netns": [],
+            "memcg": [],
+            "run cgroups": [],
+            "node segments": [],
+            "work dirs": [],
+            "processes": [],
+            "owner records": [],
         }, f"returncode {proc.returncode}"
         lines = err.strip().splitlines()
         # Exit status 128 + the first signal's number, its name on the last line.

@@ -67,10 +67,35 @@ seeds = [1, 2]
 [limits]
 run_timeout_s = 600
 """
-VALUES = ['"fast"', "-1", "0", "1.5", "1e400", "nan", "[]", "{}", "true", '"../nope"',
-          "99999999999999999999", '["tcp", "tcp"]', '"Not A Name"', '"ns3::X"', "[1, -2]"]
-KEYS = ["bogus", "racks", "name", "kind", "base_dir", "source", "protocols", "seeds",
-        '"ns3::TcpSocketBase::NoSuch"', "path"]
+VALUES = [
+    '"fast"',
+    "-1",
+    "0",
+    "1.5",
+    "1e400",
+    "nan",
+    "[]",
+    "{}",
+    "true",
+    '"../nope"',
+    "99999999999999999999",
+    '["tcp", "tcp"]',
+    '"Not A Name"',
+    '"ns3::X"',
+    "[1, -2]",
+]
+KEYS = [
+    "bogus",
+    "racks",
+    "name",
+    "kind",
+    "base_dir",
+    "source",
+    "protocols",
+    "seeds",
+    '"ns3::TcpSocketBase::NoSuch"',
+    "path",
+]
 
 
 @st.composite

@@ -51,13 +51,24 @@ def mutated_captures(draw: st.DrawFn) -> bytes:
         return bytes(data[:at]) + other[start : start + draw(st.integers(1, 200))]
     if kind == "header":  # a header field (first 64 bytes) set to an extreme value
         pos = draw(st.integers(0, 60))
-        data[pos : pos + 4] = draw(st.sampled_from([b"\xff\xff\xff\xff", b"\x00" * 4,
-                                                   b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"]))
+        data[pos : pos + 4] = draw(
+            st.sampled_from(
+                [b"\xff\xff\xff\xff", b"\x00" * 4, b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"]
+            )
+        )
         return bytes(data)
     if kind == "empty":
         return b""
-    return draw(st.sampled_from([b"1 1.0 0 0 3 0 0 1 2\n", b"PK\x03\x04" + bytes(40),
-                                 b"\x0a\x0d\x0d\x0a", b"{\"nodes\": []}"]))
+    return draw(
+        st.sampled_from(
+            [
+                b"1 1.0 0 0 3 0 0 1 2\n",
+                b"PK\x03\x04" + bytes(40),
+                b"\x0a\x0d\x0d\x0a",
+                b'{"nodes": []}',
+            ]
+        )
+    )
 
 
 _OFFSET = re.compile(r"^(?P<path>.+?):byte (?P<off>\d+): ")
@@ -76,8 +87,16 @@ def check_read(path: Path, *, allow_truncated_tail: bool = False) -> PacketTable
         assert m["path"] == str(path) and int(m["off"]) <= size, str(exc)
         return None
     n = len(table)
-    for name in ("src_ip", "dst_ip", "ip_proto", "src_port", "dst_port", "ip_total_len",
-                 "payload_bytes", "record_index"):
+    for name in (
+        "src_ip",
+        "dst_ip",
+        "ip_proto",
+        "src_port",
+        "dst_port",
+        "ip_total_len",
+        "payload_bytes",
+        "record_index",
+    ):
         assert getattr(table, name).shape == (n,), name
     assert table.n_records == n + table.n_skipped
     assert (table.payload_bytes >= 0).all()

@@ -38,8 +38,25 @@ VALID = pd.DataFrame(
         "size_bytes": [4096, 1460, 1, 100_000, 64],
     }
 )
-TOKENS = ["0", "1", "-1", "1.5", "4294967295", "4294967296", "1e3", "nan", "inf", "",
-          "\u0663", "\u00b2", "0x10", "+2", "1.0000000005", "0.5", "99999999999999999999"]
+TOKENS = [
+    "0",
+    "1",
+    "-1",
+    "1.5",
+    "4294967295",
+    "4294967296",
+    "1e3",
+    "nan",
+    "inf",
+    "",
+    "\u0663",
+    "\u00b2",
+    "0x10",
+    "+2",
+    "1.0000000005",
+    "0.5",
+    "99999999999999999999",
+]
 
 
 @st.composite
@@ -95,8 +112,9 @@ def check_read(path: Path) -> pd.DataFrame | None:
 
 @FUZZ
 @given(st.data())
-def test_reader_gives_flows_ns3_accepts_or_names_the_line(tmp_path: Path, data: st.DataObject)\
-        -> None:
+def test_reader_gives_flows_ns3_accepts_or_names_the_line(
+    tmp_path: Path, data: st.DataObject
+) -> None:
     valid = tmp_path / "valid.yaps"
     write_yaps(VALID, valid)
     path = tmp_path / "f.yaps"

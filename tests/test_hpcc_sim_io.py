@@ -26,8 +26,14 @@ sys.modules["hpcc_sim"] = hpcc_sim  # dataclasses resolve their module by name
 _SPEC.loader.exec_module(hpcc_sim)
 
 FABRIC = hpcc_sim.ClosFabric(
-    racks=2, hosts_per_rack=2, spines=1, rate_gbps=100.0, spine_rate_factor=4,
-    host_link_ns=1000, spine_link_ns=2000, buffer_mb=32,
+    racks=2,
+    hosts_per_rack=2,
+    spines=1,
+    rate_gbps=100.0,
+    spine_rate_factor=4,
+    host_link_ns=1000,
+    spine_link_ns=2000,
+    buffer_mb=32,
 )
 FLOWS = pd.DataFrame(
     {
@@ -50,8 +56,7 @@ def test_write_inputs_topology_and_flows(tmp_path: Path) -> None:
     )
     # start order (ties by flow id), 2 s offset, priority group 3 and port 100
     assert (tmp_path / "flow.txt").read_text() == (
-        "3\n3 0 3 100 20000 2.000000100\n1 3 3 100 300 2.000000100\n"
-        "0 2 3 100 1000 2.000000500\n"
+        "3\n3 0 3 100 20000 2.000000100\n1 3 3 100 300 2.000000100\n0 2 3 100 1000 2.000000500\n"
     )
     settings = dict(line.split(" ", 1) for line in config.read_text().splitlines())
     assert settings["CC_MODE"] == "3"  # HPCC

@@ -89,8 +89,11 @@ def _imports(module: str, path: Path) -> list[Import]:
 
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if (isinstance(child, ast.If) and isinstance(child.test, ast.Name)
-                    and child.test.id == "TYPE_CHECKING"):
+            if (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            ):
                 continue  # annotations only: not imported when the program runs
             nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             targets: list[tuple[str, tuple[str, ...]]] = []
@@ -154,21 +157,33 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_walk_sees_the_package() -> None:
     # The oracle for the walk itself: modules every stage is known to have.
-    for name in ("disaggsim.schemas", "disaggsim.atomic", "disaggsim.traces.convert",
-                 "disaggsim.testbed.collect", "disaggsim.testbed.apps.pgbench",
-                 "disaggsim.sim.campaign", "disaggsim.analysis.stats",
-                 "disaggsim.swapdev.device"):
+    for name in (
+        "disaggsim.schemas",
+        "disaggsim.atomic",
+        "disaggsim.traces.convert",
+        "disaggsim.testbed.collect",
+        "disaggsim.testbed.apps.pgbench",
+        "disaggsim.sim.campaign",
+        "disaggsim.analysis.stats",
+        "disaggsim.swapdev.device",
+    ):
         assert name in MODULES, name
-    assert any(i.importer == "disaggsim.sim.campaign" and i.imported == "disaggsim.sim.slurm"
-               for i in IMPORTS)
+    assert any(
+        i.importer == "disaggsim.sim.campaign" and i.imported == "disaggsim.sim.slurm"
+        for i in IMPORTS
+    )
 
 
 def test_no_module_import_cycle() -> None:
     edges: dict[str, set[str]] = {}
     for imp in IMPORTS:
         target = imp.imported if imp.imported in MODULES else None
-        if target is not None and target != imp.importer and not (
-            imp.importer.startswith(target + ".")  # a package's own __init__ is no cycle
+        if (
+            target is not None
+            and target != imp.importer
+            and not (
+                imp.importer.startswith(target + ".")  # a package's own __init__ is no cycle
+            )
         ):
             edges.setdefault(imp.importer, set()).add(target)
     assert _cycles(edges) == []

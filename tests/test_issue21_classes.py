@@ -40,7 +40,10 @@ from disaggsim.traces.pcap import read_pcap
 from disaggsim.traces.yaps import read_yaps
 
 PROP = settings(
-    derandomize=True, deadline=None, max_examples=40, database=None,
+    derandomize=True,
+    deadline=None,
+    max_examples=40,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 FLOOR_NS = 60_000_000_000  # 60 s: the trace floor of the time-range model
@@ -54,8 +57,11 @@ S_NS = 1_000_000_000
 def write_pcap(path: Path, ts_ns: list[int], linktype: int = 101, frame_of=None) -> list[int]:
     """A classic ns-resolution pcap of UDP packets 10.0.0.1 -> 10.0.0.2 (10 B payload each);
     returns each record's byte offset."""
-    ip = bytes.fromhex("4500002600004000401100000a0000010a000002") + struct.pack(
-        ">HHHH", 1000, 2000, 18, 0) + b"0123456789"
+    ip = (
+        bytes.fromhex("4500002600004000401100000a0000010a000002")
+        + struct.pack(">HHHH", 1000, 2000, 18, 0)
+        + b"0123456789"
+    )
     frame = frame_of(ip) if frame_of else ip
     out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, linktype)]
     offsets, off = [], 24
@@ -69,7 +75,10 @@ def write_pcap(path: Path, ts_ns: list[int], linktype: int = 101, frame_of=None)
 
 
 def write_blk(
-    path: Path, times_ns: list[int], sectors: list[int] | None = None, cpu: int = 0,
+    path: Path,
+    times_ns: list[int],
+    sectors: list[int] | None = None,
+    cpu: int = 0,
     file_cpu: int | None = None,
 ) -> None:
     """``NAME.blktrace.<file_cpu>`` (default: ``cpu``) with one 4 KiB write issue (D) record
@@ -91,16 +100,27 @@ def write_anchored_blk(path: Path) -> Path:
     clock; returns the file."""
     write_blk(path, [S_NS + i * S_NS for i in range(10)])
     blk = path.with_name(path.name + ".blktrace.0")
-    anchor = struct.pack("<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1,
-                         0, 0, 0, 0, 8) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
+    anchor = struct.pack(
+        "<IIQQIIIIIHH", 0x65617407, 0, S_NS, 0, 0, (1 << 10) << 16 | 1, 0, 0, 0, 0, 8
+    ) + struct.pack("<II", T0_NS // S_NS, T0_NS % S_NS)
     blk.write_bytes(anchor + blk.read_bytes())
     return blk
 
 
 def write_paging(path: Path, times_us: list[int], npages: int = 1) -> None:
     n = len(times_us)
-    write_rmem(pd.DataFrame({"batch_id": range(n), "time_us": times_us, "op": "W",
-                             "page": np.arange(n) * 16, "npages": npages}), path)
+    write_rmem(
+        pd.DataFrame(
+            {
+                "batch_id": range(n),
+                "time_us": times_us,
+                "op": "W",
+                "page": np.arange(n) * 16,
+                "npages": npages,
+            }
+        ),
+        path,
+    )
 
 
 def bulk_times(draw: st.DrawFn, n_min: int = 8) -> list[int]:
@@ -120,9 +140,12 @@ def test_class1_model_flags_exactly_the_far_records(data: st.DataObject) -> None
     bulk = bulk_times(data.draw)
     span = bulk[-1] - bulk[0]
     k = data.draw(st.integers(0, max(1, (len(bulk) + 1) // 100)))
-    far = [bulk[-1] + max(span, FLOOR_NS) + data.draw(st.integers(1, 10**15))
-           if data.draw(st.booleans()) else
-           bulk[0] - max(span, FLOOR_NS) - data.draw(st.integers(1, 10**15)) for _ in range(k)]
+    far = [
+        bulk[-1] + max(span, FLOOR_NS) + data.draw(st.integers(1, 10**15))
+        if data.draw(st.booleans())
+        else bulk[0] - max(span, FLOOR_NS) - data.draw(st.integers(1, 10**15))
+        for _ in range(k)
+    ]
     times = np.array(bulk + far)
     order = data.draw(st.permutations(range(len(times))))
     mask = outlier_mask(times[list(order)], FLOOR_NS)
@@ -153,20 +176,42 @@ def _one_node(tmp: Path, reader: str, times_ns: list[int]) -> tuple[Callable[[],
         run.mkdir(exist_ok=True)
         f = run / "0-mem-host"
         n = len(times_ns)
-        write_rmem(pd.DataFrame({"batch_id": range(n), "time_us": [t // 1000 for t in times_ns],
-                                 "op": "R", "page": np.arange(n) * 16, "npages": 1}),
-                   f, form="indexed")
+        write_rmem(
+            pd.DataFrame(
+                {
+                    "batch_id": range(n),
+                    "time_us": [t // 1000 for t in times_ns],
+                    "op": "R",
+                    "page": np.arange(n) * 16,
+                    "npages": 1,
+                }
+            ),
+            f,
+            form="indexed",
+        )
         return (lambda: convert(run)), f
     elif reader == "yaps":
         f = tmp / "w.yaps"
-        f.write_text("".join(f"{i} {(t - T0_NS) / 1e9 + 1:.9f} 0 0 1 0 0 0 1\n"
-                             for i, t in enumerate(times_ns)))
+        f.write_text(
+            "".join(
+                f"{i} {(t - T0_NS) / 1e9 + 1:.9f} 0 0 1 0 0 0 1\n" for i, t in enumerate(times_ns)
+            )
+        )
         return (lambda: read_yaps(f)), f
     else:
         f = tmp / "ft.csv"
         n = len(times_ns)
-        frame = pd.DataFrame({"flow_id": range(n), "start_ns": [t - T0_NS + S_NS for t in times_ns],
-                              "src": 0, "dst": 3, "size_bytes": 1, "kind": "net", "node": 1})
+        frame = pd.DataFrame(
+            {
+                "flow_id": range(n),
+                "start_ns": [t - T0_NS + S_NS for t in times_ns],
+                "src": 0,
+                "dst": 3,
+                "size_bytes": 1,
+                "kind": "net",
+                "node": 1,
+            }
+        )
         return (lambda: check_flows(frame, f, np.arange(n) + 2)), f
     return (lambda: convert(SampleInputs(nodes=nodes), ConvertOptions(idle_gap_ns=1))), f
 
@@ -340,8 +385,11 @@ def test_class6_link_type_must_decode_the_frames(
     try:
         table = read_pcap(f)
     except InputError as exc:
-        assert re.search(r"c\.pcap:byte 20: field 'linktype': expected the value that matches "
-                         rf"the records: 10 of 10 decode under \d+ .*got {header}$", str(exc))
+        assert re.search(
+            r"c\.pcap:byte 20: field 'linktype': expected the value that matches "
+            rf"the records: 10 of 10 decode under \d+ .*got {header}$",
+            str(exc),
+        )
         assert header != frames
         return
     assert len(table) == 10
@@ -370,8 +418,10 @@ def test_class6_blktrace_file_number_must_be_its_records_cpu(
     assert table["cpu"].tolist() == [record_cpu] * 10
 
 
-@given(content=st.sampled_from(["ns", "us"]),
-       fracs=st.lists(st.integers(1, 10**6 - 1), min_size=10, max_size=10))
+@given(
+    content=st.sampled_from(["ns", "us"]),
+    fracs=st.lists(st.integers(1, 10**6 - 1), min_size=10, max_size=10),
+)
 @PROP
 def test_class6_pcap_ns_magic_must_fit_the_sub_second_fields(
     tmp_path_factory: pytest.TempPathFactory, content: str, fracs: list[int]
@@ -392,14 +442,16 @@ def test_class6_pcap_ns_magic_must_fit_the_sub_second_fields(
             f"{f}:byte 0: field 'magic': expected the value that matches the records: 10 of "
             f"10 decode under {0xA1B2C3D4} (µs timestamps: sub-second fields below 10**6), 0 "
             f"under the header's {0xA1B23C4D} (ns timestamps: sub-second fields up to 10**9), "
-            f"got {0xA1B23C4D}")
+            f"got {0xA1B23C4D}"
+        )
         return
     assert content == "ns"
     assert table.ts_ns.tolist() == times
 
 
-@given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-10**6, 10**6)),
-       relative=st.booleans())
+@given(
+    shift_s=st.one_of(st.integers(-60, 60), st.integers(-(10**6), 10**6)), relative=st.booleans()
+)
 @PROP
 def test_class6_meta_start_must_be_near_the_nodes_records(
     tmp_path_factory: pytest.TempPathFactory, shift_s: int, relative: bool
@@ -416,8 +468,10 @@ def test_class6_meta_start_must_be_near_the_nodes_records(
     write_paging(tmp / "n0.rmem", offsets_us if relative else [start_us + t for t in offsets_us])
     (tmp / "n0.rmem.meta").write_text(json.dumps({"start_time_us": start_us}))
     write_pcap(tmp / "n0.pcap", [T0_NS + i * S_NS for i in range(10)])
-    nodes = (NodeInputs(0, ip="10.0.0.1", pcap=tmp / "n0.pcap", paging=tmp / "n0.rmem"),
-             NodeInputs(1, ip="10.0.0.2"))
+    nodes = (
+        NodeInputs(0, ip="10.0.0.1", pcap=tmp / "n0.pcap", paging=tmp / "n0.rmem"),
+        NodeInputs(1, ip="10.0.0.2"),
+    )
     what, kind = f"the node's capture {tmp / 'n0.pcap'}", "net"
     try:
         table = convert(SampleInputs(nodes=nodes))
@@ -426,7 +480,8 @@ def test_class6_meta_start_must_be_near_the_nodes_records(
         assert str(exc) == (
             f"{tmp / 'n0.rmem.meta'}:1: field 'start_time': expected a start within 60.000 s "
             f"of the first record of {what} ({T0_NS} ns; it lasts 9.000 s), "
-            f"{shift_s:+.3f} s away, got {start_us * 1000}")
+            f"{shift_s:+.3f} s away, got {start_us * 1000}"
+        )
         return
     assert abs(shift_s) <= 60
     # Accepted: each access sits where the meta puts it, (shift + i + 1) s after record 0.
@@ -436,7 +491,7 @@ def test_class6_meta_start_must_be_near_the_nodes_records(
     assert (mem - other.min()).tolist() == [(shift_s + i + 1) * S_NS for i in range(10)]
 
 
-@given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-10**6, 10**6)))
+@given(shift_s=st.one_of(st.integers(-60, 60), st.integers(-(10**6), 10**6)))
 @PROP
 def test_class6_given_clock_offset_must_fit_the_blktrace_anchor(
     tmp_path_factory: pytest.TempPathFactory, shift_s: int
@@ -458,10 +513,12 @@ def test_class6_given_clock_offset_must_fit_the_blktrace_anchor(
             f"60.000 s of the first record of {tmp / 'n0.disk'} on the wall clock by its "
             f"BLK_TN_TIMESTAMP anchor ({blk} byte 0), where the given offset {offset} ns puts "
             f"it ({T0_NS} ns; it lasts 9.000 s), {shift_s:+.3f} s away, "
-            f"got {T0_NS + shift_s * S_NS}")
+            f"got {T0_NS + shift_s * S_NS}"
+        )
         return
     assert abs(shift_s) <= 60
     assert table["start_ns"].tolist() == [i * S_NS for i in range(10)]
+
 
 @given(written=st.integers(1, 12), declared=st.integers(0, 12))
 @PROP
@@ -472,18 +529,28 @@ def test_class6_meta_pcap_packets_must_count_the_capture(
     capture cut at a record boundary reads cleanly, so only the count shows the loss."""
     tmp = tmp_path_factory.mktemp("c")
     write_pcap(tmp / "n0.pcap", [T0_NS + i * S_NS for i in range(written)])
-    (tmp / "meta.json").write_text(json.dumps({"nodes": [
-        {"node": 0, "ip": "10.0.0.1", "pcap": "n0.pcap", "pcap_packets": declared},
-        {"node": 1, "ip": "10.0.0.2"}]}))
+    (tmp / "meta.json").write_text(
+        json.dumps(
+            {
+                "nodes": [
+                    {"node": 0, "ip": "10.0.0.1", "pcap": "n0.pcap", "pcap_packets": declared},
+                    {"node": 1, "ip": "10.0.0.2"},
+                ]
+            }
+        )
+    )
     try:
         table = convert(tmp)
     except InputError as exc:
         assert declared != written
-        assert str(exc) == (f"{tmp / 'meta.json'}:node 0: field 'pcap_packets': expected the "
-                            f"number of records in {tmp / 'n0.pcap'} ({written}), got {declared}")
+        assert str(exc) == (
+            f"{tmp / 'meta.json'}:node 0: field 'pcap_packets': expected the "
+            f"number of records in {tmp / 'n0.pcap'} ({written}), got {declared}"
+        )
         return
     assert declared == written
     assert len(table) == written
+
 
 # --- class 2: a regular-file and size guard on every open ----------------------------------
 
@@ -496,26 +563,36 @@ READERS_2: dict[str, Callable[[Path], object]] = {
     "meta.json": lambda p: load_sample(p.parent),
     "config": load_config,
     "cdf": lambda p: __import__("disaggsim.traces.workloads", fromlist=["x"]).load_cdf(p),
-    "fct export": lambda p: __import__("disaggsim.analysis.export", fromlist=["x"])
-    .read_fct_export(p),
-    "flow table": lambda p: __import__("disaggsim.sim.workloads", fromlist=["x"])
-    .read_flow_table(p),
+    "fct export": lambda p: __import__("disaggsim.analysis.export", fromlist=["x"]).read_fct_export(
+        p
+    ),
+    "flow table": lambda p: __import__("disaggsim.sim.workloads", fromlist=["x"]).read_flow_table(
+        p
+    ),
 }
 
 
-@given(reader=st.sampled_from(sorted(READERS_2)),
-       kind=st.sampled_from(["fifo", "/dev/zero", "directory", "socket", "too large"]))
+@given(
+    reader=st.sampled_from(sorted(READERS_2)),
+    kind=st.sampled_from(["fifo", "/dev/zero", "directory", "socket", "too large"]),
+)
 @settings(PROP, max_examples=30)
 @pytest.mark.usefixtures("alarm")
 def test_class2_no_reader_opens_a_special_or_oversized_file(
-    tmp_path_factory: pytest.TempPathFactory, reader: str, kind: str,
-    monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    reader: str,
+    kind: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every reader refuses, naming the file and without blocking, what is not a regular
     file of bounded size (the alarm fails a reader that blocks)."""
     tmp = tmp_path_factory.mktemp("g")
-    name = {"meta.json": "meta.json", "config": "c.toml", "flow table": "f.csv",
-            "blktrace": "x.blktrace.0"}.get(reader, "x")
+    name = {
+        "meta.json": "meta.json",
+        "config": "c.toml",
+        "flow table": "f.csv",
+        "blktrace": "x.blktrace.0",
+    }.get(reader, "x")
     p = tmp / name
     sock = None
     if kind == "fifo":
@@ -548,15 +625,31 @@ RULES = ["flow_id", "size_bytes", "start_ns", "dst", "kind", "blade", "blade typ
 @PROP
 def test_class7_each_rule_names_the_row(n: int, rule: str, data: st.DataObject) -> None:
     """A valid per-blade table passes; breaking one rule in one row names that CSV line."""
-    kinds = data.draw(st.lists(st.sampled_from(["mem_read", "mem_write", "disk_read",
-                                                "disk_write", "net"]), min_size=n, max_size=n))
-    ends = {"mem_read": (4, 0), "mem_write": (0, 4), "disk_read": (5, 3),
-            "disk_write": (3, 2), "net": (0, 3)}
-    frame = pd.DataFrame({
-        "flow_id": range(n), "start_ns": np.arange(n) * 1000,
-        "src": [ends[k][0] for k in kinds], "dst": [ends[k][1] for k in kinds],
-        "size_bytes": 4096, "kind": kinds, "node": np.arange(n) % 2,
-    })
+    kinds = data.draw(
+        st.lists(
+            st.sampled_from(["mem_read", "mem_write", "disk_read", "disk_write", "net"]),
+            min_size=n,
+            max_size=n,
+        )
+    )
+    ends = {
+        "mem_read": (4, 0),
+        "mem_write": (0, 4),
+        "disk_read": (5, 3),
+        "disk_write": (3, 2),
+        "net": (0, 3),
+    }
+    frame = pd.DataFrame(
+        {
+            "flow_id": range(n),
+            "start_ns": np.arange(n) * 1000,
+            "src": [ends[k][0] for k in kinds],
+            "dst": [ends[k][1] for k in kinds],
+            "size_bytes": 4096,
+            "kind": kinds,
+            "node": np.arange(n) % 2,
+        }
+    )
     row = data.draw(st.integers(1, n - 1))
     column = {"blade": "dst", "blade type": "dst"}.get(rule, rule)
     if rule == "flow_id":
@@ -635,8 +728,11 @@ def test_class8_no_coercion_no_inf_nan(
     path = tmp_path_factory.mktemp("c") / "k.toml"
     path.write_text(text)
     lineno = text.splitlines().index(line.split(" = ")[0] + " = " + value) + 1
-    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:{lineno}: "
-                       rf"{re.escape(key)}: Input should be"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{re.escape(str(path))}:{lineno}: "
+        rf"{re.escape(key)}: Input should be",
+    ):
         load_config(path)
     path.write_text(CONFIG)
     load_config(path)
@@ -678,8 +774,10 @@ def test_class9_damaged_run_files_are_found(
     record is damage; an intact run is not."""
     run = tmp_path_factory.mktemp("run")
     n = 7
-    columns = {f.name: pa.array(["x"] * n if pa.types.is_string(f.type) else [0] * n, f.type)
-               for f in CAMPAIGN_FCT}
+    columns = {
+        f.name: pa.array(["x"] * n if pa.types.is_string(f.type) else [0] * n, f.type)
+        for f in CAMPAIGN_FCT
+    }
     pq.write_table(pa.table(columns, schema=CAMPAIGN_FCT), run / "fct.parquet")
     (run / "done.json").write_text(json.dumps({"flows": n if what != "rows" else n + 1}))
     size = (run / "fct.parquet").stat().st_size
@@ -697,8 +795,11 @@ def test_class9_damaged_run_files_are_found(
 # --- class 11: a located error for every failure ----------------------------------------
 
 
-@given(name=st.binary(min_size=1, max_size=12).filter(lambda b: b"/" not in b and b"\0" not in b
-                                                      and b not in (b".", b"..")))
+@given(
+    name=st.binary(min_size=1, max_size=12).filter(
+        lambda b: b"/" not in b and b"\0" not in b and b not in (b".", b"..")
+    )
+)
 @PROP
 def test_class11_any_file_name_prints_in_the_error(
     tmp_path_factory: pytest.TempPathFactory, name: bytes
@@ -722,8 +823,10 @@ def test_class11_a_full_disk_names_the_file_and_leaves_nothing(tmp_path: Path) -
     with pytest.raises(InputError) as err, _written(tmp_path / "fct.parquet") as tmp:
         tmp.write_bytes(b"partial")
         raise OSError(28, "No space left on device")
-    assert str(err.value) == (f"{tmp_path}/fct.parquet: expected a file that can be written, "
-                              "got '[Errno 28] No space left on device'")
+    assert str(err.value) == (
+        f"{tmp_path}/fct.parquet: expected a file that can be written, "
+        "got '[Errno 28] No space left on device'"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -742,8 +845,10 @@ EMULATE_FAULTS = {  # fault -> (config edit, the key the error names)
 FCT_FAULTS = ["empty fct_file", "fct_file FIFO", "fct_file inf"]  # one file: at most one
 
 
-@given(fct=st.sampled_from([None, *FCT_FAULTS]),
-       others=st.sets(st.sampled_from(["no program", "latency", "repeats"])))
+@given(
+    fct=st.sampled_from([None, *FCT_FAULTS]),
+    others=st.sets(st.sampled_from(["no program", "latency", "repeats"])),
+)
 @settings(PROP, max_examples=20)
 def test_class10_emulate_preflight_names_every_problem(
     tmp_path_factory: pytest.TempPathFactory, fct: str | None, others: set[str]
@@ -755,8 +860,7 @@ def test_class10_emulate_preflight_names_every_problem(
     faults = others | ({fct} if fct else set())
     assume(faults)
     tmp = tmp_path_factory.mktemp("e")
-    v: dict[str, object] = {"fct": "4096 2.5\n", "command": "true", "latency": 1000,
-                            "repeats": 1}
+    v: dict[str, object] = {"fct": "4096 2.5\n", "command": "true", "latency": 1000, "repeats": 1}
     for fault in faults:
         edit = EMULATE_FAULTS[fault][0]
         if edit != "fifo":
@@ -778,5 +882,6 @@ def test_class10_emulate_preflight_names_every_problem(
     lines = str(err.value).splitlines()
     assert len(lines) == len(faults), lines
     for fault in faults:
-        assert any(re.search(re.escape(str(path)) + EMULATE_FAULTS[fault][1], ln)
-                   for ln in lines), (fault, lines)
+        assert any(
+            re.search(re.escape(str(path)) + EMULATE_FAULTS[fault][1], ln) for ln in lines
+        ), (fault, lines)

@@ -76,8 +76,11 @@ def test_class1_rmem_line_31_years_late(sample: Path, capsys: pytest.CaptureFixt
     ("name", "make", "pattern"),
     [
         ("node1.disk.blktrace.1", os.mkfifo, r"node1\.disk\.blktrace\.1: .*regular file.*FIFO"),
-        ("meta.json", lambda p: p.symlink_to("/dev/zero"),
-         r"meta\.json: .*regular file.*character device"),
+        (
+            "meta.json",
+            lambda p: p.symlink_to("/dev/zero"),
+            r"meta\.json: .*regular file.*character device",
+        ),
     ],
 )
 def test_class2_special_files_are_refused_without_blocking(
@@ -118,9 +121,13 @@ def test_class6_meta_start_a_day_before_the_nodes_capture(
     meta = sample / "node1.rmem.meta"
     start_us = json.loads(meta.read_text())["start_time_us"]
     meta.write_text(json.dumps({"start_time_us": start_us - 86_400 * 10**6}))
-    _convert_fails(sample, capsys, r"node1\.rmem\.meta:1: field 'start_time': expected a start "
-                   r"within 60\.000 s of the first record of the node's capture .*node1\.pcap.*"
-                   r"-8640\d\.\d{3} s away")
+    _convert_fails(
+        sample,
+        capsys,
+        r"node1\.rmem\.meta:1: field 'start_time': expected a start "
+        r"within 60\.000 s of the first record of the node's capture .*node1\.pcap.*"
+        r"-8640\d\.\d{3} s away",
+    )
 
 
 def test_class6_capture_cut_at_a_record_boundary(
@@ -136,8 +143,12 @@ def test_class6_capture_cut_at_a_record_boundary(
         off += 16 + struct.unpack_from("<I", data, off + 8)[0]
         n += 1
     pcap.write_bytes(data[:last])
-    _convert_fails(sample, capsys, rf"meta\.json:node 1: field 'pcap_packets': expected the "
-                   rf"number of records in .*node1\.pcap \({n - 1}\), got {n}")
+    _convert_fails(
+        sample,
+        capsys,
+        rf"meta\.json:node 1: field 'pcap_packets': expected the "
+        rf"number of records in .*node1\.pcap \({n - 1}\), got {n}",
+    )
 
 
 def test_class6_blktrace_file_of_another_cpu(
@@ -148,8 +159,12 @@ def test_class6_blktrace_file_of_another_cpu(
     data_a, data_b = a.read_bytes(), b.read_bytes()
     a.write_bytes(data_b)
     b.write_bytes(data_a)
-    _convert_fails(sample, capsys, r"node0\.disk\.blktrace\.0:file name: field 'cpu': .* "
-                   r"decode under 1 \(CPU 1\)")
+    _convert_fails(
+        sample,
+        capsys,
+        r"node0\.disk\.blktrace\.0:file name: field 'cpu': .* "
+        r"decode under 1 \(CPU 1\)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -163,8 +178,9 @@ def test_class6_blktrace_file_of_another_cpu(
         ),
         (
             "deep nesting",
-            lambda t: t.replace(b'"page_bytes"', b'"x": ' + b"[" * 50000 + b"]" * 50000
-                                + b', "page_bytes"'),
+            lambda t: t.replace(
+                b'"page_bytes"', b'"x": ' + b"[" * 50000 + b"]" * 50000 + b', "page_bytes"'
+            ),
             r"meta\.json: .*recursion",
         ),
     ],
@@ -189,16 +205,21 @@ def test_class11_non_utf8_path_is_printed(
 # --- campaigns (K and R of the issue) -------------------------------------------------
 
 
-def _campaign(tmp_path: Path, jobs: str = "1", racks: str = "9", rates: str = "100",
-              workload: str = "", extra: str = "") -> Path:
+def _campaign(
+    tmp_path: Path,
+    jobs: str = "1",
+    racks: str = "9",
+    rates: str = "100",
+    workload: str = "",
+    extra: str = "",
+) -> Path:
     workload = workload or f'kind = "trace_sample"\npath = "{SAMPLE}"'
     k = tmp_path / "k.toml"
     k.write_text(
         f'[campaign]\nname = "k"\nout_dir = "out"\njobs = {jobs}\n'
         f"[[workloads]]\n{workload}\nmax_flows = 400\n"
         f"[topology]\nracks = {racks}\n"
-        f'[grid]\nprotocols = ["ideal"]\nrates_gbps = [{rates}]\nscopes = ["datacenter"]\n'
-        + extra
+        f'[grid]\nprotocols = ["ideal"]\nrates_gbps = [{rates}]\nscopes = ["datacenter"]\n' + extra
     )
     return k
 

@@ -39,8 +39,23 @@ pytestmark = pytest.mark.skipif(
 
 # Request sizes looked up in the kernel and in the userspace core: below one page, each
 # listed size, between listed sizes, and beyond rmem.c's 4095-page table.
-SIZES = [0, 512, 4095, 4096, 8191, 8192, 12288, 32768, 36864, 65536, 1 << 20,
-         (1 << 20) + 4096, 4095 * PAGE, 4096 * PAGE, 1 << 30]
+SIZES = [
+    0,
+    512,
+    4095,
+    4096,
+    8191,
+    8192,
+    12288,
+    32768,
+    36864,
+    65536,
+    1 << 20,
+    (1 << 20) + 4096,
+    4095 * PAGE,
+    4096 * PAGE,
+    1 << 30,
+]
 # fct-sample draws: 4 KiB (FCTs 3 or 4 us), 12 KiB (the 8 KiB row), 1 MiB (250/350 us).
 SAMPLE_SIZES = [4096, 12288, 1 << 20] * 100
 
@@ -49,10 +64,23 @@ def hand_fcts() -> pd.DataFrame:
     """Flows of 4, 8, 32, 64 KiB and 1 MiB with hand-picked FCTs (ns); mean FCTs
     3.5, 4.25, 9, 12.5 and 300 us (exact in binary floating point, so the
     artifact's int(float(us) * 1000) and the core's exact decimal parse agree)."""
-    rows = [(4096, 3000), (4096, 4000), (8192, 4250), (32768, 9000), (65536, 12000),
-            (65536, 13000), (1 << 20, 250000), (1 << 20, 350000)]
-    return pd.DataFrame({"size_bytes": [r[0] for r in rows], "fct_ns": [r[1] for r in rows],
-                         "finished": [1] * len(rows)})
+    rows = [
+        (4096, 3000),
+        (4096, 4000),
+        (8192, 4250),
+        (32768, 9000),
+        (65536, 12000),
+        (65536, 13000),
+        (1 << 20, 250000),
+        (1 << 20, 350000),
+    ]
+    return pd.DataFrame(
+        {
+            "size_bytes": [r[0] for r in rows],
+            "fct_ns": [r[1] for r in rows],
+            "finished": [1] * len(rows),
+        }
+    )
 
 
 def artifact_pages_ns(bytes_us: list[str]) -> list[str]:
@@ -77,8 +105,9 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (inp / "sizes.txt").write_text(" ".join(map(str, SIZES)) + "\n")
     export.export_fct_distribution(hand_fcts(), inp / "dist.txt", kinds=None)
     (inp / "sizes_sample.txt").write_text(" ".join(map(str, SAMPLE_SIZES)) + "\n")
-    proc = subprocess.run([str(RUN), str(out), str(inp)], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [str(RUN), str(out), str(inp)], capture_output=True, text=True, timeout=600
+    )
     failure = emulate_kmod.guest_failure(out, proc.returncode, proc.stderr, {"done": "1"})
     assert failure is None, failure
     return {"r": emulate_kmod.read_guest_results(out / "results.txt"), "out": out, "in": inp}
@@ -124,16 +153,18 @@ def test_swap_keeps_data_over_4x_the_limit(guest: dict[str, object], backend: st
 
 
 def fixed_ns(r: dict[str, str], backend: str) -> int:
-    return device.fixed_delay_ns(int(r[f"{backend}_latency_ns"]),
-                                 int(r[f"{backend}_bandwidth_bps"]), PAGE)
+    return device.fixed_delay_ns(
+        int(r[f"{backend}_latency_ns"]), int(r[f"{backend}_bandwidth_bps"]), PAGE
+    )
 
 
 def ints(r: dict[str, str], key: str) -> list[int]:
     return [int(v) for v in r[key].split()]
 
 
-def check_delay_reaches_service_time(r: dict[str, str], backend: str, pairs: int,
-                                     tolerance: float | None) -> None:
+def check_delay_reaches_service_time(
+    r: dict[str, str], backend: str, pairs: int, tolerance: float | None
+) -> None:
     """tests.sh ``delay_pairs``: ``pairs`` pairs of 40-read blocks (O_DIRECT 4 KiB reads,
     one at a time), delay model none and fixed interleaved in ABBA order.
 
@@ -190,8 +221,12 @@ def test_fixed_delay_raises_service_time_rdma(guest: dict[str, object]) -> None:
 
 def sd_tool(env: dict[str, str], sizes: list[int]) -> list[str]:
     build = device.build_dir()
-    proc = subprocess.run([str(build / "sd-tool"), "delay", *map(str, sizes)],
-                          env={**os.environ, **env}, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(build / "sd-tool"), "delay", *map(str, sizes)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
 
@@ -202,12 +237,15 @@ def test_rmem_cdf_lookup_matches_userspace_core(guest: dict[str, object]) -> Non
     assert r["cdf_load_rc"] == "0"
     kernel = (out / "kernel_lookup.txt").read_text().splitlines()
     cdf = str(inp / "rmem_cdf.txt")
-    user = sd_tool({"SWAPDEV_MODEL": "fct-mean", "SWAPDEV_FCT_FILE": cdf,
-                    "SWAPDEV_FCT_FORMAT": "pages-ns"}, SIZES)
+    user = sd_tool(
+        {"SWAPDEV_MODEL": "fct-mean", "SWAPDEV_FCT_FILE": cdf, "SWAPDEV_FCT_FORMAT": "pages-ns"},
+        SIZES,
+    )
     assert kernel == user
     # The export itself, read by the userspace core as "<bytes> <fct_us>": same lookup.
-    user_bytes = sd_tool({"SWAPDEV_MODEL": "fct-mean",
-                          "SWAPDEV_FCT_FILE": str(inp / "fcts.txt")}, SIZES)
+    user_bytes = sd_tool(
+        {"SWAPDEV_MODEL": "fct-mean", "SWAPDEV_FCT_FILE": str(inp / "fcts.txt")}, SIZES
+    )
     assert kernel == user_bytes
     # Hand-computed (rmem.c get_fct walks down to the largest listed page count <= size):
     got = {int(a): int(b) for a, b in (line.split() for line in kernel)}
@@ -227,8 +265,14 @@ def test_fct_sample_draws_match_userspace_core(guest: dict[str, object]) -> None
     inp, out = out_dir(guest, "in"), out_dir(guest, "out")
     assert r["dist_load_rc"] == "0"
     kernel = (out / "kernel_sample.txt").read_text().splitlines()
-    user = sd_tool({"SWAPDEV_MODEL": "fct-sample", "SWAPDEV_FCT_FILE": str(inp / "dist.txt"),
-                    "SWAPDEV_SEED": "1"}, SAMPLE_SIZES)
+    user = sd_tool(
+        {
+            "SWAPDEV_MODEL": "fct-sample",
+            "SWAPDEV_FCT_FILE": str(inp / "dist.txt"),
+            "SWAPDEV_SEED": "1",
+        },
+        SAMPLE_SIZES,
+    )
     assert kernel == user
     draws = [int(line.split()[1]) for line in kernel]
     assert set(draws[0::3]) == {3000, 4000}  # the 4 KiB flows' FCTs, both drawn
@@ -266,12 +310,22 @@ def test_rmem_log_converts_to_flows(guest: dict[str, object], tmp_path: Path) ->
     sample = tmp_path / "sample"
     sample.mkdir()
     shutil.copy(log, sample / "node0.rmem")
-    (sample / "meta.json").write_text(json.dumps({
-        "sample": "rmem-guest", "page_bytes": PAGE, "swap_bytes": 128 << 20,
-        "nodes": [{"node": 0, "ip": "10.0.2.15", "paging": "node0.rmem"}]}))
+    (sample / "meta.json").write_text(
+        json.dumps(
+            {
+                "sample": "rmem-guest",
+                "page_bytes": PAGE,
+                "swap_bytes": 128 << 20,
+                "nodes": [{"node": 0, "ip": "10.0.2.15", "paging": "node0.rmem"}],
+            }
+        )
+    )
     cli = Path(sys.executable).parent / "disaggsim"
-    proc = subprocess.run([str(cli), "convert", str(sample), "--out", str(tmp_path / "flows")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(cli), "convert", str(sample), "--out", str(tmp_path / "flows")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     flows = pd.read_parquet(tmp_path / "flows.parquet")
     trace = paging.read_rmem(log)
@@ -339,7 +393,8 @@ def test_emulate_drives_the_kernel_module(tmp_path: Path) -> None:
         '[emulate]\nname = "kmod"\nout_dir = "out"\nbackend = "kmod"\nrepeats = 1\n'
         'timeout_s = 300\n[app]\ncommand = ["{build}/memtouch", "32", "1"]\n'
         "working_set_bytes = 33554432\nlocal_fraction = 0.5\n"
-        '[[models]]\nkind = "fixed"\nlatency_ns = 200000\n')
+        '[[models]]\nkind = "fixed"\nlatency_ns = 200000\n'
+    )
     out = emulate.emulate(emulate.load_emulate_config(cfg_path), progress=False)
     with open(out / "runs.csv") as f:
         rows = {r["model"]: r for r in csv.DictReader(f)}

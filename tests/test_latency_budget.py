@@ -129,8 +129,9 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for total in ("7.04", "5.28", "5.14", "3.38", "4.14", "2.38"):
         assert f"{total} (" in out
     plot = tmp_path / "sweep.png"
-    assert main(["latency-budget", "--sweep", "--rates-gbps", "40", "100", "--plot",
-                 str(plot)]) == 0
+    assert (
+        main(["latency-budget", "--sweep", "--rates-gbps", "40", "100", "--plot", str(plot)]) == 0
+    )
     out = capsys.readouterr().out
     assert "floor (datacenter, rdma_nic, rate -> inf): 3.32 us" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

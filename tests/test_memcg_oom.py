@@ -39,8 +39,7 @@ def fake_group(root: Path, name: str, limit: int = LIMIT) -> Path:
 
 def kernel_shows(cg: Path, under: int, kills: int = 0) -> None:
     """What the kernel would show in ``cg``'s memory.oom_control with the killer off."""
-    (cg / "memory.oom_control").write_text(OOM_CONTROL.format(disable=1, under=under,
-                                                              kills=kills))
+    (cg / "memory.oom_control").write_text(OOM_CONTROL.format(disable=1, under=under, kills=kills))
 
 
 @pytest.fixture
@@ -71,16 +70,20 @@ def test_the_waker_turns_the_killer_off_and_wakes_only_a_group_under_oom(
     waker = idle_waker([a, b], [LIMIT, (32 << 20) + 100])  # b's: not a page multiple
     try:
         # echo 1 > memory.oom_control in each group, nothing else.
-        assert writes == [("node0", "memory.oom_control", "1"),
-                          ("node1", "memory.oom_control", "1")]
+        assert writes == [
+            ("node0", "memory.oom_control", "1"),
+            ("node1", "memory.oom_control", "1"),
+        ]
         writes.clear()
         kernel_shows(a, under=1)
         kernel_shows(b, under=0)
         writes.clear()
         assert waker.poll() == 1
         # node0's limit raised one page (wakes its sleepers) then set back; node1 untouched.
-        assert writes == [("node0", "memory.limit_in_bytes", str(LIMIT + PAGE)),
-                          ("node0", "memory.limit_in_bytes", str(LIMIT))]
+        assert writes == [
+            ("node0", "memory.limit_in_bytes", str(LIMIT + PAGE)),
+            ("node0", "memory.limit_in_bytes", str(LIMIT)),
+        ]
         assert waker.wakeups_per_group == [1, 0] and waker.wakeups == 1
         # The kernel refused the write back (EBUSY: nothing reclaimed), the limit stayed
         # raised; the group woke and left OOM: the next poll sets the limit back only.
@@ -94,10 +97,12 @@ def test_the_waker_turns_the_killer_off_and_wakes_only_a_group_under_oom(
     finally:
         waker.stop()
     # Limits back (node1's rounded down to a page, as the kernel keeps it), killer on.
-    assert writes[-4:] == [("node0", "memory.limit_in_bytes", str(LIMIT)),
-                           ("node0", "memory.oom_control", "0"),
-                           ("node1", "memory.limit_in_bytes", str(32 << 20)),
-                           ("node1", "memory.oom_control", "0")]
+    assert writes[-4:] == [
+        ("node0", "memory.limit_in_bytes", str(LIMIT)),
+        ("node0", "memory.oom_control", "0"),
+        ("node1", "memory.limit_in_bytes", str(32 << 20)),
+        ("node1", "memory.oom_control", "0"),
+    ]
 
 
 def test_the_waker_thread_wakes_a_group_that_stays_under_oom(tmp_path: Path) -> None:

@@ -115,18 +115,24 @@ def test_ideal_is_a_lower_bound(fct_by_protocol: dict[str, pd.DataFrame]) -> Non
     nanosecond it is rounded to); no Ideal flow beats it, and Ideal's mean slowdown is
     <= pFabric's."""
     for protocol, fct in fct_by_protocol.items():
-        oracle = np.array([
-            lone_flow_fct_ns(protocol, int(size), int(src), int(dst))
-            for size, src, dst in zip(fct["size_bytes"], fct["src_host"], fct["dst_host"],
-                                      strict=True)
-        ])
+        oracle = np.array(
+            [
+                lone_flow_fct_ns(protocol, int(size), int(src), int(dst))
+                for size, src, dst in zip(
+                    fct["size_bytes"], fct["src_host"], fct["dst_host"], strict=True
+                )
+            ]
+        )
         np.testing.assert_allclose(fct["ideal_fct_ns"], oracle, atol=1.0, err_msg=protocol)
     ideal = fct_by_protocol["ideal"]
-    lone = np.array([
-        lone_flow_fct_ns("ideal", int(size), int(src), int(dst))
-        for size, src, dst in zip(ideal["size_bytes"], ideal["src_host"], ideal["dst_host"],
-                                  strict=True)
-    ])
+    lone = np.array(
+        [
+            lone_flow_fct_ns("ideal", int(size), int(src), int(dst))
+            for size, src, dst in zip(
+                ideal["size_bytes"], ideal["src_host"], ideal["dst_host"], strict=True
+            )
+        ]
+    )
     assert (ideal["fct_ns"].to_numpy() >= np.floor(lone)).all()
     pfabric = fct_by_protocol["pfabric"]["slowdown"].to_numpy()
     assert np.mean(ideal["slowdown"].to_numpy()) <= np.mean(pfabric)

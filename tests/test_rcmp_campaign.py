@@ -95,7 +95,10 @@ def test_rcmp_workload_runs_protocols_by_rates_and_every_flow_finishes(tmp_path:
         cxl = got[got["kind"] == "cxl"]
         assert cxl["fct_ns"].to_numpy() == pytest.approx(172, abs=1), (protocol, rate)
     assert sorted(fct.groupby(["protocol", "rate_gbps"]).groups) == [
-        ("dctcp", 40.0), ("dctcp", 100.0), ("pfabric", 40.0), ("pfabric", 100.0)
+        ("dctcp", 40.0),
+        ("dctcp", 100.0),
+        ("pfabric", 40.0),
+        ("pfabric", 100.0),
     ]
 
 
@@ -117,5 +120,6 @@ def test_bundled_rcmp_campaign_names_an_rcmp_experiment() -> None:
     assert workload.kind == "rcmp"
     params = load_params(workload.path)
     assert (config.topology.racks, config.topology.hosts_per_rack) == (
-        params.racks, params.hosts_per_rack
+        params.racks,
+        params.hosts_per_rack,
     )

@@ -32,8 +32,9 @@ def test_uniform_keys_reach_a_remote_rack_with_probability_r_minus_1_over_r(rack
     # 1e6 items in 31 pages (2 MiB / 64 B = 32768 items a page), so an access from any rack
     # is remote with probability (R-1)/R up to the rounding of 31 pages over R racks: the
     # exact probability is sum over racks of the share of items outside the rack.
-    p = RcmpParams(racks=racks, clients_per_rack=2, items=1_000_000, ops_per_client=3000,
-                   hot_threshold=None)
+    p = RcmpParams(
+        racks=racks, clients_per_rack=2, items=1_000_000, ops_per_client=3000, hot_threshold=None
+    )
     t = generate(p)
     per_page = 32768
     items_in = [0] * racks
@@ -57,7 +58,10 @@ def test_uniform_keys_reach_a_remote_rack_with_probability_r_minus_1_over_r(rack
 
 def _racks(**kw: object) -> RcmpRacks:
     base: dict[str, object] = {
-        "racks": 2, "clients_per_rack": 1, "items": 2 * 32768, "hot_threshold": 4.0
+        "racks": 2,
+        "clients_per_rack": 1,
+        "items": 2 * 32768,
+        "hot_threshold": 4.0,
     }
     base.update(kw)
     return RcmpRacks(RcmpParams(**base))  # type: ignore[arg-type]
@@ -119,13 +123,16 @@ def test_rrpc_uses_pure_rpc_below_512_bytes_and_one_sided_transfers_above() -> N
     small = _racks(item_bytes=511, items=4096, hot_threshold=None)
     small.access(0, 3, 0, True)  # a 511 B write: the data rides in the request
     assert [(f[1], f[2], f[3], f[4]) for f in small.flows] == [
-        (2, 0, 16 + 511, "rpc"), (0, 2, 16, "rpc")
+        (2, 0, 16 + 511, "rpc"),
+        (0, 2, 16, "rpc"),
     ]
     large = _racks(item_bytes=512, items=4096, hot_threshold=None)
     large.access(0, 3, 0, False)  # first 512 B read: address lookup, then one-sided READ
     large.access(5000, 3, 1, False)  # same page: the address is cached (§5.5)
     assert [(f[0], f[1], f[2], f[3], f[4]) for f in large.flows] == [
-        (0, 2, 0, 16, "rpc"), (1500, 0, 2, 16, "rpc"), (3000, 0, 2, 512, "rdma_read"),
+        (0, 2, 0, 16, "rpc"),
+        (1500, 0, 2, 16, "rpc"),
+        (3000, 0, 2, 512, "rdma_read"),
         (5000, 0, 2, 512, "rdma_read"),
     ]
 
@@ -173,8 +180,14 @@ def test_workload_d_inserts_in_the_local_rack() -> None:
     # D: 5 % inserts of new keys, reads skewed to the latest; the items fill exactly 3
     # pages, so inserts open page 3, allocated in the inserting rack (rack 0, §5.1) although
     # round robin would have put it in rack 1.
-    p = RcmpParams(mix="D", ops_per_client=2000, items=3 * 32768, clients_per_rack=4,
-                   client_racks=1, hot_threshold=None)
+    p = RcmpParams(
+        mix="D",
+        ops_per_client=2000,
+        items=3 * 32768,
+        clients_per_rack=4,
+        client_racks=1,
+        hot_threshold=None,
+    )
     t = generate(p)
     new = t.accesses[t.accesses["key"] >= p.items]
     first = new.drop_duplicates("key")
@@ -214,14 +227,22 @@ def test_configs_load_and_bad_keys_name_the_file(tmp_path: object) -> None:
     root = Path(__file__).resolve().parent.parent / "configs"
     a = load_params(root / "rcmp-ycsb-a.toml")
     assert (a.racks, a.mix, a.distribution, a.items, a.cxl_rows) == (
-        4, "A", "zipfian", 100_000_000, True
+        4,
+        "A",
+        "zipfian",
+        100_000_000,
+        True,
     )
     fig20 = load_params(root / "rcmp-micro-fig20.toml")
     assert (fig20.client_racks, fig20.hot_threshold) == (1, 3.0)
     bad = Path(str(tmp_path)) / "bad.toml"
-    for text, word in [("[rcmp]\nmixx = 1\n", "mixx"), ("[rcmp]\nracks = 0\n", "racks"),
-                       ("[rcmp]\nmix = 3\n", "mix"), ("[other]\n", "rcmp"),
-                       ("[rcmp]\nhot_threshold = \"none\"\nracks = true\n", "racks")]:
+    for text, word in [
+        ("[rcmp]\nmixx = 1\n", "mixx"),
+        ("[rcmp]\nracks = 0\n", "racks"),
+        ("[rcmp]\nmix = 3\n", "mix"),
+        ("[other]\n", "rcmp"),
+        ('[rcmp]\nhot_threshold = "none"\nracks = true\n', "racks"),
+    ]:
         bad.write_text(text)
         with pytest.raises(InputError, match=f"bad.toml.*{word}"):
             load_params(bad)
@@ -247,13 +268,26 @@ def test_generated_traffic_runs_through_the_cxl_tier(tmp_path: object) -> None:
 
     assert BINARY is not None
     out = Path(str(tmp_path))
-    p = RcmpParams(racks=2, clients_per_rack=2, items=100_000, ops_per_client=40,
-                   hot_threshold=None, cxl_rows=True)
+    p = RcmpParams(
+        racks=2,
+        clients_per_rack=2,
+        items=100_000,
+        ops_per_client=40,
+        hot_threshold=None,
+        cxl_rows=True,
+    )
     t = generate(p)
     write_traffic(t, out / "rcmp")
-    cmd = driver_argv(BINARY, out / "rcmp" / "ns3_flows.csv", out / "fct.csv",
-                      out / "stats.json", "pfabric", 40.0, 1,
-                      {"racks": 2, "hosts_per_rack": 3, "spines": 1})
+    cmd = driver_argv(
+        BINARY,
+        out / "rcmp" / "ns3_flows.csv",
+        out / "fct.csv",
+        out / "stats.json",
+        "pfabric",
+        40.0,
+        1,
+        {"racks": 2, "hosts_per_rack": 3, "spines": 1},
+    )
     subprocess.run([*cmd, "--cxlTier=true"], check=True, capture_output=True)
     fct = read_fct_csv(out / "fct.csv").merge(t.flows[["flow_id", "kind"]], on="flow_id")
     assert (fct["finished"] == 1).all()
@@ -269,8 +303,11 @@ def test_unscrambled_zipfian_makes_item_0_the_most_popular() -> None:
     # ZipfianGenerator, Gray et al.); n = 1000: zeta = sum_{i<=1000} i^-0.99.
     n = 1000
     zeta_n = sum(i**-0.99 for i in range(1, n + 1))
-    t = generate(RcmpParams(items=n, distribution="zipfian-unscrambled", ops_per_client=2500,
-                            hot_threshold=None))
+    t = generate(
+        RcmpParams(
+            items=n, distribution="zipfian-unscrambled", ops_per_client=2500, hot_threshold=None
+        )
+    )
     keys = t.accesses["key"]
     total = len(keys)
     assert _within(int((keys == 0).sum()), total, 1 / zeta_n)

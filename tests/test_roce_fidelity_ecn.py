@@ -82,15 +82,27 @@ def test_agreement_by_hand(fidelity: ModuleType) -> None:
     # ours / theirs - 1 per group: p50 1.0/1.0, 1.1/1.0 -> 0, +10 % (median +5 %);
     # p95 2/1, 3/3 -> +100 %, 0 (median +50 %); p99 4/5, 6/4 -> -20 %, +50 % (median +15 %)
     ours = pd.DataFrame(
-        {"size_pct": [0, 50], "size_max_bytes": [1000, 2_000_000],
-         "slowdown_p50": [1.0, 1.1], "slowdown_p95": [2.0, 3.0], "slowdown_p99": [4.0, 6.0]}
+        {
+            "size_pct": [0, 50],
+            "size_max_bytes": [1000, 2_000_000],
+            "slowdown_p50": [1.0, 1.1],
+            "slowdown_p95": [2.0, 3.0],
+            "slowdown_p99": [4.0, 6.0],
+        }
     )
     theirs = pd.DataFrame(
-        {"size_pct": [0, 50], "size_max_bytes": [1000, 2_000_000],
-         "slowdown_p50": [1.0, 1.0], "slowdown_p95": [1.0, 3.0], "slowdown_p99": [5.0, 4.0]}
+        {
+            "size_pct": [0, 50],
+            "size_max_bytes": [1000, 2_000_000],
+            "slowdown_p50": [1.0, 1.0],
+            "slowdown_p95": [1.0, 3.0],
+            "slowdown_p99": [5.0, 4.0],
+        }
     )
     assert fidelity.agreement(ours, theirs) == [
-        "+5 % (+0 %..+10 %)", "+50 % (+0 %..+100 %)", "+15 % (-20 %..+50 %)"
+        "+5 % (+0 %..+10 %)",
+        "+50 % (+0 %..+100 %)",
+        "+15 % (-20 %..+50 %)",
     ]
     # < 200 KB: the 1000 B group only; >= 1 MB: the 2 MB group only
     assert fidelity.tails(ours) == "2.00 / 4.00 | 3.00-3.00"

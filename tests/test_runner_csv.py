@@ -50,7 +50,15 @@ def test_fct_records_read_to_the_written_values_on_both_paths(tmp_path: Path) ->
     pd.testing.assert_frame_equal(typed, text, check_exact=True)
     assert list(typed.columns) == FCT_RECORDS.names
     assert [str(t) for t in typed.dtypes] == [
-        "int64", "int32", "int32", "int64", "int64", "int64", "int64", "int64", "float64",
+        "int64",
+        "int32",
+        "int32",
+        "int64",
+        "int64",
+        "int64",
+        "int64",
+        "int64",
+        "float64",
         "int8",
     ]
     assert typed["flow_id"].tolist() == [7, 3, 9]
@@ -88,10 +96,16 @@ def test_a_wrong_header_is_named(tmp_path: Path) -> None:
 
 def test_flows_csv_is_what_pandas_wrote(tmp_path: Path) -> None:
     # The ns-3 reader (sim/flow-csv.cc) wants this exact header and plain integers.
-    flows = pd.DataFrame({
-        "flow_id": [0, 1, 2], "start_ns": [0, 5, 10**15], "src_host": [3, 0, 143],
-        "dst_host": [4, 143, 0], "size_bytes": [1, 4096, 2**40], "kind": ["a", "b", "c"],
-    })
+    flows = pd.DataFrame(
+        {
+            "flow_id": [0, 1, 2],
+            "start_ns": [0, 5, 10**15],
+            "src_host": [3, 0, 143],
+            "dst_host": [4, 143, 0],
+            "size_bytes": [1, 4096, 2**40],
+            "kind": ["a", "b", "c"],
+        }
+    )
     write_ns3_flows_csv(flows, tmp_path / "flows.csv")
     flows[NS3_FLOWS.names].to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "flows.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()

@@ -104,10 +104,12 @@ def test_a_signal_during_the_cleanup_after_an_error_is_raised_at_its_end() -> No
 @settings(max_examples=40, deadline=None)
 @given(
     n_steps=st.integers(1, 5),
-    body_signal=st.one_of(st.none(), st.tuples(st.integers(0, 5),
-                                               st.sampled_from(TERMINATING_SIGNALS))),
-    step_signals=st.dictionaries(st.integers(0, 4), st.sampled_from(TERMINATING_SIGNALS),
-                                 max_size=3),
+    body_signal=st.one_of(
+        st.none(), st.tuples(st.integers(0, 5), st.sampled_from(TERMINATING_SIGNALS))
+    ),
+    step_signals=st.dictionaries(
+        st.integers(0, 4), st.sampled_from(TERMINATING_SIGNALS), max_size=3
+    ),
 )
 def test_every_registered_step_runs_once_in_reverse_whatever_step_a_signal_arrives_at(
     n_steps: int,
@@ -151,7 +153,8 @@ def test_every_registered_step_runs_once_in_reverse_whatever_step_a_signal_arriv
 
 
 def test_the_cli_ends_an_interrupted_command_with_one_line_and_128_plus_the_signal(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Every subcommand runs under interrupt_on_signals (a stand-in for ``report`` gets
     SIGTERM): exit status 143 = 128 + 15, one line on stderr; a SIGHUP arriving while a
@@ -173,5 +176,5 @@ def test_the_cli_ends_an_interrupted_command_with_one_line_and_128_plus_the_sign
     monkeypatch.setattr(cli, "_cmd_report", fails_then_hangup)
     assert cli.main(["report", "campaign"]) == 128 + 1
     assert capsys.readouterr().err == (
-        "disaggsim report: interrupted by SIGHUP while cleaning up after an error: "
-        "bad input\n")
+        "disaggsim report: interrupted by SIGHUP while cleaning up after an error: bad input\n"
+    )

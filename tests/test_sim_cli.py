@@ -32,9 +32,17 @@ def _write_flows(path: Path, rows: list[tuple[int, int, int, int, int]]) -> None
 
 def _run(tmp_path: Path, flows: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(BINARY), f"--flows={flows}", f"--out={tmp_path / 'fct.csv'}",
-         f"--stats={tmp_path / 'stats.json'}", *extra],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            str(BINARY),
+            f"--flows={flows}",
+            f"--out={tmp_path / 'fct.csv'}",
+            f"--stats={tmp_path / 'stats.json'}",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -42,10 +50,10 @@ def _run(tmp_path: Path, flows: Path, *extra: str) -> subprocess.CompletedProces
 def test_lone_flows_have_slowdown_one(tmp_path: Path, protocol: str) -> None:
     # Flows far apart in time (100 us) so that each is alone in the network.
     rows = [
-        (0, 0, 0, 16, 1460),          # inter-rack, one segment
-        (1, 100_000, 1, 2, 1),        # intra-rack, one byte
-        (2, 200_000, 3, 100, 4096),   # inter-rack 4 KiB page
-        (3, 300_000, 5, 6, 14600),    # intra-rack, 10 segments (InitialCwnd)
+        (0, 0, 0, 16, 1460),  # inter-rack, one segment
+        (1, 100_000, 1, 2, 1),  # intra-rack, one byte
+        (2, 200_000, 3, 100, 4096),  # inter-rack 4 KiB page
+        (3, 300_000, 5, 6, 14600),  # intra-rack, 10 segments (InitialCwnd)
     ]
     flows = tmp_path / "flows.csv"
     _write_flows(flows, rows)
@@ -131,33 +139,56 @@ def test_unknown_protocol_is_rejected(tmp_path: Path) -> None:
 
 
 def test_list_capabilities_lists_protocols_and_settable_attributes(tmp_path: Path) -> None:
-    proc = subprocess.run([str(BINARY), "--list-capabilities"], capture_output=True, text=True,
-                          timeout=120, check=True)
+    proc = subprocess.run(
+        [str(BINARY), "--list-capabilities"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     lines = proc.stdout.splitlines()
     kinds = {line.split(" ", 1)[0] for line in lines}
     assert kinds == {"protocol", "alias", "attribute"}
     protocols = [line.split(" ", 1)[1] for line in lines if line.startswith("protocol ")]
     # the FlowTransportRegistrar entries of transports/*/helper/*.cc
     assert protocols == [
-        "dctcp", "dctcp-ns3", "fastpass", "ideal", "pfabric", "phost", "roce-dcqcn", "roce-hpcc",
-        "roce-none", "tcp", "tcp-ns3",
+        "dctcp",
+        "dctcp-ns3",
+        "fastpass",
+        "ideal",
+        "pfabric",
+        "phost",
+        "roce-dcqcn",
+        "roce-hpcc",
+        "roce-none",
+        "tcp",
+        "tcp-ns3",
     ]
     # the lean transports' former names (issue #26), each after its current name
     assert [line for line in lines if line.startswith("alias ")] == [
-        "alias dctcp-lean dctcp", "alias tcp-lean tcp"
+        "alias dctcp-lean dctcp",
+        "alias tcp-lean tcp",
     ]
     attributes = {line.split(" ", 1)[1] for line in lines if line.startswith("attribute ")}
     # ns3::ClosTopology's own attributes (topologies/model/clos-topology.cc) ...
-    assert {"ns3::ClosTopology::Racks", "ns3::ClosTopology::BufferBytes",
-            "ns3::ClosTopology::EcmpSalt"} <= attributes
+    assert {
+        "ns3::ClosTopology::Racks",
+        "ns3::ClosTopology::BufferBytes",
+        "ns3::ClosTopology::EcmpSalt",
+    } <= attributes
     # ... and only the declaring class's: ns-3's command line (Config::SetDefaultFailSafe)
     # sets ns3::TcpSocket::SegmentSize but rejects it under the subclass TcpSocketBase
     assert "ns3::TcpSocket::SegmentSize" in attributes
     assert "ns3::TcpSocketBase::SegmentSize" not in attributes
     flows = tmp_path / "flows.csv"
     _write_flows(flows, [(0, 0, 0, 1, 1460)])
-    ok = _run(tmp_path, flows, "--ns3::TcpSocket::SegmentSize=1000",
-              "--ns3::ClosTopology::EcmpSalt=3", "--ns3::TcpSocketBase::MinRto=+1ms")
+    ok = _run(
+        tmp_path,
+        flows,
+        "--ns3::TcpSocket::SegmentSize=1000",
+        "--ns3::ClosTopology::EcmpSalt=3",
+        "--ns3::TcpSocketBase::MinRto=+1ms",
+    )
     assert ok.returncode == 0, ok.stderr
     for unlisted in ("ns3::TcpSocketBase::SegmentSize", "ns3::TcpSocketBase::NoSuch"):
         bad = _run(tmp_path, flows, f"--{unlisted}=1000")

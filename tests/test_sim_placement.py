@@ -17,9 +17,7 @@ def flows(n_nodes: int) -> pd.DataFrame:
             for t in (1, 2):
                 kind = "mem_write" if t == 1 else "disk_write"  # compute -> blade: a write
                 rows.append((len(rows), len(rows) * 10, 3 * a, 3 * b + t, 4096 * (t + 1), kind))
-    return pd.DataFrame(
-        rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes", "kind"]
-    )
+    return pd.DataFrame(rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes", "kind"])
 
 
 def test_datacenter_scope_distinct_hosts_anywhere() -> None:

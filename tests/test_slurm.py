@@ -108,8 +108,9 @@ def test_plan_tasks_groups_runs_evenly_within_limits():
 
 
 def test_slurm_keys_are_validated(tmp_path):
-    bad = _config(tmp_path, "bad", 'executor = "slurm"\nslurm_sbatch_args = ["--array=0-3"]\n',
-                  GRID_4, 12)
+    bad = _config(
+        tmp_path, "bad", 'executor = "slurm"\nslurm_sbatch_args = ["--array=0-3"]\n', GRID_4, 12
+    )
     expected = r"bad.toml:6: campaign.slurm_sbatch_args: .*'--array=0-3'.*not --array"
     with pytest.raises(ConfigError, match=expected):
         load_config(bad)
@@ -206,8 +207,10 @@ def _daemons(conf: Path) -> list[str]:
     environment carries ``SLURM_CONF=conf`` (``slurm-local.sh`` exports it before it starts
     munged, slurmctld and slurmd, whose job steps inherit it). Another engineer's Slurm or
     munged on this machine is not one of them."""
-    return sorted(cmd.split()[0].rsplit("/", 1)[-1].rstrip(":")
-                  for cmd in live_processes(str(conf), "SLURM_CONF").values())
+    return sorted(
+        cmd.split()[0].rsplit("/", 1)[-1].rstrip(":")
+        for cmd in live_processes(str(conf), "SLURM_CONF").values()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -226,8 +229,13 @@ def cluster() -> Iterator[Path]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = Path(tempfile.mkdtemp(prefix="dsim-slurm-"))
         conf = state / "slurm.conf"
-        env = {**os.environ, "SLURM_LOCAL_DIR": str(state), "SLURM_LOCAL_CONF": str(conf),
-               "SLURM_LOCAL_CPUS": "2", "SLURM_LOCAL_MAX_ARRAY": str(MAX_ARRAY_SIZE)}
+        env = {
+            **os.environ,
+            "SLURM_LOCAL_DIR": str(state),
+            "SLURM_LOCAL_CONF": str(conf),
+            "SLURM_LOCAL_CPUS": "2",
+            "SLURM_LOCAL_MAX_ARRAY": str(MAX_ARRAY_SIZE),
+        }
         saved = os.environ.get("SLURM_CONF")
         os.environ["SLURM_CONF"] = str(conf)
         try:
@@ -367,7 +375,8 @@ def test_interrupted_runner_waits_for_its_array_instead_of_resubmitting(cluster,
     out = tmp_path / "interrupted"
     runner = subprocess.Popen(
         [sys.executable, "-m", "disaggsim.sim.campaign", str(config)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
@@ -379,7 +388,9 @@ def test_interrupted_runner_waits_for_its_array_instead_of_resubmitting(cluster,
         runner.wait()
     job = json.loads((out / "slurm" / "job.json").read_text())
     active = subprocess.run(
-        ["squeue", "-h", "-j", job["job_id"], "-o", "%T"], capture_output=True, text=True,
+        ["squeue", "-h", "-j", job["job_id"], "-o", "%T"],
+        capture_output=True,
+        text=True,
         check=True,
     ).stdout.split()
     assert active, "the array must still be queued or running when the runner is killed"

@@ -30,7 +30,9 @@ def sd_delay(env: dict[str, str], sizes: list[int]) -> list[int]:
     assert BUILD is not None
     proc = subprocess.run(
         [str(BUILD / "sd-tool"), "delay", *map(str, sizes)],
-        env={**os.environ, **env}, capture_output=True, text=True,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()]
@@ -46,8 +48,9 @@ def rmem_get_fct(table_lines: list[str], fmt: str, size_bytes: int) -> int:
     fct_by_size = [0] * 4096
     for line in table_lines:
         a, b = line.split()
-        pages, ns = (int(a) // 4096, int(float(b) * 1000)) if fmt == "bytes-us" else (
-            int(a), int(b))
+        pages, ns = (
+            (int(a) // 4096, int(float(b) * 1000)) if fmt == "bytes-us" else (int(a), int(b))
+        )
         if 0 < pages < 4096:
             fct_by_size[pages] = ns
     count = size_bytes // 4096
@@ -57,8 +60,20 @@ def rmem_get_fct(table_lines: list[str], fmt: str, size_bytes: int) -> int:
     return 0
 
 
-SIZES = [0, 4095, 4096, 8191, 8192, 12288, 16384, 65536, 65536 * 4096,
-         4095 * 4096, 4096 * 4096, 1 << 30]
+SIZES = [
+    0,
+    4095,
+    4096,
+    8191,
+    8192,
+    12288,
+    16384,
+    65536,
+    65536 * 4096,
+    4095 * 4096,
+    4096 * 4096,
+    1 << 30,
+]
 
 
 @pytest.mark.parametrize(
@@ -66,8 +81,17 @@ SIZES = [0, 4095, 4096, 8191, 8192, 12288, 16384, 65536, 65536 * 4096,
     [
         # The artifact's fcts_*.txt shape (Python 2 str(float)), a sub-page and a too-large
         # size (both ignored by rmem.c), two sizes of the same page count (last wins).
-        ("bytes-us", ["100 0.5", "4096 2.99671096504", "6000 3.25", "16384 4.02832461274",
-                      "1048576 27.5", "16777216 650.128"]),
+        (
+            "bytes-us",
+            [
+                "100 0.5",
+                "4096 2.99671096504",
+                "6000 3.25",
+                "16384 4.02832461274",
+                "1048576 27.5",
+                "16777216 650.128",
+            ],
+        ),
         # /proc/rmem_cdf lines; no 1-page entry: single pages get 0, as in rmem.c.
         ("pages-ns", ["2 3500", "3 4000", "32 12000", "4095 900000"]),
     ],
@@ -92,7 +116,8 @@ def test_bad_table_names_file_line_field(tmp_path: Path) -> None:
     proc = subprocess.run(
         [str(BUILD / "sd-tool"), "delay", "4096"],
         env={**os.environ, "SWAPDEV_MODEL": "fct-mean", "SWAPDEV_FCT_FILE": str(table)},
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2
     assert f"{table}:2: field 2:" in proc.stderr
@@ -103,9 +128,7 @@ def hand_fcts() -> pd.DataFrame:
     """4 flows of 4 KiB (FCTs 1, 2, 2, 4 us) and 250 flows of 8 KiB (1..250 us)."""
     sizes = [4096] * 4 + [8192] * 250
     fcts = [1000, 2000, 2000, 4000] + [1000 * i for i in range(1, 251)]
-    return pd.DataFrame(
-        {"size_bytes": sizes, "fct_ns": fcts, "finished": [1] * len(sizes)}
-    )
+    return pd.DataFrame({"size_bytes": sizes, "fct_ns": fcts, "finished": [1] * len(sizes)})
 
 
 def test_distribution_export_is_the_empirical_cdf(tmp_path: Path) -> None:
@@ -172,9 +195,13 @@ def test_cli_export_fct_distribution(tmp_path: Path, capsys: pytest.CaptureFixtu
     fct = hand_fcts().assign(protocol="pfabric", kind="mem_read")
     fct.to_parquet(tmp_path / "fct.parquet")
     out = tmp_path / "dist.txt"
-    assert main(["export-fct", str(tmp_path / "fct.parquet"), "--distribution",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["export-fct", str(tmp_path / "fct.parquet"), "--distribution", "--out", str(out)])
+        == 0
+    )
     assert "103 CDF points from 254 flows" in capsys.readouterr().out
     assert out.read_text().splitlines()[:3] == [
-        "4096 0.25 1.000", "4096 0.75 2.000", "4096 1 4.000"
+        "4096 0.25 1.000",
+        "4096 0.75 2.000",
+        "4096 1 4.000",
     ]

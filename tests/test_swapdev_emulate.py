@@ -57,45 +57,114 @@ def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "line", "key", "message"),
     [
-        ("local_fraction = 0.25", "local_fraction = [0.25, 1.5]", 10, "app.local_fraction[1]",
-         "less than or equal to 1"),
-        ("local_fraction = 0.25", "local_fraction = []", 10, "app.local_fraction",
-         "expected a value or a non-empty list"),
-        ("local_fraction = 0.25", "local_fraction = [0.5, 0.5]", 10, "app.local_fraction",
-         "repeated values"),
-        ("latency_ns = 20000", "latency_ns = [1000, -5]", 14, "models[0].latency_ns[1]",
-         "greater than or equal to 0"),
-        ('kind = "fixed"\nlatency_ns = 20000',
-         'kind = "fct-mean"\nfct_file = "f.txt"\nlatency_ns = [1, 2]', 12, "models[0]",
-         "only for a model configured by them"),
-        ("latency_ns = 20000", 'latency_ns = [1000, 2000]\nlabel = "x"', 12, "models[0]",
-         "label: not with a latency/bandwidth grid"),
-        ('command = ["{build}/memtouch", "64", "1"]',
-         'preset = "dask-sort"\ncommand = ["true"]', 7, "app",
-         "exactly one of preset and command"),
+        (
+            "local_fraction = 0.25",
+            "local_fraction = [0.25, 1.5]",
+            10,
+            "app.local_fraction[1]",
+            "less than or equal to 1",
+        ),
+        (
+            "local_fraction = 0.25",
+            "local_fraction = []",
+            10,
+            "app.local_fraction",
+            "expected a value or a non-empty list",
+        ),
+        (
+            "local_fraction = 0.25",
+            "local_fraction = [0.5, 0.5]",
+            10,
+            "app.local_fraction",
+            "repeated values",
+        ),
+        (
+            "latency_ns = 20000",
+            "latency_ns = [1000, -5]",
+            14,
+            "models[0].latency_ns[1]",
+            "greater than or equal to 0",
+        ),
+        (
+            'kind = "fixed"\nlatency_ns = 20000',
+            'kind = "fct-mean"\nfct_file = "f.txt"\nlatency_ns = [1, 2]',
+            12,
+            "models[0]",
+            "only for a model configured by them",
+        ),
+        (
+            "latency_ns = 20000",
+            'latency_ns = [1000, 2000]\nlabel = "x"',
+            12,
+            "models[0]",
+            "label: not with a latency/bandwidth grid",
+        ),
+        (
+            'command = ["{build}/memtouch", "64", "1"]',
+            'preset = "dask-sort"\ncommand = ["true"]',
+            7,
+            "app",
+            "exactly one of preset and command",
+        ),
         ("working_set_bytes = 67108864\n", "", 7, "app", "working_set_bytes: required"),
-        ('command = ["{build}/memtouch", "64", "1"]', 'preset = "redis"', 8, "app.preset",
-         "Input should be"),
+        (
+            'command = ["{build}/memtouch", "64", "1"]',
+            'preset = "redis"',
+            8,
+            "app.preset",
+            "Input should be",
+        ),
         # A preset's size (params) is validated by the collector's own config class.
-        ('command = ["{build}/memtouch", "64", "1"]',
-         'preset = "timely-pagerank"\nparams = { graph_scale = 99 }', 7, "app",
-         "params.graph_scale: Input should be less than or equal to 40 (TimelyConfig)"),
-        ('command = ["{build}/memtouch", "64", "1"]',
-         'preset = "hadoop-terasort"\nparams = { record = 5 }', 7, "app",
-         "params.record: Extra inputs are not permitted (HadoopConfig)"),
-        ('command = ["{build}/memtouch", "64", "1"]',
-         'preset = "python-sort"\nparams = { n = 5 }', 7, "app",
-         "params: only for a cluster preset"),
-        ('command = ["{build}/memtouch", "64", "1"]\nworking_set_bytes = 67108864\n',
-         'preset = "spark-sql-bdb"\nparams = { rankings_per_split = 5 }\n', 7, "app",
-         "working_set_bytes: required with params"),
+        (
+            'command = ["{build}/memtouch", "64", "1"]',
+            'preset = "timely-pagerank"\nparams = { graph_scale = 99 }',
+            7,
+            "app",
+            "params.graph_scale: Input should be less than or equal to 40 (TimelyConfig)",
+        ),
+        (
+            'command = ["{build}/memtouch", "64", "1"]',
+            'preset = "hadoop-terasort"\nparams = { record = 5 }',
+            7,
+            "app",
+            "params.record: Extra inputs are not permitted (HadoopConfig)",
+        ),
+        (
+            'command = ["{build}/memtouch", "64", "1"]',
+            'preset = "python-sort"\nparams = { n = 5 }',
+            7,
+            "app",
+            "params: only for a cluster preset",
+        ),
+        (
+            'command = ["{build}/memtouch", "64", "1"]\nworking_set_bytes = 67108864\n',
+            'preset = "spark-sql-bdb"\nparams = { rankings_per_split = 5 }\n',
+            7,
+            "app",
+            "working_set_bytes: required with params",
+        ),
         # Names come from the C tables (core/sd_models.def, src/policies.def).
-        ('kind = "fixed"', 'kind = "fct-max"', 13, "models[0].kind",
-         "kind=fct-max: expected one of fixed, fct-mean, fct-sample, link"),
-        ("repeats = 2", 'repeats = 2\npaging = "lru"', 6, "emulate.paging",
-         "paging=lru: expected one of demand, comex"),
-        ("repeats = 2", 'repeats = 2\nqueue_depth = 0', 6, "emulate.queue_depth",
-         "greater than or equal to 1"),
+        (
+            'kind = "fixed"',
+            'kind = "fct-max"',
+            13,
+            "models[0].kind",
+            "kind=fct-max: expected one of fixed, fct-mean, fct-sample, link",
+        ),
+        (
+            "repeats = 2",
+            'repeats = 2\npaging = "lru"',
+            6,
+            "emulate.paging",
+            "paging=lru: expected one of demand, comex",
+        ),
+        (
+            "repeats = 2",
+            "repeats = 2\nqueue_depth = 0",
+            6,
+            "emulate.queue_depth",
+            "greater than or equal to 1",
+        ),
     ],
 )
 def test_bad_grids_and_apps_name_file_line_and_key(
@@ -113,15 +182,22 @@ def test_bad_grids_and_apps_name_file_line_and_key(
 
 def test_grids_expand_and_the_old_single_value_form_still_loads(tmp_path: Path) -> None:
     path = tmp_path / "grid.toml"
-    path.write_text(CONFIG.replace("local_fraction = 0.25", "local_fraction = [0.25, 0.5]")
-                    .replace("latency_ns = 20000", "latency_ns = [1000, 5000]\n"
-                             "bandwidth_bps = [40000000000, 100000000000]"))
+    path.write_text(
+        CONFIG.replace("local_fraction = 0.25", "local_fraction = [0.25, 0.5]").replace(
+            "latency_ns = 20000",
+            "latency_ns = [1000, 5000]\nbandwidth_bps = [40000000000, 100000000000]",
+        )
+    )
     cfg = emulate.load_emulate_config(path)
     assert cfg.app.local_fraction == [0.25, 0.5]
     points = emulate.expand_models(cfg)
     assert [(p.latency_ns, p.bandwidth_bps) for p in points] == [
-        (0, 0), (1000, 40 * 10**9), (1000, 100 * 10**9), (5000, 40 * 10**9),
-        (5000, 100 * 10**9)]
+        (0, 0),
+        (1000, 40 * 10**9),
+        (1000, 100 * 10**9),
+        (5000, 40 * 10**9),
+        (5000, 100 * 10**9),
+    ]
     assert points[2].label == "fixed-1000ns-100000000000bps"
     assert points[2].delay.env()["SWAPDEV_BANDWIDTH_BPS"] == "100000000000"
     path.write_text(CONFIG)
@@ -135,8 +211,9 @@ def test_grids_expand_and_the_old_single_value_form_still_loads(tmp_path: Path) 
 def test_presets_resolve_to_their_application_and_working_set(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     cmd = 'command = ["{build}/memtouch", "64", "1"]'
-    path.write_text(CONFIG.replace(cmd, 'preset = "python-sort"')
-                    .replace("working_set_bytes = 67108864\n", ""))
+    path.write_text(
+        CONFIG.replace(cmd, 'preset = "python-sort"').replace("working_set_bytes = 67108864\n", "")
+    )
     spec = emulate.load_emulate_config(path).app.preset_spec
     assert spec.command[:2] == ("/usr/bin/python3", "-c") and spec.app is None
     assert spec.working_set_bytes == 100 << 20  # the committed sweeps' 100 MiB
@@ -153,9 +230,12 @@ def test_preset_params_size_the_collector_config_and_leave_the_rest(tmp_path: Pa
     definition ``disaggsim collect`` uses); the preset's other fields, holders and jemalloc
     stay, and the table of presets itself is not changed."""
     path = tmp_path / "p.toml"
-    path.write_text(CONFIG.replace('command = ["{build}/memtouch", "64", "1"]',
-                                   'preset = "timely-pagerank"\n'
-                                   'params = { graph_scale = 17, iterations = 4 }'))
+    path.write_text(
+        CONFIG.replace(
+            'command = ["{build}/memtouch", "64", "1"]',
+            'preset = "timely-pagerank"\nparams = { graph_scale = 17, iterations = 4 }',
+        )
+    )
     spec = emulate.load_emulate_config(path).app.preset_spec
     default = emulate_apps.PRESETS["timely-pagerank"]
     assert spec.app == default.app.model_copy(update={"graph_scale": 17, "iterations": 4})
@@ -167,25 +247,50 @@ def test_preset_params_size_the_collector_config_and_leave_the_rest(tmp_path: Pa
 def test_two_models_with_the_same_label_are_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "dup.toml"
     path.write_text(CONFIG + '\n[[models]]\nkind = "fixed"\nlatency_ns = [5000, 20000]\n')
-    with pytest.raises(ConfigError, match=rf"^{path}: models: the same point twice: "
-                                          "fixed-20000ns"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{path}: models: the same point twice: "
+        "fixed-20000ns",
+    ):
         emulate.load_emulate_config(path)
 
 
-def _run(fraction: float, model: str, lat: int, rep: int, jct: float | None,
-         status: str = "ok", bw: int = 0) -> emulate.Run:
+def _run(
+    fraction: float,
+    model: str,
+    lat: int,
+    rep: int,
+    jct: float | None,
+    status: str = "ok",
+    bw: int = 0,
+) -> emulate.Run:
     kind = "none" if model == "none" else "fixed"
-    return emulate.Run(fraction, model, kind, lat, bw, rep, status, jct, wall_s=jct or 9.0,
-                       swap_in_bytes=4096 * 1000, swap_out_bytes=4096 * 500)
+    return emulate.Run(
+        fraction,
+        model,
+        kind,
+        lat,
+        bw,
+        rep,
+        status,
+        jct,
+        wall_s=jct or 9.0,
+        swap_in_bytes=4096 * 1000,
+        swap_out_bytes=4096 * 500,
+    )
 
 
 def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
     runs = [
-        _run(0.5, "none", 0, 0, 10.0), _run(0.5, "none", 0, 1, 12.0),
-        _run(0.5, "none", 0, 2, 11.0), _run(0.5, "fixed-5000ns", 5000, 0, 22.0),
-        _run(0.5, "fixed-5000ns", 5000, 1, 16.5), _run(0.5, "fixed-5000ns", 5000, 2, 20.0),
+        _run(0.5, "none", 0, 0, 10.0),
+        _run(0.5, "none", 0, 1, 12.0),
+        _run(0.5, "none", 0, 2, 11.0),
+        _run(0.5, "fixed-5000ns", 5000, 0, 22.0),
+        _run(0.5, "fixed-5000ns", 5000, 1, 16.5),
+        _run(0.5, "fixed-5000ns", 5000, 2, 20.0),
         _run(0.5, "fixed-5000ns", 5000, 3, None, status="timeout"),
-        _run(0.9, "none", 0, 0, 5.0), _run(0.9, "fixed-5000ns", 5000, 0, 5.1),
+        _run(0.9, "none", 0, 0, 5.0),
+        _run(0.9, "fixed-5000ns", 5000, 0, 5.1),
     ]
     """Rounds 0-2 at 50 %: (point, reference) = (22, 10), (16.5, 12), (20, 11): the
     rounds' ratios 2.2, 1.375, 1.818, their median 20 / 11; round 3's point timed out
@@ -193,7 +298,9 @@ def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
     rows = {(r["local_fraction"], r["model"]): r for r in emulate.summarize(runs)}
     assert rows[0.5, "none"]["relative_jct"] == 1.0  # median 11 / 11
     assert (rows[0.5, "none"]["relative_min"], rows[0.5, "none"]["relative_max"]) == (
-        pytest.approx(10 / 11), pytest.approx(12 / 11))
+        pytest.approx(10 / 11),
+        pytest.approx(12 / 11),
+    )
     fixed = rows[0.5, "fixed-5000ns"]
     assert fixed["median_jct_s"] == 20.0  # the timed-out run is not counted
     assert (fixed["repeats_ok"], fixed["repeats_timeout"], fixed["pairs"]) == (3, 1, 3)
@@ -202,7 +309,10 @@ def test_summary_is_relative_to_the_zero_delay_median_of_its_fraction() -> None:
     assert fixed["relative_max"] == pytest.approx(22.0 / 10.0)
     # 3 pairs: the interval is their range (jct_stats), no verdict below MIN_RUNS pairs.
     assert (fixed["ci_low"], fixed["ci_high"], fixed["verdict"]) == (
-        pytest.approx(1.375), pytest.approx(2.2), "undecided")
+        pytest.approx(1.375),
+        pytest.approx(2.2),
+        "undecided",
+    )
     assert fixed["swap_bandwidth_bytes_per_s"] == pytest.approx(4096 * 1500 / 20.0)
     assert rows[0.9, "fixed-5000ns"]["relative_jct"] == pytest.approx(5.1 / 5.0)
 
@@ -218,8 +328,7 @@ def test_a_point_is_compared_with_the_reference_of_its_own_rounds() -> None:
     runs += [_run(0.25, "a", 1000, i, 12.0) for i in range(6)]
     runs += [_run(0.25, "b", 2000, i, 9.9) for i in range(6, 12)]
     pairs = emulate.paired_jcts(runs, 0.25, "b")
-    assert (pairs.rounds, pairs.reference, pairs.unpaired) == (list(range(6, 12)),
-                                                               [9.0] * 6, 0)
+    assert (pairs.rounds, pairs.reference, pairs.unpaired) == (list(range(6, 12)), [9.0] * 6, 0)
     rows = {r["model"]: r for r in emulate.summarize(runs)}
     assert rows["a"]["relative_jct"] == pytest.approx(1.2)
     assert rows["b"]["relative_jct"] == pytest.approx(1.1)
@@ -241,7 +350,11 @@ def test_fewer_than_min_runs_pairs_is_no_verdict() -> None:
         runs += [_run(0.25, "none", 0, rep, 1.0), _run(0.25, "a", 1000, rep, jct)]
     row = {r["model"]: r for r in emulate.summarize(runs)}["a"]
     assert (row["pairs"], row["ci_low"], row["ci_high"], row["verdict"]) == (
-        5, pytest.approx(2.0), pytest.approx(2.15), "undecided")
+        5,
+        pytest.approx(2.0),
+        pytest.approx(2.15),
+        "undecided",
+    )
     runs += [_run(0.25, "none", 0, 5, 1.0), _run(0.25, "a", 1000, 5, 2.1)]
     assert {r["model"]: r for r in emulate.summarize(runs)}["a"]["verdict"] == "fail"
 
@@ -255,10 +368,23 @@ def test_a_run_without_its_rounds_reference_is_left_out_and_counted() -> None:
     unpaired (repeats_ok 7, pairs 6); its median JCT counts all 7 runs."""
     ref = {0: 10.0, 1: 10.0, 3: 10.0, 5: 10.0, 6: 10.0}
     runs = [_run(0.25, "none", 0, rep, jct) for rep, jct in ref.items()]
-    runs += [_run(0.25, "none", 0, 2, None, "timeout"), _run(0.25, "none", 0, 4, 9.0),
-             _run(0.25, "none", 0, 4, 11.0)]
-    runs += [_run(0.25, "a", 1000, rep, jct) for rep, jct in
-             [(0, 12.0), (1, 12.0), (2, 30.0), (3, 12.0), (4, 13.2), (5, 12.0), (6, 12.0)]]
+    runs += [
+        _run(0.25, "none", 0, 2, None, "timeout"),
+        _run(0.25, "none", 0, 4, 9.0),
+        _run(0.25, "none", 0, 4, 11.0),
+    ]
+    runs += [
+        _run(0.25, "a", 1000, rep, jct)
+        for rep, jct in [
+            (0, 12.0),
+            (1, 12.0),
+            (2, 30.0),
+            (3, 12.0),
+            (4, 13.2),
+            (5, 12.0),
+            (6, 12.0),
+        ]
+    ]
     pairs = emulate.paired_jcts(runs, 0.25, "a")
     assert pairs.rounds == [0, 1, 3, 4, 5, 6] and pairs.unpaired == 1
     assert pairs.reference == [10.0] * 6
@@ -281,17 +407,34 @@ def test_table3_takes_the_smallest_fraction_under_5_percent_from_above() -> None
     """Hand-made: at 5 us the degradation is 20 %, 4 %, 6 %, 1 % at 25/50/75/90 % local:
     50 % alone is under 5 % but 75 % is not, so the answer is 90 %. At 1 us every fraction
     passes (25 %); at 10 us none does (empty)."""
-    rel = {1000: [1.01, 1.0, 1.0, 1.0], 5000: [1.2, 1.04, 1.06, 1.01],
-           10000: [1.5, 1.3, 1.1, 1.051]}
+    rel = {
+        1000: [1.01, 1.0, 1.0, 1.0],
+        5000: [1.2, 1.04, 1.06, 1.01],
+        10000: [1.5, 1.3, 1.1, 1.051],
+    }
     summary: list[dict[str, object]] = []
     for lat, values in rel.items():
         for fraction, value in zip([0.25, 0.5, 0.75, 0.9], values, strict=True):
             # A point passes when its whole interval is under 5 %: here a +-0 interval.
-            summary.append({"kind": "fixed", "latency_ns": lat, "bandwidth_bps": 40 * 10**9,
-                            "local_fraction": fraction, "relative_jct": value,
-                            "verdict": "pass" if value <= 1.05 else "fail"})
-    summary.append({"kind": "none", "latency_ns": 0, "bandwidth_bps": 0,
-                    "local_fraction": 0.5, "relative_jct": 1.0})
+            summary.append(
+                {
+                    "kind": "fixed",
+                    "latency_ns": lat,
+                    "bandwidth_bps": 40 * 10**9,
+                    "local_fraction": fraction,
+                    "relative_jct": value,
+                    "verdict": "pass" if value <= 1.05 else "fail",
+                }
+            )
+    summary.append(
+        {
+            "kind": "none",
+            "latency_ns": 0,
+            "bandwidth_bps": 0,
+            "local_fraction": 0.5,
+            "relative_jct": 1.0,
+        }
+    )
     got = {r["latency_ns"]: r["min_local_fraction"] for r in emulate.table3(summary)}
     assert got == {1000: 0.25, 5000: 0.9, 10000: None}
 
@@ -328,7 +471,8 @@ def test_uffd_sweep_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
         assert swap_out >= over and swap_in >= over, r
         assert swap_in <= 64 << 20 and swap_out <= 2 * (64 << 20), r  # no more than twice
         assert float(r["swap_bandwidth_bytes_per_s"]) == pytest.approx(
-            (swap_in + swap_out) / float(r["jct_s"]))
+            (swap_in + swap_out) / float(r["jct_s"])
+        )
         assert r["memory_bandwidth_source"]
         if r["memory_bandwidth_source"].startswith("unavailable"):
             assert r["memory_bandwidth_bytes_per_s"] == ""
@@ -365,16 +509,19 @@ def test_a_round_cut_by_a_window_is_rerun_whole_on_resume(
     after = table.read_text().splitlines(keepends=True)
     assert after[4] != lines[4]  # round 1's reference: run again, not reused
     out, err = capsys.readouterr()
-    assert ("round 1 at local 25% was cut by the end of a window: rerunning it whole, "
-            "2 runs dropped") in out
+    assert (
+        "round 1 at local 25% was cut by the end of a window: rerunning it whole, 2 runs dropped"
+    ) in out
     sweep = table.parent
     assert err.splitlines() == [
         f"disaggsim emulate: {table}: resuming in boot {boot}, its runs so far ran in "
         f"0ther-b00t: rounds from each are pooled; {sweep / 'machine.json'} has each "
-        "window's machine and speed"]
+        "window's machine and speed"
+    ]
     assert after[:4] == lines[:4]  # the header and round 0, byte for byte
-    assert {r["boot_id"] for r in csv.DictReader(io.StringIO(after[0] + "".join(after[4:])))} \
-        == {boot}
+    assert {r["boot_id"] for r in csv.DictReader(io.StringIO(after[0] + "".join(after[4:])))} == {
+        boot
+    }
     windows = machine.read_log(sweep)  # one entry per window, both in this boot
     assert [w.boot_id for w in windows] == [boot, boot]
     assert windows[0].start_utc < cut["none", "0"]["start_utc"]
@@ -390,17 +537,23 @@ def test_a_round_cut_by_a_window_is_rerun_whole_on_resume(
 
 
 def _plan_cfg(repeats: int, repeats_max: int) -> emulate.EmulateConfig:
-    return emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "repeats": repeats, "repeats_max": repeats_max},
-        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
-        "base_dir": Path("/"),
-    })
+    return emulate.EmulateConfig.model_validate(
+        {
+            "emulate": {"name": "x", "repeats": repeats, "repeats_max": repeats_max},
+            "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+            "base_dir": Path("/"),
+        }
+    )
 
 
 def _plan_points() -> list[emulate.Point]:
-    return [emulate.Point("none", "none", 0, 0, device.DelayModel("none")),
-            *(emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
-              for label, lat in [("a", 1000), ("b", 2000)])]
+    return [
+        emulate.Point("none", "none", 0, 0, device.DelayModel("none")),
+        *(
+            emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
+            for label, lat in [("a", 1000), ("b", 2000)]
+        ),
+    ]
 
 
 def test_a_measured_round_is_never_rerun_when_the_stopping_rule_changes() -> None:
@@ -414,8 +567,10 @@ def test_a_measured_round_is_never_rerun_when_the_stopping_rule_changes() -> Non
     cfg, points = _plan_cfg(3, 8), _plan_points()
     done_runs = [_run(0.25, "none", 0, rep, 10.0) for rep in range(5)]
     done_runs += [_run(0.25, "a", 1000, rep, 20.0) for rep in range(3)]
-    done_runs += [_run(0.25, "b", 2000, rep, jct)  # 1.0-1.1: straddles 1.05, unsettled
-                  for rep, jct in enumerate([10.0, 11.0, 10.5, 10.2, 10.8])]
+    done_runs += [
+        _run(0.25, "b", 2000, rep, jct)  # 1.0-1.1: straddles 1.05, unsettled
+        for rep, jct in enumerate([10.0, 11.0, 10.5, 10.2, 10.8])
+    ]
     done = {(r.local_fraction, r.model, r.repeat): r for r in done_runs}
     runs: list[emulate.Run] = []
     for rep in range(5):
@@ -434,14 +589,18 @@ def test_a_round_with_its_plan_is_reused_if_whole_and_rerun_if_cut() -> None:
     and b after a new reference; its 2 runs dropped). A cut round with nothing left to
     run under the rule is kept, not dropped."""
     cfg, points = _plan_cfg(3, 8), _plan_points()
-    done_runs = [replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]')
-                 for rep in range(3)]
-    done_runs += [_run(0.25, m, lat, rep, 11.0) for rep in range(3)
-                  for m, lat in [("a", 1000), ("b", 2000)]]
-    done_runs += [replace(_run(0.25, "none", 0, 3, 10.0), round_points='["b"]'),
-                  _run(0.25, "b", 2000, 3, 11.0),
-                  replace(_run(0.25, "none", 0, 4, 10.0), round_points='["a", "b"]'),
-                  _run(0.25, "a", 1000, 4, 11.0)]
+    done_runs = [
+        replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]') for rep in range(3)
+    ]
+    done_runs += [
+        _run(0.25, m, lat, rep, 11.0) for rep in range(3) for m, lat in [("a", 1000), ("b", 2000)]
+    ]
+    done_runs += [
+        replace(_run(0.25, "none", 0, 3, 10.0), round_points='["b"]'),
+        _run(0.25, "b", 2000, 3, 11.0),
+        replace(_run(0.25, "none", 0, 4, 10.0), round_points='["a", "b"]'),
+        _run(0.25, "a", 1000, 4, 11.0),
+    ]
     done = {(r.local_fraction, r.model, r.repeat): r for r in done_runs}
     runs = [r for r in done_runs if r.repeat < 3]
     plan = emulate.round_plan(cfg, points, done, runs, 0.25, 3)
@@ -452,12 +611,18 @@ def test_a_round_with_its_plan_is_reused_if_whole_and_rerun_if_cut() -> None:
     assert plan.dropped == 2
     # Rounds 0-5 whole, a at 20 s and b at 10 s against 10 s: both decided at 6 pairs;
     # round 6 was cut after a (planned under a rule that wanted more rounds).
-    whole = [replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]')
-             for rep in range(6)]
-    whole += [_run(0.25, m, lat, rep, jct) for rep in range(6)
-              for m, lat, jct in [("a", 1000, 20.0), ("b", 2000, 10.0)]]
-    cut = [replace(_run(0.25, "none", 0, 6, 10.0), round_points='["a", "b"]'),
-           _run(0.25, "a", 1000, 6, 20.0)]
+    whole = [
+        replace(_run(0.25, "none", 0, rep, 10.0), round_points='["a", "b"]') for rep in range(6)
+    ]
+    whole += [
+        _run(0.25, m, lat, rep, jct)
+        for rep in range(6)
+        for m, lat, jct in [("a", 1000, 20.0), ("b", 2000, 10.0)]
+    ]
+    cut = [
+        replace(_run(0.25, "none", 0, 6, 10.0), round_points='["a", "b"]'),
+        _run(0.25, "a", 1000, 6, 20.0),
+    ]
     done = {(r.local_fraction, r.model, r.repeat): r for r in whole + cut}
     plan = emulate.round_plan(cfg, points, done, whole, 0.25, 6)
     assert plan.reused == cut and plan.active == [] and plan.dropped == 0
@@ -487,16 +652,23 @@ def test_a_runs_csv_without_start_utc_reads_back_with_it_empty(tmp_path: Path) -
 
 
 #: Keys CONFIG leaves at their schema default, with that default as sweep.json holds it.
-_DEFAULTED_KEYS = {("app", "params"): None, ("app", "preset"): None, ("app", "jemalloc"): None,
-                   ("emulate", "paging"): "demand", ("emulate", "app_cpus"): None,
-                   ("emulate", "handler_cpus"): None}
+_DEFAULTED_KEYS = {
+    ("app", "params"): None,
+    ("app", "preset"): None,
+    ("app", "jemalloc"): None,
+    ("emulate", "paging"): "demand",
+    ("emulate", "app_cpus"): None,
+    ("emulate", "handler_cpus"): None,
+}
 
 
 @given(dropped=st.sets(st.sampled_from(sorted(_DEFAULTED_KEYS))))
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_a_sweep_recorded_before_a_key_existed_resumes(
-        tmp_path_factory: pytest.TempPathFactory, dropped: set[tuple[str, str]]) -> None:
+    tmp_path_factory: pytest.TempPathFactory, dropped: set[tuple[str, str]]
+) -> None:
     """A sweep.json written before the schema gained a key (the isolated chunksort,
     memtouch, memcached and Dask grids predate ``[app] params``) records the sweep the
     key's default runs: it resumes with every run. Before, the stamp compared unequal as
@@ -513,7 +685,8 @@ def test_a_sweep_recorded_before_a_key_existed_resumes(
 
 @pytest.mark.parametrize("stop_at", [1, 2, 3, 4, 5])
 def test_a_resumed_sweep_stopped_anywhere_keeps_every_earlier_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_at: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_at: int
+) -> None:
     """A two-fraction sweep of 2 rounds, resumed with a third and stopped by Ctrl-C before
     its ``stop_at``-th new run (5: not stopped): runs.csv holds every run of the first
     sweep, the later fraction's included, plus the new runs made. Before, a resumed sweep
@@ -547,14 +720,26 @@ def test_a_resumed_sweep_stopped_anywhere_keeps_every_earlier_run(
     assert len(after) == 8 + min(stop_at - 1, 4)  # the new runs made before the stop
 
 
-@pytest.mark.parametrize(("old", "new", "differs"), [
-    ("latency_ns = 20000", "latency_ns = 30000", r"models\[0\]\.latency_ns\[0\]: recorded 20000, "
-     "this config 30000"),
-    ("local_fraction = 0.25", "local_fraction = 0.5", r"app\.local_fraction\[0\]: recorded 0\.25"),
-    ('"64", "1"]', '"64", "2"]', r"app\.command\[2\]: recorded \"1\", this config \"2\""),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "differs"),
+    [
+        (
+            "latency_ns = 20000",
+            "latency_ns = 30000",
+            r"models\[0\]\.latency_ns\[0\]: recorded 20000, "
+            "this config 30000",
+        ),
+        (
+            "local_fraction = 0.25",
+            "local_fraction = 0.5",
+            r"app\.local_fraction\[0\]: recorded 0\.25",
+        ),
+        ('"64", "1"]', '"64", "2"]', r"app\.command\[2\]: recorded \"1\", this config \"2\""),
+    ],
+)
 def test_a_sweep_of_another_config_is_refused_and_kept(
-        tmp_path: Path, old: str, new: str, differs: str) -> None:
+    tmp_path: Path, old: str, new: str, differs: str
+) -> None:
     """A directory holding another config's sweep is never overwritten: one line naming
     its sweep.json and the first key that differs, with both values; runs.csv and
     sweep.json stay byte for byte. A runs.csv without its sweep.json is refused too."""
@@ -562,13 +747,19 @@ def test_a_sweep_of_another_config_is_refused_and_kept(
     before = {f: (out / f).read_bytes() for f in ("runs.csv", "sweep.json")}
     path = tmp_path / "memtouch.toml"
     path.write_text(CONFIG.replace(old, new))
-    with pytest.raises(InputError, match=rf"^{out / 'sweep.json'}: expected the config this "
-                       rf"sweep's runs ran with, .*got '{differs}"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{out / 'sweep.json'}: expected the config this "
+        rf"sweep's runs ran with, .*got '{differs}",
+    ):
         emulate.emulate(emulate.load_emulate_config(path), progress=False)
     assert {f: (out / f).read_bytes() for f in before} == before
     (out / "sweep.json").unlink()
-    with pytest.raises(InputError, match=rf"^{out / 'sweep.json'}: expected the sweep.json "
-                       "beside runs.csv"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{out / 'sweep.json'}: expected the sweep.json "
+        "beside runs.csv",
+    ):
         emulate.emulate(emulate.load_emulate_config(path), progress=False)
     assert (out / "runs.csv").read_bytes() == before["runs.csv"]
 
@@ -590,15 +781,14 @@ def test_swap_oom_is_reported_and_the_machine_left_as_found(tmp_path: Path) -> N
     from disaggsim.testbed import collect_env
 
     path = tmp_path / "oom.toml"
-    script = (
-        "import ctypes\nctypes.CDLL(None).mlockall(3)\nb = bytearray(128 << 20)\n"
-        "print(len(b))"
-    )
+    script = "import ctypes\nctypes.CDLL(None).mlockall(3)\nb = bytearray(128 << 20)\nprint(len(b))"
     path.write_text(
         CONFIG.replace('backend = "uffd"', 'backend = "swap"')
-        .replace('repeats = 2', 'repeats = 1')
-        .replace('command = ["{build}/memtouch", "64", "1"]',
-                 f'command = ["/usr/bin/python3", "-c", {script!r}]'.replace("'", '"'))
+        .replace("repeats = 2", "repeats = 1")
+        .replace(
+            'command = ["{build}/memtouch", "64", "1"]',
+            f'command = ["/usr/bin/python3", "-c", {script!r}]'.replace("'", '"'),
+        )
         .replace("local_fraction = 0.25", "local_fraction = 0.5")
     )
     cfg = emulate.load_emulate_config(path)
@@ -620,8 +810,10 @@ SETSID_SLEEP = "setsid sleep 60 </dev/null >/dev/null 2>&1 &"
 @pytest.mark.skipif(os.geteuid() != 0, reason="swap, loop and memcg need root")
 @pytest.mark.parametrize("backend", ["uffd", "swap"])
 def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    backend: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    backend: str,
 ) -> None:
     """The application (a shell that starts a background sleep and a ``setsid`` one, then
     becomes a third) sleeps 60 s with a 3 s limit: every run is killed within seconds,
@@ -640,9 +832,11 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
     path.write_text(
         CONFIG.replace('backend = "uffd"', f'backend = "{backend}"\ntimeout_s = 3')
         .replace("repeats = 2", "repeats = 1")
-        .replace('command = ["{build}/memtouch", "64", "1"]',
-                 'command = ["sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & '
-                 f'{SETSID_SLEEP} exec sleep 60"]')
+        .replace(
+            'command = ["{build}/memtouch", "64", "1"]',
+            'command = ["sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & '
+            f'{SETSID_SLEEP} exec sleep 60"]',
+        )
     )
     cfg = emulate.load_emulate_config(path)
     with device.system_lock():
@@ -655,7 +849,9 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
     with open(out / "runs.csv") as handle:
         runs = list(csv.DictReader(handle))
     assert [(r["model"], r["status"], r["jct_s"]) for r in runs] == [
-        ("none", "timeout", ""), ("fixed-20000ns", "timeout", "")]
+        ("none", "timeout", ""),
+        ("fixed-20000ns", "timeout", ""),
+    ]
     with open(out / "summary.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert all(r["repeats_ok"] == "0" and r["repeats_timeout"] == "1" for r in rows)
@@ -668,7 +864,7 @@ def test_a_run_past_its_timeout_is_killed_reported_and_not_counted(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
 def test_a_command_run_leaves_no_process_and_no_cgroup_when_it_ends_or_is_interrupted(
-    monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """run_command's process cgroup on the other two ways a run ends: a command that exits
     at once but left a ``setsid`` sleep running ends ``ok`` with the sleep killed, and a
@@ -698,10 +894,14 @@ def test_a_command_run_leaves_no_process_and_no_cgroup_when_it_ends_or_is_interr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, memcg, swap need root")
-@pytest.mark.parametrize(("preset", "backend", "fraction"), [
-    ("memcached-ycsb", "uffd", 0.25), ("memcached-ycsb", "swap", 0.5),
-    ("dask-sort", "uffd", 0.5),
-])
+@pytest.mark.parametrize(
+    ("preset", "backend", "fraction"),
+    [
+        ("memcached-ycsb", "uffd", 0.25),
+        ("memcached-ycsb", "swap", 0.5),
+        ("dask-sort", "uffd", 0.5),
+    ],
+)
 def test_presets_run_the_collectors_applications(
     tmp_path: Path, preset: str, backend: str, fraction: float
 ) -> None:
@@ -737,12 +937,15 @@ def test_a_preset_past_its_timeout_is_killed_and_the_cluster_undone(tmp_path: Pa
     JCT and no swap bytes, and the cluster (namespaces, cgroups) is gone afterwards."""
 
     path = tmp_path / "mc.toml"
-    path.write_text('[emulate]\nname = "t"\nout_dir = "out"\nbackend = "uffd"\nrepeats = 1\n'
-                    'timeout_s = 1\n[app]\npreset = "memcached-ycsb"\nlocal_fraction = 0.5\n'
-                    '[[models]]\nkind = "fixed"\nlatency_ns = 1000\n')
+    path.write_text(
+        '[emulate]\nname = "t"\nout_dir = "out"\nbackend = "uffd"\nrepeats = 1\n'
+        'timeout_s = 1\n[app]\npreset = "memcached-ycsb"\nlocal_fraction = 0.5\n'
+        '[[models]]\nkind = "fixed"\nlatency_ns = 1000\n'
+    )
     runs = emulate_as_found(path)
     assert [(r["status"], r["jct_s"], r["swap_in_bytes"]) for r in runs] == [
-        ("timeout", "", "")] * 2
+        ("timeout", "", "")
+    ] * 2
     assert all(1.0 <= float(r["wall_s"]) < 5.0 for r in runs)
 
 
@@ -752,8 +955,9 @@ def test_swap_backend_counts_at_least_the_over_limit_volume(tmp_path: Path) -> N
     must swap at least the 48 MiB over the limit out and (the read pass) back in; the
     swapdev-fuse daemon's own counters say so, and the bandwidth is that over the JCT."""
     path = tmp_path / "swap.toml"
-    path.write_text(CONFIG.replace('backend = "uffd"', 'backend = "swap"')
-                    .replace("repeats = 2", "repeats = 1"))
+    path.write_text(
+        CONFIG.replace('backend = "uffd"', 'backend = "swap"').replace("repeats = 2", "repeats = 1")
+    )
     out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
     with open(out / "runs.csv") as handle:
         runs = list(csv.DictReader(handle))
@@ -762,7 +966,8 @@ def test_swap_backend_counts_at_least_the_over_limit_volume(tmp_path: Path) -> N
         swap_in, swap_out = int(r["swap_in_bytes"]), int(r["swap_out_bytes"])
         assert r["status"] == "ok" and swap_out >= over and swap_in >= over * 0.9, r
         assert float(r["swap_bandwidth_bytes_per_s"]) == pytest.approx(
-            (swap_in + swap_out) / float(r["jct_s"]))
+            (swap_in + swap_out) / float(r["jct_s"])
+        )
 
 
 def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
@@ -776,20 +981,38 @@ def test_a_run_oom_killed_by_its_memory_cgroup_is_repeated_in_a_fresh_directory(
     from disaggsim.swapdev import emulate, emulate_apps
 
     cfg = SimpleNamespace(
-        emulate=SimpleNamespace(backend="swap", timeout_s=5.0, page_cluster=0, eviction="fifo",
-                                paging="demand", queue_depth=1),
-        app=SimpleNamespace(use_jemalloc=False))
+        emulate=SimpleNamespace(
+            backend="swap",
+            timeout_s=5.0,
+            page_cluster=0,
+            eviction="fifo",
+            paging="demand",
+            queue_depth=1,
+        ),
+        app=SimpleNamespace(use_jemalloc=False),
+    )
     dirs: list[Path] = []
     failures = {"left": 2}
 
-    def fake_run(session: object, backend: str, delay: object, local: int, timeout_s: float,
-                 run_dir: Path, page_cluster: int, jemalloc: bool, eviction: str,
-                 paging: str, queue_depth: int) -> str:
+    def fake_run(
+        session: object,
+        backend: str,
+        delay: object,
+        local: int,
+        timeout_s: float,
+        run_dir: Path,
+        page_cluster: int,
+        jemalloc: bool,
+        eviction: str,
+        paging: str,
+        queue_depth: int,
+    ) -> str:
         dirs.append(run_dir)
         if failures["left"] > 0:
             failures["left"] -= 1
-            raise memcg_oom.MemcgOomKill("YCSB run exited 1\n(the memory cgroup of "
-                                            "disaggsim-node1 OOM-killed a process)")
+            raise memcg_oom.MemcgOomKill(
+                "YCSB run exited 1\n(the memory cgroup of disaggsim-node1 OOM-killed a process)"
+            )
         return "outcome"
 
     monkeypatch.setattr(emulate_apps, "run_preset_once", fake_run)
@@ -819,15 +1042,22 @@ def test_comex_paging_and_link_grid_reach_the_device(tmp_path: Path) -> None:
     """`paging = "comex"` and a `link` model grid: one point per (latency, bandwidth), and
     the uffd environment of a run selects the comex policy and the link model."""
     path = tmp_path / "comex.toml"
-    path.write_text(CONFIG.replace("repeats = 2", 'repeats = 2\npaging = "comex"').replace(
-        'kind = "fixed"\nlatency_ns = 20000',
-        'kind = "link"\nlatency_ns = [1000, 5000]\nbandwidth_bps = 10000000000'))
+    path.write_text(
+        CONFIG.replace("repeats = 2", 'repeats = 2\npaging = "comex"').replace(
+            'kind = "fixed"\nlatency_ns = 20000',
+            'kind = "link"\nlatency_ns = [1000, 5000]\nbandwidth_bps = 10000000000',
+        )
+    )
     cfg = emulate.load_emulate_config(path)
     points = emulate.expand_models(cfg)
-    assert [p.label for p in points] == ["none", "link-1000ns-10000000000bps",
-                                         "link-5000ns-10000000000bps"]
-    run_env = device.uffd_env(points[1].delay, 1 << 20, False, cfg.emulate.eviction,
-                              cfg.emulate.paging)
+    assert [p.label for p in points] == [
+        "none",
+        "link-1000ns-10000000000bps",
+        "link-5000ns-10000000000bps",
+    ]
+    run_env = device.uffd_env(
+        points[1].delay, 1 << 20, False, cfg.emulate.eviction, cfg.emulate.paging
+    )
     assert run_env["SWAPDEV_PAGING"] == "comex" and run_env["SWAPDEV_MODEL"] == "link"
     assert run_env["SWAPDEV_LATENCY_NS"] == "1000"
 
@@ -835,13 +1065,19 @@ def test_comex_paging_and_link_grid_reach_the_device(tmp_path: Path) -> None:
 def test_noise_control_keys_are_checked_with_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 1"))
-    with pytest.raises(ConfigError, match=rf"{path}:\d+: emulate: .*repeats_max: 1 is less "
-                                          r"than repeats \(2\)"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{path}:\d+: emulate: .*repeats_max: 1 is less "
+        r"than repeats \(2\)",
+    ):
         emulate.load_emulate_config(path)
     cpu = max(emulate.online_cpus()) + 1  # not a CPU of this machine
     path.write_text(CONFIG.replace("repeats = 2", f"repeats = 2\nhandler_cpus = [{cpu}]"))
-    with pytest.raises(ConfigError, match=rf"{path}:6: emulate.handler_cpus: CPU {cpu}: "
-                                          r"expected one of this machine's online CPUs"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{path}:6: emulate.handler_cpus: CPU {cpu}: "
+        r"expected one of this machine's online CPUs",
+    ):
         emulate.load_emulate_config(path)
 
 
@@ -879,10 +1115,16 @@ def test_a_pin_the_process_may_not_take_says_which_cpus_it_may() -> None:
     """At run time a pin outside the CPUs the process may use (here: beyond the machine's)
     fails naming the key, the pin and the allowed CPUs (Cpus_allowed_list)."""
     cpu = max(emulate.online_cpus()) + 1
-    allowed = [line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
-               if line.startswith("Cpus_allowed_list:")][0]
-    with pytest.raises(RuntimeError, match=rf"emulate.app_cpus = \[{cpu}\]: this process may "
-                                           rf"run on CPUs {allowed} only"):
+    allowed = [
+        line.split()[1]
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("Cpus_allowed_list:")
+    ][0]
+    with pytest.raises(
+        RuntimeError,
+        match=rf"emulate.app_cpus = \[{cpu}\]: this process may "
+        rf"run on CPUs {allowed} only",
+    ):
         emulate._set_affinity(0, [cpu], "app_cpus")
 
 
@@ -890,11 +1132,12 @@ def test_without_models_the_sweep_is_figure_2s_grid(tmp_path: Path) -> None:
     """Paper §3.2: latency {1, 3, 5, 10} us x bandwidth {10, 40, 100} Gb/s = 12 points,
     plus the zero-delay reference."""
     path = tmp_path / "fig2.toml"
-    path.write_text(CONFIG[:CONFIG.index("[[models]]")])
+    path.write_text(CONFIG[: CONFIG.index("[[models]]")])
     points = emulate.expand_models(emulate.load_emulate_config(path))
     assert len(points) == 13 and points[0].kind == "none"
     assert {(p.latency_ns, p.bandwidth_bps) for p in points[1:]} == {
-        (lat * 1000, gbps * 10**9) for lat in (1, 3, 5, 10) for gbps in (10, 40, 100)}
+        (lat * 1000, gbps * 10**9) for lat in (1, 3, 5, 10) for gbps in (10, 40, 100)
+    }
 
 
 def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
@@ -902,21 +1145,25 @@ def test_an_unsettled_point_gets_more_rounds_a_decided_one_does_not() -> None:
     point B: 10.0, 11.0, 10.5, 10.2, 10.8, 10.4 s (relative 1.0-1.1, straddling 1.05 and
     +-5 % wide): another round. Both have emulate.MIN_RUNS = 6 pairs; with 5 neither would
     be settled (not decisive, although A's interval is a point)."""
-    cfg_points = [emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
-                  for label, lat in [("a", 1000), ("b", 2000)]]
+    cfg_points = [
+        emulate.Point(label, "fixed", lat, 0, device.DelayModel("fixed", lat))
+        for label, lat in [("a", 1000), ("b", 2000)]
+    ]
     runs = [_run(0.25, "none", 0, i, 10.0) for i in range(6)]
     runs += [_run(0.25, "a", 1000, i, 20.0) for i in range(6)]
-    runs += [_run(0.25, "b", 2000, i, jct) for i, jct in
-             enumerate([10.0, 11.0, 10.5, 10.2, 10.8, 10.4])]
-    cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "repeats": 4, "repeats_max": 8},
-        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
-        "base_dir": Path("/"),
-    })
+    runs += [
+        _run(0.25, "b", 2000, i, jct) for i, jct in enumerate([10.0, 11.0, 10.5, 10.2, 10.8, 10.4])
+    ]
+    cfg = emulate.EmulateConfig.model_validate(
+        {
+            "emulate": {"name": "x", "repeats": 4, "repeats_max": 8},
+            "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+            "base_dir": Path("/"),
+        }
+    )
     assert [p.label for p in emulate._unsettled(cfg, runs, 0.25, cfg_points)] == ["b"]
     five_rounds = [r for r in runs if r.repeat < 5]
-    assert [p.label for p in emulate._unsettled(cfg, five_rounds, 0.25, cfg_points)] == [
-        "a", "b"]
+    assert [p.label for p in emulate._unsettled(cfg, five_rounds, 0.25, cfg_points)] == ["a", "b"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here")
@@ -924,8 +1171,11 @@ def test_a_finished_sweep_is_resumed_not_rerun(tmp_path: Path) -> None:
     """The same config run twice: the second run reuses every run of runs.csv (same JCTs,
     nothing re-measured); a changed model is refused, its runs kept."""
     path = tmp_path / "memtouch.toml"
-    path.write_text(CONFIG.replace("repeats = 2", "repeats = 1").replace('"64"', '"8"')
-                    .replace("67108864", "8388608"))
+    path.write_text(
+        CONFIG.replace("repeats = 2", "repeats = 1")
+        .replace('"64"', '"8"')
+        .replace("67108864", "8388608")
+    )
     out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
     first = (out / "runs.csv").read_text()
     cfg = emulate.load_emulate_config(path)
@@ -947,8 +1197,10 @@ def test_classify_needs_figure_2s_boundary_point(
     path.write_text(CONFIG)
     assert main(["classify", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"disaggsim classify: error: {path}: [[models]]: no fixed point at "
-                          "5000 ns, 40000000000 bit/s")
+    assert err.startswith(
+        f"disaggsim classify: error: {path}: [[models]]: no fixed point at "
+        "5000 ns, 40000000000 bit/s"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -958,12 +1210,18 @@ def test_pinning_applies_for_the_sweep_and_is_undone() -> None:
     are restored afterwards (an unset variable unset, a set one to its value)."""
     cpu = min(os.sched_getaffinity(0))
     before = os.sched_getaffinity(0)
-    cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "app_cpus": [cpu], "handler_cpus": [cpu],
-                    "handler_spin_us": 0},
-        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
-        "base_dir": Path("/"),
-    })
+    cfg = emulate.EmulateConfig.model_validate(
+        {
+            "emulate": {
+                "name": "x",
+                "app_cpus": [cpu],
+                "handler_cpus": [cpu],
+                "handler_spin_us": 0,
+            },
+            "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+            "base_dir": Path("/"),
+        }
+    )
     os.environ.pop("SWAPDEV_HANDLER_CPUS", None)
     os.environ["SWAPDEV_SPIN_US"] = "77"
     try:
@@ -972,7 +1230,10 @@ def test_pinning_applies_for_the_sweep_and_is_undone() -> None:
             assert os.environ["SWAPDEV_HANDLER_CPUS"] == str(cpu)
             child = subprocess.run(
                 ["sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo $SWAPDEV_SPIN_US"],
-                capture_output=True, text=True, check=True).stdout
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             assert child.split()[-2:] == [str(cpu), "0"]
         assert os.sched_getaffinity(0) == before
         assert "SWAPDEV_HANDLER_CPUS" not in os.environ
@@ -995,22 +1256,26 @@ def test_resummarize_rewrites_the_summaries_from_the_committed_runs_alone(
     sweep = tmp_path / "noise-isolated-spin500"
     shutil.copytree(repo_root() / "notebooks/data/app_study/noise-isolated-spin500", sweep)
     (sweep / "summary.csv").unlink()
-    runs_before, stamp_before = (sweep / "runs.csv").read_bytes(), (
-        sweep / "sweep.json").read_bytes()
+    runs_before, stamp_before = (
+        (sweep / "runs.csv").read_bytes(),
+        (sweep / "sweep.json").read_bytes(),
+    )
     assert emulate.resummarize(sweep) == sweep
     assert (sweep / "runs.csv").read_bytes() == runs_before
     assert (sweep / "sweep.json").read_bytes() == stamp_before
     with open(sweep / "runs.csv", newline="") as handle:
         runs = list(csv.DictReader(handle))
     jct = {(r["model"], r["repeat"]): float(r["jct_s"]) for r in runs}
-    ratios = sorted(jct["zero-delay-again", rep] / jct["none", rep]
-                    for model, rep in jct if model == "none")
+    ratios = sorted(
+        jct["zero-delay-again", rep] / jct["none", rep] for model, rep in jct if model == "none"
+    )
     with open(sweep / "summary.csv", newline="") as handle:
         row = {r["model"]: r for r in csv.DictReader(handle)}["zero-delay-again"]
     assert len(ratios) == int(row["pairs"]) == 6
     assert float(row["relative_jct"]) == pytest.approx((ratios[2] + ratios[3]) / 2)
     assert (float(row["relative_min"]), float(row["relative_max"])) == pytest.approx(
-        (ratios[0], ratios[-1]))
+        (ratios[0], ratios[-1])
+    )
     (sweep / "sweep.json").unlink()
     with pytest.raises(InputError, match=rf"^{sweep / 'sweep.json'}: expected a sweep's file"):
         emulate.resummarize(sweep)
@@ -1062,11 +1327,15 @@ def test_the_first_runs_csv_format_is_summarized_with_its_sweeps_config(
     with open(sweep / "summary.csv", newline="") as handle:
         row = {r["model"]: r for r in csv.DictReader(handle)}["fixed-5us-40g"]
     assert (row["local_fraction"], row["kind"], row["bandwidth_bps"]) == (
-        "0.61", "fixed", "40000000000")
+        "0.61",
+        "fixed",
+        "40000000000",
+    )
     assert int(row["pairs"]) == 3 and row["verdict"] == "undecided"
     assert float(row["relative_jct"]) == pytest.approx(ratios[1])
     assert (float(row["relative_min"]), float(row["relative_max"])) == pytest.approx(
-        (ratios[0], ratios[2]))
+        (ratios[0], ratios[2])
+    )
     assert (sweep / "summary.csv").read_text() == (committed / "summary.csv").read_text()
 
 
@@ -1082,24 +1351,34 @@ def test_a_first_format_runs_csv_without_what_it_lacks_names_file_line_and_colum
     has no kind or bandwidth."""
     table = tmp_path / "runs.csv"
     table.write_text(FIRST_FORMAT)
-    with pytest.raises(InputError, match=rf"^{table}:2: expected a run of emulate's "
-                       r"runs.csv \(column 'local_fraction': missing"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{table}:2: expected a run of emulate's "
+        r"runs.csv \(column 'local_fraction': missing",
+    ):
         emulate.read_runs(table)
 
     def config(fractions: list[float]) -> emulate.EmulateConfig:
-        return emulate.EmulateConfig.model_validate({
-            "emulate": {"name": "x"},
-            "app": {"command": ["true"], "working_set_bytes": 4096,
-                    "local_fraction": fractions},
-            "models": [{"kind": "fixed", "latency_ns": 9000, "label": "fixed-9us"}],
-            "base_dir": Path("/")})
+        return emulate.EmulateConfig.model_validate(
+            {
+                "emulate": {"name": "x"},
+                "app": {
+                    "command": ["true"],
+                    "working_set_bytes": 4096,
+                    "local_fraction": fractions,
+                },
+                "models": [{"kind": "fixed", "latency_ns": 9000, "label": "fixed-9us"}],
+                "base_dir": Path("/"),
+            }
+        )
 
     with pytest.raises(InputError, match=rf"^{table}:2: .*2 fractions, not one"):
         emulate.read_runs(table, config([0.25, 0.5]))
     runs = emulate.read_runs(table, config([0.25]))
-    assert [(r.local_fraction, r.model, r.kind, r.latency_ns, r.bandwidth_bps, r.status,
-             r.jct_s) for r in runs] == [(0.25, "none", "none", 0, 0, "ok", 2.0),
-                                         (0.25, "fixed-9us", "fixed", 9000, 0, "ok", 3.0)]
+    assert [
+        (r.local_fraction, r.model, r.kind, r.latency_ns, r.bandwidth_bps, r.status, r.jct_s)
+        for r in runs
+    ] == [(0.25, "none", "none", 0, 0, "ok", 2.0), (0.25, "fixed-9us", "fixed", 9000, 0, "ok", 3.0)]
     table.write_text(FIRST_FORMAT.replace("fixed-9us,", "fixed-8us,"))
     with pytest.raises(InputError, match=rf"^{table}:3: .*model 'fixed-8us': a point of "):
         emulate.read_runs(table, config([0.25]))
@@ -1122,7 +1401,8 @@ def test_a_repeats_max_below_min_runs_warns_once_naming_file_line_and_key(
         emulate.load_emulate_config(path)
     assert [str(w.message) for w in caught] == [
         f"{path}:6: emulate.repeats_max: 5 rounds is below the 6 pairs a verdict needs "
-        "(emulate.MIN_RUNS at confidence 0.95): every point of this sweep will stay undecided"]
+        "(emulate.MIN_RUNS at confidence 0.95): every point of this sweep will stay undecided"
+    ]
     path.write_text(CONFIG.replace("repeats = 2", "repeats = 2\nrepeats_max = 6"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -1132,10 +1412,14 @@ def test_a_repeats_max_below_min_runs_warns_once_naming_file_line_and_key(
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             emulate.load_emulate_config(config)
-        warned += [config.name for w in seen
-                   if issubclass(w.category, emulate.UndecidableSweepWarning)]
-    assert warned == ["app-study-spark-pagerank-fig2.toml", "app-study-spark-sort-fig2.toml",
-                      "app-study-spark-wordcount-fig2.toml"]
+        warned += [
+            config.name for w in seen if issubclass(w.category, emulate.UndecidableSweepWarning)
+        ]
+    assert warned == [
+        "app-study-spark-pagerank-fig2.toml",
+        "app-study-spark-sort-fig2.toml",
+        "app-study-spark-wordcount-fig2.toml",
+    ]
 
 
 def _emulate_configs() -> list[Path]:
@@ -1144,8 +1428,11 @@ def _emulate_configs() -> list[Path]:
 
     from disaggsim.sim.runner import repo_root
 
-    return [c for c in sorted((repo_root() / "configs").glob("*.toml"))
-            if "emulate" in tomllib.loads(c.read_text())]
+    return [
+        c
+        for c in sorted((repo_root() / "configs").glob("*.toml"))
+        if "emulate" in tomllib.loads(c.read_text())
+    ]
 
 
 def test_every_committed_sweep_resumes_under_the_config_that_names_it() -> None:
@@ -1167,9 +1454,13 @@ def test_every_committed_sweep_resumes_under_the_config_that_names_it() -> None:
         done = emulate.previous_runs(cfg, out)
         assert len(done) == len(emulate.read_runs(out / "runs.csv", cfg)) > 0, config.name
         resumed.append(config.name)
-    assert {"emulate-python-sort.toml", "emulate-replay-pfabric.toml",
-            "emulate-sweep-memcached-ycsb.toml", "emulate-comex-numpy-sort.toml",
-            "app-study-chunksort-fig2.toml"} <= set(resumed)
+    assert {
+        "emulate-python-sort.toml",
+        "emulate-replay-pfabric.toml",
+        "emulate-sweep-memcached-ycsb.toml",
+        "emulate-comex-numpy-sort.toml",
+        "app-study-chunksort-fig2.toml",
+    } <= set(resumed)
     assert len(resumed) >= 35
 
 
@@ -1196,13 +1487,19 @@ def test_resummarize_takes_the_timeout_sweep_json_records(tmp_path: Path) -> Non
         rows = [r for r in csv.DictReader(handle) if r["baseline"] == "hdd-5400"]
     assert [r["local_fraction"] for r in rows] == ["0.25", "0.5", "0.75"]
     for row in rows:
-        hdd = [r["status"] for r in runs
-               if r["model"] == "hdd-5400" and r["local_fraction"] == row["local_fraction"]]
+        hdd = [
+            r["status"]
+            for r in runs
+            if r["model"] == "hdd-5400" and r["local_fraction"] == row["local_fraction"]
+        ]
         assert hdd and set(hdd) == {"timeout"} and row["speedup"] == ""
         comex = statistics.median(
-            float(r["jct_s"]) for r in runs
-            if r["model"] == "comex-10g" and r["local_fraction"] == row["local_fraction"]
-            and r["status"] == "ok")
+            float(r["jct_s"])
+            for r in runs
+            if r["model"] == "comex-10g"
+            and r["local_fraction"] == row["local_fraction"]
+            and r["status"] == "ok"
+        )
         assert float(row["speedup_at_least"]) == pytest.approx(60 / comex)
     assert float(rows[0]["speedup_at_least"]) == pytest.approx(7.254, abs=1e-3)
     assert (sweep / "speedup.csv").read_text() == (committed / "speedup.csv").read_text()
@@ -1210,7 +1507,9 @@ def test_resummarize_takes_the_timeout_sweep_json_records(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("config", ["emulate-python-sort.toml", "emulate-hpe-cm-pagefault.toml"])
 def test_out_dir_moves_the_sweep_and_leaves_the_config_as_it_is(
-    config: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    config: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``--out-dir DIR`` (emulate and classify): the sweep goes to DIR/<name>, DIR relative
     to the current directory, not to the committed ``out_dir`` the config names (relative
@@ -1232,8 +1531,9 @@ def test_out_dir_moves_the_sweep_and_leaves_the_config_as_it_is(
         cfg = emulate.load_emulate_config(path)
         moved = _out_dir_override(cfg, "fresh")
         table, moved_table = cfg.emulate, moved.emulate
-    assert (moved.base_dir / moved_table.out_dir / moved_table.name) == tmp_path / "fresh" / \
-        table.name
+    assert (
+        moved.base_dir / moved_table.out_dir / moved_table.name
+    ) == tmp_path / "fresh" / table.name
     assert (cfg.base_dir / table.out_dir).resolve().is_relative_to(repo_root())
     assert moved_table.model_copy(update={"out_dir": table.out_dir}) == table
     assert _out_dir_override(cfg, None) is cfg

@@ -29,7 +29,8 @@ needs_build = pytest.mark.skipif(BUILD is None, reason="swapdev not built (make 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="swap, loop, FUSE and memcg need root")
 needs_memcg = pytest.mark.skipif(
     not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
-    reason="needs the cgroup v1 memory controller")
+    reason="needs the cgroup v1 memory controller",
+)
 
 
 def test_hdd_model_mean_is_seek_plus_half_a_revolution_plus_transfer() -> None:
@@ -54,8 +55,13 @@ def test_hdd_table_as_the_device_core_draws_it(tmp_path: Path) -> None:
     table = hdd_model.write_hdd_cdf(tmp_path / "hdd.cdf", 7200)
     env = {**os.environ, **device.DelayModel("fct-sample", fct_file=table, seed=7).env()}
     n = 4000
-    out = subprocess.run([str(BUILD / "sd-tool"), "delay", *["4096"] * n, "65536", "1048576"],
-                         env=env, capture_output=True, text=True, check=True).stdout.split("\n")
+    out = subprocess.run(
+        [str(BUILD / "sd-tool"), "delay", *["4096"] * n, "65536", "1048576"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     d4k = [int(line.split()[1]) for line in out[:n]]
     lo, rev = 1_000_000 + 40_960, 60e9 / 7200
     assert lo <= min(d4k) and max(d4k) <= lo + rev
@@ -72,16 +78,31 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("body", "match"), [
-    ('[hpe_cm]\nname = "x"\nexperiment = "pagefault"\nbogus = 1\n[[devices]]\nname = "a"\n'
-     'kind = "none"\n', r"hpe\.toml:4: hpe_cm\.bogus"),
-    ('[hpe_cm]\nname = "x"\nexperiment = "overcommit"\n[[devices]]\nname = "h"\nkind = "hdd"\n',
-     r"hpe\.toml:4: devices\[0\].*rpm: required"),
-    ('[hpe_cm]\nname = "x"\nexperiment = "overcommit"\nover_commit = [2, 2]\n[[devices]]\n'
-     'name = "a"\nkind = "none"\n', r"hpe\.toml:4: hpe_cm\.over_commit.*distinct"),
-    ('[hpe_cm]\nname = "x"\nexperiment = "pagefault"\n[[devices]]\nname = "memory"\n'
-     'kind = "none"\n', r"full-memory reference"),
-])
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (
+            '[hpe_cm]\nname = "x"\nexperiment = "pagefault"\nbogus = 1\n[[devices]]\nname = "a"\n'
+            'kind = "none"\n',
+            r"hpe\.toml:4: hpe_cm\.bogus",
+        ),
+        (
+            '[hpe_cm]\nname = "x"\nexperiment = "overcommit"\n[[devices]]\nname = "h"\n'
+            'kind = "hdd"\n',
+            r"hpe\.toml:4: devices\[0\].*rpm: required",
+        ),
+        (
+            '[hpe_cm]\nname = "x"\nexperiment = "overcommit"\nover_commit = [2, 2]\n[[devices]]\n'
+            'name = "a"\nkind = "none"\n',
+            r"hpe\.toml:4: hpe_cm\.over_commit.*distinct",
+        ),
+        (
+            '[hpe_cm]\nname = "x"\nexperiment = "pagefault"\n[[devices]]\nname = "memory"\n'
+            'kind = "none"\n',
+            r"full-memory reference",
+        ),
+    ],
+)
 def test_config_errors_name_file_line_and_key(tmp_path: Path, body: str, match: str) -> None:
     path = _write(tmp_path, body)
     assert hpe_cm.is_hpe_cm_config(path)
@@ -100,8 +121,9 @@ def test_emulate_configs_without_the_table_are_not_taken(tmp_path: Path) -> None
 
 def _machine_state() -> dict[str, list[str]]:
     state = collect_env.system_state()
-    state["fuse_mounts"] = [line for line in Path("/proc/mounts").read_text().splitlines()
-                            if "fuse" in line]
+    state["fuse_mounts"] = [
+        line for line in Path("/proc/mounts").read_text().splitlines() if "fuse" in line
+    ]
     state["page_cluster"] = [device.PAGE_CLUSTER.read_text().strip()]
     state["shm"] = sorted(p.name for p in Path("/dev/shm").glob("disaggsim-hpecm-*"))
     return state
@@ -142,10 +164,12 @@ def test_every_fault_on_the_delayed_device_waits_for_its_delay(
     applied the configured delay to every request (its histograms: median within 2 % above
     20 us, none below; under 1 us with no delay); so every fault on the delayed device took
     at least 20 us (its p10). D is the ratio of the medians."""
-    path = _write(tmp_path, f"""
+    path = _write(
+        tmp_path,
+        f"""
 [hpe_cm]
 name = "d"
-out_dir = "{tmp_path / 'out'}"
+out_dir = "{tmp_path / "out"}"
 experiment = "pagefault"
 repeats = 3
 device_bytes = 4194304
@@ -156,7 +180,8 @@ kind = "none"
 name = "plus"
 kind = "fixed"
 latency_ns = {DELAY_DIFF_NS}
-""")
+""",
+    )
     outs = hpe_cm.run(hpe_cm.load_hpe_cm_config(path), progress=False, lock=False)
     runs = pd.read_csv(outs.runs)
     dev_runs = runs[runs["device"] != hpe_cm.MEMORY]
@@ -177,7 +202,8 @@ latency_ns = {DELAY_DIFF_NS}
     summary = pd.read_csv(outs.summary).set_index("device")
     # D is the ratio of the medians; the full-memory reference never read the device.
     assert summary.loc["plus", "d_paging"] == pytest.approx(  # summary.csv: 6 significant digits
-        summary.loc["plus", "p50_ns"] / summary.loc["local", "p50_ns"], rel=1e-5)
+        summary.loc["plus", "p50_ns"] / summary.loc["local", "p50_ns"], rel=1e-5
+    )
     assert (runs[runs["device"] == hpe_cm.MEMORY]["majflt"] == 0).all()
     [window] = machine.read_log(outs.out_dir)  # the run's one window, this boot's
     assert window.boot_id == machine.boot_id()
@@ -199,8 +225,9 @@ def test_paging_w_at_200_percent_writes_and_reads_back_its_pattern(
         dev = hpe_cm.prefilled_swap(stack, tmp_path, 128 << 20, device.DelayModel("none"))
         memcg = collect_env.memcg_group(stack, "disaggsim-hpecm-test")
         (memcg / "memory.limit_in_bytes").write_text(str(local))
-        proc = device.run_in_memcg(memcg, [str(BUILD / "paging_w"), str(ws), "--verify",
-                                           "--seed", "5"], 600)
+        proc = device.run_in_memcg(
+            memcg, [str(BUILD / "paging_w"), str(ws), "--verify", "--seed", "5"], 600
+        )
         stack.close()
         swap_in, swap_out = emulate_apps.device_counters(dev.log.read_text(errors="replace"))
         swap_out -= 128 << 20  # the prefill

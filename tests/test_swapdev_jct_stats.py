@@ -50,10 +50,10 @@ def _binomial_sd(p: float, trials: int) -> float:
     return float(np.sqrt(p * (1 - p) / trials))
 
 
-@pytest.mark.parametrize(("rounds", "exact"), [(6, 1 - 2 / 64), (9, 1 - 2 / 512),
-                                               (12, 1 - 2 * 13 / 4096)])
-def test_interval_covers_the_true_ratio_on_paired_lognormal_jcts(rounds: int,
-                                                                 exact: float) -> None:
+@pytest.mark.parametrize(
+    ("rounds", "exact"), [(6, 1 - 2 / 64), (9, 1 - 2 / 512), (12, 1 - 2 * 13 / 4096)]
+)
+def test_interval_covers_the_true_ratio_on_paired_lognormal_jcts(rounds: int, exact: float) -> None:
     """JCTs 10 s x lognormal(0, 3 %) x the round's drift, the point's scaled by 1.08: the
     median per-round ratio is exactly 1.08. At a fixed n the interval [X_(k), X_(n+1-k)]
     covers it with probability 1 - 2 P(Bin(n, 1/2) <= k - 1): k = 1 at 6 and 9 rounds
@@ -61,6 +61,7 @@ def test_interval_covers_the_true_ratio_on_paired_lognormal_jcts(rounds: int,
     4096); by hand here, by math.comb in _exact_coverage. Simulated over 400 sweeps within
     4 binomial sd: more than 95 % at each fixed n, the price of covering at every n at once
     (the sequential test's file)."""
+
     def draw(rng: np.random.Generator, size: int) -> np.ndarray:
         return 10.0 * np.exp(rng.normal(0.0, 0.03, size))
 
@@ -77,13 +78,15 @@ def test_at_few_rounds_the_interval_is_their_range_and_decides_nothing(rounds: i
     presets'; simulated over 400 sweeps within 4 binomial sd). One side alone misses with
     2^-n, 3.1 % at 5, above the 2.5 % a side of a 95 % interval even before any second
     look: not decisive, so no verdict and never settled."""
+
     def draw(rng: np.random.Generator, size: int) -> np.ndarray:
         return 10.0 * np.exp(rng.normal(0.0, 0.07, size))
 
     exact = 1 - 2 * 0.5**rounds
     assert _exact_coverage(rounds) == exact
     assert abs(_coverage(draw, 1.08, rounds, 400, seed=rounds) - exact) <= 4 * _binomial_sd(
-        exact, 400)
+        exact, 400
+    )
     ratios = 2.0 + np.exp(np.random.default_rng(rounds).normal(0.0, 0.07, rounds))
     ci = jct_stats.paired_ratio_ci(ratios, np.ones(rounds))
     assert (ci.low, ci.high, ci.decisive) == (ratios.min(), ratios.max(), False)
@@ -97,6 +100,7 @@ def test_interval_covers_the_ratio_with_preempted_runs() -> None:
     same distribution scaled by 1.05, so the median per-round ratio is 1.05 however heavy
     the tail (the ratio of two independent copies has median 1); 10 rounds (k = 2),
     coverage 1 - 2 x 11/1024 = 0.9785 as above, whatever the tail."""
+
     def draw(rng: np.random.Generator, size: int) -> np.ndarray:
         base = 3.0 * np.exp(rng.normal(0.0, 0.02, size))
         return np.where(rng.random(size) < 0.2, 1.5 * base, base)
@@ -111,8 +115,9 @@ def _pooled_interval(point: list[float], reference: list[float]) -> tuple[float,
     sample resampled independently of the other (4000 resamples, 95 %)."""
     rng = np.random.default_rng(0)
     p, r = np.asarray(point), np.asarray(reference)
-    boot = (np.median(p[rng.integers(0, p.size, (4000, p.size))], axis=1)
-            / np.median(r[rng.integers(0, r.size, (4000, r.size))], axis=1))
+    boot = np.median(p[rng.integers(0, p.size, (4000, p.size))], axis=1) / np.median(
+        r[rng.integers(0, r.size, (4000, r.size))], axis=1
+    )
     low, high = np.quantile(boot, [0.025, 0.975])
     return float(np.median(p) / np.median(r)), float(low), float(high)
 
@@ -158,8 +163,11 @@ def test_interval_is_the_sequences_order_statistics_by_hand() -> None:
     for n, k in [(6, 1), (9, 1), (10, 2), (14, 3), (40, 8)]:
         ratios = 1 + np.arange(1, n + 1) / 100
         ci = jct_stats.paired_ratio_ci(rng.permutation(ratios), np.ones(n))
-        assert (ci.low, ci.high, ci.decisive) == (pytest.approx(1 + k / 100),
-                                                  pytest.approx(1 + (n + 1 - k) / 100), True)
+        assert (ci.low, ci.high, ci.decisive) == (
+            pytest.approx(1 + k / 100),
+            pytest.approx(1 + (n + 1 - k) / 100),
+            True,
+        )
         assert ci.estimate == pytest.approx(1 + (n + 1) / 200)
 
 
@@ -182,8 +190,11 @@ def test_bad_samples_are_refused() -> None:
         jct_stats.paired_ratio_ci([1.0], [1.0], confidence=1.0)
 
 
-pairs = st.lists(st.tuples(st.floats(0.1, 100.0), st.floats(0.1, 100.0), st.floats(0.25, 4.0)),
-                 min_size=1, max_size=12)
+pairs = st.lists(
+    st.tuples(st.floats(0.1, 100.0), st.floats(0.1, 100.0), st.floats(0.25, 4.0)),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -198,10 +209,12 @@ def test_a_common_factor_per_round_changes_nothing_and_the_point_scales(
     point = [p for p, _, _ in rounds]
     reference = [r for _, r, _ in rounds]
     a = jct_stats.paired_ratio_ci(point, reference)
-    drifted = jct_stats.paired_ratio_ci([p * f for p, _, f in rounds],
-                                        [r * f for _, r, f in rounds])
+    drifted = jct_stats.paired_ratio_ci(
+        [p * f for p, _, f in rounds], [r * f for _, r, f in rounds]
+    )
     assert (drifted.estimate, drifted.low, drifted.high) == pytest.approx(
-        (a.estimate, a.low, a.high), rel=1e-9)
+        (a.estimate, a.low, a.high), rel=1e-9
+    )
     b = jct_stats.paired_ratio_ci([scale * p for p in point], reference)
     assert b.estimate == pytest.approx(scale * a.estimate, rel=1e-9)
     assert (b.low, b.high) == pytest.approx((scale * a.low, scale * a.high), rel=1e-9)
@@ -241,19 +254,38 @@ def test_dolphins_and_sharks_from_the_5us_40gbps_point() -> None:
     3 passes and 5 is undecided -> 3 us, undecided."""
     rows: list[dict[str, object]] = []
     verdicts = {
-        0.25: {(1000, 40): "pass", (3000, 40): "pass", (5000, 40): "pass",
-               (10000, 40): "fail", (3000, 100): "pass", (5000, 100): "undecided"},
+        0.25: {
+            (1000, 40): "pass",
+            (3000, 40): "pass",
+            (5000, 40): "pass",
+            (10000, 40): "fail",
+            (3000, 100): "pass",
+            (5000, 100): "undecided",
+        },
         0.1: {(5000, 40): "fail"},
         0.5: {(5000, 40): "undecided"},
     }
     for fraction, points in verdicts.items():
         for (lat, gbps), v in points.items():
-            rows.append({"kind": "fixed", "local_fraction": fraction, "latency_ns": lat,
-                         "bandwidth_bps": gbps * 10**9, "verdict": v, "relative_jct": 1.0,
-                         "ci_low": 0.9, "ci_high": 1.1, "pairs": 5})
+            rows.append(
+                {
+                    "kind": "fixed",
+                    "local_fraction": fraction,
+                    "latency_ns": lat,
+                    "bandwidth_bps": gbps * 10**9,
+                    "verdict": v,
+                    "relative_jct": 1.0,
+                    "ci_low": 0.9,
+                    "ci_high": 1.1,
+                    "pairs": 5,
+                }
+            )
     got = {r["local_fraction"]: r for r in emulate.classify(rows)}
     assert {f: r["class"] for f, r in got.items()} == {
-        0.25: "dolphin", 0.1: "shark", 0.5: "undecided"}
+        0.25: "dolphin",
+        0.1: "shark",
+        0.5: "undecided",
+    }
     assert got[0.25]["max_latency_ns_at_40gbps"] == 5000
     assert got[0.25]["status_at_40gbps"] == "decided"
     assert got[0.25]["max_latency_ns_at_100gbps"] == 3000
@@ -265,15 +297,25 @@ def test_dolphins_and_sharks_from_the_5us_40gbps_point() -> None:
 def test_table3_stops_at_an_undecided_fraction() -> None:
     """Walking down from 90 %: pass, pass, then undecided at 25 % -> 50 %, undecided (the
     true requirement may be lower); with a fail instead the same 50 % is decided."""
-    def summary(at25: str) -> list[dict[str, object]]:
-        return [{"kind": "fixed", "latency_ns": 5000, "bandwidth_bps": 40 * 10**9,
-                 "local_fraction": f, "verdict": v}
-                for f, v in [(0.9, "pass"), (0.5, "pass"), (0.25, at25)]]
 
-    assert [(r["min_local_fraction"], r["status"]) for r in emulate.table3(
-        summary("undecided"))] == [(0.5, "undecided")]
-    assert [(r["min_local_fraction"], r["status"]) for r in emulate.table3(
-        summary("fail"))] == [(0.5, "decided")]
+    def summary(at25: str) -> list[dict[str, object]]:
+        return [
+            {
+                "kind": "fixed",
+                "latency_ns": 5000,
+                "bandwidth_bps": 40 * 10**9,
+                "local_fraction": f,
+                "verdict": v,
+            }
+            for f, v in [(0.9, "pass"), (0.5, "pass"), (0.25, at25)]
+        ]
+
+    assert [
+        (r["min_local_fraction"], r["status"]) for r in emulate.table3(summary("undecided"))
+    ] == [(0.5, "undecided")]
+    assert [(r["min_local_fraction"], r["status"]) for r in emulate.table3(summary("fail"))] == [
+        (0.5, "decided")
+    ]
 
 
 def test_steal_share_and_load_average_from_proc_files(tmp_path: Path) -> None:

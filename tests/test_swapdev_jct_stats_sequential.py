@@ -32,8 +32,7 @@ def _crossing_by_enumeration(ranks: list[int]) -> float:
     return float(crossed.mean())
 
 
-def test_the_ranks_spend_at_most_two_and_a_half_percent_a_side_and_no_less_than_they_can(
-) -> None:
+def test_the_ranks_spend_at_most_two_and_a_half_percent_a_side_and_no_less_than_they_can() -> None:
     """Up to 14 pairs, by enumeration of the 16384 sign paths: the probability that any
     interval so far lies above the median is <= 2.5 % (0.95 two-sided), and raising the
     last rank by one would exceed it (the ranks are the narrowest the bound allows, given
@@ -49,7 +48,7 @@ def test_the_ranks_spend_at_most_two_and_a_half_percent_a_side_and_no_less_than_
     assert emulate.MIN_RUNS == jct_stats.min_pairs() == 6
     for n in range(6, 15):
         assert _crossing_by_enumeration(ranks[:n]) <= 0.025
-        wider = ranks[:n - 1] + [ranks[n - 1] + 1]
+        wider = ranks[: n - 1] + [ranks[n - 1] + 1]
         assert _crossing_by_enumeration(wider) > 0.025, n
     assert _crossing_by_enumeration(ranks[:10]) == pytest.approx(1 / 64 + 6 / 1024)
     assert _crossing_by_enumeration(ranks[:9] + [3]) == pytest.approx(1 / 64 + 45 / 1024)
@@ -63,8 +62,9 @@ def test_a_lower_confidence_spends_more_and_decides_sooner() -> None:
         jct_stats.sequence_rank(0)
 
 
-def _paths(median: float, spread: float, heavy: bool, rounds: int, trials: int,
-           seed: int) -> np.ndarray:
+def _paths(
+    median: float, spread: float, heavy: bool, rounds: int, trials: int, seed: int
+) -> np.ndarray:
     """``trials`` points' per-round ratios: log(median) + spread x Z, Z normal or Student
     t with 3 degrees of freedom (heavy tails)."""
     rng = np.random.default_rng(seed)
@@ -79,17 +79,28 @@ def _stop(path: np.ndarray, repeats: int, repeats_max: int) -> tuple[str, int]:
     test_the_rule_simulated_is_the_one_emulate_runs checks it against round_plan."""
     rounds = repeats
     while rounds < repeats_max and not jct_stats.settled(
-            jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)), THRESHOLD):
+        jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)), THRESHOLD
+    ):
         rounds += 1
-    return jct_stats.verdict(jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)),
-                             THRESHOLD), rounds
+    return jct_stats.verdict(
+        jct_stats.paired_ratio_ci(path[:rounds], np.ones(rounds)), THRESHOLD
+    ), rounds
 
 
-def _sequential_verdicts(median: float, spread: float, heavy: bool, repeats: int,
-                         repeats_max: int, trials: int, seed: int) -> list[str]:
+def _sequential_verdicts(
+    median: float,
+    spread: float,
+    heavy: bool,
+    repeats: int,
+    repeats_max: int,
+    trials: int,
+    seed: int,
+) -> list[str]:
     """The verdicts of ``trials`` simulated points under the rule (:func:`_stop`)."""
-    return [_stop(path, repeats, repeats_max)[0] for path in
-            _paths(median, spread, heavy, repeats_max, trials, seed)]
+    return [
+        _stop(path, repeats, repeats_max)[0]
+        for path in _paths(median, spread, heavy, repeats_max, trials, seed)
+    ]
 
 
 def test_the_rule_simulated_is_the_one_emulate_runs() -> None:
@@ -98,16 +109,24 @@ def test_the_rule_simulated_is_the_one_emulate_runs() -> None:
     rounds each point ran and its verdict are _stop's, at repeats 4, repeats_max 12. The
     points stop at 6, 10 and 12 rounds, decided, undecided at the cap and settled by
     width (median 1.05 at 5 % and 1.5 % spread, 1.10 at 4 %)."""
-    cfg = emulate.EmulateConfig.model_validate({
-        "emulate": {"name": "x", "repeats": 4, "repeats_max": 12},
-        "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
-        "base_dir": Path("/"),
-    })
-    points = [emulate.Point("none", "none", 0, 0, device.DelayModel("none")),
-              emulate.Point("a", "fixed", 5000, 0, device.DelayModel("fixed", 5000))]
-    paths = np.vstack([_paths(1.05, 0.05, False, 12, 15, seed=21),
-                       _paths(1.10, 0.04, False, 12, 15, seed=24),
-                       _paths(1.05, 0.015, False, 12, 20, seed=25)])
+    cfg = emulate.EmulateConfig.model_validate(
+        {
+            "emulate": {"name": "x", "repeats": 4, "repeats_max": 12},
+            "app": {"command": ["true"], "working_set_bytes": 4096, "local_fraction": [0.25]},
+            "base_dir": Path("/"),
+        }
+    )
+    points = [
+        emulate.Point("none", "none", 0, 0, device.DelayModel("none")),
+        emulate.Point("a", "fixed", 5000, 0, device.DelayModel("fixed", 5000)),
+    ]
+    paths = np.vstack(
+        [
+            _paths(1.05, 0.05, False, 12, 15, seed=21),
+            _paths(1.10, 0.04, False, 12, 15, seed=24),
+            _paths(1.05, 0.015, False, 12, 20, seed=25),
+        ]
+    )
     assert {rounds for _, rounds in (_stop(p, 4, 12) for p in paths)} == {6, 10, 12}
     for path in paths:
         runs: list[emulate.Run] = []
@@ -116,16 +135,21 @@ def test_the_rule_simulated_is_the_one_emulate_runs() -> None:
             if not plan.active:
                 break
             runs.append(emulate.Run(0.25, "none", "none", 0, 0, rep, "ok", 10.0))
-            runs.append(emulate.Run(0.25, "a", "fixed", 5000, 0, rep, "ok",
-                                    10.0 * float(path[rep])))
+            runs.append(
+                emulate.Run(0.25, "a", "fixed", 5000, 0, rep, "ok", 10.0 * float(path[rep]))
+            )
         row = next(r for r in emulate.summarize(runs) if r["model"] == "a")
         assert (row["verdict"], row["pairs"]) == _stop(path, 4, 12)
 
 
-@pytest.mark.parametrize(("median", "heavy", "wrong"), [
-    (THRESHOLD, False, "fail"), (THRESHOLD * 1.002, False, "pass"), (THRESHOLD, True, "fail")])
+@pytest.mark.parametrize(
+    ("median", "heavy", "wrong"),
+    [(THRESHOLD, False, "fail"), (THRESHOLD * 1.002, False, "pass"), (THRESHOLD, True, "fail")],
+)
 def test_wrong_verdicts_stay_within_two_and_a_half_percent_under_optional_stopping(
-    median: float, heavy: bool, wrong: str,
+    median: float,
+    heavy: bool,
+    wrong: str,
 ) -> None:
     """The worst case: the true median ratio on the threshold (a fail is wrong) or just
     above it (a pass is wrong), the Spark presets' 5 % spread per round (never narrow

@@ -16,14 +16,16 @@ from disaggsim.swapdev import machine
 
 
 def _lscpu() -> dict[str, str]:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True,
-                         env={"LC_ALL": "C"}).stdout
-    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in
-                                                 out.splitlines())}
+    out = subprocess.run(
+        ["lscpu"], capture_output=True, text=True, check=True, env={"LC_ALL": "C"}
+    ).stdout
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines())}
 
 
-@pytest.mark.skipif(shutil.which("lscpu") is None or shutil.which("free") is None,
-                    reason="needs util-linux lscpu and procps free")
+@pytest.mark.skipif(
+    shutil.which("lscpu") is None or shutil.which("free") is None,
+    reason="needs util-linux lscpu and procps free",
+)
 def test_a_window_names_this_machine_as_other_programs_do(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -33,14 +35,19 @@ def test_a_window_names_this_machine_as_other_programs_do(
     assert window.cpu_model == lscpu["Model name"]
     assert window.cpus == int(lscpu["CPU(s)"])
     assert window.hypervisor == ("yes" if "Hypervisor vendor" in lscpu else "no")
-    assert window.kernel == subprocess.run(["uname", "-r"], capture_output=True, text=True,
-                                           check=True).stdout.strip()
-    free = subprocess.run(["free", "-b"], capture_output=True, text=True, check=True,
-                          env={"LC_ALL": "C"}).stdout.splitlines()
-    assert window.mem_total_bytes == int(next(x for x in free if x.startswith("Mem:"))
-                                         .split()[1])
-    uuid = subprocess.run(["cat", "/proc/sys/kernel/random/boot_id"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    assert (
+        window.kernel
+        == subprocess.run(
+            ["uname", "-r"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    free = subprocess.run(
+        ["free", "-b"], capture_output=True, text=True, check=True, env={"LC_ALL": "C"}
+    ).stdout.splitlines()
+    assert window.mem_total_bytes == int(next(x for x in free if x.startswith("Mem:")).split()[1])
+    uuid = subprocess.run(
+        ["cat", "/proc/sys/kernel/random/boot_id"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert window.boot_id == uuid and len(uuid) == 36
 
 
@@ -57,7 +64,8 @@ def test_calibration_units_from_given_timings(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_record_window_appends_on_resume_and_starts_anew_otherwise(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(machine, "calibrate", lambda: (512.04, 3.456))
     first = machine.record_window(tmp_path, "2026-11-28T07:00:00.000Z", resumed=False)
@@ -71,13 +79,18 @@ def test_record_window_appends_on_resume_and_starts_anew_otherwise(
     assert machine.read_log(tmp_path) == [again]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"windows": [{"start_utc": "x"}]}', ": windows[0].boot_id: Field required"),
-    ('{"windows": [], "host": "a"}', ": host: "),
-    ('{"windows": [', ":1: JSON syntax error"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"windows": [{"start_utc": "x"}]}', ": windows[0].boot_id: Field required"),
+        ('{"windows": [], "host": "a"}', ": host: "),
+        ('{"windows": [', ":1: JSON syntax error"),
+    ],
+)
 def test_a_bad_machine_log_names_the_file_and_key_on_each_line(
-    tmp_path: Path, text: str, expected: str,
+    tmp_path: Path,
+    text: str,
+    expected: str,
 ) -> None:
     (tmp_path / "machine.json").write_text(text)
     with pytest.raises(ConfigError) as err:
@@ -95,14 +108,23 @@ def test_other_boots_skip_this_boot_and_runs_without_one() -> None:
 
 def test_describe_names_each_boot_of_the_runs_once() -> None:
     window = machine.Window(
-        start_utc="2026-11-28T07:00:00.000Z", boot_id="1c0ffee0-aaaa-bbbb-cccc-000000000000",
-        cpu_model="AMD EPYC", cpus=2, kernel="6.1.0", mem_total_bytes=24 << 30,
-        hypervisor="yes", sha256_mib_per_s=512.0, memcpy_gib_per_s=3.5)
-    later = window.model_copy(update={"start_utc": "2026-11-28T08:00:00.000Z",
-                                      "sha256_mib_per_s": 1.0})
+        start_utc="2026-11-28T07:00:00.000Z",
+        boot_id="1c0ffee0-aaaa-bbbb-cccc-000000000000",
+        cpu_model="AMD EPYC",
+        cpus=2,
+        kernel="6.1.0",
+        mem_total_bytes=24 << 30,
+        hypervisor="yes",
+        sha256_mib_per_s=512.0,
+        memcpy_gib_per_s=3.5,
+    )
+    later = window.model_copy(
+        update={"start_utc": "2026-11-28T08:00:00.000Z", "sha256_mib_per_s": 1.0}
+    )
     boots = ["", "", window.boot_id, "deadbeef-0", window.boot_id]
     assert machine.describe([window, later], boots) == [
         "2 runs before machine records (2026-11-28)",
         "boot 1c0ffee0: AMD EPYC, 2 CPUs, kernel 6.1.0, 24.0 GiB; SHA-256 512 MiB/s, "
         "memcpy 3.5 GiB/s (2 runs)",
-        "boot deadbeef: not recorded (1 runs)"]
+        "boot deadbeef: not recorded (1 runs)",
+    ]

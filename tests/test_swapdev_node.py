@@ -16,9 +16,10 @@ import test_swapdev_uffd
 
 from disaggsim.swapdev import device, emulate_apps
 
-pytestmark = [*test_swapdev_uffd.pytestmark,  # root, swapdev built
-              pytest.mark.skipif(not device.JEMALLOC.exists(),
-                                 reason="libjemalloc2 not installed")]
+pytestmark = [
+    *test_swapdev_uffd.pytestmark,  # root, swapdev built
+    pytest.mark.skipif(not device.JEMALLOC.exists(), reason="libjemalloc2 not installed"),
+]
 
 #: The parent fills 8 MiB, then forks 3 workers that fill 16 MiB each (1 MiB bytearrays,
 #: one byte per 4 KiB page set from the worker's seed) and read everything twice (CRC-32);
@@ -60,15 +61,19 @@ def test_forked_python_workers_share_the_node_budget() -> None:
     with a budget per process the four processes could hold 4 x 2048 pages); each process
     left its slot at its exit (the count ends at 0); the segment is gone afterwards. The
     segment is named by ``%n`` (the device puts its network namespace's inode there)."""
-    plain = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
-                           check=True, timeout=120)
+    plain = subprocess.run(
+        [sys.executable, "-c", PROGRAM], capture_output=True, text=True, check=True, timeout=120
+    )
     # Named as emulate names a Spark node's: "%n", this network namespace's inode.
     with device.per_node_segments([device.netns_inode()]) as (shm, (segment,)):
         assert shm.endswith("%n")
-        env = {**os.environ, **device.uffd_env(device.DelayModel("none"), BUDGET_BYTES, True,
-                                               node_shm=shm)}
-        run = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True,
-                             text=True, env=env, timeout=300)
+        env = {
+            **os.environ,
+            **device.uffd_env(device.DelayModel("none"), BUDGET_BYTES, True, node_shm=shm),
+        }
+        run = subprocess.run(
+            [sys.executable, "-c", PROGRAM], capture_output=True, text=True, env=env, timeout=300
+        )
         node = segment.counters()
     assert run.returncode == 0, run.stderr[-2000:]
     assert sorted(run.stdout.splitlines()) == sorted(plain.stdout.splitlines())

@@ -52,8 +52,13 @@ def oracle_sections() -> list[tuple[dict[str, str], list[str], list[str]]]:
 
 def sd_tool(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     assert BUILD is not None
-    return subprocess.run([str(BUILD / "sd-tool"), *args], cwd=ORACLE, capture_output=True,
-                          text=True, env={**os.environ, **env})
+    return subprocess.run(
+        [str(BUILD / "sd-tool"), *args],
+        cwd=ORACLE,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 @needs_build
@@ -76,20 +81,55 @@ def test_link_model_finish_times_are_hand_derived() -> None:
     done 9000. C 8 KiB at 2000: waits for B, 8000-16000, done 17000. D 4 KiB at 30000:
     link idle, 30000-34000, done 35000. E a write of 4 KiB at 30500: 34000-38000, 39000.
     """
-    reqs = ["R", "0", "4096", "0", "R", "4096", "4096", "1000", "W", "8192", "8192", "2000",
-            "R", "0", "4096", "30000", "W", "0", "4096", "30500"]
-    proc = sd_tool(["requests", *reqs], {"SWAPDEV_MODEL": "link",
-                                         "SWAPDEV_LATENCY_NS": "1000",
-                                         "SWAPDEV_BANDWIDTH_BPS": "8192000000"})
+    reqs = [
+        "R",
+        "0",
+        "4096",
+        "0",
+        "R",
+        "4096",
+        "4096",
+        "1000",
+        "W",
+        "8192",
+        "8192",
+        "2000",
+        "R",
+        "0",
+        "4096",
+        "30000",
+        "W",
+        "0",
+        "4096",
+        "30500",
+    ]
+    proc = sd_tool(
+        ["requests", *reqs],
+        {
+            "SWAPDEV_MODEL": "link",
+            "SWAPDEV_LATENCY_NS": "1000",
+            "SWAPDEV_BANDWIDTH_BPS": "8192000000",
+        },
+    )
     assert proc.returncode == 0, proc.stderr
     got = [tuple(map(int, line.split())) for line in proc.stdout.splitlines()]
     assert got == [(5000, 5000), (8000, 9000), (15000, 17000), (5000, 35000), (8500, 39000)]
     # The same requests under "fixed" (no shared link): each 1000 + its own transfer.
-    proc = sd_tool(["requests", *reqs], {"SWAPDEV_MODEL": "fixed",
-                                         "SWAPDEV_LATENCY_NS": "1000",
-                                         "SWAPDEV_BANDWIDTH_BPS": "8192000000"})
+    proc = sd_tool(
+        ["requests", *reqs],
+        {
+            "SWAPDEV_MODEL": "fixed",
+            "SWAPDEV_LATENCY_NS": "1000",
+            "SWAPDEV_BANDWIDTH_BPS": "8192000000",
+        },
+    )
     assert [int(line.split()[0]) for line in proc.stdout.splitlines()] == [
-        5000, 5000, 9000, 5000, 5000]
+        5000,
+        5000,
+        9000,
+        5000,
+        5000,
+    ]
 
 
 def quoted_names(text: str, names: tuple[str, ...]) -> set[str]:
@@ -102,10 +142,16 @@ def test_name_tables_are_the_only_lists() -> None:
     assert device.MODEL_NAMES == ("none", "fixed", "fct-mean", "fct-sample", "link")
     assert device.PAGING_POLICIES == ("demand", "comex")
     assert device.EVICTION_POLICIES == ("fifo", "clock")
-    tables = {REPO / "swapdev" / "core" / "sd_models.def",
-              REPO / "swapdev" / "src" / "policies.def"}
-    sources = [p for d in ("swapdev", "disaggsim", "traces", "sim", "analysis")
-               for p in (REPO / d).rglob("*") if p.suffix in (".c", ".h", ".py", ".def")]
+    tables = {
+        REPO / "swapdev" / "core" / "sd_models.def",
+        REPO / "swapdev" / "src" / "policies.def",
+    }
+    sources = [
+        p
+        for d in ("swapdev", "disaggsim", "traces", "sim", "analysis")
+        for p in (REPO / d).rglob("*")
+        if p.suffix in (".c", ".h", ".py", ".def")
+    ]
     assert len(sources) > 20
     for path in sources:
         if path in tables or "test" in path.parts:
@@ -134,9 +180,7 @@ T_NS = 50_000_000  # the per-request delay of these runs: 50 ms
 READERS = 4
 
 
-def fuse_run(
-    tmp: Path, model: device.DelayModel, depth: int
-) -> tuple[list[int], device.Histogram]:
+def fuse_run(tmp: Path, model: device.DelayModel, depth: int) -> tuple[list[int], device.Histogram]:
     """READERS threads each read one 4 KiB page of dev.img with O_DIRECT at the same time
     (a barrier); returns the requests' completion times (rmem trace, us), sorted, and the
     histogram of the model's delays (``target``)."""
@@ -169,8 +213,12 @@ def fuse_run(
 
 
 fuse_ready = pytest.mark.skipif(
-    os.geteuid() != 0 or not Path("/dev/fuse").exists() or BUILD is None
-    or shutil.which("fusermount3") is None, reason="needs root, /dev/fuse and the build")
+    os.geteuid() != 0
+    or not Path("/dev/fuse").exists()
+    or BUILD is None
+    or shutil.which("fusermount3") is None,
+    reason="needs root, /dev/fuse and the build",
+)
 
 
 @fuse_ready

@@ -102,7 +102,8 @@ def test_fixed_delay_per_request(runs: dict[str, device.RunResult]) -> None:
 
 
 def test_swap_in_latency_moves_by_the_injected_delay(
-    runs: dict[str, device.RunResult], locked: dict[str, list[str]],
+    runs: dict[str, device.RunResult],
+    locked: dict[str, list[str]],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """End to end, the injected 10.8 us (10 us + 4 KiB at 40 Gbps) is on the application's
@@ -123,16 +124,14 @@ def test_swap_in_latency_moves_by_the_injected_delay(
             ("fixed", device.DelayModel("fixed", latency_ns=10_000, bandwidth_bps=40 * 10**9)),
         ):
             p50[name] = device.run_memtouch_swap(
-                tmp_path_factory.mktemp(f"swap-pair{pair}-{name}"), MIB, LIMIT, model,
-                timeout_s=600).report["p50_ns"]
+                tmp_path_factory.mktemp(f"swap-pair{pair}-{name}"), MIB, LIMIT, model, timeout_s=600
+            ).report["p50_ns"]
             assert machine_state() == locked
         shifts.append(p50["fixed"] - p50["none"])
     assert statistics.median(shifts) >= 8_000, shifts
 
 
-def test_failures_leave_the_machine_as_found(
-    locked: dict[str, list[str]], tmp_path: Path
-) -> None:
+def test_failures_leave_the_machine_as_found(locked: dict[str, list[str]], tmp_path: Path) -> None:
     bad_table = tmp_path / "bad.txt"
     bad_table.write_text("4096 x\n")
     with pytest.raises(RuntimeError, match="exited"):

@@ -51,7 +51,12 @@ def test_pattern_survives_4x_local_memory(
     tmp_path: Path, random_order: bool, eviction: device.EvictionPolicy
 ) -> None:
     result = device.run_memtouch_uffd(
-        tmp_path, MIB, LOCAL, device.DelayModel("none"), passes=2, random_order=random_order,
+        tmp_path,
+        MIB,
+        LOCAL,
+        device.DelayModel("none"),
+        passes=2,
+        random_order=random_order,
         eviction=eviction,
     )
     assert result.report["bad_pages"] == 0  # memtouch checked every word of every page
@@ -134,8 +139,10 @@ def test_fork_child_sees_the_remote_pages(tmp_path: Path) -> None:
     )
     assert result.report["fork_status"] == 0
     assert result.report["bad_pages"] == 0
-    pages_in = [int(m.group(1)) for m in re.finditer(
-        r"swapdev uffd: \d+ swap-ins \((\d+) pages\)", result.stderr)]
+    pages_in = [
+        int(m.group(1))
+        for m in re.finditer(r"swapdev uffd: \d+ swap-ins \((\d+) pages\)", result.stderr)
+    ]
     assert len(pages_in) == 2 and min(pages_in) >= (48 << 20) // 4096, result.stderr
     df = paging.read_rmem(result.trace)  # the parent's: its write pass sent 48 MiB out
     assert df[df["op"] == "W"]["npages"].sum() >= (48 << 20) // 4096
@@ -193,8 +200,13 @@ def test_clock_keeps_the_hot_set_local_and_fifo_does_not(tmp_path: Path) -> None
     counts = {}
     for eviction in ("clock", "fifo"):
         result = device.run_memtouch_uffd(
-            tmp_path / eviction, HC_MIB, HC_BUDGET * 4096, device.DelayModel("none"),
-            passes=ROUNDS, eviction=eviction, hotcold=(HOT, SCAN),
+            tmp_path / eviction,
+            HC_MIB,
+            HC_BUDGET * 4096,
+            device.DelayModel("none"),
+            passes=ROUNDS,
+            eviction=eviction,
+            hotcold=(HOT, SCAN),
         )
         assert result.report["bad_pages"] == 0
         assert result.report["accesses"] == ROUNDS * (HOT + SCAN)
@@ -217,7 +229,9 @@ def test_unknown_eviction_policy_is_an_error(tmp_path: Path) -> None:
     proc = subprocess.run(
         ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", str(build / "memtouch"), "4"],
         env={**os.environ, "SWAPDEV_LOCAL_BYTES": str(1 << 20), "SWAPDEV_EVICTION": "lru"},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert "SWAPDEV_EVICTION=lru: expected fifo or clock" in proc.stderr
@@ -235,8 +249,9 @@ def test_comex_sequential_pass_counts_and_data(tmp_path: Path) -> None:
       read-buffer hits; its 32768 evictions (24576..32767, then 0..24575) are 512 more
       writes of 64 pages. All data intact.
     """
-    result = device.run_memtouch_uffd(tmp_path, MIB, LOCAL, device.DelayModel("none"),
-                                      passes=1, paging="comex")
+    result = device.run_memtouch_uffd(
+        tmp_path, MIB, LOCAL, device.DelayModel("none"), passes=1, paging="comex"
+    )
     assert result.report["bad_pages"] == 0
     c = device.comex_counters(result.stderr)
     assert c["reads"] == PAGES // 16 and c["prefetch_pages"] == 16
@@ -256,9 +271,16 @@ def test_comex_random_pattern_survives_4x_local_memory(
 ) -> None:
     """Two random-order read passes under comex: every word of every page intact; every
     remote fault is a read, a read-buffer hit or a write-buffer hit."""
-    result = device.run_memtouch_uffd(tmp_path, MIB, LOCAL, device.DelayModel("none"),
-                                      passes=2, random_order=True, eviction=eviction,
-                                      paging="comex")
+    result = device.run_memtouch_uffd(
+        tmp_path,
+        MIB,
+        LOCAL,
+        device.DelayModel("none"),
+        passes=2,
+        random_order=True,
+        eviction=eviction,
+        paging="comex",
+    )
     assert result.report["bad_pages"] == 0
     c = device.comex_counters(result.stderr)
     df = paging.read_rmem(result.trace)

@@ -34,8 +34,9 @@ def cluster_table(n_nodes: int = 3, per_pair: int = 6) -> pd.DataFrame:
                 t = 1000 * (len(rows) + 1)
                 rows.append((len(rows), t, 3 * b + 1, 3 * a, 4096, "mem_read", a))
                 rows.append((len(rows), t + 7, 3 * a, 3 * b + 2, 8192 * (k + 1), "disk_write", a))
-    frame = pd.DataFrame(rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes",
-                                        "kind", "node"])
+    frame = pd.DataFrame(
+        rows, columns=["flow_id", "start_ns", "src", "dst", "size_bytes", "kind", "node"]
+    )
     frame["source_file"] = "test"
     frame["source_record"] = frame["flow_id"]
     return frame[FLOW_TABLE.names]
@@ -61,8 +62,11 @@ def test_datacenter_scope_crosses_racks() -> None:
 
 
 def test_rack_scope_cluster_too_big_names_the_hosts_it_needs() -> None:
-    with pytest.raises(ValueError, match=r"cluster 0 has 9 blades and needs 9 hosts in one "
-                                         r"rack, but a rack has 8 hosts"):
+    with pytest.raises(
+        ValueError,
+        match=r"cluster 0 has 9 blades and needs 9 hosts in one "
+        r"rack, but a rack has 8 hosts",
+    ):
         place(cluster_table(), 18, 8, "rack", 1)
 
 
@@ -107,14 +111,16 @@ def test_replay_drawn_offsets_follow_the_seed() -> None:
     one = replicate(table, 1, "replay", 7).flows
     pd.testing.assert_frame_equal(
         one.sort_values("flow_id").reset_index(drop=True),
-        table.astype(one.dtypes.to_dict()).sort_values("flow_id").reset_index(drop=True))
+        table.astype(one.dtypes.to_dict()).sort_values("flow_id").reset_index(drop=True),
+    )
 
 
 def test_replicated_copies_each_fill_one_rack() -> None:
     rep = replicate(cluster_table(), 9, "replay", 2)
     sim, b2h = place(rep.flows, 9, 16, "rack", 2, rep.cluster_of)
-    rack_of_copy = {c: {b2h[b] // 16 for b, cc in rep.cluster_of.items() if cc == c}
-                    for c in range(9)}
+    rack_of_copy = {
+        c: {b2h[b] // 16 for b, cc in rep.cluster_of.items() if cc == c} for c in range(9)
+    }
     assert all(len(r) == 1 for r in rack_of_copy.values())
     assert sorted(r.pop() for r in rack_of_copy.values()) == list(range(9))
     assert ((sim["src_host"] // 16) == (sim["dst_host"] // 16)).all()
@@ -132,10 +138,19 @@ def test_pair_cdf_artifact_format_by_hand(tmp_path: Path) -> None:
     # One pair, flows at 1, 3, 3 (co-arrival: squashed), 6, 10, 11 ms; sizes 4096 B except
     # the two co-arriving 4096 B flows (8192 B together).
     starts_ms = [1, 3, 3, 6, 10, 11]
-    table = pd.DataFrame({
-        "flow_id": range(6), "start_ns": [t * 1_000_000 for t in starts_ms],
-        "src": 1, "dst": 0, "size_bytes": 4096, "kind": "mem_read", "node": 0,
-        "source_file": "x", "source_record": range(6)})
+    table = pd.DataFrame(
+        {
+            "flow_id": range(6),
+            "start_ns": [t * 1_000_000 for t in starts_ms],
+            "src": 1,
+            "dst": 0,
+            "size_bytes": 4096,
+            "kind": "mem_read",
+            "node": 0,
+            "source_file": "x",
+            "source_record": range(6),
+        }
+    )
     cdfs = paircdf.build_pair_cdfs(table)
     assert list(cdfs) == [(1, 0)]
     paircdf.write_pair_cdfs(cdfs, tmp_path)
@@ -143,7 +158,8 @@ def test_pair_cdf_artifact_format_by_hand(tmp_path: Path) -> None:
     # 0, 2, 3, 4, 1 ms; sizes 4096 -> ceil(4096/1460) = 3 packets, 8192 -> 6 packets.
     assert (tmp_path / "1_0_sizes.cdf").read_text() == "3 4 0.8\n6 1 1.0\n"
     assert (tmp_path / "1_0_interarrivals.cdf").read_text() == (
-        "0.0 1 0.2\n0.001 1 0.4\n0.002 1 0.6\n0.003 1 0.8\n0.004 1 1.0\n")
+        "0.0 1 0.2\n0.001 1 0.4\n0.002 1 0.6\n0.003 1 0.8\n0.004 1 1.0\n"
+    )
     back = paircdf.read_pair_cdfs(tmp_path)
     for name in ("sizes", "interarrivals"):
         a, b = getattr(cdfs[(1, 0)], name), getattr(back[(1, 0)], name)
@@ -162,8 +178,7 @@ def test_pair_cdfs_round_trip_a_real_table(tmp_path: Path) -> None:
     for key, pair in cdfs.items():
         for name in ("sizes", "interarrivals"):
             assert np.array_equal(getattr(pair, name).values, getattr(back[key], name).values)
-            assert np.array_equal(getattr(pair, name).fractions,
-                                  getattr(back[key], name).fractions)
+            assert np.array_equal(getattr(pair, name).fractions, getattr(back[key], name).fractions)
 
 
 def test_read_artifact_ids_and_errors(tmp_path: Path) -> None:
@@ -196,7 +211,9 @@ def test_pair_cdf_generation_rate_and_sizes() -> None:
     # Inter-arrivals uniform on [1, 3] us between CDF points (mean 2 us); sizes 1 or 4
     # packets with probability 1/2 each.
     pair = paircdf.PairCdf(
-        1, 0, "mem_read",
+        1,
+        0,
+        "mem_read",
         paircdf.EmpiricalCdf(np.array([1.0, 4.0]), np.array([1, 1]), np.array([0.5, 1.0])),
         paircdf.EmpiricalCdf(np.array([1e-6, 3e-6]), np.array([1, 1]), np.array([0.0, 1.0])),
     )
@@ -250,10 +267,19 @@ def test_authors_oracle_by_hand() -> None:
 @pytest.mark.parametrize("delays", ["table4", "authors-sim"])
 def test_lone_flows_slowdown_one_and_hand_computed_ideal(tmp_path: Path, delays: str) -> None:
     # Two 4096 B mem_read flows far apart in time: one within a rack, one across racks.
-    table = pd.DataFrame({
-        "flow_id": [0, 1], "start_ns": [1000, 1_000_000], "src": [1, 4], "dst": [0, 3],
-        "size_bytes": 4096, "kind": "mem_read", "node": [0, 1], "source_file": "x",
-        "source_record": [0, 1]})
+    table = pd.DataFrame(
+        {
+            "flow_id": [0, 1],
+            "start_ns": [1000, 1_000_000],
+            "src": [1, 4],
+            "dst": [0, 3],
+            "size_bytes": 4096,
+            "kind": "mem_read",
+            "node": [0, 1],
+            "source_file": "x",
+            "source_record": [0, 1],
+        }
+    )
     flows_path = tmp_path / "flows.parquet"
     table.to_parquet(flows_path)
     topology = load_config(_config(tmp_path, f'delays = "{delays}"')).topology.model_dump()
@@ -264,8 +290,16 @@ def test_lone_flows_slowdown_one_and_hand_computed_ideal(tmp_path: Path, delays:
     hand = {"table4": (622, 1593), "authors-sim": (562, 1453)}[delays]
     for protocol in ("tcp", "pfabric", "ideal"):
         spec = RunSpec(
-            workload="lone", flows_path=str(flows_path), flows_sha256="x", protocol=protocol,
-            rate_gbps=100.0, scope="rack", seed=1, topology=topology, timeout_s=60)
+            workload="lone",
+            flows_path=str(flows_path),
+            flows_sha256="x",
+            protocol=protocol,
+            rate_gbps=100.0,
+            scope="rack",
+            seed=1,
+            topology=topology,
+            timeout_s=60,
+        )
         result = run_one(spec, tmp_path / f"{delays}-{protocol}")
         fct = pd.read_parquet(result.run_dir / "fct.parquet")
         assert (fct["finished"] == 1).all()
@@ -273,8 +307,16 @@ def test_lone_flows_slowdown_one_and_hand_computed_ideal(tmp_path: Path, delays:
         if protocol == "tcp":  # rack scope: one cluster, one rack: both flows intra-rack
             assert fct["ideal_fct_ns"].tolist() == [hand[0], hand[0]]
     spec = RunSpec(
-        workload="lone", flows_path=str(flows_path), flows_sha256="x", protocol="tcp",
-        rate_gbps=100.0, scope="datacenter", seed=1, topology=topology, timeout_s=60)
+        workload="lone",
+        flows_path=str(flows_path),
+        flows_sha256="x",
+        protocol="tcp",
+        rate_gbps=100.0,
+        scope="datacenter",
+        seed=1,
+        topology=topology,
+        timeout_s=60,
+    )
     result = run_one(spec, tmp_path / f"{delays}-dc")
     fct = pd.read_parquet(result.run_dir / "fct.parquet")
     placed = pd.read_csv(result.run_dir / "placement.csv").set_index("blade")["host"]
@@ -290,7 +332,8 @@ def test_lone_flows_slowdown_one_and_hand_computed_ideal(tmp_path: Path, delays:
 
 def _config(tmp_path: Path, topology_extra: str = "", workload_extra: str = "") -> Path:
     path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         [campaign]
         name = "t"
         out_dir = "out"
@@ -307,14 +350,16 @@ def _config(tmp_path: Path, topology_extra: str = "", workload_extra: str = "") 
         protocols = ["pfabric"]
         rates_gbps = [100]
         scopes = ["rack", "datacenter"]
-        """))
+        """)
+    )
     return path
 
 
 def test_config_fields(tmp_path: Path) -> None:
     cluster_table().to_parquet(tmp_path / "flows.parquet")
-    config = load_config(_config(tmp_path, 'delays = "authors-sim"',
-                                 'copies = 9\nreplication = "pair-cdf"'))
+    config = load_config(
+        _config(tmp_path, 'delays = "authors-sim"', 'copies = 9\nreplication = "pair-cdf"')
+    )
     assert config.topology.delays == "authors-sim"
     workload = config.workloads[0]
     assert isinstance(workload, FlowTableWorkload)
@@ -328,9 +373,13 @@ def test_campaign_with_replication(tmp_path: Path) -> None:
     from disaggsim.sim.campaign import run_campaign
 
     cluster_table().to_parquet(tmp_path / "flows.parquet")
-    result = run_campaign(_config(tmp_path, 'delays = "authors-sim"',
-                                  'copies = 3\nreplication = "replay"\nsquash = true'), jobs=1,
-                          progress=False)
+    result = run_campaign(
+        _config(
+            tmp_path, 'delays = "authors-sim"', 'copies = 3\nreplication = "replay"\nsquash = true'
+        ),
+        jobs=1,
+        progress=False,
+    )
     fct = result.fct()
     table = cluster_table()
     assert len(fct) == 2 * 3 * len(table)
@@ -343,12 +392,19 @@ def test_campaign_with_replication(tmp_path: Path) -> None:
 def test_squash_coarrivals_by_hand() -> None:
     from disaggsim.sim.replication import squash_coarrivals
 
-    table = pd.DataFrame({
-        "flow_id": [5, 3, 4, 6, 7], "start_ns": [10, 10, 10, 10, 20],
-        "src": [1, 1, 1, 1, 1], "dst": [0, 0, 0, 0, 0],
-        "size_bytes": [4096, 4096, 8192, 4096, 4096],
-        "kind": ["mem_read", "mem_read", "mem_read", "mem_write", "mem_read"],
-        "node": 0, "source_file": "x", "source_record": [50, 30, 40, 60, 70]})
+    table = pd.DataFrame(
+        {
+            "flow_id": [5, 3, 4, 6, 7],
+            "start_ns": [10, 10, 10, 10, 20],
+            "src": [1, 1, 1, 1, 1],
+            "dst": [0, 0, 0, 0, 0],
+            "size_bytes": [4096, 4096, 8192, 4096, 4096],
+            "kind": ["mem_read", "mem_read", "mem_read", "mem_write", "mem_read"],
+            "node": 0,
+            "source_file": "x",
+            "source_record": [50, 30, 40, 60, 70],
+        }
+    )
     out = squash_coarrivals(table)
     # flows 3, 4, 5 (same start, pair and kind) -> one flow 3 of 16384 B; 6 differs in kind.
     assert out["flow_id"].tolist() == [3, 6, 7]
@@ -361,8 +417,10 @@ def test_paircdf_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     cluster_table().to_parquet(tmp_path / "flows.parquet")
     assert paircdf.main([str(tmp_path / "flows.parquet"), str(tmp_path / "cdf")]) == 0
     assert "18 blade pairs -> 36 files" in capsys.readouterr().out
-    assert paircdf.read_pair_cdfs(tmp_path / "cdf").keys() == paircdf.build_pair_cdfs(
-        cluster_table()).keys()
+    assert (
+        paircdf.read_pair_cdfs(tmp_path / "cdf").keys()
+        == paircdf.build_pair_cdfs(cluster_table()).keys()
+    )
     (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
     assert paircdf.main([str(tmp_path / "bad.csv"), str(tmp_path / "x")]) == 2
     assert "missing columns" in capsys.readouterr().err

@@ -30,8 +30,15 @@ def _as_normal_user(*args: str) -> subprocess.CompletedProcess[str]:
 def _normal_user_can_read_the_checkout() -> bool:
     if os.geteuid() != 0:
         return True
-    probe = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             sys.executable, "-c", f"open({str(REPO / 'tests' / 'conftest.py')!r}).read()"]
+    probe = [
+        "setpriv",
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        sys.executable,
+        "-c",
+        f"open({str(REPO / 'tests' / 'conftest.py')!r}).read()",
+    ]
     return subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
 
 
@@ -42,8 +49,11 @@ def test_a_normal_user_session_fails_listing_what_it_could_not_run() -> None:
     selection = ("tests/test_atomic.py", "tests/test_swapdev_uffd.py")
     strict = _as_normal_user(*selection)
     assert strict.returncode == 1, strict.stdout[-2000:]
-    listed = [line for line in strict.stdout.splitlines()
-              if line.startswith("tests/test_swapdev_uffd.py::") and "needs root" in line]
+    listed = [
+        line
+        for line in strict.stdout.splitlines()
+        if line.startswith("tests/test_swapdev_uffd.py::") and "needs root" in line
+    ]
     assert len(listed) >= 8, strict.stdout[-2000:]  # every uffd test, by name
     assert "NOT RUN: they need root" in strict.stdout
     assert "3 passed" in strict.stdout  # the tests that need no root still ran

@@ -62,7 +62,11 @@ def oracle_mean_linear_pkts(cdf: wl.FlowSizeCdf) -> float:
 
 def test_shipped_cdfs_are_listed() -> None:
     assert wl.available_cdfs() == [
-        "datamining", "ddc-samples", "hpcc-fbhadoop", "hpcc-websearch", "websearch"
+        "datamining",
+        "ddc-samples",
+        "hpcc-fbhadoop",
+        "hpcc-websearch",
+        "websearch",
     ]
 
 
@@ -336,7 +340,9 @@ def test_hpcc_sample_bytes_hand_cases() -> None:
     # .075 -> halfway along (0, 0 %)-(10000, 15 %): 5000; .999 -> 10 MB + 29/30 x 20 MB =
     # 29,333,333.3 -> 29,333,334 (HPCC's int() gives 29,333,333: at most 1 B apart); 1 -> 30 MB
     assert web.sample_bytes(np.array([0.075, 0.999, 1.0])).tolist() == [
-        5000, 29_333_334, 30_000_000
+        5000,
+        29_333_334,
+        30_000_000,
     ]
     hdp = wl.load_cdf("hpcc-fbhadoop")
     # 0 -> the first point, size 0 -> at least 1 B (HPCC: "if size <= 0: size = 1");

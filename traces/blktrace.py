@@ -251,7 +251,12 @@ def _check_cpu_of_file(p: Path, cpu: np.ndarray) -> None:
     explained = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
     declared = int(m.group(1))
     check_declared(
-        p, "file name", "cpu", declared, explained, int(cpu.shape[0]),
+        p,
+        "file name",
+        "cpu",
+        declared,
+        explained,
+        int(cpu.shape[0]),
         {v: f"CPU {v}" for v in [*explained, declared]},
         error=TraceFormatError,
     )

@@ -419,7 +419,9 @@ def check_inputs(sample: SampleInputs) -> None:
             p = getattr(n, key)
             if p is not None and not _utf8(p):
                 raise TraceFormatError(
-                    p, None, None,
+                    p,
+                    None,
+                    None,
                     "a file name in UTF-8 (the flow table's source_file column holds it; "
                     "rename the file or its directory)",
                 )
@@ -544,14 +546,25 @@ def convert(
         packets = read_pcap(n.pcap, allow_truncated_tail=opts.allow_truncated_pcap)
         if n.pcap_packets is not None and not packets.truncated_tail_bytes:
             check_declared_count(
-                sample.meta_file or n.pcap, f"node {n.node}", "pcap_packets", n.pcap_packets,
-                packets.n_records, f"records in {n.pcap}", error=TraceFormatError,
+                sample.meta_file or n.pcap,
+                f"node {n.node}",
+                "pcap_packets",
+                n.pcap_packets,
+                packets.n_records,
+                f"records in {n.pcap}",
+                error=TraceFormatError,
             )
         packets = _select_packets(
             packets,
             check_times(
-                n.pcap, packets.ts_ns, packets.record_index, "ts_ns", "ns",
-                MIN_GAP_TOLERANCE_NS, opts.time_outliers, error=TraceFormatError,
+                n.pcap,
+                packets.ts_ns,
+                packets.record_index,
+                "ts_ns",
+                "ns",
+                MIN_GAP_TOLERANCE_NS,
+                opts.time_outliers,
+                error=TraceFormatError,
             ),
         )
         rep.records[f"n{n.node}.pcap_packets"] = len(packets)
@@ -600,8 +613,14 @@ def convert(
         if node_meta is not None and node_start_ns is not None and str(n.pcap) in rep.time_ranges:
             # The meta's start (header) against the node's capture (content, CLOCK_REALTIME).
             check_declared_time(
-                node_meta, 1, "start_time", node_start_ns, *rep.time_ranges[str(n.pcap)],
-                f"the node's capture {n.pcap}", MIN_GAP_TOLERANCE_NS, error=TraceFormatError,
+                node_meta,
+                1,
+                "start_time",
+                node_start_ns,
+                *rep.time_ranges[str(n.pcap)],
+                f"the node's capture {n.pcap}",
+                MIN_GAP_TOLERANCE_NS,
+                error=TraceFormatError,
             )
         pg = None
         if n.paging is not None:
@@ -647,7 +666,10 @@ def convert(
         elif n.swap_blktrace is not None:
             sw = _checked_blk(
                 read_blktrace(n.swap_blktrace, actions=opts.blk_actions),
-                n.swap_blktrace, sample.swap_bytes, "swap_bytes", opts.time_outliers,
+                n.swap_blktrace,
+                sample.swap_bytes,
+                "swap_bytes",
+                opts.time_outliers,
             )
             rep.records[f"n{n.node}.swap_blktrace"] = len(sw)
             if not len(sw):
@@ -687,7 +709,10 @@ def convert(
         if n.disk_blktrace is not None:
             dk = _checked_blk(
                 read_blktrace(n.disk_blktrace, actions=opts.blk_actions),
-                n.disk_blktrace, sample.disk_bytes, "disk_bytes", opts.time_outliers,
+                n.disk_blktrace,
+                sample.disk_bytes,
+                "disk_bytes",
+                opts.time_outliers,
             )
             rep.records[f"n{n.node}.disk_blktrace"] = len(dk)
             if not len(dk):
@@ -822,15 +847,26 @@ def _checked_paging(
     if sample.swap_bytes is not None:
         end = (pg["page"] + pg["npages"]) * sample.page_bytes
         check_records(
-            path, (end > sample.swap_bytes).to_numpy(), pg["page"].to_numpy(),
-            pg["source_record"].to_numpy(), "start_page",
+            path,
+            (end > sample.swap_bytes).to_numpy(),
+            pg["page"].to_numpy(),
+            pg["source_record"].to_numpy(),
+            "start_page",
             f"pages inside the swap device: (page + npages) * {sample.page_bytes} <= "
             f"swap_bytes {sample.swap_bytes} (meta.json)",
-            record_word="line", error=TraceFormatError,
+            record_word="line",
+            error=TraceFormatError,
         )
     keep = check_times(
-        path, pg["time_us"].to_numpy(), pg["source_record"].to_numpy(), "timestamp_us", "µs",
-        MIN_GAP_TOLERANCE_NS // 1000, policy, record_word="line", error=TraceFormatError,
+        path,
+        pg["time_us"].to_numpy(),
+        pg["source_record"].to_numpy(),
+        "timestamp_us",
+        "µs",
+        MIN_GAP_TOLERANCE_NS // 1000,
+        policy,
+        record_word="line",
+        error=TraceFormatError,
     )
     return pg if keep.all() else pg[keep].reset_index(drop=True)
 
@@ -848,15 +884,26 @@ def _checked_blk(
     if device_bytes is not None:
         end = blk["sector"] * SECTOR_BYTES + blk["size_bytes"]
         check_records(
-            prefix, (end > device_bytes).to_numpy(), blk["sector"].to_numpy(), records,
+            prefix,
+            (end > device_bytes).to_numpy(),
+            blk["sector"].to_numpy(),
+            records,
             "sector",
             f"a request inside the device: sector * 512 + bytes <= {key} {device_bytes} "
             "(meta.json)",
-            files=files, error=TraceFormatError,
+            files=files,
+            error=TraceFormatError,
         )
     keep = check_times(
-        prefix, blk["time_ns"].to_numpy(), records, "time", "ns", MIN_GAP_TOLERANCE_NS,
-        policy, files=files, error=TraceFormatError,
+        prefix,
+        blk["time_ns"].to_numpy(),
+        records,
+        "time",
+        "ns",
+        MIN_GAP_TOLERANCE_NS,
+        policy,
+        files=files,
+        error=TraceFormatError,
     )
     return blk if keep.all() else blk[keep].reset_index(drop=True)
 
@@ -885,9 +932,13 @@ def _on_wall_clock(
         check_declared_time(
             sample.meta_file or prefix,
             None if n.trace_clock_offset_ns is None else f"node {n.node}",
-            field, first + offset, first + anchor[0], last + anchor[0],
+            field,
+            first + offset,
+            first + anchor[0],
+            last + anchor[0],
             f"{prefix} on the wall clock by its BLK_TN_TIMESTAMP anchor ({anchor[1]} byte "
-            f"{anchor[2]}), where the given offset {offset} ns puts it", MIN_GAP_TOLERANCE_NS,
+            f"{anchor[2]}), where the given offset {offset} ns puts it",
+            MIN_GAP_TOLERANCE_NS,
             error=TraceFormatError,
         )
     # The node's meta start is not checked against an anchored blktrace: a disk may be idle

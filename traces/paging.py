@@ -387,11 +387,15 @@ def read_rmem(
     df["op"] = df["op"].astype(object)
     df["size_bytes"] = df["npages"] * page_bytes
     check_records(
-        p, (df["size_bytes"] > BLOCK_REQUEST_MAX_BYTES).to_numpy(), df["npages"].to_numpy(),
-        df["source_record"].to_numpy(), "npages",
+        p,
+        (df["size_bytes"] > BLOCK_REQUEST_MAX_BYTES).to_numpy(),
+        df["npages"].to_numpy(),
+        df["source_record"].to_numpy(),
+        "npages",
         f"a run within one block request: npages * {page_bytes} <= {BLOCK_REQUEST_MAX_BYTES} "
         "bytes (struct request.__data_len, disaggsim.bounds)",
-        record_word="line", error=TraceFormatError,
+        record_word="line",
+        error=TraceFormatError,
     )
     start_us: int | None
     if isinstance(meta, int):

@@ -52,8 +52,12 @@ MIN_FLOWS = 5
 #: Most lines in one CDF file (NetSys/simulator ``EmpiricalRandomVariable`` maxEntry_).
 MAX_ENTRIES = 65536
 #: Kinds of flow between blade types (ours: 0 compute, 1 memory, 2 disk).
-_KIND_OF_TYPES = {(1, 0): "mem_read", (0, 1): "mem_write", (2, 0): "disk_read",
-                  (0, 2): "disk_write"}
+_KIND_OF_TYPES = {
+    (1, 0): "mem_read",
+    (0, 1): "mem_write",
+    (2, 0): "disk_read",
+    (0, 2): "disk_write",
+}
 _FILE_RE = re.compile(r"^(\d+)_(\d+)_(sizes|interarrivals)\.cdf$")
 
 
@@ -78,8 +82,7 @@ class EmpiricalCdf:
     @classmethod
     def of(cls, observations: np.ndarray) -> EmpiricalCdf:
         """The CDF of a sample (the artifact's ``getCdf``), thinned to MAX_ENTRIES lines."""
-        values, counts = np.unique(np.asarray(observations, dtype=np.float64),
-                                   return_counts=True)
+        values, counts = np.unique(np.asarray(observations, dtype=np.float64), return_counts=True)
         fractions = np.cumsum(counts) / counts.sum()
         fractions[-1] = 1.0
         if values.size > MAX_ENTRIES:
@@ -138,8 +141,9 @@ def kind_of_pair(src: int, dst: int) -> str:
     return _KIND_OF_TYPES.get((src % BLADES_PER_NODE, dst % BLADES_PER_NODE), "net")
 
 
-def build_pair_cdfs(flow_table: pd.DataFrame, min_flows: int = MIN_FLOWS
-                    ) -> dict[tuple[int, int], PairCdf]:
+def build_pair_cdfs(
+    flow_table: pd.DataFrame, min_flows: int = MIN_FLOWS
+) -> dict[tuple[int, int], PairCdf]:
     """Per-pair CDFs of a flow table, as processForSimulation.py builds them.
 
     Args:
@@ -182,8 +186,10 @@ def write_pair_cdfs(cdfs: dict[tuple[int, int], PairCdf], directory: Path) -> li
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for (src, dst), pair in cdfs.items():
-        for name, cdf, as_int in (("sizes", pair.sizes, True),
-                                  ("interarrivals", pair.interarrivals, False)):
+        for name, cdf, as_int in (
+            ("sizes", pair.sizes, True),
+            ("interarrivals", pair.interarrivals, False),
+        ):
             path = directory / f"{src}_{dst}_{name}.cdf"
             lines = [
                 f"{int(v) if as_int and float(v).is_integer() else repr(float(v))} "
@@ -222,8 +228,7 @@ def read_cdf_file(path: Path) -> EmpiricalCdf:
             value, count, fraction = float(parts[0]), float(parts[1]), float(parts[2])
         except ValueError:
             raise PairCdfError(
-                f"{path}:{number}: expected '<value> <count> <cumulative fraction>', "
-                f"got {line!r}"
+                f"{path}:{number}: expected '<value> <count> <cumulative fraction>', got {line!r}"
             ) from None
         if not 0.0 <= fraction <= 1.0 or (fractions and fraction < fractions[-1]):
             raise PairCdfError(f"{path}:{number}: fraction {fraction} not ascending in [0, 1]")
@@ -248,8 +253,9 @@ def artifact_blade(artifact_id: int, artifact_nodes: int) -> int:
     return BLADES_PER_NODE * node + blade_type
 
 
-def read_pair_cdfs(directory: Path, artifact_nodes: int | None = None
-                   ) -> dict[tuple[int, int], PairCdf]:
+def read_pair_cdfs(
+    directory: Path, artifact_nodes: int | None = None
+) -> dict[tuple[int, int], PairCdf]:
     """Read a directory of ``<src>_<dst>_{sizes,interarrivals}.cdf`` files.
 
     Args:
@@ -279,15 +285,22 @@ def read_pair_cdfs(directory: Path, artifact_nodes: int | None = None
             raise PairCdfError(f"{directory}: pair {src}_{dst} lacks its {missing.pop()} file")
         if artifact_nodes is not None:
             src, dst = artifact_blade(src, artifact_nodes), artifact_blade(dst, artifact_nodes)
-        out[(src, dst)] = PairCdf(src, dst, kind_of_pair(src, dst),
-                                  read_cdf_file(files["sizes"]),
-                                  read_cdf_file(files["interarrivals"]))
+        out[(src, dst)] = PairCdf(
+            src,
+            dst,
+            kind_of_pair(src, dst),
+            read_cdf_file(files["sizes"]),
+            read_cdf_file(files["interarrivals"]),
+        )
     return out
 
 
-def generate_pair_flows(cdfs: dict[tuple[int, int], PairCdf], duration_ns: int,
-                        rng: np.random.Generator, mss_bytes: int = ARTIFACT_MSS_BYTES
-                        ) -> pd.DataFrame:
+def generate_pair_flows(
+    cdfs: dict[tuple[int, int], PairCdf],
+    duration_ns: int,
+    rng: np.random.Generator,
+    mss_bytes: int = ARTIFACT_MSS_BYTES,
+) -> pd.DataFrame:
     """Draw every pair's flows over ``[0, duration_ns)`` (the authors' generator).
 
     Args:
@@ -321,17 +334,26 @@ def generate_pair_flows(cdfs: dict[tuple[int, int], PairCdf], duration_ns: int,
         starts = np.concatenate(times).astype(np.int64)
         packets = np.rint(pair.sizes.sample_step(rng.random(starts.size))).astype(np.int64)
         keep = packets > 0
-        frames.append(pd.DataFrame({
-            "start_ns": starts[keep], "src": src, "dst": dst,
-            "size_bytes": packets[keep] * mss_bytes, "kind": pair.kind,
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "start_ns": starts[keep],
+                    "src": src,
+                    "dst": dst,
+                    "size_bytes": packets[keep] * mss_bytes,
+                    "kind": pair.kind,
+                }
+            )
+        )
     columns = ["start_ns", "src", "dst", "size_bytes", "kind"]
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=object if c == "kind" else np.int64)
-                             for c in columns})
+        return pd.DataFrame(
+            {c: pd.Series(dtype=object if c == "kind" else np.int64) for c in columns}
+        )
     flows = pd.concat(frames, ignore_index=True)
-    flows = flows.astype({"start_ns": np.int64, "src": np.int64, "dst": np.int64,
-                          "size_bytes": np.int64})
+    flows = flows.astype(
+        {"start_ns": np.int64, "src": np.int64, "dst": np.int64, "size_bytes": np.int64}
+    )
     return flows.sort_values(["start_ns", "src", "dst"], kind="stable").reset_index(drop=True)
 
 

@@ -221,8 +221,12 @@ def _read_classic(
         first_ts_s=first_ts_s,
     )
     offsets = _record_offsets(p, data, buf, endian, hints, allow_truncated_tail)
-    end = 24 if offsets.shape[0] == 0 else int(offsets[-1]) + 16 + int(
-        struct.unpack_from(endian + "I", data, int(offsets[-1]) + 8)[0]
+    end = (
+        24
+        if offsets.shape[0] == 0
+        else int(offsets[-1])
+        + 16
+        + int(struct.unpack_from(endian + "I", data, int(offsets[-1]) + 8)[0])
     )
     if end < len(data):
         _warn_truncated(p, end, len(data))
@@ -234,19 +238,28 @@ def _read_classic(
     records = np.arange(offsets.shape[0], dtype=np.int64)
     unit = "ns" if magic == PCAP_MAGIC_NS else "us"
     check_records(
-        p, ts_frac >= PCAP_FRACTION_LIMIT[unit], ts_frac, offsets, "ts_frac",
+        p,
+        ts_frac >= PCAP_FRACTION_LIMIT[unit],
+        ts_frac,
+        offsets,
+        "ts_frac",
         f"a sub-second field below {PCAP_FRACTION_LIMIT[unit]} ({unit} since the second, "
         "draft-ietf-opsawg-pcap §5)",
-        record_word="byte", error=TraceFormatError,
+        record_word="byte",
+        error=TraceFormatError,
     )
     if unit == "ns":
         _check_resolution(p, ts_sec, ts_frac)
     check_records(
-        p, (caplen > orig_len) | ((snaplen > 0) & (caplen > snaplen)), caplen, offsets,
+        p,
+        (caplen > orig_len) | ((snaplen > 0) & (caplen > snaplen)),
+        caplen,
+        offsets,
         "incl_len",
         f"a captured length <= the original length and the snapshot length {snaplen} "
         "(draft-ietf-opsawg-pcap §5)",
-        record_word="byte", error=TraceFormatError,
+        record_word="byte",
+        error=TraceFormatError,
     )
     frac_ns = 1 if magic == PCAP_MAGIC_NS else 1000
     ts_ns = ts_sec * 1_000_000_000 + ts_frac * frac_ns
@@ -529,10 +542,16 @@ def _check_resolution(p: Path, ts_sec: np.ndarray, ts_frac: np.ndarray) -> None:
     below = int(np.count_nonzero(ts_frac[nonzero] < PCAP_FRACTION_LIMIT["us"]))
     total = int(np.count_nonzero(nonzero))
     check_declared(
-        p, "byte 0", "magic", PCAP_MAGIC_NS,
-        {PCAP_MAGIC_NS: total - below, PCAP_MAGIC_US: below}, total,
-        {PCAP_MAGIC_NS: "ns timestamps: sub-second fields up to 10**9",
-         PCAP_MAGIC_US: "µs timestamps: sub-second fields below 10**6"},
+        p,
+        "byte 0",
+        "magic",
+        PCAP_MAGIC_NS,
+        {PCAP_MAGIC_NS: total - below, PCAP_MAGIC_US: below},
+        total,
+        {
+            PCAP_MAGIC_NS: "ns timestamps: sub-second fields up to 10**9",
+            PCAP_MAGIC_US: "µs timestamps: sub-second fields below 10**6",
+        },
         error=TraceFormatError,
     )
 
@@ -578,16 +597,26 @@ def _decode_frames(
             for lt in SUPPORTED_LINKTYPES
         }
         check_declared(
-            p, linktype_at, "linktype", linktype, explained, m, LINKTYPE_NAMES,
+            p,
+            linktype_at,
+            "linktype",
+            linktype,
+            explained,
+            m,
+            LINKTYPE_NAMES,
             error=TraceFormatError,
         )
     l3_end = np.concatenate([pt["l3"] + pt["total_len"] for pt in parts])
     check_records(
-        p, keep & (l3_end > orig_len), l3_end - np.concatenate([pt["l3"] for pt in parts]),
-        record_at, "ip_total_len",
+        p,
+        keep & (l3_end > orig_len),
+        l3_end - np.concatenate([pt["l3"] for pt in parts]),
+        record_at,
+        "ip_total_len",
         "an IPv4 packet that fits its frame: link header + total length <= the frame's "
         "original length (RFC 791 §3.1, disaggsim.bounds)",
-        record_word="byte", error=TraceFormatError,
+        record_word="byte",
+        error=TraceFormatError,
     )
     return PacketTable(
         ts_ns=ts_ns[idx],
@@ -692,9 +721,7 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
         idb_at = f"byte {struct.unpack(('<' if little else '>') + 'I', head[4:8])[0]}"
         linktype = int(reader.datalink())
         if linktype not in SUPPORTED_LINKTYPES:
-            raise TraceFormatError(
-                p, idb_at, "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype
-            )
+            raise TraceFormatError(p, idb_at, "linktype", f"one of {SUPPORTED_LINKTYPES}", linktype)
         units_per_s, offset_s = _pcapng_time_base(p, idb_at, reader.idb, little)
         endian = "<" if little else ">"
         epb_cls = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
@@ -737,9 +764,7 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
                 )
             if blk_type in (dpkt.pcapng.PCAPNG_BT_EPB, dpkt.pcapng.PCAPNG_BT_PB):
                 try:
-                    blk = (epb_cls if blk_type == dpkt.pcapng.PCAPNG_BT_EPB else pb_cls)(
-                        hdr + body
-                    )
+                    blk = (epb_cls if blk_type == dpkt.pcapng.PCAPNG_BT_EPB else pb_cls)(hdr + body)
                 except _DPKT_ERRORS as exc:
                     raise TraceFormatError(
                         p,
@@ -782,8 +807,16 @@ def _read_pcapng(p: Path, allow_truncated_tail: bool = False) -> PacketTable:
     buf = np.frombuffer(b"".join(frames) + bytes(_WINDOW_BYTES), dtype=np.uint8)
     ts_ns = _pcapng_ts_ns(p, ts_units, block_pos, units_per_s, offset_s)
     table = _decode_frames(
-        p, buf, data_off, lengths, ts_ns, linktype, np.arange(len(frames), dtype=np.int64),
-        idb_at, np.asarray(orig_lens, dtype=np.int64), np.asarray(block_pos, dtype=np.int64),
+        p,
+        buf,
+        data_off,
+        lengths,
+        ts_ns,
+        linktype,
+        np.arange(len(frames), dtype=np.int64),
+        idb_at,
+        np.asarray(orig_lens, dtype=np.int64),
+        np.asarray(block_pos, dtype=np.int64),
     )
     if truncated_at is not None:
         table = dataclasses.replace(table, truncated_tail_bytes=size - truncated_at)
@@ -844,9 +877,7 @@ def _pcapng_time_base(
     for opt in idb.opts:
         if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL:
             if len(opt.data) < 1:
-                raise TraceFormatError(
-                    p, idb_at, "if_tsresol", "a 1-byte option", bytes(opt.data)
-                )
+                raise TraceFormatError(p, idb_at, "if_tsresol", "a 1-byte option", bytes(opt.data))
             v = opt.data[0]
             units_per_s = 2 ** (v & 0x7F) if v & 0x80 else 10 ** (v & 0x7F)
             if units_per_s > 2**64:

@@ -102,7 +102,7 @@ def _lines(p: Path, fh: BinaryIO) -> Iterator[tuple[int, str]]:
             yield lineno, raw.decode("ascii")
         except UnicodeDecodeError as exc:
             raise TraceFormatError(
-                p, lineno, None, "ASCII text", f"byte {raw[exc.start:exc.start + 1]!r}"
+                p, lineno, None, "ASCII text", f"byte {raw[exc.start : exc.start + 1]!r}"
             ) from None
 
 
@@ -153,8 +153,7 @@ def read_yaps(
                     p,
                     lineno,
                     "start_time",
-                    f"a start time >= {start_offset_ns / 1e9:g} s (YAPS flows start at "
-                    "the offset)",
+                    f"a start time >= {start_offset_ns / 1e9:g} s (YAPS flows start at the offset)",
                     fields[1],
                 )
             for k, name in ((2, "temp2"), (3, "temp3"), (5, "temp5"), (6, "temp6")):

@@ -121,7 +121,10 @@ def reduce_partition(out_path: str, *buckets: bytes) -> tuple[int, bytes, bytes]
 
 
 def run_job(
-    scheduler: str, node_ips: list[str], data_dirs: list[str], files_per_node: int,
+    scheduler: str,
+    node_ips: list[str],
+    data_dirs: list[str],
+    files_per_node: int,
     reducers_per_node: int,
 ) -> dict[str, float]:
     """Run the sort on the cluster; returns statistics. Raises AssertionError if the output
@@ -141,16 +144,25 @@ def run_job(
     for node in range(n_nodes):
         for f in range(files_per_node):
             path = f"{data_dirs[node]}/input/part-{f:04d}"
-            maps.append((node, client.submit(map_partition, path, n_buckets,
-                                             workers=[workers[node]], pure=False)))
+            maps.append(
+                (
+                    node,
+                    client.submit(
+                        map_partition, path, n_buckets, workers=[workers[node]], pure=False
+                    ),
+                )
+            )
     reduces = []
     for b in range(n_buckets):
         node = b % n_nodes
-        pieces = [client.submit(take, fut, b, workers=[workers[m_node]], pure=False)
-                  for m_node, fut in maps]
+        pieces = [
+            client.submit(take, fut, b, workers=[workers[m_node]], pure=False)
+            for m_node, fut in maps
+        ]
         out_path = f"{data_dirs[node]}/output/part-{b:04d}"
-        reduces.append(client.submit(reduce_partition, out_path, *pieces,
-                                     workers=[workers[node]], pure=False))
+        reduces.append(
+            client.submit(reduce_partition, out_path, *pieces, workers=[workers[node]], pure=False)
+        )
     results = client.gather(reduces)
     elapsed = time.monotonic() - t0
     n_out = sum(r[0] for r in results)
@@ -186,12 +198,18 @@ def main(argv: list[str] | None = None) -> int:
         total = 0
         for f in range(args.files):
             first = (args.node * args.files + f) * args.records_per_file
-            total += gen_input(base / "input" / f"part-{f:04d}", args.records_per_file, first,
-                               args.seed)
+            total += gen_input(
+                base / "input" / f"part-{f:04d}", args.records_per_file, first, args.seed
+            )
         print(json.dumps({"bytes": total}), flush=True)
         return 0
-    stats = run_job(args.scheduler, args.node_ips.split(","), args.data_dirs.split(","),
-                    args.files_per_node, args.reducers_per_node)
+    stats = run_job(
+        args.scheduler,
+        args.node_ips.split(","),
+        args.data_dirs.split(","),
+        args.files_per_node,
+        args.reducers_per_node,
+    )
     if args.expect_records >= 0 and stats["records_out"] != args.expect_records:
         raise SystemExit(f"sort lost records: {stats['records_out']} != {args.expect_records}")
     print(json.dumps(stats), flush=True)

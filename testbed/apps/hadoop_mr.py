@@ -96,8 +96,10 @@ class HadoopConfig(BaseModel):
         # 100 MiB in a 256 MiB heap, OutOfMemoryError in TeraValidate's maps).
         need = self.parallel_maps * self.sort_mb + HEAP_HEADROOM_MB
         if self.heap_mb < need:
-            raise ValueError(f"heap_mb {self.heap_mb}: expected >= parallel_maps x sort_mb + "
-                             f"{HEAP_HEADROOM_MB} = {need} (the map tasks' sort buffers)")
+            raise ValueError(
+                f"heap_mb {self.heap_mb}: expected >= parallel_maps x sort_mb + "
+                f"{HEAP_HEADROOM_MB} = {need} (the map tasks' sort buffers)"
+            )
         return self
 
 
@@ -136,18 +138,29 @@ def job_argv(cfg: HadoopConfig, tmp_dir: Path, program: str, *args: str) -> list
     parent (``env -C``): the LocalJobRunner links distributed-cache files such as
     TeraSort's ``_partition.lst`` into its working directory, and a link left in a shared
     directory by an earlier job would point to a removed file."""
-    return ["env", "-C", str(tmp_dir.parent), str(java_home() / "bin" / "java"),
-            f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-cp", classpath(), EXAMPLES_MAIN, program,
-            "-Dmapreduce.framework.name=local", "-Dfs.defaultFS=file:///",
-            f"-Dhadoop.tmp.dir={tmp_dir}",
-            f"-Dmapreduce.job.reduces={cfg.reducers}",
-            f"-Dmapreduce.task.io.sort.mb={cfg.sort_mb}",
-            f"-Dmapreduce.local.map.tasks.maximum={cfg.parallel_maps}",
-            f"-Dmapreduce.local.reduce.tasks.maximum={cfg.parallel_maps}",
-            f"-Dmapreduce.job.maps={cfg.splits}",
-            f"-Dmapreduce.client.progressmonitor.pollinterval={PROGRESS_POLL_MS}", *args]
+    return [
+        "env",
+        "-C",
+        str(tmp_dir.parent),
+        str(java_home() / "bin" / "java"),
+        f"-Xmx{cfg.heap_mb}m",
+        "-XX:+UseSerialGC",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        classpath(),
+        EXAMPLES_MAIN,
+        program,
+        "-Dmapreduce.framework.name=local",
+        "-Dfs.defaultFS=file:///",
+        f"-Dhadoop.tmp.dir={tmp_dir}",
+        f"-Dmapreduce.job.reduces={cfg.reducers}",
+        f"-Dmapreduce.task.io.sort.mb={cfg.sort_mb}",
+        f"-Dmapreduce.local.map.tasks.maximum={cfg.parallel_maps}",
+        f"-Dmapreduce.local.reduce.tasks.maximum={cfg.parallel_maps}",
+        f"-Dmapreduce.job.maps={cfg.splits}",
+        f"-Dmapreduce.client.progressmonitor.pollinterval={PROGRESS_POLL_MS}",
+        *args,
+    ]
 
 
 class HadoopMapReduce:
@@ -161,12 +174,18 @@ class HadoopMapReduce:
     def describe(self) -> dict[str, object]:
         """Application, dataset and placement for meta.json/README."""
         c = self.cfg
-        data = (f"{c.splits * c.lines_per_split * c.words_per_line} Zipf words in {c.splits} "
-                f"files" if c.job == "wordcount" else
-                f"{c.records} TeraGen records (100 B, {c.records * 100 / 1e6:.0f} MB)")
-        return {"app": f"hadoop-{c.job}",
-                "application": f"Hadoop 3.3.6 MapReduce {c.job} (local mode, OpenJDK)",
-                "dataset": data, "placement": {"job": 0}, "config": c.model_dump()}
+        data = (
+            f"{c.splits * c.lines_per_split * c.words_per_line} Zipf words in {c.splits} files"
+            if c.job == "wordcount"
+            else f"{c.records} TeraGen records (100 B, {c.records * 100 / 1e6:.0f} MB)"
+        )
+        return {
+            "app": f"hadoop-{c.job}",
+            "application": f"Hadoop 3.3.6 MapReduce {c.job} (local mode, OpenJDK)",
+            "dataset": data,
+            "placement": {"job": 0},
+            "config": c.model_dump(),
+        }
 
     def prepare_data(self) -> None:
         """WordCount: write the text files (seeded, the Spark WordCount's generator).
@@ -177,8 +196,13 @@ class HadoopMapReduce:
             text = self.dir / "input"
             text.mkdir(exist_ok=True)
             for s in range(self.cfg.splits):
-                lines = gen_words(self.cl.seed, s, self.cfg.lines_per_split,
-                                  self.cfg.words_per_line, self.cfg.vocab_size)
+                lines = gen_words(
+                    self.cl.seed,
+                    s,
+                    self.cfg.lines_per_split,
+                    self.cfg.words_per_line,
+                    self.cfg.vocab_size,
+                )
                 (text / f"split-{s:04d}.txt").write_text("\n".join(lines) + "\n")
 
     def start(self, stack: UndoStack) -> None:
@@ -187,8 +211,13 @@ class HadoopMapReduce:
             shutil.rmtree(self.dir / sub, ignore_errors=True)
         if self.cfg.job == "terasort":
             shutil.rmtree(self.dir / "input", ignore_errors=True)
-            argv = job_argv(self.cfg, self.dir / "tmp", "teragen", str(self.cfg.records),
-                            str(self.dir / "input"))
+            argv = job_argv(
+                self.cfg,
+                self.dir / "tmp",
+                "teragen",
+                str(self.cfg.records),
+                str(self.dir / "input"),
+            )
             gen = self.cl.spawn(stack, 0, argv, "teragen")
             self.cl.wait([gen], 900, "hadoop teragen")
 
@@ -197,26 +226,38 @@ class HadoopMapReduce:
         output is then checked with TeraValidate (untimed). Returns ``job_s``."""
         program = "wordcount" if self.cfg.job == "wordcount" else "terasort"
         t0 = time.monotonic()
-        argv = job_argv(self.cfg, self.dir / "tmp", program, str(self.dir / "input"),
-                        str(self.dir / "output"))
+        argv = job_argv(
+            self.cfg, self.dir / "tmp", program, str(self.dir / "input"), str(self.dir / "output")
+        )
         proc = self.cl.spawn(stack, 0, argv, f"{LOG_NAME}-{program}")
         self.cl.wait([proc], duration_s * 10 + 300, f"hadoop {program}")
         out: dict[str, object] = {"job_s": round(time.monotonic() - t0, 3)}
         parts = sorted((self.dir / "output").glob("part-r-*"))
         if len(parts) != self.cfg.reducers:
-            raise RuntimeError(f"hadoop {program}: {len(parts)} output partitions in "
-                               f"{self.dir / 'output'}, expected {self.cfg.reducers}")
+            raise RuntimeError(
+                f"hadoop {program}: {len(parts)} output partitions in "
+                f"{self.dir / 'output'}, expected {self.cfg.reducers}"
+            )
         out["output_bytes"] = sum(p.stat().st_size for p in parts)
         if self.cfg.job == "terasort":
-            check = self.cl.spawn(stack, 0, job_argv(self.cfg, self.dir / "tmp", "teravalidate",
-                                                     str(self.dir / "output"),
-                                                     str(self.dir / "validate")),
-                                  "teravalidate")
+            check = self.cl.spawn(
+                stack,
+                0,
+                job_argv(
+                    self.cfg,
+                    self.dir / "tmp",
+                    "teravalidate",
+                    str(self.dir / "output"),
+                    str(self.dir / "validate"),
+                ),
+                "teravalidate",
+            )
             self.cl.wait([check], 900, "hadoop teravalidate")
             report = (self.dir / "validate" / "part-r-00000").read_text()
             if "error" in report.lower() or "checksum" not in report:
-                raise RuntimeError(f"hadoop teravalidate: {report.strip()!r} in "
-                                   f"{self.dir / 'validate'}")
+                raise RuntimeError(
+                    f"hadoop teravalidate: {report.strip()!r} in {self.dir / 'validate'}"
+                )
             out["checksum"] = report.split()[-1]
         return {"driver": out}
 

@@ -82,11 +82,15 @@ def pg_bindir() -> Path:
     Raises:
         RuntimeError: no ``/usr/lib/postgresql/<ver>/bin/postgres`` (names the package).
     """
-    found = sorted((p for p in PG_LIB.glob("*/bin/postgres") if p.parent.parent.name.isdigit()),
-                   key=lambda p: int(p.parent.parent.name))
+    found = sorted(
+        (p for p in PG_LIB.glob("*/bin/postgres") if p.parent.parent.name.isdigit()),
+        key=lambda p: int(p.parent.parent.name),
+    )
     if not found:
-        raise RuntimeError(f"PostgreSQL server not installed (no {PG_LIB}/<version>/bin/postgres;"
-                           " apt-get install postgresql)")
+        raise RuntimeError(
+            f"PostgreSQL server not installed (no {PG_LIB}/<version>/bin/postgres;"
+            " apt-get install postgresql)"
+        )
     return found[-1].parent
 
 
@@ -114,31 +118,78 @@ def hba_line(subnet_cidr: str) -> str:
 
 def init_argv(cfg: PgbenchConfig, pgbench: str, host: str) -> list[str]:
     """``pgbench -i``: create and fill the tables (client-side data generation, COPY)."""
-    return [pgbench, "-i", "-s", str(cfg.scale), "-q", "-h", host, "-p", str(cfg.port),
-            "-U", PG_USER, PG_USER]
+    return [
+        pgbench,
+        "-i",
+        "-s",
+        str(cfg.scale),
+        "-q",
+        "-h",
+        host,
+        "-p",
+        str(cfg.port),
+        "-U",
+        PG_USER,
+        PG_USER,
+    ]
 
 
 #: SQL run after the load when ``prewarm`` is set (pg_prewarm's "buffer" mode reads the
 #: relation into shared_buffers; PostgreSQL docs, F.30 pg_prewarm).
-PREWARM_SQL: Final = ("CREATE EXTENSION IF NOT EXISTS pg_prewarm; "
-                      "SELECT pg_prewarm('pgbench_accounts'), pg_prewarm('pgbench_accounts_pkey');")
+PREWARM_SQL: Final = (
+    "CREATE EXTENSION IF NOT EXISTS pg_prewarm; "
+    "SELECT pg_prewarm('pgbench_accounts'), pg_prewarm('pgbench_accounts_pkey');"
+)
 
 
 def prewarm_argv(cfg: PgbenchConfig, psql: str, host: str) -> list[str]:
     """``psql`` running :data:`PREWARM_SQL` (stops at the first error)."""
-    return [psql, "-h", host, "-p", str(cfg.port), "-U", PG_USER, "-v", "ON_ERROR_STOP=1",
-            "-X", "-c", PREWARM_SQL, PG_USER]
+    return [
+        psql,
+        "-h",
+        host,
+        "-p",
+        str(cfg.port),
+        "-U",
+        PG_USER,
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-X",
+        "-c",
+        PREWARM_SQL,
+        PG_USER,
+    ]
 
 
-def run_argv(cfg: PgbenchConfig, pgbench: str, host: str, duration_s: float,
-             seed: int) -> list[str]:
+def run_argv(
+    cfg: PgbenchConfig, pgbench: str, host: str, duration_s: float, seed: int
+) -> list[str]:
     """``pgbench`` run phase of one client node: ``transactions_per_client`` transactions
     per connection, or (0) for ``duration_s`` (rounded up to >= 1 s)."""
-    amount = (["-t", str(cfg.transactions_per_client)] if cfg.transactions_per_client
-              else ["-T", str(max(1, round(duration_s)))])
-    argv = [pgbench, "-h", host, "-p", str(cfg.port), "-U", PG_USER,
-            "-b", cfg.builtin, "-c", str(cfg.clients_per_node), "-j", "1",
-            *amount, "--random-seed", str(seed), "-n"]
+    amount = (
+        ["-t", str(cfg.transactions_per_client)]
+        if cfg.transactions_per_client
+        else ["-T", str(max(1, round(duration_s)))]
+    )
+    argv = [
+        pgbench,
+        "-h",
+        host,
+        "-p",
+        str(cfg.port),
+        "-U",
+        PG_USER,
+        "-b",
+        cfg.builtin,
+        "-c",
+        str(cfg.clients_per_node),
+        "-j",
+        "1",
+        *amount,
+        "--random-seed",
+        str(seed),
+        "-n",
+    ]
     if cfg.rate_tps > 0:
         argv += ["-R", f"{cfg.rate_tps:g}"]
     return argv + [PG_USER]
@@ -192,10 +243,14 @@ class PostgresPgbench:
         """Application, dataset and placement for meta.json/README."""
         return {
             "app": "postgres-pgbench",
-            "application": (f"PostgreSQL {self.bindir.parent.name} (Debian) + pgbench "
-                            f"{self.cfg.builtin} clients"),
-            "dataset": (f"pgbench scale {self.cfg.scale} ({100_000 * self.cfg.scale} accounts, "
-                        f"~{self.cfg.scale * BYTES_PER_SCALE >> 20} MB)"),
+            "application": (
+                f"PostgreSQL {self.bindir.parent.name} (Debian) + pgbench "
+                f"{self.cfg.builtin} clients"
+            ),
+            "dataset": (
+                f"pgbench scale {self.cfg.scale} ({100_000 * self.cfg.scale} accounts, "
+                f"~{self.cfg.scale * BYTES_PER_SCALE >> 20} MB)"
+            ),
             "placement": {"server": 0, "clients": list(range(1, self.cl.n_nodes))},
             "config": self.cfg.model_dump(),
         }
@@ -213,8 +268,16 @@ class PostgresPgbench:
         base = ["setpriv", f"--reuid={PG_USER}", f"--regid={PG_USER}", "--init-groups"]
         if not preload:
             return base
-        return ["env", "-u", "LD_PRELOAD", *base, "--inh-caps=+sys_ptrace",
-                "--ambient-caps=+sys_ptrace", "env", f"LD_PRELOAD={preload}"]
+        return [
+            "env",
+            "-u",
+            "LD_PRELOAD",
+            *base,
+            "--inh-caps=+sys_ptrace",
+            "--ambient-caps=+sys_ptrace",
+            "env",
+            f"LD_PRELOAD={preload}",
+        ]
 
     def prepare_data(self) -> None:
         """``initdb`` the data directory on node 0's disk (owned by ``postgres``)."""
@@ -226,8 +289,22 @@ class PostgresPgbench:
             d.chmod(d.stat().st_mode | 0o711)
         self.datadir.mkdir()
         shutil.chown(self.datadir, PG_USER, PG_USER)
-        sh(self._as_pg() + [str(self.bindir / "initdb"), "-D", str(self.datadir), "-U",
-                            PG_USER, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+        sh(
+            self._as_pg()
+            + [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.datadir),
+                "-U",
+                PG_USER,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        )
         with open(self.datadir / "pg_hba.conf", "a") as fh:
             fh.write(hba_line(node_ip(0).rsplit(".", 1)[0] + ".0/24"))
 
@@ -246,17 +323,26 @@ class PostgresPgbench:
         load = self.cl.spawn(stack, 1, init_argv(self.cfg, pgbench, node_ip(0)), "pgbench-init")
         self.cl.wait([load], 900, "pgbench -i")
         if self.cfg.prewarm:
-            warm = self.cl.spawn(stack, 1, prewarm_argv(self.cfg, str(self.bindir / "psql"),
-                                                        node_ip(0)), "pg-prewarm")
+            warm = self.cl.spawn(
+                stack,
+                1,
+                prewarm_argv(self.cfg, str(self.bindir / "psql"), node_ip(0)),
+                "pg-prewarm",
+            )
             self.cl.wait([warm], 900, "pg_prewarm")
 
     def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """pgbench from every client node for ``duration_s``; their reports' statistics."""
         pgbench = str(self.bindir / "pgbench")
-        procs = [self.cl.spawn(stack, node, run_argv(self.cfg, pgbench, node_ip(0), duration_s,
-                                                     self.cl.seed * 1000 + node),
-                               f"pgbench-node{node}")
-                 for node in range(1, self.cl.n_nodes)]
+        procs = [
+            self.cl.spawn(
+                stack,
+                node,
+                run_argv(self.cfg, pgbench, node_ip(0), duration_s, self.cl.seed * 1000 + node),
+                f"pgbench-node{node}",
+            )
+            for node in range(1, self.cl.n_nodes)
+        ]
         self.cl.wait(procs, duration_s + 300, "pgbench run")
         out: dict[str, object] = {}
         for node in range(1, self.cl.n_nodes):
@@ -268,8 +354,11 @@ class PostgresPgbench:
         """The job completion time: the slowest client node's transactions over its
         throughput (pgbench's tps "without initial connection time"), i.e. the time its
         fixed ``transactions_per_client`` took once connected."""
-        return max(float(r["transactions"]) / float(r["tps"])  # type: ignore[index]
-                   for r in results.values() if isinstance(r, dict))
+        return max(
+            float(r["transactions"]) / float(r["tps"])  # type: ignore[index]
+            for r in results.values()
+            if isinstance(r, dict)
+        )
 
 
 def _fast_shutdown(proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:

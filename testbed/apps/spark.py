@@ -100,8 +100,10 @@ class SparkConfig(BaseModel):
     @model_validator(mode="after")
     def _job_sizes(self) -> SparkConfig:
         if self.job == "pagerank" and self.edges_per_split > 50 * (1 << self.graph_scale):
-            raise ValueError(f"edges_per_split {self.edges_per_split} > 50 x 2**graph_scale "
-                             f"({50 << self.graph_scale}): mostly duplicate R-MAT edges")
+            raise ValueError(
+                f"edges_per_split {self.edges_per_split} > 50 x 2**graph_scale "
+                f"({50 << self.graph_scale}): mostly duplicate R-MAT edges"
+            )
         return self
 
 
@@ -110,19 +112,24 @@ def dataset(cfg: SparkConfig, n_nodes: int, seed: int) -> str:
     splits = n_nodes * cfg.splits_per_node
     if cfg.job == "wordcount":
         words = splits * cfg.lines_per_split * cfg.words_per_line
-        return (f"{words} words ({splits} splits x {cfg.lines_per_split} lines x "
-                f"{cfg.words_per_line}), Zipf(1) over {cfg.vocab_size} words, seed {seed}")
+        return (
+            f"{words} words ({splits} splits x {cfg.lines_per_split} lines x "
+            f"{cfg.words_per_line}), Zipf(1) over {cfg.vocab_size} words, seed {seed}"
+        )
     if cfg.job == "sort":
         n = splits * cfg.records_per_split
-        return (f"{n} sort-benchmark records (100 B, {n * 100 / 1e6:.0f} MB), "
-                f"seed {seed}")
+        return f"{n} sort-benchmark records (100 B, {n * 100 / 1e6:.0f} MB), seed {seed}"
     if cfg.job == "sql-bdb":
-        return (f"Big Data Benchmark tables: {splits * cfg.rankings_per_split} rankings, "
-                f"{splits * cfg.uservisits_per_split} uservisits, seed {seed}; queries 1B, "
-                f"2A, 3A")
-    return (f"R-MAT graph (Graph500 a=0.57 b=c=0.19), 2^{cfg.graph_scale} vertices, "
-            f"{splits * cfg.edges_per_split} edges drawn, seed {seed}; "
-            f"{cfg.iterations} PageRank iterations")
+        return (
+            f"Big Data Benchmark tables: {splits * cfg.rankings_per_split} rankings, "
+            f"{splits * cfg.uservisits_per_split} uservisits, seed {seed}; queries 1B, "
+            f"2A, 3A"
+        )
+    return (
+        f"R-MAT graph (Graph500 a=0.57 b=c=0.19), 2^{cfg.graph_scale} vertices, "
+        f"{splits * cfg.edges_per_split} edges drawn, seed {seed}; "
+        f"{cfg.iterations} PageRank iterations"
+    )
 
 
 def jvm_options(cfg: SparkConfig) -> str:
@@ -130,26 +137,64 @@ def jvm_options(cfg: SparkConfig) -> str:
     return f"-XX:+UseSerialGC -Xmn{cfg.young_gen_mb}m"
 
 
-def driver_argv(cfg: SparkConfig, n_nodes: int, seed: int, go_file: Path,
-                executor_env: dict[str, str] | None = None) -> list[str]:
+def driver_argv(
+    cfg: SparkConfig,
+    n_nodes: int,
+    seed: int,
+    go_file: Path,
+    executor_env: dict[str, str] | None = None,
+) -> list[str]:
     """The driver's command line (run on node 0); ``executor_env``: extra environment of
     the executors (``spark.executorEnv.*``)."""
-    env_args = [a for k, v in sorted((executor_env or {}).items())
-                for a in ("--executor-env", f"{k}={v}")]
-    return [sys.executable, "-m", "disaggsim.testbed.apps.spark_jobs", "--job", cfg.job,
-            "--master", f"spark://{node_ip(0)}:{cfg.master_port}", "--driver-host", node_ip(0),
-            "--executors", str(n_nodes), "--executor-memory-mb", str(cfg.executor_memory_mb),
-            "--driver-memory-mb", str(cfg.driver_memory_mb),
-            "--splits", str(n_nodes * cfg.splits_per_node),
-            "--reducers", str(n_nodes * cfg.reducers_per_node), "--seed", str(seed),
-            "--lines-per-split", str(cfg.lines_per_split),
-            "--words-per-line", str(cfg.words_per_line), "--vocab-size", str(cfg.vocab_size),
-            "--records-per-split", str(cfg.records_per_split),
-            "--edges-per-split", str(cfg.edges_per_split),
-            "--graph-scale", str(cfg.graph_scale), "--iterations", str(cfg.iterations),
-            "--rankings-per-split", str(cfg.rankings_per_split),
-            "--uservisits-per-split", str(cfg.uservisits_per_split),
-            "--jvm-options", jvm_options(cfg), "--go-file", str(go_file), *env_args]
+    env_args = [
+        a for k, v in sorted((executor_env or {}).items()) for a in ("--executor-env", f"{k}={v}")
+    ]
+    return [
+        sys.executable,
+        "-m",
+        "disaggsim.testbed.apps.spark_jobs",
+        "--job",
+        cfg.job,
+        "--master",
+        f"spark://{node_ip(0)}:{cfg.master_port}",
+        "--driver-host",
+        node_ip(0),
+        "--executors",
+        str(n_nodes),
+        "--executor-memory-mb",
+        str(cfg.executor_memory_mb),
+        "--driver-memory-mb",
+        str(cfg.driver_memory_mb),
+        "--splits",
+        str(n_nodes * cfg.splits_per_node),
+        "--reducers",
+        str(n_nodes * cfg.reducers_per_node),
+        "--seed",
+        str(seed),
+        "--lines-per-split",
+        str(cfg.lines_per_split),
+        "--words-per-line",
+        str(cfg.words_per_line),
+        "--vocab-size",
+        str(cfg.vocab_size),
+        "--records-per-split",
+        str(cfg.records_per_split),
+        "--edges-per-split",
+        str(cfg.edges_per_split),
+        "--graph-scale",
+        str(cfg.graph_scale),
+        "--iterations",
+        str(cfg.iterations),
+        "--rankings-per-split",
+        str(cfg.rankings_per_split),
+        "--uservisits-per-split",
+        str(cfg.uservisits_per_split),
+        "--jvm-options",
+        jvm_options(cfg),
+        "--go-file",
+        str(go_file),
+        *env_args,
+    ]
 
 
 #: log4j2 configuration of every Spark JVM: warnings and errors only, to stderr (the logs).
@@ -207,8 +252,10 @@ class SparkStandalone:
 
         return {
             "app": f"spark-{self.cfg.job}",
-            "application": (f"Spark {pyspark.__version__} standalone (PyPI pyspark, "
-                            f"OpenJDK at {self.java_home}) {self.cfg.job}"),
+            "application": (
+                f"Spark {pyspark.__version__} standalone (PyPI pyspark, "
+                f"OpenJDK at {self.java_home}) {self.cfg.job}"
+            ),
             "dataset": dataset(self.cfg, self.cl.n_nodes, self.cl.seed),
             "placement": {"master": 0, "driver": 0, "workers": list(range(self.cl.n_nodes))},
             "config": self.cfg.model_dump(),
@@ -220,13 +267,20 @@ class SparkStandalone:
         # ``ip netns exec`` mounts a fresh /sys, without the cgroup file systems: the
         # executor's wrapper reaches the group through this process's root instead.
         reach = f"/proc/{os.getpid()}/root{memcg}" if memcg else ""
-        return ["env", f"SPARK_HOME={self.spark_home}", f"JAVA_HOME={self.java_home}",
-                f"{EXECUTOR_MEMCG_ENV}={reach}",
-                f"SPARK_CONF_DIR={self.conf_dir}", f"SPARK_LOCAL_IP={node_ip(node)}",
-                f"SPARK_LOCAL_HOSTNAME={node_ip(node)}", f"SPARK_LOCAL_DIRS={d / 'spark-local'}",
-                f"SPARK_DAEMON_MEMORY={self.cfg.daemon_memory_mb}m",
-                f"SPARK_DAEMON_JAVA_OPTS={jvm_options(self.cfg)}",
-                f"PYSPARK_PYTHON={sys.executable}", f"PYSPARK_DRIVER_PYTHON={sys.executable}"]
+        return [
+            "env",
+            f"SPARK_HOME={self.spark_home}",
+            f"JAVA_HOME={self.java_home}",
+            f"{EXECUTOR_MEMCG_ENV}={reach}",
+            f"SPARK_CONF_DIR={self.conf_dir}",
+            f"SPARK_LOCAL_IP={node_ip(node)}",
+            f"SPARK_LOCAL_HOSTNAME={node_ip(node)}",
+            f"SPARK_LOCAL_DIRS={d / 'spark-local'}",
+            f"SPARK_DAEMON_MEMORY={self.cfg.daemon_memory_mb}m",
+            f"SPARK_DAEMON_JAVA_OPTS={jvm_options(self.cfg)}",
+            f"PYSPARK_PYTHON={sys.executable}",
+            f"PYSPARK_DRIVER_PYTHON={sys.executable}",
+        ]
 
     def prepare_data(self) -> None:
         """Write the log4j2 configuration and make the nodes' Spark directories (the input
@@ -245,24 +299,59 @@ class SparkStandalone:
                 shutil.rmtree(d / sub, ignore_errors=True)
                 (d / sub).mkdir()
         spark_class = str(self.spark_home / "bin" / "spark-class")
-        self.cl.spawn(stack, 0, self._env(0) + [
-            spark_class, MASTER_CLASS, "--host", node_ip(0), "--port", str(self.cfg.master_port),
-            "--webui-port", "8080"], "spark-master")
+        self.cl.spawn(
+            stack,
+            0,
+            self._env(0)
+            + [
+                spark_class,
+                MASTER_CLASS,
+                "--host",
+                node_ip(0),
+                "--port",
+                str(self.cfg.master_port),
+                "--webui-port",
+                "8080",
+            ],
+            "spark-master",
+        )
         wait_tcp(0, node_ip(0), self.cfg.master_port, 120)
         workers = []
         for node in range(self.cl.n_nodes):
-            workers.append(self.cl.spawn(stack, node, self._env(node) + [
-                spark_class, WORKER_CLASS, f"spark://{node_ip(0)}:{self.cfg.master_port}",
-                "--host", node_ip(node), "--cores", "1",
-                "--memory", f"{self.cfg.executor_memory_mb}m",
-                "--work-dir", str(self.cl.data_dirs[node] / "spark-work"),
-                "--webui-port", "8081"], f"spark-worker-node{node}"))
-        executor_env = {**self.cl.child_env(EXECUTOR_LOG_NAME),
-                        "JAVA_HOME": str(self._executor_java_home())}
+            workers.append(
+                self.cl.spawn(
+                    stack,
+                    node,
+                    self._env(node)
+                    + [
+                        spark_class,
+                        WORKER_CLASS,
+                        f"spark://{node_ip(0)}:{self.cfg.master_port}",
+                        "--host",
+                        node_ip(node),
+                        "--cores",
+                        "1",
+                        "--memory",
+                        f"{self.cfg.executor_memory_mb}m",
+                        "--work-dir",
+                        str(self.cl.data_dirs[node] / "spark-work"),
+                        "--webui-port",
+                        "8081",
+                    ],
+                    f"spark-worker-node{node}",
+                )
+            )
+        executor_env = {
+            **self.cl.child_env(EXECUTOR_LOG_NAME),
+            "JAVA_HOME": str(self._executor_java_home()),
+        }
         self.driver = self.cl.spawn(
-            stack, 0, self._env(0) + driver_argv(self.cfg, self.cl.n_nodes, self.cl.seed,
-                                                 self.go_file, executor_env),
-            "spark-driver")
+            stack,
+            0,
+            self._env(0)
+            + driver_argv(self.cfg, self.cl.n_nodes, self.cl.seed, self.go_file, executor_env),
+            "spark-driver",
+        )
         log = self.cl.log_dir / "spark-driver.log"
         deadline = time.monotonic() + 300
         while "executors registered" not in log.read_text(errors="replace"):
@@ -284,8 +373,11 @@ class SparkStandalone:
         home = self.conf_dir / "executor-java"
         (home / "bin").mkdir(parents=True, exist_ok=True)
         java = home / "bin" / "java"
-        java.write_text(EXECUTOR_JAVA_WRAPPER.format(env=EXECUTOR_MEMCG_ENV,
-                                                     java=self.java_home / "bin" / "java"))
+        java.write_text(
+            EXECUTOR_JAVA_WRAPPER.format(
+                env=EXECUTOR_MEMCG_ENV, java=self.java_home / "bin" / "java"
+            )
+        )
         java.chmod(0o755)
         return home
 
@@ -310,8 +402,10 @@ class SparkStandalone:
                 children[stat.ppid].append(int(proc.name))
         for node, w in enumerate(workers):
             if len(children[w.pid]) != 1:
-                raise RuntimeError(f"spark worker on node {node} (pid {w.pid}): expected one "
-                                   f"executor JVM, found {children[w.pid]}")
+                raise RuntimeError(
+                    f"spark worker on node {node} (pid {w.pid}): expected one "
+                    f"executor JVM, found {children[w.pid]}"
+                )
         return [children[w.pid][0] for w in workers]
 
     def jct_s(self, results: dict[str, object]) -> float:

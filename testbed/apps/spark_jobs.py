@@ -83,8 +83,7 @@ def zipf_ranks(n: int, vocab_size: int, rng: np.random.Generator) -> np.ndarray:
     return np.searchsorted(cdf, rng.random(n), side="right")
 
 
-def gen_words(seed: int, split: int, lines: int, words_per_line: int,
-              vocab_size: int) -> list[str]:
+def gen_words(seed: int, split: int, lines: int, words_per_line: int, vocab_size: int) -> list[str]:
     """Split ``split`` of the WordCount text: ``lines`` lines of ``words_per_line`` words.
 
     Deterministic in ``(seed, split)`` (NumPy PCG64).
@@ -102,10 +101,12 @@ def gen_records(seed: int, first_record: int, n_records: int) -> np.ndarray:
     recs = np.empty((n_records, RECORD_BYTES), dtype=np.uint8)
     recs[:, :KEY_BYTES] = rng.integers(0, 256, size=(n_records, KEY_BYTES), dtype=np.uint8)
     numbers = np.char.zfill(
-        np.char.mod("%x", np.arange(first_record, first_record + n_records)), 32).astype("S32")
-    recs[:, KEY_BYTES:KEY_BYTES + 32] = np.frombuffer(numbers.tobytes(), np.uint8).reshape(
-        n_records, 32)
-    recs[:, KEY_BYTES + 32:] = ord("A")
+        np.char.mod("%x", np.arange(first_record, first_record + n_records)), 32
+    ).astype("S32")
+    recs[:, KEY_BYTES : KEY_BYTES + 32] = np.frombuffer(numbers.tobytes(), np.uint8).reshape(
+        n_records, 32
+    )
+    recs[:, KEY_BYTES + 32 :] = ord("A")
     recs[:, -2:] = np.frombuffer(b"\r\n", np.uint8)
     return recs
 
@@ -132,16 +133,24 @@ def gen_edges(seed: int, split: int, n_edges: int, scale: int) -> np.ndarray:
 #: 2 aggregation with X = 8 (2A), 3 join with X = 1980-04-01 (3A)), in Spark SQL.
 BDB_QUERIES: Final = {
     "scan": "SELECT pageURL, pageRank FROM rankings WHERE pageRank > 100",
-    "aggregation": ("SELECT SUBSTR(sourceIP, 1, 8), SUM(adRevenue) FROM uservisits "
-                    "GROUP BY SUBSTR(sourceIP, 1, 8)"),
-    "join": ("SELECT sourceIP, totalRevenue, avgPageRank FROM (SELECT sourceIP, "
-             "AVG(pageRank) AS avgPageRank, SUM(adRevenue) AS totalRevenue FROM rankings AS R, "
-             "uservisits AS UV WHERE R.pageURL = UV.destURL AND UV.visitDate BETWEEN "
-             "DATE '1980-01-01' AND DATE '1980-04-01' GROUP BY UV.sourceIP) "
-             "ORDER BY totalRevenue DESC LIMIT 1"),
+    "aggregation": (
+        "SELECT SUBSTR(sourceIP, 1, 8), SUM(adRevenue) FROM uservisits "
+        "GROUP BY SUBSTR(sourceIP, 1, 8)"
+    ),
+    "join": (
+        "SELECT sourceIP, totalRevenue, avgPageRank FROM (SELECT sourceIP, "
+        "AVG(pageRank) AS avgPageRank, SUM(adRevenue) AS totalRevenue FROM rankings AS R, "
+        "uservisits AS UV WHERE R.pageURL = UV.destURL AND UV.visitDate BETWEEN "
+        "DATE '1980-01-01' AND DATE '1980-04-01' GROUP BY UV.sourceIP) "
+        "ORDER BY totalRevenue DESC LIMIT 1"
+    ),
 }
-_AGENTS: Final = ("Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (Windows NT 10.0; Win64)",
-                  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15)", "curl/7.88.1")
+_AGENTS: Final = (
+    "Mozilla/5.0 (X11; Linux x86_64)",
+    "Mozilla/5.0 (Windows NT 10.0; Win64)",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15)",
+    "curl/7.88.1",
+)
 _COUNTRIES: Final = ("USA", "DEU", "FRA", "CHN", "IND", "BRA", "JPN", "GBR")
 _LANGUAGES: Final = ("en-US", "de-DE", "fr-FR", "zh-CN", "hi-IN", "pt-BR", "ja-JP", "en-GB")
 #: visitDate range: 1970-01-01 .. 2009-12-31, as days since the epoch.
@@ -176,11 +185,20 @@ def gen_uservisits(seed: int, split: int, n: int, n_pages: int) -> list[tuple[An
     words_ = zipf_ranks(n, 1000, rng)
     durations = rng.integers(1, 10, n)
     epoch = datetime.date(1970, 1, 1)
-    return [(f"{ips[k, 0]}.{ips[k, 1]}.{ips[k, 2]}.{ips[k, 3]}", page_url(int(dest[k])),
-             epoch + datetime.timedelta(days=int(days[k])), float(revenue[k]),
-             _AGENTS[pick[k, 0]], _COUNTRIES[pick[k, 1] * 2 % 8],
-             _LANGUAGES[pick[k, 2] * 2 % 8], word(int(words_[k])), int(durations[k]))
-            for k in range(n)]
+    return [
+        (
+            f"{ips[k, 0]}.{ips[k, 1]}.{ips[k, 2]}.{ips[k, 3]}",
+            page_url(int(dest[k])),
+            epoch + datetime.timedelta(days=int(days[k])),
+            float(revenue[k]),
+            _AGENTS[pick[k, 0]],
+            _COUNTRIES[pick[k, 1] * 2 % 8],
+            _LANGUAGES[pick[k, 2] * 2 % 8],
+            word(int(words_[k])),
+            int(durations[k]),
+        )
+        for k in range(n)
+    ]
 
 
 def pagerank_contributions(
@@ -235,9 +253,13 @@ def _wordcount(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
 
     seed, lines, wpl, vocab = a.seed, a.lines_per_split, a.words_per_line, a.vocab_size
     text = sc.parallelize(range(a.splits), a.splits).flatMap(
-        lambda s: gen_words(seed, s, lines, wpl, vocab))
-    counts = text.flatMap(lambda line: line.split(" ")).map(lambda w: (w, 1)).reduceByKey(
-        add, a.reducers)
+        lambda s: gen_words(seed, s, lines, wpl, vocab)
+    )
+    counts = (
+        text.flatMap(lambda line: line.split(" "))
+        .map(lambda w: (w, 1))
+        .reduceByKey(add, a.reducers)
+    )
 
     def save(idx: int, it: Iterator[tuple[str, int]]) -> Iterator[tuple[int, int, str, int]]:
         rows = list(it)
@@ -249,9 +271,13 @@ def _wordcount(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
     top = max(parts, key=lambda p: p[3])
     words = sum(p[1] for p in parts)
     if words != a.splits * lines * wpl:
-        raise AssertionError(f"wordcount counted {words} words, generated {a.splits*lines*wpl}")
-    return {"words": words, "distinct_words": sum(p[0] for p in parts),
-            "top_word": top[2], "top_count": top[3]}
+        raise AssertionError(f"wordcount counted {words} words, generated {a.splits * lines * wpl}")
+    return {
+        "words": words,
+        "distinct_words": sum(p[0] for p in parts),
+        "top_word": top[2],
+        "top_count": top[3],
+    }
 
 
 def _sort(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
@@ -300,13 +326,13 @@ def _pagerank(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
 
     seed, per, scale = a.seed, a.edges_per_split, a.graph_scale
     edges = sc.parallelize(range(a.splits), a.splits).flatMap(
-        lambda s: [(int(u), int(v)) for u, v in gen_edges(seed, s, per, scale)])
+        lambda s: [(int(u), int(v)) for u, v in gen_edges(seed, s, per, scale)]
+    )
     links = edges.distinct(a.reducers).groupByKey().cache()
     ranks = links.map(lambda kv: (kv[0], 1.0))
     for _ in range(a.iterations):
         contribs = links.join(ranks).flatMap(pagerank_contributions)
-        ranks = contribs.reduceByKey(add, a.reducers).mapValues(
-            lambda r: 1 - DAMPING + DAMPING * r)
+        ranks = contribs.reduceByKey(add, a.reducers).mapValues(lambda r: 1 - DAMPING + DAMPING * r)
 
     def save(idx: int, it: Iterator[tuple[int, float]]) -> Iterator[tuple[int, float, int, float]]:
         rows = list(it)
@@ -316,9 +342,14 @@ def _pagerank(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
 
     parts = ranks.mapPartitionsWithIndex(save).collect()
     top = max(parts, key=lambda p: p[3])
-    return {"vertices_ranked": sum(p[0] for p in parts), "links": links.count(),
-            "rank_sum": round(sum(p[1] for p in parts), 6), "top_vertex": top[2],
-            "top_rank": round(top[3], 6), "iterations": a.iterations}
+    return {
+        "vertices_ranked": sum(p[0] for p in parts),
+        "links": links.count(),
+        "rank_sum": round(sum(p[1] for p in parts), 6),
+        "top_vertex": top[2],
+        "top_rank": round(top[3], 6),
+        "iterations": a.iterations,
+    }
 
 
 def _sql_bdb(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
@@ -335,19 +366,38 @@ def _sql_bdb(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
     spark = SparkSession(sc)
     seed, n_rank, n_visit = a.seed, a.rankings_per_split, a.uservisits_per_split
     n_pages = a.splits * n_rank
-    rankings_schema = StructType([StructField("pageURL", StringType()),
-                                  StructField("pageRank", IntegerType()),
-                                  StructField("avgDuration", IntegerType())])
-    uservisits_schema = StructType([
-        StructField("sourceIP", StringType()), StructField("destURL", StringType()),
-        StructField("visitDate", DateType()), StructField("adRevenue", FloatType()),
-        StructField("userAgent", StringType()), StructField("countryCode", StringType()),
-        StructField("languageCode", StringType()), StructField("searchWord", StringType()),
-        StructField("duration", IntegerType())])
-    rankings = spark.createDataFrame(sc.parallelize(range(a.splits), a.splits).flatMap(
-        lambda s: gen_rankings(seed, s * n_rank, n_rank)), rankings_schema).cache()
-    visits = spark.createDataFrame(sc.parallelize(range(a.splits), a.splits).flatMap(
-        lambda s: gen_uservisits(seed, s, n_visit, n_pages)), uservisits_schema).cache()
+    rankings_schema = StructType(
+        [
+            StructField("pageURL", StringType()),
+            StructField("pageRank", IntegerType()),
+            StructField("avgDuration", IntegerType()),
+        ]
+    )
+    uservisits_schema = StructType(
+        [
+            StructField("sourceIP", StringType()),
+            StructField("destURL", StringType()),
+            StructField("visitDate", DateType()),
+            StructField("adRevenue", FloatType()),
+            StructField("userAgent", StringType()),
+            StructField("countryCode", StringType()),
+            StructField("languageCode", StringType()),
+            StructField("searchWord", StringType()),
+            StructField("duration", IntegerType()),
+        ]
+    )
+    rankings = spark.createDataFrame(
+        sc.parallelize(range(a.splits), a.splits).flatMap(
+            lambda s: gen_rankings(seed, s * n_rank, n_rank)
+        ),
+        rankings_schema,
+    ).cache()
+    visits = spark.createDataFrame(
+        sc.parallelize(range(a.splits), a.splits).flatMap(
+            lambda s: gen_uservisits(seed, s, n_visit, n_pages)
+        ),
+        uservisits_schema,
+    ).cache()
     rankings.createOrReplaceTempView("rankings")
     visits.createOrReplaceTempView("uservisits")
     out: dict[str, Any] = {"rankings": rankings.count(), "uservisits": visits.count()}
@@ -361,8 +411,7 @@ def _sql_bdb(sc: Any, a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-JOBS: Final = {"wordcount": _wordcount, "sort": _sort, "pagerank": _pagerank,
-               "sql-bdb": _sql_bdb}
+JOBS: Final = {"wordcount": _wordcount, "sort": _sort, "pagerank": _pagerank, "sql-bdb": _sql_bdb}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,25 +436,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--rankings-per-split", type=int, default=20_000)
     ap.add_argument("--uservisits-per-split", type=int, default=100_000)
-    ap.add_argument("--jvm-options", default="-XX:+UseSerialGC",
-                    help="extra options of the driver's and executors' JVMs")
-    ap.add_argument("--go-file", type=Path, default=None,
-                    help="after the executors registered, wait for this file to exist")
-    ap.add_argument("--executor-env", action="append", default=[], metavar="KEY=VALUE",
-                    help="environment of the executors (spark.executorEnv.KEY)")
+    ap.add_argument(
+        "--jvm-options",
+        default="-XX:+UseSerialGC",
+        help="extra options of the driver's and executors' JVMs",
+    )
+    ap.add_argument(
+        "--go-file",
+        type=Path,
+        default=None,
+        help="after the executors registered, wait for this file to exist",
+    )
+    ap.add_argument(
+        "--executor-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment of the executors (spark.executorEnv.KEY)",
+    )
     a = ap.parse_args(argv)
     from pyspark import SparkConf, SparkContext
 
-    conf = (SparkConf().setMaster(a.master).setAppName(f"disaggsim-{a.job}")
-            .set("spark.driver.host", a.driver_host).set("spark.driver.bindAddress", a.driver_host)
-            .set("spark.executor.memory", f"{a.executor_memory_mb}m")
-            .set("spark.driver.memory", f"{a.driver_memory_mb}m")
-            .set("spark.executor.cores", "1").set("spark.cores.max", str(a.executors))
-            .set("spark.ui.enabled", "false").set("spark.default.parallelism", str(a.reducers))
-            .set("spark.executor.extraJavaOptions", a.jvm_options)
-            .set("spark.driver.extraJavaOptions", a.jvm_options)
-            .set("spark.python.worker.reuse", "true")
-            .set("spark.ui.showConsoleProgress", "false"))
+    conf = (
+        SparkConf()
+        .setMaster(a.master)
+        .setAppName(f"disaggsim-{a.job}")
+        .set("spark.driver.host", a.driver_host)
+        .set("spark.driver.bindAddress", a.driver_host)
+        .set("spark.executor.memory", f"{a.executor_memory_mb}m")
+        .set("spark.driver.memory", f"{a.driver_memory_mb}m")
+        .set("spark.executor.cores", "1")
+        .set("spark.cores.max", str(a.executors))
+        .set("spark.ui.enabled", "false")
+        .set("spark.default.parallelism", str(a.reducers))
+        .set("spark.executor.extraJavaOptions", a.jvm_options)
+        .set("spark.driver.extraJavaOptions", a.jvm_options)
+        .set("spark.python.worker.reuse", "true")
+        .set("spark.ui.showConsoleProgress", "false")
+    )
     for pair in a.executor_env:
         key, sep, value = pair.partition("=")
         if not sep:

@@ -59,13 +59,30 @@ def binary() -> Path:
     return path
 
 
-def process_argv(cfg: TimelyConfig, n_nodes: int, node: int, hostfile: Path,
-                 seed: int) -> list[str]:
+def process_argv(
+    cfg: TimelyConfig, n_nodes: int, node: int, hostfile: Path, seed: int
+) -> list[str]:
     """The command line of node ``node``'s process."""
-    return [str(binary()), "--scale", str(cfg.graph_scale), "--edges-per-worker",
-            str(cfg.edges_per_worker), "--iterations", str(cfg.iterations), "--seed", str(seed),
-            "--", "-w", str(cfg.workers_per_node), "-n", str(n_nodes), "-p", str(node),
-            "-h", str(hostfile)]
+    return [
+        str(binary()),
+        "--scale",
+        str(cfg.graph_scale),
+        "--edges-per-worker",
+        str(cfg.edges_per_worker),
+        "--iterations",
+        str(cfg.iterations),
+        "--seed",
+        str(seed),
+        "--",
+        "-w",
+        str(cfg.workers_per_node),
+        "-n",
+        str(n_nodes),
+        "-p",
+        str(node),
+        "-h",
+        str(hostfile),
+    ]
 
 
 class TimelyPagerank:
@@ -81,9 +98,11 @@ class TimelyPagerank:
         return {
             "app": "timely-pagerank",
             "application": "Timely dataflow (crates.io timely 0.12) PageRank",
-            "dataset": (f"R-MAT graph (Graph500 a=0.57 b=c=0.19), 2^{self.cfg.graph_scale} "
-                        f"vertices, {workers * self.cfg.edges_per_worker} edges drawn, seed "
-                        f"{self.cl.seed}; {self.cfg.iterations} PageRank iterations"),
+            "dataset": (
+                f"R-MAT graph (Graph500 a=0.57 b=c=0.19), 2^{self.cfg.graph_scale} "
+                f"vertices, {workers * self.cfg.edges_per_worker} edges drawn, seed "
+                f"{self.cl.seed}; {self.cfg.iterations} PageRank iterations"
+            ),
             "placement": {"processes": list(range(self.cl.n_nodes))},
             "config": self.cfg.model_dump(),
         }
@@ -91,8 +110,9 @@ class TimelyPagerank:
     def prepare_data(self) -> None:
         """Write the host file (the input is drawn in memory by the workers)."""
         binary()
-        self.hostfile.write_text("".join(f"{node_ip(n)}:{self.cfg.port}\n"
-                                         for n in range(self.cl.n_nodes)))
+        self.hostfile.write_text(
+            "".join(f"{node_ip(n)}:{self.cfg.port}\n" for n in range(self.cl.n_nodes))
+        )
 
     def start(self, stack: UndoStack) -> None:
         """Nothing: the processes start with the job (a Rust program starts in ms)."""
@@ -100,16 +120,26 @@ class TimelyPagerank:
     def run(self, stack: UndoStack, duration_s: float) -> dict[str, object]:
         """Start one process per node and wait for all (timeout 10 x ``duration_s`` +
         300 s); their JSON lines."""
-        procs = [self.cl.spawn(stack, node, process_argv(self.cfg, self.cl.n_nodes, node,
-                                                         self.hostfile, self.cl.seed),
-                               f"{LOG_NAME}-node{node}")
-                 for node in range(self.cl.n_nodes)]
+        procs = [
+            self.cl.spawn(
+                stack,
+                node,
+                process_argv(self.cfg, self.cl.n_nodes, node, self.hostfile, self.cl.seed),
+                f"{LOG_NAME}-node{node}",
+            )
+            for node in range(self.cl.n_nodes)
+        ]
         self.cl.wait(procs, duration_s * 10 + 300, "timely pagerank")
-        return {f"node{n}": last_json_line(self.cl.log_dir / f"{LOG_NAME}-node{n}.log")
-                for n in range(self.cl.n_nodes)}
+        return {
+            f"node{n}": last_json_line(self.cl.log_dir / f"{LOG_NAME}-node{n}.log")
+            for n in range(self.cl.n_nodes)
+        }
 
     def jct_s(self, results: dict[str, object]) -> float:
         """The job completion time: the slowest process's ``job_s`` (from its workers'
         start, every process connected, to the last step)."""
-        return max(float(r["job_s"]) for r in results.values()  # type: ignore[index]
-                   if isinstance(r, dict))
+        return max(
+            float(r["job_s"])
+            for r in results.values()  # type: ignore[index]
+            if isinstance(r, dict)
+        )

@@ -125,9 +125,7 @@ class ScrambledZipfianGenerator:
     def __init__(self, min_item: int, max_item: int, rng: JavaRandom | None = None) -> None:
         self.min = min_item
         self.itemcount = max_item - min_item + 1
-        self.gen = ZipfianGenerator(
-            0, SCRAMBLED_ITEM_COUNT, ZIPFIAN_CONSTANT, SCRAMBLED_ZETAN, rng
-        )
+        self.gen = ZipfianGenerator(0, SCRAMBLED_ITEM_COUNT, ZIPFIAN_CONSTANT, SCRAMBLED_ZETAN, rng)
 
     def next_value(self) -> int:
         """Next key number in ``[min, max]``."""
@@ -246,8 +244,13 @@ def run(
         return lat_us[min(len(lat_us) - 1, int(p * len(lat_us)))] if lat_us else 0.0
 
     return {
-        "ops": ops, "reads": reads, "updates": updates, "read_misses": misses,
-        "run_s": time.monotonic() - t0, "p50_us": pct(0.5), "p99_us": pct(0.99),
+        "ops": ops,
+        "reads": reads,
+        "updates": updates,
+        "read_misses": misses,
+        "run_s": time.monotonic() - t0,
+        "p50_us": pct(0.5),
+        "p99_us": pct(0.99),
     }
 
 
@@ -268,8 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase == "load":
         stats = load(args.server, args.recordcount, args.client_id, args.clients)
     else:
-        stats = run(args.server, args.recordcount, args.workload, args.duration_s,
-                    args.target_ops_per_s, args.seed, args.operationcount)
+        stats = run(
+            args.server,
+            args.recordcount,
+            args.workload,
+            args.duration_s,
+            args.target_ops_per_s,
+            args.seed,
+            args.operationcount,
+        )
     print(json.dumps(stats), flush=True)
     return 0
 
