@@ -1,0 +1,110 @@
+"""bench/fork_inherited_pages.py: the smaps reading by hand, and the sampler on a real
+process on the uffd device that forks (needs root, as every uffd test here)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import test_swapdev_uffd
+
+from disaggsim.swapdev import device
+
+REPO = Path(__file__).resolve().parents[1]
+# bench/ is not a package: load the script by path, without putting bench/ on sys.path
+_SPEC = importlib.util.spec_from_file_location(
+    "fork_inherited_pages", REPO / "bench" / "fork_inherited_pages.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+probe = importlib.util.module_from_spec(_SPEC)
+sys.modules["fork_inherited_pages"] = probe
+_SPEC.loader.exec_module(probe)
+
+#: Three mappings as /proc/PID/smaps prints them (fields abridged): 120 kB registered
+#: (``um``, with ``uw`` after it), 40 kB not registered (``mw`` and ``me`` hold the letters
+#: u and m only across flags), 8 kB registered with ``um`` last.
+SMAPS = """\
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+Size:               1024 kB
+Rss:                 120 kB
+Pss:                 120 kB
+VmFlags: rd wr mr mw me ac um uw
+7f0000200000-7f0000300000 rw-p 00000000 00:00 0
+Size:               1024 kB
+Rss:                  40 kB
+Pss:                  40 kB
+VmFlags: rd wr mr mw me ac
+7f0000400000-7f0000500000 rw-p 00000000 00:00 0
+Size:               1024 kB
+Rss:                   8 kB
+VmFlags: rd wr mr mw me um
+"""
+
+
+def test_smaps_rss_kb_by_hand() -> None:
+    """Oracle: the sums by hand, 120 + 8 registered of 168."""
+    assert probe.smaps_rss_kb(SMAPS) == (128, 168)
+    assert probe.smaps_rss_kb("") == (0, 0)
+
+
+#: The parent fills 16 MiB on the device (1 MiB bytearrays: each a jemalloc mmap the
+#: device registers), forks, and the child waits on stdin; argv[1] marks both.
+PROGRAM = r"""
+import os, sys
+data = [bytearray(b"x" * (1 << 20)) for _ in range(16)]
+pid = os.fork()
+if pid == 0:
+    sys.stdin.read()
+    os._exit(0)
+print(pid, flush=True)
+os.waitpid(pid, 0)
+"""
+
+
+def _on_uffd(test: Callable[[], None]) -> Callable[[], None]:
+    """The uffd tests' marks (root, swapdev built) and jemalloc's, on ``test``."""
+    marks = [
+        *test_swapdev_uffd.pytestmark,
+        pytest.mark.skipif(not device.JEMALLOC.exists(), reason="libjemalloc2 not installed"),
+    ]
+    return functools.reduce(lambda t, mark: mark(t), marks, test)
+
+
+@_on_uffd
+def test_a_forked_child_inherits_its_parents_registered_pages() -> None:
+    """Oracles: the parent's registered Rss holds its 16 MiB of data (and less than twice
+    that); the child's first sample, taken after the fork, equals the parent's registered
+    Rss to within 64 pages (what either faulted since); the child is the parent's."""
+    marker = f"fork-probe-{uuid.uuid4()}"
+    env = {**os.environ, **device.uffd_env(device.DelayModel("none"), 256 << 20, True)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PROGRAM, marker],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        seen: dict[int, object] = {}
+        deadline = time.monotonic() + 30
+        while child not in seen and time.monotonic() < deadline:
+            probe.sample_once(marker.encode(), seen)
+        assert child in seen and proc.pid in seen, seen
+    finally:
+        proc.communicate("", timeout=60)
+    parent_reg = seen[proc.pid].samples[0][1]  # type: ignore[attr-defined]
+    child_reg = seen[child].samples[0][1]  # type: ignore[attr-defined]
+    assert 16 * 1024 <= parent_reg < 32 * 1024
+    assert abs(child_reg - parent_reg) <= 64 * 4
+    assert seen[child].ppid == proc.pid  # type: ignore[attr-defined]
+    assert proc.returncode == 0
