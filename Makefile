@@ -85,7 +85,7 @@ test: deps venv build lint
 	ctest --test-dir $(BUILD) --output-on-failure
 	ctest --test-dir $(BUILD)/swapdev --output-on-failure
 	$(VENV)/bin/jupytext --to ipynb notebooks/*.py
-	$(VENV)/bin/pytest -q --nbmake notebooks/*.ipynb tests --ignore=tests/test_kmod_guest.py
+	$(VENV)/bin/pytest -q --durations=25 --nbmake notebooks/*.ipynb tests --ignore=tests/test_kmod_guest.py
 	$(MAKE) test-guest
 
 # The rmem kernel driver (swapdev/kmod) in one QEMU TCG boot of Debian's 6.12 kernel with
