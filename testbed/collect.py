@@ -736,13 +736,14 @@ def collect(
             if swap_dev is not None:
                 swap_kdev = kernel_dev(*_dev_numbers(swap_dev))
                 devices[swap_kdev] = partial / ".raw" / "swap"
-            restore_tracer = arm_blk_tracer(
-                tracefs,
-                [*disk_devs, *([swap_dev] if swap_dev else [])],
-                config.blk_buffer_kb,
-                config.blk_act_mask,
-            )
-            run_stack.undo("tracefs settings", restore_tracer)
+            with deferred_signals():  # no signal between the arming and the push of its undo
+                restore_tracer = arm_blk_tracer(
+                    tracefs,
+                    [*disk_devs, *([swap_dev] if swap_dev else [])],
+                    config.blk_buffer_kb,
+                    config.blk_act_mask,
+                )
+                run_stack.undo("tracefs settings", restore_tracer)
             keep = parse_keep_actions(config.blk_keep_actions)
             splitter = BlkTraceSplitter(
                 tracefs.root / "trace_pipe",
