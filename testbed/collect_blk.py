@@ -343,7 +343,8 @@ def iter_device_records(records: list[BlkRecord], device: int) -> Iterator[BlkRe
 
 
 #: tracefs files the collector changes, restored to their old values afterwards
-#: (:func:`disaggsim.testbed.collect_tracefs.save_tracefs` reads each file's format).
+#: (:func:`disaggsim.testbed.collect_tracefs.save_tracefs` reads each file's format), each
+#: with an owner record holding that value while changed (:func:`arm_blk_tracer`).
 TRACEFS_SETTINGS: Final = (
     "tracing_on",
     "current_tracer",

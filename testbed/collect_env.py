@@ -10,11 +10,14 @@ last error (an earlier callback's error is dropped, not even chained; Python 3.1
 callback that ignores errors hides them all; an :class:`UndoStack` records every failed undo
 step and raises one :class:`RestoreError` listing them all, after all steps ran.
 
-SIGKILL runs no undo step. The namespaces, the memory and process cgroups and the
-``/run/netns`` mount record the process that made them (:mod:`disaggsim.owners`,
+SIGKILL runs no undo step. The namespaces, the memory and process cgroups, the
+``/run/netns`` and tracefs mounts, the work directory and the settings a run changes (with
+the values to restore: :func:`change_setting`, :func:`own_settings` for the tracefs files
+and block trace enables) record the process that made them (:mod:`disaggsim.owners`,
 :func:`make_owned`); the next process that makes such state first reaps every piece
 whose owner is gone, and fails naming the owner's pid if a name it needs is a running
-owner's (:func:`make_cluster_network`, :func:`memcg_group`, :func:`run_cgroup`).
+owner's (:func:`make_cluster_network`, :func:`memcg_group`, :func:`run_cgroup`,
+:func:`ensure_tracefs`, :func:`own_settings`).
 
 - network: one namespace per node (``dsim-nN``, address ``10.77.0.(N+1)/24`` on ``eth0``)
   and a switch namespace (``dsim-sw``) holding a Linux bridge and the host ends of the veth
