@@ -686,8 +686,13 @@ def own_settings(read_old: Callable[[], Sequence[tuple[Path, str]]]) -> list[Pat
         records = [owners.record_path(SETTING.name, name) for name in names]
         owner = owners.Owner.current()
         with deferred_signals():
-            for record in records:
-                owners.write_record(record, owner)
+            try:
+                for record in records:
+                    owners.write_record(record, owner)
+            except BaseException:
+                for record in records:  # nothing is changed yet: no record may stay
+                    record.unlink(missing_ok=True)
+                raise
     return records
 
 
