@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ from disaggsim.testbed.collect_tracefs import (
     Tracefs,
     parse_choice,
     read_tracefs_state,
+    restore_tracefs,
+    save_tracefs,
 )
 
 needs_root = pytest.mark.skipif(
@@ -96,7 +99,39 @@ def _put_back(before: dict[str, str], mounted_before: bool, dev: str | None) -> 
         env.sh(["umount", str(TRACEFS)])
 
 
+@pytest.fixture(params=["as-found", "per-cpu-sizes-differ"])
+def machine_tracing(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The machine's tracefs as found, or set as a machine whose tracing someone tuned:
+    CPU 0's ring buffer bigger than the others' (``buffer_size_kb`` reads ``X``: only the
+    per-CPU files tell the sizes), ``trace_clock`` global, ``tracing_on`` 0; tracefs is
+    mounted for that (and unmounted after, with the old values written back)."""
+    if request.param == "as-found":
+        yield
+        return
+    if len(os.sched_getaffinity(0)) < 2 or not (TRACEFS.parent.is_dir()):
+        pytest.skip("needs 2 CPUs and /sys/kernel")
+    mounted = (TRACEFS / "trace_pipe").exists()
+    if not mounted:
+        env.sh(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
+    try:
+        fs = Tracefs(TRACEFS)
+        saved = save_tracefs(fs, ("trace_clock", "buffer_size_kb", "tracing_on"))
+        try:
+            top = int(fs.read("per_cpu/cpu1/buffer_size_kb"))
+            fs.write("per_cpu/cpu0/buffer_size_kb", str(top + 2048))
+            fs.write("trace_clock", "global")
+            fs.write("tracing_on", "0")
+            assert fs.read("buffer_size_kb") == "X"
+            yield
+        finally:
+            assert restore_tracefs(fs, saved) == []
+    finally:
+        if not mounted:
+            env.sh(["umount", str(TRACEFS)])
+
+
 @needs_root
+@pytest.mark.usefixtures("machine_tracing")
 def test_a_sigkilled_collectors_tracefs_is_restored_by_the_next_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,8 +139,9 @@ def test_a_sigkilled_collectors_tracefs_is_restored_by_the_next_command(
     # changed, a loop device's block trace enabled). While it runs, a second collector
     # refuses, one line naming its pid, and changes nothing. SIGKILL then runs no undo
     # step: everything stays. The next command's reaping (as every command does first)
-    # puts every tracefs file and the block trace back to the values read before the
-    # collector started, and unmounts tracefs if the collector mounted it.
+    # puts every tracefs file (per CPU where the sizes differ) and the block trace back to
+    # the values read before the collector started, and unmounts tracefs if the collector
+    # mounted it.
     tag = tag_environment(monkeypatch)
     mounted_before = (TRACEFS / "trace_pipe").exists()
     before = read_tracefs_state()
@@ -146,6 +182,8 @@ def test_a_sigkilled_collectors_tracefs_is_restored_by_the_next_command(
         said = [line for line in err_lines if f"left by dead pid {collector.pid}" in line]
         assert any(f"/sys/block/{dev}/trace/enable" in line for line in said), said
         assert any(f"{TRACEFS}/current_tracer" in line for line in said), said
+        if before["buffer_size_kb"] == "X":  # restored per CPU, each its own record
+            assert any(f"{TRACEFS}/per_cpu/cpu0/buffer_size_kb" in line for line in said)
         assert any(f"tracefs mount at {TRACEFS}" in line for line in said) != mounted_before
     finally:
         collector.kill()
