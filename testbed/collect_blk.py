@@ -368,7 +368,7 @@ def _device_enables(sys_block: Path, block_devices: list[str]) -> list[tuple[Pat
     """
     enables = []
     for dev in block_devices:
-        path = sys_block / dev / "trace" / "enable"
+        path = sys_block.absolute() / dev / "trace" / "enable"
         value = path.read_text().strip()
         if value != "0":
             raise RuntimeError(
@@ -429,7 +429,8 @@ def arm_blk_tracer(
         nonlocal saved, enables
         enables = _device_enables(sys_block, block_devices)
         saved = save_tracefs(fs, TRACEFS_SETTINGS)
-        return enables + [(fs.root / name, value) for name, value in saved.writes]
+        # Absolute paths: a record's setting is its file wherever the next command runs.
+        return enables + [(fs.root.absolute() / name, value) for name, value in saved.writes]
 
     records = own_settings(read_old)
     device_records = records[: len(enables)]
