@@ -24,9 +24,16 @@ in them are gone before the devices they used):
   ``swapdev-node-*`` (``swapdev/device.py`` ``per_node_segments``) and the directory of
   the memory reference's file of ``disaggsim emulate`` with ``[hpe_cm]``
   (``disaggsim-hpecm-*``, ``swapdev/hpe_cm.py``): tmpfs, RAM until removed;
-- ``setting``: a machine-wide setting changed for a run, ``vm.page-cluster`` and
-  ``zswap.enabled`` (``collect_env.change_setting``), named ``SETTING=OLD`` with the
-  value to restore;
+- ``setting``: a machine-wide setting changed for a run, named ``SETTING=OLD`` with the
+  value to restore (percent-encoded, ``collect_env.setting_record_name``):
+  ``vm.page-cluster`` and ``zswap.enabled`` (``collect_env.change_setting``), and by
+  absolute path the collector's tracefs files (``testbed/collect_blk.py``
+  ``TRACEFS_SETTINGS``: ``current_tracer``, ``buffer_size_kb`` or the per-CPU sizes,
+  ``options/*`` ..., saved in the forms they can be written back in,
+  ``testbed/collect_tracefs.py``) and the block trace enables of its devices
+  (``/sys/block/DEV/trace/enable``; ``collect_env.own_settings``, called by
+  ``collect_blk.arm_blk_tracer``); reaped in name order: the devices first, tracefs'
+  ``tracing_on`` after its other files;
 - ``swapdev``: the swap backend's device chain on one mount point (``swapdev/device.py``
   ``fuse_daemon``: the ``swapdev-fuse`` daemon, in a session of its own, its FUSE mount
   in the work directory, the loop device on its file and the swap area on that), undone
@@ -36,6 +43,9 @@ in them are gone before the devices they used):
   ``work_dir``) with what the collector puts under it: the loop devices on its files (the
   swap area, the nodes' disks) and the nodes' ext4 mounts, undone in its undo's order
   (unmount, ``swapoff`` and detach, remove the directory);
+- ``tracefs-mount``: the tracefs mount at ``/sys/kernel/tracing`` that a collector
+  makes when tracefs is not mounted (``collect_env.ensure_tracefs``); after ``setting``,
+  whose tracefs files are restored through it;
 - ``mount``: the bind mount of ``/run/netns`` that the first ``ip netns add`` makes: not
   reaped but taken over (``collect_env._netns_dir_undo``): other programs' namespaces may
   live under it.
@@ -55,12 +65,15 @@ What a SIGKILLed command leaves outside this mechanism, and why:
   ``disaggsim-hpecm-*``, a collection's ``.partial``): named uniquely (``mkdtemp``), so no
   later command collides with them, and no kernel object; disk space, removed by hand
   (``swapdev/doc/swapdev.md``, "Limits and known issues").
-- the collector's tracefs mount and settings and its block tracing
-  (``testbed/collect_blk.py``): undone by its undo stack on every catchable end; after a
-  SIGKILL they stay (the old values would need a record of their own; the next collection
-  saves whatever it finds and restores that). A collection killed before 2026-11-28 left
-  its loop devices, mounts and swap area without a record: removed by hand (the same doc
-  section).
+- state a disaggsim from before its records left: a collection killed before 2026-11-28
+  left its loop devices, mounts and swap area without a record, and one killed before
+  the tracefs records (also 2026-11-28) its tracefs settings and block trace enables:
+  removed or set back by hand (the same doc section; a device still traced makes the
+  next arming stop, naming its ``enable`` file).
+- a tracefs setting whose tracefs was unmounted by hand after its collector died: its
+  record names a file that is gone, and is removed without restoring it (tracefs keeps
+  its settings unmounted; mount it again before the next command to have them
+  restored).
 
 A process is its pid, its start time and the boot: pids are reused once the pid space
 wraps (``/proc/sys/kernel/pid_max``, 32768 by default), so a pid alone may name a newer,

@@ -39,7 +39,11 @@ step runs even if another fails, and one :class:`~disaggsim.testbed.collect_env.
 names each piece of state left changed. tracefs settings are restored in whatever format
 the kernel showed them; a boot-time ring buffer that was never used (``buffer_size_kb`` =
 ``N (expanded: M)``) comes back at its boot size ``M``, since the kernel cannot shrink it
-back to the unexpanded state (:mod:`disaggsim.testbed.collect_tracefs`).
+back to the unexpanded state (:mod:`disaggsim.testbed.collect_tracefs`). SIGKILL runs no
+undo step: every piece of machine state the collector changes records it as its owner
+first, the tracefs mount, each tracefs setting and each device's block trace enable with
+the value to restore, and the next command that reaps undoes a dead collector's
+(:mod:`disaggsim.owners`); while a collector runs, a second one fails naming its pid.
 
 Usage: ``python -m disaggsim.testbed.collect --preset memcached-ycsb --out DIR`` (root).
 """
@@ -736,13 +740,14 @@ def collect(
             if swap_dev is not None:
                 swap_kdev = kernel_dev(*_dev_numbers(swap_dev))
                 devices[swap_kdev] = partial / ".raw" / "swap"
-            restore_tracer = arm_blk_tracer(
-                tracefs,
-                [*disk_devs, *([swap_dev] if swap_dev else [])],
-                config.blk_buffer_kb,
-                config.blk_act_mask,
-            )
-            run_stack.undo("tracefs settings", restore_tracer)
+            with deferred_signals():  # no signal between the arming and the push of its undo
+                restore_tracer = arm_blk_tracer(
+                    tracefs,
+                    [*disk_devs, *([swap_dev] if swap_dev else [])],
+                    config.blk_buffer_kb,
+                    config.blk_act_mask,
+                )
+                run_stack.undo("tracefs settings", restore_tracer)
             keep = parse_keep_actions(config.blk_keep_actions)
             splitter = BlkTraceSplitter(
                 tracefs.root / "trace_pipe",

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from disaggsim.testbed.collect_env import SYS_BLOCK, RestoreError
-from disaggsim.testbed.collect_tracefs import Tracefs, restore_tracefs, save_tracefs
+from disaggsim.testbed.collect_env import SYS_BLOCK, RestoreError, own_settings, release_setting
+from disaggsim.testbed.collect_tracefs import SavedTracefs, Tracefs, restore_tracefs, save_tracefs
 from disaggsim.traces.blktrace import (  # the kernel ABI, defined once
     BLK_IO_TRACE_MAGIC,
     BLK_IO_TRACE_VERSION,
@@ -343,7 +343,8 @@ def iter_device_records(records: list[BlkRecord], device: int) -> Iterator[BlkRe
 
 
 #: tracefs files the collector changes, restored to their old values afterwards
-#: (:func:`disaggsim.testbed.collect_tracefs.save_tracefs` reads each file's format).
+#: (:func:`disaggsim.testbed.collect_tracefs.save_tracefs` reads each file's format), each
+#: with an owner record holding that value while changed (:func:`arm_blk_tracer`).
 TRACEFS_SETTINGS: Final = (
     "tracing_on",
     "current_tracer",
@@ -354,6 +355,29 @@ TRACEFS_SETTINGS: Final = (
     "options/blk_classic",
     "options/blk_cgroup",
 )
+
+
+def _device_enables(sys_block: Path, block_devices: list[str]) -> list[tuple[Path, str]]:
+    """``(SYS_BLOCK/DEV/trace/enable, "0")`` for each device: the value its undo writes.
+
+    Raises:
+        RuntimeError: a device is traced already (enable reads ``1``): by ``blktrace``, or
+            left by a collector killed before its trace enables had owner records; that
+            trace's ``act_mask`` and LBA range cannot be saved (they read ``disabled``
+            once it is off), so it is not taken over.
+    """
+    enables = []
+    for dev in block_devices:
+        path = sys_block.absolute() / dev / "trace" / "enable"
+        value = path.read_text().strip()
+        if value != "0":
+            raise RuntimeError(
+                f"{path}: expected 0 (no block trace on {dev}), got {value!r}: another "
+                f"trace runs on it (blktrace?) or a collector killed before owner records "
+                f"left it; stop it, or 'echo 0 > {path}'"
+            )
+        enables.append((path, "0"))
+    return enables
 
 
 def arm_blk_tracer(
@@ -370,17 +394,26 @@ def arm_blk_tracer(
     cgroup ids), ``buffer_size_kb`` per CPU, ``SYS_BLOCK/DEV/trace/act_mask`` and
     ``SYS_BLOCK/DEV/trace/enable = 1``, then ``tracing_on = 1``.
 
+    Before changing anything, every file it changes (:data:`TRACEFS_SETTINGS` that exist,
+    each device's trace ``enable``) records this process as its owner with the value to
+    restore (:func:`~disaggsim.testbed.collect_env.own_settings`, which first reaps dead
+    owners' state, so the values saved are the machine's own, not those a SIGKILLed
+    collector left); after a SIGKILL the next command that reaps restores them.
+
     Returns a callback that disables the devices and restores every changed tracefs file to
     its old value, in whatever format the kernel showed it
-    (:func:`~disaggsim.testbed.collect_tracefs.save_tracefs`); it does every step and then
-    raises one :class:`~disaggsim.testbed.collect_env.RestoreError` listing the steps that
-    failed. Files that do not exist on this kernel (``options/blk_cgroup`` without
-    CONFIG_BLK_CGROUP) are skipped. If arming fails, what was changed is restored before the
-    error propagates.
+    (:func:`~disaggsim.testbed.collect_tracefs.save_tracefs`), removing each file's record
+    once it is restored; it does every step and then raises one
+    :class:`~disaggsim.testbed.collect_env.RestoreError` listing the steps that failed
+    (their records kept, so a later command retries them). Files that do not exist on this
+    kernel (``options/blk_cgroup`` without CONFIG_BLK_CGROUP) are skipped. If arming fails,
+    what was changed is restored before the error propagates.
 
     Raises:
         RuntimeError: the ``blk`` tracer is not in ``available_tracers``
-            (kernel without CONFIG_BLK_DEV_IO_TRACE).
+            (kernel without CONFIG_BLK_DEV_IO_TRACE); a device is traced already; a live
+            owner (another collection) changed one of the files
+            (:func:`disaggsim.owners.taken_error`, naming its pid). Nothing changed then.
         ValueError: a setting in a format the restore does not know (nothing changed yet).
         OSError: the kernel refused a setting (after restoring).
         RestoreError: arming failed and so did part of the restore.
@@ -389,18 +422,37 @@ def arm_blk_tracer(
         raise RuntimeError(
             f"{fs.root / 'available_tracers'}: no 'blk' tracer (needs CONFIG_BLK_DEV_IO_TRACE)"
         )
-    saved = save_tracefs(fs, TRACEFS_SETTINGS)
+    saved = SavedTracefs(())
+    enables: list[tuple[Path, str]] = []
+
+    def read_old() -> list[tuple[Path, str]]:
+        nonlocal saved, enables
+        enables = _device_enables(sys_block, block_devices)
+        saved = save_tracefs(fs, TRACEFS_SETTINGS)
+        # Absolute paths: a record's setting is its file wherever the next command runs.
+        return enables + [(fs.root.absolute() / name, value) for name, value in saved.writes]
+
+    records = own_settings(read_old)
+    device_records = records[: len(enables)]
+    tracefs_records = records[len(enables) :]
     armed: list[str] = []
 
     def restore() -> None:
         failures = []
-        for dev in armed:
-            path = sys_block / dev / "trace" / "enable"
-            try:
-                path.write_text("0")
-            except OSError as exc:
-                failures.append(f"{path}: writing '0': {exc.strerror or exc}")
-        failures += restore_tracefs(fs, saved)
+        for dev, (path, old), record in zip(block_devices, enables, device_records, strict=True):
+            if dev in armed:
+                try:
+                    path.write_text(old)
+                except OSError as exc:
+                    failures.append(f"{path}: writing {old!r}: {exc.strerror or exc}")
+                    continue
+            release_setting(record)
+        for (name, value), record in zip(saved.writes, tracefs_records, strict=True):
+            failed = restore_tracefs(fs, SavedTracefs(((name, value),)))
+            if failed:
+                failures += failed
+            else:
+                release_setting(record)
         if failures:
             raise RestoreError(failures)
 

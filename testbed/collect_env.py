@@ -10,11 +10,14 @@ last error (an earlier callback's error is dropped, not even chained; Python 3.1
 callback that ignores errors hides them all; an :class:`UndoStack` records every failed undo
 step and raises one :class:`RestoreError` listing them all, after all steps ran.
 
-SIGKILL runs no undo step. The namespaces, the memory and process cgroups and the
-``/run/netns`` mount record the process that made them (:mod:`disaggsim.owners`,
+SIGKILL runs no undo step. The namespaces, the memory and process cgroups, the
+``/run/netns`` and tracefs mounts, the work directory and the settings a run changes (with
+the values to restore: :func:`change_setting`, :func:`own_settings` for the tracefs files
+and block trace enables) record the process that made them (:mod:`disaggsim.owners`,
 :func:`make_owned`); the next process that makes such state first reaps every piece
 whose owner is gone, and fails naming the owner's pid if a name it needs is a running
-owner's (:func:`make_cluster_network`, :func:`memcg_group`, :func:`run_cgroup`).
+owner's (:func:`make_cluster_network`, :func:`memcg_group`, :func:`run_cgroup`,
+:func:`ensure_tracefs`, :func:`own_settings`).
 
 - network: one namespace per node (``dsim-nN``, address ``10.77.0.(N+1)/24`` on ``eth0``)
   and a switch namespace (``dsim-sw``) holding a Linux bridge and the host ends of the veth
@@ -46,7 +49,13 @@ from typing import Any, Final
 
 from disaggsim import owners
 from disaggsim.signals import deferred_signals
-from disaggsim.testbed.collect_tracefs import TRACEFS, Tracefs, read_tracefs_state
+from disaggsim.testbed.collect_tracefs import (
+    TRACEFS,
+    Tracefs,
+    parse_buffer_size_kb,
+    parse_choice,
+    read_tracefs_state,
+)
 
 MEMCG_ROOT: Final = Path("/sys/fs/cgroup/memory")
 #: The cgroup v1 ``pids`` hierarchy (Documentation/admin-guide/cgroup-v1/pids.rst): where
@@ -183,11 +192,29 @@ def ns_exec(ns: str) -> list[str]:
 
 
 def ensure_tracefs(stack: UndoStack) -> Tracefs:
-    """Mount tracefs at /sys/kernel/tracing unless mounted; unmount on unwind if we did."""
-    if not (TRACEFS / "trace_pipe").exists():
-        with deferred_signals():
-            sh(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
-            stack.undo(f"tracefs mount at {TRACEFS}", sh, ["umount", str(TRACEFS)])
+    """Mount tracefs at ``TRACEFS`` (/sys/kernel/tracing) unless mounted; unmount on unwind
+    if we did. The mount records this process as its owner (:data:`TRACEFS_MOUNT`,
+    :func:`_make_owned`): a SIGKILLed collector's mount is unmounted by the next command
+    that reaps, one stderr line. Dead owners' state is reaped first.
+
+    Raises:
+        RuntimeError: tracefs is mounted by a live owner (another collection, named by its
+            pid: :func:`disaggsim.owners.taken_error`), or ``mount`` failed.
+    """
+    name = urllib.parse.quote(str(TRACEFS), safe="")
+    with owners.records_lock():
+        owners.reap_dead()
+        if owners.record_path(TRACEFS_MOUNT.name, name).exists():
+            raise owners.taken_error(TRACEFS_MOUNT, name)
+        if not (TRACEFS / "trace_pipe").exists():
+            _make_owned(
+                stack,
+                TRACEFS_MOUNT.name,
+                name,
+                TRACEFS_MOUNT.describe(name),
+                functools.partial(sh, ["mount", "-t", "tracefs", "nodev", str(TRACEFS)]),
+                functools.partial(sh, ["umount", str(TRACEFS)]),
+            )
     return Tracefs(TRACEFS)
 
 
@@ -558,17 +585,134 @@ SETTING_FILES: Final = {
 }
 
 
+def setting_record_name(setting: str, old: str) -> str:
+    """The owner record name of a changed setting, ``SETTING=OLD`` (:data:`SETTING`):
+    ``setting`` is a name of :data:`SETTING_FILES` or a file's absolute path, ``old`` the
+    value to restore; both percent-encoded (``urllib.parse.quote``, nothing kept but
+    letters, digits and ``_.-~``), so a path's "/" and any "=" or "%" in a value survive
+    and names of :data:`SETTING_FILES` with plain values read as before
+    (``vm.page-cluster=3``). Inverse: :func:`parse_setting_record_name`.
+
+    Raises:
+        ValueError: ``setting`` is empty, or the name is longer than a file name may be
+            (255 bytes, ``NAME_MAX`` of include/uapi/linux/limits.h).
+    """
+    if not setting:
+        raise ValueError(f"setting record name: expected a setting, got {setting!r}")
+    name = f"{urllib.parse.quote(setting, safe='')}={urllib.parse.quote(old, safe='')}"
+    if len(os.fsencode(name)) > 255:
+        raise ValueError(
+            f"{setting}: the owner record name of value {old!r} is {len(os.fsencode(name))} "
+            "bytes; expected at most 255 (NAME_MAX)"
+        )
+    return name
+
+
+def parse_setting_record_name(name: str) -> tuple[str, str]:
+    """``(setting, old)`` of a record name of :func:`setting_record_name`."""
+    setting, _, old = name.partition("=")
+    return urllib.parse.unquote(setting), urllib.parse.unquote(old)
+
+
+def setting_path(setting: str) -> Path | None:
+    """The file of ``setting``: its :data:`SETTING_FILES` entry, or the setting itself if
+    it is an absolute path (a tracefs file, a block device's trace enable); None for any
+    other name."""
+    if setting in SETTING_FILES:
+        return SETTING_FILES[setting]
+    return Path(setting) if setting.startswith("/") else None
+
+
+def read_setting(path: Path) -> str:
+    """A setting's value as it is saved and restored: the current choice of a choice file
+    (:func:`~disaggsim.testbed.collect_tracefs.parse_choice`: ``[local] global`` ->
+    ``local``; a plain value, stripped); a ``buffer_size_kb`` file the size a tracer runs
+    with (``N (expanded: M)`` -> ``M``, ``X`` as is; the formats of
+    :mod:`disaggsim.testbed.collect_tracefs`).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: a ``buffer_size_kb`` in another format (naming the file).
+    """
+    text = path.read_text()
+    if path.name == "buffer_size_kb":
+        size = parse_buffer_size_kb(text, str(path))
+        return "X" if size.kb is None else str(size.expanded_kb or size.kb)
+    return parse_choice(text)
+
+
+def write_setting(path: Path, value: str) -> None:
+    """Write ``value`` to setting file ``path`` in one ``write(2)``, as ``echo VALUE >
+    PATH`` does (and :meth:`~disaggsim.testbed.collect_tracefs.Tracefs.write`). Raises the
+    kernel's OSError (EINVAL for a value the file does not take)."""
+    path.write_text(f"{value}\n")
+
+
+def _owned_settings(setting: str) -> list[Path]:
+    """The owner records of ``setting`` (:data:`SETTING`), whatever value each holds."""
+    return [
+        r for r in owners.records(SETTING.name) if parse_setting_record_name(r.name)[0] == setting
+    ]
+
+
+def own_settings(read_old: Callable[[], Sequence[tuple[Path, str]]]) -> list[Path]:
+    """Record this process as the owner of settings it is about to change, each with the
+    value to restore, before any is changed: under :func:`disaggsim.owners.records_lock`,
+    dead owners' state is reaped first (:func:`disaggsim.owners.reap_dead`: a SIGKILLed
+    run's settings are restored), then ``read_old()`` reads the ``(file, old value)``
+    pairs, so that what it saves is the machine's own, not a dead run's; one record
+    ``SETTING=OLD`` (:func:`setting_record_name`, the absolute path as the setting) is
+    written for each. The caller changes the files, and after restoring each, removes its
+    record (:func:`release_setting`); after a SIGKILL, the next command that reaps writes
+    the old values back in record-name order, one stderr line each (``disaggsim: reaped
+    setting /sys/kernel/tracing/current_tracer left by dead pid N (restored nop)``).
+
+    Returns the records, in the order of ``read_old()``.
+
+    Raises:
+        RuntimeError: one of the files is a live owner's changed setting already (another
+            collection, named by its pid: :func:`disaggsim.owners.taken_error`); nothing
+            is recorded then.
+        ValueError: a record name too long (:func:`setting_record_name`).
+    """
+    with owners.records_lock():
+        owners.reap_dead()
+        olds = list(read_old())
+        names = [setting_record_name(str(path), old) for path, old in olds]
+        for path, _ in olds:
+            taken = _owned_settings(str(path))
+            if taken:
+                raise owners.taken_error(SETTING, taken[0].name)
+        records = [owners.record_path(SETTING.name, name) for name in names]
+        owner = owners.Owner.current()
+        with deferred_signals():
+            try:
+                for record in records:
+                    owners.write_record(record, owner)
+            except BaseException:
+                for record in records:  # nothing is changed yet: no record may stay
+                    record.unlink(missing_ok=True)
+                raise
+    return records
+
+
+def release_setting(record: Path) -> None:
+    """Remove the owner record of a setting that is restored (:func:`own_settings`)."""
+    record.unlink(missing_ok=True)
+
+
 def change_setting(
     stack: UndoStack, setting: str, value: str, already: tuple[str, ...] = ()
 ) -> None:
     """Set machine-wide ``setting`` (a name of :data:`SETTING_FILES`) to ``value``, unless
     it is ``value`` or one of ``already`` (the same setting spelled otherwise); restore
     the value it had on unwind. The change records this process as its owner, under the
-    name ``SETTING=OLD`` (the value to restore: a record holds only its owner), so that a
-    SIGKILLed owner's change is undone by the next command that makes owned state
-    (:func:`disaggsim.owners.reap_dead`, one stderr line: ``disaggsim: reaped setting
-    vm.page-cluster left by dead pid N (restored 3)``). Dead owners' state is reaped
-    before the old value is read, so it is the machine's own, not a dead run's.
+    name ``SETTING=OLD`` (the value to restore: a record holds only its owner;
+    :func:`setting_record_name`), so that a SIGKILLed owner's change is undone by the
+    next command that makes owned state (:func:`disaggsim.owners.reap_dead`, one stderr
+    line: ``disaggsim: reaped setting vm.page-cluster left by dead pid N (restored 3)``).
+    Dead owners' state is reaped before the old value is read, so it is the machine's
+    own, not a dead run's.
 
     Raises:
         RuntimeError: a live owner changed the setting from that value already
@@ -580,7 +724,7 @@ def change_setting(
         old = path.read_text().strip()
         if old == value or old in already:
             return
-        name = f"{setting}={old}"
+        name = setting_record_name(setting, old)
         if owners.record_path(SETTING.name, name).exists():
             raise owners.taken_error(SETTING, name)
         _make_owned(
@@ -595,15 +739,20 @@ def change_setting(
 
 def _restore_setting(name: str) -> str:
     """Reaper of :data:`SETTING`: write back the value ``name`` (``SETTING=OLD``) holds."""
-    setting, _, old = name.partition("=")
-    SETTING_FILES[setting].write_text(f"{old}\n")
+    setting, old = parse_setting_record_name(name)
+    path = setting_path(setting)
+    if path is None:
+        raise RuntimeError(
+            f"setting {setting}: expected a name of SETTING_FILES or an absolute path"
+        )
+    write_setting(path, old)
     return f" (restored {old})"
 
 
 def _setting_changed(name: str) -> bool:
-    setting, _, old = name.partition("=")
-    path = SETTING_FILES.get(setting)
-    return path is not None and path.exists() and path.read_text().strip() != old
+    setting, old = parse_setting_record_name(name)
+    path = setting_path(setting)
+    return path is not None and path.exists() and read_setting(path) != old
 
 
 def disable_zswap(stack: UndoStack) -> None:
@@ -741,11 +890,15 @@ RUN_CGROUP: Final = owners.Kind(
     lambda name: (PIDS_ROOT / name).is_dir(),
     lambda name: _reap_cgroup(PIDS_ROOT / name),
 )
-#: A machine-wide setting changed for a run (:func:`change_setting`), named
-#: ``SETTING=OLD``.
+#: A machine-wide setting changed for a run, named ``SETTING=OLD``
+#: (:func:`setting_record_name`): ``vm.page-cluster`` and ``zswap.enabled``
+#: (:func:`change_setting`), the collector's tracefs files and block-device trace enables
+#: by absolute path (:func:`own_settings`). Reaped in name order: ``/sys/block/...``
+#: before ``/sys/kernel/tracing/...``, and there ``tracing_on`` after the other files
+#: (collect_blk.TRACEFS_SETTINGS), as the collector's own restore does.
 SETTING: Final = owners.Kind(
     "setting",
-    lambda name: f"setting {name.partition('=')[0]}",
+    lambda name: f"setting {parse_setting_record_name(name)[0]}",
     lambda name: _setting_changed(name),
     lambda name: _restore_setting(name),
 )
@@ -813,6 +966,23 @@ def work_dir(stack: UndoStack, parent: Path) -> Path:
         lambda n: shutil.rmtree(urllib.parse.unquote(n)),
     )
     return path
+
+
+def _reap_tracefs_mount(name: str) -> str:
+    """Reaper of :data:`TRACEFS_MOUNT`: unmount the tracefs at ``unquote(name)``."""
+    sh(["umount", urllib.parse.unquote(name)])
+    return " (unmounted it)"
+
+
+#: The tracefs mount a collector made (:func:`ensure_tracefs`), named by its mount point
+#: (``urllib.parse.quote``). After :data:`SETTING`, whose tracefs files the reaper
+#: restores through this mount.
+TRACEFS_MOUNT: Final = owners.Kind(
+    "tracefs-mount",
+    lambda name: f"tracefs mount at {urllib.parse.unquote(name)}",
+    lambda name: is_mountpoint(Path(urllib.parse.unquote(name))),
+    _reap_tracefs_mount,
+)
 
 
 def memcg_read_int(memcg: Path, name: str) -> int:

@@ -21,7 +21,10 @@ runs with, the same number before (unexpanded) and after (restored) a collection
 
 :class:`Tracefs` is the one path through which the collector reads and writes tracefs, so the
 tests can run the same save/restore against a fake directory that rejects what the kernel
-rejects.
+rejects. The saved writes are also what the collector's owner records hold (one
+``FILE=VALUE`` each, :func:`disaggsim.testbed.collect_env.own_settings`), so that the next
+command writes them back if the collector is SIGKILLed; it tells a changed file by reading
+it in the same forms (:func:`disaggsim.testbed.collect_env.read_setting`).
 """
 
 from __future__ import annotations

@@ -3,16 +3,24 @@ that shows and rejects what the kernel does (tests/fake_tracefs.py names its ker
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import os
 import subprocess
+import tempfile
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from collect_machine_state import machine_left_as_found  # noqa: F401 - autouse fixture
-from fake_tracefs import FakeTracefs, fake_block_device
+from fake_tracefs import CLOCKS, FakeTracefs, fake_block_device
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from disaggsim import owners
+from disaggsim.testbed import collect_env as env
 from disaggsim.testbed.collect_blk import TRACEFS_SETTINGS, arm_blk_tracer
 from disaggsim.testbed.collect_env import RestoreError
 from disaggsim.testbed.collect_tracefs import (
@@ -27,6 +35,17 @@ from disaggsim.testbed.collect_tracefs import (
     save_tracefs,
     tracefs_state,
 )
+
+
+@pytest.fixture(autouse=True)
+def own_records_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The owner records of these tests' fake tracefs files (arm_blk_tracer records each
+    file it changes) in a directory of the test's own: not the machine's, whose dead
+    owners the real reaping would restore, and whose live collector would make these
+    tests refuse."""
+    records = tmp_path / "owners"
+    monkeypatch.setattr(owners, "OWNERS_DIR", records)
+    return records
 
 
 def test_parse_every_buffer_size_format() -> None:
@@ -214,3 +233,201 @@ def test_kernel_round_trip_per_cpu_sizes_and_clock(kernel_instance: Tracefs) -> 
     assert tracefs_state(fs) != before
     assert restore_tracefs(fs, saved) == []
     assert tracefs_state(fs) == before
+
+
+def _dead(owner: owners.Owner) -> owners.Owner:
+    """``owner`` as a SIGKILLed process is: same pid, another start time (pid reused)."""
+    return owners.Owner(owner.pid, owner.start_ticks + 1, owner.boot_id)
+
+
+def _kill_owner_of_records() -> list[Path]:
+    """Make this process's owner records a dead owner's, as a SIGKILL would leave them."""
+    records = owners.records(env.SETTING.name)
+    for record in records:
+        owner = owners.read_record(record)
+        assert owner is not None
+        owners.write_record(record, _dead(owner))
+    return records
+
+
+@contextlib.contextmanager
+def _reaper_writes_through(fs: FakeTracefs) -> Iterator[None]:
+    """The reaper's writes to files of ``fs`` go through the fake (which validates them as
+    the kernel does and updates the files it derives, as the kernel's would), the rest
+    (the fake block device's enable) to the file."""
+    write = env.write_setting
+
+    def through(path: Path, value: str) -> None:
+        if path.is_relative_to(fs.root):
+            fs.write(str(path.relative_to(fs.root)), value)
+        else:
+            write(path, value)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(env, "write_setting", through)
+        yield
+
+
+def test_records_hold_each_old_value_and_go_with_the_restore(tmp_path: Path) -> None:
+    # Each file arm_blk_tracer changes has a record, written before the change, naming
+    # the file and the value to restore (the save format: M of "N (expanded: M)"); the
+    # restore removes each record once its file is restored, and keeps a failed one's.
+    fs = FakeTracefs(tmp_path / "tracing")
+    loop = fake_block_device(tmp_path / "block", "loop3")
+    me = owners.Owner.current()
+    restore = arm_blk_tracer(fs, ["loop3"], 32768, "0xffff", sys_block=tmp_path / "block")
+    held = {
+        env.parse_setting_record_name(r.name): owners.read_record(r)
+        for r in owners.records(env.SETTING.name)
+    }
+    assert held == {
+        (str(loop / "enable"), "0"): me,
+        (str(fs.root / "buffer_size_kb"), "1408"): me,
+        (str(fs.root / "current_tracer"), "nop"): me,
+        (str(fs.root / "trace_clock"), "local"): me,
+        (str(fs.root / "tracing_on"), "1"): me,
+        (str(fs.root / "options/bin"), "0"): me,
+        (str(fs.root / "options/context-info"), "1"): me,
+        (str(fs.root / "options/blk_classic"), "0"): me,
+        (str(fs.root / "options/blk_cgroup"), "0"): me,
+    }
+    # The reaper's order (record names) puts the devices first and tracing_on last.
+    order = [env.parse_setting_record_name(r.name)[0] for r in owners.records("setting")]
+    assert order[0] == str(loop / "enable") and order[-1] == str(fs.root / "tracing_on")
+    fs.refuse = {"trace_clock": {"local"}}
+    with pytest.raises(RestoreError, match="trace_clock: writing 'local'"):
+        restore()
+    assert [env.parse_setting_record_name(r.name) for r in owners.records("setting")] == [
+        (str(fs.root / "trace_clock"), "local")
+    ]
+
+
+def test_a_live_owners_settings_make_a_second_arming_refuse(tmp_path: Path) -> None:
+    fs = FakeTracefs(tmp_path / "tracing", expanded=True)
+    restore = arm_blk_tracer(fs, [], 4096, "0xffff")
+    armed = tracefs_state(fs)
+    with pytest.raises(RuntimeError) as err:
+        arm_blk_tracer(fs, [], 8192, "0xffff")
+    assert str(err.value) == (
+        f"setting {fs.root / 'current_tracer'} exists, owned by pid {os.getpid()}, which "
+        "runs: is another disaggsim command running?"
+    )
+    assert tracefs_state(fs) == armed  # nothing changed by the refused one
+    restore()
+    assert owners.records(env.SETTING.name) == []
+
+
+def test_a_traced_device_is_refused_before_anything_changes(tmp_path: Path) -> None:
+    fs = FakeTracefs(tmp_path / "tracing")
+    loop = fake_block_device(tmp_path / "block", "loop3")
+    (loop / "enable").write_text("1\n")
+    before = tracefs_state(fs)
+    with pytest.raises(RuntimeError) as err:
+        arm_blk_tracer(fs, ["loop3"], 4096, "0xffff", sys_block=tmp_path / "block")
+    assert str(err.value).startswith(f"{loop / 'enable'}: expected 0 (no block trace on loop3)")
+    assert tracefs_state(fs) == before and owners.records(env.SETTING.name) == []
+
+
+_CHOICE_WRITES = st.one_of(
+    st.tuples(st.just("trace_clock"), st.sampled_from(CLOCKS)),
+    st.tuples(st.just("current_tracer"), st.sampled_from(["nop", "function", "blk"])),
+    st.tuples(st.just("tracing_on"), st.sampled_from(["0", "1"])),
+    st.tuples(
+        st.sampled_from(
+            ["options/bin", "options/context-info", "options/blk_classic", "options/blk_cgroup"]
+        ),
+        st.sampled_from(["0", "1"]),
+    ),
+)
+
+
+@st.composite
+def _machine_states(draw: st.DrawFn) -> tuple[int, bool, list[tuple[str, str]]]:
+    """A tracefs as a machine may show it: CPUs, expanded or not, then writes: buffer
+    sizes (all CPUs, or one: ``X``), clocks, tracers, tracing_on, options."""
+    n_cpus = draw(st.integers(1, 4))
+    sizes = st.integers(1, 70000).map(str)
+    size_writes = st.one_of(
+        st.tuples(st.just("buffer_size_kb"), sizes),
+        st.tuples(
+            st.integers(0, n_cpus - 1).map(lambda c: f"per_cpu/cpu{c}/buffer_size_kb"), sizes
+        ),
+    )
+    writes = draw(st.lists(st.one_of(size_writes, _CHOICE_WRITES), max_size=6))
+    return n_cpus, draw(st.booleans()), writes
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    state=_machine_states(),
+    buffer_kb=st.integers(1, 70000),
+    devices=st.lists(st.sampled_from(["loop0", "loop3", "nvme0n1"]), unique=True, max_size=3),
+)
+def test_a_dead_collectors_tracefs_comes_back_through_its_records(
+    state: tuple[int, bool, list[tuple[str, str]]], buffer_kb: int, devices: list[str]
+) -> None:
+    # Save, record, (SIGKILL), reap: whatever format the machine showed (N, "N (expanded:
+    # M)", X with per-CPU sizes, [bracketed] choices), the reaper's writes, each checked
+    # by the fake as the kernel checks it, give back the state of before the arming, the
+    # devices untraced, no record left, and one stderr line per file the arming changed.
+    n_cpus, expanded, writes = state
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
+        root = Path(tmp)
+        patch.setattr(owners, "OWNERS_DIR", root / "owners")
+        fs = FakeTracefs(root / "tracing", n_cpus=n_cpus, expanded=expanded)
+        for name, value in writes:
+            fs.write(name, value)
+        for dev in devices:
+            fake_block_device(root / "block", dev)
+        before = tracefs_state(fs)
+        arm_blk_tracer(fs, devices, buffer_kb, "0xffff", sys_block=root / "block")
+        records = _kill_owner_of_records()
+        changed = [
+            r
+            for r in records
+            if env.read_setting(Path(env.parse_setting_record_name(r.name)[0]))
+            != env.parse_setting_record_name(r.name)[1]
+        ]
+        with _reaper_writes_through(fs), contextlib.redirect_stderr(io.StringIO()) as err:
+            said = owners.reap_dead([env.SETTING])
+        assert tracefs_state(fs) == before
+        assert all(
+            (root / "block" / d / "trace/enable").read_text().strip() == "0" for d in devices
+        )
+        assert owners.records(env.SETTING.name) == []
+        assert len(said) == len(changed) and err.getvalue().splitlines() == said
+        assert all(line.startswith("disaggsim: reaped setting /") for line in said)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    setting=st.one_of(
+        st.sampled_from(sorted(env.SETTING_FILES)),
+        st.lists(
+            st.text(min_size=1, max_size=12).filter(lambda s: "/" not in s), min_size=1, max_size=5
+        ).map(lambda parts: "/" + "/".join(parts)),
+    ),
+    old=st.text(max_size=40),
+)
+def test_setting_record_names_round_trip(setting: str, old: str) -> None:
+    # Any path and value (a "/", "=", "%", a newline, a leading dot, non-ASCII) come back
+    # from the record's name, and the name is one file name the records' glob lists.
+    quoted = urllib.parse.quote(setting, safe="") + "=" + urllib.parse.quote(old, safe="")
+    if len(quoted.encode()) > 255:
+        with pytest.raises(ValueError, match=r"expected at most 255 \(NAME_MAX\)$"):
+            env.setting_record_name(setting, old)
+        return
+    name = env.setting_record_name(setting, old)
+    assert "/" not in name and not name.startswith(".") and "\x00" not in name
+    assert env.parse_setting_record_name(name) == (setting, old)
+    if setting in env.SETTING_FILES and old.isalnum() and old.isascii():
+        assert name == f"{setting}={old}"  # the records change_setting always wrote
+
+
+def test_a_too_long_record_name_is_refused_with_one_line() -> None:
+    with pytest.raises(ValueError, match=r"is 2\d\d bytes; expected at most 255 \(NAME_MAX\)$"):
+        env.setting_record_name("/" + "a" * 200, "x" * 60)
