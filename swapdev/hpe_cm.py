@@ -232,8 +232,9 @@ def _pagefault_once(
     taken every 128 faults (the vCPU's speed during the run). Why: on the 2-vCPU VM a whole
     run's faults sit in a fast or a slow mode set by the host, whatever the placement of
     application, loop worker and daemon (all on one CPU as well); the run's median fault
-    latency tracks the probe (bench/RESULTS.md, "D: page-fault latency", 2026-11-28
-    placement subsection), so compare runs with like probes."""
+    latency tracks the probe partly (R^2 0.75-0.97; bench/RESULTS.md, "D: page-fault
+    latency", 2026-11-28 placement subsection): a slow probe says the host slowed the
+    run."""
     build = device.build_dir()
     size = cfg.hpe_cm.device_bytes - cfg.hpe_cm.device_bytes % PAGE
     work.mkdir(parents=True, exist_ok=True)

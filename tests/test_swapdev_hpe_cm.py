@@ -149,7 +149,7 @@ def locked() -> Iterator[None]:
 #: about -6 us to +49 us: a band of 0.85-2.5 times the delay failed a quiet CI run at
 #: 52.1 us. The D values are measurements, reported in bench/RESULTS.md (HPE-CM D table).
 #: The modes are the host's speed of the vCPU, not a placement (2026-11-28: all on one CPU
-#: too; runs.csv's ``cpu_probe_ns`` tracks them).
+#: too; runs.csv's ``cpu_probe_ns`` tracks them in part).
 DELAY_DIFF_NS = 20_000
 #: The daemon's spin overshoots its deadline by a clock read and the histogram's bucket
 #: (<= 1.6 % wide, device.Histogram): the applied median lies within 2 % above the delay.

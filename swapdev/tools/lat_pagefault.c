@@ -28,9 +28,10 @@
  * PROBE_EVERY faults outside the timed accesses: the speed of this vCPU during the run.
  * Why: on the 2-vCPU VM the fault latency of a whole run sits in a fast or a slow mode
  * (bench/RESULTS.md, "D: page-fault latency", placement subsection), with everything on
- * one CPU as well; the runs' median fault latency tracks this probe (correlation 0.98
- * over 9 runs, 2026-11-28: ~1.30 ns per step with ~30 us faults, ~1.42-1.46 ns with
- * ~42-46 us), so the probe says which mode the host gave a run.
+ * one CPU as well; the runs' median fault latency tracks this probe, partly
+ * (2026-11-28: r = 0.98 over 9 runs, ~1.30 ns per step with ~30 us faults, ~1.42-1.46 ns
+ * with ~42-46 us; R^2 = 0.75 over 15 more; some runs are slow with a fast probe), so a
+ * slow probe says the host slowed that run.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
