@@ -225,7 +225,16 @@ def _run_json(
 def _pagefault_once(
     cfg: HpeCmConfig, dev: DeviceSection | None, work: Path, repeat: int
 ) -> dict[str, object]:
-    """One lat_pagefault run on ``dev`` (None: the full-memory reference)."""
+    """One lat_pagefault run on ``dev`` (None: the full-memory reference).
+
+    The row has lat_pagefault's report, the device's own delays (:func:`_device_delays`)
+    and ``cpu_probe_ns``: lat_pagefault's median time for 100,000 dependent multiply-adds,
+    taken every 128 faults (the vCPU's speed during the run). Why: on the 2-vCPU VM a whole
+    run's faults sit in a fast or a slow mode set by the host, whatever the placement of
+    application, loop worker and daemon (all on one CPU as well); the run's median fault
+    latency tracks the probe partly (R^2 0.75-0.97; bench/RESULTS.md, "D: page-fault
+    latency", 2026-11-28 placement subsection): a slow probe says the host slowed the
+    run."""
     build = device.build_dir()
     size = cfg.hpe_cm.device_bytes - cfg.hpe_cm.device_bytes % PAGE
     work.mkdir(parents=True, exist_ok=True)
@@ -274,6 +283,7 @@ def _pagefault_once(
         "p90_ns",
         "p99_ns",
         "max_ns",
+        "cpu_probe_ns",
     ):
         row[key] = rep.get(key)
     row.update(_device_delays(swapdev))
@@ -511,7 +521,8 @@ def summarize_pagefault(runs: pd.DataFrame) -> pd.DataFrame:
     ``d_memory`` = median p50 / the full-memory reference's, and ``delta_p50_ns`` = median
     p50 - local's (the added delay as seen by a fault), beside ``applied_delay_p50_ns``
     (the median of the runs' median delay the device itself applied, :func:`_device_delays`;
-    empty for the full-memory reference). Empty where no reference ran."""
+    empty for the full-memory reference), and ``cpu_probe_ns`` (the median of the runs'
+    vCPU speed probe, :func:`_pagefault_once`). Empty where no reference ran."""
     ok = runs[runs["status"] == "ok"]
     rows = []
     for name, grp in ok.groupby("device", sort=False):
@@ -528,6 +539,7 @@ def summarize_pagefault(runs: pd.DataFrame) -> pd.DataFrame:
                 "majflt": grp["majflt"].median(),
                 "faults": grp["faults"].median(),
                 "applied_delay_p50_ns": _median(grp["applied_delay_p50_ns"]),
+                "cpu_probe_ns": _median(grp["cpu_probe_ns"]),
             }
         )
     out = pd.DataFrame(rows)

@@ -23,7 +23,15 @@
  * N pages (default: all, at least 256 = 1 MiB as lmbench requires) are used. Each of the R
  * rounds (default 1) drops the cache and faults every page once in a fresh permutation.
  * Output: one JSON object, latencies in ns: mean_ns, p10/p50/p90/p99_ns, max_ns, pages,
- * faults (timed accesses), majflt (major faults during the timed accesses).
+ * faults (timed accesses), majflt (major faults during the timed accesses), and
+ * cpu_probe_ns: the median time of PROBE_ITERS dependent 64-bit multiply-adds, run every
+ * PROBE_EVERY faults outside the timed accesses: the speed of this vCPU during the run.
+ * Why: on the 2-vCPU VM the fault latency of a whole run sits in a fast or a slow mode
+ * (bench/RESULTS.md, "D: page-fault latency", placement subsection), with everything on
+ * one CPU as well; the runs' median fault latency tracks this probe, partly
+ * (2026-11-28: r = 0.98 over 9 runs, ~1.30 ns per step with ~30 us faults, ~1.42-1.46 ns
+ * with ~42-46 us; R^2 = 0.75 over 15 more; some runs are slow with a fast probe), so a
+ * slow probe says the host slowed that run.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -40,13 +48,27 @@
 #include "bench_util.h"
 
 #define PAGE 4096ull
+#define PROBE_EVERY 128
+#define PROBE_ITERS 100000
+
+/* ns for PROBE_ITERS steps of a dependent LCG (volatile: neither folded nor vectorized). */
+static uint32_t cpu_probe(void)
+{
+	volatile uint64_t x = 1;
+	uint64_t t = now_ns(), k;
+
+	for (k = 0; k < PROBE_ITERS; k++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	t = now_ns() - t;
+	return (uint32_t)(t > 0xffffffffu ? 0xffffffffu : t);
+}
 
 int main(int argc, char **argv)
 {
 	const char *file = NULL;
-	uint64_t npages = 0, seed = 1, rounds = 1, size = 0, i, r, n = 0, sum = 0, s;
+	uint64_t npages = 0, seed = 1, rounds = 1, size = 0, i, r, n = 0, np = 0, sum = 0, s;
 	uint64_t *order;
-	uint32_t *lat;
+	uint32_t *lat, *probe;
 	volatile const char *where;
 	struct stat st;
 	long mf0, mf = 0;
@@ -91,7 +113,8 @@ int main(int argc, char **argv)
 	where = mmap(NULL, npages * PAGE, PROT_READ, MAP_SHARED, fd, 0);
 	order = malloc(npages * sizeof(*order));
 	lat = malloc(npages * rounds * sizeof(*lat));
-	if (where == MAP_FAILED || !order || !lat) {
+	probe = malloc((npages / PROBE_EVERY + 1) * rounds * sizeof(*probe));
+	if (where == MAP_FAILED || !order || !lat || !probe) {
 		perror("lat_pagefault: allocation");
 		return 2;
 	}
@@ -105,8 +128,11 @@ int main(int argc, char **argv)
 		shuffle_u64(order, npages, &s);
 		mf0 = majflt();
 		for (i = 0; i < npages; i++) {
-			uint64_t t1 = now_ns(), t2;
+			uint64_t t1, t2;
 
+			if (i % PROBE_EVERY == 0)
+				probe[np++] = cpu_probe();
+			t1 = now_ns();
 			(void)where[order[i] * PAGE];
 			t2 = now_ns();
 			lat[n++] = (uint32_t)(t2 - t1 > 0xffffffffu ? 0xffffffffu : t2 - t1);
@@ -116,11 +142,12 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		sum += lat[i];
 	qsort(lat, n, sizeof(*lat), cmp_u32);
+	qsort(probe, np, sizeof(*probe), cmp_u32);
 	printf("{\"file\": \"%s\", \"pages\": %llu, \"rounds\": %llu, \"faults\": %llu, "
 	       "\"majflt\": %ld, \"mean_ns\": %.1f, \"p10_ns\": %u, \"p50_ns\": %u, \"p90_ns\": %u, "
-	       "\"p99_ns\": %u, \"max_ns\": %u}\n",
+	       "\"p99_ns\": %u, \"max_ns\": %u, \"cpu_probe_ns\": %u}\n",
 	       file, (unsigned long long)npages, (unsigned long long)rounds,
 	       (unsigned long long)n, mf, (double)sum / (double)n, lat[n / 10], lat[n / 2],
-	       lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1]);
+	       lat[n * 9 / 10], lat[n * 99 / 100], lat[n - 1], probe[np / 2]);
 	return 0;
 }
