@@ -5,24 +5,16 @@ committed sweep with every run reused, and the table's verdicts are the sweeps' 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from _bench import load_bench
 
 from disaggsim.swapdev import emulate
 
 REPO = Path(__file__).resolve().parents[1]
-# bench/ is not a package: load the script by path, without putting bench/ on sys.path
-_SPEC = importlib.util.spec_from_file_location(
-    "app_study_reproduce", REPO / "bench" / "app_study_reproduce.py"
-)
-assert _SPEC is not None and _SPEC.loader is not None
-reproduce = importlib.util.module_from_spec(_SPEC)
-sys.modules["app_study_reproduce"] = reproduce
-_SPEC.loader.exec_module(reproduce)
+reproduce = load_bench("app_study_reproduce")
 
 OUT = REPO / "notebooks" / "data" / "app_study" / "reproduce-2026-11-28"
 

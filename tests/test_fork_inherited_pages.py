@@ -4,29 +4,20 @@ process on the uffd device that forks (needs root, as every uffd test here)."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import test_swapdev_uffd
+from _bench import load_bench
 
 from disaggsim.swapdev import device
 
-REPO = Path(__file__).resolve().parents[1]
-# bench/ is not a package: load the script by path, without putting bench/ on sys.path
-_SPEC = importlib.util.spec_from_file_location(
-    "fork_inherited_pages", REPO / "bench" / "fork_inherited_pages.py"
-)
-assert _SPEC is not None and _SPEC.loader is not None
-probe = importlib.util.module_from_spec(_SPEC)
-sys.modules["fork_inherited_pages"] = probe
-_SPEC.loader.exec_module(probe)
+probe = load_bench("fork_inherited_pages")
 
 #: Three mappings as /proc/PID/smaps prints them (fields abridged): 120 kB registered
 #: (``um``, with ``uw`` after it), 40 kB not registered (``mw`` and ``me`` hold the letters

@@ -9,21 +9,13 @@ standalone_ns`` with node i at IP 0x0b000001 + (i / 256) * 0x10000 + (i % 256) *
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _bench import load_bench
 
-# bench/ is not a package: load the script by path, without putting bench/ on sys.path
-_SPEC = importlib.util.spec_from_file_location(
-    "hpcc_sim", Path(__file__).resolve().parents[1] / "bench" / "hpcc_sim.py"
-)
-assert _SPEC is not None and _SPEC.loader is not None
-hpcc_sim = importlib.util.module_from_spec(_SPEC)
-sys.modules["hpcc_sim"] = hpcc_sim  # dataclasses resolve their module by name
-_SPEC.loader.exec_module(hpcc_sim)
+hpcc_sim = load_bench("hpcc_sim")
 
 FABRIC = hpcc_sim.ClosFabric(
     racks=2,

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from _bench import load_bench
 from _emulate_runs import emulate_as_found
 from _own_processes import live_processes, tag_environment
 from hypothesis import HealthCheck, given, settings
@@ -1281,21 +1282,6 @@ def test_resummarize_rewrites_the_summaries_from_the_committed_runs_alone(
         emulate.resummarize(sweep)
 
 
-def _bench_script(name: str):  # type: ignore[no-untyped-def]
-    """A bench/ script loaded by path (bench/ is not a package)."""
-    import importlib.util
-    import sys
-
-    from disaggsim.sim.runner import repo_root
-
-    spec = importlib.util.spec_from_file_location(name, repo_root() / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_first_runs_csv_format_is_summarized_with_its_sweeps_config(
     tmp_path: Path,
 ) -> None:
@@ -1309,7 +1295,7 @@ def test_the_first_runs_csv_format_is_summarized_with_its_sweeps_config(
 
     from disaggsim.sim.runner import repo_root
 
-    script = _bench_script("emulate_resummarize")
+    script = load_bench("emulate_resummarize")
     committed = repo_root() / "bench/figures/requirements/sweep-local61"
     sweep = tmp_path / "sweep-local61"
     shutil.copytree(committed, sweep)
