@@ -478,7 +478,7 @@ def preflight(path: Path, cfg: EmulateConfig) -> list[str]:
         elif m.comex is not None and paging != comex_params.POLICY:
             problems.append(
                 f"{config_location(path, ('models', i, 'comex'))}: models[{i}]."
-                f'comex: only with paging = "comex"'
+                f'comex: only with paging = "{comex_params.POLICY}"'
             )
     if cfg.app.command is not None:
         program = cfg.app.command[0].replace("{build}", str(device.build_dir()))
