@@ -181,7 +181,9 @@ def available_cdfs() -> list[str]:
 
 
 def resolve_cdf(cdf: str | Path) -> Path:
-    """Return the path of ``cdf``: a shipped CDF name (e.g. ``"websearch"``) or a file path.
+    """Return the path of ``cdf``: a shipped CDF name (e.g. ``"websearch"``) or a file path
+    (a directory of another name is returned too, for the reader's one-line refusal; a
+    shipped name wins over a directory of that name).
 
     Raises:
         FileNotFoundError: neither a shipped name nor an existing file; lists the names.
@@ -192,6 +194,8 @@ def resolve_cdf(cdf: str | Path) -> Path:
     shipped = CDF_DIR / f"{cdf}.txt"
     if shipped.is_file():
         return shipped
+    if path.is_dir():  # not a shipped name: load_cdf refuses it by name (disaggsim.guards)
+        return path
     raise FileNotFoundError(
         f"flow-size CDF {str(cdf)!r}: no such file and not a shipped CDF "
         f"(shipped: {', '.join(available_cdfs())})"
