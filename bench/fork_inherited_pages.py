@@ -44,6 +44,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from disaggsim import owners
+
 
 def smaps_rss_kb(text: str) -> tuple[int, int]:
     """(Rss of the userfaultfd-registered mappings, Rss of all mappings), in kB, of one
@@ -81,12 +83,14 @@ def sample_once(match: bytes, seen: dict[int, Process]) -> None:
         try:
             if match not in Path(f"/proc/{pid}/cmdline").read_bytes():
                 continue
-            status = Path(f"/proc/{pid}/status").read_text()
-            ppid = int(status.split("PPid:")[1].split()[0])
+            stat = owners.process_stat(pid)
             registered, total = smaps_rss_kb(Path(f"/proc/{pid}/smaps").read_text())
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
-        seen.setdefault(pid, Process(ppid)).samples.append((time.time(), registered, total))
+        if stat is not None:
+            seen.setdefault(pid, Process(stat.ppid)).samples.append(
+                (time.time(), registered, total)
+            )
 
 
 def one_round(config: Path, out: Path) -> Path:

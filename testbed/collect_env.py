@@ -732,8 +732,8 @@ def change_setting(
             SETTING.name,
             name,
             f"{path} = {old}",
-            functools.partial(path.write_text, f"{value}\n"),
-            functools.partial(path.write_text, f"{old}\n"),
+            functools.partial(write_setting, path, value),
+            functools.partial(write_setting, path, old),
         )
 
 
