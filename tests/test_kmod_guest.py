@@ -174,9 +174,12 @@ def check_delay_reaches_service_time(
     least the delay (the blocks' exact minima: no noise enters this bound), and (2) the
     median over the pairs of (fixed block's p50 - none block's p50) is the delay, up to the
     transport's own variation between adjacent blocks (and the 1.6 % histogram buckets).
-    ``tolerance``: the rise's allowed relative error; None: halfway to each error it must
-    catch, from this run's own transfer time T (the none blocks' median p50): a delay that
-    overlapped the transfer rises by D - min(D, T), one applied twice by 2 D."""
+    ``tolerance``: the rise's allowed relative error; None: the bounds of the rdma check
+    (``test_fixed_delay_raises_service_time_rdma``), from this run's own transfer time T
+    (the none blocks' median p50): below, halfway to a delay that overlapped the transfer
+    (a rise of D - min(D, T)); above, 7/4 D, between the spin's own slowdown of the
+    transfer (a rise of (1 + b) D, b <= 1/2 measured) and a delay applied twice (2 D or
+    more)."""
     want = fixed_ns(r, backend)
     assert want == 204000  # hand-computed: 200000 + 32768 bit / 8.192 Gbit/s
     assert int(r[f"{backend}_pairs"]) == pairs and int(r[f"{backend}_block"]) == 40
@@ -193,7 +196,7 @@ def check_delay_reaches_service_time(
         assert abs(rise - want) <= tolerance * want, (rise, want, rises)
         return
     transfer = statistics.median(none)
-    low, high = want - min(want, transfer) / 2, want * 3 / 2
+    low, high = want - min(want, transfer) / 2, want * 7 / 4
     assert low <= rise <= high, (rise, low, high, transfer, rises)
 
 
@@ -206,17 +209,26 @@ def test_fixed_delay_raises_service_time_ram(guest: dict[str, object]) -> None:
 
 def test_fixed_delay_raises_service_time_rdma(guest: dict[str, object]) -> None:
     """RDMA backend (rxe under TCG; a request takes T = 70-100 us without delay on the VM
-    of 2026-11-27, ~400 us on the slower one of 2026-11-28): the paired median rise over
-    15 pairs is 204 us, within bounds halfway to the errors it must catch, computed from
-    this run's T: a delay that overlapped the transfer instead of preceding it would
-    raise the service time by 204 us - min(204 us, T), one applied twice by 408 us, one
-    outside the timed span by 0 (the minimum bound catches that too). So the rise must
-    lie in [204 - min(204, T) / 2, 306] us: [~160, 306] at T = 85 us (a fixed +-25 %
-    before 2026-11-28), [102, 306] at T = 400 us. The noise it absorbs is the RDMA
-    part's drift between adjacent blocks, which grows with T (+70 us, 17 % of T, on
-    2026-11-28; the unpaired medians of two back-to-back 300-read runs once differed by
-    70 us, 34 %, at T ~ 100 us)."""
-    check_delay_reaches_service_time(res(guest), "rdma", pairs=15, tolerance=None)
+    of 2026-11-27, 350-420 us on the slower one of 2026-11-28): the paired median rise
+    over 31 pairs lies in [D - min(D, T) / 2, 7/4 D], D = 204 us.
+
+    Below: halfway to a delay that overlapped the transfer instead of preceding it (a
+    rise of D - min(D, T)): [~160 us at T = 85 us, 102 us at T = 400 us]; one outside the
+    timed span (a rise of 0) fails it too, and the exact minimum bound as well.
+
+    Above: the spin itself slows the transfer that follows it, by a share b of the spin
+    (likely because the guest runs both vCPUs on one host thread in turn, ``-accel
+    tcg,thread=single``, so rxe's packet processing waits while a vCPU spins). The
+    paired rise is (1 + b) D: b = 0.05-0.07 on the VM of 2026-11-27 (4 runs); on the
+    one of 2026-11-28 b = 0.22-0.45 in 10 runs at D = 204 us, 0.22-0.34 in 3 runs at
+    D = 1 ms (so b scales with the spin, and a longer spin does not help), and 0.54 in
+    one CI run (315 us, which failed the former bound of 3/2 D). A delay applied twice
+    spins 2 D and rises by 2 (1 + b) D >= 2 D = 408 us. 7/4 D = 357 us lies between the
+    two: 42 us above the highest correct rise seen, 51 us below the smallest doubled
+    one. bench/RESULTS.md "kmod guest: the rdma delay check on a slower VM" has the
+    runs. 31 pairs (about 1 s of guest time) narrow the median over the pairs, whose
+    single rises spread over -49 to 2,961 us on the slower VM."""
+    check_delay_reaches_service_time(res(guest), "rdma", pairs=31, tolerance=None)
 
 
 def sd_tool(env: dict[str, str], sizes: list[int]) -> list[str]:

@@ -144,7 +144,7 @@ echo 0 > /sys/module/rmem/parameters/log_enable
 cat /proc/rmem_log > /host/rmem.log
 res rdma_log_dropped "$(stat_of log_dropped)"
 res rdma_errors "$(stat_of errors)"
-delay_pairs rdma 15 40 200000 8192000000
+delay_pairs rdma 31 40 200000 8192000000
 
 # The export-fct table through the README's conversion (rmem/convert_fct_to_ns.py's
 # arithmetic: pages = bytes / 4096, ns = int(us * 1000), both in doubles as Python's).
