@@ -23,7 +23,7 @@ from ns3_program import needs_ns3
 from disaggsim import owners
 from disaggsim.analysis.stats import summarize_groups
 from disaggsim.schemas import CAMPAIGN_FCT, CAMPAIGN_KEYS, FCT_RECORDS
-from disaggsim.sim.campaign import CampaignError, run_campaign
+from disaggsim.sim.campaign import CampaignError, CampaignResult, run_campaign
 
 pytestmark = needs_ns3
 
@@ -286,6 +286,82 @@ def test_failed_campaign_leaves_no_tables_of_another_config(tmp_path):
 # SIGKILL of a real `disaggsim run` mid-campaign (issue 6: "the resume test really kills a
 # process rather than deleting a marker file").
 
+#: The signal campaign's runs, in grid order (workloads vary slowest): two short runs that
+#: finish before the signal, then the long one that the signal cuts short. Workloads of the
+#: same CDF, load and seed are the same flows under another name (another run key), so
+#: only their sizes differ. Short: 10 flows, ~22,000 events, ~0.1 s. Long: 200 flows with
+#: ns-3's TCP, ~7.5 s of one core on the slower VM of 2026-11-28 (whole file: 60 s there,
+#: the four signal cases 11-13 s each; 300 flows took ~12 s there and ~4 s on the fastest
+#: machine the test has run on, so 200 flows last ~2.7 s there): the test needs it to
+#: last >= 2 s (asserted on the clean run; 120 flows would have left no margin on the fast
+#: machine), and every other second of it is paid once per parametrization by the rerun,
+#: which must redo it.
+_SIGNAL_RUNS = (("short-a", 10), ("short-b", 10), ("long", 200))
+#: The run the signal interrupts (by workload name).
+_LONG = "long"
+
+
+def _signal_config(out_dir: str) -> str:
+    """The signal campaign: one run per workload of :data:`_SIGNAL_RUNS` (ns-3's TCP,
+    one rate, scope and seed), two pool workers."""
+    workloads = "".join(
+        textwrap.dedent(
+            f"""\
+            [[workloads]]
+            kind = "synthetic"
+            name = "{name}"
+            cdf = "websearch"
+            load = 0.3
+            n_flows = {n_flows}
+
+            """
+        )
+        for name, n_flows in _SIGNAL_RUNS
+    )
+    return (
+        textwrap.dedent(
+            f"""\
+            [campaign]
+            name = "signal"
+            out_dir = "{out_dir}"
+            jobs = 2
+
+            """
+        )
+        + workloads
+        + textwrap.dedent(
+            """\
+            [topology]
+            racks = 2
+            hosts_per_rack = 4
+            spines = 2
+
+            [grid]
+            protocols = ["tcp-ns3"]
+            rates_gbps = [40]
+            scopes = ["datacenter"]
+            seeds = [1]
+
+            [limits]
+            run_timeout_s = 120
+            """
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def signal_clean(tmp_path_factory: pytest.TempPathFactory) -> CampaignResult:
+    """The signal campaign run once, uninterrupted: the rows every interrupted-then-rerun
+    campaign must give. Shared by the four parametrizations (the out_dir is not part of
+    a run key, so each killed campaign has the same runs)."""
+    base = tmp_path_factory.mktemp("signal-clean")
+    config = base / "clean.toml"
+    config.write_text(_signal_config("clean"))
+    result = run_campaign(config, progress=False)
+    assert [r["workload"] for r in result.runs] == [name for name, _ in _SIGNAL_RUNS]
+    assert len(result.fct()) == sum(n for _, n in _SIGNAL_RUNS)
+    return result
+
 
 def _proc_state(pid: int) -> str | None:
     stat = owners.process_stat(pid)
@@ -302,9 +378,10 @@ def _children(pid: int) -> list[int]:
     ]
 
 
-def _ns3_under(directory: Path) -> list[int]:
-    """Live ns-3 processes whose working directory is a run directory under ``directory``."""
-    pids = []
+def _ns3_under(directory: Path) -> dict[int, Path]:
+    """Live ns-3 processes whose working directory is a run directory under ``directory``,
+    with that directory."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -315,33 +392,35 @@ def _ns3_under(directory: Path) -> list[int]:
             continue
         if cwd.startswith(str(directory)) and exe.endswith("disaggsim-ns3"):
             if _proc_state(int(entry.name)) not in (None, "Z"):
-                pids.append(int(entry.name))
-    return pids
+                found[int(entry.name)] = Path(cwd)
+    return found
+
+
+def _done_runs(runs: Path) -> list[str]:
+    """The run directories installed as done (not a ``.tmp-*`` one about to be)."""
+    if not runs.is_dir():
+        return []
+    return sorted(
+        p.parent.name for p in runs.glob("*/done.json") if not p.parent.name.startswith(".")
+    )
 
 
 @pytest.mark.parametrize("jobs", [1, 2])  # ns-3 a child of the campaign / of a pool worker
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig):
+def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig, signal_clean):
     # SIGTERM (Slurm's, a user's) ends the running simulations as SIGKILL does, instead of
-    # waiting for them (disaggsim.signals turns it into an interrupt: exit 128 + 15)
-    # ns-3's TCP: runs of ~4 s here, long enough to be killed mid-run (the lean `tcp`
-    # finishes these in ~1 s)
-    n_runs, n_flows = 3, 300
-    text = _config(tmp_path, protocols='["tcp-ns3"]').read_text()
-    text = (
-        text.replace("seeds = [1]", "seeds = [1, 2, 3]")
-        .replace('scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]')
-        .replace(f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}")
-    )
-    clean_cfg, killed_cfg = tmp_path / "clean.toml", tmp_path / "killed.toml"
-    clean_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "clean"'))
-    killed_cfg.write_text(text.replace('out_dir = "out"', 'out_dir = "killed"'))
-    clean_result = run_campaign(clean_cfg, progress=False)
-    clean = clean_result.fct()
-    assert len(clean) == n_runs * n_flows
-    # a run takes long enough that one killed just after it started cannot have finished
-    # in the 1 s allowed below (else this test could not tell PDEATHSIG from luck)
-    assert min(r["wall_s"] for r in clean_result.runs) >= 2.0, clean_result.runs
+    # waiting for them (disaggsim.signals turns it into an interrupt: exit 128 + 15).
+    # The signal lands when the long run's ns-3 has just started (the short runs before it
+    # in grid order are done: with jobs = 2 it starts once a worker is free).
+    clean = signal_clean.fct()
+    n_runs = len(_SIGNAL_RUNS)
+    by_workload = {r["workload"]: r for r in signal_clean.runs}
+    long_key = by_workload[_LONG]["key"]
+    # the long run takes long enough that, killed just after it started, it cannot have
+    # finished in the 1 s allowed below (else this test could not tell PDEATHSIG from luck)
+    assert by_workload[_LONG]["wall_s"] >= 2.0, signal_clean.runs
+    killed_cfg = tmp_path / "killed.toml"
+    killed_cfg.write_text(_signal_config("killed"))
 
     runs = tmp_path / "killed" / "runs"
     proc = subprocess.Popen(
@@ -361,20 +440,20 @@ def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig
     try:
         deadline = time.monotonic() + 300
         seen: set[int] = set()
-        fresh: list[int] = []
+        fresh: dict[int, Path] = {}
         while time.monotonic() < deadline:
-            done = len(list(runs.glob("*/done.json"))) if runs.is_dir() else 0
-            running = _ns3_under(runs) if runs.is_dir() else []
-            fresh = [pid for pid in running if pid not in seen]
+            done = len(_done_runs(runs))
+            running = _ns3_under(runs) if runs.is_dir() else {}
+            fresh = {pid: cwd for pid, cwd in running.items() if pid not in seen}
             seen.update(running)
-            if done >= 1 and fresh:  # an ns-3 started within the last poll (~50 ms)
+            # the long run's ns-3 started within the last poll (~50 ms), after a done run
+            if done >= 1 and any(d.name.startswith(f".tmp-{long_key}-") for d in fresh.values()):
                 break
             assert proc.poll() is None, "the campaign ended before it could be killed"
             time.sleep(0.05)
         else:
-            pytest.fail("no run finished within 300 s")
-        done_before = done
-        fresh_dirs = [Path(os.readlink(f"/proc/{pid}/cwd")) for pid in fresh]
+            pytest.fail("the long run did not start after a finished run within 300 s")
+        fresh_dirs = list(fresh.values())
         workers = _children(proc.pid)  # pool workers
         signalled_at = time.monotonic()
         proc.send_signal(sig)
@@ -396,15 +475,23 @@ def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig
         if proc.stderr is not None:
             proc.stderr.close()
     # the simulations die with the campaign (PR_SET_PDEATHSIG), they do not run to the end
-    while left := _ns3_under(runs) + [p for p in workers if _proc_state(p) not in (None, "Z")]:
+    while left := [*_ns3_under(runs)] + [p for p in workers if _proc_state(p) not in (None, "Z")]:
         assert time.monotonic() - killed_at < 1.0, f"{left} outlived their killed campaign"
         time.sleep(0.02)
     for run_dir in fresh_dirs:  # ns-3 writes stats.json last: the run was cut short
         assert run_dir.name.startswith(".tmp-") and not (run_dir / "stats.json").exists()
-    assert 1 <= done_before < n_runs
+
+    # Mid-campaign: some runs done (their rows complete), the long one not.
+    done_keys = _done_runs(runs)
+    assert 1 <= len(done_keys) < n_runs and long_key not in done_keys, done_keys
+    rows_before = sum(len(pd.read_parquet(runs / key / "fct.parquet")) for key in done_keys)
+    flows_of = {r["key"]: r["flows"] for r in signal_clean.runs}
+    assert rows_before == sum(flows_of[key] for key in done_keys)
+    assert 0 < rows_before <= len(clean) - flows_of[long_key]
 
     again = run_campaign(killed_cfg, progress=False)
-    assert again.skipped >= done_before and again.ran == n_runs - again.skipped
+    assert (again.skipped, again.ran) == (len(done_keys), n_runs - len(done_keys))
+    assert {r["key"]: r["status"] for r in again.runs}[long_key] == "ran"
     fct = again.fct()
     keys = ["workload", "protocol", "rate_gbps", "scope", "seed", "flow_id"]
     assert not fct.duplicated(keys).any()  # 0 duplicated
