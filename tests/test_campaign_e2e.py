@@ -301,51 +301,25 @@ _SIGNAL_RUNS = (("short-a", 10), ("short-b", 10), ("long", 200))
 _LONG = "long"
 
 
-def _signal_config(out_dir: str) -> str:
-    """The signal campaign: one run per workload of :data:`_SIGNAL_RUNS` (ns-3's TCP,
-    one rate, scope and seed), two pool workers."""
-    workloads = "".join(
-        textwrap.dedent(
-            f"""\
-            [[workloads]]
-            kind = "synthetic"
-            name = "{name}"
-            cdf = "websearch"
-            load = 0.3
-            n_flows = {n_flows}
-
-            """
+def _signal_config(tmp_path: Path, out_dir: str) -> str:
+    """The signal campaign: :func:`_config`'s with ns-3's TCP, one scope, and one run per
+    workload of :data:`_SIGNAL_RUNS` in place of its one workload."""
+    one = (
+        '[[workloads]]\nkind = "synthetic"\nname = "websearch"\ncdf = "websearch"\n'
+        f"load = 0.3\nn_flows = {N_FLOWS}\n"
+    )
+    text = _config(tmp_path, protocols='["tcp-ns3"]').read_text()
+    assert one in text, "the signal campaign's workloads replace _config's one workload"
+    workloads = "\n".join(
+        one.replace('"websearch"\ncdf', f'"{name}"\ncdf', 1).replace(
+            f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}"
         )
         for name, n_flows in _SIGNAL_RUNS
     )
     return (
-        textwrap.dedent(
-            f"""\
-            [campaign]
-            name = "signal"
-            out_dir = "{out_dir}"
-            jobs = 2
-
-            """
-        )
-        + workloads
-        + textwrap.dedent(
-            """\
-            [topology]
-            racks = 2
-            hosts_per_rack = 4
-            spines = 2
-
-            [grid]
-            protocols = ["tcp-ns3"]
-            rates_gbps = [40]
-            scopes = ["datacenter"]
-            seeds = [1]
-
-            [limits]
-            run_timeout_s = 120
-            """
-        )
+        text.replace(one, workloads)
+        .replace('out_dir = "out"', f'out_dir = "{out_dir}"')
+        .replace('scopes = ["datacenter", "rack"]', 'scopes = ["datacenter"]')
     )
 
 
@@ -356,7 +330,7 @@ def signal_clean(tmp_path_factory: pytest.TempPathFactory) -> CampaignResult:
     a run key, so each killed campaign has the same runs)."""
     base = tmp_path_factory.mktemp("signal-clean")
     config = base / "clean.toml"
-    config.write_text(_signal_config("clean"))
+    config.write_text(_signal_config(base, "clean"))
     result = run_campaign(config, progress=False)
     assert [r["workload"] for r in result.runs] == [name for name, _ in _SIGNAL_RUNS]
     assert len(result.fct()) == sum(n for _, n in _SIGNAL_RUNS)
@@ -420,7 +394,7 @@ def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig
     # finished in the 1 s allowed below (else this test could not tell PDEATHSIG from luck)
     assert by_workload[_LONG]["wall_s"] >= 2.0, signal_clean.runs
     killed_cfg = tmp_path / "killed.toml"
-    killed_cfg.write_text(_signal_config("killed"))
+    killed_cfg.write_text(_signal_config(tmp_path, "killed"))
 
     runs = tmp_path / "killed" / "runs"
     proc = subprocess.Popen(
