@@ -9,6 +9,13 @@ half-written file or a half-filled directory, and an interrupted writer leaves n
 - :func:`atomic_dir`: a directory (a campaign run, a cached workload); the temporary
   directory is named ``.tmp-<name>-*`` so a caller holding the directory's lock can remove
   the leftovers of an interrupted writer by that prefix.
+
+A file target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a
+FIFO: :func:`is_special_file`) is written through instead, once the body has succeeded:
+the bytes are built in the system's temporary directory and copied into it. Renaming onto
+it would replace the device node with a regular file (as root, ``/dev/null`` became a
+0644 file that every later ``> /dev/null`` of the machine then appended to, 2026-11-28);
+and writing through is not atomic, which no reader of a device can expect.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +38,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     reader never sees a half-written file.
     """
     target = Path(path)
+    if is_special_file(target):
+        tmp = _tmp_for_special(target)
+        try:
+            yield tmp
+            _write_through(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
@@ -43,6 +59,32 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def is_special_file(path: str | Path) -> bool:
+    """True if ``path`` exists (its symlinks followed) and is neither a regular file nor a
+    directory: a character or block device, a FIFO, a socket. Such a target is written
+    through, never renamed onto (module docstring)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _tmp_for_special(target: Path) -> Path:
+    """A temporary file for a special target, in the system's temporary directory (not
+    next to the target: ``/dev`` is no place for it, and a non-root user cannot write there)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    return Path(name)
+
+
+def _write_through(tmp: Path, target: Path) -> None:
+    """Copy the finished ``tmp`` into special file ``target`` (opened for writing as ``>
+    TARGET`` does; a FIFO blocks until it has a reader)."""
+    with open(tmp, "rb") as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst)
 
 
 def _tmp_next_to(target: Path, tag: str) -> Path:
@@ -59,17 +101,22 @@ def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
     (a directory in the way raises IsADirectoryError naming it, nothing moved); then each
     existing target is moved aside, the new files are moved in, and only when all are in
     place are the old ones deleted. If any step fails, the new files are removed and the
-    old ones put back, so the set of outputs is never half new.
+    old ones put back, so the set of outputs is never half new. A special target
+    (:func:`is_special_file`) is written through after the others are in place.
 
     Raises:
         OSError: the body's or the file system's error (IsADirectoryError, ...).
     """
     targets = [Path(p) for p in paths]
+    special = [is_special_file(t) for t in targets]
     umask = os.umask(0)
     os.umask(umask)
     tmps: list[Path] = []
     try:
-        for t in targets:
+        for t, through in zip(targets, special, strict=True):
+            if through:
+                tmps.append(_tmp_for_special(t))
+                continue
             t.parent.mkdir(parents=True, exist_ok=True)
             tmp = _tmp_next_to(t, ".tmp")
             os.chmod(tmp, 0o666 & ~umask)
@@ -81,7 +128,9 @@ def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
         moved_aside: dict[Path, Path] = {}
         placed: list[Path] = []
         try:
-            for t, tmp in zip(targets, tmps, strict=True):
+            for t, tmp, through in zip(targets, tmps, special, strict=True):
+                if through:
+                    continue
                 if t.exists() or t.is_symlink():
                     backup = _tmp_next_to(t, ".old")
                     os.replace(t, backup)
@@ -96,6 +145,9 @@ def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
             raise
         for backup in moved_aside.values():
             backup.unlink(missing_ok=True)
+        for t, tmp, through in zip(targets, tmps, special, strict=True):
+            if through:  # after the regular files are in place: a device cannot roll back
+                _write_through(tmp, t)
     finally:
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
