@@ -39,7 +39,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """
     target = Path(path)
     if is_special_file(target):
-        tmp = _tmp_for_special(target)
+        tmp = _tmp_next_to(target, ".tmp")
         try:
             yield tmp
             _write_through(tmp, target)
@@ -72,14 +72,6 @@ def is_special_file(path: str | Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _tmp_for_special(target: Path) -> Path:
-    """A temporary file for a special target, in the system's temporary directory (not
-    next to the target: ``/dev`` is no place for it, and a non-root user cannot write there)."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    return Path(name)
-
-
 def _write_through(tmp: Path, target: Path) -> None:
     """Copy the finished ``tmp`` into special file ``target`` (opened for writing as ``>
     TARGET`` does; a FIFO blocks until it has a reader)."""
@@ -88,7 +80,11 @@ def _write_through(tmp: Path, target: Path) -> None:
 
 
 def _tmp_next_to(target: Path, tag: str) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=tag, dir=target.parent)
+    """An empty temporary file beside ``target``; for a special target
+    (:func:`is_special_file`) in the system's temporary directory instead (``/dev`` is no
+    place for it, and a non-root user cannot write there)."""
+    where = None if is_special_file(target) else target.parent
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=tag, dir=where)
     os.close(fd)
     return Path(name)
 
@@ -115,7 +111,7 @@ def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
     try:
         for t, through in zip(targets, special, strict=True):
             if through:
-                tmps.append(_tmp_for_special(t))
+                tmps.append(_tmp_next_to(t, ".tmp"))
                 continue
             t.parent.mkdir(parents=True, exist_ok=True)
             tmp = _tmp_next_to(t, ".tmp")
