@@ -16,6 +16,11 @@
 # resumes from its runs.csv on the next call with the same config (the round it cut is
 # rerun whole there: swapdev/emulate.py).
 #   ISOLATE=bench/isolate.sh WINDOW_S=1200 sh bench/app_study.sh configs/app-study-....toml
+# To end a window early without cutting a round: SIGUSR1 to the sweep's own process (not
+# `timeout` or the window's process group: that would reach the application), e.g.
+#   pkill -USR1 -f 'bin/python[0-9.]* [^ ]*bin/disaggsim (classify|emulate) '
+# ends the sweep in progress after its round (disaggsim.signals.stop_requests); the window
+# then goes on to the next config given, if any.
 set -eu
 LOCK=/tmp/disaggsim-machine.lock
 if [ -n "${ISOLATE:-}" ] && [ -z "${APP_STUDY_LOCKED:-}" ]; then

@@ -30,7 +30,15 @@ Two context managers, one mechanism:
   (``__cause__``).
 
 Only the main thread receives Python signal handlers (``signal`` module docs): in another
-thread both context managers do nothing.
+thread these context managers do nothing.
+
+A third, not an interruption: :func:`stop_requests`, around a long sweep made of units
+(``disaggsim emulate`` / ``classify``: rounds), turns SIGUSR1 into a request to stop after
+the unit in progress (:data:`STOP_AFTER_UNIT_SIGNAL`). The sweep then ends normally, its
+results written, and the same command resumes with the next unit. Why: ending a measurement
+window by hand with SIGINT cut a round, whose runs are dropped on resume (a round is
+compared with its own reference, ``swapdev/emulate.py``); bench/RESULTS.md "Spark SQL's
+Figure 2 grid under the node budget" needed a watcher script to send it between rounds.
 """
 
 from __future__ import annotations
@@ -46,6 +54,10 @@ from typing import Any, Final
 
 #: The signals :func:`interrupt_on_signals` turns into :class:`Interrupted`.
 TERMINATING_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+#: The signal :func:`stop_requests` turns into a request to stop after the unit in
+#: progress (SIGUSR1: its default action ends the process, so it is caught only there).
+STOP_AFTER_UNIT_SIGNAL: Final = signal.SIGUSR1
 
 
 class Interrupted(KeyboardInterrupt):
@@ -166,3 +178,38 @@ class _DeferredSignals(contextlib.AbstractContextManager["_DeferredSignals"]):
             return
         _state.raised = sig
         raise Interrupted(sig) from self.unwinding
+
+
+@dataclass
+class StopRequest:
+    """:func:`stop_requests`' flag: ``requested`` turns True at the first
+    :data:`STOP_AFTER_UNIT_SIGNAL` received in the block (main thread)."""
+
+    requested: bool = False
+
+
+@contextlib.contextmanager
+def stop_requests(unit: str) -> Iterator[StopRequest]:
+    """For the block (main thread): :data:`STOP_AFTER_UNIT_SIGNAL` (SIGUSR1) sets the
+    yielded :class:`StopRequest` and says on stderr, once, that the command stops after the
+    ``unit`` in progress (e.g. "round"); the caller checks the flag between units. Another
+    SIGUSR1 is ignored. The previous handler is back after the block. In another thread it
+    yields a flag no signal sets.
+
+    Use: ``kill -USR1 PID`` (or ``pkill -USR1 -f 'disaggsim classify'``) to a running sweep.
+    """
+    request = StopRequest()
+    if not _in_main_thread():
+        yield request
+        return
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        if not request.requested:
+            request.requested = True
+            _say(f"SIGUSR1: stopping after the {unit} in progress (the same command resumes)")
+
+    previous = signal.signal(STOP_AFTER_UNIT_SIGNAL, handler)
+    try:
+        yield request
+    finally:
+        signal.signal(STOP_AFTER_UNIT_SIGNAL, previous)

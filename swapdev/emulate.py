@@ -142,7 +142,7 @@ from pydantic import (
 from disaggsim.atomic import atomic_path, write_text_atomic
 from disaggsim.errors import InputError
 from disaggsim.guards import read_text
-from disaggsim.signals import interrupt_on_signals
+from disaggsim.signals import StopRequest, interrupt_on_signals, stop_requests
 from disaggsim.sim.config import ConfigError, config_location, load_config_model
 from disaggsim.swapdev import (
     baselines,
@@ -1221,7 +1221,18 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
     ValueError on duplicate model labels, disaggsim.signals.Interrupted on SIGINT, SIGTERM
     or SIGHUP (after undoing everything, :func:`disaggsim.signals.interrupt_on_signals`;
     ``runs.csv`` keeps the finished runs).
+    SIGUSR1 (:func:`disaggsim.signals.stop_requests`) ends the sweep normally after the
+    round in progress, its outputs written as for a complete sweep (a line says so, also
+    with ``progress`` off): nothing is cut, and the same config resumes with the next round.
     """
+    # SIGUSR1: stop after the round in progress (the kmod backend: after its one guest boot).
+    unit = "sweep (one guest boot)" if cfg.emulate.backend == "kmod" else "round"
+    with stop_requests(unit) as stop:
+        return _emulate(cfg, stop, progress)
+
+
+def _emulate(cfg: EmulateConfig, stop: StopRequest, progress: bool) -> Path:
+    """:func:`emulate`'s body; ``stop``: set by SIGUSR1, checked after each round."""
     out = (cfg.base_dir / cfg.emulate.out_dir / cfg.emulate.name).resolve()
     points = expand_models(cfg)
     spec = cfg.app.preset_spec
@@ -1261,6 +1272,8 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
         here: machine.Window | None = None
         rerun: set[tuple[float, int]] = set()  # rounds this sweep runs anew
         for fraction in cfg.app.local_fraction:
+            if stop.requested:
+                break
             local = int(spec.working_set_bytes * fraction)
             for rep in range(cfg.emulate.max_rounds):
                 plan = round_plan(cfg, points, done, runs, fraction, rep)
@@ -1344,6 +1357,13 @@ def emulate(cfg: EmulateConfig, progress: bool = True) -> Path:
                         )
                     if progress:
                         _print_run(run, cfg.emulate.timeout_s)
+                if stop.requested:  # SIGUSR1 (after this complete round)
+                    print(
+                        f"stopped on SIGUSR1 after round {rep} at local {fraction:.0%}: the "
+                        "same command resumes with the next round",
+                        flush=True,
+                    )
+                    break
     if here is None:  # every run reused: runs.csv stays as it is, in its own columns
         _write_summaries(cfg, out, sweep_table(done, runs, rerun))
     else:

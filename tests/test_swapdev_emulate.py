@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import warnings
 from dataclasses import replace
@@ -719,6 +720,112 @@ def test_a_resumed_sweep_stopped_anywhere_keeps_every_earlier_run(
     key = ("local_fraction", "model", "repeat", "jct_s")
     assert {tuple(r[k] for k in key) for r in first} <= {tuple(r[k] for k in key) for r in after}
     assert len(after) == 8 + min(stop_at - 1, 4)  # the new runs made before the stop
+
+
+@pytest.mark.parametrize("signal_at", range(1, 10))
+def test_sigusr1_stops_after_the_round_in_progress_and_the_sweep_resumes(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    signal_at: int,
+) -> None:
+    """A sweep of 3 rounds of the reference and two points (9 runs, 3 per round) gets a
+    real SIGUSR1 (to this process, from inside its ``signal_at``-th run): it ends normally
+    once that run's round is complete, so runs.csv holds exactly the rounds up to it
+    (3 x ceil(signal_at / 3) rows; none cut), its summary is written, and one line says
+    so. Run again, it resumes with the next round: the stopped sweep's rows are kept as
+    they were and the table ends with all 9 runs, round by round, as an uninterrupted sweep
+    would (oracle: the round structure, and each run's JCT = 1 + call number / 1000 s
+    telling which call made it). SIGUSR1's handler is the one from before afterwards.
+    Before, SIGUSR1 ended the process at once (its default action)."""
+    calls: list[int] = []
+
+    def runner(cfg: object, pt: object, local: int, work: Path) -> emulate_apps.Outcome:
+        calls.append(1)
+        if len(calls) == signal_at:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            os.kill(os.getpid(), signal.SIGUSR1)  # a second one changes nothing
+        jct = 1 + len(calls) / 1000
+        return emulate_apps.Outcome("ok", jct, 0, 0, jct)
+
+    monkeypatch.setattr(emulate, "_run_command_once", runner)
+    path = tmp_path / "memtouch.toml"
+    path.write_text(
+        CONFIG.replace("repeats = 2", "repeats = 3").replace(
+            "latency_ns = 20000", "latency_ns = [1000, 20000]"
+        )
+    )
+    handler_before = signal.getsignal(signal.SIGUSR1)
+    capfd.readouterr()
+    out = emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    assert signal.getsignal(signal.SIGUSR1) == handler_before
+    rounds = -(-signal_at // 3)
+    table = out / "runs.csv"
+    first = table.read_text()
+    rows = list(csv.DictReader(io.StringIO(first)))
+    assert [(r["model"], int(r["repeat"])) for r in rows] == [
+        (m, rep) for rep in range(rounds) for m in ("none", "fixed-1000ns", "fixed-20000ns")
+    ]
+    assert [float(r["jct_s"]) for r in rows] == [1 + i / 1000 for i in range(1, 3 * rounds + 1)]
+    assert (out / "summary.csv").exists()
+    stdout, stderr = capfd.readouterr()
+    if rounds < 3:
+        assert stdout.splitlines()[-1] == (
+            f"stopped on SIGUSR1 after round {rounds - 1} at local 25%: the same command "
+            "resumes with the next round"
+        )
+    assert stderr.count("SIGUSR1: stopping after the round in progress") == 1
+    calls.clear()
+    calls.extend([1] * 3 * rounds)  # the resumed runs continue the call numbers
+    signal_at = 0
+    emulate.emulate(emulate.load_emulate_config(path), progress=False)
+    after = list(csv.DictReader(io.StringIO(table.read_text())))
+    assert after[: len(rows)] == rows
+    assert [(r["model"], int(r["repeat"])) for r in after] == [
+        (m, rep) for rep in range(3) for m in ("none", "fixed-1000ns", "fixed-20000ns")
+    ]
+    assert [float(r["jct_s"]) for r in after] == [1 + i / 1000 for i in range(1, 10)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="userfaultfd needs root here")
+def test_sigusr1_to_a_running_disaggsim_emulate_ends_it_after_the_round(tmp_path: Path) -> None:
+    """The command as a user runs it: ``disaggsim emulate`` (memtouch on the uffd device,
+    3 rounds of the reference and a 50 us point) gets SIGUSR1 from outside once its first
+    run's row is in runs.csv, i.e. during round 0's point (~1 s: >= 12 k swap-ins x 50 us,
+    against 20 ms polling). It exits 0 after round 0, runs.csv holding round 0's two runs,
+    both ok, and its summary written; the stop is said on stdout and stderr."""
+    device.build_dir()
+    path = tmp_path / "memtouch.toml"
+    path.write_text(
+        CONFIG.replace("repeats = 2", "repeats = 3").replace(
+            "latency_ns = 20000", "latency_ns = 50000"
+        )
+    )
+    table = tmp_path / "out" / "memtouch" / "runs.csv"
+    cli = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "disaggsim"
+    if not cli.exists():
+        cli = Path(sys.executable).parent / "disaggsim"
+    proc = subprocess.Popen(
+        [str(cli), "emulate", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (table.exists() and len(table.read_text().splitlines()) >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGUSR1)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    rows = list(csv.DictReader(io.StringIO(table.read_text())))
+    assert [(r["model"], r["repeat"], r["status"]) for r in rows] == [
+        ("none", "0", "ok"),
+        ("fixed-50000ns", "0", "ok"),
+    ]
+    assert (table.parent / "summary.csv").exists()
+    assert "stopped on SIGUSR1 after round 0 at local 25%" in stdout
+    assert "SIGUSR1: stopping after the round in progress" in stderr
 
 
 @pytest.mark.parametrize(
