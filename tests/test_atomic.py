@@ -99,7 +99,7 @@ def test_a_special_target_is_written_through_and_keeps_its_type(
         got: list[bytes] = []
         reader = None
         if kind in ("fifo", "symlink-to-fifo"):
-            reader = threading.Thread(target=lambda: got.append(target.read_bytes()))
+            reader = threading.Thread(target=lambda: got.append(target.read_bytes()), daemon=True)
             reader.start()
         if writer == "atomic_path":
             with atomic_path(target) as t:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -290,3 +292,47 @@ def test_comex_random_pattern_survives_4x_local_memory(
     remote_faults = c["reads"] + c["read_hits"] + c["write_hits"]
     assert 2 * (PAGES - LOCAL // 4096) <= remote_faults <= 2 * PAGES
     assert c["prefetched"] == c["read_hits"] + c["prefetched_unused"]
+
+
+def test_trace_and_histogram_to_a_fifo_are_written_through(tmp_path: Path) -> None:
+    """SWAPDEV_TRACE and SWAPDEV_HIST naming a FIFO (as /dev/null or /dev/stdout would be):
+    the device writes into it in place instead of renaming a temporary file onto it, so
+    the FIFO stays a FIFO and its reader gets the trace (one line per request, 4 MiB over
+    1 MiB local: swap-ins) and the histogram (sd_user.c; the same rule as
+    disaggsim/atomic.py). Renaming replaced /dev/null with a regular file on 2026-11-28."""
+    build = device.build_dir()
+    trace, hist = tmp_path / "trace.fifo", tmp_path / "hist.fifo"
+    os.mkfifo(trace)
+    os.mkfifo(hist)
+    got: dict[str, bytes] = {}
+    readers = [
+        threading.Thread(target=lambda p=p: got.__setitem__(p.name, p.read_bytes()), daemon=True)
+        for p in (trace, hist)
+    ]
+    for r in readers:
+        r.start()
+    env = {
+        **os.environ,
+        "SWAPDEV_LOCAL_BYTES": str(1 << 20),
+        "SWAPDEV_TRACE": str(trace),
+        "SWAPDEV_HIST": str(hist),
+    }
+    proc = subprocess.run(
+        ["env", f"LD_PRELOAD={build / 'libswapdev_uffd.so'}", str(build / "memtouch"), "4", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    for r in readers:
+        r.join(timeout=10)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(os.stat(trace).st_mode) and stat.S_ISFIFO(os.stat(hist).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hist.fifo", "trace.fifo"]
+    copy = tmp_path.parent / f"{tmp_path.name}.rmem"
+    copy.write_bytes(got["trace.fifo"])
+    df = paging.read_rmem(copy)
+    # memtouch writes then checks 4 MiB with 1 MiB local: the 768 pages over the budget
+    # go out and come back
+    assert (df["op"] == "R").sum() >= 768 and (df["op"] == "W").sum() >= 1, len(df)
+    assert b"applied" in got["hist.fifo"] and b"target" in got["hist.fifo"]

@@ -5,6 +5,7 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const err_text[] = {
@@ -109,6 +110,14 @@ static int load_table(struct sd_run *r, const char *path, int fmt)
 	return 0;
 }
 
+/* 1 if path exists (symlinks followed) and is neither a regular file nor a directory. */
+static int is_special_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 /* Open the rmem trace at tp ("%p": this process's pid) as a temporary file beside it
  * (renamed at the end), or (in_place) at its own path. */
 static int open_trace(struct sd_run *r, const char *tp, int in_place)
@@ -124,6 +133,10 @@ static int open_trace(struct sd_run *r, const char *tp, int in_place)
 	} else {
 		r->trace_path = strdup(tp);
 	}
+	/* A device or FIFO (/dev/null) is written in place: renaming onto it would replace the
+	 * node with a regular file (disaggsim/atomic.py, the same rule). */
+	if (!in_place && is_special_file(r->trace_path))
+		in_place = 1;
 	if (!in_place && asprintf(&r->trace_tmp, "%s.tmp.%d", r->trace_path, (int)getpid()) < 0)
 		return -1;
 	/* A temporary trace of this pid is an earlier image's that exec'd this one (it never
@@ -333,18 +346,24 @@ int sd_run_finish(struct sd_run *r, const char *who)
 		r->trace = NULL;
 	}
 	if (r->hist_path) {
+		int through = is_special_file(r->hist_path);
 		char *tmp;
 		FILE *f;
 
-		if (asprintf(&tmp, "%s.tmp.%d", r->hist_path, (int)getpid()) < 0)
+		if (through)
+			tmp = strdup(r->hist_path);
+		else if (asprintf(&tmp, "%s.tmp.%d", r->hist_path, (int)getpid()) < 0)
+			tmp = NULL;
+		if (!tmp)
 			return -1;
 		f = fopen(tmp, "w");
 		if (!f || write_hist(f, "applied", &r->applied) ||
 		    write_hist(f, "target", &r->target) ||
 		    (r->report_minor && write_hist(f, "minor", &r->minor)) || fclose(f) ||
-		    rename(tmp, r->hist_path)) {
+		    (!through && rename(tmp, r->hist_path))) {
 			fprintf(stderr, "swapdev: %s: %s\n", r->hist_path, strerror(errno));
-			unlink(tmp);
+			if (!through)
+				unlink(tmp);
 			rc = -1;
 		}
 		free(tmp);
