@@ -180,9 +180,9 @@ display(pd.DataFrame(rows))
 # point undecided and a sweep of that point alone ran more rounds (`<app>-classify-iso`,
 # `configs/app-study-<app>-classify.toml`), its row replaces the grid's here and in the
 # figures below. spark-sql-bdb's grid (the PySpark workers on the device under one budget
-# per node) has 3 of its 6 rounds, measured on a second VM 2.7x slower than the one of the
-# other grids; its 5 µs / 40 Gb/s bar, its class and its Figure 6(a) point come from its
-# classification sweep (same device set-up, first VM).
+# per node) has its 6 rounds, measured on a second VM 2.7x slower than the one of the
+# other grids, every point undecided; its 5 µs / 40 Gb/s bar, its class and its Figure 6(a)
+# point come from its classification sweep (same device set-up, first VM).
 
 
 # %%
