@@ -196,7 +196,8 @@ def stop_requests(unit: str) -> Iterator[StopRequest]:
     SIGUSR1 is ignored. The previous handler is back after the block. In another thread it
     yields a flag no signal sets.
 
-    Use: ``kill -USR1 PID`` (or ``pkill -USR1 -f 'disaggsim classify'``) to a running sweep.
+    Use: ``kill -USR1 PID`` to the sweep's own Python process, not to a ``timeout`` or
+    process group around it (bench/app_study.sh's header has a ``pkill`` pattern).
     """
     request = StopRequest()
     if not _in_main_thread():
