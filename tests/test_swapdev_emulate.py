@@ -802,9 +802,7 @@ def test_sigusr1_to_a_running_disaggsim_emulate_ends_it_after_the_round(tmp_path
         )
     )
     table = tmp_path / "out" / "memtouch" / "runs.csv"
-    cli = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "disaggsim"
-    if not cli.exists():
-        cli = Path(sys.executable).parent / "disaggsim"
+    cli = Path(sys.executable).parent / "disaggsim"  # this venv's entry point
     proc = subprocess.Popen(
         [str(cli), "emulate", str(path)],
         stdout=subprocess.PIPE,
