@@ -1,11 +1,12 @@
-"""How many local pages a forked process inherits on the uffd device: the size of the node
-budget's copy-on-write double count, measured.
+"""How many local pages a forked process inherits on the uffd device, and whether each
+node's count of local pages is the kernel's.
 
-On uffd, one budget is shared by every process of a node, and a forked child joins it with
-its parent's local pages, which then **count in both processes** until the older copies
-leave local memory, where the kernel charges a copy-on-write page once
-(swapdev/doc/swapdev.md "One budget per node"; bench/RESULTS.md's Spark sections carry it
-as a caveat). This script measures how large that count is for one application:
+On uffd, one budget is shared by every process of a node. Until 2026-11-28 a forked child
+joined it with its parent's local pages, which then **counted in both processes** until the
+older copies left local memory, where the kernel charges a copy-on-write page once; since
+then the child charges an inherited page only once it stops being shared
+(swapdev/doc/swapdev.md "One budget per node"; bench/RESULTS.md, "The node budget's
+copy-on-write double count"). This script measures, for one application:
 
 - it runs one round of the application's config (the zero-delay reference and the config's
   points, ``repeats = repeats_max = 1``) under ``--out-dir`` in a temporary directory
@@ -17,11 +18,18 @@ as a caveat). This script measures how large that count is for one application:
   MISSING mode, swapdev/src/uffd_preload.c), and its whole Rss;
 - a process whose parent also matches is a forked child; its first sample, taken within
   one interval of its fork, is what it inherited (an upper bound: it may have faulted a
-  few pages in that interval).
+  few pages in that interval);
+- at the same period, each node's resident count (its segment, ``SWAPDEV_NODE_SHM``)
+  against the kernel's count of the node's local pages: the Pss of the registered mappings
+  of every process whose environment names the node (a page mapped by two processes counts
+  half in each), in pages. The processes are read one after the other while they run, so
+  a single sample's difference also holds the faults and evictions made while reading.
 
 Prints one row per process (pid, parent, role, samples; its first, largest and last
-registered Rss and its first whole Rss, in kB; its lifetime in s) and the node's budget
-(``local_fraction x working_set_bytes``).
+registered Rss and its first whole Rss, in kB; its lifetime in s), the node's budget
+(``local_fraction x working_set_bytes``), and one row per node: its samples and the
+distribution of the device's count less the kernel's, in pages (median, 5th and 95th
+percentiles, the largest in magnitude) and the median as a share of the budget.
 Needs root and the machine lock, as every emulation does:
 
     flock /tmp/disaggsim-machine.lock .venv/bin/python bench/fork_inherited_pages.py \\
@@ -45,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from disaggsim import owners
+from disaggsim.swapdev import device
 
 
 def smaps_rss_kb(text: str) -> tuple[int, int]:
@@ -62,6 +71,88 @@ def smaps_rss_kb(text: str) -> tuple[int, int]:
                 registered += rss
             rss = 0
     return registered, total
+
+
+def registered_pss_kb(text: str) -> int:
+    """Pss of the userfaultfd-registered mappings, in kB, of one ``/proc/PID/smaps`` text
+    (each mapping's ``Pss:`` line precedes its ``VmFlags:`` line): the process's share of
+    the physical pages the device holds local for it."""
+    registered = pss = 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            pss = int(line.split()[1])
+        elif line.startswith("VmFlags:"):
+            if "um" in line.split()[1:]:
+                registered += pss
+            pss = 0
+    return registered
+
+
+def node_of(environ: bytes, netns_inode: int) -> Path | None:
+    """The node segment file a process's environment (``/proc/PID/environ``, NUL-separated)
+    names in ``SWAPDEV_NODE_SHM``, ``%n`` being its network namespace's inode; None if
+    none."""
+    for item in environ.split(b"\0"):
+        if item.startswith(b"SWAPDEV_NODE_SHM="):
+            name = item.split(b"=", 1)[1].decode().replace("%n", str(netns_inode))
+            return device.SHM_DIR / name.lstrip("/") if name else None
+    return None
+
+
+#: One node sample: (UTC seconds, the device's resident pages, the kernel's pages, processes).
+NodeSample = tuple[float, int, int, int]
+
+
+def sample_nodes(nodes: dict[Path, list[NodeSample]]) -> None:
+    """Add one sample of every node segment some process's environment names to ``nodes``:
+    the segment's resident count read after the node's processes' smaps (a process or
+    segment gone while read is skipped)."""
+    pss_kb: dict[Path, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+            if b"SWAPDEV_NODE_SHM=" not in environ:
+                continue
+            seg = node_of(environ, device.netns_inode(Path(f"/proc/{entry.name}/ns/net")))
+            if seg is None:
+                continue
+            pss = registered_pss_kb(Path(f"/proc/{entry.name}/smaps").read_text())
+        except OSError:
+            continue
+        pss_kb.setdefault(seg, []).append(pss)
+    for seg, per_process in pss_kb.items():
+        try:
+            counters = device.NodeSegment("/" + seg.name, seg).counters()
+        except OSError:
+            continue
+        if counters is not None:
+            nodes.setdefault(seg, []).append(
+                (
+                    time.time(),
+                    counters.resident_pages,
+                    sum(per_process) * 1024 // 4096,
+                    len(per_process),
+                )
+            )
+
+
+def node_rows(nodes: dict[Path, list[NodeSample]], budget_pages: int) -> list[str]:
+    """One CSV row per node (see the module's docstring), in segment order."""
+    rows = []
+    for seg in sorted(nodes):
+        diffs = sorted(s[1] - s[2] for s in nodes[seg])
+        n = len(diffs)
+
+        def pct(q: float, d: list[int] = diffs, k: int = n) -> int:
+            return d[min(k - 1, int(q * k))]
+
+        rows.append(
+            f"{seg.name},{n},{pct(0.5)},{pct(0.05)},{pct(0.95)},"
+            f"{max(diffs, key=abs)},{100 * pct(0.5) / budget_pages:.1f}"
+        )
+    return rows
 
 
 @dataclass
@@ -115,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     seen: dict[int, Process] = {}
     stop = threading.Event()
 
+    nodes: dict[Path, list[NodeSample]] = {}
+
     def sampler() -> None:
         while not stop.is_set():
             sample_once(args.match.encode(), seen)
+            sample_nodes(nodes)
             stop.wait(args.interval_s)
 
     with tempfile.TemporaryDirectory(prefix="fork-probe-") as tmp:
@@ -144,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{max(s[1] for s in p.samples)},{p.samples[-1][1]},{rss0},"
             f"{p.samples[-1][0] - t0:.1f}"
         )
+    print("node,samples,median_device_less_kernel_pages,p5,p95,largest,median_share_of_budget_pct")
+    print(*node_rows(nodes, budget_kb // 4), sep="\n")
     return 0
 
 

@@ -99,3 +99,48 @@ def test_a_forked_child_inherits_its_parents_registered_pages() -> None:
     assert abs(child_reg - parent_reg) <= 64 * 4
     assert seen[child].ppid == proc.pid  # type: ignore[attr-defined]
     assert proc.returncode == 0
+
+
+def test_registered_pss_and_node_of_by_hand() -> None:
+    """Oracles: the registered Pss by hand (120 kB: the third registered mapping has no
+    Pss line); the segment file from an environment, ``%n`` replaced by the inode."""
+    assert probe.registered_pss_kb(SMAPS) == 120
+    environ = b"A=1\0SWAPDEV_NODE_SHM=/swapdev-node-7-ab-%n\0B=2\0"
+    assert probe.node_of(environ, 4026531840) == device.SHM_DIR / "swapdev-node-7-ab-4026531840"
+    assert probe.node_of(b"A=1\0", 1) is None
+
+
+@_on_uffd
+def test_after_a_fork_the_nodes_count_is_the_kernels() -> None:
+    """The node's count once a child forked from a process holding 16 MiB waits, both idle:
+    the kernel's count of the node's pages (both processes' registered Pss, each shared
+    page half in each) to within 8 pages (the interpreter's own faults), and one child's
+    worth of pages below what counting the inherited pages in both would give. On the
+    device before 2026-11-28 the count was the parent's pages twice."""
+    marker = f"fork-probe-{uuid.uuid4()}"
+    with device.per_node_segments([device.netns_inode()]) as (shm, (segment,)):
+        env = {
+            **os.environ,
+            **device.uffd_env(device.DelayModel("none"), 256 << 20, True, node_shm=shm),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PROGRAM, marker],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            assert proc.stdout is not None
+            int(proc.stdout.readline())
+            time.sleep(0.5)  # the child's start, fifty reconcile periods
+            nodes: dict[object, list[tuple[float, int, int, int]]] = {}
+            probe.sample_nodes(nodes)
+        finally:
+            proc.communicate("", timeout=60)
+    assert list(nodes) == [segment.path], nodes
+    (_, resident, kernel, processes), *_ = nodes[segment.path]
+    assert processes == 2
+    assert kernel >= 16 * 256  # the parent's 16 MiB, once
+    assert abs(resident - kernel) <= 8, (resident, kernel)
+    assert proc.returncode == 0

@@ -126,8 +126,7 @@ void sd_node_reclaim(struct sd_node *n, struct sd_node_slot *s)
 	sd_node_wake_under(n);
 }
 
-struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t local,
-				       uint64_t unsettled)
+struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid)
 {
 	int i, pass;
 
@@ -146,9 +145,8 @@ struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t 
 			atomic_store(&s->out_pages, 0);
 			atomic_store(&s->out_for_others, 0);
 			atomic_store(&s->oldest, SD_NODE_NO_PAGE);
-			atomic_store(&s->local, local);
-			atomic_store(&s->unsettled, unsettled);
-			atomic_fetch_add(&n->resident, local);
+			atomic_store(&s->local, 0);
+			atomic_store(&s->unsettled, 0);
 			atomic_store(&s->pid, pid);
 			return s;
 		}

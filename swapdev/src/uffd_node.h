@@ -36,7 +36,7 @@ struct sd_node_slot {
 	_Atomic uint64_t out_pages;  /* pages it sent remote, for any reason */
 	_Atomic uint64_t out_for_others; /* of those, pages sent on another process's request */
 	_Atomic uint64_t req_ns;     /* when the pending request was posted (CLOCK_MONOTONIC) */
-	_Atomic uint64_t unsettled; /* pages counted at its fork, not yet made room for */
+	_Atomic uint64_t unsettled; /* pages charged late (copy-on-write), not yet made room for */
 };
 
 struct sd_node {
@@ -62,15 +62,13 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
  * up with budget_pages if new (empty); NULL if it does not exist; or die naming the
  * variable: its budget differs, it is not a node segment, it never became ready (1 s). */
 struct sd_node *sd_node_attach(const char *name, uint64_t budget_pages);
-/* A slot for process pid (a slot still holding pid is a former image of it, gone by exec:
- * reclaimed first; when none is free, slots of processes gone are reclaimed); local pages
- * are added to the node's resident count, of them `unsettled` (a forked child's inherited
- * pages, counted twice until it has made room) marked so before they are added. NULL if
- * every slot is taken by a live process. */
-struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid, uint64_t local,
-				       uint64_t unsettled);
+/* A slot for process pid, holding no page yet (a slot still holding pid is a former image
+ * of it, gone by exec: reclaimed first; when none is free, slots of processes gone are
+ * reclaimed). NULL if every slot is taken by a live process. */
+struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid);
 /* The node's resident count less the slots' unsettled pages: what a fault's peak sample
- * measures (a fork's double count, being made room for, is not a fault's overshoot). */
+ * measures (pages a forked child charges once they stop being shared copy-on-write, being
+ * made room for, are not a fault's overshoot). */
 uint64_t sd_node_settled(struct sd_node *n);
 /* Give slot s back: its local pages leave the node's count; waiters are woken. */
 void sd_node_release(struct sd_node *n, struct sd_node_slot *s);

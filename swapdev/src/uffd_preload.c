@@ -131,6 +131,20 @@ static pthread_t reclaimer;
 static atomic_int reclaim_stop;
 static uint64_t local_clock;
 static uint64_t node_fallbacks, node_requests, node_served_pages, node_inherited_pages;
+/*
+ * A forked child on a node: its local pages inherited at the fork and still shared
+ * copy-on-write with the process they came from are not charged to the node (the kernel
+ * charges such a page once, to the memcg that faulted it: mm/memcontrol.c); it charges each
+ * once pagemap shows it exclusive (charge_exclusive). uncharged_pages counts them (the
+ * regions' uncharged flags; written under the lock, read without it as a hint);
+ * node_charged_pages, those charged since the fork; late_charged, charges not yet made
+ * room for (the slot's unsettled pages).
+ */
+static uint64_t uncharged_pages, node_charged_pages, late_charged;
+/* How often the reclaim thread of a process holding uncharged pages reads pagemap: the
+ * bound on how long a copy-on-write break goes uncounted. */
+#define RECONCILE_NS 10000000ull
+#define RECLAIM_IDLE_NS 100000000ull
 /* How long a fault waits for another process to give up pages before it evicts its own
  * (a fallback, counted): each futex wait is NODE_WAIT_SLICE_NS at most. */
 #define NODE_WAIT_NS 500000000ull
@@ -241,12 +255,25 @@ void uffd_page_out(struct region *r, uint64_t first, uint64_t n)
 		uffd_die("MADV_DONTNEED: %s", strerror(errno));
 }
 
-/* Under the lock: local_pages += delta, and the node's count with it. */
-static void local_add(int64_t delta)
+/* Under the lock: local_pages += delta, and the node's count by the charged pages among
+ * them (charged: delta less the pages leaving uncharged, leave_charged). */
+static void local_add(int64_t delta, int64_t charged)
 {
 	local_pages += (uint64_t)delta;
-	if (my_slot)
-		sd_node_add_local(node, my_slot, delta);
+	if (my_slot && charged)
+		sd_node_add_local(node, my_slot, charged);
+}
+
+/* Under the lock: page p of r leaves this process's local pages (sent remote, forgotten).
+ * 1 if it was charged to the node; 0 for a page inherited at a fork and still shared
+ * copy-on-write (its physical page stays, charged to the process it came from). */
+static int leave_charged(struct region *r, uint64_t p)
+{
+	if (!r->uncharged || !r->uncharged[p])
+		return 1;
+	r->uncharged[p] = 0;
+	uncharged_pages--;
+	return 0;
 }
 
 /* Under the lock: the stamp of a page becoming local now (the node's clock, shared by its
@@ -268,15 +295,17 @@ static void node_publish(void)
 void uffd_remote_run(uint32_t slot, uint64_t first, uint64_t n, int mapped)
 {
 	struct region *r = &regions[slot];
-	uint64_t i;
+	uint64_t i, charged = 0;
 
 	if (mapped)
 		uffd_page_out(r, first, n);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		charged += (uint64_t)leave_charged(r, first + i);
 		r->state[first + i] = ST_REMOTE;
+	}
 	if (my_slot) /* before the count drops: a process waiting for room sees it */
 		atomic_fetch_add(&my_slot->out_pages, n);
-	local_add(-(int64_t)n);
+	local_add(-(int64_t)n, -(int64_t)charged);
 	paging_ops->write(paging_st, r->page_base + first, n, sd_now_ns());
 }
 
@@ -362,7 +391,7 @@ static void zero_fill_untracked(uintptr_t addr)
  * the process that did not answer (stopped: SIGSTOP, a debugger) is left out of the choice
  * while its request stays pending, so that one fault waits for it, not every fault.
  */
-static void make_room(void)
+static void find_room(void)
 {
 	uint64_t deadline = 0;
 
@@ -409,6 +438,17 @@ static void make_room(void)
 		node_requests += (uint64_t)sd_node_request(victim, sd_now_ns());
 		if (atomic_load(&node->resident) >= budget_pages)
 			sd_node_wait_under(node, seen, NODE_WAIT_SLICE_NS);
+	}
+}
+
+/* Under the lock: find_room, after which the pages this process charged late (copy-on-write,
+ * charge_exclusive) are made room for: they leave the slot's unsettled pages. */
+static void make_room(void)
+{
+	find_room();
+	if (late_charged && my_slot) {
+		atomic_fetch_sub(&my_slot->unsettled, late_charged);
+		late_charged = 0;
 	}
 }
 
@@ -463,7 +503,7 @@ static void serve_locked(uintptr_t addr, int forking)
 	if (!forking)
 		copy_in(addr, src);
 	r->state[page] = ST_RESIDENT;
-	local_add(1);
+	local_add(1, 1);
 	evict_ops->mapped(evict_st, (uint32_t)slot, page, next_stamp());
 	node_publish();
 	if (my_slot && !forking) { /* the node's peak after a fault that made room (tests) */
@@ -627,7 +667,7 @@ static const char *node_shm_name(char *buf, size_t len)
 	return buf;
 }
 
-static void node_join(uint64_t local, uint64_t unsettled);
+static void node_join(void);
 /* SWAPDEV_NODE_SHM names a segment that does not exist (start-up, swapdev_init). */
 static char node_missing[256];
 
@@ -665,6 +705,9 @@ static void register_region(uintptr_t start, size_t len)
 	if (regions[i].state == MAP_FAILED || regions[i].store == MAP_FAILED ||
 	    regions[i].tag == MAP_FAILED)
 		uffd_die("cannot map %zu bytes of store: %s", len, strerror(errno));
+	/* Small pages, as the registered range's: pagemap's exclusive bit (charge_exclusive)
+	 * describes a transparent huge page as a whole. */
+	syscall(SYS_madvise, regions[i].store, len, MADV_NOHUGEPAGE);
 	register_range(start, len);
 	regions[i].start = start;
 	regions[i].npages = npages;
@@ -679,6 +722,8 @@ static void drop_region(struct region *r)
 	syscall(SYS_munmap, r->state, r->npages);
 	syscall(SYS_munmap, r->tag, r->npages * sizeof(uint32_t));
 	syscall(SYS_munmap, r->store, r->npages * PAGE);
+	if (r->uncharged)
+		syscall(SYS_munmap, r->uncharged, r->npages);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -696,7 +741,7 @@ static void drop_region(struct region *r)
  */
 static void release_range(uintptr_t addr, size_t len, int how)
 {
-	uint64_t gone = 0;
+	uint64_t gone = 0, gone_charged = 0;
 	int i;
 
 	for (i = 0; i < MAX_REGIONS; i++) {
@@ -712,8 +757,10 @@ static void release_range(uintptr_t addr, size_t len, int how)
 		p0 = (lo - r->start) / PAGE;
 		p1 = (hi - r->start + PAGE - 1) / PAGE;
 		for (p = p0; p < p1; p++) {
-			if (r->state[p] & ST_LOCAL)
+			if (r->state[p] & ST_LOCAL) {
 				gone++;
+				gone_charged += (uint64_t)leave_charged(r, p);
+			}
 			if (r->state[p] & ST_INACTIVE)
 				evict_ops->left_inactive(evict_st);
 			if ((how & REL_MATERIALIZE) && (r->state[p] & (ST_INACTIVE | ST_REMOTE)))
@@ -726,7 +773,7 @@ static void release_range(uintptr_t addr, size_t len, int how)
 			drop_region(r);
 	}
 	if (gone)
-		local_add(-(int64_t)gone);
+		local_add(-(int64_t)gone, -(int64_t)gone_charged);
 	node_publish();
 }
 
@@ -863,12 +910,109 @@ int mprotect(void *addr, size_t len, int prot)
 	return ret;
 }
 
+#define PM_PRESENT (1ull << 63)
+#define PM_EXCLUSIVE (1ull << 56) /* PM_MMAP_EXCLUSIVE: mapped by this process only */
+#define PM_CHUNK 512
+
+/* The pagemap entries of n pages from addr (Linux Documentation/admin-guide/mm/pagemap.rst),
+ * or die naming the file. */
+static void read_pagemap(int fd, uintptr_t addr, uint64_t n, uint64_t *out)
+{
+	ssize_t got = pread(fd, out, n * 8, (off_t)(addr / PAGE * 8));
+
+	if (got != (ssize_t)(n * 8))
+		uffd_die("/proc/self/pagemap at %#lx: %s", (unsigned long)addr,
+		    got < 0 ? strerror(errno) : "short read");
+}
+
+/*
+ * A forked child's inherited pages that are no longer shared are charged to the node. A
+ * page inherited at the fork is shared copy-on-write with the process it came from, which
+ * holds its charge; it becomes this process's own page (pagemap bit 56, PM_MMAP_EXCLUSIVE,
+ * in the mapping that holds it: the application's range for a mapped page, the store for
+ * an inactive one) when either process writes it (a copy-on-write break: a new page), when
+ * the other copy leaves (evicted, unmapped, the process gone), or when this process takes
+ * it out to its store (CLOCK: a copy). bench/pagemap_cow_probe.py measured the bit on this
+ * kernel. The entries are read without the lock, 512 pages at a time, and applied under it
+ * to the pages still uncharged in the same region (a page can only become exclusive, or
+ * leave: no fork can make it shared again before the next read, atfork_prepare reads
+ * first). The charges enter the node's count as unsettled until make_room has run.
+ * Returns the pages charged.
+ */
+static uint64_t charge_exclusive(void)
+{
+	uint64_t app[PM_CHUNK], store[PM_CHUNK], total = 0;
+	int fd, i;
+
+	if (!__atomic_load_n(&uncharged_pages, __ATOMIC_RELAXED))
+		return 0;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		uffd_die("/proc/self/pagemap: %s (needed to charge a forked child's pages once "
+			 "they stop being shared copy-on-write)", strerror(errno));
+	for (i = 0; i < MAX_REGIONS; i++) {
+		uint64_t c = 0;
+
+		for (;;) {
+			struct region *r = &regions[i];
+			const uint8_t *next;
+			uintptr_t start, store_start;
+			uint32_t gen;
+			uint64_t n, j, k = 0;
+
+			pthread_mutex_lock(&lock);
+			next = r->gen && r->uncharged && c < r->npages
+				       ? memchr(r->uncharged + c, 1, r->npages - c)
+				       : NULL;
+			if (!next) {
+				pthread_mutex_unlock(&lock);
+				break;
+			}
+			c = (uint64_t)(next - r->uncharged);
+			n = r->npages - c < PM_CHUNK ? r->npages - c : PM_CHUNK;
+			gen = r->gen;
+			start = r->start + c * PAGE;
+			store_start = (uintptr_t)r->store + c * PAGE;
+			pthread_mutex_unlock(&lock);
+			read_pagemap(fd, start, n, app);
+			read_pagemap(fd, store_start, n, store);
+			pthread_mutex_lock(&lock);
+			for (j = 0; r->gen == gen && j < n; j++) {
+				uint64_t e = r->state[c + j] & ST_INACTIVE ? store[j] : app[j];
+
+				if (r->uncharged[c + j] && (r->state[c + j] & ST_LOCAL) &&
+				    (e & PM_PRESENT) && (e & PM_EXCLUSIVE)) {
+					r->uncharged[c + j] = 0;
+					k++;
+				}
+			}
+			if (k) {
+				uncharged_pages -= k;
+				node_charged_pages += k;
+				if (my_slot) { /* unsettled first: another fault's peak sample */
+					late_charged += k;
+					atomic_fetch_add(&my_slot->unsettled, k);
+					sd_node_add_local(node, my_slot, (int64_t)k);
+				}
+			}
+			pthread_mutex_unlock(&lock);
+			total += k;
+			c += n;
+		}
+	}
+	close(fd);
+	return total;
+}
+
 /*
  * The reclaim thread of a process on a node segment: waits on its slot's request counter
  * (a process-shared futex, woken by the process that posted the request, 100 ms slices so
  * that it sees reclaim_stop) and gives up one eviction batch per request, under the device
  * lock as the handler evicts (the paging policy's swap-outs, logged in this process's
- * trace); then wakes the handlers waiting for the node to go under its budget.
+ * trace); then wakes the handlers waiting for the node to go under its budget. In a forked
+ * child holding inherited pages it also charges those no longer shared (charge_exclusive,
+ * every RECONCILE_NS) and makes room for them, as a copy-on-write fault charges and
+ * reclaims in the kernel.
  */
 static void *reclaim_main(void *arg)
 {
@@ -876,9 +1020,18 @@ static void *reclaim_main(void *arg)
 
 	atomic_store(&s->reclaim_tid, (int32_t)syscall(SYS_gettid));
 	while (!atomic_load(&reclaim_stop)) {
-		uint32_t req = sd_node_wait_request(s, 100000000ull);
+		uint32_t req = sd_node_wait_request(
+		    s, __atomic_load_n(&uncharged_pages, __ATOMIC_RELAXED) ? RECONCILE_NS
+									  : RECLAIM_IDLE_NS);
 		uint64_t before;
 
+		if (charge_exclusive()) {
+			pthread_mutex_lock(&lock);
+			wait_fork_locked();
+			if (my_slot == s)
+				make_room();
+			pthread_mutex_unlock(&lock);
+		}
 		if (req == atomic_load(&s->done))
 			continue;
 		pthread_mutex_lock(&lock);
@@ -897,11 +1050,11 @@ static void *reclaim_main(void *arg)
 	return NULL;
 }
 
-/* Under the lock: take a slot on the node for this process (local pages already local)
- * and start its reclaim thread; without a free slot the process keeps its own budget. */
-static void node_join(uint64_t local, uint64_t unsettled)
+/* Under the lock: take a slot on the node for this process (no page charged yet) and start
+ * its reclaim thread; without a free slot the process keeps its own budget. */
+static void node_join(void)
 {
-	my_slot = sd_node_take_slot(node, (int32_t)getpid(), local, unsettled);
+	my_slot = sd_node_take_slot(node, (int32_t)getpid());
 	if (!my_slot) {
 		fprintf(stderr, "swapdev uffd: SWAPDEV_NODE_SHM: all %d slots are taken by live "
 			"processes; process %d keeps a budget of its own\n", SD_NODE_SLOTS,
@@ -1042,12 +1195,17 @@ static int open_uffd(void)
  *     one would have read zeros there: the child exits naming the page instead of running
  *     on wrong data), restarts its outputs (sd_run_forked_child) and starts its handler.
  *     Its budget is SWAPDEV_LOCAL_BYTES, its own, as for any process that loads the
- *     library, or on a node a slot of its own in the node's budget (node_join); either
- *     way the pages it shares with its parent copy-on-write count twice.
+ *     library (the pages it shares with its parent copy-on-write then count in both), or
+ *     on a node a slot of its own in the node's budget (node_join), where its inherited
+ *     local pages are uncharged: they count once, in the parent, until each stops being
+ *     shared (charge_exclusive).
  *   - atfork_parent serves the deferred faults and evicts back under the budget.
  */
 static void atfork_prepare(void)
 {
+	/* Before the fork shares them again: the inherited pages this process owns by now are
+	 * charged here, not left uncharged in both processes. */
+	charge_exclusive();
 	pthread_mutex_lock(&lock);
 	wait_fork_locked();
 	if (enabled)
@@ -1067,7 +1225,7 @@ static void atfork_parent(void)
 	for (i = 0; i < ndeferred; i++)
 		serve_locked(deferred[i].arg.pagefault.address & ~(PAGE - 1), 0);
 	ndeferred = 0;
-	if (my_slot) /* the node's count has the child's copy too: under the node's budget */
+	if (my_slot) /* the forking thread's faults, and pages charged late: under the budget */
 		make_room();
 	else
 		do { /* back under the budget (the forking thread's faults, logged swap-outs) */
@@ -1122,6 +1280,32 @@ static void register_child_pages(const struct region *r, uint64_t p0, uint64_t p
 	}
 }
 
+/* In a forked child on a node: every local page is inherited, shared copy-on-write with the
+ * parent, which holds its charge: flagged uncharged (the parent's flags, if it had any, are
+ * a copy of the parent's and are overwritten); then the reclaim thread is woken to start
+ * reading pagemap. */
+static void mark_inherited(void)
+{
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < MAX_REGIONS; i++) {
+		struct region *r = &regions[i];
+		uint64_t p;
+
+		if (!r->gen)
+			continue;
+		if (!r->uncharged)
+			r->uncharged = uffd_map(r->npages, "the uncharged flags");
+		for (p = 0; p < r->npages; p++)
+			r->uncharged[p] = (r->state[p] & ST_LOCAL) != 0;
+	}
+	uncharged_pages = local_pages;
+	node_inherited_pages = local_pages;
+	pthread_mutex_unlock(&lock);
+	sd_node_wake_slot(my_slot);
+}
+
 static void atfork_child(void)
 {
 	int i;
@@ -1130,7 +1314,7 @@ static void atfork_child(void)
 	pthread_cond_init(&fork_done, NULL);
 	ndeferred = 0; /* their threads are the parent's */
 	my_slot = NULL; /* the parent's (the segment is shared with it) */
-	node_fallbacks = node_requests = node_served_pages = 0;
+	node_fallbacks = node_requests = node_served_pages = node_inherited_pages = 0;
 	if (!atomic_load(&fork_tid)) { /* the device was off in the parent */
 		enabled = 0;
 		run.trace = NULL; /* the parent's buffered trace is the parent's to write */
@@ -1154,18 +1338,15 @@ static void atfork_child(void)
 	forked_child = 1;
 	child_pid = getpid();
 	device_pid = child_pid;
-	if (node) { /* a slot of its own: its copy-on-write pages count in both processes */
-		node_inherited_pages = local_pages;
-		node_join(local_pages, local_pages);
-	}
+	late_charged = 0;
+	uncharged_pages = 0;
+	node_charged_pages = 0;
+	if (node) /* a slot of its own, holding no page */
+		node_join();
+	if (my_slot) /* its local pages are its parent's, charged there */
+		mark_inherited();
 	if (uffd_thread_start(&handler, handler_main))
 		uffd_die("forked child: cannot start the handler thread");
-	if (my_slot) { /* the node under its budget again before the child runs on */
-		pthread_mutex_lock(&lock);
-		make_room();
-		atomic_store(&my_slot->unsettled, 0); /* its pages are now in the peak samples */
-		pthread_mutex_unlock(&lock);
-	}
 }
 __attribute__((constructor)) static void swapdev_init(void)
 {
@@ -1208,7 +1389,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 	if ((shm = node_shm_name(shm_buf, sizeof(shm_buf)))) {
 		node = sd_node_attach(shm, budget_pages);
 		if (node)
-			node_join(0, 0);
+			node_join();
 		else
 			strcpy(node_missing, shm);
 	}
@@ -1238,11 +1419,13 @@ __attribute__((destructor)) static void swapdev_fini(void)
 	if (on_node && node_requests + node_served_pages + node_fallbacks + node_inherited_pages)
 		fprintf(stderr, "swapdev uffd node: %llu eviction requests to other processes, "
 			"%llu pages given up on their requests, %llu fallbacks (nobody else freed "
-			"pages within %llu ms: evicted locally), %llu pages inherited at fork\n",
+			"pages within %llu ms: evicted locally), %llu pages inherited at fork "
+			"(uncharged while shared copy-on-write; %llu charged since)\n",
 			(unsigned long long)node_requests, (unsigned long long)node_served_pages,
 			(unsigned long long)node_fallbacks,
 			(unsigned long long)(NODE_WAIT_NS / 1000000),
-			(unsigned long long)node_inherited_pages);
+			(unsigned long long)node_inherited_pages,
+			(unsigned long long)node_charged_pages);
 	pthread_mutex_lock(&run.mu);
 	outputs = run; /* the counters, histograms and output files as they are now */
 	run.trace = NULL; /* faults served from here on are not recorded */

@@ -24,6 +24,10 @@ struct region {
 	uint8_t *state;
 	uint32_t *tag; /* per page: the tag of its latest queue entry (older ones are stale) */
 	char *store;   /* copies of the inactive and remote pages, at their offset */
+	/* The backend's only (NULL but in a forked child on a node segment): per page, 1 while
+	 * the page is local, inherited at the fork and not yet charged to the node (shared
+	 * copy-on-write: its physical page is charged to the process it came from). */
+	uint8_t *uncharged;
 };
 
 /* All under the backend's lock. */

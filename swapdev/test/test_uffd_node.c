@@ -65,47 +65,147 @@ static void fill(char *p, uint64_t seed, uint64_t first, uint64_t n)
 			((volatile uint64_t *)(p + pg * PG))[i] = word(seed, pg, i);
 }
 
+/* Expected in a page the worker dropped (MADV_DONTNEED): zeros. */
+#define ZEROS UINT64_MAX
+
+static uint64_t bad_page(const char *p, uint64_t seed, uint64_t pg)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t i = 0; i < PG / 8; i++)
+		bad += ((volatile const uint64_t *)(p + pg * PG))[i] !=
+		       (seed == ZEROS ? 0 : word(seed, pg, i));
+	return bad;
+}
+
 static uint64_t bad_words(const char *p, uint64_t seed, uint64_t n)
 {
 	uint64_t bad = 0;
 
 	for (uint64_t pg = 0; pg < n; pg++)
-		for (uint64_t i = 0; i < PG / 8; i++)
-			bad += ((volatile const uint64_t *)(p + pg * PG))[i] != word(seed, pg, i);
+		bad += bad_page(p, seed, pg);
 	return bad;
 }
 
-static void reply(const char *fmt, unsigned long long v)
+static void reply(int out, const char *fmt, unsigned long long v)
 {
 	char buf[64];
 	int len = snprintf(buf, sizeof(buf), fmt, v);
 
-	if (write(1, buf, (size_t)len) != len)
+	if (write(out, buf, (size_t)len) != len)
 		_exit(3);
 }
 
-/* Commands on stdin, one per line: "t K" fill the next K pages; "c" read every filled
- * page (reply the bad words); "f" fork a child that reads them, fills 64 pages of its own
- * and reads both (reply its exit status); "q" exit. */
+/* A worker's memory: the region, the pages filled, and each page's pattern (its seed). */
+struct wstate {
+	char *p;
+	uint64_t seed, filled, expect[REGION / PG];
+};
+
+/* A persistent forked child of the worker, driven through the worker ("g CMD"). */
+static pid_t kid;
+static FILE *kid_to, *kid_from;
+
+static int serve(struct wstate *w, FILE *in, int out);
+
+/* "F": fork a child that serves commands on pipes of its own (the same memory, copied on
+ * write); reply its pid. */
+static void fork_kid(struct wstate *w, int out)
+{
+	int down[2], up[2];
+
+	if (pipe(down) || pipe(up))
+		_exit(3);
+	kid = fork();
+	if (kid == 0) {
+		FILE *in = fdopen(down[0], "r");
+
+		close(down[1]);
+		close(up[0]);
+		_exit(in ? serve(w, in, up[1]) : 3);
+	}
+	close(down[0]);
+	close(up[1]);
+	kid_to = fdopen(down[1], "w");
+	kid_from = fdopen(up[0], "r");
+	setvbuf(kid_to, NULL, _IOLBF, 0);
+	reply(out, "F %llu\n", (unsigned long long)kid);
+}
+
+/* "g CMD": CMD to the child, its reply back ("g q": its exit status). */
+static void relay(const char *cmd, int out)
+{
+	char line[64];
+	int status;
+
+	fputs(cmd, kid_to);
+	if (cmd[0] == 'q') {
+		fclose(kid_to);
+		fclose(kid_from);
+		waitpid(kid, &status, 0);
+		reply(out, "Q %llu\n", (unsigned long long)status);
+		return;
+	}
+	if (!fgets(line, sizeof(line), kid_from))
+		_exit(3);
+	if (write(out, line, strlen(line)) != (ssize_t)strlen(line))
+		_exit(3);
+}
+
 static int worker(uint64_t seed)
 {
-	char *p = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t filled = 0;
-	char line[64];
+	static struct wstate w;
 	FILE *in = fdopen(0, "r");
 
-	if (p == MAP_FAILED || !in)
+	w.seed = seed;
+	w.p = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (w.p == MAP_FAILED || !in)
 		return 3;
+	return serve(&w, in, 1);
+}
+
+/* Commands on in, one per line, replies on out: "t K" fill the next K pages; "c" read every
+ * filled page (reply the bad words); "w K" write pages 0..K-1 anew (pattern seed + 100);
+ * "d A K" drop pages A..A+K-1 (MADV_DONTNEED: they read zeros); "f" fork a child that reads
+ * them, fills 64 pages of its own and reads both (reply its exit status); "F" fork a child
+ * that serves these commands ("g CMD", "g q" its exit); "q" exit. */
+static int serve(struct wstate *w, FILE *in, int out)
+{
+	char *p = w->p, line[64];
+	uint64_t seed = w->seed;
+
 	while (fgets(line, sizeof(line), in)) {
-		unsigned long long k;
+		unsigned long long k, a;
 
 		if (sscanf(line, "t %llu", &k) == 1) {
-			fill(p, seed, filled, k);
-			filled += k;
-			reply("R %llu\n", filled);
+			fill(p, seed, w->filled, k);
+			for (uint64_t pg = w->filled; pg < w->filled + k; pg++)
+				w->expect[pg] = seed;
+			w->filled += k;
+			reply(out, "R %llu\n", w->filled);
+		} else if (sscanf(line, "w %llu", &k) == 1) {
+			fill(p, seed + 100, 0, k);
+			for (uint64_t pg = 0; pg < k; pg++)
+				w->expect[pg] = seed + 100;
+			reply(out, "W %llu\n", k);
+		} else if (sscanf(line, "d %llu %llu", &a, &k) == 2) {
+			int rc = madvise(p + a * PG, k * PG, MADV_DONTNEED);
+
+			for (uint64_t pg = a; pg < a + k; pg++)
+				w->expect[pg] = ZEROS;
+			reply(out, "D %llu\n", (unsigned long long)(rc != 0));
 		} else if (line[0] == 'c') {
-			reply("B %llu\n", bad_words(p, seed, filled));
+			uint64_t bad = 0;
+
+			for (uint64_t pg = 0; pg < w->filled; pg++)
+				bad += bad_page(p, w->expect[pg], pg);
+			reply(out, "B %llu\n", bad);
+		} else if (line[0] == 'F') {
+			fork_kid(w, out);
+		} else if (line[0] == 'g' && line[1] == ' ') {
+			relay(line + 2, out);
 		} else if (line[0] == 'f') {
+			uint64_t filled = w->filled;
 			int status;
 			pid_t pid = fork();
 
@@ -117,7 +217,7 @@ static int worker(uint64_t seed)
 				_exit(bad ? 1 : 0);
 			}
 			waitpid(pid, &status, 0);
-			reply("F %llu\n", (unsigned long long)status);
+			reply(out, "F %llu\n", (unsigned long long)status);
 		} else if (line[0] == 'q') {
 			return 0;
 		}
@@ -343,6 +443,116 @@ static void stopped_victim(const char *lib)
 	stop(&d);
 }
 
+/* The kB of Pss in pid's mappings registered with userfaultfd (smaps VmFlags "um"): its
+ * share of the physical pages of its registered regions, a page mapped by two processes
+ * counting half in each. The kernel's count, kept apart from the device's. */
+static uint64_t registered_pss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long v, pss = 0;
+	uint64_t sum = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return UINT64_MAX;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pss: %llu kB", &v) == 1)
+			pss = v;
+		else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " um"))
+			sum += pss;
+	fclose(f);
+	return sum;
+}
+
+/* The node's physical local pages by the kernel: both processes' registered Pss, in pages. */
+static uint64_t physical_pages(pid_t a, pid_t b)
+{
+	return (registered_pss_kb(a) + registered_pss_kb(b)) / (PG / 1024);
+}
+
+/* The node's resident count once it equals the kernel's count of a and b's pages (the
+ * device charges a page that stopped being shared within its 10 ms reconcile period), or
+ * the kernel's count if that never happens within 1 s. */
+static uint64_t resident_at_rest(pid_t a, pid_t b)
+{
+	uint64_t phys = physical_pages(a, b);
+
+	for (int i = 0; i < 1000 && atomic_load(&seg->resident) != phys; i++) {
+		usleep(1000);
+		phys = physical_pages(a, b);
+	}
+	return phys;
+}
+
+static struct sd_node_slot *slot_of_soon(pid_t pid)
+{
+	struct sd_node_slot *s = NULL;
+
+	for (int i = 0; i < 1000 && !(s = slot_of(pid)); i++)
+		usleep(1000);
+	return s;
+}
+
+/*
+ * A copy-on-write page counts once, as the kernel charges it (to the memcg that faulted it,
+ * until a write gives the other process a copy of its own). G fills 24 pages and forks K:
+ *   - at rest after the fork the node's count is 24 (not 48), K's slot holds no page, and
+ *     neither process sent a page remote (nothing needed room);
+ *   - K writes pages 0-7 (8 copy-on-write breaks): K is charged 8, the count is 32;
+ *   - G drops pages 16-23 (MADV_DONTNEED): G's count is 16, and K's copies of them, its own
+ *     now, are charged to K (16), the count stays 32;
+ *   - at every step the count equals the kernel's: the two processes' registered Pss;
+ *   - K fills 40 pages more (the node pages: 72 pages wanted, 64 allowed): at rest the
+ *     count again equals the kernel's, within the budget; both read every page exactly.
+ */
+static void cow_charge(const char *lib)
+{
+	struct proc g = start(lib, 8);
+	struct sd_node_slot *sg, *sk;
+	pid_t k;
+
+	CHECK_EQ(ask(&g, "t 24"), 24);
+	sg = slot_of(g.pid);
+	CHECK(sg != NULL);
+	if (!sg)
+		return;
+	CHECK_EQ(settled(&sg->local, 24), 24);
+	k = (pid_t)ask(&g, "F");
+	sk = slot_of_soon(k);
+	CHECK(sk != NULL);
+	if (!sk)
+		return;
+	usleep(50000); /* five reconcile periods */
+	CHECK_EQ(atomic_load(&seg->resident), 24);
+	CHECK_EQ(atomic_load(&sk->local), 0);
+	CHECK_EQ(atomic_load(&sg->out_pages) + atomic_load(&sk->out_pages), 0);
+	CHECK_EQ(physical_pages(g.pid, k), 24);
+
+	CHECK_EQ(ask(&g, "g w 8"), 8);
+	CHECK_EQ(settled(&sk->local, 8), 8);
+	CHECK_EQ(atomic_load(&seg->resident), 32);
+	CHECK_EQ(physical_pages(g.pid, k), 32);
+
+	CHECK_EQ(ask(&g, "d 16 8"), 0);
+	CHECK_EQ(atomic_load(&sg->local), 16);
+	CHECK_EQ(settled(&sk->local, 16), 16);
+	CHECK_EQ(atomic_load(&seg->resident), 32);
+	CHECK_EQ(physical_pages(g.pid, k), 32);
+	CHECK_EQ(atomic_load(&sg->out_pages) + atomic_load(&sk->out_pages), 0);
+
+	CHECK_EQ(ask(&g, "g t 40"), 64);
+	CHECK_EQ(resident_at_rest(g.pid, k), atomic_load(&seg->resident));
+	CHECK(atomic_load(&seg->resident) <= BUDGET_PAGES);
+	CHECK(atomic_load(&sg->out_pages) + atomic_load(&sk->out_pages) > 0);
+	CHECK_EQ(ask(&g, "g c"), 0);
+	CHECK_EQ(ask(&g, "c"), 0);
+	CHECK_EQ(resident_at_rest(g.pid, k), atomic_load(&seg->resident));
+	CHECK_EQ(ask(&g, "g q"), 0);
+	stop(&g);
+}
+
 static void forked_child(const char *lib)
 {
 	struct proc e = start(lib, 5);
@@ -393,6 +603,7 @@ int main(int argc, char **argv)
 	CHECK(atomic_load(&max_resident) <= BUDGET_PAGES + BATCH);
 	stopped_victim(argv[1]);
 	forked_child(argv[1]);
+	cow_charge(argv[1]);
 	atomic_store(&sampling, 0);
 	pthread_join(th, NULL);
 	CHECK_EQ(atomic_load(&seg->budget_pages), BUDGET_PAGES);
