@@ -84,9 +84,10 @@ from one that had it: the device follows ``fork()``) shares it, so the node's de
 processes together hold at most the budget locally (plus the faults in flight, less than
 an eviction batch), as the swap backend's limit on the node's group. A fault at the
 node's budget takes a batch from the process holding the node's oldest local page
-(FIFO across the node's processes, the memcg LRU's order in first approximation); pages
-a forked child shares copy-on-write with its parent count in both, where the kernel
-charges them once until written (``swapdev/doc/swapdev.md``, "One budget per node").
+(FIFO across the node's processes, the memcg LRU's order in first approximation); a
+page a forked child shares copy-on-write with its parent counts once, in the parent,
+until it stops being shared, as the kernel charges it (``swapdev/doc/swapdev.md``, "One
+budget per node"; before 2026-11-28 it counted in both).
 The per-node counters (peak, fallbacks) are in each run's ``detail["node_counters"]``.
 The uffd device sees only ``mmap`` calls made through the PLT
 (``swapdev/src/uffd_preload.c``):

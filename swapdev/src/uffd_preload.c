@@ -38,7 +38,8 @@
  * noise control: on a 2-core machine the spinning handler on one core, the application on
  * the other; swapdev/jct_stats.py).
  * fork(): the child runs on a device of its own, with the parent's page states and a copy
- * of its stores (atfork_child below); exec: the new image loads the library again
+ * of its stores (atfork_child below); on a node its inherited pages count once, in the
+ * parent, until each stops being shared copy-on-write (charge_exclusive); exec: the new image loads the library again
  * (LD_PRELOAD); vfork and posix_spawn: no device work in the child, whose faults before
  * its exec are the parent's (one address space). Not seen: mappings made before the
  * library loads, and glibc malloc's own mmaps (not called through the PLT).
