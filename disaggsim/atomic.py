@@ -16,6 +16,10 @@ the bytes are built in the system's temporary directory and copied into it. Rena
 it would replace the device node with a regular file (as root, ``/dev/null`` became a
 0644 file that every later ``> /dev/null`` of the machine then appended to, 2026-11-28);
 and writing through is not atomic, which no reader of a device can expect.
+
+A file target that is a symlink to an existing file is followed: the file it names is
+replaced and the link stays a link, as a special file behind a symlink is written through
+(the device's outputs, ``swapdev/src/sd_user.c``, follow the same rule).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     If the body raises, the temporary file is removed and ``path`` is left untouched, so a
     reader never sees a half-written file.
     """
-    target = Path(path)
+    target = _followed(Path(path))
     if is_special_file(target):
         tmp = _tmp_next_to(target, ".tmp")
         try:
@@ -72,6 +76,14 @@ def is_special_file(path: str | Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def _followed(target: Path) -> Path:
+    """``target``, or the file it names if it is a symlink to an existing file: that file is
+    replaced and the link stays (module docstring); a dangling symlink is replaced itself."""
+    if target.is_symlink() and target.exists():
+        return Path(os.path.realpath(target))
+    return target
+
+
 def _write_through(tmp: Path, target: Path) -> None:
     """Copy the finished ``tmp`` into special file ``target`` (opened for writing as ``>
     TARGET`` does; a FIFO blocks until it has a reader)."""
@@ -98,12 +110,13 @@ def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
     existing target is moved aside, the new files are moved in, and only when all are in
     place are the old ones deleted. If any step fails, the new files are removed and the
     old ones put back, so the set of outputs is never half new. A special target
-    (:func:`is_special_file`) is written through after the others are in place.
+    (:func:`is_special_file`) is written through after the others are in place; a symlink
+    to a file stays, the file it names is replaced.
 
     Raises:
         OSError: the body's or the file system's error (IsADirectoryError, ...).
     """
-    targets = [Path(p) for p in paths]
+    targets = [_followed(Path(p)) for p in paths]
     special = [is_special_file(t) for t in targets]
     umask = os.umask(0)
     os.umask(umask)

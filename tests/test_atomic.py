@@ -52,7 +52,7 @@ def test_atomic_dir_replaces_a_leftover_and_cleans_up_on_failure(tmp_path: Path)
 # A target that is a device or a FIFO is written through, never renamed onto: renaming
 # replaced /dev/null with a regular 0644 file on 2026-11-28 (disaggsim/atomic.py).
 
-KINDS = ("missing", "regular", "fifo", "devnull", "symlink-to-fifo")
+KINDS = ("missing", "regular", "symlink-to-regular", "fifo", "devnull", "symlink-to-fifo")
 
 
 def _target(tmp: Path, kind: str) -> Path:
@@ -63,6 +63,9 @@ def _target(tmp: Path, kind: str) -> Path:
         target.write_bytes(b"old")
     elif kind == "fifo":
         os.mkfifo(target)
+    elif kind == "symlink-to-regular":
+        (tmp / "real").write_bytes(b"old")
+        target.symlink_to(tmp / "real")
     elif kind == "symlink-to-fifo":
         os.mkfifo(tmp / "pipe")
         target.symlink_to(tmp / "pipe")
@@ -115,10 +118,10 @@ def test_a_special_target_is_written_through_and_keeps_its_type(
             reader.join(timeout=10)
             assert got == [payload]
         assert _file_type(target) == (stat.S_IFREG if before is None else before)
-        if kind in ("missing", "regular"):
+        if kind in ("missing", "regular", "symlink-to-regular"):
             assert target.read_bytes() == payload
         assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
-        left = {p.name for p in tmp.iterdir()} - {"out", "pipe", "other"}
+        left = {p.name for p in tmp.iterdir()} - {"out", "pipe", "real", "other"}
         assert not left, left
         assert set(Path(tempfile.gettempdir()).glob(".out.*.tmp")) <= tmpdir_before
         assert set(Path(tempfile.gettempdir()).glob(".null.*.tmp")) == set()

@@ -118,8 +118,74 @@ static int is_special_file(const char *path)
 	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
-/* Open the rmem trace at tp ("%p": this process's pid) as a temporary file beside it
- * (renamed at the end), or (in_place) at its own path. */
+/*
+ * The outputs (SWAPDEV_TRACE, SWAPDEV_HIST) follow one rule, disaggsim/atomic.py's. A target
+ * that exists and is neither a regular file nor a directory (a device such as /dev/null, a
+ * FIFO; symlinks followed) is written through in place: renaming onto it would replace the
+ * node with a regular file. Anything else is written to "<file>.tmp.<pid>" and renamed onto
+ * <file>, the target with its symlinks followed: a symlink stays a symlink and the file it
+ * names gets the content, as a FIFO behind a symlink does (a dangling symlink is replaced).
+ * On failure the temporary is removed and one line names the target as configured.
+ */
+
+/* Plan the output at path: *tmp NULL (write path through in place), or the temporary to
+ * write and *dest the file to rename it onto. -1: out of memory. */
+static int out_plan(const char *path, char **dest, char **tmp)
+{
+	struct stat st;
+
+	*dest = *tmp = NULL;
+	if (is_special_file(path))
+		return 0;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		*dest = realpath(path, NULL); /* NULL if dangling */
+	if (!*dest)
+		*dest = strdup(path);
+	if (!*dest || asprintf(tmp, "%s.tmp.%d", *dest, (int)getpid()) < 0) {
+		free(*dest);
+		*dest = *tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Open the output planned at path (tmp: out_plan's) for writing; NULL after a message. */
+static FILE *out_open(const char *path, const char *tmp)
+{
+	FILE *f;
+
+	/* A temporary of this pid is an earlier image's that exec'd this one (it never reaches
+	 * its rename): a launcher's, maybe another user's (setpriv as root, then the server as
+	 * postgres, whose fopen of root's file failed). */
+	if (tmp)
+		unlink(tmp);
+	f = fopen(tmp ? tmp : path, "w");
+	if (!f)
+		fprintf(stderr, "swapdev: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+/* Close f (write_failed: a write to it failed, errno says why) and rename tmp onto dest
+ * (unless written through); on any failure one message naming path, tmp removed, -1. */
+static int out_install(FILE *f, int write_failed, const char *path, const char *dest,
+		       const char *tmp)
+{
+	int err = write_failed ? (errno ? errno : EIO) : 0;
+
+	if (fclose(f) && !err)
+		err = errno;
+	if (!err && tmp && rename(tmp, dest))
+		err = errno;
+	if (!err)
+		return 0;
+	fprintf(stderr, "swapdev: %s: %s\n", path, strerror(err));
+	if (tmp)
+		unlink(tmp);
+	return -1;
+}
+
+/* Open the rmem trace at tp ("%p": this process's pid) by the outputs' rule, or (in_place)
+ * at its own path. */
 static int open_trace(struct sd_run *r, const char *tp, int in_place)
 {
 	/* "%p" in the path stands for the pid (as in core_pattern): the processes that inherit
@@ -130,26 +196,14 @@ static int open_trace(struct sd_run *r, const char *tp, int in_place)
 		if (asprintf(&r->trace_path, "%.*s%d%s", (int)(pp - tp), tp, (int)getpid(),
 			     pp + 2) < 0)
 			return -1;
-	} else {
-		r->trace_path = strdup(tp);
-	}
-	/* A device or FIFO (/dev/null) is written in place: renaming onto it would replace the
-	 * node with a regular file (disaggsim/atomic.py, the same rule). */
-	if (!in_place && is_special_file(r->trace_path))
-		in_place = 1;
-	if (!in_place && asprintf(&r->trace_tmp, "%s.tmp.%d", r->trace_path, (int)getpid()) < 0)
-		return -1;
-	/* A temporary trace of this pid is an earlier image's that exec'd this one (it never
-	 * reaches its rename): a launcher's, maybe another user's (setpriv as root, then the
-	 * server as postgres, whose fopen of root's file failed). */
-	if (!in_place)
-		unlink(r->trace_tmp);
-	r->trace = fopen(in_place ? r->trace_path : r->trace_tmp, "w");
-	if (!r->trace) {
-		fprintf(stderr, "swapdev: %s: %s\n", in_place ? r->trace_path : r->trace_tmp,
-			strerror(errno));
+	} else if (!(r->trace_path = strdup(tp))) {
 		return -1;
 	}
+	if (!in_place && out_plan(r->trace_path, &r->trace_dest, &r->trace_tmp))
+		return -1;
+	r->trace = out_open(r->trace_path, r->trace_tmp);
+	if (!r->trace)
+		return -1;
 	setvbuf(r->trace, NULL, _IOFBF, 1 << 20);
 	return 0;
 }
@@ -223,7 +277,7 @@ int sd_run_forked_child(struct sd_run *r)
 		fclose(r->trace);
 	}
 	r->trace = NULL;
-	r->trace_path = r->trace_tmp = NULL; /* the parent's (its copies of the strings) */
+	r->trace_path = r->trace_tmp = r->trace_dest = NULL; /* the parent's (its copies) */
 	r->hist_path = NULL;
 	r->reads = r->writes = r->read_pages = r->write_pages = 0;
 	sd_hist_init(&r->applied);
@@ -337,35 +391,31 @@ int sd_run_finish(struct sd_run *r, const char *who)
 	int rc = 0;
 
 	if (r->trace) {
-		if (fclose(r->trace) || (r->trace_tmp && rename(r->trace_tmp, r->trace_path))) {
-			fprintf(stderr, "swapdev: %s: %s\n", r->trace_path, strerror(errno));
-			if (r->trace_tmp)
-				unlink(r->trace_tmp);
+		/* ferror: a buffer flushed during the run was lost; the trace is not whole */
+		if (out_install(r->trace, ferror(r->trace), r->trace_path, r->trace_dest,
+				r->trace_tmp))
 			rc = -1;
-		}
 		r->trace = NULL;
 	}
 	if (r->hist_path) {
-		int through = is_special_file(r->hist_path);
-		char *tmp;
+		char *dest, *tmp;
 		FILE *f;
+		int bad;
 
-		if (through)
-			tmp = strdup(r->hist_path);
-		else if (asprintf(&tmp, "%s.tmp.%d", r->hist_path, (int)getpid()) < 0)
-			tmp = NULL;
-		if (!tmp)
+		if (out_plan(r->hist_path, &dest, &tmp))
 			return -1;
-		f = fopen(tmp, "w");
-		if (!f || write_hist(f, "applied", &r->applied) ||
-		    write_hist(f, "target", &r->target) ||
-		    (r->report_minor && write_hist(f, "minor", &r->minor)) || fclose(f) ||
-		    (!through && rename(tmp, r->hist_path))) {
-			fprintf(stderr, "swapdev: %s: %s\n", r->hist_path, strerror(errno));
-			if (!through)
-				unlink(tmp);
+		f = out_open(r->hist_path, tmp);
+		if (!f) {
 			rc = -1;
+		} else {
+			errno = 0;
+			bad = write_hist(f, "applied", &r->applied) ||
+			      write_hist(f, "target", &r->target) ||
+			      (r->report_minor && write_hist(f, "minor", &r->minor));
+			if (out_install(f, bad, r->hist_path, dest, tmp))
+				rc = -1;
 		}
+		free(dest);
 		free(tmp);
 	}
 	if (r->reads + r->writes + r->minor.n == 0)

@@ -22,8 +22,10 @@ struct sd_run {
 	struct sd_hist minor;   /* uffd CLOCK: minor refaults (local, no delay), service time */
 	int report_minor;       /* write the "minor" histogram too (uffd) */
 	FILE *trace;            /* rmem trace (NULL: off) */
-	char *trace_path;
-	char *trace_tmp;
+	char *trace_path;       /* as configured, "%p" replaced: messages name it */
+	char *trace_tmp;        /* the temporary written (NULL: written through in place) */
+	char *trace_dest;       /* the file trace_tmp is renamed onto (trace_path's symlinks
+				 * followed) */
 	char *hist_path;
 	uint64_t batch_id;
 	uint64_t reads, writes, read_pages, write_pages;
