@@ -69,20 +69,29 @@ def _on_uffd(test: Callable[[], None]) -> Callable[[], None]:
     return functools.reduce(lambda t, mark: mark(t), marks, test)
 
 
-@_on_uffd
-def test_a_forked_child_inherits_its_parents_registered_pages() -> None:
-    """Oracles: the parent's registered Rss holds its 16 MiB of data (and less than twice
-    that); the child's first sample, taken after the fork, equals the parent's registered
-    Rss to within 64 pages (what either faulted since); the child is the parent's."""
-    marker = f"fork-probe-{uuid.uuid4()}"
-    env = {**os.environ, **device.uffd_env(device.DelayModel("none"), 256 << 20, True)}
-    proc = subprocess.Popen(
+def _start_program(marker: str, node_shm: str | None = None) -> subprocess.Popen[str]:
+    """PROGRAM on the uffd device (256 MiB local: it does not page), on node segment
+    ``node_shm`` if given; its stdin and stdout are pipes."""
+    env = {
+        **os.environ,
+        **device.uffd_env(device.DelayModel("none"), 256 << 20, True, node_shm=node_shm),
+    }
+    return subprocess.Popen(
         [sys.executable, "-c", PROGRAM, marker],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env=env,
     )
+
+
+@_on_uffd
+def test_a_forked_child_inherits_its_parents_registered_pages() -> None:
+    """Oracles: the parent's registered Rss holds its 16 MiB of data (and less than twice
+    that); the child's first sample, taken after the fork, equals the parent's registered
+    Rss to within 64 pages (what either faulted since); the child is the parent's."""
+    marker = f"fork-probe-{uuid.uuid4()}"
+    proc = _start_program(marker)
     try:
         assert proc.stdout is not None
         child = int(proc.stdout.readline())
@@ -119,17 +128,7 @@ def test_after_a_fork_the_nodes_count_is_the_kernels() -> None:
     device before 2026-11-28 the count was the parent's pages twice."""
     marker = f"fork-probe-{uuid.uuid4()}"
     with device.per_node_segments([device.netns_inode()]) as (shm, (segment,)):
-        env = {
-            **os.environ,
-            **device.uffd_env(device.DelayModel("none"), 256 << 20, True, node_shm=shm),
-        }
-        proc = subprocess.Popen(
-            [sys.executable, "-c", PROGRAM, marker],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        proc = _start_program(marker, shm)
         try:
             assert proc.stdout is not None
             int(proc.stdout.readline())
