@@ -655,17 +655,19 @@ def _owned_settings(setting: str) -> list[Path]:
     ]
 
 
-def own_settings(read_old: Callable[[], Sequence[tuple[Path, str]]]) -> list[Path]:
+def own_settings(read_old: Callable[[], Sequence[tuple[Path | str, str]]]) -> list[Path]:
     """Record this process as the owner of settings it is about to change, each with the
     value to restore, before any is changed: under :func:`disaggsim.owners.records_lock`,
     dead owners' state is reaped first (:func:`disaggsim.owners.reap_dead`: a SIGKILLed
-    run's settings are restored), then ``read_old()`` reads the ``(file, old value)``
+    run's settings are restored), then ``read_old()`` reads the ``(setting, old value)``
     pairs, so that what it saves is the machine's own, not a dead run's; one record
-    ``SETTING=OLD`` (:func:`setting_record_name`, the absolute path as the setting) is
-    written for each. The caller changes the files, and after restoring each, removes its
-    record (:func:`release_setting`); after a SIGKILL, the next command that reaps writes
-    the old values back in record-name order, one stderr line each (``disaggsim: reaped
-    setting /sys/kernel/tracing/current_tracer left by dead pid N (restored nop)``).
+    ``SETTING=OLD`` (:func:`setting_record_name`; the setting is a file's absolute path or
+    a name of :data:`SETTING_FILES`) is written for each. The one mechanism of every
+    changed machine setting (:func:`change_setting` is built on it). The caller changes
+    the files, and after restoring each, removes its record (:func:`release_setting`);
+    after a SIGKILL, the next command that reaps writes the old values back in
+    record-name order, one stderr line each (``disaggsim: reaped setting
+    /sys/kernel/tracing/current_tracer left by dead pid N (restored nop)``).
 
     Returns the records, in the order of ``read_old()``.
 
@@ -678,9 +680,9 @@ def own_settings(read_old: Callable[[], Sequence[tuple[Path, str]]]) -> list[Pat
     with owners.records_lock():
         owners.reap_dead()
         olds = list(read_old())
-        names = [setting_record_name(str(path), old) for path, old in olds]
-        for path, _ in olds:
-            taken = _owned_settings(str(path))
+        names = [setting_record_name(str(setting), old) for setting, old in olds]
+        for setting, _ in olds:
+            taken = _owned_settings(str(setting))
             if taken:
                 raise owners.taken_error(SETTING, taken[0].name)
         records = [owners.record_path(SETTING.name, name) for name in names]
@@ -714,26 +716,33 @@ def change_setting(
     Dead owners' state is reaped before the old value is read, so it is the machine's
     own, not a dead run's.
 
+    The record is written (:func:`own_settings`) before the value changes, and removed
+    after the old value is back, in the undo step.
+
     Raises:
-        RuntimeError: a live owner changed the setting from that value already
-            (:func:`disaggsim.owners.taken_error`).
+        RuntimeError: a live owner changed the setting already, from whatever value
+            (:func:`disaggsim.owners.taken_error`, naming its record).
+        OSError: the kernel refused ``value`` (the record is removed, nothing changed).
     """
     path = SETTING_FILES[setting]
-    with owners.records_lock():
-        owners.reap_dead()
+
+    def read_old() -> list[tuple[Path | str, str]]:
         old = path.read_text().strip()
-        if old == value or old in already:
-            return
-        name = setting_record_name(setting, old)
-        if owners.record_path(SETTING.name, name).exists():
-            raise owners.taken_error(SETTING, name)
-        _make_owned(
-            stack,
-            SETTING.name,
-            name,
-            f"{path} = {old}",
-            functools.partial(write_setting, path, value),
-            functools.partial(write_setting, path, old),
+        return [] if old == value or old in already else [(setting, old)]
+
+    records = own_settings(read_old)
+    if not records:
+        return
+    (record,) = records
+    old = parse_setting_record_name(record.name)[1]
+    with deferred_signals():
+        try:
+            write_setting(path, value)
+        except BaseException:
+            release_setting(record)
+            raise
+        stack.undo(
+            f"{path} = {old}", _remove_owned, functools.partial(write_setting, path, old), record
         )
 
 

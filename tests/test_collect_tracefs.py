@@ -431,3 +431,68 @@ def test_setting_record_names_round_trip(setting: str, old: str) -> None:
 def test_a_too_long_record_name_is_refused_with_one_line() -> None:
     with pytest.raises(ValueError, match=r"is 2\d\d bytes; expected at most 255 \(NAME_MAX\)$"):
         env.setting_record_name("/" + "a" * 200, "x" * 60)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    changes=st.lists(
+        st.tuples(
+            st.sampled_from(sorted(env.SETTING_FILES)),
+            st.sampled_from(["0", "1", "3", "N", "Y"]),
+            st.sampled_from(["0", "1", "3", "N", "Y"]),
+        ),
+        unique_by=lambda c: c[0],
+        max_size=2,
+    ),
+    killed=st.booleans(),
+)
+def test_change_setting_records_refuses_and_is_undone_through_the_shared_records(
+    changes: list[tuple[str, str, str]], killed: bool
+) -> None:
+    # change_setting on own_settings' records (one mechanism for every changed setting):
+    # for settings at OLD set to NEW, a record NAME=OLD exists exactly for each that
+    # changed (none when NEW is OLD); a second change of a changed setting, to any value,
+    # is refused naming the setting and this process as its owner, and changes nothing;
+    # then either the stack unwinds or the owner dies (SIGKILL) and the next reap
+    # restores: every file holds OLD again, no record is left, and the reap says one line
+    # per changed setting.
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
+        root = Path(tmp)
+        patch.setattr(owners, "OWNERS_DIR", root / "owners")
+        files = {name: root / name for name in env.SETTING_FILES}
+        patch.setattr(env, "SETTING_FILES", files)
+        for name, old, _ in changes:
+            files[name].write_text(old + "\n")
+        changed = {name: old for name, old, new in changes if new != old}
+        with contextlib.ExitStack() as outer:
+            stack = outer.enter_context(env.UndoStack())
+            for name, _, new in changes:
+                env.change_setting(stack, name, new)
+            assert {r.name for r in owners.records(env.SETTING.name)} == {
+                f"{name}={old}" for name, old in changed.items()
+            }
+            assert {n: files[n].read_text().strip() for n, _, _ in changes} == {
+                name: new for name, _, new in changes
+            }
+            for name in changed:
+                other = "9"
+                with pytest.raises(
+                    RuntimeError, match=f"^setting {name} exists, owned by pid {os.getpid()}"
+                ):
+                    env.change_setting(stack, name, other)
+                assert files[name].read_text().strip() != other
+            if killed:
+                _kill_owner_of_records()
+                with contextlib.redirect_stderr(io.StringIO()) as err:
+                    said = owners.reap_dead([env.SETTING])
+                assert len(said) == len(changed) == len(err.getvalue().splitlines())
+                assert all(
+                    line.startswith(f"disaggsim: reaped setting {name} ")
+                    for line, name in zip(said, sorted(changed), strict=True)
+                )
+        assert {n: files[n].read_text().strip() for n, _, _ in changes} == {
+            name: old for name, old, _ in changes
+        }
+        assert owners.records(env.SETTING.name) == []
