@@ -1,7 +1,7 @@
 """Binary blktrace reader vs. blkparse (Debian's blktrace package), record by record.
 
 Fixture: tests/fixtures/traces/blk/loop.blktrace.{0,1}, a real trace of a loop device made
-with the ftrace blk tracer by make_blktrace.sh (README.md). The oracle is blkparse run on
+with the ftrace blk tracer by make_blktrace.py (README.md). The oracle is blkparse run on
 the same files now (if installed) and the blkparse output stored when the fixture was made.
 """
 
@@ -67,7 +67,7 @@ def test_issue_records_match_blkparse() -> None:
     ours = read_blktrace(BLK / "loop")
     ref = blkparse_records("issue")
     ref = ref[(ref["a"] == "D") & (ref["bytes"] > 0)].reset_index(drop=True)
-    assert len(ours) == len(ref) == 30  # 16 + 3 writes, 8 + 3 reads (make_blktrace.sh)
+    assert len(ours) == len(ref) == 30  # 16 + 3 writes, 8 + 3 reads (make_blktrace.py)
     # blkparse prints times relative to the first record it read; compare deltas.
     assert np.array_equal(ours["time_ns"] - ours["time_ns"][0], ref["t"] - ref["t"][0])
     assert ours["sector"].tolist() == ref["sector"].tolist()
