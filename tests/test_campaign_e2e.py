@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import shutil
 import signal
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -289,21 +291,29 @@ def test_failed_campaign_leaves_no_tables_of_another_config(tmp_path):
 #: The signal campaign's runs, in grid order (workloads vary slowest): two short runs that
 #: finish before the signal, then the long one that the signal cuts short. Workloads of the
 #: same CDF, load and seed are the same flows under another name (another run key), so
-#: only their sizes differ. Short: 10 flows, ~22,000 events, ~0.1 s. Long: 200 flows with
-#: ns-3's TCP, ~7.5 s of one core on the slower VM of 2026-11-28 (whole file: 60 s there,
-#: the four signal cases 11-13 s each; 300 flows took ~12 s there and ~4 s on the fastest
-#: machine the test has run on, so 200 flows last ~2.7 s there): the test needs it to
-#: last >= 2 s (asserted on the clean run; 120 flows would have left no margin on the fast
-#: machine), and every other second of it is paid once per parametrization by the rerun,
-#: which must redo it.
-_SIGNAL_RUNS = (("short-a", 10), ("short-b", 10), ("long", 200))
+#: only their sizes differ. Short: 10 flows, ~22,000 events, ~0.1 s. The long run's size
+#: is the machine's (:func:`signal_campaign`): the test needs it to last >= 2 s (asserted
+#: on the clean run: killed just after it started, it cannot have finished in the 1 s the
+#: test allows), and every second of it is paid five times, by the clean run and by the
+#: rerun of each parametrization, which must redo it. A fixed size had to last 2 s on the
+#: fastest machine the test has run on, ~3x faster than the 2-core VM of 2026-11-28, where
+#: 200 flows then took ~7 s.
+_SHORT_RUNS = (("short-a", 10), ("short-b", 10))
 #: The run the signal interrupts (by workload name).
 _LONG = "long"
+#: The long run's first size: ~3.4 s of one core on the 2-core VM of 2026-11-28 (ns-3's
+#: TCP: 80 flows 2.4 s, 120 flows 4.4 s, 200 flows 6.5-7.3 s there).
+_LONG_FIRST_FLOWS = 100
+#: A clean long run shorter than this is run again, larger: a margin over the 2 s needed
+#: for a machine that runs the killed campaign faster than the clean one.
+_LONG_ENOUGH_S = 2.5
+#: What a resized long run aims at (its wall time grows about linearly with its flows).
+_LONG_TARGET_S = 3.5
 
 
-def _signal_config(tmp_path: Path, out_dir: str) -> str:
+def _signal_config(tmp_path: Path, out_dir: str, runs: tuple[tuple[str, int], ...]) -> str:
     """The signal campaign: :func:`_config`'s with ns-3's TCP, one scope, and one run per
-    workload of :data:`_SIGNAL_RUNS` in place of its one workload."""
+    ``(workload name, n_flows)`` of ``runs`` in place of its one workload."""
     one = (
         '[[workloads]]\nkind = "synthetic"\nname = "websearch"\ncdf = "websearch"\n'
         f"load = 0.3\nn_flows = {N_FLOWS}\n"
@@ -314,7 +324,7 @@ def _signal_config(tmp_path: Path, out_dir: str) -> str:
         one.replace('"websearch"\ncdf', f'"{name}"\ncdf', 1).replace(
             f"n_flows = {N_FLOWS}", f"n_flows = {n_flows}"
         )
-        for name, n_flows in _SIGNAL_RUNS
+        for name, n_flows in runs
     )
     return (
         text.replace(one, workloads)
@@ -323,18 +333,47 @@ def _signal_config(tmp_path: Path, out_dir: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class SignalCampaign:
+    """The signal campaign with its long run sized for this machine, run once, uninterrupted."""
+
+    runs: tuple[tuple[str, int], ...]  # (workload name, n_flows) in grid order
+    clean: CampaignResult
+
+    def config(self, tmp_path: Path, out_dir: str) -> str:
+        return _signal_config(tmp_path, out_dir, self.runs)
+
+    @property
+    def long_wall_s(self) -> float:
+        return float({r["workload"]: r["wall_s"] for r in self.clean.runs}[_LONG])
+
+
+def _clean_signal_campaign(tmp_path_factory: pytest.TempPathFactory, n_long: int) -> SignalCampaign:
+    runs = (*_SHORT_RUNS, (_LONG, n_long))
+    base = tmp_path_factory.mktemp(f"signal-clean-{n_long}")
+    config = base / "clean.toml"
+    config.write_text(_signal_config(base, "clean", runs))
+    result = run_campaign(config, progress=False)
+    assert [r["workload"] for r in result.runs] == [name for name, _ in runs]
+    assert len(result.fct()) == sum(n for _, n in runs)
+    return SignalCampaign(runs, result)
+
+
 @pytest.fixture(scope="module")
-def signal_clean(tmp_path_factory: pytest.TempPathFactory) -> CampaignResult:
+def signal_campaign(tmp_path_factory: pytest.TempPathFactory) -> SignalCampaign:
     """The signal campaign run once, uninterrupted: the rows every interrupted-then-rerun
     campaign must give. Shared by the four parametrizations (the out_dir is not part of
-    a run key, so each killed campaign has the same runs)."""
-    base = tmp_path_factory.mktemp("signal-clean")
-    config = base / "clean.toml"
-    config.write_text(_signal_config(base, "clean"))
-    result = run_campaign(config, progress=False)
-    assert [r["workload"] for r in result.runs] == [name for name, _ in _SIGNAL_RUNS]
-    assert len(result.fct()) == sum(n for _, n in _SIGNAL_RUNS)
-    return result
+    a run key, so each killed campaign has the same runs).
+
+    Its long run has :data:`_LONG_FIRST_FLOWS` flows or, if that clean run lasted less than
+    :data:`_LONG_ENOUGH_S`, the flows that scale it to :data:`_LONG_TARGET_S`: then the
+    clean campaign is run again at that size (another run key), and the killed campaigns
+    have that size. The test asserts the 2 s it needs on the clean run it compares with."""
+    campaign = _clean_signal_campaign(tmp_path_factory, _LONG_FIRST_FLOWS)
+    if campaign.long_wall_s < _LONG_ENOUGH_S:
+        scale = _LONG_TARGET_S / max(campaign.long_wall_s, 0.1)
+        campaign = _clean_signal_campaign(tmp_path_factory, math.ceil(_LONG_FIRST_FLOWS * scale))
+    return campaign
 
 
 def _proc_state(pid: int) -> str | None:
@@ -381,20 +420,21 @@ def _done_runs(runs: Path) -> list[str]:
 
 @pytest.mark.parametrize("jobs", [1, 2])  # ns-3 a child of the campaign / of a pool worker
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig, signal_clean):
+def test_signal_mid_campaign_then_rerun_gives_the_clean_rows(tmp_path, jobs, sig, signal_campaign):
     # SIGTERM (Slurm's, a user's) ends the running simulations as SIGKILL does, instead of
     # waiting for them (disaggsim.signals turns it into an interrupt: exit 128 + 15).
     # The signal lands when the long run's ns-3 has just started (the short runs before it
     # in grid order are done: with jobs = 2 it starts once a worker is free).
+    signal_clean = signal_campaign.clean
     clean = signal_clean.fct()
-    n_runs = len(_SIGNAL_RUNS)
+    n_runs = len(signal_campaign.runs)
     by_workload = {r["workload"]: r for r in signal_clean.runs}
     long_key = by_workload[_LONG]["key"]
     # the long run takes long enough that, killed just after it started, it cannot have
     # finished in the 1 s allowed below (else this test could not tell PDEATHSIG from luck)
     assert by_workload[_LONG]["wall_s"] >= 2.0, signal_clean.runs
     killed_cfg = tmp_path / "killed.toml"
-    killed_cfg.write_text(_signal_config(tmp_path, "killed"))
+    killed_cfg.write_text(signal_campaign.config(tmp_path, "killed"))
 
     runs = tmp_path / "killed" / "runs"
     proc = subprocess.Popen(
