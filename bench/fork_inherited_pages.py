@@ -20,17 +20,25 @@ copy-on-write double count"). This script measures, for one application:
   one interval of its fork, is what it inherited (an upper bound: it may have faulted a
   few pages in that interval);
 - at the same period, each node's resident count (its segment, ``SWAPDEV_NODE_SHM``)
-  against the kernel's count of the node's local pages: the Pss of the registered mappings
-  of every process whose environment names the node (a page mapped by two processes counts
-  half in each), in pages. The processes are read one after the other while they run, so
-  a single sample's difference also holds the faults and evictions made while reading.
+  against the kernel's count of the node's local pages: the Pss of the private registered
+  mappings of every process that maps the node's segment (a page mapped by two processes
+  counts half in each), in pages; beside it the Pss of its shared registered mappings (a
+  shared anonymous mapping such as PostgreSQL's buffers, which has a budget of its own on
+  the device, outside the node's). The processes are read one after the other while they
+  run, so a single sample's difference also holds the faults and evictions made while
+  reading;
+- on the swap backend (``--backend swap``), each node's data holders' memcg: its limit
+  and its anonymous and shmem pages (``memory.stat``), i.e. how the kernel splits one
+  limit between a process's private memory and a shared mapping.
 
 Prints one row per process (pid, parent, role, samples; its first, largest and last
 registered Rss and its first whole Rss, in kB; its lifetime in s), the node's budget
 (``local_fraction x working_set_bytes``), and one row per node: its samples and the
 distribution of the device's count less the kernel's, in pages (median, mean, 5th, 95th
 and 99th percentiles) and the share of samples over the kernel's by more
-than 1 % of the budget (``node_rows``); ``--node-samples`` writes every sample.
+than 1 % of the budget, and the kernel's private and shared pages (``node_rows``); one
+row per memcg, over the samples in which it is full: the medians of its anonymous and
+shmem pages (``memcg_rows``); ``--node-samples`` writes every node sample.
 Needs root and the machine lock, as every emulation does:
 
     flock /tmp/disaggsim-machine.lock .venv/bin/python bench/fork_inherited_pages.py \\
@@ -55,6 +63,7 @@ from pathlib import Path
 
 from disaggsim import owners
 from disaggsim.swapdev import device
+from disaggsim.testbed import collect_env as env
 
 
 def smaps_rss_kb(text: str) -> tuple[int, int]:
@@ -74,51 +83,62 @@ def smaps_rss_kb(text: str) -> tuple[int, int]:
     return registered, total
 
 
-def registered_pss_kb(text: str) -> int:
-    """Pss of the userfaultfd-registered mappings, in kB, of one ``/proc/PID/smaps`` text
-    (each mapping's ``Pss:`` line precedes its ``VmFlags:`` line): the process's share of
-    the physical pages the device holds local for it."""
-    registered = pss = 0
+def registered_pss_kb(text: str) -> tuple[int, int]:
+    """(Pss of the private, Pss of the shared userfaultfd-registered mappings), in kB, of
+    one ``/proc/PID/smaps`` text (each mapping's header line, whose permissions end in
+    ``p`` or ``s``, precedes its ``Pss:`` and ``VmFlags:`` lines): the process's share of
+    the physical pages the device holds local for it. Shared ones are a shared anonymous
+    mapping's (PostgreSQL's buffers; swapdev/src/uffd_shmem.c), which the device counts
+    in the mapping's own budget, not the node's."""
+    private = shared = pss = 0
+    is_shared = False
     for line in text.splitlines():
-        if line.startswith("Pss:"):
-            pss = int(line.split()[1])
+        fields = line.split()
+        if len(fields) >= 2 and "-" in fields[0] and len(fields[1]) == 4:
+            is_shared = fields[1][3] == "s"  # a mapping's header: range, perms, ...
+        elif line.startswith("Pss:"):
+            pss = int(fields[1])
         elif line.startswith("VmFlags:"):
-            if "um" in line.split()[1:]:
-                registered += pss
+            if "um" in fields[1:]:
+                if is_shared:
+                    shared += pss
+                else:
+                    private += pss
             pss = 0
-    return registered
+    return private, shared
 
 
-def node_of(environ: bytes, netns_inode: int) -> Path | None:
-    """The node segment file a process's environment (``/proc/PID/environ``, NUL-separated)
-    names in ``SWAPDEV_NODE_SHM``, ``%n`` being its network namespace's inode; None if
-    none."""
-    for item in environ.split(b"\0"):
-        if item.startswith(b"SWAPDEV_NODE_SHM="):
-            name = item.split(b"=", 1)[1].decode().replace("%n", str(netns_inode))
-            return device.SHM_DIR / name.lstrip("/") if name else None
+def node_of(maps: str) -> Path | None:
+    """The node segment file (``SWAPDEV_NODE_SHM``, under :data:`device.SHM_DIR`) of
+    ``disaggsim emulate`` that a process maps, from its ``/proc/PID/maps`` text; None if
+    none. Every device process on a node maps its segment (swapdev/src/uffd_node.h). The
+    maps, not the environment: PostgreSQL writes its ps display over its environment
+    area, so ``/proc/PID/environ`` no longer names the node there."""
+    stem = str(device.SHM_DIR / device.NODE_SHM_PREFIX)
+    for line in maps.splitlines():
+        at = line.find(stem)
+        if at >= 0:
+            return Path(line[at:].removesuffix(" (deleted)"))
     return None
 
 
-#: One node sample: (UTC seconds, the device's resident pages, the kernel's pages, processes).
-NodeSample = tuple[float, int, int, int]
+#: One node sample: (UTC seconds, the device's resident pages, the kernel's pages of the
+#: node's private registered mappings, of its shared ones, processes).
+NodeSample = tuple[float, int, int, int, int]
 
 
 def sample_nodes(nodes: dict[Path, list[NodeSample]]) -> None:
-    """Add one sample of every node segment some process's environment names to ``nodes``:
-    the segment's resident count read after the node's processes' smaps (a process or
-    segment gone while read is skipped)."""
-    pss_kb: dict[Path, list[int]] = {}
+    """Add one sample of every node segment some process maps to ``nodes``: the segment's
+    resident count read after the node's processes' smaps (a process or segment gone while
+    read is skipped)."""
+    pss_kb: dict[Path, list[tuple[int, int]]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
-            if b"SWAPDEV_NODE_SHM=" not in environ:
+            seg = node_of(Path(f"/proc/{entry.name}/maps").read_text())
+            if seg is None:
                 continue
-            seg = node_of(environ, device.netns_inode(Path(f"/proc/{entry.name}/ns/net")))
-            if seg is None or not seg.name.startswith(device.NODE_SHM_PREFIX):
-                continue  # not emulate's (a test's segment)
             pss = registered_pss_kb(Path(f"/proc/{entry.name}/smaps").read_text())
         except OSError:
             continue
@@ -133,7 +153,8 @@ def sample_nodes(nodes: dict[Path, list[NodeSample]]) -> None:
                 (
                     time.time(),
                     counters.resident_pages,
-                    sum(per_process) * 1024 // 4096,
+                    sum(p for p, _ in per_process) * 1024 // 4096,
+                    sum(s for _, s in per_process) * 1024 // 4096,
                     len(per_process),
                 )
             )
@@ -141,9 +162,11 @@ def sample_nodes(nodes: dict[Path, list[NodeSample]]) -> None:
 
 def node_rows(nodes: dict[Path, list[NodeSample]], budget_pages: int) -> list[str]:
     """One CSV row per node (see the module's docstring), in segment order: samples; the
-    device's count less the kernel's in pages: median, mean, 5th, 95th and 99th
-    percentiles (the nearest rank below); and the share of samples in which the device
-    counted more than 1 % of the budget over the kernel."""
+    device's count less the kernel's (private registered pages) in pages: median, mean,
+    5th, 95th and 99th percentiles (the nearest rank below); the share of samples in which
+    the device counted more than 1 % of the budget over the kernel; the kernel's private
+    pages (median) and its shared registered pages, outside the node's count (median,
+    largest)."""
     rows = []
     for seg in sorted(nodes):
         diffs = sorted(s[1] - s[2] for s in nodes[seg])
@@ -153,9 +176,63 @@ def node_rows(nodes: dict[Path, list[NodeSample]], budget_pages: int) -> list[st
             return d[min(k - 1, int(q * k))]
 
         over = sum(d > budget_pages / 100 for d in diffs)
+        shared = sorted(s[3] for s in nodes[seg])
         rows.append(
             f"{seg.name},{n},{pct(0.5)},{sum(diffs) / n:.0f},{pct(0.05)},{pct(0.95)},"
-            f"{pct(0.99)},{100 * over / n:.0f}"
+            f"{pct(0.99)},{100 * over / n:.0f},{sorted(s[2] for s in nodes[seg])[n // 2]},"
+            f"{shared[n // 2]},{shared[-1]}"
+        )
+    return rows
+
+
+#: One holder memcg sample (swap backend): (UTC seconds, its limit, its anonymous pages
+#: ``rss``, its shmem pages ``shmem``, its page cache ``cache``), in pages.
+MemcgSample = tuple[float, int, int, int, int]
+
+
+def memcg_pages(stat: str, limit_bytes: int) -> tuple[int, int, int, int]:
+    """(limit, rss, shmem, cache) in pages from a cgroup v1 ``memory.stat`` text and the
+    group's ``memory.limit_in_bytes``: the group's own counters (not ``total_*``), in
+    bytes there (Documentation/admin-guide/cgroup-v1/memory.rst, 5.2: ``rss`` is
+    anonymous and swap cache memory, ``shmem`` shared memory included in ``cache``)."""
+    got = dict(line.split() for line in stat.splitlines() if line)
+    return (
+        limit_bytes // 4096,
+        int(got["rss"]) // 4096,
+        int(got["shmem"]) // 4096,
+        int(got["cache"]) // 4096,
+    )
+
+
+def sample_memcgs(memcgs: dict[str, list[MemcgSample]]) -> None:
+    """Add one sample of every data holders' memcg of ``disaggsim emulate``
+    (``disaggsim-emulate-node*``: the swap backend holds each node's data holders to
+    ``local_fraction x working_set_bytes`` there) to ``memcgs``, by group name."""
+    for cg in sorted(env.MEMCG_ROOT.glob("disaggsim-emulate-node*")):
+        try:
+            limit = int((cg / "memory.limit_in_bytes").read_text())
+            got = memcg_pages((cg / "memory.stat").read_text(), limit)
+        except (OSError, KeyError, ValueError):
+            continue
+        memcgs.setdefault(cg.name, []).append((time.time(), *got))
+
+
+def memcg_rows(memcgs: dict[str, list[MemcgSample]]) -> list[str]:
+    """One CSV row per memcg (see the module's docstring): its limit and, over the samples
+    in which it is full (``rss + cache`` within 2 % of the limit), the medians of its
+    anonymous and shmem pages and the shmem share of the limit, in %."""
+    rows = []
+    for name in sorted(memcgs):
+        full = [x for x in memcgs[name] if x[2] + x[4] >= 0.98 * x[1]]
+        if not full:
+            rows.append(f"{name},{len(memcgs[name])},0,,,,")
+            continue
+        anon = sorted(x[2] for x in full)[len(full) // 2]
+        shmem = sorted(x[3] for x in full)[len(full) // 2]
+        limit = full[0][1]
+        rows.append(
+            f"{name},{len(memcgs[name])},{len(full)},{limit},{anon},{shmem},"
+            f"{100 * shmem / limit:.1f}"
         )
     return rows
 
@@ -189,12 +266,15 @@ def sample_once(match: bytes, seen: dict[int, Process]) -> None:
             )
 
 
-def one_round(config: Path, out: Path) -> Path:
-    """``config`` (TOML) as a one-round JSON config in ``out`` with ``out_dir = "."``."""
+def one_round(config: Path, out: Path, backend: str | None = None) -> Path:
+    """``config`` (TOML) as a one-round JSON config in ``out`` with ``out_dir = "."`` (and
+    ``backend``, if given)."""
     cfg = tomllib.loads(config.read_text())
     cfg["emulate"].update(
         name=cfg["emulate"]["name"] + "-fork-probe", out_dir=".", repeats=1, repeats_max=1
     )
+    if backend is not None:
+        cfg["emulate"]["backend"] = backend
     path = out / "probe.json"
     path.write_text(json.dumps(cfg, indent=1) + "\n")
     return path
@@ -205,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("config", type=Path, help="an emulate config (TOML) with an [app]")
     ap.add_argument("--match", default="pyspark.daemon", help="command-line substring")
     ap.add_argument("--interval-s", type=float, default=0.25, help="sampling period (s)")
+    ap.add_argument(
+        "--backend",
+        choices=("uffd", "swap"),
+        help="run on this backend instead of the config's (swap: the holders' memcgs are "
+        "sampled: the kernel's split of the limit between anonymous and shmem pages)",
+    )
     ap.add_argument(
         "--node-samples",
         type=Path,
@@ -218,15 +304,17 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
 
     nodes: dict[Path, list[NodeSample]] = {}
+    memcgs: dict[str, list[MemcgSample]] = {}
 
     def sampler() -> None:
         while not stop.is_set():
             sample_once(args.match.encode(), seen)
             sample_nodes(nodes)
+            sample_memcgs(memcgs)
             stop.wait(args.interval_s)
 
     with tempfile.TemporaryDirectory(prefix="fork-probe-") as tmp:
-        probe = one_round(args.config, Path(tmp))
+        probe = one_round(args.config, Path(tmp), args.backend)
         thread = threading.Thread(target=sampler, daemon=True)
         thread.start()
         cli = Path(sys.executable).parent / "disaggsim"
@@ -249,14 +337,24 @@ def main(argv: list[str] | None = None) -> int:
             f"{max(s[1] for s in p.samples)},{p.samples[-1][1]},{rss0},"
             f"{p.samples[-1][0] - t0:.1f}"
         )
-    print("node,samples,device_less_kernel_pages_median,mean,p5,p95,p99,over_1pct_pct")
-    print(*node_rows(nodes, budget_kb // 4), sep="\n")
+    if nodes:
+        print(
+            "node,samples,device_less_kernel_pages_median,mean,p5,p95,p99,over_1pct_pct,"
+            "kernel_private_pages_median,kernel_shared_pages_median,kernel_shared_pages_max"
+        )
+        print(*node_rows(nodes, budget_kb // 4), sep="\n")
+    if memcgs:
+        print(
+            "memcg,samples,full_samples,limit_pages,anon_pages_median,shmem_pages_median,"
+            "shmem_pct_of_limit"
+        )
+        print(*memcg_rows(memcgs), sep="\n")
     if args.node_samples:
         with open(args.node_samples, "w") as out:
-            out.write("node,utc_s,device_pages,kernel_pages,processes\n")
+            out.write("node,utc_s,device_pages,kernel_pages,kernel_shared_pages,processes\n")
             for seg in sorted(nodes):
-                for t, dev, kern, procs in nodes[seg]:
-                    out.write(f"{seg.name},{t:.3f},{dev},{kern},{procs}\n")
+                for t, dev, kern, kern_shared, procs in nodes[seg]:
+                    out.write(f"{seg.name},{t:.3f},{dev},{kern},{kern_shared},{procs}\n")
     return 0
 
 

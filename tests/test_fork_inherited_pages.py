@@ -110,13 +110,44 @@ def test_a_forked_child_inherits_its_parents_registered_pages() -> None:
     assert proc.returncode == 0
 
 
+#: A shared registered mapping (``rw-s``: PostgreSQL's buffers) of 60 kB Pss after SMAPS's.
+SHARED = """\
+7f0000600000-7f0000700000 rw-s 00000000 00:01 2048                       /dev/zero (deleted)
+Size:               1024 kB
+Rss:                 240 kB
+Pss:                  60 kB
+VmFlags: rd wr sh mr mw me ms um ui
+"""
+
+#: /proc/PID/maps lines of a device process on a node (abridged), its segment unlinked.
+MAPS = """\
+55d0c0000000-55d0c0001000 r--p 00000000 fe:01 123 /usr/bin/python3.11
+7f0000800000-7f0000805000 rw-s 00000000 00:1a 77 /dev/shm/swapdev-node-7-ab-4026531840 (deleted)
+7f0000900000-7f0000901000 rw-s 00000000 00:1a 78 /dev/shm/other
+"""
+
+
 def test_registered_pss_and_node_of_by_hand() -> None:
-    """Oracles: the registered Pss by hand (120 kB: the third registered mapping has no
-    Pss line); the segment file from an environment, ``%n`` replaced by the inode."""
-    assert probe.registered_pss_kb(SMAPS) == 120
-    environ = b"A=1\0SWAPDEV_NODE_SHM=/swapdev-node-7-ab-%n\0B=2\0"
-    assert probe.node_of(environ, 4026531840) == device.SHM_DIR / "swapdev-node-7-ab-4026531840"
-    assert probe.node_of(b"A=1\0", 1) is None
+    """Oracles: the registered Pss by hand, private and shared apart (120 kB private: the
+    third registered mapping has no Pss line; 60 kB shared); the segment file a process
+    maps, "(deleted)" dropped, and none in maps without one."""
+    assert probe.registered_pss_kb(SMAPS) == (120, 0)
+    assert probe.registered_pss_kb(SMAPS + SHARED) == (120, 60)
+    assert probe.node_of(MAPS) == device.SHM_DIR / "swapdev-node-7-ab-4026531840"
+    assert probe.node_of(MAPS.splitlines()[0] + "\n" + MAPS.splitlines()[2]) is None
+
+
+def test_memcg_split_by_hand() -> None:
+    """Oracle: a cgroup v1 memory.stat (abridged; its own counters first, then total_*)
+    read by hand: 30 MiB anonymous, 12 MiB shmem in 18 MiB of cache, limit 48 MiB (full);
+    only the full samples count in the row (one at 46 of 48 MiB, under 98 %, does not)."""
+    stat = "cache 18874368\nrss 31457280\nshmem 12582912\ntotal_rss 99999744\n"
+    assert probe.memcg_pages(stat, 48 << 20) == (12288, 7680, 3072, 4608)
+    full = (1.0, 12288, 7680, 3072, 4608)
+    almost = (1.5, 12288, 7680, 3072, 4096)
+    half = (2.0, 12288, 3000, 0, 3000)
+    rows = probe.memcg_rows({"disaggsim-emulate-node0": [full, half, almost, full]})
+    assert rows == ["disaggsim-emulate-node0,4,2,12288,7680,3072,25.0"]
 
 
 @_on_uffd
@@ -133,12 +164,13 @@ def test_after_a_fork_the_nodes_count_is_the_kernels() -> None:
             assert proc.stdout is not None
             int(proc.stdout.readline())
             time.sleep(0.5)  # the child's start, fifty reconcile periods
-            nodes: dict[object, list[tuple[float, int, int, int]]] = {}
+            nodes: dict[object, list[tuple[float, int, int, int, int]]] = {}
             probe.sample_nodes(nodes)
         finally:
             proc.communicate("", timeout=60)
     assert list(nodes) == [segment.path], nodes
-    (_, resident, kernel, processes), *_ = nodes[segment.path]
+    (_, resident, kernel, shared, processes), *_ = nodes[segment.path]
+    assert shared == 0  # no shared registered mapping
     assert processes == 2
     assert kernel >= 16 * 256  # the parent's 16 MiB, once
     assert abs(resident - kernel) <= 8, (resident, kernel)
