@@ -185,19 +185,22 @@ def node_rows(nodes: dict[Path, list[NodeSample]], budget_pages: int) -> list[st
     return rows
 
 
-#: One holder memcg sample (swap backend): (UTC seconds, its limit, its anonymous pages
-#: ``rss``, its shmem pages ``shmem``, its page cache ``cache``), in pages.
-MemcgSample = tuple[float, int, int, int, int]
+#: One holder memcg sample (swap backend): (UTC seconds, its limit, its usage, its
+#: anonymous pages ``rss``, its shmem pages ``shmem``, its page cache ``cache``), in pages.
+MemcgSample = tuple[float, int, int, int, int, int]
 
 
-def memcg_pages(stat: str, limit_bytes: int) -> tuple[int, int, int, int]:
-    """(limit, rss, shmem, cache) in pages from a cgroup v1 ``memory.stat`` text and the
-    group's ``memory.limit_in_bytes``: the group's own counters (not ``total_*``), in
-    bytes there (Documentation/admin-guide/cgroup-v1/memory.rst, 5.2: ``rss`` is
-    anonymous and swap cache memory, ``shmem`` shared memory included in ``cache``)."""
+def memcg_pages(stat: str, limit_bytes: int, usage_bytes: int) -> tuple[int, int, int, int, int]:
+    """(limit, usage, rss, shmem, cache) in pages from a cgroup v1 ``memory.stat`` text,
+    the group's ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` (which also holds
+    the kernel memory charged to it: page tables, slab): the group's own counters (not
+    ``total_*``), in bytes there (Documentation/admin-guide/cgroup-v1/memory.rst, 5.2:
+    ``rss`` is anonymous and swap cache memory, ``shmem`` shared memory included in
+    ``cache``)."""
     got = dict(line.split() for line in stat.splitlines() if line)
     return (
         limit_bytes // 4096,
+        usage_bytes // 4096,
         int(got["rss"]) // 4096,
         int(got["shmem"]) // 4096,
         int(got["cache"]) // 4096,
@@ -211,7 +214,8 @@ def sample_memcgs(memcgs: dict[str, list[MemcgSample]]) -> None:
     for cg in sorted(env.MEMCG_ROOT.glob("disaggsim-emulate-node*")):
         try:
             limit = int((cg / "memory.limit_in_bytes").read_text())
-            got = memcg_pages((cg / "memory.stat").read_text(), limit)
+            usage = int((cg / "memory.usage_in_bytes").read_text())
+            got = memcg_pages((cg / "memory.stat").read_text(), limit, usage)
         except (OSError, KeyError, ValueError):
             continue
         memcgs.setdefault(cg.name, []).append((time.time(), *got))
@@ -219,16 +223,16 @@ def sample_memcgs(memcgs: dict[str, list[MemcgSample]]) -> None:
 
 def memcg_rows(memcgs: dict[str, list[MemcgSample]]) -> list[str]:
     """One CSV row per memcg (see the module's docstring): its limit and, over the samples
-    in which it is full (``rss + cache`` within 2 % of the limit), the medians of its
+    in which it is full (its usage within 2 % of the limit), the medians of its
     anonymous and shmem pages and the shmem share of the limit, in %."""
     rows = []
     for name in sorted(memcgs):
-        full = [x for x in memcgs[name] if x[2] + x[4] >= 0.98 * x[1]]
+        full = [x for x in memcgs[name] if x[2] >= 0.98 * x[1]]
         if not full:
             rows.append(f"{name},{len(memcgs[name])},0,,,,")
             continue
-        anon = sorted(x[2] for x in full)[len(full) // 2]
-        shmem = sorted(x[3] for x in full)[len(full) // 2]
+        anon = sorted(x[3] for x in full)[len(full) // 2]
+        shmem = sorted(x[4] for x in full)[len(full) // 2]
         limit = full[0][1]
         rows.append(
             f"{name},{len(memcgs[name])},{len(full)},{limit},{anon},{shmem},"
@@ -297,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also write every node sample here (CSV: node, UTC s, device pages, kernel "
         "pages, processes)",
     )
+    ap.add_argument(
+        "--memcg-samples",
+        type=Path,
+        help="also write every memcg sample here (CSV: memcg, UTC s, limit, anon, shmem and "
+        "cache pages)",
+    )
     args = ap.parse_args(argv)
     app = tomllib.loads(args.config.read_text())["app"]
     budget_kb = int(app["working_set_bytes"] * app["local_fraction"]) // 1024
@@ -355,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
             for seg in sorted(nodes):
                 for t, dev, kern, kern_shared, procs in nodes[seg]:
                     out.write(f"{seg.name},{t:.3f},{dev},{kern},{kern_shared},{procs}\n")
+    if args.memcg_samples:
+        with open(args.memcg_samples, "w") as out:
+            out.write("memcg,utc_s,limit_pages,usage_pages,anon_pages,shmem_pages,cache_pages\n")
+            for name in sorted(memcgs):
+                for t, *pages in memcgs[name]:
+                    out.write(f"{name},{t:.3f},{','.join(map(str, pages))}\n")
     return 0
 
 

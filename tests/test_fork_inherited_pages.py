@@ -139,13 +139,14 @@ def test_registered_pss_and_node_of_by_hand() -> None:
 
 def test_memcg_split_by_hand() -> None:
     """Oracle: a cgroup v1 memory.stat (abridged; its own counters first, then total_*)
-    read by hand: 30 MiB anonymous, 12 MiB shmem in 18 MiB of cache, limit 48 MiB (full);
-    only the full samples count in the row (one at 46 of 48 MiB, under 98 %, does not)."""
-    stat = "cache 18874368\nrss 31457280\nshmem 12582912\ntotal_rss 99999744\n"
-    assert probe.memcg_pages(stat, 48 << 20) == (12288, 7680, 3072, 4608)
-    full = (1.0, 12288, 7680, 3072, 4608)
-    almost = (1.5, 12288, 7680, 3072, 4096)
-    half = (2.0, 12288, 3000, 0, 3000)
+    read by hand: 30 MiB anonymous, 12 MiB shmem in 16 MiB of cache, a usage of 47.5 MiB
+    (kernel memory besides), limit 48 MiB: full; only the full samples count in the row
+    (one at 47 of 48 MiB, under 98 %, does not)."""
+    stat = "cache 16777216\nrss 31457280\nshmem 12582912\ntotal_rss 99999744\n"
+    assert probe.memcg_pages(stat, 48 << 20, 47 << 20 | 1 << 19) == (12288, 12160, 7680, 3072, 4096)
+    full = (1.0, 12288, 12160, 7680, 3072, 4096)
+    almost = (1.5, 12288, 12032, 7680, 3072, 4096)
+    half = (2.0, 12288, 6000, 3000, 0, 3000)
     rows = probe.memcg_rows({"disaggsim-emulate-node0": [full, half, almost, full]})
     assert rows == ["disaggsim-emulate-node0,4,2,12288,7680,3072,25.0"]
 
