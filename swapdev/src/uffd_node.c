@@ -167,6 +167,37 @@ uint64_t sd_node_settled(struct sd_node *n)
 	return unsettled < resident ? resident - unsettled : 0;
 }
 
+uint64_t sd_node_held(struct sd_node *n)
+{
+	uint64_t resident = atomic_load(&n->resident), evicting = atomic_load(&n->shared_evicting);
+
+	return evicting < resident ? resident - evicting : 0;
+}
+
+void sd_node_note_peak(struct sd_node *n)
+{
+	uint64_t now = atomic_load(&n->resident), peak = atomic_load(&n->peak);
+
+	if (now > peak) /* less the pages a forked child has not made room for yet */
+		now = sd_node_settled(n);
+	while (now > peak && !atomic_compare_exchange_weak(&n->peak, &peak, now))
+		;
+}
+
+void sd_node_add_shared(struct sd_node *n, int64_t d_resident, int64_t d_evicting)
+{
+	/* Evicting first when it grows, last when it shrinks: a reader never sees the held pages
+	 * (resident less evicting) above what they are (it would evict more than needed). */
+	if (d_evicting > 0)
+		atomic_fetch_add(&n->shared_evicting, (uint64_t)d_evicting);
+	atomic_fetch_add(&n->shared_resident, (uint64_t)d_resident);
+	atomic_fetch_add(&n->resident, (uint64_t)d_resident);
+	if (d_evicting < 0)
+		atomic_fetch_add(&n->shared_evicting, (uint64_t)d_evicting);
+	if (d_resident < 0 || d_evicting < 0)
+		sd_node_wake_under(n);
+}
+
 void sd_node_release(struct sd_node *n, struct sd_node_slot *s)
 {
 	atomic_store(&s->unsettled, 0);

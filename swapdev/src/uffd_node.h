@@ -51,10 +51,16 @@ struct sd_node {
 	_Atomic uint32_t under;       /* futex: bumped whenever pages leave the node */
 	_Atomic uint32_t waiters;     /* handlers waiting on under */
 	struct sd_node_slot slot[SD_NODE_SLOTS];
+	/* Shared anonymous regions charged to the node (uffd_shmem.c): of `resident`, their
+	 * resident pages, each once however many processes map it; of those, the pages being
+	 * evicted (still counted until every process of the region has zapped them). */
+	_Atomic uint64_t shared_resident;
+	_Atomic uint64_t shared_evicting;
+	uint64_t reserved[6];
 };
 
 _Static_assert(sizeof(struct sd_node_slot) == 64, "slot layout");
-_Static_assert(sizeof(struct sd_node) == 64 + 64 * SD_NODE_SLOTS, "segment layout");
+_Static_assert(sizeof(struct sd_node) == 64 + 64 * SD_NODE_SLOTS + 64, "segment layout");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "the segment's atomics must be lock-free (shared between processes)");
 
@@ -70,6 +76,13 @@ struct sd_node_slot *sd_node_take_slot(struct sd_node *n, int32_t pid);
  * measures (pages a forked child charges once they stop being shared copy-on-write, being
  * made room for, are not a fault's overshoot). */
 uint64_t sd_node_settled(struct sd_node *n);
+/* The node's resident count less the shared pages being evicted: the pages it holds. */
+uint64_t sd_node_held(struct sd_node *n);
+/* After a fault made a page local: the node's peak is raised to its settled count. */
+void sd_node_note_peak(struct sd_node *n);
+/* A shared region's resident pages change by d_resident, its evicting ones by d_evicting
+ * (either may be negative): the node's count with them; pages leaving wake the waiters. */
+void sd_node_add_shared(struct sd_node *n, int64_t d_resident, int64_t d_evicting);
 /* Give slot s back: its local pages leave the node's count; waiters are woken. */
 void sd_node_release(struct sd_node *n, struct sd_node_slot *s);
 /* Add delta (may be negative) to s's local pages and to the node's count; pages leaving

@@ -150,6 +150,12 @@ static uint64_t uncharged_pages, node_charged_pages, late_charged;
  * (a fallback, counted): each futex wait is NODE_WAIT_SLICE_NS at most. */
 #define NODE_WAIT_NS 500000000ull
 #define NODE_WAIT_SLICE_NS 1000000ull
+/* After a fault waited NODE_WAIT_NS in vain for other processes to zap shared pages being
+ * evicted (a process of the region stopped, or killed without leaving it), this process's
+ * faults do not wait for zaps again for this long (a region's evictions complete without
+ * their zaps after 1 s: uffd_shmem.c's ACK_TIMEOUT_NS). */
+#define ACK_STALL_NS 1000000000ull
+static uint64_t acks_stalled_until;
 
 static void *sys_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
 {
@@ -326,6 +332,23 @@ void uffd_shared_write(uint64_t g, uint64_t n)
 	paging_ops->write(paging_st, g, n, sd_now_ns());
 }
 
+static void make_room(void);
+
+/* A shared region's fault on a node (uffd_shmem.c), under the lock: as a private page, room
+ * in the node's budget first, but never while a fork is in progress (nothing may leave the
+ * page table until the child has its copy: atfork_parent makes room after it). */
+void uffd_shared_make_room(void)
+{
+	if (my_slot && !atomic_load(&fork_tid))
+		make_room();
+}
+
+void uffd_shared_note_peak(void)
+{
+	if (my_slot && !atomic_load(&fork_tid))
+		sd_node_note_peak(node);
+}
+
 static int uffd_thread_start_arg(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
@@ -391,6 +414,10 @@ static void zero_fill_untracked(uintptr_t addr)
  * fault evicts locally (counted: node_fallbacks) or, holding nothing, goes over budget;
  * the process that did not answer (stopped: SIGSTOP, a debugger) is left out of the choice
  * while its request stays pending, so that one fault waits for it, not every fault.
+ * Shared regions on the node (uffd_shmem.c) count in the node's pages once each: when the
+ * oldest page of a region this process maps is older than every slot's, this process
+ * evicts a batch of the region itself; when the count is over the budget only by shared
+ * pages being evicted (waiting for other processes' zaps), it waits for those zaps instead.
  */
 static void find_room(void)
 {
@@ -405,19 +432,49 @@ static void find_room(void)
 	}
 	while (atomic_load(&node->resident) >= budget_pages) {
 		struct sd_node_slot *victim;
+		uint64_t shared_oldest;
 		uint32_t seen;
+		int shared;
 
 		if (deadline && sd_now_ns() >= deadline) { /* before the choice, which leaves
 							     * the process that kept us waiting out */
 			node_fallbacks++;
 			atomic_fetch_add(&node->fallbacks, 1);
+			if (sd_node_held(node) < budget_pages) { /* the zaps did not come */
+				acks_stalled_until = sd_now_ns() + ACK_STALL_NS;
+				return;
+			}
 			if (local_pages) {
 				evict_ops->evict(evict_st);
 				node_publish();
 			}
 			return;
 		}
+		if (sd_node_held(node) < budget_pages) {
+			/* The pages over the budget are shared pages being evicted, waiting for the
+			 * other processes of their region to zap them: wait for those, acknowledging
+			 * the others' evictions meanwhile (every process waiting here does, so no two
+			 * wait for each other), rather than evict more than the budget needs. After
+			 * a wait in vain, over the budget by those pages for a while instead. */
+			if (sd_now_ns() < acks_stalled_until)
+				return;
+			if (!deadline)
+				deadline = sd_now_ns() + NODE_WAIT_NS;
+			seen = atomic_load(&node->under);
+			uffd_shmem_settle();
+			if (atomic_load(&node->resident) >= budget_pages &&
+			    sd_node_held(node) < budget_pages)
+				sd_node_wait_under(node, seen, NODE_WAIT_SLICE_NS);
+			continue;
+		}
 		victim = sd_node_oldest(node, sd_now_ns(), NODE_WAIT_NS);
+		/* A shared region this process maps whose oldest page is older than every slot's
+		 * gives up a batch, by this process (a region it does not map is not seen here:
+		 * the slots' rule as before). */
+		shared_oldest = uffd_shmem_oldest(&shared);
+		if (shared >= 0 && (!victim || shared_oldest < atomic_load(&victim->oldest)) &&
+		    uffd_shmem_evict(shared))
+			continue;
 
 		if (!victim || victim == my_slot) {
 			uint64_t before = local_pages;
@@ -437,6 +494,7 @@ static void find_room(void)
 			deadline = sd_now_ns() + NODE_WAIT_NS;
 		seen = atomic_load(&node->under);
 		node_requests += (uint64_t)sd_node_request(victim, sd_now_ns());
+		uffd_shmem_settle(); /* the victim's handler may wait for this process's zaps */
 		if (atomic_load(&node->resident) >= budget_pages)
 			sd_node_wait_under(node, seen, NODE_WAIT_SLICE_NS);
 	}
@@ -507,14 +565,8 @@ static void serve_locked(uintptr_t addr, int forking)
 	local_add(1, 1);
 	evict_ops->mapped(evict_st, (uint32_t)slot, page, next_stamp());
 	node_publish();
-	if (my_slot && !forking) { /* the node's peak after a fault that made room (tests) */
-		uint64_t now = atomic_load(&node->resident), peak = atomic_load(&node->peak);
-
-		if (now > peak) /* less the pages a forked child has not made room for yet */
-			now = sd_node_settled(node);
-		while (now > peak && !atomic_compare_exchange_weak(&node->peak, &peak, now))
-			;
-	}
+	if (my_slot && !forking) /* the node's peak after a fault that made room (tests) */
+		sd_node_note_peak(node);
 	if (forking)
 		copy_in(addr, src);
 }
@@ -1393,6 +1445,7 @@ __attribute__((constructor)) static void swapdev_init(void)
 			node_join();
 		else
 			strcpy(node_missing, shm);
+		uffd_shmem_set_node(node); /* its shared regions' pages are the node's, slot or not */
 	}
 	uffd = open_uffd();
 	if (uffd_thread_start(&handler, handler_main) ||

@@ -34,6 +34,13 @@
  * the region, whichever process made them resident; the paging policy's write-back of each
  * contiguous run, logged in the evicting process's trace). Shared pages count only in their
  * region's budget, private pages only in SWAPDEV_LOCAL_BYTES (each process's own).
+ * On a node (SWAPDEV_NODE_SHM, uffd_shmem_set_node) the region has no budget of its own:
+ * its resident pages count once in the node's count (sd_node_add_shared, with its evicting
+ * ones), each page entering its FIFO is stamped by the node's clock, and the node's room
+ * making (uffd_preload.c, find_room) compares the FIFO head's stamp (uffd_shmem_oldest)
+ * with the slots' and has a batch of the region evicted (uffd_shmem_evict). The region
+ * leaves the node's count with its last process (the kernel frees a shmem page with the
+ * mapping's last user, and uncharges it then).
  *
  * fork(): a shared mapping's PTEs are not copied to the child (the kernel's
  * vma_needs_copy), and without UFFD_FEATURE_EVENT_FORK the child's copy of the range is not
@@ -65,6 +72,7 @@
 #include <unistd.h>
 
 #include "sd_user.h"
+#include "uffd_node.h"
 #include "uffd_shmem.h"
 #include "uffd_space.h"
 
@@ -94,11 +102,14 @@ struct log_entry {
 			* an eviction cancelled since, is ignored) */
 };
 
-/* One region's shared state (MAP_SHARED), followed by uint32_t fifo[npages],
- * uint32_t gen[npages], uint16_t pend[npages] and uint8_t state[npages]. */
+/* One region's shared state (MAP_SHARED), followed by uint64_t stamp[npages] (on a node:
+ * the node's clock when the page entered the FIFO), uint32_t fifo[npages], uint32_t
+ * gen[npages], uint16_t pend[npages] and uint8_t state[npages]. */
 struct shm_hdr {
 	pthread_mutex_t mu;
 	uint64_t npages, budget, batch, g_base;
+	uint64_t on_node;              /* charged to the node of the process that registered it */
+	uint64_t oldest;               /* on a node: the FIFO head's stamp (read without mu) */
 	uint64_t nproc;                /* processes whose device has the region registered */
 	uint64_t resident, evicting;   /* local pages; those of them being evicted */
 	uint64_t max_resident, max_held, max_evicting, forced;
@@ -125,15 +136,21 @@ static uint64_t batch_cfg;
 static pthread_mutex_t *dev_lock;
 static uint64_t next_g = G_BASE;
 static pid_t my_pid;
+static struct sd_node *node_seg; /* the process's node (uffd_shmem_set_node), or NULL */
 static int zapper_running;
 static atomic_int zapper_stop;
 /* Scratch, under the device's lock. */
 static uint32_t evicted[MAX_BATCH];
 static struct log_entry pending[LOG_CAP];
 
+static uint64_t *stamp_of(struct shm_hdr *h)
+{
+	return (uint64_t *)(h + 1);
+}
+
 static uint32_t *fifo_of(struct shm_hdr *h)
 {
-	return (uint32_t *)(h + 1);
+	return (uint32_t *)(stamp_of(h) + h->npages);
 }
 
 static uint32_t *gen_of(struct shm_hdr *h)
@@ -151,13 +168,30 @@ static uint8_t *state_of(struct shm_hdr *h)
 	return (uint8_t *)(pend_of(h) + h->npages);
 }
 
+/* Under the region's mutex: the region's resident and evicting pages change by dr and de,
+ * and so does the node's count if the region is charged to it. */
+static void count(struct shm_hdr *h, int64_t dr, int64_t de)
+{
+	h->resident += (uint64_t)dr;
+	h->evicting += (uint64_t)de;
+	if (h->on_node && node_seg)
+		sd_node_add_shared(node_seg, dr, de);
+}
+
+/* Under the region's mutex: publish the FIFO head's stamp (the region's oldest page). */
+static void publish_oldest(struct shm_hdr *h)
+{
+	uint64_t o = h->fifo_len ? stamp_of(h)[fifo_of(h)[h->fifo_head]] : SD_NODE_NO_PAGE;
+
+	__atomic_store_n(&h->oldest, o, __ATOMIC_RELAXED);
+}
+
 /* Under the region's mutex: an evicting page has been zapped everywhere (or its
  * acknowledgements timed out): it is remote now. */
 static void evicted_everywhere(struct shm_hdr *h, uint32_t q)
 {
 	__atomic_store_n(&state_of(h)[q], SH_REMOTE, __ATOMIC_RELAXED);
-	h->resident--;
-	h->evicting--;
+	count(h, -1, -1);
 }
 
 /* Under the region's mutex: this process has zapped the page of entry e (or leaves the
@@ -223,6 +257,11 @@ int uffd_shmem_init(pthread_mutex_t *lock)
 		batch_cfg = MAX_BATCH;
 	shm_on = 1;
 	return 0;
+}
+
+void uffd_shmem_set_node(struct sd_node *n)
+{
+	node_seg = n;
 }
 
 uint64_t uffd_shmem_features(void)
@@ -416,8 +455,9 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 			r = &shm[i];
 	if (!r)
 		return; /* stays ordinary shared memory */
-	bytes = (sizeof(*h) + npages * (2 * sizeof(uint32_t) + sizeof(uint16_t) + 1) + PAGE - 1) &
-		~(PAGE - 1);
+	bytes = (sizeof(*h) +
+		 npages * (sizeof(uint64_t) + 2 * sizeof(uint32_t) + sizeof(uint16_t) + 1) +
+		 PAGE - 1) & ~(PAGE - 1);
 	h = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
 			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (h == MAP_FAILED)
@@ -429,10 +469,19 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 	pthread_mutexattr_destroy(&at);
 	h->npages = npages;
 	h->nproc = 1;
-	h->budget = (uint64_t)(local_fraction * (double)npages);
-	if (h->budget < 1)
-		h->budget = 1;
-	h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
+	h->oldest = SD_NODE_NO_PAGE;
+	if (node_seg) {
+		/* The node's one budget: no budget of the region's own (its line reports the
+		 * node's); a batch as the private pages' (the device caps it to the budget). */
+		h->on_node = 1;
+		h->budget = atomic_load(&node_seg->budget_pages);
+		h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
+	} else {
+		h->budget = (uint64_t)(local_fraction * (double)npages);
+		if (h->budget < 1)
+			h->budget = 1;
+		h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
+	}
 	h->g_base = next_g;
 	next_g += npages;
 	if (register_on(uffd, start, npages * PAGE))
@@ -462,6 +511,12 @@ static void detach(struct shm_region *r)
 	r->applied = s;
 	if (h->nproc)
 		h->nproc--;
+	if (!h->nproc && h->on_node && node_seg) {
+		/* The last process leaves: the mapping is gone with it, and its pages with the
+		 * mapping (the kernel frees a shmem page, and uncharges it, with its file). */
+		sd_node_add_shared(node_seg, -(int64_t)h->resident, -(int64_t)h->evicting);
+		h->on_node = 0;
+	}
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -486,40 +541,43 @@ void uffd_shmem_release(int uffd, uintptr_t addr, size_t len)
 			drop(uffd, &shm[i]);
 }
 
-/* Under the region's mutex: page p becomes resident (counted, newest in the FIFO). */
+/* Under the region's mutex: page p enters the FIFO (newest), stamped by the node's clock
+ * on a node. */
 static void push_fifo(struct shm_hdr *h, uint32_t p)
 {
 	fifo_of(h)[(h->fifo_head + h->fifo_len) % h->npages] = p;
 	h->fifo_len++;
+	if (h->on_node && node_seg) {
+		stamp_of(h)[p] = atomic_fetch_add(&node_seg->clock, 1);
+		if (h->fifo_len == 1)
+			publish_oldest(h);
+	}
 }
 
+/* Under the region's mutex: page p becomes resident (counted, newest in the FIFO). */
 static void push_resident(struct shm_hdr *h, uint32_t p)
 {
 	push_fifo(h, p);
-	if (++h->resident > h->max_resident)
+	count(h, 1, 0);
+	if (h->resident > h->max_resident)
 		h->max_resident = h->resident;
 	if (h->resident - h->evicting > h->max_held)
 		h->max_held = h->resident - h->evicting;
 }
 
 /*
- * Under the region's mutex, before a page becomes resident: when the pages held (resident
- * and not being evicted) reach the budget, choose the batch of oldest resident pages and
+ * Under the region's mutex: choose the batch of the region's oldest resident pages and
  * log them; returns how many (in evicted[]). A page no other process maps goes remote at
  * once; else it is evicting (still local, still counted resident) until every other
  * process has zapped it (acknowledge). A page being fetched (SH_FETCHING) goes back to
  * the FIFO's tail.
  */
-static unsigned make_room(struct shm_hdr *h)
+static unsigned choose_batch(struct shm_hdr *h, uint64_t now)
 {
 	uint32_t *fifo = fifo_of(h);
 	uint8_t *state = state_of(h);
 	unsigned n = 0;
-	uint64_t now = sd_now_ns();
 
-	expire_acks(h, now);
-	if (h->resident - h->evicting < h->budget)
-		return 0;
 	for (uint64_t scan = h->fifo_len; scan && n < h->batch; scan--) {
 		uint32_t q = fifo[h->fifo_head];
 		uint32_t s = atomic_load_explicit(&h->seq, memory_order_relaxed);
@@ -533,7 +591,7 @@ static unsigned make_room(struct shm_hdr *h)
 		if (state[q] != SH_RESIDENT)
 			continue; /* cannot be: only resident pages are queued */
 		gen_of(h)[q]++;
-		h->evicting++;
+		count(h, 0, 1);
 		if (h->nproc > 1) {
 			__atomic_store_n(&state[q], SH_EVICTING, __ATOMIC_RELAXED);
 			pend_of(h)[q] = (uint16_t)(h->nproc - 1);
@@ -549,7 +607,23 @@ static unsigned make_room(struct shm_hdr *h)
 		atomic_store_explicit(&h->seq, s + 1, memory_order_release);
 		evicted[n++] = q;
 	}
+	if (h->on_node)
+		publish_oldest(h);
 	return n;
+}
+
+/* Under the region's mutex, before a page becomes resident: complete the overdue
+ * evictions; then, without a node, when the pages held (resident and not being evicted)
+ * reach the region's budget, choose the batch of its oldest (choose_batch). On a node the
+ * region has no budget of its own: the node's make_room chose before (uffd_shmem_evict). */
+static unsigned make_room(struct shm_hdr *h)
+{
+	uint64_t now = sd_now_ns();
+
+	expire_acks(h, now);
+	if (h->on_node || h->resident - h->evicting < h->budget)
+		return 0;
+	return choose_batch(h, now);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -643,6 +717,19 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 	state = state_of(h);
 	p = (uint32_t)((addr - r->start) / PAGE);
 	apply_log(r);
+	if (h->on_node) {
+		/* Room in the node's budget first, outside the region's mutex (the node may choose
+		 * this region's oldest pages, or wait for other processes): when the page's state,
+		 * read without the mutex, says this fault makes it resident. A state changed
+		 * meanwhile only makes room once too often or too few (as a fault of another
+		 * process in flight). */
+		st = __atomic_load_n(&state[p], __ATOMIC_RELAXED);
+		if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR ? st == SH_REMOTE ||
+									   st == SH_UNTOUCHED
+								       : st != SH_RESIDENT && st != SH_FETCHING &&
+									   st != SH_EVICTING)
+			uffd_shared_make_room();
+	}
 	hlock(h);
 	st = state[p];
 	if (!(m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR)) {
@@ -659,6 +746,8 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 		}
 		pthread_mutex_unlock(&h->mu);
 		finish_evict(r, n);
+		if (h->on_node)
+			uffd_shared_note_peak();
 		zero_fill(uffd, addr);
 		return 1;
 	}
@@ -668,6 +757,8 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 		push_resident(h, p);
 		pthread_mutex_unlock(&h->mu);
 		finish_evict(r, n);
+		if (h->on_node)
+			uffd_shared_note_peak();
 		uffd_shared_fetch(h->g_base + p);
 		r->fetches++;
 		hlock(h);
@@ -684,7 +775,7 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 		__atomic_store_n(&state[p], SH_RESIDENT, __ATOMIC_RELAXED);
 		gen_of(h)[p]++;
 		pend_of(h)[p] = 0;
-		h->evicting--;
+		count(h, 0, -1);
 		push_fifo(h, p);
 		if (h->resident - h->evicting > h->max_held)
 			h->max_held = h->resident - h->evicting;
@@ -710,9 +801,60 @@ int uffd_shmem_fault(int uffd, const struct uffd_msg *m)
 		}
 		pthread_mutex_unlock(&h->mu);
 		finish_evict(r, n);
+		if (h->on_node)
+			uffd_shared_note_peak();
 	}
 	map_cached(uffd, addr);
 	return 1;
+}
+
+uint64_t uffd_shmem_oldest(int *which)
+{
+	uint64_t best = SD_NODE_NO_PAGE;
+
+	*which = -1;
+	for (int i = 0; i < SHM_REGIONS; i++) {
+		uint64_t o;
+
+		if (!shm[i].h || !shm[i].h->on_node)
+			continue;
+		o = __atomic_load_n(&shm[i].h->oldest, __ATOMIC_RELAXED);
+		if (o < best) {
+			best = o;
+			*which = i;
+		}
+	}
+	return best;
+}
+
+unsigned uffd_shmem_evict(int which)
+{
+	struct shm_region *r = &shm[which];
+	uint64_t now = sd_now_ns();
+	unsigned n;
+
+	if (!r->h)
+		return 0;
+	hlock(r->h);
+	expire_acks(r->h, now);
+	n = choose_batch(r->h, now);
+	pthread_mutex_unlock(&r->h->mu);
+	finish_evict(r, n);
+	return n;
+}
+
+void uffd_shmem_settle(void)
+{
+	uint64_t now = sd_now_ns();
+
+	for (int i = 0; i < SHM_REGIONS; i++) {
+		if (!shm[i].h)
+			continue;
+		apply_log(&shm[i]);
+		hlock(shm[i].h);
+		expire_acks(shm[i].h, now);
+		pthread_mutex_unlock(&shm[i].h->mu);
+	}
 }
 
 void uffd_shmem_forked_child(int uffd)
@@ -767,7 +909,7 @@ void uffd_shmem_finish(int uffd, FILE *f)
 			"(%llu evicting at most), %llu forced; here: %llu first touches, %llu "
 			"fetches, %llu minor, %llu kept, %llu waited, %llu evicted; %llu zapped for "
 			"others, %llu mapped when zapped (lag mean %.1f us, max %.1f us), %llu "
-			"overruns\n",
+			"overruns%s\n",
 			r->npages, (unsigned long long)r->h->budget,
 			(unsigned long long)r->h->max_held, (unsigned long long)r->h->max_resident,
 			(unsigned long long)r->h->max_evicting, (unsigned long long)r->h->forced,
@@ -776,7 +918,9 @@ void uffd_shmem_finish(int uffd, FILE *f)
 			(unsigned long long)r->waited, (unsigned long long)r->evicted,
 			(unsigned long long)r->zapped, (unsigned long long)r->zapped_mapped,
 			r->zapped_mapped ? (double)r->lag_sum_ns / (double)r->zapped_mapped / 1e3 : 0.0,
-			(double)r->lag_max_ns / 1e3, (unsigned long long)r->overruns);
+			(double)r->lag_max_ns / 1e3, (unsigned long long)r->overruns,
+			r->h->on_node ? "; on the node (budget: the node's, shared with private pages)"
+				      : "");
 		/* Leaving: the others stop waiting for this process's acknowledgements; the
 		 * range is unregistered, so its later faults (other destructors) are ordinary. */
 		drop(uffd, r);

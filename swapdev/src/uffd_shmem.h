@@ -14,9 +14,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct sd_node;
+
 /* Parse SWAPDEV_SHARED_LOCAL_FRACTION (unset or empty: shared mappings are not registered,
  * every hook below is a no-op) and SWAPDEV_EVICT_BATCH; -1 after printing an error. */
 int uffd_shmem_init(pthread_mutex_t *lock);
+/* The process is on a node (SWAPDEV_NODE_SHM, uffd_node.h): every region it registers from
+ * now on is charged to the node's one budget (its pages in the node's count once, stamped by
+ * the node's clock) instead of having a budget of its own. Before any region is registered. */
+void uffd_shmem_set_node(struct sd_node *n);
+/* Under the lock: the stamp of the oldest resident page (the FIFO head) over this process's
+ * regions on the node, and which region it is (*which); SD_NODE_NO_PAGE if none holds one. */
+uint64_t uffd_shmem_oldest(int *which);
+/* Under the lock: send one eviction batch of region `which`'s oldest pages remote (the
+ * node chose it); returns the pages chosen (0: none could be). */
+unsigned uffd_shmem_evict(int which);
+/* Under the lock, while a fault waits for the node: apply the regions' eviction logs (this
+ * process acknowledges the others' evictions) and complete the overdue ones. */
+void uffd_shmem_settle(void);
 /* The UFFDIO_API features the module needs (0 if off). */
 uint64_t uffd_shmem_features(void);
 /* 1 if mmap(len, prot, flags) makes a mapping the module registers. */
@@ -43,6 +58,10 @@ void uffd_shmem_finish(int uffd, FILE *f);
  * write-back of g..g+n-1 (the end of an eviction batch: uffd_end_evict, uffd_space.h). */
 void uffd_shared_fetch(uint64_t g);
 void uffd_shared_write(uint64_t g, uint64_t n);
+/* On a node, under the lock, never under a region's mutex: room in the node's budget
+ * before a fault makes a shared page resident; the node's peak after it did. */
+void uffd_shared_make_room(void);
+void uffd_shared_note_peak(void);
 /* Start a thread of the device with every signal blocked (an application's handlers must
  * run on its own threads: PostgreSQL's postmaster forks from its SIGCHLD handler). */
 int uffd_thread_start(pthread_t *t, void *(*fn)(void *));
