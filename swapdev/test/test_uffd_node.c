@@ -21,8 +21,11 @@
  *   - a copy-on-write page counts once (cow_charge: G forks K; K's copy-on-write breaks
  *     and G's dropped pages move the charge to K; the count equals the kernel's Pss);
  *   - when every worker has exited, the node's count is 0.
+ * "shared" (ctest swapdev-uffd-node-shared, its own segment): a shared anonymous region on
+ * the node counts in the node's budget once, its oldest pages going first (shared_region:
+ * hand-derived counts, the kernel's Pss and pagemap at every step, the exit summaries).
  * argv[1]: the library (preloaded after the test's own LD_PRELOAD, if any: libasan.so for
- * a sanitizer build). Exits 77 (skipped) where userfaultfd is not permitted. alarm(60).
+ * a sanitizer build); argv[2] "shared": that case only. Exits 77 (skipped) where userfaultfd is not permitted. alarm(60).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,11 +49,16 @@
 #define REGION (2ul << 20)
 #define BUDGET_PAGES 64
 #define BATCH 32
+#define SHARED_PAGES 256 /* 1 MiB: SWAPDEV_MIN_MAP_BYTES' default */
 /* A condition, reported as CHECK_EQ reports a value (its text, then 0 against 1). */
 #define CHECK(cond) CHECK_EQ(!!(cond), 1)
 
 static char shm_name[64];
 static struct sd_node *seg;
+/* The shared case ("shared"): workers may map a shared region (SWAPDEV_SHARED_LOCAL_FRACTION
+ * set) and write their stderr to err_path (their exit summaries, checked). */
+static int shared_case;
+static char err_path[64];
 
 /* ---- the worker (preloaded) ---- */
 
@@ -97,9 +105,10 @@ static void reply(int out, const char *fmt, unsigned long long v)
 		_exit(3);
 }
 
-/* A worker's memory: the region, the pages filled, and each page's pattern (its seed). */
+/* A worker's memory: the region, the pages filled, and each page's pattern (its seed);
+ * the shared region ("S", MAP_SHARED | MAP_ANONYMOUS) if mapped. */
 struct wstate {
-	char *p;
+	char *p, *sh;
 	uint64_t seed, filled, expect[REGION / PG];
 };
 
@@ -169,14 +178,16 @@ static int worker(uint64_t seed)
  * filled page (reply the bad words); "w K" write pages 0..K-1 anew (pattern seed + 100);
  * "d A K" drop pages A..A+K-1 (MADV_DONTNEED: they read zeros); "f" fork a child that reads
  * them, fills 64 pages of its own and reads both (reply its exit status); "F" fork a child
- * that serves these commands ("g CMD", "g q" its exit); "q" exit. */
+ * that serves these commands ("g CMD", "g q" its exit); "S" map the shared region (reply
+ * its address); "s A K SEED" write shared pages A..A+K-1 with SEED's pattern; "r A K SEED"
+ * read them (reply the bad words); "q" exit. */
 static int serve(struct wstate *w, FILE *in, int out)
 {
 	char *p = w->p, line[64];
 	uint64_t seed = w->seed;
 
 	while (fgets(line, sizeof(line), in)) {
-		unsigned long long k, a;
+		unsigned long long k, a, sd;
 
 		if (sscanf(line, "t %llu", &k) == 1) {
 			fill(p, seed, w->filled, k);
@@ -201,6 +212,21 @@ static int serve(struct wstate *w, FILE *in, int out)
 			for (uint64_t pg = 0; pg < w->filled; pg++)
 				bad += bad_page(p, w->expect[pg], pg);
 			reply(out, "B %llu\n", bad);
+		} else if (line[0] == 'S' && !w->sh) {
+			w->sh = mmap(NULL, SHARED_PAGES * PG, PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			if (w->sh == MAP_FAILED)
+				return 3;
+			reply(out, "S %llu\n", (unsigned long long)(uintptr_t)w->sh);
+		} else if (sscanf(line, "s %llu %llu %llu", &a, &k, &sd) == 3 && w->sh) {
+			fill(w->sh, sd, a, k);
+			reply(out, "s %llu\n", k);
+		} else if (sscanf(line, "r %llu %llu %llu", &a, &k, &sd) == 3 && w->sh) {
+			uint64_t bad = 0;
+
+			for (uint64_t pg = a; pg < a + k; pg++)
+				bad += bad_page(w->sh, sd, pg);
+			reply(out, "r %llu\n", bad);
 		} else if (line[0] == 'F') {
 			fork_kid(w, out);
 		} else if (line[0] == 'g' && line[1] == ' ') {
@@ -261,6 +287,15 @@ static struct proc start(const char *lib, uint64_t seed)
 		}
 		setenv("SWAPDEV_LOCAL_BYTES", "262144", 1); /* 64 pages */
 		setenv("SWAPDEV_NODE_SHM", shm_name, 1);
+		if (shared_case) {
+			/* 1/16: 16 pages of the region's 256 were its own budget off a node. */
+			int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+			setenv("SWAPDEV_SHARED_LOCAL_FRACTION", "0.0625", 1);
+			setenv("SWAPDEV_EVICT_BATCH", "32", 1);
+			if (fd >= 0)
+				dup2(fd, 2);
+		}
 		execv("/proc/self/exe", argv);
 		_exit(2);
 	}
@@ -454,6 +489,8 @@ static uint64_t registered_pss_kb(pid_t pid)
 	uint64_t sum = 0;
 	FILE *f;
 
+	if (!pid) /* no such process (the shared case's first step has one) */
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
 	f = fopen(path, "r");
 	if (!f)
@@ -467,7 +504,8 @@ static uint64_t registered_pss_kb(pid_t pid)
 	return sum;
 }
 
-/* The node's physical local pages by the kernel: both processes' registered Pss, in pages. */
+/* The node's physical local pages by the kernel: both processes' registered Pss, in pages
+ * (b = 0: a's only). */
 static uint64_t physical_pages(pid_t a, pid_t b)
 {
 	return (registered_pss_kb(a) + registered_pss_kb(b)) / (PG / 1024);
@@ -554,6 +592,182 @@ static void cow_charge(const char *lib)
 	stop(&g);
 }
 
+/* The distinct pages of the shared region [sh, sh + SHARED_PAGES pages) that a or b maps
+ * (pagemap bit 63, present): the region's pages in the kernel's page tables, each once. A
+ * resident page of the device is mapped by the process that faulted it until it is
+ * evicted (no process here drops one), so at rest this is the region's resident count. */
+static uint64_t shared_mapped(pid_t a, pid_t b, uintptr_t sh)
+{
+	uint8_t any[SHARED_PAGES] = {0};
+	pid_t who[2] = {a, b};
+	uint64_t n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t pm[SHARED_PAGES];
+		char path[64];
+		int fd;
+
+		if (!who[i])
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)who[i]);
+		fd = open(path, O_RDONLY);
+		if (fd < 0 || pread(fd, pm, sizeof(pm), (off_t)(sh / PG * 8)) != sizeof(pm)) {
+			if (fd >= 0)
+				close(fd);
+			return UINT64_MAX;
+		}
+		close(fd);
+		for (int p = 0; p < SHARED_PAGES; p++)
+			any[p] |= (uint8_t)(pm[p] >> 63);
+	}
+	for (int p = 0; p < SHARED_PAGES; p++)
+		n += any[p];
+	return n;
+}
+
+/* At rest, the kernel's view against the node's: the registered Pss of a and b (private
+ * and shared mappings: a shmem page mapped by both counts half in each) equals the node's
+ * count, and the shared pages mapped in either equal the node's shared count. */
+static void check_kernel(pid_t a, pid_t b, uintptr_t sh, uint64_t resident, uint64_t shared)
+{
+	CHECK_EQ(settled(&seg->resident, resident), resident);
+	CHECK_EQ(settled(&seg->shared_resident, shared), shared);
+	CHECK_EQ(resident_at_rest(a, b), resident);
+	CHECK_EQ(shared_mapped(a, b, sh), shared);
+}
+
+/* The n-th exit-summary field after `label` (e.g. "first touches") in the line of pid's
+ * process starting with prefix, in the workers' stderr; UINT64_MAX if absent. */
+static uint64_t summary_field(const char *text, const char *prefix, const char *label, int k)
+{
+	const char *l = text;
+	unsigned long long v;
+
+	for (int i = 0; i <= k; i++) {
+		l = strstr(i ? l + 1 : l, prefix);
+		if (!l)
+			return UINT64_MAX;
+	}
+	l = strstr(l, label);
+	if (!l)
+		return UINT64_MAX;
+	while (l > text && l[-1] == ' ')
+		l--;
+	while (l > text && l[-1] >= '0' && l[-1] <= '9')
+		l--;
+	return sscanf(l, "%llu", &v) == 1 ? v : UINT64_MAX;
+}
+
+/*
+ * A shared anonymous region counts in its node's one budget, once (doc/swapdev.md, "Shared
+ * anonymous memory"; the kernel's memcg charges a shmem page once, to the memcg of the
+ * process that first faults it, and reclaims shmem and anon pages from one set of LRU
+ * lists). A 64-page node, batch 32, a 256-page region (its own budget off a node would be
+ * 1/16 of it, 16 pages). Hand-derived, step by step (stamps: the node's clock, FIFO):
+ *  1. A maps the region and writes shared pages 0-47: the node's count is 48, all shared;
+ *  2. A forks K; K reads 0-47 (minor faults: mapped there, nothing new) and writes 48-55:
+ *     56, K's 8 pages charged once (A and K both map 0-47);
+ *  3. A fills 40 private pages: at the 9th the node is full and the region's oldest (page
+ *     0) is older than A's private pages: A evicts the region's batch 0-31 (K maps them:
+ *     evicting until K zaps them; A waits for that), then fills to 64: 24 shared (32-55),
+ *     40 private, no private page sent remote;
+ *  4. A fills 24 more: the region's 24 (32-55) go first; 64 private, none shared;
+ *  5. A fills 16 more: now its own oldest private batch goes (pages 0-31): 48;
+ *  6. K reads shared 0-55 (fetches): at 64, A's private pages are older than the region's
+ *     (fetched now): K's requests make A give up 32-63 and then 64-79; 56, all shared;
+ *  7. A reads its 80 private pages (fetches): the region's oldest go first (0-31, then
+ *     32-55), then A's own batch 0-31: 48, all private; A then reads shared 0-47 and K
+ *     reads 48-55: 56, all shared.
+ * At every step the count equals the kernel's (check_kernel), every word reads back
+ * exactly, the node's count never passes the budget (one fault at a time here), and when
+ * both have exited it is 0 (the region leaves with its last process).
+ */
+static void shared_region(const char *lib)
+{
+	struct proc a = start(lib, 9);
+	struct sd_node_slot *sa, *sk;
+	static char err[65536];
+	uintptr_t sh;
+	pid_t k;
+	FILE *f;
+	size_t n;
+
+	sh = (uintptr_t)ask(&a, "S");
+	sa = slot_of_soon(a.pid);
+	CHECK(sa != NULL);
+	if (!sa)
+		return;
+	atomic_store(&max_resident, 0);
+	CHECK_EQ(ask(&a, "s 0 48 11"), 48); /* 1. */
+	check_kernel(a.pid, 0, sh, 48, 48);
+	CHECK_EQ(atomic_load(&sa->local), 0);
+
+	k = (pid_t)ask(&a, "F"); /* 2. */
+	sk = slot_of_soon(k);
+	CHECK(sk != NULL);
+	if (!sk)
+		return;
+	CHECK_EQ(ask(&a, "g r 0 48 11"), 0);
+	check_kernel(a.pid, k, sh, 48, 48);
+	CHECK_EQ(ask(&a, "g s 48 8 12"), 8);
+	check_kernel(a.pid, k, sh, 56, 56);
+
+	CHECK_EQ(ask(&a, "t 40"), 40); /* 3. */
+	check_kernel(a.pid, k, sh, 64, 24);
+	CHECK_EQ(atomic_load(&sa->local), 40);
+	CHECK_EQ(atomic_load(&sa->out_pages), 0);
+
+	CHECK_EQ(ask(&a, "t 24"), 64); /* 4. */
+	check_kernel(a.pid, k, sh, 64, 0);
+	CHECK_EQ(atomic_load(&sa->out_pages), 0);
+
+	CHECK_EQ(ask(&a, "t 16"), 80); /* 5. */
+	check_kernel(a.pid, k, sh, 48, 0);
+	CHECK_EQ(atomic_load(&sa->out_pages), BATCH);
+
+	CHECK_EQ(ask(&a, "g r 0 48 11"), 0); /* 6. */
+	CHECK_EQ(ask(&a, "g r 48 8 12"), 0);
+	check_kernel(a.pid, k, sh, 56, 56);
+	CHECK_EQ(atomic_load(&sa->out_pages), 80);
+	CHECK_EQ(settled(&sa->out_for_others, 48), 48); /* counted after the pages left */
+	CHECK_EQ(atomic_load(&sk->out_pages), 0);
+
+	CHECK_EQ(ask(&a, "c"), 0); /* 7. */
+	check_kernel(a.pid, k, sh, 48, 0);
+	CHECK_EQ(atomic_load(&sa->out_pages), 80 + BATCH);
+	CHECK_EQ(ask(&a, "r 0 48 11"), 0);
+	CHECK_EQ(ask(&a, "g r 48 8 12"), 0);
+	check_kernel(a.pid, k, sh, 56, 56);
+
+	CHECK_EQ(atomic_load(&seg->fallbacks), 0);
+	CHECK(atomic_load(&seg->peak) <= BUDGET_PAGES);
+	CHECK(atomic_load(&max_resident) <= BUDGET_PAGES);
+	CHECK_EQ(ask(&a, "g q"), 0);
+	stop(&a);
+	CHECK_EQ(settled(&seg->resident, 0), 0);
+	CHECK_EQ(atomic_load(&seg->shared_resident), 0);
+	CHECK_EQ(atomic_load(&seg->shared_evicting), 0);
+
+	/* The exit summaries (K's first: it exits first): first touches A 48, K 8; fetches
+	 * A 48, K 56 + 8; the region's evictions A 32 + 24 + 32 + 24, K none. */
+	f = fopen(err_path, "r");
+	n = f ? fread(err, 1, sizeof(err) - 1, f) : 0;
+	err[n] = 0;
+	if (f)
+		fclose(f);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " first touches", 0), 8);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " first touches", 1), 48);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " fetches", 0), 64);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " fetches", 1), 48);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " evicted;", 0), 0);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " evicted;", 1), 112);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " pages, budget", 0), SHARED_PAGES);
+	CHECK_EQ(summary_field(err, "swapdev uffd shmem: ", " forced", 1), 0);
+	CHECK(strstr(err, "swapdev uffd node: ") != NULL);
+	if (failures)
+		fputs(err, stderr);
+}
+
 static void forked_child(const char *lib)
 {
 	struct proc e = start(lib, 5);
@@ -597,6 +811,19 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_alarm);
 	alarm(60);
 	pthread_create(&th, NULL, sampler, NULL);
+	if (argc >= 3 && !strcmp(argv[2], "shared")) {
+		shared_case = 1;
+		snprintf(err_path, sizeof(err_path), "/tmp/swapdev-test-node-%d.err", (int)getpid());
+		unlink(err_path);
+		shared_region(argv[1]);
+		atomic_store(&sampling, 0);
+		pthread_join(th, NULL);
+		shm_unlink(shm_name);
+		unlink(err_path);
+		if (failures)
+			fprintf(stderr, "%d check(s) failed\n", failures);
+		return failures != 0;
+	}
 	two_processes(argv[1]);
 	dead_victim(argv[1]);
 	/* Every fault made room first: the count is over the budget by the faults of other
