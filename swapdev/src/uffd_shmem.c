@@ -218,8 +218,8 @@ static void expire_acks(struct shm_hdr *h, uint64_t now)
 
 		if (state_of(h)[e->page] != SH_EVICTING || gen_of(h)[e->page] != e->gen)
 			continue; /* completed or cancelled */
-		if (now - e->t_ns < ACK_TIMEOUT_NS)
-			break;
+		if (e->t_ns > now || now - e->t_ns < ACK_TIMEOUT_NS)
+			break; /* (logged by another process after this one read its clock) */
 		pend_of(h)[e->page] = 0;
 		evicted_everywhere(h, e->page);
 		h->forced++;
@@ -830,12 +830,13 @@ uint64_t uffd_shmem_oldest(int *which)
 unsigned uffd_shmem_evict(int which)
 {
 	struct shm_region *r = &shm[which];
-	uint64_t now = sd_now_ns();
+	uint64_t now;
 	unsigned n;
 
 	if (!r->h)
 		return 0;
 	hlock(r->h);
+	now = sd_now_ns(); /* under the mutex: every entry logged is older */
 	expire_acks(r->h, now);
 	n = choose_batch(r->h, now);
 	pthread_mutex_unlock(&r->h->mu);
@@ -845,14 +846,12 @@ unsigned uffd_shmem_evict(int which)
 
 void uffd_shmem_settle(void)
 {
-	uint64_t now = sd_now_ns();
-
 	for (int i = 0; i < SHM_REGIONS; i++) {
 		if (!shm[i].h)
 			continue;
 		apply_log(&shm[i]);
 		hlock(shm[i].h);
-		expire_acks(shm[i].h, now);
+		expire_acks(shm[i].h, sd_now_ns()); /* under the mutex: every entry is older */
 		pthread_mutex_unlock(&shm[i].h->mu);
 	}
 }
