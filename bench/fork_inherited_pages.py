@@ -22,11 +22,13 @@ copy-on-write double count"). This script measures, for one application:
 - at the same period, each node's resident count (its segment, ``SWAPDEV_NODE_SHM``)
   against the kernel's count of the node's local pages: the Pss of the private registered
   mappings of every process that maps the node's segment (a page mapped by two processes
-  counts half in each), in pages; beside it the Pss of its shared registered mappings (a
-  shared anonymous mapping such as PostgreSQL's buffers, which has a budget of its own on
-  the device, outside the node's). The processes are read one after the other while they
-  run, so a single sample's difference also holds the faults and evictions made while
-  reading;
+  counts half in each), in pages, plus the Pss of its shared registered mappings (a
+  shared anonymous mapping such as PostgreSQL's buffers, in the node's count once since
+  2026-11-29; before, it had a budget of its own outside the node's, and the difference
+  was taken against the private pages only). A shared page the device holds local that no
+  process maps any more (the process that faulted it has exited) is in the device's count
+  and not in any Pss. The processes are read one after the other while they run, so a
+  single sample's difference also holds the faults and evictions made while reading;
 - on the swap backend (``--backend swap``), each node's data holders' memcg: its limit
   and its anonymous and shmem pages (``memory.stat``), i.e. how the kernel splits one
   limit between a process's private memory and a shared mapping.
@@ -89,7 +91,7 @@ def registered_pss_kb(text: str) -> tuple[int, int]:
     ``p`` or ``s``, precedes its ``Pss:`` and ``VmFlags:`` lines): the process's share of
     the physical pages the device holds local for it. Shared ones are a shared anonymous
     mapping's (PostgreSQL's buffers; swapdev/src/uffd_shmem.c), which the device counts
-    in the mapping's own budget, not the node's."""
+    in the node's count on a node (since 2026-11-29), else in the mapping's own budget."""
     private = shared = pss = 0
     is_shared = False
     for line in text.splitlines():
@@ -162,14 +164,14 @@ def sample_nodes(nodes: dict[Path, list[NodeSample]]) -> None:
 
 def node_rows(nodes: dict[Path, list[NodeSample]], budget_pages: int) -> list[str]:
     """One CSV row per node (see the module's docstring), in segment order: samples; the
-    device's count less the kernel's (private registered pages) in pages: median, mean,
-    5th, 95th and 99th percentiles (the nearest rank below); the share of samples in which
-    the device counted more than 1 % of the budget over the kernel; the kernel's private
-    pages (median) and its shared registered pages, outside the node's count (median,
-    largest)."""
+    device's count less the kernel's (private and shared registered pages, a shared
+    region being in the node's count) in pages: median, mean, 5th, 95th and 99th
+    percentiles (the nearest rank below); the share of samples in which the device counted
+    more than 1 % of the budget over the kernel; the kernel's private pages (median) and
+    its shared registered pages (median, largest)."""
     rows = []
     for seg in sorted(nodes):
-        diffs = sorted(s[1] - s[2] for s in nodes[seg])
+        diffs = sorted(s[1] - s[2] - s[3] for s in nodes[seg])
         n = len(diffs)
 
         def pct(q: float, d: list[int] = diffs, k: int = n) -> int:

@@ -151,6 +151,17 @@ def test_memcg_split_by_hand() -> None:
     assert rows == ["disaggsim-emulate-node0,4,2,12288,7680,3072,25.0"]
 
 
+def test_node_rows_count_shared_pages_in_the_node_by_hand() -> None:
+    """Oracle: a shared region is in the node's count (since 2026-11-29), so the device's
+    count is compared with the private plus the shared registered pages: samples of 100,
+    105 and 98 device pages against 60 private + 40 shared give differences -2, 0 and 5
+    (median 0, mean 1, p5 -2, p95 and p99 5), one sample in three over 1 % of a 200-page
+    budget (2 pages); the private median 60, the shared median and largest 40."""
+    seg = device.SHM_DIR / "swapdev-node-1-ab-7"
+    samples = [(1.0, 100, 60, 40, 2), (2.0, 105, 60, 40, 2), (3.0, 98, 60, 40, 2)]
+    assert probe.node_rows({seg: samples}, 200) == ["swapdev-node-1-ab-7,3,0,1,-2,5,5,33,60,40,40"]
+
+
 @_on_uffd
 def test_after_a_fork_the_nodes_count_is_the_kernels() -> None:
     """The node's count once a child forked from a process holding 16 MiB waits, both idle:
