@@ -302,8 +302,10 @@ def uffd_env(
     every process started with this environment, and every process they fork or exec on
     the device, shares it; without, each such process has ``local_bytes`` of its own.
     With ``shared_local_fraction`` (in (0, 1]) the device also registers shared anonymous
-    mappings (``SWAPDEV_SHARED_LOCAL_FRACTION``, ``swapdev/src/uffd_shmem.c``): each such
-    mapping has one budget, that fraction of its pages, for all the processes mapping it.
+    mappings (``SWAPDEV_SHARED_LOCAL_FRACTION``, ``swapdev/src/uffd_shmem.c``): with
+    ``node_shm`` their pages count in the node's budget (once, whichever processes map
+    them); without, each such mapping has one budget, that fraction of its pages, for all
+    the processes mapping it.
 
     The device registers only mmap calls made through the PLT (``uffd_preload.c``), so
     glibc malloc's own large blocks stay local; with ``jemalloc`` the heap comes from

@@ -116,12 +116,13 @@ The uffd device sees only ``mmap`` calls made through the PLT
   report; fixed, ``swapdev/doc/swapdev.md``, "Limits and known issues");
 - PostgreSQL's buffer cache is a shared anonymous mapping that the postmaster makes and
   its forked backends inherit: the device registers it too (:attr:`Preset.shared_memory`,
-  ``swapdev/src/uffd_shmem.c``) with one budget for the mapping, ``local_fraction`` of
-  it, shared by all the server's processes (each backend's private memory is in the
-  node's budget above); a page goes remote only once every server process has
-  zapped its page-table entry, so the mapping may hold a little more than its budget
-  while zaps are pending (each process's exit summary; ``swapdev/doc/swapdev.md``,
-  "Shared anonymous memory").
+  ``swapdev/src/uffd_shmem.c``) and counts its local pages in the node's one budget
+  above, once however many server processes map them, its oldest pages competing with
+  the backends' private ones (as the memcg charges shmem and anonymous pages to one
+  limit; before 2026-11-29 the mapping had a budget of its own, ``local_fraction`` of
+  it, beside the node's); a page goes remote only once every server process has zapped
+  its page-table entry (a fault over the budget only by such pages waits for the zaps;
+  ``swapdev/doc/swapdev.md``, "Shared anonymous memory").
 """
 
 from __future__ import annotations
@@ -180,8 +181,9 @@ class Preset:
     processes whose memory is made remote; ``working_set_bytes``: per node's holders;
     ``jemalloc``: preload jemalloc with the uffd device by default; ``shared_memory``:
     its data is in a shared anonymous mapping (PostgreSQL's shared buffers), which the uffd
-    device registers too, with one budget for the mapping, ``local_fraction`` of it
-    (``SWAPDEV_SHARED_LOCAL_FRACTION``, :func:`disaggsim.swapdev.device.uffd_env`).
+    device registers too (``SWAPDEV_SHARED_LOCAL_FRACTION``,
+    :func:`disaggsim.swapdev.device.uffd_env`), in the node's one budget with the node's
+    private pages (the run's node segment; without one, a budget of its own).
     """
 
     name: str
@@ -524,7 +526,8 @@ def run_preset_once(
         else:
             for cg in session.holder_memcgs:
                 (cg / "memory.limit_in_bytes").write_text("-1")
-            # A shared mapping's budget: the same fraction of it (PostgreSQL's buffers).
+            # Shared mappings are registered (PostgreSQL's buffers), in the node's budget
+            # (the segment below); the fraction is their own budget only off a node.
             shared = (
                 min(1.0, local_bytes / preset.working_set_bytes) if preset.shared_memory else None
             )
