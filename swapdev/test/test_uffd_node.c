@@ -677,15 +677,17 @@ static uint64_t summary_field(const char *text, const char *prefix, const char *
  *     (fetched now): K's requests make A give up 32-63 and then 64-79; 56, all shared;
  *  7. A reads its 80 private pages (fetches): the region's oldest go first (0-31, then
  *     32-55), then A's own batch 0-31: 48, all private; A then reads shared 0-47 and K
- *     reads 48-55: 56, all shared.
+ *     reads 48-55: 56, all shared;
+ *  8. C, which does not map the region, fills 16 private pages: it chooses among the
+ *     slots (its own 8 go at 64), the region's older 56 stay: 64.
  * At every step the count equals the kernel's (check_kernel), every word reads back
  * exactly, the node's count never passes the budget (one fault at a time here), and when
  * both have exited it is 0 (the region leaves with its last process).
  */
 static void shared_region(const char *lib)
 {
-	struct proc a = start(lib, 9);
-	struct sd_node_slot *sa, *sk;
+	struct proc a = start(lib, 9), c;
+	struct sd_node_slot *sa, *sk, *sc;
 	static char err[65536];
 	uintptr_t sh;
 	pid_t k;
@@ -737,6 +739,25 @@ static void shared_region(const char *lib)
 	CHECK_EQ(atomic_load(&sa->out_pages), 80 + BATCH);
 	CHECK_EQ(ask(&a, "r 0 48 11"), 0);
 	CHECK_EQ(ask(&a, "g r 48 8 12"), 0);
+	check_kernel(a.pid, k, sh, 56, 56);
+
+	/* 8. A process that does not map the region (C) fills 16 private pages: the region's
+	 * pages are the node's oldest, but C does not see them: it evicts its own 8 (the
+	 * slots' rule), the region keeps its 56. */
+	c = start(lib, 10);
+	CHECK_EQ(ask(&c, "t 16"), 16);
+	sc = slot_of(c.pid);
+	CHECK(sc != NULL);
+	if (sc) {
+		CHECK_EQ(atomic_load(&sc->out_pages), 8);
+		CHECK_EQ(settled(&sc->local, 8), 8);
+	}
+	CHECK_EQ(settled(&seg->resident, 64), 64);
+	CHECK_EQ(atomic_load(&seg->shared_resident), 56);
+	CHECK_EQ(shared_mapped(a.pid, k, sh), 56);
+	CHECK_EQ(registered_pss_kb(c.pid) / (PG / 1024), 8);
+	CHECK_EQ(ask(&c, "c"), 0);
+	stop(&c);
 	check_kernel(a.pid, k, sh, 56, 56);
 
 	CHECK_EQ(atomic_load(&seg->fallbacks), 0);
