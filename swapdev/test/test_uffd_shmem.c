@@ -28,6 +28,9 @@
  * both, the resident peak within the budget; the exit summaries give the late zaps
  * (not an oracle: their number depends on the timing).
  *
+ * "node-concurrent" (ctest swapdev-uffd-shmem-node): the concurrent case on a 128-page node,
+ * where the region is in the node's budget (check_node_concurrent below).
+ *
  * Run without arguments after the library it re-executes itself as "run CASE" with the
  * device preloaded (SWAPDEV_TEST_PRELOAD overrides LD_PRELOAD: an AddressSanitizer run
  * puts libasan first) and checks the exit summaries the two processes print; exits 77
@@ -35,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,11 +49,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../src/uffd_node.h"
 #include "check.h"
 
 #define PG 4096ul
 #define NPAGES 1024ul
 #define BUDGET 64ul
+#define NODE_BUDGET 128ul /* node-concurrent's */
 
 static char *region;
 
@@ -215,8 +221,10 @@ static int parse(const char *text, int k, struct summary *s)
 	return 0;
 }
 
-/* Run "run CASE" with the device preloaded; its stderr (both processes') into buf. */
-static int spawn_case(const char *self, const char *lib, const char *name, char *buf, size_t cap)
+/* Run "run CASE" with the device preloaded, on node segment node_shm if not NULL; its
+ * stderr (both processes') into buf. */
+static int spawn_case(const char *self, const char *lib, const char *name, const char *node_shm,
+		      char *buf, size_t cap)
 {
 	int fds[2], status = -1;
 	size_t n = 0;
@@ -233,9 +241,14 @@ static int spawn_case(const char *self, const char *lib, const char *name, char 
 		close(fds[0]);
 		close(fds[1]);
 		setenv("LD_PRELOAD", pre && *pre ? pre : lib, 1);
-		setenv("SWAPDEV_LOCAL_BYTES", "262144", 1);
+		/* On a node: its budget 128 pages, twice the region's own budget off a node. */
+		setenv("SWAPDEV_LOCAL_BYTES", node_shm ? "524288" : "262144", 1);
 		setenv("SWAPDEV_SHARED_LOCAL_FRACTION", "0.0625", 1); /* 64 of 1024 pages */
 		setenv("SWAPDEV_EVICT_BATCH", "32", 1);
+		if (node_shm)
+			setenv("SWAPDEV_NODE_SHM", node_shm, 1);
+		else
+			unsetenv("SWAPDEV_NODE_SHM");
 		unsetenv("SWAPDEV_MODEL");
 		alarm(60);
 		execl(self, self, "run", name, (char *)NULL);
@@ -254,7 +267,7 @@ static void check_sweeps(const char *self, const char *lib)
 {
 	static char buf[65536];
 	struct summary child, parent;
-	int status = spawn_case(self, lib, "sweeps", buf, sizeof(buf));
+	int status = spawn_case(self, lib, "sweeps", NULL, buf, sizeof(buf));
 
 	CHECK_EQ(status, 0);
 	/* The child exits first (the parent waits for it): its summaries come first. */
@@ -298,7 +311,7 @@ static void check_concurrent(const char *self, const char *lib)
 {
 	static char buf[65536];
 	struct summary child, parent;
-	int status = spawn_case(self, lib, "concurrent", buf, sizeof(buf));
+	int status = spawn_case(self, lib, "concurrent", NULL, buf, sizeof(buf));
 
 	CHECK_EQ(status, 0);
 	if (parse(buf, 0, &child) || parse(buf, 1, &parent)) {
@@ -319,6 +332,70 @@ static void check_concurrent(const char *self, const char *lib)
 		parent.lag_max_us, child.mapped, child.zapped, child.lag_max_us);
 	if (failures)
 		fputs(buf, stderr);
+}
+
+/*
+ * "node-concurrent": the concurrent case on a node (SWAPDEV_NODE_SHM, a 128-page budget:
+ * SWAPDEV_LOCAL_BYTES), where the region has no budget of its own (off a node it would
+ * have 64 pages) and its pages are the node's count, which reaches the node's budget
+ * (the peak, sampled after every fault, is 128 or a few faults in flight more: every page
+ * here is shared; doc/swapdev.md, "One budget per node"). Both processes evict from the
+ * region and wait, at the budget, for each other's zaps of the pages being evicted: every
+ * word exact (no deadlock: each waiting handler applies its own log), no eviction forced,
+ * no fallback (no wait of 500 ms in vain), the node's peak and the region's pages held
+ * within the budget and a batch (the faults in flight), the lines say "on the node", and
+ * the node's count is 0 once both have exited (the region leaves with its last process).
+ */
+static void check_node_concurrent(const char *self, const char *lib)
+{
+	static char buf[65536];
+	struct summary child, parent;
+	char name[64];
+	struct sd_node *seg;
+	int status, fd;
+
+	snprintf(name, sizeof(name), "/swapdev-test-shmem-node-%d", (int)getpid());
+	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, sizeof(*seg))) {
+		perror(name);
+		failures++;
+		return;
+	}
+	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	status = spawn_case(self, lib, "concurrent", name, buf, sizeof(buf));
+	shm_unlink(name);
+	if (seg == MAP_FAILED) {
+		failures++;
+		return;
+	}
+	CHECK_EQ(status, 0);
+	if (parse(buf, 0, &child) || parse(buf, 1, &parent)) {
+		fprintf(stderr, "node-concurrent: no exit summaries in:\n%s", buf);
+		failures++;
+		return;
+	}
+	CHECK_EQ(atomic_load(&seg->budget_pages), NODE_BUDGET);
+	CHECK_EQ(parent.budget, NODE_BUDGET);
+	CHECK_EQ(strstr(buf, "on the node") != NULL, 1);
+	CHECK_EQ(parent.forced, 0);
+	CHECK_EQ(parent.first + child.first, NPAGES);
+	CHECK_EQ(atomic_load(&seg->fallbacks), 0);
+	CHECK_EQ(parent.max_held >= NODE_BUDGET && parent.max_held <= NODE_BUDGET + 32, 1);
+	CHECK_EQ(atomic_load(&seg->peak) >= NODE_BUDGET, 1);
+	CHECK_EQ(atomic_load(&seg->peak) <= NODE_BUDGET + 32, 1);
+	CHECK_EQ(atomic_load(&seg->resident), 0);
+	CHECK_EQ(atomic_load(&seg->shared_resident), 0);
+	CHECK_EQ(atomic_load(&seg->shared_evicting), 0);
+	fprintf(stderr, "node-concurrent: fetches %llu + %llu, kept %llu + %llu, node peak %llu, "
+		"resident at most %llu (held %llu, evicting %llu), zapped while mapped %llu of %llu "
+		"(parent) and %llu of %llu (child)\n", parent.fetches, child.fetches, parent.kept,
+		child.kept, (unsigned long long)atomic_load(&seg->peak), parent.max_res,
+		parent.max_held, parent.max_evicting, parent.mapped, parent.zapped, child.mapped,
+		child.zapped);
+	if (failures)
+		fputs(buf, stderr);
+	munmap(seg, sizeof(*seg));
 }
 
 int main(int argc, char **argv)
@@ -351,6 +428,8 @@ int main(int argc, char **argv)
 		check_sweeps("/proc/self/exe", argv[1]);
 	if (argc < 3 || !strcmp(argv[2], "concurrent"))
 		check_concurrent("/proc/self/exe", argv[1]);
+	if (argc >= 3 && !strcmp(argv[2], "node-concurrent"))
+		check_node_concurrent("/proc/self/exe", argv[1]);
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 	return failures != 0;
