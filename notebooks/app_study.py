@@ -88,7 +88,8 @@ def summary(sweep: str) -> pd.DataFrame | None:
 
 
 def study(app: str, figure: str) -> pd.DataFrame | None:
-    """An application's sweep for a figure ("fig2", "fig5", "fig8"): the one its config
+    """An application's sweep for a figure ("fig2", "fig5", "fig8") or its classification
+    point ("classify"): the one its config
     `configs/app-study-<app>-<figure>.toml` names (`[emulate] name`) if committed, else the
     isolated one (`<app>-<figure>-iso`, measured on a CPU of its own), else the earlier
     loaded-machine sweep (`<app>-<figure>`), else None."""
@@ -101,9 +102,10 @@ def study(app: str, figure: str) -> pd.DataFrame | None:
 
 def with_classify_point(app: str, table: pd.DataFrame) -> pd.DataFrame:
     """The Figure 2 table with its 5 µs / 40 Gb/s row replaced by the application's own
-    classification sweep (`<app>-classify-iso`: that point and the reference alone, run for
-    more rounds than the grid could), if one is committed; else the table unchanged."""
-    point = summary(f"{app}-classify-iso")
+    classification sweep (``study(app, "classify")``: that point and the reference alone,
+    run for more rounds than the grid could), if one is committed; else the table
+    unchanged."""
+    point = study(app, "classify")
     if point is None:
         return table
     point = point[
@@ -177,8 +179,8 @@ display(pd.DataFrame(rows))
 # The paper: dolphins (Hadoop WordCount and Sort, GraphLab, Memcached) stay within 5 % at
 # 5 µs / 40 Gb/s, sharks (Spark, Timely, Spark SQL, HERD) need 3 µs and 40-100 Gb/s.
 # `emulate.classify` reads the 5 µs / 40 Gb/s point's verdict. Where the grid left that
-# point undecided and a sweep of that point alone ran more rounds (`<app>-classify-iso`,
-# `configs/app-study-<app>-classify.toml`), its row replaces the grid's here and in the
+# point undecided and a sweep of that point alone ran more rounds (the sweep
+# `configs/app-study-<app>-classify.toml` names), its row replaces the grid's here and in the
 # figures below. spark-sql-bdb's grid (the PySpark workers on the device under one budget
 # per node) has its 6 rounds, measured on a second VM 2.7x slower than the one of the
 # other grids, every point undecided; its 5 µs / 40 Gb/s bar, its class and its Figure 6(a)
@@ -190,7 +192,7 @@ def fig2_table(app: str) -> pd.DataFrame | None:
     """The application's Figure 2 table (its grid, with the classification sweep's row), or
     its classification sweep alone where no grid is committed (postgres-pgbench)."""
     table = study(app, "fig2")
-    return summary(f"{app}-classify-iso") if table is None else with_classify_point(app, table)
+    return study(app, "classify") if table is None else with_classify_point(app, table)
 
 
 fig2 = {app: t for app in APPS if (t := fig2_table(app)) is not None}
@@ -328,7 +330,7 @@ rows = []
 for app, table in fig2.items():
     # The swap rate of the sweep the 5 µs / 40 Gb/s point comes from: its classification
     # sweep's reference where one replaced the grid's point (with_classify_point).
-    own = summary(f"{app}-classify-iso")
+    own = study(app, "classify")
     ref_table = table if own is None else own
     ref = ref_table[ref_table["model"] == "none"].iloc[0]
     point = table[(table["latency_ns"] == 5000) & (table["bandwidth_bps"] == 40e9)].iloc[0]
