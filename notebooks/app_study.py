@@ -184,7 +184,10 @@ display(pd.DataFrame(rows))
 # figures below. spark-sql-bdb's grid (the PySpark workers on the device under one budget
 # per node) has its 6 rounds, measured on a second VM 2.7x slower than the one of the
 # other grids, every point undecided; its 5 µs / 40 Gb/s bar, its class and its Figure 6(a)
-# point come from its classification sweep (same device set-up, first VM).
+# point come from its classification sweep (same device set-up, first VM). postgres-pgbench's
+# grid was measured when its shared buffers had a budget of their own (first VM); its
+# 5 µs / 40 Gb/s point and class come from its classification sweep with the buffers in the
+# node's one budget (second VM, 3.5x slower at zero delay): the two rows are not one device.
 
 
 # %%
