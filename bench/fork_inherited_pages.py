@@ -192,20 +192,22 @@ def node_rows(nodes: dict[Path, list[NodeSample]], budget_pages: int) -> list[st
 MemcgSample = tuple[float, int, int, int, int, int]
 
 
-def memcg_pages(stat: str, limit_bytes: int, usage_bytes: int) -> tuple[int, int, int, int, int]:
-    """(limit, usage, rss, shmem, cache) in pages from a cgroup v1 ``memory.stat`` text,
-    the group's ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` (which also holds
-    the kernel memory charged to it: page tables, slab): the group's own counters (not
+def memcg_pages(
+    stat: dict[str, int], limit_bytes: int, usage_bytes: int
+) -> tuple[int, int, int, int, int]:
+    """(limit, usage, rss, shmem, cache) in pages from a cgroup v1 ``memory.stat`` (as
+    :func:`disaggsim.testbed.collect_env.memcg_stat` reads it), the group's
+    ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` (which also holds the kernel
+    memory charged to it: page tables, slab): the group's own counters (not
     ``total_*``), in bytes there (Documentation/admin-guide/cgroup-v1/memory.rst, 5.2:
     ``rss`` is anonymous and swap cache memory, ``shmem`` shared memory included in
     ``cache``)."""
-    got = dict(line.split() for line in stat.splitlines() if line)
     return (
         limit_bytes // 4096,
         usage_bytes // 4096,
-        int(got["rss"]) // 4096,
-        int(got["shmem"]) // 4096,
-        int(got["cache"]) // 4096,
+        stat["rss"] // 4096,
+        stat["shmem"] // 4096,
+        stat["cache"] // 4096,
     )
 
 
@@ -215,9 +217,11 @@ def sample_memcgs(memcgs: dict[str, list[MemcgSample]]) -> None:
     ``local_fraction x working_set_bytes`` there) to ``memcgs``, by group name."""
     for cg in sorted(env.MEMCG_ROOT.glob("disaggsim-emulate-node*")):
         try:
-            limit = int((cg / "memory.limit_in_bytes").read_text())
-            usage = int((cg / "memory.usage_in_bytes").read_text())
-            got = memcg_pages((cg / "memory.stat").read_text(), limit, usage)
+            got = memcg_pages(
+                env.memcg_stat(cg),
+                env.memcg_read_int(cg, "memory.limit_in_bytes"),
+                env.memcg_read_int(cg, "memory.usage_in_bytes"),
+            )
         except (OSError, KeyError, ValueError):
             continue
         memcgs.setdefault(cg.name, []).append((time.time(), *got))

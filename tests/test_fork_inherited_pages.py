@@ -138,11 +138,11 @@ def test_registered_pss_and_node_of_by_hand() -> None:
 
 
 def test_memcg_split_by_hand() -> None:
-    """Oracle: a cgroup v1 memory.stat (abridged; its own counters first, then total_*)
-    read by hand: 30 MiB anonymous, 12 MiB shmem in 16 MiB of cache, a usage of 47.5 MiB
-    (kernel memory besides), limit 48 MiB: full; only the full samples count in the row
+    """Oracle: a cgroup v1 memory.stat (abridged; its own counters, then total_*) by hand:
+    30 MiB anonymous, 12 MiB shmem in 16 MiB of cache, a usage of 47.5 MiB (kernel memory
+    besides), limit 48 MiB: full; only the full samples count in the row
     (one at 47 of 48 MiB, under 98 %, does not)."""
-    stat = "cache 16777216\nrss 31457280\nshmem 12582912\ntotal_rss 99999744\n"
+    stat = {"cache": 16777216, "rss": 31457280, "shmem": 12582912, "total_rss": 99999744}
     assert probe.memcg_pages(stat, 48 << 20, 47 << 20 | 1 << 19) == (12288, 12160, 7680, 3072, 4096)
     full = (1.0, 12288, 12160, 7680, 3072, 4096)
     almost = (1.5, 12288, 12032, 7680, 3072, 4096)

@@ -475,13 +475,12 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 		 * node's); a batch as the private pages' (the device caps it to the budget). */
 		h->on_node = 1;
 		h->budget = atomic_load(&node_seg->budget_pages);
-		h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
 	} else {
 		h->budget = (uint64_t)(local_fraction * (double)npages);
 		if (h->budget < 1)
 			h->budget = 1;
-		h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
 	}
+	h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
 	h->g_base = next_g;
 	next_g += npages;
 	if (register_on(uffd, start, npages * PAGE))
