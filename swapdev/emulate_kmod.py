@@ -140,8 +140,11 @@ def run_sweep(
     runs: list[tuple[device.DelayModel, int]], command: list[str], timeout_s: float
 ) -> list[dict[str, Any]]:
     """Boot the guest once and run memtouch per (delay model, local bytes) of ``runs``, in
-    order; per run ``{"status", "jct_s", "swap_in_bytes", "swap_out_bytes", "report"}``
-    (status ``ok``, or ``failed`` with the guest's exit code of memtouch).
+    order; per run ``{"status", "jct_s", "swap_in_bytes", "swap_out_bytes", "report",
+    "device_reads", "device_writes", "delay_n", "delay_mean_ns"}`` (status ``ok``, or
+    ``failed`` with the guest's exit code of memtouch; the last four are rmem's own counts
+    over the run, ``/proc/rmem_stats`` reset before it: requests served, delays applied and
+    their mean in ns, the oracle that a model was applied, free of the guest's timing noise).
 
     Raises RuntimeError if the guest does not finish or cannot set up the device: the
     message is :func:`guest_failure`'s, and the guest's files (results.txt, guest.log,
@@ -190,6 +193,10 @@ def run_sweep(
                     "swap_in_bytes": int(res[f"run_{i}_swap_in_bytes"]),
                     "swap_out_bytes": int(res[f"run_{i}_swap_out_bytes"]),
                     "report": json.loads(res[f"run_{i}_json"]) if ok else {},
+                    "device_reads": int(res[f"run_{i}_reads"]),
+                    "device_writes": int(res[f"run_{i}_writes"]),
+                    "delay_n": int(res[f"run_{i}_delay_n"]),
+                    "delay_mean_ns": int(res[f"run_{i}_delay_mean_ns"]),
                 }
             )
         return outcomes

@@ -8,7 +8,9 @@
 # (TABLE a file of /opt/rmem/in or "-"; FORMAT bytes-us | pages-ns | dist).
 # Output /host/results.txt, "key value" lines: run_ID_rc, run_ID_jct_s (guest wall time of
 # memtouch, /proc/uptime: 10 ms), run_ID_swap_in_bytes, run_ID_swap_out_bytes,
-# run_ID_json (memtouch's report); setup_rc; done 1.
+# run_ID_json (memtouch's report), run_ID_reads, run_ID_writes, run_ID_delay_n and
+# run_ID_delay_mean_ns (the device's own counts over the run, /proc/rmem_stats reset before
+# it: requests served and delays applied); setup_rc; done 1.
 R=/host/results.txt
 : > $R
 res() { echo "$1 $2" >> $R; echo "RESULT $1 $2"; }
@@ -21,6 +23,7 @@ insmod /opt/rmem/rmem.ko backend=ram size_mb=${RMEM_SIZE_MB:-512} && mkswap /dev
 	swapon /dev/rmem0
 res setup_rc $?
 vm() { awk -v k="$1" '$1 == k {print $2}' /proc/vmstat; }
+rstat() { awk -v k="$1" '$1 == k {print $2}' /proc/rmem_stats; }
 while read -r id model lat bw table fmt local mib passes; do
 	[ -z "$id" ] && continue
 	echo none > $P/delay_model
@@ -36,6 +39,7 @@ while read -r id model lat bw table fmt local mib passes; do
 	rmdir $CG 2>/dev/null
 	mkdir -p $CG
 	echo "$local" > $CG/memory.high
+	echo 0 > /proc/rmem_stats
 	in0=$(vm pswpin)
 	out0=$(vm pswpout)
 	t0=$(cut -d' ' -f1 /proc/uptime)
@@ -47,6 +51,7 @@ while read -r id model lat bw table fmt local mib passes; do
 	res "run_${id}_swap_in_bytes" $(( ($(vm pswpin) - in0) * 4096 ))
 	res "run_${id}_swap_out_bytes" $(( ($(vm pswpout) - out0) * 4096 ))
 	res "run_${id}_json" "$json"
+	for k in reads writes delay_n delay_mean_ns; do res "run_${id}_$k" "$(rstat $k)"; done
 done < $IN/runs.txt
 echo none > $P/delay_model
 swapoff /dev/rmem0
