@@ -185,9 +185,10 @@ display(pd.DataFrame(rows))
 # per node) has its 6 rounds, measured on a second VM 2.7x slower than the one of the
 # other grids, every point undecided; its 5 µs / 40 Gb/s bar, its class and its Figure 6(a)
 # point come from its classification sweep (same device set-up, first VM). postgres-pgbench's
-# grid was measured when its shared buffers had a budget of their own (first VM); its
-# 5 µs / 40 Gb/s point and class come from its classification sweep with the buffers in the
-# node's one budget (second VM, 3.5x slower at zero delay): the two rows are not one device.
+# grid (its shared buffers in the node's one budget, 11 rounds on a third VM, zero-delay
+# JCT 17.8 s) takes its 5 µs / 40 Gb/s point and class from its classification sweep (same
+# device, 12 rounds on the second VM, 24.4 s); the grid's own point agrees (+7.0 % against
+# +6.1 %, both undecided).
 
 
 # %%
