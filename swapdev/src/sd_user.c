@@ -126,6 +126,9 @@ static int is_special_file(const char *path)
  * <file>, the target with its symlinks followed: a symlink stays a symlink and the file it
  * names gets the content, as a FIFO behind a symlink does (a dangling symlink is replaced).
  * On failure the temporary is removed and one line names the target as configured.
+ * One difference from atomic.py: a missing parent directory is not created here but fails
+ * (ENOENT, one line): the device runs inside the application's processes, where creating
+ * directories would be a surprise (tests/test_swapdev_outputs.py "missing-parent").
  */
 
 /* Plan the output at path: *tmp NULL (write path through in place), or the temporary to
