@@ -472,7 +472,7 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 	h->oldest = SD_NODE_NO_PAGE;
 	if (node_seg) {
 		/* The node's one budget: no budget of the region's own (its line reports the
-		 * node's); a batch as the private pages' (the device caps it to the budget). */
+		 * node's). */
 		h->on_node = 1;
 		h->budget = atomic_load(&node_seg->budget_pages);
 	} else {
@@ -480,6 +480,7 @@ void uffd_shmem_register(int uffd, uintptr_t start, size_t len)
 		if (h->budget < 1)
 			h->budget = 1;
 	}
+	/* A batch as the private pages' (the device caps it to the budget). */
 	h->batch = batch_cfg < h->budget ? batch_cfg : h->budget;
 	h->g_base = next_g;
 	next_g += npages;

@@ -23,7 +23,6 @@ insmod /opt/rmem/rmem.ko backend=ram size_mb=${RMEM_SIZE_MB:-512} && mkswap /dev
 	swapon /dev/rmem0
 res setup_rc $?
 vm() { awk -v k="$1" '$1 == k {print $2}' /proc/vmstat; }
-rstat() { awk -v k="$1" '$1 == k {print $2}' /proc/rmem_stats; }
 while read -r id model lat bw table fmt local mib passes; do
 	[ -z "$id" ] && continue
 	echo none > $P/delay_model
@@ -51,7 +50,9 @@ while read -r id model lat bw table fmt local mib passes; do
 	res "run_${id}_swap_in_bytes" $(( ($(vm pswpin) - in0) * 4096 ))
 	res "run_${id}_swap_out_bytes" $(( ($(vm pswpout) - out0) * 4096 ))
 	res "run_${id}_json" "$json"
-	for k in reads writes delay_n delay_mean_ns; do res "run_${id}_$k" "$(rstat $k)"; done
+	# One read of the counts: a consistent snapshot.
+	awk '$1 ~ /^(reads|writes|delay_n|delay_mean_ns)$/' /proc/rmem_stats |
+		while read -r k v; do res "run_${id}_$k" "$v"; done
 done < $IN/runs.txt
 echo none > $P/delay_model
 swapoff /dev/rmem0
